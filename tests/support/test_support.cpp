@@ -1,0 +1,44 @@
+// Implements the test helpers declared in test_support.hpp.
+#include "test_support.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+namespace sparserl::testing {
+
+void skip(std::string_view why) {
+  std::cout << "SKIPPED: " << why << std::endl;
+  std::fflush(nullptr);
+  std::_Exit(kSkipExitCode);
+}
+
+std::filesystem::path shared_dir() {
+  std::filesystem::path dir = SPARSERL_TEST_SHARED_DIR;
+  if (const char* env = std::getenv("SPARSERL_SHARED_DIR"); env != nullptr && *env != '\0') {
+    dir = env;
+  }
+  if (!std::filesystem::is_directory(dir / "matrices")) {
+    skip("the shared folder with matrices is absent: " + dir.string());
+  }
+  return dir;
+}
+
+std::filesystem::path shared_matrices_dir() { return shared_dir() / "matrices"; }
+
+std::filesystem::path scratch_dir(std::string_view test_name) {
+  std::string name(test_name);
+  for (char& c : name) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!plain) c = '_';
+  }
+  std::filesystem::path dir = std::filesystem::path(SPARSERL_TEST_BINARY_DIR) / "scratch" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::filesystem::path source_dir() { return SPARSERL_TEST_SOURCE_DIR; }
+std::filesystem::path binary_dir() { return SPARSERL_TEST_BINARY_DIR; }
+
+}  // namespace sparserl::testing

@@ -1,0 +1,29 @@
+// Where tests find their inputs (the shared SuiteSparse matrices, the built worker, a scratch folder)
+// and how a test says it cannot run here. A skipped test exits with 77, which CTest reports as
+// "skipped": a missing GPU or a missing ../shared never turns into a pass.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace sparserl::testing {
+
+// Exit code that sparserl_add_test registers as SKIP_RETURN_CODE.
+inline constexpr int kSkipExitCode = 77;
+
+// Prints why and exits with kSkipExitCode. Each CTest test runs one TEST_CASE, so only it is skipped.
+[[noreturn]] void skip(std::string_view why);
+
+// ../shared beside the project (or SPARSERL_SHARED_DIR from the environment); skips if absent.
+std::filesystem::path shared_dir();
+std::filesystem::path shared_matrices_dir();  // shared_dir()/matrices
+
+// A fresh empty folder under the build tree for this test, removed at the start of the next run.
+std::filesystem::path scratch_dir(std::string_view test_name);
+
+// Path of a built executable or of the source tree, from compile definitions.
+std::filesystem::path source_dir();
+std::filesystem::path binary_dir();
+
+}  // namespace sparserl::testing
