@@ -14,9 +14,22 @@ message(STATUS "sparserl: CUDA toolkit ${CUDAToolkit_VERSION} (nvcc in ${CUDAToo
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 
-# Boost.Process (header-only, needs Boost.Filesystem in 1.74-1.83) and Boost.Asio spawn and watch the
-# evaluator's worker processes. Config mode: FindBoost is gone from recent CMake.
-find_package(Boost 1.74 REQUIRED CONFIG COMPONENTS filesystem)
+# Boost.Process (v1 API) and Boost.Asio spawn and watch the evaluator's worker processes; both are
+# header-only. Boost.Process v1 wants Boost.Filesystem's compiled library unless it may use
+# std::filesystem (BOOST_PROCESS_USE_STD_FS, Boost >= 1.77): Debian 12 has 1.74 and the library, the
+# Ubuntu GPU hosts have 1.83 headers without it. sparserl::boost_process hides the difference.
+# Config mode: FindBoost is gone from recent CMake.
+find_package(Boost 1.74 REQUIRED CONFIG)
+add_library(sparserl_boost_process INTERFACE)
+add_library(sparserl::boost_process ALIAS sparserl_boost_process)
+target_link_libraries(sparserl_boost_process INTERFACE Boost::headers Threads::Threads)
+if(Boost_VERSION VERSION_LESS 1.77)
+  find_package(Boost 1.74 REQUIRED CONFIG COMPONENTS filesystem)
+  target_link_libraries(sparserl_boost_process INTERFACE Boost::filesystem)
+else()
+  target_compile_definitions(sparserl_boost_process INTERFACE BOOST_PROCESS_USE_STD_FS=1)
+endif()
+message(STATUS "sparserl: Boost ${Boost_VERSION}")
 
 find_package(HDF5 REQUIRED COMPONENTS C)
 if(NOT TARGET hdf5::hdf5)
