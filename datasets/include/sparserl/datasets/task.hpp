@@ -1,10 +1,11 @@
-// Tasks: what one episode asks for. A task names a matrix by a versioned URI, the operation (SpMV, or
-// SpMM with K dense columns) and the value type. URIs:
-//   suitesparse-v1/GROUP/NAME                      a SuiteSparse collection matrix (GROUP "ungrouped"
-//                                                  for matrices that belong to none)
-//   gen-v1/KIND?key=value&...                      a generated matrix (generators.hpp), e.g.
-//                                                  gen-v1/rmat?scale=16&edge_factor=8&seed=3
-//   file:PATH                                      a local Matrix Market file (.mtx, .mtx.gz, .tar.gz)
+// Tasks: what one episode asks for. A task names a matrix by a versioned URI, the operation (SpMV,
+// or SpMM with K dense columns) and the value type. URIs:
+//   suitesparse-v1/GROUP/NAME   a SuiteSparse collection matrix (GROUP "ungrouped" for matrices
+//                               that belong to none)
+//   gen-v1/KIND?key=value&...   a generated matrix (generators.hpp), e.g.
+//                               gen-v1/rmat?scale=16&edge_factor=8&seed=3
+//   file:PATH                   a local Matrix Market file (.mtx, .mtx.gz, .tar.gz); also
+//                               file:///ABSOLUTE/PATH
 // The matrix store (matrix_store.hpp) resolves a URI to a SparseMatrix.
 #pragma once
 
@@ -51,10 +52,10 @@ struct MatrixUri {
 };
 
 struct Task {
-  std::string uri;   // MatrixUri::str() of the matrix
+  std::string uri;  // MatrixUri::str() of the matrix
   Op op = Op::spmv;
   DType dtype = DType::f32;
-  Index k = 1;       // dense columns for SpMM (1 for SpMV)
+  Index k = 1;  // dense columns for SpMM (1 for SpMV)
 
   // "suitesparse-v1/HB/west0067 spmv f32" or "... spmm f64 k=32": for logs and tables.
   [[nodiscard]] std::string str() const;

@@ -1,0 +1,102 @@
+// The matrix store: where a task's matrix URI becomes a SparseMatrix. suitesparse-v1 URIs are
+// looked up in a data directory laid out as the download path writes it, then in attached
+// SuiteSparse indexes (e.g. ../shared/matrices with its INDEX.csv); file: URIs are read directly;
+// gen-v1 URIs are generated (generators.hpp). A missing matrix is an error naming the URI and every
+// place looked, so a user sees at once what to download or where to point --data-dir.
+//
+// Data directory layout for suitesparse-v1/GROUP/NAME, tried in this order:
+//   DATA_DIR/suitesparse/GROUP/NAME.mtx
+//   DATA_DIR/suitesparse/GROUP/NAME.mtx.gz
+//   DATA_DIR/suitesparse/GROUP/NAME.tar.gz   (the collection's archive; member NAME/NAME.mtx)
+//
+// Loaded matrices may be kept in a small LRU cache keyed by the canonical URI; the store is safe to
+// use from several threads (loads of different URIs run in parallel, the cache is locked briefly).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sparserl/datasets/matrix_market.hpp"
+#include "sparserl/datasets/sparse_matrix.hpp"
+#include "sparserl/datasets/suitesparse_index.hpp"
+#include "sparserl/datasets/task.hpp"
+
+namespace sparserl::datasets {
+
+class MatrixNotFound : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// $SPARSERL_DATA_DIR when set and not empty, else ./data.
+std::filesystem::path default_data_dir();
+
+// The relative location of a suitesparse-v1 matrix's archive in a data directory:
+// suitesparse/GROUP/NAME.tar.gz (what download_matrix writes).
+std::filesystem::path archive_relative_path(const MatrixUri& uri);
+
+struct StoreOptions {
+  // Folders holding an INDEX.csv (or paths of index CSV files) searched after the data directory.
+  std::vector<std::filesystem::path> indexes;
+  // How many loaded matrices to keep in memory (0: no cache).
+  std::size_t cache_capacity = 0;
+  ReadOptions read;
+};
+
+// Where a matrix came from, and what the reader saw (no report for generated matrices).
+struct LoadedMatrix {
+  std::shared_ptr<const SparseMatrix> matrix;
+  std::string uri;             // canonical
+  std::filesystem::path file;  // empty for generated matrices
+  std::optional<ReadReport> report;
+};
+
+class MatrixStore {
+ public:
+  // Reads the attached indexes now (IndexError if one is malformed or missing). The data directory
+  // need not exist.
+  explicit MatrixStore(std::filesystem::path data_dir, StoreOptions options = {});
+
+  [[nodiscard]] const std::filesystem::path& data_dir() const { return data_dir_; }
+  [[nodiscard]] const std::vector<SuiteSparseIndex>& indexes() const { return indexes_; }
+
+  // The local file of a suitesparse-v1 or file: URI, or nullopt when there is none. gen-v1 URIs
+  // have no file: std::invalid_argument.
+  [[nodiscard]] std::optional<std::filesystem::path> find(const MatrixUri& uri) const;
+  // Like find, but throws MatrixNotFound naming the URI and every place looked.
+  [[nodiscard]] std::filesystem::path resolve(const MatrixUri& uri) const;
+  [[nodiscard]] std::filesystem::path resolve(std::string_view uri) const;
+
+  // The matrix of any URI (through the cache when enabled). Throws InvalidUri, MatrixNotFound,
+  // MatrixMarketError (a file that does not read) or std::invalid_argument (a bad generator spec).
+  [[nodiscard]] std::shared_ptr<const SparseMatrix> load(const MatrixUri& uri);
+  [[nodiscard]] std::shared_ptr<const SparseMatrix> load(std::string_view uri);
+  // load, plus where the matrix came from and the reader's report; bypasses the cache.
+  [[nodiscard]] LoadedMatrix load_with_report(const MatrixUri& uri) const;
+
+  // Every suitesparse-v1 URI of the attached indexes, in index order.
+  [[nodiscard]] std::vector<std::string> indexed_uris() const;
+
+  [[nodiscard]] std::size_t cache_size() const;
+  void clear_cache();
+
+ private:
+  std::vector<std::filesystem::path> candidates(const MatrixUri& uri) const;
+
+  std::filesystem::path data_dir_;
+  StoreOptions options_;
+  std::vector<SuiteSparseIndex> indexes_;
+  mutable std::mutex mutex_;
+  // Most recently used first.
+  std::list<std::pair<std::string, std::shared_ptr<const SparseMatrix>>> cache_;
+};
+
+}  // namespace sparserl::datasets

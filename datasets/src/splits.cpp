@@ -1,0 +1,321 @@
+// Making, writing and reading versioned split files (splits.hpp).
+#include "sparserl/datasets/splits.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "compressed_output.hpp"
+#include "fnv1a.hpp"
+#include "sparserl/datasets/task.hpp"
+
+namespace sparserl::datasets {
+
+std::string_view to_string(SplitPart part) {
+  switch (part) {
+    case SplitPart::train:
+      return "train";
+    case SplitPart::val:
+      return "val";
+    case SplitPart::test:
+      return "test";
+  }
+  return "?";
+}
+
+std::optional<SplitPart> parse_split_part(std::string_view text) {
+  for (SplitPart p : kSplitParts) {
+    if (to_string(p) == text) return p;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+bool valid_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+std::string shortest(double v) {
+  char buf[32];
+  return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
+}
+
+// Largest-remainder apportionment of n items by ratios summing to 1; ties go to the earlier part.
+std::array<std::size_t, 3> counts_for(std::size_t n, const std::array<double, 3>& ratios) {
+  std::array<std::size_t, 3> counts{};
+  std::array<double, 3> remainder{};
+  std::size_t given = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const double quota = static_cast<double>(n) * ratios[i];
+    counts[i] = static_cast<std::size_t>(std::floor(quota));
+    remainder[i] = quota - std::floor(quota);
+    given += counts[i];
+  }
+  while (given < n) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < 3; ++i) {
+      if (remainder[i] > remainder[best]) best = i;
+    }
+    ++counts[best];
+    remainder[best] = -1.0;
+    ++given;
+  }
+  while (given > n) {  // only if rounding pushed a floor past n; take from the last non-empty part
+    for (std::size_t i = 3; i-- > 0;) {
+      if (counts[i] > 0) {
+        --counts[i];
+        break;
+      }
+    }
+    --given;
+  }
+  return counts;
+}
+
+}  // namespace
+
+std::array<double, 3> parse_ratios(std::string_view text) {
+  std::array<double, 3> out{};
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::size_t comma = i < 2 ? text.find(',', at) : text.size();
+    if (comma == std::string_view::npos) {
+      throw SplitError("invalid ratios '" + std::string(text) +
+                       "': expected three numbers TRAIN,VAL,TEST such as 0.6,0.2,0.2");
+    }
+    const std::string_view piece = text.substr(at, comma - at);
+    auto [p, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), out[i]);
+    if (ec != std::errc() || p != piece.data() + piece.size() || !(out[i] >= 0.0) ||
+        !std::isfinite(out[i])) {
+      throw SplitError("invalid ratios '" + std::string(text) + "': '" + std::string(piece) +
+                       "' is not a non-negative number");
+    }
+    at = comma + 1;
+  }
+  if (std::fabs(out[0] + out[1] + out[2] - 1.0) > 1e-9) {
+    throw SplitError("invalid ratios '" + std::string(text) + "': they sum to " +
+                     shortest(out[0] + out[1] + out[2]) + ", expected 1");
+  }
+  return out;
+}
+
+std::vector<std::string> Split::uris(SplitPart part) const {
+  std::vector<std::string> out;
+  for (const std::string& key : keys(part)) out.push_back("suitesparse-v1/" + key);
+  return out;
+}
+
+std::size_t Split::size() const { return parts[0].size() + parts[1].size() + parts[2].size(); }
+
+bool operator==(const Split& a, const Split& b) {
+  return a.name == b.name && a.version == b.version && a.seed == b.seed && a.ratios == b.ratios &&
+         a.index_file == b.index_file && a.index_size == b.index_size &&
+         a.index_digest == b.index_digest && a.parts == b.parts;
+}
+
+Split make_split(const SuiteSparseIndex& index, const SplitSpec& spec) {
+  if (!valid_name(spec.name)) {
+    throw SplitError("invalid split name '" + spec.name +
+                     "': expected letters, digits, '_', '-', '.' (e.g. shared-v1)");
+  }
+  const std::string ratio_text =
+      shortest(spec.ratios[0]) + "," + shortest(spec.ratios[1]) + "," + shortest(spec.ratios[2]);
+  (void)parse_ratios(ratio_text);  // validates
+  if (index.size() == 0) throw SplitError(index.source() + ": the index lists no matrices");
+  Split s;
+  s.name = spec.name;
+  s.seed = spec.seed;
+  s.ratios = spec.ratios;
+  s.index_file = std::filesystem::path(index.source()).filename().string();
+  s.index_size = index.size();
+  s.index_digest = index.digest();
+  const std::uint64_t salt = splitmix64(spec.seed);
+  std::vector<std::pair<std::uint64_t, std::string>> order;
+  for (const IndexEntry& e : index.entries()) {
+    const std::string key = e.key();
+    order.emplace_back(splitmix64(detail::fnv1a64(key) ^ salt), key);
+  }
+  std::sort(order.begin(), order.end());
+  const auto counts = counts_for(order.size(), spec.ratios);
+  std::size_t at = 0;
+  for (std::size_t part = 0; part < 3; ++part) {
+    for (std::size_t i = 0; i < counts[part]; ++i) s.parts[part].push_back(order[at++].second);
+    std::sort(s.parts[part].begin(), s.parts[part].end());
+  }
+  return s;
+}
+
+std::string format_split(const Split& s) {
+  std::ostringstream out;
+  out << "# split " << s.name << "\n";
+  out << "# version " << s.version << "\n";
+  out << "# seed " << s.seed << "\n";
+  out << "# ratios " << shortest(s.ratios[0]) << "," << shortest(s.ratios[1]) << ","
+      << shortest(s.ratios[2]) << "\n";
+  out << "# index " << s.index_file << " " << s.index_size << " " << s.index_digest << "\n";
+  out << "# counts train " << s.parts[0].size() << " val " << s.parts[1].size() << " test "
+      << s.parts[2].size() << "\n";
+  out << "# Made by `sparserl data split`. Never edit this file: make a new split under a new "
+         "name.\n";
+  for (SplitPart part : kSplitParts) {
+    for (const std::string& key : s.keys(part)) out << to_string(part) << " " << key << "\n";
+  }
+  return out.str();
+}
+
+Split parse_split(std::string_view text, const std::string& source) {
+  Split s;
+  s.version = 0;
+  std::int64_t line_no = 0;
+  auto fail = [&](const std::string& what) -> void {
+    throw SplitError(source + ":" + std::to_string(line_no) + ": " + what);
+  };
+  std::set<std::string> header_seen;
+  std::set<std::string> keys_seen;
+  std::optional<std::array<std::size_t, 3>> declared_counts;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t nl = std::min(text.find('\n', at), text.size());
+    std::string_view line = text.substr(at, nl - at);
+    at = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    std::vector<std::string> words;
+    {
+      std::istringstream ws{std::string(line)};
+      for (std::string w; ws >> w;) words.push_back(w);
+    }
+    if (words.empty()) continue;
+    if (words[0] == "#") {
+      if (words.size() < 2) continue;
+      const std::string& key = words[1];
+      const bool known = key == "split" || key == "version" || key == "seed" || key == "ratios" ||
+                         key == "index" || key == "counts";
+      if (!known) continue;  // a comment
+      if (!header_seen.insert(key).second) fail("the header line '" + key + "' appears twice");
+      auto expect = [&](std::size_t n, const char* shape) {
+        if (words.size() != n + 2) fail("expected '# " + key + " " + shape + "'");
+      };
+      if (key == "split") {
+        expect(1, "NAME");
+        if (!valid_name(words[2])) fail("invalid split name '" + words[2] + "'");
+        s.name = words[2];
+      } else if (key == "version") {
+        expect(1, "1");
+        if (words[2] != "1") {
+          fail("unsupported split file version '" + words[2] + "' (this build reads version 1)");
+        }
+        s.version = 1;
+      } else if (key == "seed") {
+        expect(1, "SEED");
+        auto [p, ec] = std::from_chars(words[2].data(), words[2].data() + words[2].size(), s.seed);
+        if (ec != std::errc() || p != words[2].data() + words[2].size()) {
+          fail("expected an unsigned integer seed, found '" + words[2] + "'");
+        }
+      } else if (key == "ratios") {
+        expect(1, "TRAIN,VAL,TEST");
+        try {
+          s.ratios = parse_ratios(words[2]);
+        } catch (const SplitError& e) {
+          fail(e.what());
+        }
+      } else if (key == "index") {
+        expect(3, "FILE MATRICES DIGEST");
+        s.index_file = words[2];
+        std::size_t n = 0;
+        auto [p, ec] = std::from_chars(words[3].data(), words[3].data() + words[3].size(), n);
+        if (ec != std::errc() || p != words[3].data() + words[3].size()) {
+          fail("expected the number of matrices in the index, found '" + words[3] + "'");
+        }
+        s.index_size = n;
+        s.index_digest = words[4];
+      } else {  // counts
+        expect(6, "train N val N test N");
+        std::array<std::size_t, 3> counts{};
+        for (std::size_t i = 0; i < 3; ++i) {
+          const std::string& label = words[2 + 2 * i];
+          const std::string& value = words[3 + 2 * i];
+          if (label != to_string(kSplitParts[i])) fail("expected '# counts train N val N test N'");
+          auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), counts[i]);
+          if (ec != std::errc() || p != value.data() + value.size()) {
+            fail("expected a count after '" + label + "', found '" + value + "'");
+          }
+        }
+        declared_counts = counts;
+      }
+      continue;
+    }
+    if (words[0][0] == '#') continue;
+    if (words.size() != 2) fail("expected 'PART GROUP/NAME', found '" + std::string(line) + "'");
+    const auto part = parse_split_part(words[0]);
+    if (!part) fail("unknown part '" + words[0] + "' (expected train, val or test)");
+    try {
+      const MatrixUri uri = MatrixUri::parse("suitesparse-v1/" + words[1]);
+      (void)uri;
+    } catch (const InvalidUri& e) {
+      fail("expected GROUP/NAME, found '" + words[1] + "' (" + e.what() + ")");
+    }
+    if (!keys_seen.insert(words[1]).second) fail("the matrix " + words[1] + " is listed twice");
+    s.parts[static_cast<std::size_t>(*part)].push_back(words[1]);
+  }
+  line_no = std::max<std::int64_t>(line_no, 1);
+  for (const char* key : {"split", "version", "seed", "ratios", "index", "counts"}) {
+    if (header_seen.count(key) == 0) {
+      throw SplitError(source + ": not a split file: the header line '# " + key + "' is missing");
+    }
+  }
+  for (std::size_t i = 0; i < 3; ++i) {
+    if ((*declared_counts)[i] != s.parts[i].size()) {
+      throw SplitError(source + ": the header declares " + std::to_string((*declared_counts)[i]) +
+                       " " + std::string(to_string(kSplitParts[i])) + " matrices, the file lists " +
+                       std::to_string(s.parts[i].size()));
+    }
+    std::sort(s.parts[i].begin(), s.parts[i].end());
+  }
+  if (s.size() != s.index_size) {
+    throw SplitError(source + ": the split lists " + std::to_string(s.size()) +
+                     " matrices but its index had " + std::to_string(s.index_size));
+  }
+  return s;
+}
+
+Split read_split(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw SplitError(file.string() + ": cannot open the split file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_split(text.str(), file.string());
+}
+
+void write_split(const std::filesystem::path& file, const Split& split) {
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec)) {
+    throw SplitError(file.string() +
+                     ": already exists; a split file is never edited in place "
+                     "(write a new split under a new name)");
+  }
+  detail::AtomicFile out(file);
+  out.write(format_split(split));
+  try {
+    out.commit_no_clobber();
+  } catch (const std::runtime_error& e) {
+    throw SplitError(e.what());
+  }
+}
+
+}  // namespace sparserl::datasets

@@ -1,0 +1,131 @@
+// Helpers shared by the datasets tests: writing bytes to files, gzip-compressing with zlib,
+// building small tar archives by hand (ustar, with GNU long-name records when asked) so the reader
+// is tested against archives it did not write itself, and running the built `sparserl` binary.
+#pragma once
+
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sparserl::testing {
+
+inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+inline std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// One gzip member holding `bytes`.
+inline std::string gzip(const std::string& bytes) {
+  z_stream zs{};
+  if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw std::runtime_error("deflateInit2");
+  }
+  std::string out(deflateBound(&zs, static_cast<uLong>(bytes.size())) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  zs.avail_in = static_cast<uInt>(bytes.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&zs, Z_FINISH);
+  out.resize(out.size() - zs.avail_out);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) throw std::runtime_error("deflate");
+  return out;
+}
+
+// A ustar header block; `type` '0' for files, 'L' for a GNU long-name record.
+inline std::string tar_header(const std::string& name, std::size_t size, char type = '0') {
+  std::string h(512, '\0');
+  h.replace(0, std::min<std::size_t>(name.size(), 100), name.substr(0, 100));
+  auto octal = [&h](std::size_t at, std::size_t width, unsigned long long v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%0*llo", static_cast<int>(width - 1), v);
+    h.replace(at, width - 1, buf);
+  };
+  octal(100, 8, 0644);
+  octal(108, 8, 1000);
+  octal(116, 8, 1000);
+  octal(124, 12, size);
+  octal(136, 12, 1700000000);
+  h[156] = type;
+  h.replace(257, 8, std::string("ustar  \0", 8));  // GNU magic, as GNU tar writes it
+  h.replace(148, 8, "        ");
+  unsigned sum = 0;
+  for (char c : h) sum += static_cast<unsigned char>(c);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%06o", sum);
+  h.replace(148, 6, buf);
+  h[154] = '\0';
+  h[155] = ' ';
+  return h;
+}
+
+// A tar stream of (name, content) members; names over 100 bytes get a GNU 'L' record.
+inline std::string make_tar(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string out;
+  auto pad = [&out]() { out.append((512 - out.size() % 512) % 512, '\0'); };
+  for (const auto& [name, content] : members) {
+    if (name.size() > 100) {
+      out += tar_header("././@LongLink", name.size() + 1, 'L');
+      out += name;
+      out += '\0';
+      pad();
+    }
+    out += tar_header(name, content.size());
+    out += content;
+    pad();
+  }
+  out.append(1024, '\0');
+  return out;
+}
+
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command line, capturing its output and exit status.
+inline CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("popen failed: " + command);
+  std::array<char, 4096> buf{};
+  std::size_t got = 0;
+  while ((got = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), got);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace sparserl::testing

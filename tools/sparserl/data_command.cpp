@@ -1,0 +1,634 @@
+// `sparserl data`: the datasets library on the command line. Inspect a matrix (info), convert
+// between Matrix Market files (convert), write a generated matrix (generate), make a versioned
+// split (split), download a collection archive (fetch), and print one table line per matrix of a
+// folder or index (summary, the project's main job until the environment exists). Inputs are files
+// or task URIs; URIs are resolved through a MatrixStore over --data-dir and the --index folders.
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "sparserl/datasets/download.hpp"
+#include "sparserl/datasets/features.hpp"
+#include "sparserl/datasets/generators.hpp"
+#include "sparserl/datasets/matrix_market.hpp"
+#include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/datasets/splits.hpp"
+#include "sparserl/datasets/suitesparse_index.hpp"
+#include "sparserl/datasets/task.hpp"
+
+namespace sparserl::tools {
+namespace {
+
+namespace ds = sparserl::datasets;
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage =
+    "usage: sparserl data SUBCOMMAND [ARGS...]\n"
+    "\n"
+    "Matrices, task URIs and splits. FILE is a Matrix Market file (.mtx, .mtx.gz, or a "
+    "SuiteSparse\n"
+    ".tar.gz archive); URI is suitesparse-v1/GROUP/NAME, gen-v1/KIND?key=value&... or file:PATH.\n"
+    "\n"
+    "  info FILE|URI [--json] [--member NAME] [--allow-non-finite]\n"
+    "      rows, cols, nnz, digest, the pattern features and (for files) what the reader saw\n"
+    "  convert IN OUT [--field real|integer|pattern] [--symmetric | --general] [--comment "
+    "TEXT]...\n"
+    "      Matrix Market to Matrix Market; IN is a FILE or URI; OUT ending in .gz is compressed,\n"
+    "      OUT ending in .tar.gz is a collection-style archive. Field and symmetry default to "
+    "IN's.\n"
+    "  generate URI --out FILE\n"
+    "      write the matrix of a gen-v1 URI as a Matrix Market file\n"
+    "  split --index INDEX.csv --name NAME --seed SEED [--ratios TRAIN,VAL,TEST] --out FILE\n"
+    "      make a versioned split file of an index (ratios default 0.6,0.2,0.2); never overwrites\n"
+    "  fetch URI [--base-url URL] [--overwrite]\n"
+    "      download a suitesparse-v1 matrix into DATA_DIR/suitesparse/GROUP/NAME.tar.gz\n"
+    "      (base URL default: https://suitesparse-collection-website.herokuapp.com/MM)\n"
+    "  summary [DIR | --index INDEX.csv] [--json] [--strict]\n"
+    "      one line per matrix of a folder (every .mtx, .mtx.gz, .tar.gz under it) or of an "
+    "index:\n"
+    "      size, row lengths, bandwidth, diagonal share, read time, and whether it matches the "
+    "index.\n"
+    "      Without DIR or --index: the data directory. --strict: exit 1 if any matrix fails.\n"
+    "\n"
+    "common options:\n"
+    "  --data-dir DIR   where suitesparse-v1 URIs are found and fetched to\n"
+    "                   (default: $SPARSERL_DATA_DIR, else ./data)\n"
+    "  --index PATH     also look up suitesparse-v1 URIs in this SuiteSparse index (a folder with "
+    "an\n"
+    "                   INDEX.csv, or the CSV itself), e.g. ../shared/matrices; may be repeated\n"
+    "\n"
+    "exit status: 0 done, 1 an input could not be read or written, 2 bad arguments\n";
+
+// ---- small output helpers
+// -----------------------------------------------------------------------------
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+bool looks_like_uri(std::string_view text) {
+  return text.rfind("suitesparse-", 0) == 0 || text.rfind("gen-", 0) == 0 ||
+         text.rfind("file:", 0) == 0;
+}
+
+// Switches are declared once for the whole command; each subcommand accepts only its own.
+void allow_switches(const Args& args, std::string_view sub,
+                    const std::vector<std::string>& allowed) {
+  for (const char* name :
+       {"json", "symmetric", "general", "allow-non-finite", "strict", "overwrite"}) {
+    if (args.flag(name) && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      throw UsageError("--" + std::string(name) + " is not an option of `data " + std::string(sub) +
+                       "`");
+    }
+  }
+}
+
+// A URI argument; a malformed one is a usage error (exit 2), not a failed input.
+ds::MatrixUri parse_uri_argument(const std::string& text) {
+  try {
+    return ds::MatrixUri::parse(text);
+  } catch (const ds::InvalidUri& e) {
+    throw UsageError(e.what());
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// ---- inputs
+// ----------------------------------------------------------------------------------------
+
+ds::StoreOptions store_options(const Args& args) {
+  ds::StoreOptions options;
+  for (const std::string& index : args.all("index")) options.indexes.emplace_back(index);
+  options.read = ds::ReadOptions();
+  options.read.allow_non_finite = args.flag("allow-non-finite");
+  options.read.archive_member = args.option_or("member", "");
+  return options;
+}
+
+fs::path data_dir(const Args& args) {
+  if (auto dir = args.option("data-dir")) return *dir;
+  return ds::default_data_dir();
+}
+
+struct Input {
+  std::string label;               // the argument as given
+  std::optional<std::string> uri;  // canonical, when given a URI
+  std::shared_ptr<const ds::SparseMatrix> matrix;
+  fs::path file;
+  std::optional<ds::ReadReport> report;
+  double read_seconds = 0.0;
+};
+
+Input load_input(const std::string& what, const Args& args) {
+  Input in;
+  in.label = what;
+  const auto start = std::chrono::steady_clock::now();
+  if (looks_like_uri(what)) {
+    const ds::MatrixUri uri = parse_uri_argument(what);
+    ds::MatrixStore store(data_dir(args), store_options(args));
+    ds::LoadedMatrix loaded = store.load_with_report(uri);
+    in.uri = loaded.uri;
+    in.matrix = std::move(loaded.matrix);
+    in.file = loaded.file;
+    in.report = std::move(loaded.report);
+  } else {
+    ds::MatrixMarketFile file = ds::read_matrix_market(what, store_options(args).read);
+    in.matrix = std::make_shared<const ds::SparseMatrix>(std::move(file.matrix));
+    in.file = what;
+    in.report = std::move(file.report);
+  }
+  in.read_seconds = seconds_since(start);
+  return in;
+}
+
+// ---- info
+// ------------------------------------------------------------------------------------------
+
+int run_info(const Args& args) {
+  args.allow_only({"data-dir", "index", "member"});
+  allow_switches(args, "info", {"json", "allow-non-finite"});
+  if (args.positional().size() != 2) throw UsageError("info takes one FILE or URI");
+  const Input in = load_input(args.positional(1, "FILE or URI"), args);
+  const ds::SparseMatrix& a = *in.matrix;
+  const ds::MatrixFeatures features = ds::compute_features(a);
+  const auto names = ds::feature_names();
+  const auto values = features.to_vector();
+  if (args.flag("json")) {
+    std::ostringstream out;
+    out << "{\n  \"input\": " << json_string(in.label) << ",\n";
+    if (in.uri) out << "  \"uri\": " << json_string(*in.uri) << ",\n";
+    if (!in.file.empty()) out << "  \"file\": " << json_string(in.file.string()) << ",\n";
+    out << "  \"rows\": " << a.rows() << ",\n  \"cols\": " << a.cols()
+        << ",\n  \"nnz\": " << a.nnz() << ",\n  \"digest\": " << json_string(a.digest())
+        << ",\n  \"read_seconds\": " << number(in.read_seconds) << ",\n";
+    if (in.report) {
+      const ds::ReadReport& r = *in.report;
+      out << "  \"report\": {\"source\": " << json_string(r.source)
+          << ", \"format\": " << json_string(ds::to_string(r.format))
+          << ", \"field\": " << json_string(ds::to_string(r.field))
+          << ", \"symmetry\": " << json_string(ds::to_string(r.symmetry))
+          << ", \"stored_entries\": " << r.stored_entries
+          << ", \"expanded_entries\": " << r.expanded_entries
+          << ", \"duplicates_summed\": " << r.duplicates_summed
+          << ", \"explicit_zeros\": " << r.explicit_zeros << ", \"lines\": " << r.lines
+          << ", \"bytes\": " << r.bytes << "},\n";
+    }
+    out << "  \"features\": {";
+    for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+      out << (i ? ", " : "") << json_string(names[i]) << ": " << number(values[i]);
+    }
+    out << "}\n}\n";
+    std::cout << out.str();
+    return 0;
+  }
+  std::ostringstream out;
+  auto row = [&out](std::string_view key, const std::string& value) {
+    out << key;
+    for (std::size_t pad = key.size(); pad < 20; ++pad) out << ' ';
+    out << value << "\n";
+  };
+  row("input", in.label);
+  if (in.uri) row("uri", *in.uri);
+  if (!in.file.empty() && in.file.string() != in.label) row("file", in.file.string());
+  row("rows", std::to_string(a.rows()));
+  row("cols", std::to_string(a.cols()));
+  row("nnz", std::to_string(a.nnz()));
+  row("digest", a.digest());
+  row("read", fixed(in.read_seconds * 1e3, 2) + " ms");
+  if (in.report) {
+    const ds::ReadReport& r = *in.report;
+    row("source", r.source);
+    row("banner", std::string(ds::to_string(r.format)) + " " + std::string(ds::to_string(r.field)) +
+                      " " + std::string(ds::to_string(r.symmetry)));
+    row("stored entries", std::to_string(r.stored_entries));
+    row("expanded entries", std::to_string(r.expanded_entries));
+    row("duplicates summed", std::to_string(r.duplicates_summed));
+    row("explicit zeros", std::to_string(r.explicit_zeros));
+    row("text", std::to_string(r.lines) + " lines, " + std::to_string(r.bytes) + " bytes");
+  }
+  out << "features:\n";
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    const double v = values[i];
+    const bool integral = std::isfinite(v) && std::floor(v) == v && std::fabs(v) < 1e15;
+    row("  " + names[i], integral ? std::to_string(static_cast<long long>(v)) : number(v));
+  }
+  std::cout << out.str();
+  return 0;
+}
+
+// ---- convert and generate
+// --------------------------------------------------------------------------
+
+void write_output(const fs::path& out, const ds::SparseMatrix& a, const ds::WriteOptions& options) {
+  const std::string name = out.filename().string();
+  if (name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
+    ds::write_matrix_market_archive(out, a, options);
+  } else {
+    ds::write_matrix_market(out, a, options);
+  }
+}
+
+int run_convert(const Args& args) {
+  args.allow_only({"data-dir", "index", "member", "field", "comment"});
+  allow_switches(args, "convert", {"symmetric", "general", "allow-non-finite"});
+  if (args.positional().size() != 3) throw UsageError("convert takes IN and OUT");
+  if (args.flag("symmetric") && args.flag("general")) {
+    throw UsageError("--symmetric and --general exclude each other");
+  }
+  std::optional<ds::MmField> field;
+  if (auto f = args.option("field")) {
+    if (*f == "real")
+      field = ds::MmField::real;
+    else if (*f == "integer")
+      field = ds::MmField::integer;
+    else if (*f == "pattern")
+      field = ds::MmField::pattern;
+    else
+      throw UsageError("--field expects real, integer or pattern, got '" + *f + "'");
+  }
+  const Input in = load_input(args.positional(1, "IN"), args);
+  const fs::path out = args.positional(2, "OUT");
+  ds::WriteOptions options;
+  options.field = field.value_or(in.report ? in.report->field : ds::MmField::real);
+  if (args.flag("symmetric")) {
+    options.symmetric = true;
+  } else if (!args.flag("general") && in.report) {
+    const auto sym = in.report->symmetry;
+    options.symmetric = (sym == ds::MmSymmetry::symmetric || sym == ds::MmSymmetry::hermitian) &&
+                        ds::is_symmetric(*in.matrix);
+  }
+  if (in.report) options.comments = in.report->comments;
+  options.comments.push_back("converted from " + in.label + " by sparserl data convert");
+  for (const std::string& c : args.all("comment")) options.comments.push_back(c);
+  try {
+    write_output(out, *in.matrix, options);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(out.string() + ": " + e.what());
+  }
+  std::cout << "wrote " << out.string() << ": " << in.matrix->rows() << " x " << in.matrix->cols()
+            << ", " << in.matrix->nnz() << " entries (" << ds::to_string(options.field)
+            << (options.symmetric ? " symmetric" : " general") << ")\n";
+  return 0;
+}
+
+int run_generate(const Args& args) {
+  args.allow_only({"out", "comment"});
+  allow_switches(args, "generate", {});
+  if (args.positional().size() != 2) throw UsageError("generate takes one gen-v1 URI");
+  const ds::MatrixUri uri = parse_uri_argument(args.positional(1, "URI"));
+  if (uri.scheme != ds::MatrixUri::Scheme::generated) {
+    throw UsageError("generate takes a gen-v1 URI; for '" + uri.str() +
+                     "' use `sparserl data convert`");
+  }
+  const fs::path out = args.required("out");
+  const auto start = std::chrono::steady_clock::now();
+  const ds::SparseMatrix a = ds::generate(uri);
+  const double took = seconds_since(start);
+  ds::WriteOptions options;
+  options.comments = {"generated by sparserl data generate", "uri: " + uri.str(),
+                      "digest: " + a.digest()};
+  for (const std::string& c : args.all("comment")) options.comments.push_back(c);
+  write_output(out, a, options);
+  std::cout << "wrote " << out.string() << ": " << uri.str() << ", " << a.rows() << " x "
+            << a.cols() << ", " << a.nnz() << " entries, digest " << a.digest() << " (generated in "
+            << fixed(took * 1e3, 1) << " ms)\n";
+  return 0;
+}
+
+// ---- split
+// -----------------------------------------------------------------------------------------
+
+int run_split(const Args& args) {
+  args.allow_only({"index", "name", "seed", "ratios", "out"});
+  allow_switches(args, "split", {});
+  if (args.positional().size() != 1) throw UsageError("split takes no positional arguments");
+  const std::vector<std::string> indexes = args.all("index");
+  if (indexes.size() != 1) throw UsageError("split needs exactly one --index INDEX.csv");
+  ds::SplitSpec spec;
+  spec.name = args.required("name");
+  const std::string seed = args.required("seed");
+  auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), spec.seed);
+  if (ec != std::errc() || p != seed.data() + seed.size()) {
+    throw UsageError("--seed expects an unsigned 64-bit integer, got '" + seed + "'");
+  }
+  try {
+    spec.ratios = ds::parse_ratios(args.option_or("ratios", "0.6,0.2,0.2"));
+  } catch (const ds::SplitError& e) {
+    throw UsageError(std::string("--ratios: ") + e.what());
+  }
+  const fs::path out = args.required("out");
+  const ds::SuiteSparseIndex index = ds::SuiteSparseIndex::read(ds::index_csv_path(indexes[0]));
+  const ds::Split split = ds::make_split(index, spec);
+  ds::write_split(out, split);
+  std::cout << "wrote " << out.string() << ": split " << split.name << " of " << split.index_size
+            << " matrices (index digest " << split.index_digest << "): train "
+            << split.keys(ds::SplitPart::train).size() << ", val "
+            << split.keys(ds::SplitPart::val).size() << ", test "
+            << split.keys(ds::SplitPart::test).size() << "\n";
+  return 0;
+}
+
+// ---- fetch
+// -----------------------------------------------------------------------------------------
+
+int run_fetch(const Args& args) {
+  args.allow_only({"data-dir", "base-url"});
+  allow_switches(args, "fetch", {"overwrite"});
+  if (args.positional().size() != 2) throw UsageError("fetch takes one suitesparse-v1 URI");
+  const ds::MatrixUri uri = parse_uri_argument(args.positional(1, "URI"));
+  if (uri.scheme != ds::MatrixUri::Scheme::suitesparse) {
+    throw UsageError("fetch takes a suitesparse-v1 URI, not '" + uri.str() + "'");
+  }
+  ds::DownloadOptions options;
+  options.base_url = args.option_or("base-url", std::string(ds::kDefaultSuiteSparseBaseUrl));
+  options.overwrite = args.flag("overwrite");
+  if (::isatty(2) != 0) {
+    options.progress = [last = std::chrono::steady_clock::time_point()](
+                           std::int64_t got, std::int64_t total) mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(200)) return;
+      last = now;
+      std::fprintf(
+          stderr, "\r  %.1f MB%s", static_cast<double>(got) / 1e6,
+          total > 0 ? (" of " + fixed(static_cast<double>(total) / 1e6, 1) + " MB").c_str() : "");
+    };
+  }
+  const fs::path dir = data_dir(args);
+  const fs::path expected = dir / ds::archive_relative_path(uri);
+  std::error_code exists_ec;
+  const bool present = !options.overwrite && fs::is_regular_file(expected, exists_ec);
+  const auto start = std::chrono::steady_clock::now();
+  const fs::path got = ds::download_matrix(uri, dir, options);
+  if (options.progress) std::fprintf(stderr, "\n");
+  if (present) {
+    std::cout << uri.str() << ": already present at " << got.string() << "\n";
+  } else {
+    std::cout << uri.str() << ": fetched " << ds::archive_url(uri, options.base_url) << " to "
+              << got.string() << " (" << fs::file_size(got) << " bytes, "
+              << fixed(seconds_since(start), 2) << " s)\n";
+  }
+  return 0;
+}
+
+// ---- summary
+// ---------------------------------------------------------------------------------------
+
+struct SummaryRow {
+  std::string name;
+  fs::path file;
+  const ds::IndexEntry* entry = nullptr;
+  bool ok = false;
+  std::string status;  // "ok", "differs from index: ...", or the error message
+  std::int64_t rows = 0, cols = 0, nnz = 0;
+  ds::MatrixFeatures features;
+  double read_ms = 0.0;
+  std::int64_t bytes = 0;
+};
+
+bool is_matrix_file(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return name.ends_with(".mtx") || name.ends_with(".mtx.gz") || name.ends_with(".tar.gz") ||
+         name.ends_with(".tgz");
+}
+
+void summarise(SummaryRow& row, const ds::ReadOptions& read) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    ds::ReadOptions options = read;
+    const std::string fname = row.file.filename().string();
+    if (row.entry != nullptr && options.archive_member.empty() &&
+        fname == row.entry->name + ".tar.gz") {
+      options.archive_member = row.entry->name + "/" + row.entry->name + ".mtx";
+    }
+    const ds::MatrixMarketFile f = ds::read_matrix_market(row.file, options);
+    row.read_ms = seconds_since(start) * 1e3;
+    row.rows = f.matrix.rows();
+    row.cols = f.matrix.cols();
+    row.nnz = f.matrix.nnz();
+    row.bytes = f.report.bytes;
+    row.features = ds::compute_features(f.matrix);
+    row.ok = true;
+    row.status = "ok";
+    if (row.entry != nullptr) {
+      std::string diff;
+      auto check = [&diff](const char* what, const std::optional<std::int64_t>& want,
+                           std::int64_t got) {
+        if (want && *want != got) {
+          diff += std::string(diff.empty() ? "" : ", ") + what + " " + std::to_string(got) +
+                  " (index: " + std::to_string(*want) + ")";
+        }
+      };
+      check("rows", row.entry->rows, row.rows);
+      check("cols", row.entry->cols, row.cols);
+      check("stored", row.entry->stored_entries, f.report.stored_entries);
+      if (!diff.empty()) row.status = "differs from index: " + diff;
+    }
+  } catch (const std::exception& e) {
+    row.read_ms = seconds_since(start) * 1e3;
+    row.status = e.what();
+  }
+}
+
+int run_summary(const Args& args) {
+  args.allow_only({"data-dir", "index", "member"});
+  allow_switches(args, "summary", {"json", "strict", "allow-non-finite"});
+  if (args.positional().size() > 2) throw UsageError("summary takes at most one DIR");
+  const std::vector<std::string> indexes = args.all("index");
+  if (args.positional().size() == 2 && !indexes.empty()) {
+    throw UsageError("summary takes a DIR or --index, not both");
+  }
+  std::vector<SummaryRow> rows;
+  std::optional<ds::SuiteSparseIndex> index;
+  std::string what;
+  if (!indexes.empty()) {
+    if (indexes.size() != 1) throw UsageError("summary takes one --index");
+    index = ds::SuiteSparseIndex::read(ds::index_csv_path(indexes[0]));
+    what = index->source();
+    for (const ds::IndexEntry& e : index->entries()) {
+      SummaryRow row;
+      row.name = e.key();
+      row.file = index->file_path(e);
+      row.entry = &e;
+      rows.push_back(std::move(row));
+    }
+  } else {
+    const fs::path dir =
+        args.positional().size() == 2 ? fs::path(args.positional(1, "DIR")) : data_dir(args);
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      throw std::runtime_error(dir.string() +
+                               ": no such folder (summary reads every matrix file "
+                               "under a folder, or the matrices of --index)");
+    }
+    what = dir.string();
+    std::vector<fs::path> files;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      if (it->is_regular_file(ec) && is_matrix_file(it->path())) files.push_back(it->path());
+    }
+    if (ec) throw std::runtime_error(dir.string() + ": cannot list the folder: " + ec.message());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      SummaryRow row;
+      row.name = fs::relative(f, dir, ec).string();
+      if (ec || row.name.empty()) row.name = f.string();
+      row.file = f;
+      rows.push_back(std::move(row));
+    }
+  }
+  const ds::ReadOptions read = store_options(args).read;
+  std::size_t failed = 0;
+  std::size_t differs = 0;
+  double total_ms = 0.0;
+  std::int64_t total_bytes = 0;
+  std::int64_t total_nnz = 0;
+  for (SummaryRow& row : rows) {
+    summarise(row, read);
+    if (!row.ok) ++failed;
+    if (row.ok && row.status != "ok") ++differs;
+    total_ms += row.read_ms;
+    total_bytes += row.bytes;
+    total_nnz += row.nnz;
+  }
+  if (args.flag("json")) {
+    std::ostringstream out;
+    out << "[\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const SummaryRow& r = rows[i];
+      out << "  {\"matrix\": " << json_string(r.name)
+          << ", \"file\": " << json_string(r.file.string())
+          << ", \"ok\": " << (r.ok ? "true" : "false") << ", \"status\": " << json_string(r.status);
+      if (r.ok) {
+        out << ", \"rows\": " << r.rows << ", \"cols\": " << r.cols << ", \"nnz\": " << r.nnz
+            << ", \"read_ms\": " << number(r.read_ms) << ", \"features\": {";
+        const auto names = ds::feature_names();
+        const auto values = r.features.to_vector();
+        for (std::size_t k = 0; k < names.size() && k < values.size(); ++k) {
+          out << (k ? ", " : "") << json_string(names[k]) << ": " << number(values[k]);
+        }
+        out << "}";
+      }
+      out << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+    }
+    out << "]\n";
+    std::cout << out.str();
+  } else {
+    std::size_t width = 6;
+    for (const SummaryRow& r : rows) width = std::max(width, r.name.size());
+    width = std::min<std::size_t>(width, 48);
+    std::ostringstream out;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-*s %9s %9s %11s %8s %8s %6s %9s %6s %6s %9s  %s\n",
+                  static_cast<int>(width), "matrix", "rows", "cols", "nnz", "row_mean", "row_max",
+                  "gini", "bandwidth", "diag", "dense", "read_ms", "status");
+    out << line;
+    for (const SummaryRow& r : rows) {
+      if (r.ok) {
+        const ds::MatrixFeatures& f = r.features;
+        std::snprintf(line, sizeof line,
+                      "%-*s %9lld %9lld %11lld %8.2f %8lld %6.3f %9lld %6.3f %6.3f %9.2f  %s\n",
+                      static_cast<int>(width), r.name.c_str(), static_cast<long long>(r.rows),
+                      static_cast<long long>(r.cols), static_cast<long long>(r.nnz), f.row_nnz_mean,
+                      static_cast<long long>(f.row_nnz_max), f.row_nnz_gini,
+                      static_cast<long long>(f.bandwidth), f.diagonal_share, f.dense_block_share,
+                      r.read_ms, r.status.c_str());
+      } else {
+        std::snprintf(line, sizeof line, "%-*s %9s %9s %11s %8s %8s %6s %9s %6s %6s %9.2f  ",
+                      static_cast<int>(width), r.name.c_str(), "-", "-", "-", "-", "-", "-", "-",
+                      "-", "-", r.read_ms);
+        out << line << "error: " << r.status << "\n";
+        continue;
+      }
+      out << line;
+    }
+    out << rows.size() << " matrices from " << what << ": " << (rows.size() - failed) << " read, "
+        << failed << " failed";
+    if (index) out << ", " << differs << " differ from the index";
+    out << "; " << total_nnz << " nonzeros in " << fixed(total_ms, 1) << " ms";
+    if (total_ms > 0) {
+      out << " (" << fixed(static_cast<double>(total_bytes) / 1e6 / (total_ms / 1e3), 1)
+          << " MB/s of text)";
+    }
+    out << "\n";
+    std::cout << out.str();
+  }
+  if (args.flag("strict") && (failed > 0 || differs > 0)) return 1;
+  return 0;
+}
+
+// ---- dispatch
+// --------------------------------------------------------------------------------------
+
+int run_data(const std::vector<std::string>& argv) {
+  Args args(argv, {"json", "symmetric", "general", "allow-non-finite", "strict", "overwrite"});
+  if (args.positional().empty()) throw UsageError("missing SUBCOMMAND");
+  const std::string& sub = args.positional(0, "SUBCOMMAND");
+  if (sub == "info") return run_info(args);
+  if (sub == "convert") return run_convert(args);
+  if (sub == "generate") return run_generate(args);
+  if (sub == "split") return run_split(args);
+  if (sub == "fetch") return run_fetch(args);
+  if (sub == "summary") return run_summary(args);
+  throw UsageError("unknown subcommand '" + sub + "'");
+}
+
+const CommandRegistration kData({"data", "matrices: info, convert, generate, split, fetch, summary",
+                                 kUsage, run_data});
+
+}  // namespace
+}  // namespace sparserl::tools
