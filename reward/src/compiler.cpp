@@ -4,6 +4,8 @@
 // CompileResult, shared by the disk cache and the worker protocol.
 #include "sparserl/reward/compiler.hpp"
 
+#include "sparserl/reward/cubin_info.hpp"
+
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -274,9 +276,34 @@ CompileResult compile(const CompileRequest& request) {
   result.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (result.ok) {
-    PtxasReport report = parse_ptxas_report(result.log);
-    result.kernels = std::move(report.kernels);
-    result.global_bytes = report.global_bytes;
+    // The kernels and their registers, shared memory and stack come from the cubin itself; ptxas'
+    // verbose log adds spills and constant bytes where NVRTC returns it (not every installation
+    // does: the GPU hosts gave an empty log for successful compiles).
+    const PtxasReport report = parse_ptxas_report(result.log);
+    std::string why;
+    const std::optional<CubinInfo> info = read_cubin_info(result.cubin, &why);
+    if (!info) {
+      result.ok = false;
+      result.internal_error = true;
+      result.log += "\nNVRTC returned a cubin that cannot be read: " + why;
+      result.cubin.clear();
+      return result;
+    }
+    for (const CubinKernel& k : info->kernels) {
+      KernelFigures figures;
+      figures.name = k.name;
+      figures.registers = k.registers;
+      figures.static_smem_bytes = k.static_smem_bytes;
+      figures.local_bytes = k.frame_bytes;
+      for (const KernelFigures& logged : report.kernels) {
+        if (logged.name != k.name) continue;
+        figures.spill_store_bytes = logged.spill_store_bytes;
+        figures.spill_load_bytes = logged.spill_load_bytes;
+        figures.const_bytes = logged.const_bytes;
+      }
+      result.kernels.push_back(std::move(figures));
+    }
+    result.global_bytes = static_cast<int>(std::max<std::int64_t>(info->global_bytes, report.global_bytes));
   }
   return result;
 }

@@ -1,8 +1,8 @@
-// Names of the evaluation stages and error kinds, and EvalResult's JSON form. The JSON key names are a
-// published interface (`sparserl check --json`, the environment's info, run logs): they are the C++
-// field names, nested objects for the compile / check / timing figures, and never change silently.
-// Non-finite doubles become null (JSON has no NaN), strings are escaped byte-exactly (control bytes as
-// \u00XX, other bytes as they are).
+// Names of the evaluation stages and error kinds, and EvalResult's JSON form. The JSON key names
+// are a published interface (`sparserl check --json`, the environment's info, run logs): they are
+// the C++ field names, nested objects for the compile / check / timing figures, and never change
+// silently. Non-finite doubles become null (JSON has no NaN), strings are escaped byte-exactly
+// (control bytes as \u00XX, other bytes as they are).
 #include "sparserl/reward/eval_result.hpp"
 
 #include <array>
@@ -52,7 +52,9 @@ class JsonObject {
     name(key);
     quote(value);
   }
-  void field(std::string_view key, const std::string& value) { field(key, std::string_view(value)); }
+  void field(std::string_view key, const std::string& value) {
+    field(key, std::string_view(value));
+  }
   void field(std::string_view key, const char* value) { field(key, std::string_view(value)); }
   void field(std::string_view key, bool value) {
     name(key);
@@ -91,13 +93,27 @@ class JsonObject {
     for (char c : text) {
       const auto u = static_cast<unsigned char>(c);
       switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
-        case '\b': out_ += "\\b"; break;
-        case '\f': out_ += "\\f"; break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
         default:
           if (u < 0x20 || u == 0x7f) {
             static constexpr char kHex[] = "0123456789abcdef";

@@ -1,7 +1,7 @@
 // NVRTC compilation of one translation unit (prelude + program) to a cubin for one GPU
 // architecture, with the figures the reward and the resource checks need per kernel: registers,
-// static shared memory, local (stack) bytes, spill stores and loads, read back from ptxas' verbose
-// report. This runs inside a compile worker process (NVRTC can crash or run away on hostile input,
+// static shared memory, local (stack) bytes read from the cubin itself (cubin_info.hpp), spill stores
+// and loads from ptxas' verbose report where NVRTC returns one. This runs inside a compile worker process (NVRTC can crash or run away on hostile input,
 // and the worker is sandboxed for it); a compile error is a result carrying the compiler's message,
 // never an exception. The library links NVRTC only: no CUDA driver, no context.
 #pragma once
@@ -25,7 +25,8 @@ struct CompileRequest {
   std::string name{"program.cu"};    // the translation unit's name in messages
 };
 
-// ptxas' figures for one kernel.
+// The figures of one kernel (registers, shared memory, stack from the cubin; spills and constant bytes
+// from ptxas' report, 0 where NVRTC gave none).
 struct KernelFigures {
   std::string name;
   int registers = 0;

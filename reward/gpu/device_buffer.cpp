@@ -1,0 +1,79 @@
+// Guarded device arrays (device_buffer.hpp).
+#include "gpu/device_buffer.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "gpu/cuda_errors.hpp"
+
+namespace sparserl::reward::gpu {
+
+GuardedBuffer::GuardedBuffer(std::string name, std::size_t bytes) : name_(std::move(name)), bytes_(bytes) {
+  const std::size_t total = bytes + 2 * kGuardBytes;
+  void* base = nullptr;
+  check_cuda(cudaMalloc(&base, total), ("cudaMalloc " + name_).c_str());
+  base_ = static_cast<std::uint8_t*>(base);
+  data_ = base_ + kGuardBytes;
+  check_cuda(cudaMemset(base_, 0xFF, total), ("fill " + name_).c_str());
+}
+
+GuardedBuffer::~GuardedBuffer() { release(); }
+
+GuardedBuffer::GuardedBuffer(GuardedBuffer&& other) noexcept { *this = std::move(other); }
+
+GuardedBuffer& GuardedBuffer::operator=(GuardedBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    name_ = std::move(other.name_);
+    base_ = std::exchange(other.base_, nullptr);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    expected_ = std::move(other.expected_);
+  }
+  return *this;
+}
+
+void GuardedBuffer::release() noexcept {
+  if (base_ != nullptr) cudaFree(base_);
+  base_ = nullptr;
+  data_ = nullptr;
+}
+
+void GuardedBuffer::upload(std::span<const std::uint8_t> host, cudaStream_t stream) {
+  expected_.assign(host.begin(), host.begin() + static_cast<std::ptrdiff_t>(std::min(host.size(), bytes_)));
+  expected_.resize(bytes_, 0);
+  check_cuda(cudaMemcpyAsync(data_, expected_.data(), bytes_, cudaMemcpyHostToDevice, stream),
+             ("upload " + name_).c_str());
+  check_cuda(cudaStreamSynchronize(stream), ("upload " + name_).c_str());
+}
+
+void GuardedBuffer::fill_nan(cudaStream_t stream) {
+  check_cuda(cudaMemsetAsync(data_, 0xFF, bytes_, stream), ("NaN-fill " + name_).c_str());
+}
+
+void GuardedBuffer::download(std::span<std::uint8_t> host, cudaStream_t stream) const {
+  check_cuda(cudaMemcpyAsync(host.data(), data_, std::min(host.size(), bytes_), cudaMemcpyDeviceToHost,
+                             stream),
+             ("download " + name_).c_str());
+  check_cuda(cudaStreamSynchronize(stream), ("download " + name_).c_str());
+}
+
+bool GuardedBuffer::guards_intact(cudaStream_t stream) const {
+  std::vector<std::uint8_t> guard(kGuardBytes);
+  for (const std::uint8_t* zone : {base_, base_ + kGuardBytes + bytes_}) {
+    check_cuda(cudaMemcpyAsync(guard.data(), zone, kGuardBytes, cudaMemcpyDeviceToHost, stream),
+               ("read guards of " + name_).c_str());
+    check_cuda(cudaStreamSynchronize(stream), ("read guards of " + name_).c_str());
+    if (!std::all_of(guard.begin(), guard.end(), [](std::uint8_t b) { return b == 0xFF; })) return false;
+  }
+  return true;
+}
+
+bool GuardedBuffer::unchanged(cudaStream_t stream) const {
+  std::vector<std::uint8_t> now(bytes_);
+  download(now, stream);
+  return now == expected_;
+}
+
+}  // namespace sparserl::reward::gpu

@@ -1,0 +1,57 @@
+// GuardedBuffer: device memory for one kernel argument, fenced. Each array sits between two guard
+// zones filled with 0xFF bytes (a NaN for float and double, -1 for int), so a kernel that writes past
+// an array's end is caught when the guards are read back, and one that reads past it picks up a NaN or
+// a -1 index and fails the check instead of passing on leftover data. Inputs keep a host copy: after a
+// run the evaluator compares the device contents with it (a kernel may not write its inputs).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sparserl::reward::gpu {
+
+class GuardedBuffer {
+ public:
+  // Guard zone on each side; 0xFF-filled. Large enough to catch the usual off-by-a-block errors.
+  static constexpr std::size_t kGuardBytes = 64 * 1024;
+
+  GuardedBuffer() = default;
+  GuardedBuffer(std::string name, std::size_t bytes);
+  ~GuardedBuffer();
+  GuardedBuffer(GuardedBuffer&& other) noexcept;
+  GuardedBuffer& operator=(GuardedBuffer&& other) noexcept;
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+
+  [[nodiscard]] void* data() const { return data_; }
+  [[nodiscard]] std::size_t bytes() const { return bytes_; }
+  [[nodiscard]] const std::string& name() const { return name_; }
+
+  // Copies host bytes in (bytes() of them) and keeps them as the expected contents.
+  void upload(std::span<const std::uint8_t> host, cudaStream_t stream);
+  // Fills the array (not the guards) with 0xFF bytes: NaN for floating point.
+  void fill_nan(cudaStream_t stream);
+  // Reads the array back (synchronous on the stream).
+  void download(std::span<std::uint8_t> host, cudaStream_t stream) const;
+
+  // After a synchronised run: true if both guard zones still hold 0xFF only.
+  [[nodiscard]] bool guards_intact(cudaStream_t stream) const;
+  // After a synchronised run: true if the array still equals what upload() put there.
+  [[nodiscard]] bool unchanged(cudaStream_t stream) const;
+
+ private:
+  void release() noexcept;
+
+  std::string name_;
+  std::uint8_t* base_ = nullptr;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::vector<std::uint8_t> expected_;  // host copy of an input's contents
+};
+
+}  // namespace sparserl::reward::gpu

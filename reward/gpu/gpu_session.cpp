@@ -1,0 +1,587 @@
+// One GPU evaluation, start to end (gpu_session.hpp): load the matrix, convert and upload its format,
+// load the cubin, run and check on fresh inputs, time against cuSPARSE, check again.
+#include "gpu/gpu_session.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include "gpu/cuda_errors.hpp"
+#include "sparserl/datasets/random.hpp"
+
+namespace sparserl::reward::gpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Runs body(begin, end) over [0, n) on up to hardware_concurrency threads.
+template <typename Body>
+void parallel_rows(std::int64_t n, Body body) {
+  const std::int64_t threads =
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(std::thread::hardware_concurrency()), 1,
+                               std::max<std::int64_t>(1, n / 4096));
+  if (threads <= 1) {
+    body(0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (std::int64_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] { body(n * t / threads, n * (t + 1) / threads); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// y = A X and y_abs = |A| |X| in fp64 (X cols x k, row-major).
+void reference(const datasets::SparseMatrix& a, const std::vector<double>& x, int k, std::vector<double>& y,
+               std::vector<double>& y_abs) {
+  y.assign(static_cast<std::size_t>(a.rows()) * k, 0.0);
+  y_abs.assign(y.size(), 0.0);
+  const auto row_ptr = a.row_ptr();
+  const auto col_idx = a.col_idx();
+  const auto val = a.values();
+  parallel_rows(a.rows(), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      double* yi = &y[static_cast<std::size_t>(i) * k];
+      double* ai = &y_abs[static_cast<std::size_t>(i) * k];
+      for (std::int64_t p = row_ptr[i]; p < row_ptr[i + 1]; ++p) {
+        const double v = val[p];
+        const double* xj = &x[static_cast<std::size_t>(col_idx[p]) * k];
+        for (int c = 0; c < k; ++c) {
+          yi[c] += v * xj[c];
+          ai[c] += std::abs(v * xj[c]);
+        }
+      }
+    }
+  });
+}
+
+struct Verdict {
+  ErrorKind error = ErrorKind::none;
+  std::int64_t bad = 0;
+  std::int64_t first_bad_row = -1;
+  double max_ratio = 0;
+  std::string detail;
+};
+
+// Compares the kernel's output (host bytes in the dtype) with the reference.
+Verdict compare(const std::vector<std::uint8_t>& out_bytes, DType dtype, const datasets::SparseMatrix& a, int k,
+                const std::vector<double>& ref, const std::vector<double>& ref_abs, double factor) {
+  Verdict v;
+  const double eps = dtype == DType::f32 ? std::numeric_limits<float>::epsilon()
+                                         : std::numeric_limits<double>::epsilon();
+  const auto row_ptr = a.row_ptr();
+  std::int64_t unwritten = 0, first_unwritten = -1, wrong = 0, first_wrong = -1;
+  double worst_diff = 0, worst_ref = 0;
+  for (std::int64_t i = 0; i < a.rows(); ++i) {
+    const double scale = factor * eps * (std::sqrt(static_cast<double>(row_ptr[i + 1] - row_ptr[i])) + 2.0);
+    for (int c = 0; c < k; ++c) {
+      const std::size_t e = static_cast<std::size_t>(i) * k + c;
+      const double got = dtype == DType::f32 ? static_cast<double>(reinterpret_cast<const float*>(out_bytes.data())[e])
+                                             : reinterpret_cast<const double*>(out_bytes.data())[e];
+      if (std::isnan(got)) {
+        if (unwritten++ == 0) first_unwritten = i;
+        continue;
+      }
+      const double diff = std::abs(got - ref[e]);
+      const double tol = scale * ref_abs[e];
+      const double ratio = diff == 0 ? 0 : (tol > 0 ? diff / tol : std::numeric_limits<double>::infinity());
+      if (ratio > v.max_ratio) {
+        v.max_ratio = ratio;
+        worst_diff = got;
+        worst_ref = ref[e];
+      }
+      if (!(diff <= tol)) {
+        if (wrong++ == 0) first_wrong = i;
+      }
+    }
+  }
+  std::ostringstream detail;
+  if (unwritten > 0) {
+    v.error = ErrorKind::unwritten_output;
+    v.bad = unwritten;
+    v.first_bad_row = first_unwritten;
+    detail << unwritten << " of " << ref.size() << " output elements were never written (still NaN), first in row "
+           << first_unwritten;
+  } else if (wrong > 0) {
+    v.error = ErrorKind::wrong_answer;
+    v.bad = wrong;
+    v.first_bad_row = first_wrong;
+    detail.precision(9);
+    detail << wrong << " of " << ref.size() << " output elements are outside the tolerance, first in row "
+           << first_wrong << "; worst got " << worst_diff << " expected " << worst_ref << " (error "
+           << v.max_ratio << "x the tolerance)";
+  }
+  v.detail = detail.str();
+  return v;
+}
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double pos = q * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = static_cast<std::size_t>(std::ceil(pos));
+  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+}
+
+// Seeded random x in [-1, 1], rounded to the dtype; `bytes` holds the dtype's representation.
+void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType dtype, std::vector<double>& x,
+                  std::vector<std::uint8_t>& bytes) {
+  datasets::Rng rng(seed, stream);
+  x.resize(n);
+  bytes.resize(n * datasets::dtype_bytes(dtype));
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = rng.uniform_pm1();
+    if (dtype == DType::f32) {
+      const auto f = static_cast<float>(v);
+      v = f;
+      std::memcpy(bytes.data() + i * 4, &f, 4);
+    } else {
+      std::memcpy(bytes.data() + i * 8, &v, 8);
+    }
+    x[i] = v;
+  }
+}
+
+// Raised inside evaluate() when the candidate's run fails: unwinds to the one place that fills the
+// result.
+struct CandidateFailure {
+  ErrorKind error;
+  std::string message;
+  bool sticky = false;
+};
+
+}  // namespace
+
+struct GpuSession::Prepared {
+  std::string key;
+  std::shared_ptr<const datasets::SparseMatrix> source;
+  datasets::SparseMatrix rounded;
+  std::vector<GuardedBuffer> matrix_args;
+  double conversion_ms = 0;
+};
+
+struct GpuSession::Baseline {
+  std::string key;
+  std::unique_ptr<CusparseBaseline> cusparse;
+  int chosen = -1;
+  std::vector<double> algorithm_medians_us;
+};
+
+GpuSession::GpuSession(int device) : device_(device) {
+  check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+  device_name_ = prop.name;
+  l2_bytes_ = static_cast<std::size_t>(prop.l2CacheSize);
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  flush_bytes_ = std::max<std::size_t>(2 * l2_bytes_, std::size_t{8} << 20);
+  check_cuda(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc (L2 flush buffer)");
+  activity_ = std::make_unique<KernelActivity>();
+}
+
+GpuSession::~GpuSession() {
+  baseline_.reset();
+  prepared_.reset();
+  activity_.reset();
+  if (flush_buffer_ != nullptr) cudaFree(flush_buffer_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+double GpuSession::copy_bandwidth_gbs() {
+  if (copy_bandwidth_gbs_ > 0) return copy_bandwidth_gbs_;
+  std::size_t free_bytes = 0, total = 0;
+  check_cuda(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+  const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, free_bytes / 8);
+  void* a = nullptr;
+  void* b = nullptr;
+  check_cuda(cudaMalloc(&a, bytes), "cudaMalloc (bandwidth)");
+  check_cuda(cudaMalloc(&b, bytes), "cudaMalloc (bandwidth)");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  check_cuda(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream_), "warm-up copy");
+  constexpr int kCopies = 10;
+  cudaEventRecord(start, stream_);
+  for (int i = 0; i < kCopies; ++i) cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice, stream_);
+  cudaEventRecord(stop, stream_);
+  check_cuda(cudaEventSynchronize(stop), "bandwidth copies");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(a);
+  cudaFree(b);
+  copy_bandwidth_gbs_ = 2.0 * static_cast<double>(bytes) * kCopies / (ms * 1e-3) / 1e9;
+  activity_->drain();
+  return copy_bandwidth_gbs_;
+}
+
+std::shared_ptr<const datasets::SparseMatrix> GpuSession::load_matrix(const GpuRequest& request) {
+  std::string key = request.data_dir;
+  for (const auto& d : request.index_dirs) key += "\n" + d;
+  if (!store_ || key != store_key_) {
+    datasets::StoreOptions options;
+    for (const auto& d : request.index_dirs) {
+      if (std::filesystem::exists(d)) options.indexes.emplace_back(d);
+    }
+    options.cache_capacity = 2;
+    store_ = std::make_unique<datasets::MatrixStore>(request.data_dir, options);
+    store_key_ = key;
+  }
+  return store_->load(request.task.uri);
+}
+
+GpuSession::Prepared& GpuSession::prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix) {
+  const std::string key = request.matrix_digest + "|" + request.format.str() + "|" +
+                          std::string(datasets::to_string(request.task.dtype));
+  if (prepared_ && prepared_->key == key) return *prepared_;
+  prepared_.reset();  // free the device memory of the previous matrix first
+  const auto start = Clock::now();
+  KernelArrays arrays = build_kernel_arrays(matrix, request.format, request.task.dtype);
+  auto p = std::make_unique<Prepared>();
+  p->key = key;
+  p->rounded = std::move(arrays.rounded);
+  for (const HostArray& a : arrays.matrix_args) {
+    GuardedBuffer buffer(a.name, a.bytes.size());
+    buffer.upload(a.bytes, stream_);
+    p->matrix_args.push_back(std::move(buffer));
+  }
+  p->conversion_ms = ms_since(start);
+  prepared_ = std::move(p);
+  return *prepared_;
+}
+
+GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prepared& prepared) {
+  const std::string key = request.matrix_digest + "|" + std::string(datasets::to_string(request.task.op)) + "|" +
+                          std::string(datasets::to_string(request.task.dtype)) + "|" +
+                          std::to_string(request.task.op == Op::spmm ? request.task.k : 1);
+  if (baseline_ && baseline_->key == key) return *baseline_;
+  baseline_.reset();
+  auto b = std::make_unique<Baseline>();
+  b->key = key;
+  b->cusparse = std::make_unique<CusparseBaseline>(prepared.rounded, request.task.op, request.task.dtype,
+                                                   request.task.op == Op::spmm ? request.task.k : 1, stream_);
+  baseline_ = std::move(b);
+  return *baseline_;
+}
+
+EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
+  must_exit = false;
+  EvalResult r;
+  r.gpu_available = true;
+  r.device = device_name_;
+  r.compiled = true;
+  r.stage = Stage::compile;
+  r.matrix_digest = request.matrix_digest;
+  const auto wall_start = Clock::now();
+  const DType dtype = request.task.dtype;
+  const int k = request.task.op == Op::spmm ? request.task.k : 1;
+  const std::size_t vbytes = datasets::dtype_bytes(dtype);
+  cudaLibrary_t library = nullptr;
+
+  auto fail = [&](ErrorKind error, std::string message) {
+    r.error = error;
+    r.message = std::move(message);
+    r.correct = false;
+  };
+
+  try {
+    // --- matrix and format ----------------------------------------------------------------------
+    std::shared_ptr<const datasets::SparseMatrix> matrix;
+    try {
+      matrix = load_matrix(request);
+    } catch (const std::exception& e) {
+      fail(ErrorKind::internal_error, std::string("the GPU worker cannot load the matrix: ") + e.what());
+      return r;
+    }
+    if (!request.matrix_digest.empty() && matrix->digest() != request.matrix_digest) {
+      fail(ErrorKind::internal_error, "matrix " + request.task.uri + " has digest " + matrix->digest() +
+                                          " in the GPU worker, the evaluator expected " + request.matrix_digest);
+      return r;
+    }
+    Prepared* prepared = nullptr;
+    try {
+      prepared = &prepare(request, *matrix);
+    } catch (const datasets::FormatTooLarge& e) {
+      fail(ErrorKind::resource_limit, std::string("format ") + request.format.str() + ": " + e.what());
+      return r;
+    }
+    r.conversion_ms = prepared->conversion_ms;
+    const datasets::SparseMatrix& a = prepared->rounded;
+
+    // --- module and kernels ---------------------------------------------------------------------
+    cudaError_t err = cudaLibraryLoadData(&library, request.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (err != cudaSuccess) {
+      throw CandidateFailure{classify(err) == ErrorKind::none ? ErrorKind::launch_error : classify(err),
+                             "loading the cubin: " + describe(err), is_sticky(err)};
+    }
+    std::vector<cudaKernel_t> kernels;
+    for (const ResolvedLaunch& launch : request.launches) {
+      cudaKernel_t kernel = nullptr;
+      err = cudaLibraryGetKernel(&kernel, library, launch.kernel.c_str());
+      if (err != cudaSuccess) {
+        throw CandidateFailure{ErrorKind::launch_error, "kernel '" + launch.kernel + "': " + describe(err), false};
+      }
+      if (launch.smem_bytes > 48 * 1024) {
+        err = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(launch.smem_bytes));
+        if (err != cudaSuccess) {
+          throw CandidateFailure{ErrorKind::launch_error,
+                                 "kernel '" + launch.kernel + "' asks for " + std::to_string(launch.smem_bytes) +
+                                     " bytes of shared memory: " + describe(err),
+                                 false};
+        }
+      }
+      kernels.push_back(kernel);
+    }
+
+    // --- operands: the checked inputs (reused by the timed runs) and y ---------------------------
+    const int inputs = std::max(1, request.protocol.random_inputs);
+    const std::size_t x_elems = static_cast<std::size_t>(a.cols()) * k;
+    const std::size_t y_elems = static_cast<std::size_t>(a.rows()) * k;
+    std::vector<GuardedBuffer> xs;
+    std::vector<std::vector<double>> x_values(inputs);
+    std::vector<std::uint8_t> bytes;
+    for (int i = 0; i < inputs; ++i) {
+      random_input(request.protocol.seed, static_cast<std::uint64_t>(i), x_elems, dtype, x_values[i], bytes);
+      xs.emplace_back(k == 1 ? "x" : "X", x_elems * vbytes);
+      xs.back().upload(bytes, stream_);
+    }
+    GuardedBuffer y(k == 1 ? "y" : "Y", y_elems * vbytes);
+
+    // Kernel parameters: one slot per ABI argument, in registry order (matrix arrays, x, y).
+    std::vector<void*> slots;
+    for (const GuardedBuffer& b : prepared->matrix_args) slots.push_back(b.data());
+    const std::size_t x_slot = slots.size();
+    slots.push_back(xs[0].data());
+    slots.push_back(y.data());
+    std::vector<void*> params(slots.size());
+    for (std::size_t i = 0; i < slots.size(); ++i) params[i] = &slots[i];
+
+    auto launch_all = [&]() {
+      for (std::size_t l = 0; l < kernels.size(); ++l) {
+        const ResolvedLaunch& launch = request.launches[l];
+        cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels[l]),
+                                         dim3(static_cast<unsigned>(launch.grid)),
+                                         dim3(static_cast<unsigned>(launch.block)), params.data(),
+                                         static_cast<std::size_t>(launch.smem_bytes), stream_);
+        if (e != cudaSuccess) {
+          throw CandidateFailure{classify(e) == ErrorKind::none ? ErrorKind::launch_error : classify(e),
+                                 "launch " + std::to_string(l + 1) + " (" + launch.kernel + ", grid " +
+                                     std::to_string(launch.grid) + ", block " + std::to_string(launch.block) +
+                                     "): " + describe(e),
+                                 is_sticky(e)};
+        }
+      }
+      cudaError_t e = cudaStreamSynchronize(stream_);
+      if (e != cudaSuccess) {
+        throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
+      }
+    };
+    auto verify_memory = [&](const char* when) {
+      for (const GuardedBuffer& b : prepared->matrix_args) {
+        if (!b.unchanged(stream_)) {
+          throw CandidateFailure{ErrorKind::input_mutated, std::string("the input array '") + b.name() +
+                                                               "' changed during the " + when, false};
+        }
+      }
+      for (const GuardedBuffer& b : xs) {
+        if (!b.unchanged(stream_)) {
+          throw CandidateFailure{ErrorKind::input_mutated,
+                                 std::string("the input array '") + b.name() + "' changed during the " + when, false};
+        }
+      }
+      auto guards = [&](const GuardedBuffer& b) {
+        if (!b.guards_intact(stream_)) {
+          throw CandidateFailure{ErrorKind::illegal_address, std::string("the program wrote outside the array '") +
+                                                                 b.name() + "' during the " + when +
+                                                                 " (its guard zone changed)", false};
+        }
+      };
+      for (const GuardedBuffer& b : prepared->matrix_args) guards(b);
+      for (const GuardedBuffer& b : xs) guards(b);
+      guards(y);
+    };
+    std::vector<double> ref, ref_abs;
+    std::vector<std::uint8_t> out(y_elems * vbytes);
+    auto check_output = [&](int input, const std::string& what) {
+      y.download(out, stream_);
+      reference(a, x_values[input], k, ref, ref_abs);
+      Verdict v = compare(out, dtype, a, k, ref, ref_abs, kDefaultToleranceFactor);
+      r.check.max_error_ratio = std::max(r.check.max_error_ratio, v.max_ratio);
+      if (v.error != ErrorKind::none) {
+        r.check.bad_outputs = v.bad;
+        r.check.first_bad_row = v.first_bad_row;
+        throw CandidateFailure{v.error, what + ": " + v.detail, false};
+      }
+    };
+
+    // --- run and check -------------------------------------------------------------------------
+    activity_->drain();
+    for (int i = 0; i < inputs; ++i) {
+      slots[x_slot] = xs[i].data();
+      y.fill_nan(stream_);
+      launch_all();
+      r.stage = Stage::run;
+      // Inputs and guards first: a kernel that wrote its inputs is judged for that, not for the wrong
+      // output it may have caused.
+      verify_memory("checked runs");
+      check_output(i, "random input " + std::to_string(i + 1) + " of " + std::to_string(inputs));
+      r.check.inputs = i + 1;
+    }
+    r.stage = Stage::check;
+    r.correct = true;
+    std::vector<KernelRecord> check_records = activity_->drain();
+    r.timing.launches_per_run = static_cast<int>(check_records.size() / static_cast<std::size_t>(inputs));
+
+    if (!request.protocol.time) {
+      r.wall_ms = ms_since(wall_start);
+      cudaLibraryUnload(library);
+      return r;
+    }
+
+    // --- time against cuSPARSE -----------------------------------------------------------------
+    Baseline& base = baseline(request, *prepared);
+    CusparseBaseline& cusparse = *base.cusparse;
+    datasets::Rng order(request.protocol.seed, 0x7157ULL);
+    auto flush = [&](cudaStream_t s) {
+      if (request.protocol.flush_l2) {
+        check_cuda(cudaMemsetAsync(flush_buffer_, static_cast<int>(++flush_value_ & 0xFFU), flush_bytes_, s),
+                   "L2 flush");
+      }
+    };
+    auto kernel_time_us = [&](std::size_t& launches) {
+      const std::vector<KernelRecord> records = activity_->drain();
+      launches = records.size();
+      double sum = 0;
+      for (const KernelRecord& rec : records) sum += rec.duration_us();
+      return sum;
+    };
+    auto time_candidate = [&](int input, std::size_t& launches) {
+      slots[x_slot] = xs[input].data();
+      flush(stream_);
+      y.fill_nan(stream_);
+      activity_->drain();
+      launch_all();
+      return kernel_time_us(launches);
+    };
+    auto time_baseline = [&](std::size_t alg, int input, std::size_t& launches) {
+      check_cuda(cudaMemcpyAsync(cusparse.x(), xs[input].data(), x_elems * vbytes, cudaMemcpyDeviceToDevice, stream_),
+                 "baseline x");
+      flush(stream_);
+      check_cuda(cudaMemsetAsync(cusparse.y(), 0xFF, cusparse.y_bytes(), stream_), "baseline y");
+      check_cuda(cudaStreamSynchronize(stream_), "baseline set-up");
+      activity_->drain();
+      cusparse.enqueue(alg);
+      check_cuda(cudaStreamSynchronize(stream_), "cuSPARSE run");
+      return kernel_time_us(launches);
+    };
+
+    std::size_t launches = 0;
+    for (int w = 0; w < request.protocol.warmup_runs; ++w) {
+      time_candidate(w % inputs, launches);
+      for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) time_baseline(alg, w % inputs, launches);
+    }
+    if (base.chosen < 0) {
+      // The fastest algorithm for this (matrix, op, dtype, k), measured once per worker with the same
+      // protocol and kept with the baseline.
+      const int reps = std::max(5, request.protocol.timed_runs / 4);
+      base.algorithm_medians_us.clear();
+      for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) {
+        std::vector<double> t;
+        for (int i = 0; i < reps; ++i) t.push_back(time_baseline(alg, i % inputs, launches));
+        base.algorithm_medians_us.push_back(percentile(t, 0.5));
+      }
+      base.chosen = static_cast<int>(std::min_element(base.algorithm_medians_us.begin(), base.algorithm_medians_us.end()) -
+                                     base.algorithm_medians_us.begin());
+    }
+    const auto alg = static_cast<std::size_t>(base.chosen);
+    std::vector<double> cand_us, base_us;
+    std::size_t cand_launches = 0, base_launches = 0;
+    int last_input = 0;
+    for (int rep = 0; rep < request.protocol.timed_runs; ++rep) {
+      const int input = static_cast<int>(order.below(static_cast<std::uint64_t>(inputs)));
+      if (rep % 2 == 0) {
+        cand_us.push_back(time_candidate(input, cand_launches));
+        base_us.push_back(time_baseline(alg, input, base_launches));
+      } else {
+        base_us.push_back(time_baseline(alg, input, base_launches));
+        cand_us.push_back(time_candidate(input, cand_launches));
+      }
+      last_input = input;
+    }
+    r.stage = Stage::time;
+    verify_memory("timed runs");
+    check_output(last_input, "the output of the last timed run");
+    {
+      // cuSPARSE's last output must match the same reference: a candidate that reached into the
+      // baseline's memory (to slow it down or copy from it) voids the comparison.
+      std::vector<std::uint8_t> base_out(cusparse.y_bytes());
+      check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost), "baseline y");
+      const Verdict v = compare(base_out, dtype, a, k, ref, ref_abs, kDefaultToleranceFactor);
+      if (v.error != ErrorKind::none) {
+        throw CandidateFailure{ErrorKind::internal_error,
+                               "cuSPARSE's output disagrees with the reference after the timed runs (" + v.detail +
+                                   "): the baseline's memory was disturbed; this worker is replaced",
+                               true};
+      }
+    }
+    if (activity_->dropped() > 0) {
+      throw CudaFailure(cudaErrorUnknown, "CUPTI dropped kernel records: the timing is void");
+    }
+
+    TimingFigures& t = r.timing;
+    t.repetitions = request.protocol.timed_runs;
+    t.launches_per_run = static_cast<int>(cand_launches);
+    t.median_us = percentile(cand_us, 0.5);
+    t.p10_us = percentile(cand_us, 0.1);
+    t.p90_us = percentile(cand_us, 0.9);
+    t.baseline_median_us = percentile(base_us, 0.5);
+    t.baseline_p10_us = percentile(base_us, 0.1);
+    t.baseline_p90_us = percentile(base_us, 0.9);
+    t.baseline_algorithm = cusparse.algorithms()[alg];
+    const double flops = 2.0 * static_cast<double>(a.nnz()) * k;
+    const double compulsory = static_cast<double>(a.nnz()) * static_cast<double>(vbytes + 4) +
+                              static_cast<double>(a.rows() + 1) * 4 +
+                              static_cast<double>(x_elems + y_elems) * static_cast<double>(vbytes);
+    const double bw = copy_bandwidth_gbs();
+    if (t.median_us > 0) {
+      t.speedup = t.baseline_median_us / t.median_us;
+      t.gflops = flops / (t.median_us * 1e3);
+      t.bandwidth_gbs = compulsory / (t.median_us * 1e3);
+      t.bandwidth_fraction = t.bandwidth_gbs / bw;
+    }
+    if (t.baseline_median_us > 0) {
+      t.baseline_gflops = flops / (t.baseline_median_us * 1e3);
+      t.baseline_bandwidth_fraction = compulsory / (t.baseline_median_us * 1e3) / bw;
+    }
+    r.timed = true;
+  } catch (const CandidateFailure& f) {
+    fail(f.error, f.message);
+    must_exit = f.sticky;
+  } catch (const CudaFailure& e) {
+    // The worker's own CUDA call failed: usually a candidate's fault surfacing late (the context is
+    // poisoned), else the device is in trouble. Either way this process is done.
+    const ErrorKind kind = classify(e.error());
+    fail(kind == ErrorKind::none || kind == ErrorKind::crash ? ErrorKind::internal_error : kind, e.what());
+    must_exit = true;
+  } catch (const std::exception& e) {
+    fail(ErrorKind::internal_error, std::string("GPU worker: ") + e.what());
+    must_exit = true;
+  }
+  if (library != nullptr && !must_exit) cudaLibraryUnload(library);
+  r.wall_ms = ms_since(wall_start);
+  return r;
+}
+
+}  // namespace sparserl::reward::gpu

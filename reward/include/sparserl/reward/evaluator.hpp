@@ -1,0 +1,134 @@
+// Evaluator: one call from a program text and a task to an EvalResult, the way the trainer, the
+// environment and `sparserl check` see the evaluator. It owns the worker pool (worker_pool.hpp),
+// the compile cache (compile_cache.hpp), a result cache and the matrix store. The flow of one
+// evaluation:
+//
+//   parse + static checks (in-process)        -> bad_program / static_check
+//   the task's matrix (MatrixStore, cached)   -> prelude constants of the program's format
+//   launch geometry and padded size           -> static_check (bad_geometry) / resource_limit
+//   compile cache, else a compile worker      -> compile_error / timeout / crash
+//   resources of the compiled kernels         -> resource_limit
+//   stop here when compile_only or without a GPU (gpu_available = false; the log says so once)
+//   result cache, else a GPU worker           -> run, check and time (launch_error, wrong_answer,
+//   ...)
+//
+// Every failure is an EvalResult with its stage, ErrorKind and message; nothing throws into the
+// caller except bad configuration (std::invalid_argument from the constructor). The result cache is
+// keyed by the cubin's digest, the matrix digest, the task (op, dtype, K), the format, the
+// evaluated launches, the GPU and the check/timing protocol; only verdicts that belong to the
+// program are cached (not timeouts, crashes or internal errors). Random inputs are seeded per
+// evaluation from the protocol's seed, the cubin and the matrix, so a repeated evaluation is
+// reproducible and a cached result is the result a fresh one would give.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sparserl/datasets/task.hpp"
+#include "sparserl/reward/compile_cache.hpp"
+#include "sparserl/reward/eval_result.hpp"
+#include "sparserl/reward/protocol.hpp"
+#include "sparserl/reward/sandbox.hpp"
+#include "sparserl/reward/static_checks.hpp"
+#include "sparserl/reward/worker_pool.hpp"
+
+namespace sparserl::reward {
+
+struct EvaluatorConfig {
+  // The sparserl-worker executable. Empty: find_worker_executable().
+  std::filesystem::path worker_path;
+  // The architecture compiled for when no GPU is present; with a GPU, the GPU's own wins.
+  std::string arch{kDefaultArch};
+  std::vector<std::string> nvrtc_options;  // extra NVRTC options (part of the compile cache key)
+
+  int compile_workers = 0;  // 0: one per core
+  int gpu_workers = -1;  // -1: one per visible GPU; 0: none (every evaluation stops after compile)
+  std::chrono::milliseconds compile_deadline{60'000};
+  std::chrono::milliseconds gpu_deadline{300'000};
+  std::chrono::milliseconds startup_deadline{60'000};
+  int recycle_after = 500;  // requests per worker
+  SandboxLimits sandbox;
+
+  std::size_t compile_cache_entries = 4096;  // in memory; 0 disables
+  std::size_t result_cache_entries = 4096;   // in memory; 0 disables
+  // On-disk store shared by runs: DIR/compile (one file per compile) and DIR/results.
+  std::optional<std::filesystem::path> cache_dir;
+
+  GpuProtocol protocol;  // seed, random inputs, warm-up, repetitions, L2 flush, check only or timed
+
+  // Where matrices are found (datasets/matrix_store.hpp): a data directory and index folders.
+  std::filesystem::path data_dir;  // empty: datasets::default_data_dir()
+  std::vector<std::filesystem::path> index_dirs;
+  std::size_t matrix_cache_entries = 8;  // loaded matrices kept in memory
+
+  ProgramLimits limits;  // program size, geometry, shared memory, registers, spills, padded size
+
+  int evaluation_threads = 0;  // threads behind submit(); 0: 2 x the workers, at least 4
+  // Notices (no GPU, sandbox table, worker failures), one line each. Empty: standard error.
+  std::function<void(std::string_view)> log;
+};
+
+struct EvaluateOptions {
+  bool compile_only = false;  // stop after the compile stage even where a GPU is present
+  // This evaluation's check and timing protocol instead of EvaluatorConfig::protocol (the template
+  // search screens with few repetitions, then re-measures finalists with the full protocol).
+  std::optional<GpuProtocol> protocol;
+};
+
+struct EvaluatorStats {
+  std::uint64_t evaluations = 0;
+  std::uint64_t result_cache_hits = 0;
+  std::uint64_t result_cache_misses = 0;
+  std::uint64_t gpu_requests = 0;
+  CompileCacheStats compile_cache;
+  WorkerPoolStats pool;
+};
+
+class Evaluator {
+ public:
+  // Starts the worker pool. Throws std::invalid_argument for a bad configuration (no worker
+  // executable, bad counts or deadlines, an invalid sandbox) and datasets::IndexError for a broken
+  // index folder.
+  explicit Evaluator(EvaluatorConfig config);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  // Evaluates one program on one task. Never throws (std::bad_alloc aside).
+  EvalResult evaluate(const datasets::Task& task, std::string_view program,
+                      const EvaluateOptions& options = {});
+  // The same, on the evaluator's threads: finished evaluations do not wait for slow ones.
+  std::future<EvalResult> submit(datasets::Task task, std::string program,
+                                 EvaluateOptions options = {});
+
+  // The architecture programs are compiled for (the GPU's when one is present; waits for the pool's
+  // GPU probe the first time).
+  std::string arch();
+  GpuInfo gpu_info();
+  [[nodiscard]] EvaluatorStats stats() const;
+  [[nodiscard]] const EvaluatorConfig& config() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// How the message of an evaluation whose task's matrix could not be loaded begins (internal_error):
+// `sparserl check` turns it into "unreadable input".
+inline constexpr std::string_view kMatrixLoadFailure = "the task's matrix ";
+
+// The sparserl-worker to use when none is configured: $SPARSERL_WORKER, else beside the running
+// executable, else the one this build produced. Throws std::invalid_argument naming every place
+// tried.
+std::filesystem::path find_worker_executable();
+
+}  // namespace sparserl::reward

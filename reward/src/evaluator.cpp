@@ -1,0 +1,605 @@
+// Evaluator (evaluator.hpp): the stages of one evaluation in order, the result cache, the per-URI
+// matrix figures and the threads behind submit(). Each stage either fills the EvalResult and
+// returns it, or hands on to the next; an exception escaping a stage (a matrix that does not load,
+// an allocation failure) becomes an internal_error result at the outermost level.
+#include "sparserl/reward/evaluator.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <list>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/reward/digest.hpp"
+
+namespace sparserl::reward {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+// Longest compiler log copied into EvalResult::message (the whole log stays in compile.log).
+constexpr std::size_t kMaxMessageLog = 4000;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string trim_log(std::string log) {
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ' || log.back() == '\r')) {
+    log.pop_back();
+  }
+  if (log.size() > kMaxMessageLog) log = log.substr(0, kMaxMessageLog) + " [...]";
+  return log;
+}
+
+// The cached verdicts: those that belong to the program, not to the circumstances of one run.
+bool cacheable(const EvalResult& r) {
+  switch (r.error) {
+    case ErrorKind::timeout:
+    case ErrorKind::crash:
+    case ErrorKind::internal_error:
+    case ErrorKind::no_gpu:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// EvalResults by key: a bounded LRU in memory and, optionally, one file per key on disk (written to
+// a temporary file and renamed, so concurrent writers and readers never see half a file).
+class ResultCache {
+ public:
+  static constexpr std::string_view kMagic = "sparserl-result-v1\n";
+
+  ResultCache(std::size_t capacity, std::optional<fs::path> dir)
+      : capacity_(capacity), dir_(std::move(dir)) {
+    if (dir_) fs::create_directories(*dir_);
+  }
+
+  std::optional<EvalResult> find(const std::string& key) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (auto it = index_.find(key); it != index_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->second;
+      }
+    }
+    if (!dir_) return std::nullopt;
+    std::ifstream in(*dir_ / key, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.compare(0, kMagic.size(), kMagic) != 0) return std::nullopt;
+    try {
+      const std::string_view body = std::string_view(bytes).substr(kMagic.size());
+      Reader r(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(body.data()),
+                                             body.size()));
+      EvalResult result = read_eval_result(r);
+      r.expect_end();
+      remember(key, result);
+      return result;
+    } catch (const ProtocolError&) {
+      return std::nullopt;  // a corrupt or foreign file: ignored, replaced by the next insert
+    }
+  }
+
+  void insert(const std::string& key, const EvalResult& result) {
+    remember(key, result);
+    if (!dir_) return;
+    Writer w;
+    write_eval_result(w, result);
+    const fs::path tmp =
+        *dir_ / (key + ".tmp." + std::to_string(::getpid()) + "." +
+                 std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())));
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out.write(kMagic.data(), static_cast<std::streamsize>(kMagic.size()));
+      out.write(reinterpret_cast<const char*>(w.data().data()),
+                static_cast<std::streamsize>(w.data().size()));
+      if (!out) {
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        return;  // the disk store is an optimisation, never a failure
+      }
+    }
+    std::error_code ec;
+    fs::rename(tmp, *dir_ / key, ec);
+    if (ec) fs::remove(tmp, ec);
+  }
+
+ private:
+  void remember(const std::string& key, const EvalResult& result) {
+    if (capacity_ == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = index_.find(key); it != index_.end()) {
+      it->second->second = result;
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return;
+    }
+    lru_.emplace_front(key, result);
+    index_[key] = lru_.begin();
+    while (lru_.size() > capacity_) {
+      index_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+  }
+
+  std::size_t capacity_;
+  std::optional<fs::path> dir_;
+  std::mutex mutex_;
+  std::list<std::pair<std::string, EvalResult>> lru_;
+  std::unordered_map<std::string, std::list<std::pair<std::string, EvalResult>>::iterator> index_;
+};
+
+// A fixed set of threads running queued tasks in order.
+class TaskThreads {
+ public:
+  explicit TaskThreads(int count) {
+    for (int i = 0; i < count; ++i) {
+      threads_.emplace_back([this] {
+        for (;;) {
+          std::function<void()> task;
+          {
+            std::unique_lock<std::mutex> lock(mutex_);
+            cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+            if (queue_.empty()) return;
+            task = std::move(queue_.front());
+            queue_.pop_front();
+          }
+          task();
+        }
+      });
+    }
+  }
+  ~TaskThreads() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  void push(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+WorkerPoolConfig pool_config(const EvaluatorConfig& c) {
+  WorkerPoolConfig p;
+  p.worker_path = c.worker_path.empty() ? find_worker_executable() : c.worker_path;
+  p.compile_workers = c.compile_workers;
+  p.gpu_workers = c.gpu_workers;
+  p.compile_deadline = c.compile_deadline;
+  p.gpu_deadline = c.gpu_deadline;
+  p.startup_deadline = c.startup_deadline;
+  p.recycle_after = c.recycle_after;
+  p.sandbox = c.sandbox;
+  p.log = c.log;
+  return p;
+}
+
+datasets::StoreOptions store_options(const EvaluatorConfig& c) {
+  datasets::StoreOptions o;
+  o.indexes = c.index_dirs;
+  o.cache_capacity = c.matrix_cache_entries;
+  return o;
+}
+
+CompileCacheOptions compile_cache_options(const EvaluatorConfig& c) {
+  CompileCacheOptions o;
+  o.max_entries = c.compile_cache_entries;
+  if (c.cache_dir) o.directory = *c.cache_dir / "compile";
+  return o;
+}
+
+}  // namespace
+
+fs::path find_worker_executable() {
+  std::vector<fs::path> tried;
+  auto usable = [&tried](const fs::path& p) {
+    tried.push_back(p);
+    return !p.empty() && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (const char* env = std::getenv("SPARSERL_WORKER"); env != nullptr && *env != '\0') {
+    if (usable(env)) return env;
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    if (usable(self.parent_path() / "sparserl-worker"))
+      return self.parent_path() / "sparserl-worker";
+    // The build tree: tools/sparserl and tests/<folder>/<test> beside reward/sparserl-worker.
+    for (const fs::path& up :
+         {self.parent_path().parent_path(), self.parent_path().parent_path().parent_path()}) {
+      if (usable(up / "reward" / "sparserl-worker")) return up / "reward" / "sparserl-worker";
+    }
+  }
+#ifdef SPARSERL_WORKER_BUILD_PATH
+  if (usable(SPARSERL_WORKER_BUILD_PATH)) return SPARSERL_WORKER_BUILD_PATH;
+#endif
+  std::string list;
+  for (const auto& p : tried) list += (list.empty() ? "" : ", ") + p.string();
+  throw std::invalid_argument(
+      "cannot find the sparserl-worker executable (set SPARSERL_WORKER or "
+      "EvaluatorConfig::worker_path); tried: " +
+      list);
+}
+
+// Checks what the pool, the compile cache and the matrix store do not check themselves.
+static EvaluatorConfig validated(EvaluatorConfig c) {
+  if (c.arch.rfind("sm_", 0) != 0 || c.arch.size() < 5 ||
+      c.arch.find_first_not_of("0123456789", 3) != std::string::npos) {
+    throw std::invalid_argument("EvaluatorConfig.arch: expected sm_XX (e.g. sm_90), got '" +
+                                c.arch + "'");
+  }
+  if (c.protocol.random_inputs < 1 || c.protocol.timed_runs < 1 || c.protocol.warmup_runs < 0) {
+    throw std::invalid_argument(
+        "EvaluatorConfig.protocol: random_inputs and timed_runs must be >= 1, warmup_runs >= 0");
+  }
+  const ProgramLimits& l = c.limits;
+  if (l.max_program_bytes == 0 || l.max_block < 1 || l.max_grid < 1 || l.max_shared_bytes < 0) {
+    throw std::invalid_argument(
+        "EvaluatorConfig.limits: program size, block, grid and shared memory must be positive");
+  }
+  return c;
+}
+
+struct Evaluator::Impl {
+  explicit Impl(EvaluatorConfig c)
+      : cfg(validated(std::move(c))),
+        pool(pool_config(cfg)),
+        compile_cache(compile_cache_options(cfg)),
+        results(cfg.result_cache_entries,
+                cfg.cache_dir ? std::optional<fs::path>(*cfg.cache_dir / "results") : std::nullopt),
+        store(cfg.data_dir.empty() ? datasets::default_data_dir() : cfg.data_dir,
+              store_options(cfg)) {
+    int threads = cfg.evaluation_threads;
+    if (threads <= 0) {
+      const int cores = std::max(1, static_cast<int>(allowed_cpus().size()));
+      const int workers = (cfg.compile_workers > 0 ? cfg.compile_workers : cores) +
+                          std::max(0, cfg.gpu_workers);
+      threads = std::max(4, 2 * workers);
+    }
+    tasks = std::make_unique<TaskThreads>(threads);
+  }
+
+  ~Impl() {
+    stopping = true;
+    tasks.reset();  // in-flight evaluations finish; queued ones answer at once
+    pool.shutdown();
+  }
+
+  EvaluatorConfig cfg;
+  WorkerPool pool;
+  CompileCache compile_cache;
+  ResultCache results;
+  datasets::MatrixStore store;
+  std::unique_ptr<TaskThreads> tasks;
+  std::atomic<bool> stopping{false};
+
+  mutable std::mutex mutex;
+  std::unordered_map<std::string, std::string> digests;  // canonical URI -> matrix digest
+  std::optional<std::string> arch;
+  bool no_gpu_said = false;
+  EvaluatorStats stats;
+
+  void log(const std::string& line) {
+    if (cfg.log) {
+      cfg.log(line);
+    } else {
+      std::cerr << "sparserl evaluator: " << line << '\n';
+    }
+  }
+
+  std::string resolve_arch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (arch) return *arch;
+    }
+    std::string chosen = cfg.arch;
+    if (cfg.gpu_workers != 0) {
+      const GpuInfo info = pool.gpu_info();
+      if (!info.devices.empty()) chosen = info.devices.front().arch;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!arch) arch = chosen;
+    return *arch;
+  }
+
+  void say_no_gpu(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (no_gpu_said) return;
+      no_gpu_said = true;
+    }
+    log("no GPU (" + why + "): evaluations stop after the compile stage");
+  }
+
+  // The matrix and its digest (computed once per URI: it reads every value).
+  std::pair<std::shared_ptr<const datasets::SparseMatrix>, std::string> matrix(
+      const std::string& uri) {
+    const datasets::MatrixUri parsed = datasets::MatrixUri::parse(uri);
+    const std::string canonical = parsed.str();
+    std::shared_ptr<const datasets::SparseMatrix> m = store.load(parsed);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (auto it = digests.find(canonical); it != digests.end()) return {m, it->second};
+    }
+    std::string digest = m->digest();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (digests.size() > 4096) digests.clear();
+    digests.emplace(canonical, digest);
+    return {m, digest};
+  }
+
+  static std::string result_key(const std::string& cubin, const std::string& matrix_digest,
+                                const datasets::Task& task, const FormatSpec& format,
+                                const std::vector<ResolvedLaunch>& launches,
+                                const std::string& device, const GpuProtocol& protocol) {
+    Sha256 h;
+    h.update_field("sparserl-result-key-v1");
+    h.update_field(sha256_hex(cubin));
+    h.update_field(matrix_digest);
+    h.update_field(datasets::to_string(task.op));
+    h.update_field(datasets::to_string(task.dtype));
+    h.update_field(std::to_string(task.k));
+    h.update_field(format.str());
+    for (const auto& l : launches) {
+      h.update_field(l.kernel + " " + std::to_string(l.grid) + " " + std::to_string(l.block) + " " +
+                     std::to_string(l.smem_bytes));
+    }
+    h.update_field(device);
+    h.update_field(protocol.str());
+    return h.finish_hex();
+  }
+
+  // The seed of this evaluation's random inputs: the configured seed mixed with the cubin and the
+  // matrix, so that every (program, matrix) pair sees its own inputs, reproducibly.
+  static std::uint64_t evaluation_seed(std::uint64_t base, const std::string& cubin_digest,
+                                       const std::string& matrix_digest) {
+    Sha256 h;
+    h.update_field(std::to_string(base));
+    h.update_field(cubin_digest);
+    h.update_field(matrix_digest);
+    const auto d = h.finish();
+    std::uint64_t seed = 0;
+    for (int i = 0; i < 8; ++i) seed = (seed << 8) | d[static_cast<std::size_t>(i)];
+    return seed;
+  }
+
+  EvalResult evaluate(const datasets::Task& task, std::string_view program,
+                      const EvaluateOptions& options) {
+    const auto start = Clock::now();
+    EvalResult r;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++stats.evaluations;
+    }
+    if (stopping) {
+      r.error = ErrorKind::internal_error;
+      r.message = "the evaluator is shutting down";
+      return r;
+    }
+    try {
+      run_stages(task, program, options, r);
+    } catch (const std::exception& e) {
+      r.error = ErrorKind::internal_error;
+      r.message = e.what();
+    }
+    r.wall_ms = ms_since(start);
+    return r;
+  }
+
+  void run_stages(const datasets::Task& task, std::string_view program,
+                  const EvaluateOptions& options, EvalResult& r) {
+    r.program_digest = sha256_hex(program);
+
+    // Parse and static checks.
+    r.stage = Stage::parse;
+    StaticCheckResult checked = check_program(program, task.op, cfg.limits);
+    if (checked.program) r.stage = Stage::static_check;
+    if (!checked.ok()) return refuse(*checked.failure, r);
+    const Program& prog = *checked.program;
+
+    // The matrix, its constants for this format, the launches on them.
+    std::shared_ptr<const datasets::SparseMatrix> m;
+    try {
+      std::tie(m, r.matrix_digest) = matrix(task.uri);
+    } catch (const std::exception& e) {
+      r.error = ErrorKind::internal_error;
+      r.message = std::string(kMatrixLoadFailure) + task.uri + " cannot be loaded: " + e.what();
+      return;
+    }
+    if (task.op == datasets::Op::spmm && task.k < 1) {
+      r.error = ErrorKind::internal_error;
+      r.message = "task " + task.str() + ": SpMM needs k >= 1";
+      return;
+    }
+    const Constants constants = compute_constants(*m, task.op, task.k, prog.format);
+    GeometryResult geometry = resolve_launches(prog, constants, cfg.limits);
+    if (!geometry.ok()) return refuse(*geometry.failure, r);
+
+    // Compile: the cache, else a compile worker.
+    CompileRequest request;
+    request.source = compile_source(task.dtype, constants, prog.text);
+    request.arch = resolve_arch();
+    request.options = cfg.nvrtc_options;
+    request.name = std::string(kProgramFileName);
+    const std::string key = compile_cache_key(request, nvrtc_version());
+    std::optional<CompileResult> compiled = compile_cache.find(key);
+    if (!compiled) {
+      WorkerReply reply = pool.submit(WorkerRole::compile, request).get();
+      if (reply.error != ErrorKind::none) {
+        r.stage = Stage::compile;
+        r.error = reply.error;
+        r.message = "compile worker: " + reply.message;
+        return;
+      }
+      if (auto* refused = std::get_if<ErrorResponse>(&*reply.response)) {
+        r.stage = Stage::compile;
+        r.error = ErrorKind::internal_error;
+        r.message = "compile worker refused the request: " + refused->message;
+        return;
+      }
+      compiled = std::move(std::get<CompileResponse>(*reply.response).result);
+      compile_cache.insert(key, *compiled);
+    }
+    r.stage = Stage::compile;
+    r.compile = compiled->figures();
+    if (!compiled->ok) {
+      r.error = compiled->internal_error ? ErrorKind::internal_error : ErrorKind::compile_error;
+      r.message = trim_log(compiled->log);
+      if (r.message.empty()) r.message = "NVRTC failed without a log";
+      return;
+    }
+    r.compiled = true;
+    if (auto failure = check_resources(geometry.launches, *compiled, cfg.limits)) {
+      return refuse(*failure, r);
+    }
+
+    // The GPU stages.
+    if (options.compile_only) return;
+    if (cfg.gpu_workers == 0) {
+      say_no_gpu("gpu_workers = 0");
+      return;
+    }
+    const GpuInfo gpu = pool.gpu_info();
+    if (gpu.devices.empty()) {
+      say_no_gpu(gpu.error);
+      return;
+    }
+    GpuRequest g;
+    g.task = task;
+    g.data_dir = store.data_dir().string();
+    for (const auto& d : cfg.index_dirs) g.index_dirs.push_back(d.string());
+    g.matrix_digest = r.matrix_digest;
+    g.format = prog.format;
+    g.launches = geometry.launches;
+    const GpuProtocol& protocol = options.protocol ? *options.protocol : cfg.protocol;
+    g.protocol = protocol;
+    g.protocol.seed = evaluation_seed(protocol.seed, sha256_hex(compiled->cubin), r.matrix_digest);
+    const std::string rkey = result_key(compiled->cubin, r.matrix_digest, task, prog.format,
+                                        geometry.launches, gpu.devices.front().name, protocol);
+    if (std::optional<EvalResult> hit = results.find(rkey)) {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++stats.result_cache_hits;
+      merge_gpu_result(std::move(*hit), r);
+      r.result_cached = true;
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++stats.result_cache_misses;
+      ++stats.gpu_requests;
+    }
+    g.cubin = compiled->cubin;
+    WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(g)).get();
+    if (reply.error == ErrorKind::no_gpu) {
+      say_no_gpu(reply.message);
+      return;
+    }
+    if (reply.error != ErrorKind::none) {
+      r.stage = Stage::run;
+      r.gpu_available = true;
+      r.device = gpu.devices.front().name;
+      r.error = reply.error;
+      r.message = "GPU worker: " + reply.message;
+      return;
+    }
+    if (auto* refused = std::get_if<ErrorResponse>(&*reply.response)) {
+      r.error = ErrorKind::internal_error;
+      r.message = "GPU worker refused the request: " + refused->message;
+      return;
+    }
+    EvalResult ran = std::move(std::get<GpuResponse>(*reply.response).result);
+    if (cacheable(ran)) results.insert(rkey, ran);
+    merge_gpu_result(std::move(ran), r);
+  }
+
+  // The GPU worker's verdict and figures, with what this process knows (compile, digests) kept.
+  static void merge_gpu_result(EvalResult gpu, EvalResult& r) {
+    gpu.compile = r.compile;
+    gpu.compiled = r.compiled;
+    gpu.program_digest = r.program_digest;
+    gpu.matrix_digest = r.matrix_digest;
+    gpu.static_reason = r.static_reason;
+    gpu.result_cached = false;
+    gpu.wall_ms = 0;
+    r = std::move(gpu);
+  }
+
+  static void refuse(const StaticCheckFailure& failure, EvalResult& r) {
+    r.error = error_kind(failure.reason);
+    r.static_reason = std::string(to_string(failure.reason));
+    r.message = failure.str();
+  }
+};
+
+Evaluator::Evaluator(EvaluatorConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+
+Evaluator::~Evaluator() = default;
+
+EvalResult Evaluator::evaluate(const datasets::Task& task, std::string_view program,
+                               const EvaluateOptions& options) {
+  return impl_->evaluate(task, program, options);
+}
+
+std::future<EvalResult> Evaluator::submit(datasets::Task task, std::string program,
+                                          EvaluateOptions options) {
+  auto job = std::make_shared<std::packaged_task<EvalResult()>>(
+      [impl = impl_.get(), task = std::move(task), program = std::move(program), options] {
+        return impl->evaluate(task, program, options);
+      });
+  std::future<EvalResult> future = job->get_future();
+  impl_->tasks->push([job] { (*job)(); });
+  return future;
+}
+
+std::string Evaluator::arch() { return impl_->resolve_arch(); }
+
+GpuInfo Evaluator::gpu_info() {
+  if (impl_->cfg.gpu_workers == 0) {
+    GpuInfo none;
+    none.error = "GPU workers are disabled (gpu_workers = 0)";
+    return none;
+  }
+  return impl_->pool.gpu_info();
+}
+
+EvaluatorStats Evaluator::stats() const {
+  EvaluatorStats s;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    s = impl_->stats;
+  }
+  s.compile_cache = impl_->compile_cache.stats();
+  s.pool = impl_->pool.stats();
+  return s;
+}
+
+const EvaluatorConfig& Evaluator::config() const { return impl_->cfg; }
+
+}  // namespace sparserl::reward

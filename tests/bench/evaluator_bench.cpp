@@ -1,0 +1,205 @@
+// Benchmark (not a test) of the evaluator's GPU stages, for the GPU host. It prints, as Markdown:
+//   1. full evaluations (compile cached, check on 3 inputs, timed against cuSPARSE) per second against
+//      the number of GPU workers sharing the device(s);
+//   2. the spread of one kernel's median over 10 evaluations (fresh seeds, no result cache) on matrices
+//      over 1M nonzeros - the protocol's repeatability, with cuSPARSE's spread beside it;
+//   3. cuSPARSE's best CSR algorithm and a simple CSR kernel (reward/programs/spmv_csr.cu): time,
+//      GFLOP/s and fraction of the measured copy bandwidth, on the shared matrices and on large
+//      generated ones.
+//
+//   evaluator_bench [--shared DIR] [--reps N] [--quick]     (run from the build folder or anywhere)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sparserl/datasets/suitesparse_index.hpp"
+#include "sparserl/reward/evaluator.hpp"
+
+namespace rw = sparserl::reward;
+namespace ds = sparserl::datasets;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ds::Task spmv_task(const std::string& uri, ds::DType dtype = ds::DType::f32) {
+  ds::Task t;
+  t.uri = uri;
+  t.op = ds::Op::spmv;
+  t.dtype = dtype;
+  return t;
+}
+
+rw::EvaluatorConfig config(const fs::path& shared, int gpu_workers, int reps) {
+  rw::EvaluatorConfig c;
+  c.data_dir = fs::temp_directory_path() / "sparserl-evaluator-bench";
+  if (fs::is_directory(shared)) c.index_dirs = {shared};
+  c.gpu_workers = gpu_workers;
+  c.protocol.seed = 1;
+  c.protocol.random_inputs = 3;
+  c.protocol.warmup_runs = 5;
+  c.protocol.timed_runs = reps;
+  c.protocol.time = true;
+  c.log = [](std::string_view line) { std::cerr << "  [evaluator] " << line << "\n"; };
+  return c;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+rw::EvaluateOptions with_seed(const rw::Evaluator& ev, std::uint64_t seed) {
+  rw::EvaluateOptions o;
+  o.protocol = ev.config().protocol;
+  o.protocol->seed = seed;
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
+  int reps = 50;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--shared" && i + 1 < argc) shared = argv[++i];
+    else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
+    else if (a == "--quick") quick = true;
+    else {
+      std::cerr << "usage: evaluator_bench [--shared DIR] [--reps N] [--quick]\n";
+      return 2;
+    }
+  }
+  const fs::path programs = fs::path(SPARSERL_BENCH_SOURCE_DIR) / "reward" / "programs";
+  const std::string csr = read_text(programs / "spmv_csr.cu");
+  std::vector<std::string> pool_programs;
+  for (const char* f : {"spmv_csr.cu", "spmv_sell.cu", "spmv_coo.cu", "spmv_ell.cu"}) {
+    pool_programs.push_back(read_text(programs / f));
+  }
+
+  rw::Evaluator probe(config(shared, 1, reps));
+  const rw::GpuInfo gpu = probe.gpu_info();
+  if (gpu.devices.empty()) {
+    std::cerr << "evaluator_bench: no GPU (" << gpu.error << ")\n";
+    return 1;
+  }
+  std::printf("# Evaluator benchmark\n\ndevice: %s (%d visible), driver %d, runtime %d; protocol: 3 random inputs, "
+              "5 warm-up runs, %d timed repetitions each of candidate and cuSPARSE (interleaved, L2 flushed), "
+              "CUPTI kernel time\n\n",
+              gpu.devices[0].name.c_str(), static_cast<int>(gpu.devices.size()), gpu.driver_version,
+              gpu.runtime_version, reps);
+
+  // --- 1. throughput against GPU workers --------------------------------------------------------
+  std::printf("## Full evaluations per second\n\n| GPU workers | evaluations | seconds | evaluations/s |\n|---|---|---|---|\n");
+  const std::string mid = "gen-v1/uniform?nnz_per_row=16&rows=200000&seed=3";
+  for (int workers : {1, 2, 4}) {
+    rw::Evaluator ev(config(shared, workers, reps));
+    // Warm: the compile cache, the workers' matrices and baselines.
+    for (std::size_t p = 0; p < pool_programs.size(); ++p) ev.evaluate(spmv_task(mid), pool_programs[p], with_seed(ev, 1));
+    const int n = quick ? 16 : 48;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::future<rw::EvalResult>> pending;
+    for (int i = 0; i < n; ++i) {
+      rw::EvaluateOptions o = with_seed(ev, 100 + static_cast<std::uint64_t>(i));
+      pending.push_back(ev.submit(spmv_task(mid), pool_programs[static_cast<std::size_t>(i) % pool_programs.size()], o));
+    }
+    int ok = 0;
+    for (auto& f : pending) ok += f.get().ok() ? 1 : 0;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("| %d | %d (%d ok) | %.2f | %.1f |\n", workers, n, ok, s, n / s);
+    std::fflush(stdout);
+  }
+
+  // --- 2. repeatability ---------------------------------------------------------------------------
+  std::printf("\n## Spread of one kernel's median over 10 evaluations (spmv_csr.cu, f32)\n\n"
+              "| matrix | nnz | candidate median of medians (us) | candidate spread (max-min)/median | "
+              "cuSPARSE median (us) | cuSPARSE spread |\n|---|---|---|---|---|---|\n");
+  const std::vector<std::string> big = {"gen-v1/stencil2d?nx=1000&ny=1000&points=5",
+                                        "gen-v1/uniform?nnz_per_row=8&rows=2000000&seed=1",
+                                        "gen-v1/banded?bandwidth=8&n=2000000",
+                                        "gen-v1/rmat?edge_factor=8&scale=20&seed=1"};
+  for (const std::string& uri : big) {
+    std::vector<double> cand, base;
+    double nnz = 0;
+    for (int i = 0; i < 10; ++i) {
+      const rw::EvalResult r = probe.evaluate(spmv_task(uri), csr, with_seed(probe, 500 + static_cast<std::uint64_t>(i)));
+      if (!r.ok()) {
+        std::printf("| %s | - | %s: %s | | | |\n", uri.c_str(), std::string(rw::to_string(r.error)).c_str(),
+                    r.message.c_str());
+        break;
+      }
+      cand.push_back(r.timing.median_us);
+      base.push_back(r.timing.baseline_median_us);
+      nnz = r.timing.gflops * r.timing.median_us * 1e3 / 2;  // flops = 2 nnz
+    }
+    if (cand.size() < 10) continue;
+    const auto spread = [](const std::vector<double>& v) {
+      return (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / median(v);
+    };
+    std::printf("| %s | %.0f | %.2f | %.1f%% | %.2f | %.1f%% |\n", uri.c_str(), nnz, median(cand), 100 * spread(cand),
+                median(base), 100 * spread(base));
+    std::fflush(stdout);
+  }
+
+  // --- 3. cuSPARSE and a simple CSR kernel ----------------------------------------------------------
+  std::printf("\n## cuSPARSE (best CSR algorithm) and a simple CSR kernel, SpMV\n\n"
+              "| matrix | dtype | nnz | cuSPARSE alg | cuSPARSE us | cuSPARSE GFLOP/s | cuSPARSE bw frac | "
+              "simple us | simple GFLOP/s | simple bw frac | speedup |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<std::string> uris;
+  if (fs::is_directory(shared)) {
+    const auto index = ds::SuiteSparseIndex::read(shared / "INDEX.csv");
+    for (const auto& e : index.entries()) uris.push_back("suitesparse-v1/" + e.group + "/" + e.name);
+  }
+  if (quick && uris.size() > 8) uris.resize(8);
+  const std::vector<std::string> large = {"gen-v1/stencil2d?nx=3000&ny=3000&points=5",
+                                          "gen-v1/uniform?nnz_per_row=16&rows=2000000&seed=1",
+                                          "gen-v1/banded?bandwidth=16&n=1000000",
+                                          "gen-v1/rmat?edge_factor=16&scale=21&seed=1",
+                                          "gen-v1/uniform?huge_row=50000&nnz_per_row=16&rows=2000000&seed=2"};
+  uris.insert(uris.end(), large.begin(), large.end());
+  std::vector<double> small_speedups, large_speedups;
+  for (ds::DType dtype : {ds::DType::f32, ds::DType::f64}) {
+    for (const std::string& uri : uris) {
+      const rw::EvalResult r = probe.evaluate(spmv_task(uri, dtype), csr);
+      if (!r.ok()) {
+        std::printf("| %s | %s | | %s | | | | | | | |\n", uri.c_str(), std::string(ds::to_string(dtype)).c_str(),
+                    (std::string(rw::to_string(r.error)) + ": " + r.message).c_str());
+        continue;
+      }
+      const rw::TimingFigures& t = r.timing;
+      std::printf("| %s | %s | %.0f | %s | %.2f | %.1f | %.2f | %.2f | %.1f | %.2f | %.2f |\n", uri.c_str(),
+                  std::string(ds::to_string(dtype)).c_str(), t.gflops * t.median_us * 1e3 / 2, t.baseline_algorithm.c_str(),
+                  t.baseline_median_us, t.baseline_gflops, t.baseline_bandwidth_fraction, t.median_us, t.gflops,
+                  t.bandwidth_fraction, t.speedup);
+      std::fflush(stdout);
+      (uri.rfind("gen-v1/", 0) == 0 ? large_speedups : small_speedups).push_back(std::log(t.speedup));
+    }
+  }
+  auto geomean = [](const std::vector<double>& logs) {
+    double s = 0;
+    for (double v : logs) s += v;
+    return logs.empty() ? 0.0 : std::exp(s / static_cast<double>(logs.size()));
+  };
+  std::printf("\ngeomean speedup of the simple CSR kernel over cuSPARSE: shared matrices %.2fx (%zu), large "
+              "generated %.2fx (%zu)\n",
+              geomean(small_speedups), small_speedups.size(), geomean(large_speedups), large_speedups.size());
+  return 0;
+}

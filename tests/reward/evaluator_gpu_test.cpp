@@ -1,0 +1,336 @@
+// The evaluator on a real GPU (label gpu; each case skips itself where no GPU is present): every
+// reference program is correct in every (op, format, dtype) on the shared SuiteSparse matrices and on
+// generated matrices of at least 10M nonzeros; each adversarial program (tests/reward/programs/
+// adversarial) gets its verdict and the pool recovers; a timed evaluation reports sane figures; 1000
+// mixed evaluations in a row give the right verdicts, leave no process behind and do not grow the GPU's
+// memory.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "sparserl/datasets/suitesparse_index.hpp"
+#include "sparserl/reward/evaluator.hpp"
+#include "test_support.hpp"
+
+namespace rw = sparserl::reward;
+namespace ds = sparserl::datasets;
+using sparserl::testing::has_substring;
+
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::filesystem::path program_path(const std::string& name) {
+  return sparserl::testing::source_dir() / "reward" / "programs" / name;
+}
+
+std::filesystem::path adversarial_path(const std::string& name) {
+  return sparserl::testing::source_dir() / "tests" / "reward" / "programs" / "adversarial" / name;
+}
+
+rw::EvaluatorConfig gpu_config(std::chrono::milliseconds gpu_deadline = std::chrono::milliseconds(120'000)) {
+  rw::EvaluatorConfig c;
+  c.worker_path = SPARSERL_WORKER_PATH;
+  c.data_dir = sparserl::testing::scratch_dir("evaluator_gpu_data");
+  c.index_dirs = {sparserl::testing::shared_matrices_dir()};
+  c.gpu_deadline = gpu_deadline;
+  c.protocol.seed = 7;
+  c.protocol.random_inputs = 3;
+  c.protocol.warmup_runs = 2;
+  c.protocol.timed_runs = 10;
+  c.protocol.time = false;  // check only, unless a case asks for timing
+  c.log = [](std::string_view) {};
+  return c;
+}
+
+// One evaluator for the whole test process, created on first use; skips without a GPU.
+rw::Evaluator& shared_evaluator() {
+  static std::unique_ptr<rw::Evaluator> evaluator;
+  if (!evaluator) {
+    evaluator = std::make_unique<rw::Evaluator>(gpu_config());
+    if (evaluator->gpu_info().devices.empty()) {
+      sparserl::testing::skip("no GPU: " + evaluator->gpu_info().error);
+    }
+  }
+  return *evaluator;
+}
+
+std::vector<std::string> shared_uris() {
+  const auto index = ds::SuiteSparseIndex::read(sparserl::testing::shared_matrices_dir() / "INDEX.csv");
+  std::vector<std::string> uris;
+  for (const auto& entry : index.entries()) uris.push_back("suitesparse-v1/" + entry.group + "/" + entry.name);
+  return uris;
+}
+
+const std::array<std::string, 5> kFormats = {"csr", "coo", "ell", "sell", "bsr"};
+
+ds::Task task(const std::string& uri, ds::Op op, ds::DType dtype, int k = 8) {
+  ds::Task t;
+  t.uri = uri;
+  t.op = op;
+  t.dtype = dtype;
+  t.k = op == ds::Op::spmm ? k : 1;
+  return t;
+}
+
+std::string describe(const rw::EvalResult& r) {
+  return std::string(rw::to_string(r.error)) + " at " + std::string(rw::to_string(r.stage)) + ": " + r.message;
+}
+
+// Children of this process that are still alive (pool workers), from /proc.
+int live_children() {
+  int count = 0;
+  const std::string me = std::to_string(getpid());
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return -1;
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat("/proc/" + name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state, ppid;
+    rest >> state >> ppid;
+    if (ppid == me) ++count;
+  }
+  closedir(dir);
+  return count;
+}
+
+// GPU memory in use (MiB) from nvidia-smi, or -1 where it cannot be read.
+long gpu_memory_used_mib() {
+  FILE* p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (p == nullptr) return -1;
+  long mib = -1;
+  if (std::fscanf(p, "%ld", &mib) != 1) mib = -1;
+  pclose(p);
+  return mib;
+}
+
+}  // namespace
+
+TEST_CASE("every reference program is correct on every shared SuiteSparse matrix", "[reward][gpu]") {
+  rw::Evaluator& ev = shared_evaluator();
+  const auto uris = shared_uris();
+  REQUIRE(uris.size() >= 50);
+  int evaluations = 0;
+  for (ds::Op op : {ds::Op::spmv, ds::Op::spmm}) {
+    for (const std::string& format : kFormats) {
+      const std::string name = std::string(ds::to_string(op)) + "_" + format + ".cu";
+      const std::string program = read_text(program_path(name));
+      for (ds::DType dtype : {ds::DType::f32, ds::DType::f64}) {
+        std::vector<std::future<rw::EvalResult>> pending;
+        for (const std::string& uri : uris) pending.push_back(ev.submit(task(uri, op, dtype), program));
+        for (std::size_t i = 0; i < uris.size(); ++i) {
+          const rw::EvalResult r = pending[i].get();
+          INFO(name << " " << ds::to_string(dtype) << " on " << uris[i] << ": " << describe(r));
+          CHECK(r.ok());
+          CHECK(r.correct);
+          CHECK(r.check.inputs == 3);
+          ++evaluations;
+        }
+      }
+    }
+  }
+  CHECK(evaluations == static_cast<int>(uris.size()) * 20);
+}
+
+TEST_CASE("every reference program is correct on generated matrices of at least 10M nonzeros",
+          "[reward][gpu]") {
+  rw::Evaluator& ev = shared_evaluator();
+  // 10M uniform random entries; a 2D 9-point stencil with 10.9M entries; an R-MAT power-law matrix
+  // (CSR, COO and SELL only: its longest row makes ELL and BSR padding refuse, tested below).
+  const std::vector<std::string> large = {"gen-v1/uniform?nnz_per_row=10&rows=1000000&seed=1",
+                                          "gen-v1/stencil2d?nx=1100&ny=1100&points=9"};
+  const std::string rmat = "gen-v1/rmat?edge_factor=10&scale=20&seed=2";
+  for (ds::Op op : {ds::Op::spmv, ds::Op::spmm}) {
+    for (const std::string& format : kFormats) {
+      const std::string name = std::string(ds::to_string(op)) + "_" + format + ".cu";
+      const std::string program = read_text(program_path(name));
+      for (ds::DType dtype : {ds::DType::f32, ds::DType::f64}) {
+        std::vector<std::string> uris = large;
+        if (format == "csr" || format == "coo" || format == "sell") uris.push_back(rmat);
+        for (const std::string& uri : uris) {
+          const rw::EvalResult r = ev.evaluate(task(uri, op, dtype, 8), program);
+          INFO(name << " " << ds::to_string(dtype) << " on " << uri << ": " << describe(r));
+          CHECK(r.ok());
+          CHECK(r.correct);
+        }
+      }
+    }
+  }
+  const rw::EvalResult ell = ev.evaluate(task(rmat, ds::Op::spmv, ds::DType::f32), read_text(program_path("spmv_ell.cu")));
+  INFO(describe(ell));
+  CHECK(ell.error == rw::ErrorKind::resource_limit);
+}
+
+TEST_CASE("adversarial programs get their verdicts and the pool recovers", "[reward][gpu]") {
+  rw::Evaluator& ev = shared_evaluator();
+  const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
+  const std::string good = read_text(program_path("spmv_csr.cu"));
+  struct Case {
+    const char* file;
+    rw::ErrorKind expected;
+    const char* message;  // a part of the message, or "" for any
+  };
+  const Case cases[] = {
+      {"skip_rows.cu", rw::ErrorKind::unwritten_output, "never written"},
+      {"skip_rows_zero.cu", rw::ErrorKind::wrong_answer, "outside the tolerance"},
+      {"half_y.cu", rw::ErrorKind::unwritten_output, "never written"},
+      {"stale_output.cu", rw::ErrorKind::static_check, ""},
+      {"cached_result.cu", rw::ErrorKind::static_check, ""},
+      {"writes_input.cu", rw::ErrorKind::input_mutated, "'x'"},
+      {"oob_read.cu", rw::ErrorKind::illegal_address, ""},
+      {"oob_write.cu", rw::ErrorKind::illegal_address, "outside the array 'y'"},
+      {"trap.cu", rw::ErrorKind::illegal_address, ""},
+      {"needs_zeroed_y.cu", rw::ErrorKind::unwritten_output, ""},
+      {"decoy_unlaunched.cu", rw::ErrorKind::static_check, ""},
+      {"decoy_device_launch.cu", rw::ErrorKind::static_check, ""},
+  };
+  for (const Case& c : cases) {
+    const rw::EvalResult bad = ev.evaluate(t, read_text(adversarial_path(c.file)));
+    INFO(c.file << ": " << describe(bad));
+    CHECK(bad.error == c.expected);
+    CHECK_FALSE(bad.correct);
+    CHECK_THAT(bad.message, has_substring(c.message));
+    // The next evaluation in the same pool works.
+    const rw::EvalResult after = ev.evaluate(t, good);
+    INFO("good program after " << c.file << ": " << describe(after));
+    CHECK(after.ok());
+    CHECK(after.correct);
+  }
+}
+
+TEST_CASE("a kernel that never finishes times out and a fresh worker serves the next request",
+          "[reward][gpu]") {
+  shared_evaluator();  // skips without a GPU
+  rw::Evaluator ev(gpu_config(std::chrono::milliseconds(8'000)));
+  const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
+  const rw::EvalResult hung = ev.evaluate(t, read_text(adversarial_path("infinite_loop.cu")));
+  INFO(describe(hung));
+  CHECK(hung.error == rw::ErrorKind::timeout);
+  const rw::EvalResult after = ev.evaluate(t, read_text(program_path("spmv_csr.cu")));
+  INFO(describe(after));
+  CHECK(after.ok());
+  CHECK(after.correct);
+}
+
+TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]") {
+  rw::Evaluator& ev = shared_evaluator();
+  rw::EvaluateOptions timed;
+  timed.protocol = ev.config().protocol;
+  timed.protocol->time = true;
+  timed.protocol->timed_runs = 20;
+  const ds::Task t = task("gen-v1/stencil2d?nx=1000&ny=1000&points=5", ds::Op::spmv, ds::DType::f32);
+  const rw::EvalResult r = ev.evaluate(t, read_text(program_path("spmv_csr.cu")), timed);
+  INFO(describe(r) << "\n" << r.to_json());
+  REQUIRE(r.ok());
+  CHECK(r.timed);
+  CHECK(r.stage == rw::Stage::time);
+  CHECK(r.timing.repetitions == 20);
+  CHECK(r.timing.launches_per_run == 1);
+  CHECK(r.timing.median_us > 0);
+  CHECK(r.timing.p10_us <= r.timing.median_us);
+  CHECK(r.timing.median_us <= r.timing.p90_us);
+  CHECK(r.timing.baseline_median_us > 0);
+  CHECK_THAT(r.timing.baseline_algorithm, has_substring("CSR_ALG"));
+  CHECK(r.timing.speedup == Approx(r.timing.baseline_median_us / r.timing.median_us));
+  CHECK(r.timing.bandwidth_fraction > 0.05);
+  CHECK(r.timing.bandwidth_fraction < 1.5);
+  CHECK(r.conversion_ms >= 0);
+  // COO launches its zeroing kernel and its product kernel: two kernels per run, both timed.
+  const rw::EvalResult coo = ev.evaluate(t, read_text(program_path("spmv_coo.cu")), timed);
+  INFO(describe(coo));
+  REQUIRE(coo.ok());
+  CHECK(coo.timing.launches_per_run == 2);
+  // SpMM against cuSPARSE's SpMM.
+  const rw::EvalResult spmm =
+      ev.evaluate(task("gen-v1/stencil2d?nx=500&ny=500&points=5", ds::Op::spmm, ds::DType::f64, 8),
+                  read_text(program_path("spmm_csr.cu")), timed);
+  INFO(describe(spmm));
+  REQUIRE(spmm.ok());
+  CHECK(spmm.timed);
+  CHECK(spmm.timing.speedup > 0);
+}
+
+TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU memory growth",
+          "[reward][gpu]") {
+  shared_evaluator();  // skips without a GPU
+  rw::EvaluatorConfig config = gpu_config();
+  config.gpu_workers = 1;
+  config.recycle_after = 100;
+  const int children_before = live_children();
+  long memory_at_100 = -1, memory_at_end = -1;
+  {
+    rw::Evaluator ev(config);
+    const std::vector<std::string> uris = {"gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5",
+                                           "suitesparse-v1/HB/west0479", "suitesparse-v1/Bai/cryg2500"};
+    struct Kind {
+      std::filesystem::path file;
+      rw::ErrorKind expected;
+    };
+    const std::vector<Kind> kinds = {
+        {program_path("spmv_csr.cu"), rw::ErrorKind::none},
+        {program_path("spmv_sell.cu"), rw::ErrorKind::none},
+        {program_path("spmv_coo.cu"), rw::ErrorKind::none},
+        {adversarial_path("half_y.cu"), rw::ErrorKind::unwritten_output},
+        {program_path("spmv_ell.cu"), rw::ErrorKind::none},
+        {adversarial_path("writes_input.cu"), rw::ErrorKind::input_mutated},
+        {program_path("spmv_bsr.cu"), rw::ErrorKind::none},
+        {adversarial_path("oob_read.cu"), rw::ErrorKind::illegal_address},
+        {adversarial_path("skip_rows_zero.cu"), rw::ErrorKind::wrong_answer},
+        {adversarial_path("decoy_unlaunched.cu"), rw::ErrorKind::static_check},
+    };
+    std::vector<std::string> texts;
+    for (const Kind& k : kinds) texts.push_back(read_text(k.file));
+    int wrong_verdicts = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const std::size_t which = static_cast<std::size_t>(i) % kinds.size();
+      rw::EvaluateOptions options;
+      options.protocol = config.protocol;
+      options.protocol->seed = static_cast<std::uint64_t>(1000 + i);  // no result-cache hits
+      const std::string& uri = uris[static_cast<std::size_t>(i / 10) % uris.size()];
+      const rw::EvalResult r = ev.evaluate(task(uri, ds::Op::spmv, ds::DType::f32), texts[which], options);
+      const bool right = r.error == kinds[which].expected ||
+                         // skipping row 3 mod 7 is invisible where those rows are empty
+                         (kinds[which].expected == rw::ErrorKind::wrong_answer && r.ok());
+      if (!right) {
+        ++wrong_verdicts;
+        UNSCOPED_INFO("evaluation " << i << " " << kinds[which].file.filename().string() << " on " << uri << ": "
+                                    << describe(r));
+      }
+      if (i == 99) memory_at_100 = gpu_memory_used_mib();
+    }
+    memory_at_end = gpu_memory_used_mib();
+    CHECK(wrong_verdicts == 0);
+    const auto stats = ev.stats();
+    CHECK(stats.evaluations >= 1000);
+  }
+  // The evaluator is gone: every worker it started has been reaped.
+  CHECK(live_children() == children_before);
+  if (memory_at_100 >= 0 && memory_at_end >= 0) {
+    INFO("GPU memory used: " << memory_at_100 << " MiB after 100 evaluations, " << memory_at_end
+                             << " MiB after 1000");
+    CHECK(memory_at_end <= memory_at_100 + 64);
+  } else {
+    WARN("nvidia-smi is not available: GPU memory growth not checked");
+  }
+}

@@ -1,0 +1,260 @@
+// The Evaluator facade on this GPU-less machine: every stage that can run without a GPU, with real
+// compile workers and real NVRTC, and each way an evaluation can stop before the GPU (parse, static
+// check, geometry, compile error, compile deadline, resources, a missing matrix) ends as a result
+// with the right stage, error kind and message. The compile cache answers repeated programs, in
+// memory and from a shared disk folder.
+#include "sparserl/reward/evaluator.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "test_support.hpp"
+
+using namespace sparserl::reward;
+using sparserl::datasets::DType;
+using sparserl::datasets::Op;
+using sparserl::datasets::Task;
+using sparserl::testing::has_substring;
+using std::chrono::milliseconds;
+
+namespace {
+
+const std::string kMatrix = "gen-v1/uniform?rows=300&nnz_per_row=6&seed=1";
+
+EvaluatorConfig test_config(std::vector<std::string>* log = nullptr) {
+  EvaluatorConfig c;
+  c.worker_path = SPARSERL_WORKER_PATH;
+  c.compile_workers = 2;
+  c.gpu_workers = 0;
+  c.data_dir = sparserl::testing::scratch_dir("evaluator_data");
+  c.evaluation_threads = 4;
+  c.log = [log](std::string_view line) {
+    if (log != nullptr) log->emplace_back(line);
+  };
+  return c;
+}
+
+std::string read_program(const std::string& name) {
+  std::ifstream in(sparserl::testing::source_dir() / "reward" / "programs" / name);
+  REQUIRE(in.good());
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Task task(Op op = Op::spmv, DType dtype = DType::f32, int k = 1) {
+  Task t;
+  t.uri = kMatrix;
+  t.op = op;
+  t.dtype = dtype;
+  t.k = op == Op::spmm ? k : 1;
+  return t;
+}
+
+const std::string kCsrHeader =
+    "//@format csr\n"
+    "//@launch spmv grid=ceil_div(M, 128) block=128\n";
+const std::string kCsrSignature =
+    "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, "
+    "const int* __restrict__ col_idx, const value_t* __restrict__ val, "
+    "const value_t* __restrict__ x, value_t* __restrict__ y)";
+
+EvaluateOptions compile_only() {
+  EvaluateOptions o;
+  o.compile_only = true;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("Every reference program compiles through the evaluator", "[reward][evaluator]") {
+  Evaluator evaluator(test_config());
+  std::vector<std::pair<std::string, std::future<EvalResult>>> futures;
+  for (const char* op : {"spmv", "spmm"}) {
+    for (const char* format : {"csr", "coo", "ell", "sell", "bsr"}) {
+      const std::string name = std::string(op) + "_" + format + ".cu";
+      const Op o = std::string(op) == "spmv" ? Op::spmv : Op::spmm;
+      for (DType d : {DType::f32, DType::f64}) {
+        futures.emplace_back(name + (d == DType::f32 ? " f32" : " f64"),
+                             evaluator.submit(task(o, d, 8), read_program(name), compile_only()));
+      }
+    }
+  }
+  for (auto& [name, future] : futures) {
+    const EvalResult r = future.get();
+    INFO(name << ": " << r.message);
+    REQUIRE(r.error == ErrorKind::none);
+    REQUIRE(r.stage == Stage::compile);
+    REQUIRE(r.compiled);
+    REQUIRE_FALSE(r.gpu_available);
+    REQUIRE(r.compile.arch == "sm_90");
+    REQUIRE(r.compile.max_registers > 0);
+    REQUIRE(r.program_digest.size() == 64);
+    REQUIRE(r.matrix_digest.size() == 16);
+  }
+  REQUIRE(evaluator.stats().evaluations == 20);
+}
+
+TEST_CASE("Refusals before the compiler carry stage, kind, reason and line",
+          "[reward][evaluator]") {
+  Evaluator evaluator(test_config());
+  SECTION("a program without //@format is a bad program at the parse stage") {
+    const EvalResult r = evaluator.evaluate(task(), "extern \"C\" __global__ void k() {}");
+    REQUIRE(r.error == ErrorKind::bad_program);
+    REQUIRE(r.stage == Stage::parse);
+    REQUIRE(r.static_reason == "bad_directive");
+    REQUIRE_FALSE(r.compiled);
+  }
+  SECTION("a timer read is a static check at its line") {
+    const std::string program =
+        kCsrHeader + kCsrSignature + " {\n  long long t = clock64();\n  y[0] = t;\n}\n";
+    const EvalResult r = evaluator.evaluate(task(), program);
+    REQUIRE(r.error == ErrorKind::static_check);
+    REQUIRE(r.stage == Stage::static_check);
+    REQUIRE(r.static_reason == "timer_read");
+    REQUIRE_THAT(r.message, has_substring("line 4"));
+  }
+  SECTION("a grid that overflows on this matrix is bad geometry") {
+    const std::string program =
+        "//@format csr\n//@launch spmv grid=M*M*M*M*M*M*M*M block=128\n" + kCsrSignature + " { }\n";
+    const EvalResult r = evaluator.evaluate(task(), program);
+    REQUIRE(r.error == ErrorKind::static_check);
+    REQUIRE(r.static_reason == "bad_geometry");
+    REQUIRE(r.matrix_digest.size() == 16);  // the matrix was loaded: geometry needs it
+  }
+  SECTION("too much shared memory is a resource limit") {
+    const std::string program =
+        "//@format csr\n//@launch spmv grid=1 block=128 smem=100000\n" + kCsrSignature + " { }\n";
+    const EvalResult r = evaluator.evaluate(task(), program);
+    REQUIRE(r.error == ErrorKind::resource_limit);
+    REQUIRE(r.static_reason == "resource_limit");
+  }
+}
+
+TEST_CASE("A compile error is a result with the compiler's message", "[reward][evaluator]") {
+  Evaluator evaluator(test_config());
+  const std::string program = kCsrHeader + kCsrSignature + " {\n  y[0] = undeclared_name;\n}\n";
+  const EvalResult r = evaluator.evaluate(task(), program);
+  REQUIRE(r.error == ErrorKind::compile_error);
+  REQUIRE(r.stage == Stage::compile);
+  REQUIRE_FALSE(r.compiled);
+  REQUIRE_THAT(r.message, has_substring("undeclared_name"));
+  REQUIRE_THAT(r.message, has_substring("program.cu(4)"));
+  REQUIRE_THAT(r.compile.log, has_substring("undeclared_name"));
+}
+
+TEST_CASE("The compile cache answers a repeated program with the same result",
+          "[reward][evaluator]") {
+  Evaluator evaluator(test_config());
+  const std::string program = read_program("spmv_csr.cu");
+  const EvalResult first = evaluator.evaluate(task(), program);
+  const EvalResult second = evaluator.evaluate(task(), program);
+  REQUIRE(first.error == ErrorKind::none);
+  REQUIRE_FALSE(first.compile.cached);
+  REQUIRE(second.compile.cached);
+  EvalResult a = first, b = second;
+  a.wall_ms = b.wall_ms = 0;
+  a.compile.cached = b.compile.cached = false;
+  REQUIRE(a.to_json() == b.to_json());
+
+  // Another dtype is another translation unit: compiled anew.
+  const EvalResult f64 = evaluator.evaluate(task(Op::spmv, DType::f64), program);
+  REQUIRE_FALSE(f64.compile.cached);
+  const EvaluatorStats s = evaluator.stats();
+  REQUIRE(s.compile_cache.hits == 1);
+  REQUIRE(s.pool.answered == 2);
+}
+
+TEST_CASE("A disk cache folder is shared by evaluators", "[reward][evaluator]") {
+  const auto dir = sparserl::testing::scratch_dir("evaluator_disk_cache");
+  const std::string program = read_program("spmv_ell.cu");
+  auto config = test_config();
+  config.cache_dir = dir;
+  {
+    Evaluator first(config);
+    REQUIRE_FALSE(first.evaluate(task(), program).compile.cached);
+  }
+  REQUIRE(std::filesystem::is_directory(dir / "compile"));
+  Evaluator second(config);
+  const EvalResult r = second.evaluate(task(), program);
+  REQUIRE(r.error == ErrorKind::none);
+  REQUIRE(r.compile.cached);
+  REQUIRE(second.stats().pool.answered == 0);
+}
+
+TEST_CASE("A compile that overruns its deadline is a timeout at the compile stage",
+          "[reward][evaluator]") {
+  auto config = test_config();
+  config.compile_deadline = milliseconds(1);
+  Evaluator evaluator(config);
+  const EvalResult r = evaluator.evaluate(task(), read_program("spmv_coo.cu"));
+  REQUIRE(r.error == ErrorKind::timeout);
+  REQUIRE(r.stage == Stage::compile);
+  REQUIRE_FALSE(r.compiled);
+  REQUIRE_THAT(r.message, has_substring("compile worker: CompileRequest exceeded its deadline"));
+}
+
+TEST_CASE("A missing matrix is an internal error naming the URI", "[reward][evaluator]") {
+  Evaluator evaluator(test_config());
+  Task t = task();
+  t.uri = "suitesparse-v1/NoGroup/no_such_matrix";
+  const EvalResult r = evaluator.evaluate(t, read_program("spmv_csr.cu"));
+  REQUIRE(r.error == ErrorKind::internal_error);
+  REQUIRE_THAT(r.message, has_substring("suitesparse-v1/NoGroup/no_such_matrix"));
+  REQUIRE_FALSE(r.compiled);
+}
+
+TEST_CASE("Without a GPU an evaluation stops after the compile stage and says so once",
+          "[reward][evaluator]") {
+  std::vector<std::string> log;
+  auto config = test_config(&log);
+  config.gpu_workers = -1;  // probe: this machine has none
+  config.compile_workers = 1;
+  Evaluator evaluator(config);
+  if (!evaluator.gpu_info().devices.empty()) {
+    sparserl::testing::skip("a GPU is present: the GPU tier covers full evaluations");
+  }
+  const std::string program = read_program("spmv_csr.cu");
+  const EvalResult a = evaluator.evaluate(task(), program);
+  const EvalResult b = evaluator.evaluate(task(Op::spmv, DType::f64), program);
+  for (const EvalResult& r : {a, b}) {
+    REQUIRE(r.error == ErrorKind::none);
+    REQUIRE(r.stage == Stage::compile);
+    REQUIRE(r.compiled);
+    REQUIRE_FALSE(r.gpu_available);
+    REQUIRE_FALSE(r.timed);
+  }
+  int notices = 0;
+  for (const auto& line : log) {
+    if (line.find("evaluations stop after the compile stage") != std::string::npos) ++notices;
+  }
+  REQUIRE(notices == 1);
+  REQUIRE(evaluator.arch() == "sm_90");  // the configured fallback
+  REQUIRE(evaluator.stats().gpu_requests == 0);
+}
+
+TEST_CASE("The fallback arch is the one compiled for", "[reward][evaluator]") {
+  auto config = test_config();
+  config.arch = "sm_80";
+  Evaluator evaluator(config);
+  const EvalResult r = evaluator.evaluate(task(), read_program("spmv_csr.cu"));
+  REQUIRE(r.error == ErrorKind::none);
+  REQUIRE(r.compile.arch == "sm_80");
+}
+
+TEST_CASE("Bad evaluator configurations throw, naming the field", "[reward][evaluator]") {
+  auto config = test_config();
+  config.arch = "gfx90a";
+  REQUIRE_THROWS_WITH(Evaluator(config), has_substring("EvaluatorConfig.arch"));
+  config = test_config();
+  config.protocol.timed_runs = 0;
+  REQUIRE_THROWS_WITH(Evaluator(config), has_substring("EvaluatorConfig.protocol"));
+  config = test_config();
+  config.worker_path = "/nonexistent";
+  REQUIRE_THROWS_WITH(Evaluator(config), has_substring("worker_path"));
+}

@@ -1,0 +1,12 @@
+// Adversarial: computes only the first half of y. Expected verdict: unwritten_output.
+//@format csr
+//@launch spmv grid=ceil_div(M / 2, 128) block=128
+extern "C" __global__ void spmv(const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
+                                const value_t* __restrict__ val, const value_t* __restrict__ x,
+                                value_t* __restrict__ y) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= M / 2) return;
+  value_t sum = 0;
+  for (int k = row_ptr[row]; k < row_ptr[row + 1]; ++k) sum += val[k] * x[col_idx[k]];
+  y[row] = sum;
+}

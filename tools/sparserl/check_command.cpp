@@ -1,0 +1,212 @@
+// `sparserl check PROGRAM --matrix FILE|URI ...`: evaluates one program file on one matrix with the
+// evaluator a training run uses (sandboxed workers, the same checks and protocol) and prints the
+// EvalResult, as a readable summary or as JSON. Exit status 0 whenever an evaluation was made,
+// whatever its verdict; 2 with the usage for bad arguments; 1 with a message for inputs that cannot
+// be read (the program file, the matrix).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/datasets/task.hpp"
+#include "sparserl/reward/evaluator.hpp"
+#include "sparserl/reward/reward.hpp"
+
+namespace sparserl::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using reward::EvalResult;
+
+const char* const kUsage =
+    "usage: sparserl check PROGRAM --matrix FILE|URI [--op spmv|spmm] [--dtype f32|f64] [--k K]\n"
+    "                      [--compile-only] [--json] [--arch sm_XX] [--data-dir DIR]\n"
+    "                      [--index DIR]... [--verbose]\n"
+    "\n"
+    "Evaluates one program (CUDA device code with //@format and //@launch directives) on one\n"
+    "matrix, with the sandboxed workers, checks and timing protocol of a training run, and prints\n"
+    "its EvalResult.\n"
+    "\n"
+    "  PROGRAM          the program file\n"
+    "  --matrix M       a Matrix Market file (.mtx, .mtx.gz, .tar.gz) or a matrix URI:\n"
+    "                   suitesparse-v1/GROUP/NAME, gen-v1/KIND?key=value&..., file:PATH\n"
+    "  --op OP          spmv (default) or spmm\n"
+    "  --dtype T        f32 (default) or f64\n"
+    "  --k K            dense columns of SpMM (default 32; SpMV has 1)\n"
+    "  --compile-only   stop after the compile stage (no GPU worker is started)\n"
+    "  --json           print the EvalResult as one JSON object\n"
+    "  --arch sm_XX     architecture to compile for where no GPU is present (default sm_90);\n"
+    "                   with a GPU its own architecture is used\n"
+    "  --data-dir DIR   where suitesparse-v1 matrices are found (default $SPARSERL_DATA_DIR or\n"
+    "                   ./data)\n"
+    "  --index DIR      a folder with an INDEX.csv of SuiteSparse matrices (repeatable)\n"
+    "  --verbose        print the evaluator's log (sandbox limits, worker events) to stderr\n"
+    "\n"
+    "Exit status: 0 when an evaluation was made (whatever its verdict), 1 when the program or the\n"
+    "matrix cannot be read, 2 for bad arguments.\n";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read the program file '" + path.string() + "'");
+  std::stringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw std::runtime_error("error while reading '" + path.string() + "'");
+  return s.str();
+}
+
+// A path that exists is a file: URI; anything else must parse as a URI. Returns the canonical URI.
+std::string matrix_uri(const std::string& text) {
+  std::error_code ec;
+  if (fs::is_regular_file(text, ec)) return "file:" + fs::absolute(text).string();
+  try {
+    return datasets::MatrixUri::parse(text).str();
+  } catch (const datasets::InvalidUri& e) {
+    throw std::runtime_error("--matrix '" + text + "' is neither a file nor a matrix URI (" +
+                             e.what() + ")");
+  }
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+void print_summary(std::ostream& out, const std::string& program_path, const datasets::Task& task,
+                   const EvalResult& r) {
+  auto row = [&out](std::string_view key, const std::string& value) {
+    out << key;
+    for (std::size_t pad = key.size(); pad < 10; ++pad) out << ' ';
+    out << value << '\n';
+  };
+  row("program", program_path + " (sha256 " + r.program_digest.substr(0, 16) + ")");
+  row("task", task.str() + (r.matrix_digest.empty() ? "" : " (matrix " + r.matrix_digest + ")"));
+  row("verdict", r.ok() ? "ok"
+                        : std::string(reward::to_string(r.error)) +
+                              (r.static_reason.empty() ? "" : " (" + r.static_reason + ")"));
+  row("stage", std::string(reward::to_string(r.stage)));
+  if (!r.message.empty()) {
+    std::string message = r.message;
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    if (message.size() > 600) message = message.substr(0, 600) + " [...]";
+    row("message", message);
+  }
+  if (r.compiled || r.stage >= reward::Stage::compile) {
+    const auto& c = r.compile;
+    row("compile", fixed(c.compile_ms, 1) + " ms, " + c.arch + ", " +
+                       std::to_string(c.max_registers) + " registers, " +
+                       std::to_string(c.static_smem_bytes) + " B static smem, " +
+                       std::to_string(c.spill_bytes) + " B spills, " +
+                       std::to_string(c.local_bytes) + " B local" + (c.cached ? " (cached)" : ""));
+  }
+  if (!r.gpu_available) {
+    row("gpu", "not used: only the compile stage ran");
+  } else {
+    row("gpu", r.device + (r.result_cached ? " (cached result)" : ""));
+    if (r.check.inputs > 0 || r.stage >= reward::Stage::check) {
+      row("check", std::to_string(r.check.inputs) + " random inputs, max error " +
+                       fixed(r.check.max_error_ratio, 3) + " of tolerance" +
+                       (r.check.bad_outputs > 0 ? ", " + std::to_string(r.check.bad_outputs) +
+                                                      " bad outputs, first at row " +
+                                                      std::to_string(r.check.first_bad_row)
+                                                : ""));
+    }
+    if (r.timed) {
+      const auto& t = r.timing;
+      row("time", "median " + fixed(t.median_us, 2) + " us (p10 " + fixed(t.p10_us, 2) + ", p90 " +
+                      fixed(t.p90_us, 2) + ", " + std::to_string(t.repetitions) + " runs, " +
+                      std::to_string(t.launches_per_run) + " launches per run)");
+      row("cusparse", t.baseline_algorithm + " median " + fixed(t.baseline_median_us, 2) + " us");
+      row("speedup", fixed(t.speedup, 3) + "x, " + fixed(t.gflops, 1) + " GFLOP/s, " +
+                         fixed(t.bandwidth_gbs, 1) + " GB/s (" +
+                         fixed(100 * t.bandwidth_fraction, 1) + "% of copy bandwidth)");
+    }
+    if (r.conversion_ms > 0) row("convert", fixed(r.conversion_ms, 1) + " ms");
+  }
+  const reward::HierarchicalReward reward_formula;
+  row("reward", reward_formula.breakdown(r).str());
+  row("wall", fixed(r.wall_ms, 1) + " ms");
+}
+
+int run_check(const std::vector<std::string>& argv) {
+  const Args args(argv, {"compile-only", "json", "verbose"});
+  args.allow_only({"matrix", "op", "dtype", "k", "arch", "data-dir", "index"});
+  const std::string program_path = args.positional(0, "PROGRAM");
+  if (args.positional().size() > 1) {
+    throw UsageError("one PROGRAM at a time, got '" + args.positional()[1] + "' too");
+  }
+  const std::string matrix = args.required("matrix");
+
+  datasets::Task task;
+  const std::string op = args.option_or("op", "spmv");
+  const std::string dtype = args.option_or("dtype", "f32");
+  auto parsed_op = datasets::parse_op(op);
+  if (!parsed_op) throw UsageError("--op must be spmv or spmm, got '" + op + "'");
+  auto parsed_dtype = datasets::parse_dtype(dtype);
+  if (!parsed_dtype) throw UsageError("--dtype must be f32 or f64, got '" + dtype + "'");
+  task.op = *parsed_op;
+  task.dtype = *parsed_dtype;
+  if (task.op == datasets::Op::spmm) {
+    task.k = static_cast<datasets::Index>(args.integer("k", 32, 1, 65536));
+  } else if (args.integer("k", 1, 1, 1) != 1) {
+    throw UsageError("--k applies to spmm only");
+  }
+
+  reward::EvaluatorConfig config;
+  config.arch = args.option_or("arch", std::string(reward::kDefaultArch));
+  if (config.arch.rfind("sm_", 0) != 0 || config.arch.size() < 5 ||
+      config.arch.find_first_not_of("0123456789", 3) != std::string::npos) {
+    throw UsageError("--arch must look like sm_90, got '" + config.arch + "'");
+  }
+  const bool compile_only = args.flag("compile-only");
+  config.compile_workers = 1;
+  config.gpu_workers = compile_only ? 0 : -1;
+  config.evaluation_threads = 1;
+  if (auto dir = args.option("data-dir")) config.data_dir = *dir;
+  for (const std::string& index : args.all("index")) config.index_dirs.emplace_back(index);
+  const bool verbose = args.flag("verbose");
+  config.log = [verbose](std::string_view line) {
+    if (verbose) std::cerr << "sparserl check: " << line << '\n';
+  };
+
+  // Unreadable inputs stop here, before any worker starts.
+  const std::string program = read_file(program_path);
+  task.uri = matrix_uri(matrix);
+  {
+    datasets::StoreOptions store_options;
+    store_options.indexes = config.index_dirs;
+    const datasets::MatrixStore store(
+        config.data_dir.empty() ? datasets::default_data_dir() : config.data_dir, store_options);
+    const auto uri = datasets::MatrixUri::parse(task.uri);
+    if (uri.scheme != datasets::MatrixUri::Scheme::generated) (void)store.resolve(uri);
+  }
+
+  reward::Evaluator evaluator(config);
+  reward::EvaluateOptions options;
+  options.compile_only = compile_only;
+  const EvalResult r = evaluator.evaluate(task, program, options);
+  if (r.error == reward::ErrorKind::internal_error &&
+      r.message.rfind(reward::kMatrixLoadFailure, 0) == 0) {
+    throw std::runtime_error(r.message);  // the matrix file exists but does not read
+  }
+  if (args.flag("json")) {
+    std::cout << r.to_json() << '\n';
+  } else {
+    print_summary(std::cout, program_path, task, r);
+  }
+  return 0;
+}
+
+const CommandRegistration kCheck({"check", "evaluate one program on one matrix (EvalResult)",
+                                  kUsage, run_check});
+
+}  // namespace
+}  // namespace sparserl::tools
