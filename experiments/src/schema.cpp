@@ -68,6 +68,22 @@ Schema build_schema() {
       .real_list("tier_values", {1.0, 2.0, 3.0}, "tiers: shape value of each threshold")
       .real("clip_min", -1, "lower clip of the total")
       .real("clip_max", 3, "upper clip of the total");
+
+  s.section("checkpoints", "Checkpoints in the run directory's checkpoints/ folder: step-NNNNNN/ with the policy's files and meta.json.")
+      .integer("every", 100, "save a checkpoint every this many updates (0: only at the end of a stage)", 0, 1e12)
+      .integer("keep_last", 3, "keep the newest N checkpoints (the best one is kept as well)", 0, 1e6)
+      .string("best_metric", "reward/mean", "statistic that picks the best checkpoint, as named in metrics.jsonl (empty: keep no best)")
+      .string("best_mode", "max", "whether the largest or the smallest value of best_metric is best", {"max", "min"});
+
+  s.section("report", "report.md and its PNG plots (gnuplot); `sparserl plot RUN_DIR` redraws them.")
+      .boolean("plots", true, "draw PNG plots with gnuplot (skipped, and said so in the report, when gnuplot is absent)")
+      .string("gnuplot", "gnuplot", "the gnuplot program (a name on PATH or a path)")
+      .string_list("curves", {"reward/mean", "env/compile_rate", "env/correct_rate", "env/speedup_geomean"},
+                   "statistics of metrics.jsonl drawn as training curves, one plot each (absent ones are listed as absent)")
+      .integer("bar_matrices", 60, "at most this many matrices in the per-matrix speedup bars (the slowest and fastest are shown)", 2, 100000);
+
+  s.section("progress", "Progress lines of long work (train, bench, tune) on stderr: done / total, rate, time left.")
+      .real("interval_s", 10, "seconds between progress lines when stderr is not a terminal (a terminal gets one line redrawn in place)", 0.5, 86400);
   return s;
 }
 

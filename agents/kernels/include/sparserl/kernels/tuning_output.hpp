@@ -1,0 +1,107 @@
+// What `sparserl tune` and the tuning benchmark write from search results (docs/design-space.md
+// describes every file and column):
+//
+//   candidates.csv   one row per evaluation (every round of every task): the design, its verdict
+//                    and its figures
+//   summary.md       one row per task (cuSPARSE time, best template time, speedup, bandwidth
+//                    fraction, winning design) and the geomean speedups of the two regimes: small
+//                    matrices (< 200k nonzeros, launch-bound) and large ones
+//   best/NAME.cu     the best program of each task
+//   dataset.h5       HDF5 (C API; h5py reads it without project code):
+//                      /candidates  one row per evaluation, program text included
+//                      /sft         one row per task with a correct best program: (task, program)
+//                                   pairs for supervised fine-tuning
+//                      /corpus      every distinct correct program (deduplicated by text), with the
+//                                   number of tasks it was correct on: the pretraining corpus
+//                    each group holds 1-D chunked, resizable datasets (one per column, same length)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparserl/kernels/template_search.hpp"
+
+namespace sparserl::kernels {
+
+// The matrices below this many nonzeros form the "small" (launch-bound) regime of the summary.
+inline constexpr std::int64_t kSmallMatrixNnz = 200'000;
+
+// Facts about the run written into summary.md and the HDF5 attributes.
+struct TuningRunInfo {
+  std::string command;      // the command line
+  std::string device;       // GPU name, or "" (compile-only)
+  std::string started_utc;  // ISO 8601
+  std::string protocol;     // the protocols' text
+  int budget = 0;
+};
+
+// The file name of a task's best program: the matrix name with characters outside [A-Za-z0-9._-]
+// replaced by '_', then the op, dtype and k: "west0067.spmv.f32.cu",
+// "rmat_scale_20...spmm.f32.k32.cu".
+std::string best_program_file_name(const datasets::Task& task);
+
+// One line per task for summary tables and logs.
+struct TaskSummary {
+  datasets::Task task;
+  std::int64_t nnz = 0;
+  std::string best_design;
+  bool correct = false;
+  bool timed = false;
+  double best_us = 0;
+  double baseline_us = 0;
+  std::string baseline_algorithm;
+  double speedup = 0;
+  double bandwidth_fraction = 0;
+  int evaluations = 0;
+  int compiled = 0;
+  int correct_candidates = 0;
+};
+TaskSummary summarize(const SearchResult& result);
+
+// Geometric mean of the speedups of timed tasks whose nnz is below (small = true) or at least
+// kSmallMatrixNnz; 0 when there are none. `count` receives how many entered it.
+double geomean_speedup(const std::vector<TaskSummary>& tasks, bool small, int* count = nullptr);
+
+// The candidates.csv header and rows (RFC 4180 quoting).
+std::string candidates_csv_header();
+std::string candidates_csv_rows(const SearchResult& result);
+
+// The whole summary.md text.
+std::string summary_markdown(const std::vector<TaskSummary>& tasks, const TuningRunInfo& info);
+
+// The HDF5 dataset, written incrementally: rows are appended task by task (and flushed), so an
+// interrupted run leaves a readable file; /corpus is written by close().
+class TuningDataset {
+ public:
+  // Creates (truncates) the file. Throws std::runtime_error naming the file on failure.
+  TuningDataset(const std::filesystem::path& file, const TuningRunInfo& info);
+  ~TuningDataset();
+  TuningDataset(const TuningDataset&) = delete;
+  TuningDataset& operator=(const TuningDataset&) = delete;
+
+  void append(const SearchResult& result);
+  // Writes /corpus and the final row counts, and closes the file (the destructor calls it).
+  void close();
+
+  [[nodiscard]] std::int64_t candidate_rows() const { return candidate_rows_; }
+  [[nodiscard]] std::int64_t sft_rows() const { return sft_rows_; }
+  [[nodiscard]] std::int64_t corpus_rows() const { return corpus_rows_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::int64_t candidate_rows_ = 0;
+  std::int64_t sft_rows_ = 0;
+  std::int64_t corpus_rows_ = 0;
+};
+
+// The column names of each group, in file order (docs/design-space.md lists them; a test checks).
+const std::vector<std::string>& candidate_columns();
+const std::vector<std::string>& sft_columns();
+const std::vector<std::string>& corpus_columns();
+
+}  // namespace sparserl::kernels

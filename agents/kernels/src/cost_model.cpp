@@ -1,0 +1,246 @@
+// The analytic cost model (cost_model.hpp): bytes per format, a bandwidth efficiency per design
+// from the row-length distribution, the longest row's time on the lanes a design gives it, and
+// launch overheads; and the candidate choice that puts one point of every design family first.
+#include "sparserl/kernels/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "sparserl/datasets/formats.hpp"
+#include "sparserl/reward/abi.hpp"
+
+namespace sparserl::kernels {
+namespace {
+
+// Expected maximum of n row lengths over the mean, in standard deviations (a normal approximation,
+// about sqrt(2 ln n)): how long a warp of thread-per-row waits for its slowest row.
+double spread(double rows_per_warp) {
+  if (rows_per_warp <= 1) return 0;
+  return std::sqrt(2.0 * std::log(rows_per_warp));
+}
+
+int auto_lanes(double mean) {
+  int lanes = 1;
+  while (lanes < 32 && lanes * 2 <= mean) lanes *= 2;
+  return lanes;
+}
+
+// Count of launches in a point's program, from its generator.
+int launches_of(const DesignPoint& p) {
+  const std::string& g = p.generator;
+  if (g == "csr_merge" || g == "coo_segmented" || g == "spmm_csr_merge" || g == "spmm_coo")
+    return 2;
+  if (g == "csr_binned") {
+    const std::string& c = p.param("classes");
+    return 1 + static_cast<int>(std::count(c.begin(), c.end(), ','));
+  }
+  return 1;
+}
+
+}  // namespace
+
+CostModel::CostModel(const datasets::SparseMatrix& matrix, Op op, DType dtype, std::int64_t k,
+                     DeviceModel device)
+    : matrix_(matrix),
+      op_(op),
+      dtype_(dtype),
+      k_(op == Op::spmm ? std::max<std::int64_t>(k, 1) : 1),
+      device_(device),
+      features_(datasets::compute_features(matrix)) {}
+
+std::int64_t CostModel::stored_entries(const FormatSpec& spec) {
+  if (spec.format == Format::csr || spec.format == Format::coo) return features_.nnz;
+  if (spec.format == Format::ell) return features_.rows * features_.row_nnz_max;
+  const std::string key = spec.str();
+  const auto it = stored_.find(key);
+  if (it != stored_.end()) return it->second;
+  const reward::Constants c = reward::compute_constants(matrix_, op_, k_, spec);
+  const std::int64_t stored = reward::stored_entries(c, spec.format);
+  stored_[key] = stored;
+  return stored;
+}
+
+CostEstimate CostModel::estimate(const DesignPoint& p) {
+  CostEstimate e;
+  const auto& f = features_;
+  const double vb = static_cast<double>(datasets::dtype_bytes(dtype_));
+  const double k = static_cast<double>(k_);
+  const double rows = static_cast<double>(f.rows);
+  const double cols = static_cast<double>(f.cols);
+  const double nnz = static_cast<double>(f.nnz);
+  const double mean = std::max(f.row_nnz_mean, 0.0);
+  const double sd = f.row_nnz_std;
+  const double max_row = static_cast<double>(f.row_nnz_max);
+  const FormatSpec spec = p.format();
+  const std::string& g = p.generator;
+
+  // Padding and the format's size cap.
+  const double stored = static_cast<double>(stored_entries(spec));
+  if (stored > static_cast<double>(datasets::kDefaultMaxStoredEntries)) {
+    e.feasible = false;
+    e.why = spec.str() + " would store " + std::to_string(static_cast<long long>(stored)) +
+            " entries (over the cap)";
+  } else if (nnz > 0 && stored > kMaxPadding * nnz + 64) {
+    e.feasible = false;
+    e.why = spec.str() + " pads " + std::to_string(stored / nnz) + "x";
+  }
+
+  // The dense input: whole rows of X when gathers are local or X fits in L2, a sector per gather
+  // otherwise; gathers with poor locality also cost L2 traffic.
+  const double x_bytes = cols * vb * k;
+  const double locality = std::clamp(f.profile / 256.0, 0.0, 1.0);  // 0: banded, 1: random
+  const double gather_bytes = std::max(32.0, vb * k);
+  double dram_x = x_bytes;
+  if (x_bytes > device_.l2_bytes) dram_x += locality * std::max(0.0, nnz * gather_bytes - x_bytes);
+  const double gather_us = locality * nnz * gather_bytes / (device_.l2_bandwidth_gbs * 1e3);
+
+  double bytes = rows * vb * k + dram_x;
+  switch (spec.format) {
+    case Format::csr:
+      bytes += nnz * (4 + vb) + (rows + 1) * 4;
+      break;
+    case Format::coo:
+      bytes += nnz * (8 + vb) + rows * vb * k * 2;
+      break;
+    case Format::ell:
+      bytes += stored * (4 + vb);
+      break;
+    case Format::sell:
+      bytes += stored * (4 + vb) + rows * 4;
+      break;
+    case Format::bsr: {
+      const double cells = spec.params.bsr_r * spec.params.bsr_c;
+      bytes += stored * vb + stored / cells * 4 + rows / spec.params.bsr_r * 4;
+      break;
+    }
+  }
+
+  double eff = 1.0;
+  double lanes_on_long_row = 1;  // lanes a design puts on one long row
+  double extra_bytes = 0;
+  const double lane_rate = device_.lane_rate * 1e3;  // nonzeros per us per lane
+  if (g == "csr_scalar") {
+    eff = mean > 0 ? mean / std::max(mean, std::min(max_row, mean + spread(32) * sd)) : 1.0;
+    eff *= std::sqrt(std::min(1.0, 8.0 / std::max(mean, 1.0)));
+    if (p.param("unroll") == "max" && max_row <= 32) eff *= 1.05;
+  } else if (g == "csr_vector" || g == "csr_xstage") {
+    const double lanes = p.param("lanes") == "auto" ? auto_lanes(mean) : p.int_param("lanes");
+    const double steps = std::max(1.0, std::ceil(mean / lanes));
+    eff = mean > 0 ? std::min(1.0, mean / (lanes * steps)) : 1.0;
+    const double rows_per_warp = 32.0 / lanes;
+    eff *= mean > 0 ? mean / std::max(mean, std::min(max_row, mean + spread(rows_per_warp) * sd))
+                    : 1.0;
+    eff = std::max(eff, 0.03);
+    if (lanes > 1) eff *= 1.0 - 0.02 * std::log2(lanes);  // shuffle reduction per row
+    if (g == "csr_vector" && p.int_param("vec") > 1) eff *= mean >= 4.0 * lanes ? 1.05 : 0.95;
+    if (g == "csr_xstage") eff *= locality < 0.25 ? 1.1 : 0.8;
+    lanes_on_long_row = lanes;
+  } else if (g == "csr_adaptive") {
+    eff = 0.8;
+    lanes_on_long_row = p.int_param("lanes");
+  } else if (g == "csr_binned") {
+    eff = 0.85;
+    const int launches = launches_of(p);
+    extra_bytes += (launches - 1) * (rows + 1) * 4.0;
+    const std::string& c = p.param("classes");
+    lanes_on_long_row = c.find('s') != std::string::npos   ? 1e9  // split over warps
+                        : c.find('b') != std::string::npos ? p.int_param("block")
+                                                           : 32;
+  } else if (g == "csr_merge" || g == "coo_segmented") {
+    eff = g == "csr_merge" ? 0.8 : 0.7;
+    lanes_on_long_row = 1e9;  // rows are split across threads
+  } else if (g == "ell") {
+    eff = 0.95;
+  } else if (g == "sell") {
+    const int c = p.int_param("C");
+    lanes_on_long_row = c >= 32 ? 1 : 32.0 / c;
+    eff = 0.9 * (p.int_param("sigma") > 1 ? 0.95 : 1.0);
+  } else if (g == "bsr_row") {
+    eff = 0.7;
+  } else if (g == "bsr_warp") {
+    eff = 0.9;
+    lanes_on_long_row = 32.0 / (spec.params.bsr_r * spec.params.bsr_c) * spec.params.bsr_c;
+  } else if (p.op == Op::spmm) {
+    // Column tiles: every lane of a group owns `cols` columns per step.
+    const double lanes = p.int_param("lanes");
+    const double width = lanes * p.int_param("cols");
+    const double chunks = std::ceil(k / width);
+    eff = k / (chunks * width);
+    if (p.int_param("cols") == 1) eff *= 0.85;
+    if (static_cast<std::int64_t>(k) % p.int_param("cols") != 0) eff *= 0.7;
+    // Each lane walks the whole row once per chunk of columns.
+    lanes_on_long_row = 1.0 / chunks;
+    if (g == "spmm_csr_rowgroup") {
+      const double rows_per_warp = 32.0 / lanes;
+      eff *= mean > 0 ? mean / std::max(mean, std::min(max_row, mean + spread(rows_per_warp) * sd))
+                      : 1.0;
+      if (p.param("cache") == "1") eff *= mean >= lanes ? 1.05 : 0.9;
+    } else if (g == "spmm_csr_merge" || g == "spmm_coo") {
+      eff *= g == "spmm_csr_merge" ? 0.85 : 0.7;
+      lanes_on_long_row = 1e9;
+    } else if (g == "spmm_bsr") {
+      eff *= 0.85;
+    }
+    extra_bytes += (chunks - 1) * nnz * (4 + vb) * 0.3;  // re-walks mostly hit L1
+  }
+
+  e.bytes = bytes + extra_bytes;
+  e.efficiency = std::clamp(eff, 0.01, 1.0);
+  e.longest_row_us = max_row / (lanes_on_long_row * lane_rate);
+  const double stream_us = e.bytes / (device_.bandwidth_gbs * 1e3) / e.efficiency + gather_us;
+  e.us = std::max(stream_us, e.longest_row_us) + launches_of(p) * device_.launch_us;
+  return e;
+}
+
+// A family whose best point is predicted this many times slower than the best is not measured
+// ahead of the others.
+constexpr double kFamilyMargin = 4.0;
+
+std::vector<DesignPoint> choose_candidates(const std::vector<DesignPoint>& points, CostModel& model,
+                                           int budget, std::vector<double>* predicted_us) {
+  struct Scored {
+    std::size_t index;
+    double us;
+  };
+  std::vector<Scored> scored;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const CostEstimate e = model.estimate(points[i]);
+    if (e.feasible) scored.push_back({i, e.us});
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const Scored& a, const Scored& b) { return a.us < b.us; });
+  const std::size_t limit =
+      budget <= 0 ? scored.size() : std::min(scored.size(), static_cast<std::size_t>(budget));
+  std::vector<std::size_t> chosen;
+  std::set<std::size_t> taken;
+  std::set<std::string> families;
+  // First the best point of each generator that the model does not rule out by a wide margin, in
+  // order of their best predictions: the model is rough, a measurement per family is not.
+  const double cutoff = scored.empty() ? 0.0 : scored.front().us * kFamilyMargin;
+  for (const Scored& s : scored) {
+    if (chosen.size() >= limit || s.us > cutoff) break;
+    if (families.insert(points[s.index].generator).second) {
+      chosen.push_back(s.index);
+      taken.insert(s.index);
+    }
+  }
+  for (const Scored& s : scored) {
+    if (chosen.size() >= limit) break;
+    if (taken.insert(s.index).second) chosen.push_back(s.index);
+  }
+  std::vector<DesignPoint> out;
+  if (predicted_us) predicted_us->clear();
+  for (std::size_t i : chosen) {
+    out.push_back(points[i]);
+    if (predicted_us) {
+      for (const Scored& s : scored) {
+        if (s.index == i) predicted_us->push_back(s.us);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace sparserl::kernels

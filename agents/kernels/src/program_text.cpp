@@ -1,0 +1,157 @@
+// The shared pieces of program text (see program_text.hpp): template filling, kernel heads built
+// from the ABI registry, the header comment and the directives.
+#include "program_text.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sparserl/reward/abi.hpp"
+
+namespace sparserl::kernels::detail {
+namespace {
+
+constexpr std::size_t kCommentWidth = 100;
+
+// Greedy word wrap of a paragraph into `// ` lines no longer than kCommentWidth.
+void wrap_comment(std::string& out, std::string_view text, std::string_view indent) {
+  std::string line = "//" + std::string(indent);
+  bool line_has_word = false;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    std::size_t j = i;
+    while (j < text.size() && text[j] != ' ') ++j;
+    if (j == i) break;
+    const std::string_view word = text.substr(i, j - i);
+    if (line_has_word && line.size() + 1 + word.size() > kCommentWidth) {
+      out += line + "\n";
+      line = "//" + std::string(indent) + "  ";
+      line_has_word = false;
+    }
+    if (line_has_word) line += ' ';
+    line += word;
+    line_has_word = true;
+    i = j;
+  }
+  if (line_has_word) out += line + "\n";
+}
+
+}  // namespace
+
+std::vector<std::vector<DesignParam>> product(
+    const ParamValues& values, const std::function<bool(const std::vector<DesignParam>&)>& keep) {
+  std::vector<std::vector<DesignParam>> out = {{}};
+  for (const auto& [name, options] : values) {
+    std::vector<std::vector<DesignParam>> next;
+    for (const auto& partial : out) {
+      for (const std::string& v : options) {
+        auto p = partial;
+        p.push_back({name, v});
+        next.push_back(std::move(p));
+      }
+    }
+    out = std::move(next);
+  }
+  if (keep) {
+    std::erase_if(out, [&](const std::vector<DesignParam>& p) { return !keep(p); });
+  }
+  return out;
+}
+
+std::string value_of(const std::vector<DesignParam>& params, std::string_view name) {
+  for (const DesignParam& p : params) {
+    if (p.name == name) return p.value;
+  }
+  return {};
+}
+
+int int_value_of(const std::vector<DesignParam>& params, std::string_view name) {
+  const std::string v = value_of(params, name);
+  return v.empty() ? 0 : std::stoi(v);
+}
+
+std::string fill(std::string_view tmpl,
+                 const std::vector<std::pair<std::string_view, std::string>>& values) {
+  std::string out;
+  out.reserve(tmpl.size() + 256);
+  std::size_t i = 0;
+  while (i < tmpl.size()) {
+    const std::size_t open = tmpl.find("${", i);
+    if (open == std::string_view::npos) {
+      out.append(tmpl.substr(i));
+      break;
+    }
+    out.append(tmpl.substr(i, open - i));
+    const std::size_t close = tmpl.find('}', open);
+    if (close == std::string_view::npos) throw std::logic_error("kernel template: unclosed ${");
+    const std::string_view key = tmpl.substr(open + 2, close - open - 2);
+    const auto it =
+        std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
+    if (it == values.end()) {
+      throw std::logic_error("kernel template: no value for ${" + std::string(key) + "}");
+    }
+    out += it->second;
+    i = close + 1;
+  }
+  return out;
+}
+
+std::string kernel_head(Op op, Format format, std::string_view name, std::string_view bounds) {
+  const reward::Signature& sig = reward::signature(op, format);
+  std::string head = "extern \"C\" __global__ void ";
+  if (!bounds.empty()) head += "__launch_bounds__(" + std::string(bounds) + ") ";
+  head += std::string(name) + "(";
+  const std::string indent(head.size() < 60 ? head.size() : 4, ' ');
+  std::string line = head;
+  std::string out;
+  for (std::size_t i = 0; i < sig.args.size(); ++i) {
+    std::string arg = std::string(reward::c_type(sig.args[i].kind)) + " __restrict__ " +
+                      std::string(sig.args[i].name);
+    arg += (i + 1 < sig.args.size()) ? "," : ")";
+    if (line.size() + 1 + arg.size() > kCommentWidth && line.size() > indent.size()) {
+      out += line + "\n";
+      line = indent;
+    } else if (line.back() != '(' && line.size() > indent.size()) {
+      line += ' ';
+    }
+    line += arg;
+  }
+  out += line;
+  return out;
+}
+
+std::string load(bool ldg, std::string_view array, std::string_view index) {
+  if (ldg) return "__ldg(&" + std::string(array) + "[" + std::string(index) + "])";
+  return std::string(array) + "[" + std::string(index) + "]";
+}
+
+VectorTypes vector_types(DType dtype, int width) {
+  const std::string w = std::to_string(width);
+  return {(dtype == DType::f32 ? "float" : "double") + w, "int" + w};
+}
+
+int max_vector_width(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+
+std::string assemble(const DesignPoint& point, const ProgramParts& parts) {
+  std::string out = "// Design: " + point.id() + " (" + std::string(to_string(point.op)) + ", " +
+                    std::string(to_string(point.dtype)) + ")\n";
+  wrap_comment(out, parts.summary, " ");
+  if (!parts.parameter_docs.empty()) {
+    out += "// Parameters:\n";
+    for (const auto& [name, doc] : parts.parameter_docs) {
+      wrap_comment(out, name + ": " + doc, "   ");
+    }
+  }
+  out += "//@format " + parts.format.str() + "\n";
+  for (const LaunchLine& l : parts.launches) {
+    out += "//@launch " + l.kernel + " grid=" + l.grid + " block=" + l.block;
+    if (!l.smem.empty()) out += " smem=" + l.smem;
+    out += "\n";
+  }
+  out += "\n";
+  out += parts.body;
+  if (out.back() != '\n') out += "\n";
+  return out;
+}
+
+}  // namespace sparserl::kernels::detail

@@ -1,0 +1,91 @@
+// Internal: what every generator shares - the registry entry a generator provides, and the pieces a
+// program is assembled from (the header comment, directives, kernel heads in the ABI, ${name}
+// substitution into kernel templates, loads through __ldg or plain). Generators write CUDA as raw
+// string templates with ${name} holes; fill() refuses a hole left open, so a generator bug fails in
+// the CPU tests instead of reaching the compiler.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sparserl/kernels/design_space.hpp"
+
+namespace sparserl::kernels::detail {
+
+// A generator as the registry holds it.
+struct GeneratorDef {
+  GeneratorInfo info;
+  // Every parameter combination of the design for a dtype, each in info.param_names order.
+  std::function<std::vector<std::vector<DesignParam>>(DType)> enumerate;
+  // The program text of a point of this generator (parameters already checked against enumerate).
+  std::function<std::string(const DesignPoint&)> render;
+  // The //@format of a point (sell and bsr take their parameters from the point).
+  std::function<FormatSpec(const DesignPoint&)> format;
+  // Parameters that pick a format or a distinct code path: representatives() keeps one point per
+  // distinct combination of them.
+  std::vector<std::string> structural_params;
+};
+
+// The families, one per source file.
+std::vector<GeneratorDef> csr_spmv_generators();
+std::vector<GeneratorDef> format_spmv_generators();
+std::vector<GeneratorDef> spmm_generators();
+
+// All generators in documentation order.
+const std::vector<GeneratorDef>& generator_defs();
+const GeneratorDef* find_generator_def(std::string_view name);
+
+// The cartesian product of per-parameter value lists, in order (the last parameter varies fastest),
+// keeping the combinations `keep` accepts.
+using ParamValues = std::vector<std::pair<std::string, std::vector<std::string>>>;
+std::vector<std::vector<DesignParam>> product(
+    const ParamValues& values,
+    const std::function<bool(const std::vector<DesignParam>&)>& keep = nullptr);
+// The value of `name` in a parameter list (empty if absent).
+std::string value_of(const std::vector<DesignParam>& params, std::string_view name);
+int int_value_of(const std::vector<DesignParam>& params, std::string_view name);
+
+// Replaces every ${name} in `tmpl`; std::logic_error for a hole without a value.
+std::string fill(std::string_view tmpl,
+                 const std::vector<std::pair<std::string_view, std::string>>& values);
+
+// `extern "C" __global__ void __launch_bounds__(BOUNDS)\nNAME(<the ABI argument list>)` for the
+// point's (op, format); no __launch_bounds__ when bounds is empty.
+std::string kernel_head(Op op, Format format, std::string_view name, std::string_view bounds);
+
+// `__ldg(&array[index])` or `array[index]`.
+std::string load(bool ldg, std::string_view array, std::string_view index);
+
+// The vector type names of a dtype for `width` elements: {"float4", "int4"}, {"double2", "int2"}.
+struct VectorTypes {
+  std::string value;
+  std::string index;
+};
+VectorTypes vector_types(DType dtype, int width);
+// The widest vector of value_t a 16-byte load holds: 4 for f32, 2 for f64.
+int max_vector_width(DType dtype);
+
+struct LaunchLine {
+  std::string kernel;
+  std::string grid;
+  std::string block;
+  std::string smem;  // empty: no smem=
+};
+
+// What a rendered program is made of.
+struct ProgramParts {
+  std::string summary;  // what the design does (a paragraph)
+  std::vector<std::pair<std::string, std::string>> parameter_docs;  // "lanes=8" -> its meaning
+  FormatSpec format;
+  std::vector<LaunchLine> launches;
+  std::string body;  // #defines and kernels
+};
+
+// The program text: the header comment (the point's id, the summary wrapped at 100 columns, one
+// line per parameter), the directives, a blank line, the body.
+std::string assemble(const DesignPoint& point, const ProgramParts& parts);
+
+}  // namespace sparserl::kernels::detail

@@ -1,0 +1,185 @@
+// Sampling throughput of the policy: tokens per second at a given batch, for the figures in
+// docs/agents.md. Two measurements:
+//   decode    the network alone: prefill of the K + 2 prefix slots, then N decode steps with every
+//             row active (key-value cache, masked sampling with a fixed mask row) - the ceiling;
+//   generate  PolicyAgent::generate under the syntax mask (the env's automaton per row and step on
+//             the CPU), as the RL stage samples; rows stop at <eos>, so fewer tokens per row.
+// Weights are freshly initialised (throughput does not depend on them, lengths under `generate`
+// do).
+//
+//   sparserl-agents-bench [--preset tiny|small|medium] [--batch 64] [--tokens 256] [--device
+//   cpu|cuda]
+//                         [--threads N] [--repeat 3] [--mask syntax|none]
+// --repeat 0 prints the policy's parameter count and stops.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/torch/learner.hpp"
+#include "sparserl/env/observation.hpp"
+#include "sparserl/env/vocabulary.hpp"
+
+namespace {
+
+using sparserl::agents::AgentConfig;
+using sparserl::agents::PolicyAgent;
+
+struct Options {
+  std::string preset = "tiny";
+  int batch = 64;
+  int tokens = 256;
+  std::string device = "cpu";
+  int threads = 0;
+  int repeat = 3;
+  std::string mask = "syntax";
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--preset")
+      o.preset = value();
+    else if (a == "--batch")
+      o.batch = std::stoi(value());
+    else if (a == "--tokens")
+      o.tokens = std::stoi(value());
+    else if (a == "--device")
+      o.device = value();
+    else if (a == "--threads")
+      o.threads = std::stoi(value());
+    else if (a == "--repeat")
+      o.repeat = std::stoi(value());
+    else if (a == "--mask")
+      o.mask = value();
+    else
+      throw std::invalid_argument("unknown option " + a);
+  }
+  return o;
+}
+
+std::shared_ptr<const sparserl::env::MatrixObservation> synthetic_observation(const AgentConfig& c,
+                                                                              int seed) {
+  auto m = std::make_shared<sparserl::env::MatrixObservation>();
+  m->nnz_samples = c.policy.nnz_samples;
+  m->embedding_dim = c.policy.embedding_dim;
+  m->count = c.policy.nnz_samples;
+  m->rows.assign(static_cast<std::size_t>(m->nnz_samples), 0);
+  m->cols.assign(static_cast<std::size_t>(m->nnz_samples), 0);
+  for (int k = 0; k < m->nnz_samples; ++k) {
+    m->rows[static_cast<std::size_t>(k)] = k * 7 + seed;
+    m->cols[static_cast<std::size_t>(k)] = (k * 13 + seed) % 1000;
+    std::vector<float> row(static_cast<std::size_t>(m->embedding_dim));
+    sparserl::env::positional_encoding(m->rows[static_cast<std::size_t>(k)], m->embedding_dim / 2,
+                                       row.data());
+    sparserl::env::positional_encoding(m->cols[static_cast<std::size_t>(k)], m->embedding_dim / 2,
+                                       row.data() + m->embedding_dim / 2);
+    m->embedding.insert(m->embedding.end(), row.begin(), row.end());
+  }
+  m->features.assign(sparserl::env::feature_names().size(), 0.5f);
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    if (o.threads > 0) torch::set_num_threads(o.threads);
+    AgentConfig config;
+    config.policy = sparserl::agents::PolicyConfig::preset(o.preset);
+    config.policy.max_tokens = o.tokens;
+    config.device = o.device;
+    config.mask =
+        o.mask == "none" ? sparserl::env::MaskMode::none : sparserl::env::MaskMode::syntax;
+    auto vocabulary =
+        std::make_shared<const sparserl::env::Vocabulary>(sparserl::env::Vocabulary::standard());
+    PolicyAgent agent(config, vocabulary);
+    auto& learner = agent.learner();
+    std::printf("preset %s: %lld parameters, device %s, batch %d, %d tokens, %d LibTorch threads\n",
+                o.preset.c_str(), static_cast<long long>(agent.parameter_count()),
+                agent.device().c_str(), o.batch, o.tokens, torch::get_num_threads());
+
+    if (o.repeat == 0) return 0;  // the parameter count only
+
+    std::vector<std::shared_ptr<const sparserl::env::MatrixObservation>> prompts;
+    std::vector<const sparserl::env::MatrixObservation*> raw;
+    for (int b = 0; b < o.batch; ++b) {
+      prompts.push_back(synthetic_observation(agent.config(), b));
+      raw.push_back(prompts.back().get());
+    }
+    auto sync = [&] {
+      if (learner.device.is_cuda()) torch::cuda::synchronize();
+    };
+
+    // decode: every row active for all steps.
+    {
+      torch::NoGradGuard no_grad;
+      learner.policy->eval();
+      const auto vocab = static_cast<std::int64_t>(vocabulary->size());
+      torch::Tensor mask_row = torch::ones({vocab}, torch::kBool);
+      mask_row[vocabulary->eos()] = false;
+      mask_row[vocabulary->pad()] = false;
+      mask_row[vocabulary->bos()] = false;
+      const torch::Tensor mask = mask_row.to(learner.device).unsqueeze(0).expand({o.batch, vocab});
+      const torch::Tensor active =
+          torch::ones({o.batch}, torch::TensorOptions().dtype(torch::kBool).device(learner.device));
+      for (int r = 0; r < o.repeat + 1; ++r) {  // the first run warms up
+        const auto start = std::chrono::steady_clock::now();
+        const auto prefix = learner.prefix_batch(raw);
+        const auto tokens =
+            torch::full({o.batch, 1}, vocabulary->bos(),
+                        torch::TensorOptions().dtype(torch::kLong).device(learner.device));
+        sparserl::agents::KvCache cache;
+        auto out = learner.policy->prefill(prefix, tokens, active.unsqueeze(1), cache);
+        for (int t = 0; t < o.tokens; ++t) {
+          const torch::Tensor logits = sparserl::agents::apply_action_mask(out.logits, mask);
+          std::vector<double> u(static_cast<std::size_t>(o.batch));
+          for (double& x : u) x = learner.rng.uniform_open();
+          const torch::Tensor next =
+              sparserl::agents::sample_from_logits(logits, torch::tensor(u, torch::kDouble));
+          if (t + 1 < o.tokens)
+            out = learner.policy->decode_step(next, active, cache);
+          else
+            (void)next.to(torch::kCPU);
+        }
+        sync();
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (r > 0) {
+          std::printf("decode   run %d: %.3f s, %.0f tokens/s\n", r, seconds,
+                      double(o.batch) * o.tokens / seconds);
+        }
+      }
+    }
+    // generate: the real sampling path under the mask.
+    for (int r = 0; r < o.repeat; ++r) {
+      const auto before = agent.counters().generated_tokens;
+      const auto start = std::chrono::steady_clock::now();
+      const auto completions = agent.generate(prompts, 1, agent.config().sampling);
+      sync();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const auto tokens = agent.counters().generated_tokens - before;
+      std::printf("generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s\n", r + 1,
+                  seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
+                  double(tokens) / seconds);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sparserl-agents-bench: %s\n", e.what());
+    return 1;
+  }
+}

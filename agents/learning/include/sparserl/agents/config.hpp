@@ -1,0 +1,162 @@
+// The knobs of the learned agents, as plain structs without LibTorch: the policy's shape, how it
+// samples, its optimiser, and one struct per learning algorithm with the defaults of the method
+// (SparseRL) or of TRL / verl where the method is silent. The experiment runner fills these from
+// its TOML config; every struct validates itself and names the field that is wrong. A checkpoint
+// stores them as "key = value" lines (to_key_values / apply_key_value), so a resumed run uses the
+// same values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sparserl/env/action_mask.hpp"
+
+namespace sparserl::agents {
+
+// A decoder-only, pre-norm transformer. The sequence it reads:
+//   [K matrix slots][1 feature slot][<bos>][code tokens ...]
+// where the K slots hold the observation's sinusoidal nonzero embeddings [K x D] projected to
+// d_model, the feature slot the projected feature vector, then the program's tokens. Positions are
+// learned.
+struct PolicyConfig {
+  int layers = 2;
+  int heads = 2;
+  int d_model = 64;
+  int d_ff = 256;
+  int max_tokens = 1024;   // code tokens after <bos> (the env's max_tokens)
+  int nnz_samples = 128;   // K: the observation's sampled nonzeros
+  int embedding_dim = 64;  // D: the width of the observation's embedding
+  int feature_dim = 0;     // F: 0 = env::feature_names().size()
+  int vocab_size = 0;      // 0 = the vocabulary's size
+  double dropout = 0.0;
+  bool tie_embeddings = true;  // the output layer shares the token embedding (GPT-2, nanoGPT)
+
+  // Named presets: "tiny" (CI, ~0.3M parameters), "small" (~4M), "medium" (~28M).
+  static PolicyConfig preset(std::string_view name);
+
+  [[nodiscard]] int prefix_length() const { return nnz_samples + 1; }  // K + feature
+  [[nodiscard]] int max_sequence_length() const { return prefix_length() + 1 + max_tokens; }
+  // nullopt when valid, else "policy.heads = 3: d_model = 64 must be a multiple of heads".
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+// How a token is drawn from the policy's logits. The action mask always applies first (forbidden
+// tokens get -inf), then temperature, top-k and top-p. Log-probabilities reported for learning are
+// those of the masked, temperature-scaled distribution without top-k / top-p (as TRL and verl do):
+// keep top_k = 0 and top_p = 1 for RL.
+struct SamplingConfig {
+  double temperature = 1.0;
+  int top_k = 0;        // 0: off
+  double top_p = 1.0;   // 1: off
+  bool greedy = false;  // argmax of the masked logits (temperature, top-k, top-p ignored)
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+enum class LrSchedule { constant, cosine, linear };
+std::string_view to_string(LrSchedule schedule);
+std::optional<LrSchedule> parse_lr_schedule(std::string_view text);
+
+// AdamW with warm-up and decay; biases, norms and embeddings are not weight-decayed.
+struct OptimizerConfig {
+  double lr = 3e-4;
+  double beta1 = 0.9, beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+  double max_grad_norm = 1.0;  // <= 0: no clipping
+  int warmup_steps = 0;
+  LrSchedule schedule = LrSchedule::constant;
+  int decay_steps = 0;  // cosine / linear: steps to reach min_lr_ratio * lr (after warm-up)
+  double min_lr_ratio = 0.1;
+  [[nodiscard]] double lr_at(std::int64_t step) const;  // step counts from 0
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+enum class Algorithm { sft, reinforce, ppo, grpo };
+std::string_view to_string(Algorithm algorithm);
+std::optional<Algorithm> parse_algorithm(
+    std::string_view text);  // "sft", "reinforce", "ppo", "grpo"
+
+// KL estimators of KL(pi || pi_ref) from a sample of pi, per token, with d = log pi - log pi_ref
+// (Schulman, "Approximating KL divergence"):
+//   k1 = d                       unbiased, high variance, can be negative
+//   k2 = d^2 / 2                 biased, low variance
+//   k3 = exp(-d) - 1 + d         unbiased, low variance, >= 0 (verl's low_var_kl, clamped to <= 10)
+enum class KlEstimator { k1, k2, k3 };
+std::string_view to_string(KlEstimator estimator);
+std::optional<KlEstimator> parse_kl_estimator(std::string_view text);
+
+// REINFORCE with the leave-one-out baseline (RLOO, Ahmadian et al. 2024; TRL's RLOOTrainer): for G
+// samples of one task, A_i = R_i - mean_{j != i} R_j, where R = reward - kl_coef * sum_t KL_t.
+// Loss = -mean_i(A_i * sum_t log pi(a_it)) (divided by the length when normalize_by_length).
+struct ReinforceConfig {
+  double kl_coef = 0.05;  // TRL RLOOConfig.kl_coef
+  KlEstimator kl_estimator = KlEstimator::k1;
+  bool normalize_advantages = false;  // whiten A over the batch
+  bool normalize_by_length = false;
+  int minibatches = 1;  // gradient accumulation; one optimiser step per update
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+// PPO for language models (Ziegler et al. 2019; TRL PPOTrainer, verl): a value head on the shared
+// trunk, per-token reward r_t = -kl_coef * KL_t (+ the episode reward at the last token), GAE,
+// whitened advantages, clipped ratio and clipped value loss, several epochs over minibatches.
+struct PpoConfig {
+  double gamma = 1.0, lambda = 0.95;
+  double clip_ratio = 0.2;  // epsilon of the ratio
+  double value_clip = 0.2;  // epsilon of the value (TRL cliprange_value); <= 0: no clipping
+  double vf_coef = 0.1;     // TRL PPOConfig.vf_coef
+  double entropy_coef = 0.0;
+  double kl_coef = 0.05;                       // TRL PPOConfig.kl_coef
+  KlEstimator kl_estimator = KlEstimator::k1;  // TRL: "k1" or "k3"
+  bool whiten_advantages = true;
+  int epochs = 4;       // TRL num_ppo_epochs
+  int minibatches = 4;  // TRL num_mini_batches
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+// How a per-token loss becomes one number (verl's loss_agg_mode):
+//   token_mean            sum over every token of the batch / number of tokens (DAPO, verl default)
+//   seq_mean_token_mean   mean over sequences of each sequence's token mean (the GRPO paper)
+//   seq_mean_token_sum    mean over sequences of each sequence's token sum (Dr. GRPO-like)
+enum class LossAggregation { token_mean, seq_mean_token_mean, seq_mean_token_sum };
+std::string_view to_string(LossAggregation aggregation);
+std::optional<LossAggregation> parse_loss_aggregation(std::string_view text);
+
+// GRPO (Shao et al. 2024; TRL GRPOTrainer, verl): G samples per task, A = (R - mean_g) / (std_g +
+// eps) (or R - mean_g without scaling), the clipped ratio with epsilon low / high (DAPO's
+// clip-higher when they differ), beta * k3 KL to the reference in the loss.
+struct GrpoConfig {
+  double epsilon_low = 0.2, epsilon_high = 0.2;
+  double beta = 0.04;         // the KL weight (TRL's long-time default; 0 drops the reference)
+  bool scale_rewards = true;  // divide by the group's standard deviation (unbiased, as torch.std)
+  double std_eps = 1e-4;      // TRL adds 1e-4
+  LossAggregation aggregation = LossAggregation::token_mean;
+  int epochs = 1;  // TRL num_iterations
+  int minibatches = 1;
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+// Everything one PolicyAgent is built from (and what its checkpoints record).
+struct AgentConfig {
+  PolicyConfig policy;
+  OptimizerConfig optimizer;
+  SamplingConfig sampling;                     // act() and generate() unless told otherwise
+  env::MaskMode mask = env::MaskMode::syntax;  // the env's mask (replayed for update(episodes))
+  Algorithm algorithm = Algorithm::sft;        // what update() runs
+  ReinforceConfig reinforce;
+  PpoConfig ppo;
+  GrpoConfig grpo;
+  std::string device = "auto";  // "auto" (CUDA when available), "cpu", "cuda", "cuda:1"
+  std::uint64_t seed = 0;
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+// "section.key" -> value text, in a stable order, for checkpoints and run logs.
+std::map<std::string, std::string> to_key_values(const AgentConfig& config);
+// Sets one key from its text; std::invalid_argument naming the key and the value otherwise.
+void apply_key_value(AgentConfig& config, std::string_view key, std::string_view value);
+
+}  // namespace sparserl::agents

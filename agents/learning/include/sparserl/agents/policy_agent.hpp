@@ -1,0 +1,150 @@
+// PolicyAgent: the LibTorch transformer policy behind the environment's Agent interface (act on a
+// batch of observations, update from finished episodes, save / load), plus the calls the training
+// stages need that the interface has no room for: whole-sequence generation with a key-value cache,
+// one optimiser step of pretraining / SFT / RL, and loading weights from another stage's
+// checkpoint. No LibTorch in this header (experiments/ and tools/ include it); the network and the
+// algorithms are behind a pointer (sparserl/agents/torch/learner.hpp).
+//
+// act() keeps a key-value cache per row of the batch: when row i continues the episode it held on
+// the previous call (the same matrix observation object and one token more), only the new token is
+// run; any other row is recomputed from its prefix. A synchronous VectorEnv keeps rows stable; an
+// asynchronous one that reorders them stays correct, only slower. act() also remembers each
+// episode's matrix observation (by its digest) so that update(episodes) can score them again.
+//
+// Checkpoints are folders:
+//   checkpoint.txt   format version, every AgentConfig key, step counters, RNG state, vocabulary
+//                    name and digest ("key = value" lines)
+//   model.pt         the policy's parameters (torch::serialize archive)
+//   reference.pt     the frozen KL reference policy (when one is set)
+//   optimizer.pt     AdamW's state
+//   rng.pt           LibTorch's CPU generator state (dropout)
+//   vocabulary.vocab the vocabulary (env::Vocabulary file, digest-checked on load)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sparserl/agents/config.hpp"
+#include "sparserl/datasets/task.hpp"
+#include "sparserl/env/agent.hpp"
+#include "sparserl/env/observation.hpp"
+#include "sparserl/env/vocabulary.hpp"
+
+namespace sparserl::agents {
+
+struct Learner;  // torch/learner.hpp
+
+// One generated program: tokens (with <eos> when it ended), the log-probability and value estimate
+// of each, and the action masks it was sampled under (tokens.size() x vocabulary rows; empty when
+// they are to be replayed from the tokens).
+struct Completion {
+  std::vector<env::TokenId> tokens;
+  std::vector<float> log_probs;
+  std::vector<float> values;
+  std::vector<std::uint8_t> action_masks;
+  bool terminated = false;  // ended with <eos>; otherwise cut at max_tokens
+};
+
+// What an RL update learns from: one completion of one task with its reward and outcome.
+struct Rollout {
+  datasets::Task task;
+  std::shared_ptr<const env::MatrixObservation> matrix;
+  int group = 0;  // samples of one task share a group (GRPO, RLOO)
+  Completion completion;
+  double reward = 0;
+  bool evaluated = false;  // false: truncated, never evaluated
+  bool compiled = false, correct = false;
+  double speedup = 0;  // when timed
+};
+
+// An SFT example: a matrix observation and the program the policy should write for it.
+struct SftExample {
+  std::shared_ptr<const env::MatrixObservation> matrix;
+  std::vector<env::TokenId> tokens;  // the program's encoding, <eos> last
+};
+
+// Step counters, saved with checkpoints.
+struct AgentCounters {
+  std::int64_t optimizer_steps = 0;   // AdamW steps (the learning-rate schedule's clock)
+  std::int64_t updates = 0;           // calls of an update / training step
+  std::int64_t samples = 0;           // sequences trained on
+  std::int64_t tokens = 0;            // tokens trained on
+  std::int64_t generated_tokens = 0;  // tokens sampled by act() and generate()
+};
+
+class PolicyAgent final : public env::Agent {
+ public:
+  // A freshly initialised policy (weights from config.seed). The vocabulary fixes the action space.
+  // std::invalid_argument naming the field of an invalid config.
+  PolicyAgent(AgentConfig config, std::shared_ptr<const env::Vocabulary> vocabulary);
+  // The agent a checkpoint folder holds, with its full state; `device` overrides the saved one.
+  static std::unique_ptr<PolicyAgent> from_checkpoint(const std::filesystem::path& dir,
+                                                      std::optional<std::string> device = {});
+  // The AgentConfig a checkpoint folder records (for building a compatible agent before loading).
+  static AgentConfig checkpoint_config(const std::filesystem::path& dir);
+  ~PolicyAgent() override;
+  PolicyAgent(const PolicyAgent&) = delete;
+  PolicyAgent& operator=(const PolicyAgent&) = delete;
+
+  // env::Agent.
+  [[nodiscard]] std::string name() const override;       // the algorithm: "sft", "ppo", ...
+  [[nodiscard]] std::string policy_id() const override;  // "ppo:step=120"
+  env::ActionBatch act(std::span<const env::Observation> observations) override;
+  // Episodes of tasks seen by act(); episodes of one task in the batch form a group. Runs the
+  // configured algorithm (std::logic_error for Algorithm::sft, which learns from examples).
+  env::Statistics update(std::span<const env::Episode> episodes) override;
+  void save(const std::filesystem::path& dir) const override;
+  // Restores everything save() wrote. std::runtime_error naming the file for a missing or malformed
+  // checkpoint, env::VocabularyError for another vocabulary, std::invalid_argument for a policy of
+  // another shape.
+  void load(const std::filesystem::path& dir) override;
+
+  // Copies only the policy weights of a checkpoint (pretraining -> SFT -> RL). The vocabulary and
+  // the policy shape must match. Optimiser, counters and RNG stay as they are.
+  void load_weights(const std::filesystem::path& dir);
+
+  // `samples` completions of each matrix observation (nullptr: no matrix, as in pretraining), in
+  // order prompt-major, sampled together in one batch with the key-value cache, under the action
+  // mask of the configured mode and the policy's max_tokens.
+  std::vector<Completion> generate(
+      std::span<const std::shared_ptr<const env::MatrixObservation>> prompts, int samples,
+      const SamplingConfig& sampling);
+
+  // One update of the configured RL algorithm on a batch of rollouts (groups by Rollout::group).
+  env::Statistics update_rollouts(std::span<const Rollout> rollouts);
+  // One optimiser step of next-token loss on programs without a matrix (pretraining) or on SFT
+  // examples (loss on the code tokens only). Statistics: loss, perplexity, tokens, grad_norm, lr.
+  env::Statistics pretrain_step(std::span<const std::vector<env::TokenId>> programs);
+  env::Statistics sft_step(std::span<const SftExample> examples);
+  // The same losses without a step (no gradients; dropout off), for validation.
+  double sft_loss(std::span<const SftExample> examples);
+
+  // Freezes a copy of the current weights as the KL reference of PPO / GRPO / REINFORCE.
+  void set_reference_to_current();
+  [[nodiscard]] bool has_reference() const;
+  // Changes the algorithm that update() runs and its knobs (stage changes: SFT -> PPO).
+  void set_algorithm(Algorithm algorithm);
+  void set_optimizer(const OptimizerConfig& optimizer);  // a fresh AdamW with these settings
+
+  [[nodiscard]] const AgentConfig& config() const;
+  [[nodiscard]] const env::Vocabulary& vocabulary() const;
+  [[nodiscard]] const std::shared_ptr<const env::Vocabulary>& vocabulary_ptr() const;
+  [[nodiscard]] const AgentCounters& counters() const;
+  [[nodiscard]] std::int64_t parameter_count() const;
+  [[nodiscard]] std::string device() const;  // "cpu", "cuda:0"
+  // A digest of every parameter's bytes (tests compare two agents' weights with it).
+  [[nodiscard]] std::string weights_digest() const;
+
+  [[nodiscard]] Learner& learner() { return *learner_; }  // for agents/ and its tests
+
+ private:
+  explicit PolicyAgent(std::unique_ptr<Learner> learner);
+  std::unique_ptr<Learner> learner_;
+};
+
+}  // namespace sparserl::agents

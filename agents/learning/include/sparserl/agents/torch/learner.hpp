@@ -1,0 +1,202 @@
+// What every learning algorithm works on (LibTorch; include only inside agents/ and its torch
+// tests): the Learner - the policy, the frozen reference, AdamW, the seeded draws, the counters -
+// and the batch of sequences the algorithms score. Each algorithm file (pretrain.cpp, sft.cpp,
+// reinforce.cpp, ppo.cpp, grpo.cpp) implements its section below and reads alone; the pieces they
+// share (masked means, KL estimators, scoring a batch) are here and in policy_agent.cpp.
+//
+// Conventions of every [B, T] tensor: row b is one completion, column t its t-th code token;
+// `valid` marks real tokens (right padding is false); log-probabilities are those of the masked,
+// temperature-scaled policy (what the sampler drew from).
+#pragma once
+
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sparserl/agents/config.hpp"
+#include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/torch/policy.hpp"
+#include "sparserl/env/agent.hpp"
+
+namespace sparserl::agents {
+
+// Counter-based uniform draws: draw n of seed s is a pure function of (s, n), so the generator's
+// whole state is two integers and a checkpoint restores it exactly.
+struct CounterRng {
+  std::uint64_t seed = 0;
+  std::uint64_t counter = 0;
+  std::uint64_t next();
+  double uniform_open();  // in (0, 1): (k + 0.5) * 2^-53
+  std::uint64_t below(std::uint64_t n);
+};
+
+// B sequences ready for a forward pass: inputs are <bos> then the tokens shifted right by one, so
+// the logits at column t predict targets[t].
+struct SequenceBatch {
+  PrefixBatch prefix;
+  torch::Tensor inputs;        // [B, T] int64
+  torch::Tensor targets;       // [B, T] int64 (<pad> past the end)
+  torch::Tensor valid;         // [B, T] bool
+  torch::Tensor action_masks;  // [B, T, V] bool, or undefined when the mask is none
+  [[nodiscard]] std::int64_t size() const { return inputs.size(0); }
+  [[nodiscard]] SequenceBatch select(const torch::Tensor& rows) const;
+};
+
+struct TokenScores {
+  torch::Tensor log_probs;  // [B, T] of the targets
+  torch::Tensor entropy;    // [B, T] of the masked distribution (undefined unless asked)
+  torch::Tensor values;     // [B, T]
+};
+
+// act()'s per-row state: which episode the row of the key-value cache holds.
+struct ActRow {
+  std::shared_ptr<const env::MatrixObservation> matrix;
+  std::vector<env::TokenId> tokens;  // what the cache has consumed after <bos>
+};
+
+struct Learner {
+  Learner(AgentConfig config, std::shared_ptr<const env::Vocabulary> vocabulary);
+
+  AgentConfig config;
+  std::shared_ptr<const env::Vocabulary> vocabulary;
+  torch::Device device;
+  TransformerPolicy policy{nullptr};
+  TransformerPolicy reference{nullptr};  // frozen; null until set_reference_to_current()
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  CounterRng rng;
+  AgentCounters counters;
+
+  // act() state.
+  KvCache act_cache;
+  std::vector<ActRow> act_rows;
+  // Matrix observations seen by act(), by observation digest, for update(episodes); bounded.
+  std::unordered_map<std::string, std::shared_ptr<const env::MatrixObservation>> observed;
+  std::deque<std::string> observed_order;
+
+  void make_optimizer();
+  // The prefix of each observation (nullptr: no matrix), on the device.
+  [[nodiscard]] PrefixBatch prefix_batch(
+      std::span<const env::MatrixObservation* const> matrices) const;
+  // Sequences of tokens (without <bos>) with their observations; masks: per sequence T x V bytes,
+  // or empty to replay them from the tokens under config.mask (none: no mask tensor).
+  [[nodiscard]] SequenceBatch sequence_batch(
+      std::span<const env::MatrixObservation* const> matrices,
+      std::span<const std::vector<env::TokenId>* const> sequences,
+      std::span<const std::vector<std::uint8_t>* const> masks) const;
+  // Log-probabilities (and entropy, values) of a batch's targets under `model`.
+  TokenScores score(TransformerPolicy& model, const SequenceBatch& batch, bool entropy);
+  // Clips the gradients, sets the scheduled learning rate, steps AdamW and clears the gradients.
+  // Returns the gradient norm before clipping.
+  double optimizer_step();
+  [[nodiscard]] double current_lr() const;
+};
+
+// ---- Shared math (policy_agent.cpp) -------------------------------------------------------------
+
+torch::Tensor masked_sum(const torch::Tensor& x, const torch::Tensor& mask);
+torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask);
+// Unbiased variance over the masked elements (as TRL's masked_var).
+torch::Tensor masked_var(const torch::Tensor& x, const torch::Tensor& mask);
+// (x - mean) / sqrt(var + 1e-8) over the masked elements; shift_mean = false adds the mean back.
+torch::Tensor masked_whiten(const torch::Tensor& x, const torch::Tensor& mask,
+                            bool shift_mean = true);
+// Per-token KL(pi || pi_ref) estimates from log pi and log pi_ref of the sampled tokens.
+torch::Tensor kl_estimate(const torch::Tensor& log_probs, const torch::Tensor& ref_log_probs,
+                          KlEstimator estimator);
+// 1 - Var[returns - values] / Var[returns] over the masked elements.
+double explained_variance(const torch::Tensor& values, const torch::Tensor& returns,
+                          const torch::Tensor& mask);
+// The number of each rollout's group, renumbered 0..G-1 in order of first appearance, [N] int64.
+torch::Tensor group_index(std::span<const Rollout> rollouts);
+// The SequenceBatch of rollouts, with their rewards [N] (float32) on the device.
+SequenceBatch rollout_batch(Learner& learner, std::span<const Rollout> rollouts);
+// Contiguous minibatches of a permutation of 0..n-1 drawn from the learner's generator.
+std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n, int minibatches);
+// Items of training step `step` over a dataset of n items: positions step * batch_size ... of the
+// endless sequence of per-epoch permutations, permutation e a pure function of (seed, e), so a
+// resumed run draws the same batches without saved state.
+struct BatchItem {
+  std::size_t index;
+  std::int64_t epoch;
+};
+std::vector<BatchItem> epoch_batch(std::uint64_t seed, std::size_t n, std::int64_t step,
+                                   int batch_size);
+
+// ---- Pretraining and SFT (pretrain.cpp, sft.cpp)
+// -------------------------------------------------
+
+// Mean next-token cross-entropy over the valid targets (code tokens only).
+torch::Tensor next_token_loss(Learner& learner, const SequenceBatch& batch);
+env::Statistics pretrain_step(Learner& learner,
+                              std::span<const std::vector<env::TokenId>> programs);
+env::Statistics sft_step(Learner& learner, std::span<const SftExample> examples);
+double sft_loss(Learner& learner, std::span<const SftExample> examples);
+
+// ---- REINFORCE with leave-one-out baseline (reinforce.cpp)
+// ---------------------------------------
+
+// A_i = r_i - mean of the other rewards of i's group (r_i itself when the group has one member).
+torch::Tensor rloo_advantages(const torch::Tensor& rewards, const torch::Tensor& groups);
+env::Statistics reinforce_update(Learner& learner, std::span<const Rollout> rollouts);
+
+// ---- PPO (ppo.cpp)
+// -------------------------------------------------------------------------------
+
+struct GaeResult {
+  torch::Tensor advantages;  // [B, T], 0 where not valid
+  torch::Tensor returns;     // advantages + values
+};
+// Generalised advantage estimation over right-padded sequences; the value after the last valid
+// token is 0 (the episode ends there).
+GaeResult compute_gae(const torch::Tensor& rewards, const torch::Tensor& values,
+                      const torch::Tensor& valid, double gamma, double lambda);
+
+struct PolicyLoss {
+  torch::Tensor loss;  // scalar: masked mean of max(-A r, -A clip(r, 1 - e, 1 + e))
+  double clip_fraction = 0;
+  double approx_kl = 0;  // 0.5 * mean((log pi - log pi_old)^2), as TRL
+};
+PolicyLoss ppo_policy_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_probs,
+                           const torch::Tensor& advantages, const torch::Tensor& valid,
+                           double clip);
+
+struct ValueLoss {
+  torch::Tensor loss;  // scalar: 0.5 * masked mean of max((v - R)^2, (clip(v) - R)^2)
+  double clip_fraction = 0;
+};
+ValueLoss clipped_value_loss(const torch::Tensor& values, const torch::Tensor& old_values,
+                             const torch::Tensor& returns, const torch::Tensor& valid, double clip);
+
+// Per-token rewards of PPO: -kl_coef * KL_t, plus each sequence's reward at its last valid token.
+torch::Tensor ppo_token_rewards(const torch::Tensor& scores, const torch::Tensor& kl,
+                                const torch::Tensor& valid, double kl_coef);
+env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts);
+
+// ---- GRPO (grpo.cpp)
+// -----------------------------------------------------------------------------
+
+// (r - mean_g) / (std_g + eps) with scale, else r - mean_g; std unbiased (0 for a group of one).
+torch::Tensor grpo_advantages(const torch::Tensor& rewards, const torch::Tensor& groups, bool scale,
+                              double eps);
+// One number from a per-token loss [B, T].
+torch::Tensor aggregate_loss(const torch::Tensor& per_token, const torch::Tensor& valid,
+                             LossAggregation mode);
+struct GrpoLoss {
+  torch::Tensor loss;
+  double clip_low = 0, clip_high = 0;  // share of tokens clipped below (A < 0) / above (A > 0)
+  double kl = 0;                       // mean k3 per token (0 when beta = 0)
+};
+// advantages: [B] per sequence; ref_log_probs may be undefined when beta = 0.
+GrpoLoss grpo_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_probs,
+                   const torch::Tensor& ref_log_probs, const torch::Tensor& advantages,
+                   const torch::Tensor& valid, const GrpoConfig& config);
+env::Statistics grpo_update(Learner& learner, std::span<const Rollout> rollouts);
+
+}  // namespace sparserl::agents

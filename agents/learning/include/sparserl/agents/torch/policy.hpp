@@ -1,0 +1,137 @@
+// The policy network (LibTorch; include only inside agents/ and its torch tests): a decoder-only,
+// pre-norm transformer in the style of GPT-2 / nanoGPT, written out so it runs on LibTorch 1.13 and
+// 2.x alike (attention by hand, no scaled_dot_product_attention).
+//
+// Slots of one sequence (PolicyConfig::prefix_length() = K + 1):
+//   0 .. K-1     the matrix: Linear(D -> d_model) of the observation's [PE(r) | PE(c)] rows
+//   K            the features: Linear(F -> d_model) of the (already normalised) feature vector
+//   K+1          <bos>
+//   K+2 ...      code tokens
+// plus a learned position embedding per slot. Padding slots (sampled nonzeros past `count`, the
+// whole prefix when there is no matrix, right-padding of shorter sequences) are masked as keys;
+// every query may attend to itself so no softmax row is empty. The hidden state at slot K+1+t
+// predicts code token t (logits) and estimates the value of the state before it (value head).
+//
+// The key-value cache holds, per layer, keys and values [B, H, capacity, d_head], which key slots
+// are valid, and how many slots each row has filled; rows advance independently (decode_step with
+// an `active` mask), and the capacity grows by doubling.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/types.h>
+
+#include <vector>
+
+#include "sparserl/agents/config.hpp"
+
+namespace sparserl::agents {
+
+// The prefix inputs of a batch of B sequences.
+struct PrefixBatch {
+  torch::Tensor embedding;      // [B, K, D] float
+  torch::Tensor valid;          // [B, K] bool: sampled entries
+  torch::Tensor features;       // [B, F] float
+  torch::Tensor feature_valid;  // [B] bool: false when there is no matrix
+  [[nodiscard]] PrefixBatch to(const torch::Device& device) const;
+  [[nodiscard]] PrefixBatch index_select(const torch::Tensor& rows) const;
+};
+
+struct KvCache {
+  std::vector<torch::Tensor> keys, values;  // per layer [B, H, capacity, d_head]
+  torch::Tensor key_valid;                  // [B, capacity] bool
+  torch::Tensor lengths;                    // [B] int64: filled slots (the next write position)
+  [[nodiscard]] bool empty() const { return keys.empty(); }
+  [[nodiscard]] std::int64_t capacity() const {
+    return key_valid.defined() ? key_valid.size(1) : 0;
+  }
+  [[nodiscard]] std::int64_t batch() const { return key_valid.defined() ? key_valid.size(0) : 0; }
+  // Makes room for at least `needed` slots (doubling), keeping the contents.
+  void reserve(std::int64_t needed);
+  // Copies rows of `other` into rows `rows` of this cache (capacities are reconciled).
+  void assign_rows(const torch::Tensor& rows, KvCache& other);
+};
+
+struct PolicyOutput {
+  torch::Tensor logits;  // [B, T, V] (forward) or [B, V] (prefill, decode_step)
+  torch::Tensor values;  // [B, T] or [B]
+};
+
+class TransformerBlockImpl : public torch::nn::Module {
+ public:
+  TransformerBlockImpl(const PolicyConfig& config, int layer);
+  // x: [B, T, d]; mask: [B, 1, T, Tk] bool (true = may attend). Without `keys_out`, keys / values
+  // come from x alone (Tk = T). With a cache layer, the new keys are written at `write_at` ([B]
+  // slots for one new position) or at slots 0..T-1 (prefill), and attention runs over the cache's
+  // first Tk slots.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask,
+                        torch::Tensor* cache_keys, torch::Tensor* cache_values,
+                        const torch::Tensor& write_at, std::int64_t span);
+
+ private:
+  int heads_;
+  int d_head_;
+  torch::nn::LayerNorm ln_attention_{nullptr}, ln_mlp_{nullptr};
+  torch::nn::Linear qkv_{nullptr}, projection_{nullptr}, fc_in_{nullptr}, fc_out_{nullptr};
+  torch::nn::Dropout attention_dropout_{nullptr}, residual_dropout_{nullptr};
+};
+TORCH_MODULE(TransformerBlock);
+
+class TransformerPolicyImpl : public torch::nn::Module {
+ public:
+  explicit TransformerPolicyImpl(const PolicyConfig& config);
+
+  // Every position of B sequences: tokens [B, T] int64 starting with <bos>, token_valid [B, T] bool
+  // (right padding false). Logits [B, T, V] and values [B, T] of the token slots.
+  PolicyOutput forward(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                       const torch::Tensor& token_valid);
+  // The same, filling a fresh cache; returns the logits [B, V] and values [B] at each row's last
+  // valid token (what predicts its next token).
+  PolicyOutput prefill(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                       const torch::Tensor& token_valid, KvCache& cache);
+  // One new token per row ([B] int64) at slot cache.lengths; rows with active = false are computed
+  // but neither advance nor become visible. Returns logits [B, V] and values [B].
+  PolicyOutput decode_step(const torch::Tensor& tokens, const torch::Tensor& active,
+                           KvCache& cache);
+
+  // A cache of `batch` empty rows (nothing valid, lengths 0) with room for `capacity` slots.
+  [[nodiscard]] KvCache empty_cache(std::int64_t batch, std::int64_t capacity,
+                                    const torch::Device& device) const;
+
+  [[nodiscard]] const PolicyConfig& config() const { return config_; }
+  [[nodiscard]] std::int64_t parameter_count() const;
+
+ private:
+  torch::Tensor embed(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                      torch::Tensor& prefix_valid);
+  PolicyOutput head(const torch::Tensor& hidden);
+
+  PolicyConfig config_;
+  torch::nn::Embedding token_embedding_{nullptr}, position_embedding_{nullptr};
+  torch::nn::Linear matrix_projection_{nullptr}, feature_projection_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr};
+  torch::nn::LayerNorm final_norm_{nullptr};
+  torch::nn::Linear lm_head_{nullptr};  // absent when tied to the token embedding
+  torch::nn::Linear value_head_{nullptr};
+  torch::nn::Dropout embedding_dropout_{nullptr};
+};
+TORCH_MODULE(TransformerPolicy);
+
+// A deep copy of a policy (same config, same weights, same device): the frozen KL reference.
+TransformerPolicy clone_policy(TransformerPolicy& policy);
+
+// Forbidden tokens to -inf. mask: bool (or uint8) broadcastable to logits; undefined: no mask.
+torch::Tensor apply_action_mask(const torch::Tensor& logits, const torch::Tensor& mask);
+// Temperature, then top-k, then top-p (nucleus) on already-masked logits [B, V]; removed tokens get
+// -inf, at least one token always survives.
+torch::Tensor filter_logits(const torch::Tensor& logits, const SamplingConfig& sampling);
+// Inverse-CDF sampling: one token per row of processed logits [B, V], from uniforms [B] in (0, 1)
+// (float64, drawn by the caller's seeded generator, so draws are reproducible on any device). A
+// token of probability 0 (masked, filtered) is never chosen.
+torch::Tensor sample_from_logits(const torch::Tensor& logits, const torch::Tensor& uniforms);
+
+}  // namespace sparserl::agents

@@ -1,0 +1,164 @@
+// The training stages as plain functions of a config struct, for the experiment runner (`sparserl
+// train CONFIG`) and scripted GPU runs: pretraining on the kernel corpus, SFT on (matrix -> best
+// kernel) pairs, RL with REINFORCE / PPO / GRPO against the environment, and the evaluation of a
+// policy (greedy and pass@k) that fills the results tables. No LibTorch in this header.
+//
+// Every stage writes checkpoints to OUTPUT_DIR/latest (replaced atomically) and OUTPUT_DIR/final,
+// and resumes from OUTPUT_DIR/latest when it exists: the resumed run continues the same trajectory
+// of numbers (data order, samples and updates are functions of the seed and the step). Statistics
+// go to the callback every log_every steps; names are in docs/agents.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sparserl/agents/config.hpp"
+#include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/datasets/task.hpp"
+#include "sparserl/env/agent.hpp"
+#include "sparserl/env/observation.hpp"
+#include "sparserl/env/sparse_cuda_env.hpp"
+#include "sparserl/env/tokenizer.hpp"
+
+namespace sparserl::agents {
+
+// stage ("pretrain", "sft", "rl", "eval"), its step, the statistics of that step.
+using StatisticsCallback = std::function<void(std::string_view stage, std::int64_t step,
+                                              const env::Statistics& statistics)>;
+// Every episode an RL stage produced (for the trajectory recorder).
+using EpisodeCallback = std::function<void(const env::Episode& episode)>;
+
+struct StageResult {
+  std::filesystem::path checkpoint;  // OUTPUT_DIR/final
+  std::int64_t steps = 0;            // steps (updates) done in total, resumed ones included
+  bool resumed = false;
+  env::Statistics last;  // the statistics of the last step
+};
+
+// The value of a named statistic; std::out_of_range naming it when absent.
+double find_statistic(const env::Statistics& statistics, std::string_view name);
+
+// Where checkpoints go: OUTPUT_DIR/latest and OUTPUT_DIR/final.
+std::filesystem::path latest_checkpoint(const std::filesystem::path& output_dir);
+std::filesystem::path final_checkpoint(const std::filesystem::path& output_dir);
+// Saves to OUTPUT_DIR/NAME through a temporary folder and a rename.
+void save_checkpoint(const PolicyAgent& agent, const std::filesystem::path& output_dir,
+                     const std::string& name);
+
+// ---- Pretraining -------------------------------------------------------------------------------
+
+struct PretrainConfig {
+  AgentConfig agent;  // shape, optimiser, seed, device
+  int steps = 1000;
+  int batch_size = 32;
+  int log_every = 10;
+  int checkpoint_every = 0;                              // 0: at the end only
+  std::filesystem::path output_dir;                      // required
+  std::optional<std::filesystem::path> init_checkpoint;  // weights to start from
+};
+
+// Next-token loss on the corpus programs without a matrix prefix. Programs the tokenizer refuses or
+// longer than policy.max_tokens are skipped (counted in the statistics as corpus/skipped); none
+// usable is an error. The batch at step s is a slice of seeded per-epoch permutations.
+StageResult run_pretraining(const PretrainConfig& config, const std::vector<std::string>& corpus,
+                            const env::Tokenizer& tokenizer,
+                            const StatisticsCallback& on_statistics = {});
+
+// ---- SFT ---------------------------------------------------------------------------------------
+
+struct SftPair {
+  datasets::Task task;
+  std::string program;  // the best program of the template search for the task
+};
+
+// The matrix observation of a task, sampled with a seed (the env's sampling and embedding).
+using ObservationFn = std::function<std::shared_ptr<const env::MatrixObservation>(
+    const datasets::Task& task, std::uint64_t seed)>;
+// Observations from a matrix store (features cached per URI): what SparseCudaEnv would show.
+ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
+                             env::ObservationConfig config);
+
+struct SftConfig {
+  AgentConfig agent;
+  int steps = 1000;
+  int batch_size = 32;
+  int log_every = 10;
+  int checkpoint_every = 0;
+  std::filesystem::path output_dir;
+  std::optional<std::filesystem::path> init_checkpoint;  // usually the pretraining's final
+  // A fresh sample of K nonzeros per epoch (augmentation), else one fixed observation per pair.
+  bool resample_observations = true;
+  std::uint64_t observation_seed = 0;
+};
+
+// Loss on the code tokens only, the matrix observation as the prompt. `validation` pairs (optional)
+// give sft/val_loss at every log step.
+StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
+                    const ObservationFn& observe, const env::Tokenizer& tokenizer,
+                    const StatisticsCallback& on_statistics = {},
+                    const std::vector<SftPair>& validation = {});
+
+// ---- RL ----------------------------------------------------------------------------------------
+
+struct RlConfig {
+  AgentConfig agent;  // agent.algorithm: reinforce, ppo or grpo, with its knobs
+  int updates = 100;
+  int tasks_per_update = 8;
+  int samples_per_task = 8;  // G: completions per task (one group)
+  int log_every = 1;
+  int checkpoint_every = 10;
+  std::filesystem::path output_dir;
+  std::optional<std::filesystem::path> init_checkpoint;  // the SFT checkpoint: policy and reference
+  std::uint64_t seed = 0;                                // task order and episode seeds
+};
+
+// Each update: the next tasks_per_update tasks of a copy of the env's task source (seeded with
+// config.seed), their observations through env.reset(task, episode seed), samples_per_task
+// completions each from the policy (batched, under the env's mask), rewards from
+// env.evaluate_group (a completion without <eos> gets the env's truncation reward), then one
+// update of the algorithm. The env's mask mode and max_tokens must match the agent's.
+StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
+                   const StatisticsCallback& on_statistics = {},
+                   const EpisodeCallback& on_episode = {});
+
+// The statistics every RL update reports about its rollouts (reward, completions, env outcomes).
+env::Statistics rollout_statistics(std::span<const Rollout> rollouts);
+
+// ---- Evaluation --------------------------------------------------------------------------------
+
+struct EvaluationConfig {
+  bool greedy = true;       // one greedy completion per task
+  int samples = 8;          // k sampled completions per task (pass@k); 0: none
+  SamplingConfig sampling;  // of the k samples
+  int tasks_per_batch = 8;  // tasks generated together
+  std::uint64_t seed = 0;   // episode seeds of the observations
+};
+
+struct TaskEvaluation {
+  datasets::Task task;
+  bool greedy_compiled = false, greedy_correct = false;
+  double greedy_speedup = 0;  // 0 unless correct and timed
+  int sampled = 0, sampled_compiled = 0, sampled_correct = 0;
+  double best_speedup = 0;  // over correct samples (greedy included)
+};
+
+struct EvaluationSummary {
+  std::vector<TaskEvaluation> tasks;
+  env::Statistics statistics;    // eval/greedy_compile_rate, eval/pass@k_correct, ... (docs)
+  double tokens_per_second = 0;  // sampling throughput over the whole evaluation
+};
+
+// Greedy and pass@k evaluation of a policy on a list of tasks through the env's evaluator.
+EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
+                                 const std::vector<datasets::Task>& tasks,
+                                 const EvaluationConfig& config);
+
+}  // namespace sparserl::agents

@@ -1,0 +1,134 @@
+// GRPO (Shao et al. 2024, DeepSeekMath; TRL's GRPOTrainer, verl): no critic - G completions of one
+// task are compared with each other. Per update:
+//   A_i = (R_i - mean_g R) / (std_g R + eps)   (or R_i - mean_g R without scaling, Dr. GRPO),
+//   the same A_i for every token of completion i;
+//   per token: -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A) + beta * k3(pi, pi_ref),
+//   r = pi / pi_old, aggregated over the batch by token mean, sequence mean of token means, or
+//   sequence mean of token sums.
+// With one epoch and one minibatch pi_old is pi itself (detached), so r = 1 and the clip never
+// acts, as in TRL's default num_iterations = 1; more epochs make the ratio and the clip matter.
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+#include "sparserl/agents/torch/learner.hpp"
+
+namespace sparserl::agents {
+
+torch::Tensor grpo_advantages(const torch::Tensor& rewards, const torch::Tensor& groups, bool scale,
+                              double eps) {
+  const torch::Tensor g = groups.to(rewards.device()).to(torch::kLong);
+  const std::int64_t count = g.max().item<std::int64_t>() + 1;
+  const torch::Tensor sizes =
+      torch::zeros({count}, rewards.options()).index_add_(0, g, torch::ones_like(rewards));
+  const torch::Tensor means =
+      torch::zeros({count}, rewards.options()).index_add_(0, g, rewards) / sizes.clamp_min(1.0);
+  const torch::Tensor centered = rewards - means.index_select(0, g);
+  if (!scale) return centered;
+  // Unbiased, as torch.std (TRL, verl); a group of one has std 0 and advantage 0 anyway.
+  const torch::Tensor squares =
+      torch::zeros({count}, rewards.options()).index_add_(0, g, centered * centered);
+  const torch::Tensor stds = torch::sqrt(squares / (sizes - 1.0).clamp_min(1.0));
+  return centered / (stds.index_select(0, g) + eps);
+}
+
+torch::Tensor aggregate_loss(const torch::Tensor& per_token, const torch::Tensor& valid,
+                             LossAggregation mode) {
+  const torch::Tensor mask = valid.to(per_token.dtype());
+  switch (mode) {
+    case LossAggregation::token_mean:
+      return masked_mean(per_token, valid);
+    case LossAggregation::seq_mean_token_mean:
+      return ((per_token * mask).sum(1) / mask.sum(1).clamp_min(1.0)).mean();
+    case LossAggregation::seq_mean_token_sum:
+      return (per_token * mask).sum(1).mean();
+  }
+  return masked_mean(per_token, valid);
+}
+
+GrpoLoss grpo_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_probs,
+                   const torch::Tensor& ref_log_probs, const torch::Tensor& advantages,
+                   const torch::Tensor& valid, const GrpoConfig& config) {
+  const torch::Tensor ratio = torch::exp(log_probs - old_log_probs);
+  const torch::Tensor a = advantages.unsqueeze(1);
+  const torch::Tensor clipped_ratio =
+      torch::clamp(ratio, 1.0 - config.epsilon_low, 1.0 + config.epsilon_high);
+  torch::Tensor per_token = -torch::min(ratio * a, clipped_ratio * a);
+  torch::Tensor kl;
+  if (config.beta > 0) {
+    kl = kl_estimate(log_probs, ref_log_probs, KlEstimator::k3);
+    per_token = per_token + config.beta * kl;
+  }
+  GrpoLoss out;
+  out.loss = aggregate_loss(per_token, valid, config.aggregation);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor low = (ratio < 1.0 - config.epsilon_low) & (a < 0);
+  const torch::Tensor high = (ratio > 1.0 + config.epsilon_high) & (a > 0);
+  out.clip_low = masked_mean(low.to(torch::kFloat), valid).item<double>();
+  out.clip_high = masked_mean(high.to(torch::kFloat), valid).item<double>();
+  if (kl.defined()) out.kl = masked_mean(kl, valid).item<double>();
+  return out;
+}
+
+env::Statistics grpo_update(Learner& learner, std::span<const Rollout> rollouts) {
+  const GrpoConfig& config = learner.config.grpo;
+  const SequenceBatch batch = rollout_batch(learner, rollouts);
+  const std::int64_t n = batch.size();
+  std::vector<float> reward_values;
+  for (const Rollout& r : rollouts) reward_values.push_back(static_cast<float>(r.reward));
+  const torch::Tensor rewards = torch::tensor(reward_values, torch::kFloat).to(learner.device);
+  const torch::Tensor advantages =
+      grpo_advantages(rewards, group_index(rollouts), config.scale_rewards, config.std_eps);
+
+  const bool single_pass = config.epochs == 1 && config.minibatches == 1;
+  torch::Tensor old_log_probs, ref_log_probs;
+  {
+    torch::NoGradGuard no_grad;
+    learner.policy->eval();
+    if (!single_pass) old_log_probs = learner.score(learner.policy, batch, false).log_probs;
+    if (config.beta > 0 && !learner.reference.is_empty()) {
+      ref_log_probs = learner.score(learner.reference, batch, false).log_probs;
+    }
+  }
+  GrpoConfig effective = config;
+  if (!ref_log_probs.defined()) effective.beta = 0;
+
+  learner.policy->train();
+  const double lr = learner.current_lr();
+  double loss_sum = 0, clip_low = 0, clip_high = 0, kl = 0, entropy = 0, grad_norm = 0;
+  int steps = 0;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    for (const torch::Tensor& rows : minibatch_indices(learner, n, config.minibatches)) {
+      const SequenceBatch part = batch.select(rows);
+      const TokenScores now = learner.score(learner.policy, part, true);
+      const torch::Tensor old =
+          single_pass ? now.log_probs.detach() : old_log_probs.index_select(0, rows);
+      const torch::Tensor ref =
+          ref_log_probs.defined() ? ref_log_probs.index_select(0, rows) : torch::Tensor();
+      const GrpoLoss gl = grpo_loss(now.log_probs, old, ref, advantages.index_select(0, rows),
+                                    part.valid, effective);
+      gl.loss.backward();
+      grad_norm += learner.optimizer_step();
+      loss_sum += gl.loss.item<double>();
+      clip_low += gl.clip_low;
+      clip_high += gl.clip_high;
+      kl += gl.kl;
+      entropy += masked_mean(now.entropy, part.valid).item<double>();
+      ++steps;
+    }
+  }
+  const double s = std::max(1, steps);
+  return {{"loss", loss_sum / s},
+          {"kl", kl / s},
+          {"entropy", entropy / s},
+          {"clip_ratio/low_mean", clip_low / s},
+          {"clip_ratio/high_mean", clip_high / s},
+          {"clip_ratio/region_mean", (clip_low + clip_high) / s},
+          {"advantages/mean", advantages.mean().item<double>()},
+          {"advantages/std", n > 1 ? advantages.std().item<double>() : 0.0},
+          {"grad_norm", grad_norm / s},
+          {"learning_rate", lr},
+          {"optimizer_steps", static_cast<double>(steps)}};
+}
+
+}  // namespace sparserl::agents

@@ -1,0 +1,163 @@
+// PPO for a token-level policy (Schulman et al. 2017; Ziegler et al. 2019; TRL's PPOTrainer and
+// verl), the RL stage of the method. Actor and critic share the transformer trunk (a value head on
+// it), both starting from the SFT model. Per update:
+//   1. score the rollouts with the policy before the update (log pi_old, V_old) and the frozen
+//      reference (log pi_ref);
+//   2. per-token rewards r_t = -kl_coef * KL_t, plus the episode's reward at its last token;
+//   3. GAE: delta_t = r_t + gamma V_{t+1} - V_t, A_t = delta_t + gamma lambda A_{t+1}, the value
+//      after the last token 0; returns = A + V_old; advantages whitened over the batch's tokens;
+//   4. several epochs over shuffled minibatches of sequences of
+//        L = max(-A r, -A clip(r, 1 - e, 1 + e)) + vf_coef * 0.5 max((V - R)^2, (clip_V - R)^2)
+//            - entropy_coef * H,
+//      r = pi / pi_old, clip_V = V_old + clip(V - V_old, -e_v, e_v), masked means over tokens.
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+#include "sparserl/agents/torch/learner.hpp"
+
+namespace sparserl::agents {
+
+GaeResult compute_gae(const torch::Tensor& rewards, const torch::Tensor& values,
+                      const torch::Tensor& valid, double gamma, double lambda) {
+  const torch::Tensor mask = valid.to(values.dtype());
+  const std::int64_t length = rewards.size(1);
+  torch::Tensor advantages = torch::zeros_like(values);
+  torch::Tensor running = torch::zeros({rewards.size(0)}, values.options());
+  for (std::int64_t t = length - 1; t >= 0; --t) {
+    const torch::Tensor next_value = t + 1 < length
+                                         ? values.select(1, t + 1) * mask.select(1, t + 1)
+                                         : torch::zeros_like(running);
+    const torch::Tensor delta = rewards.select(1, t) + gamma * next_value - values.select(1, t);
+    // Past a sequence's end the mask is 0, which also restarts the recursion at its last token.
+    running = (delta + gamma * lambda * running) * mask.select(1, t);
+    advantages.select(1, t).copy_(running);
+  }
+  return {advantages, (advantages + values) * mask};
+}
+
+PolicyLoss ppo_policy_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_probs,
+                           const torch::Tensor& advantages, const torch::Tensor& valid,
+                           double clip) {
+  const torch::Tensor log_ratio = log_probs - old_log_probs;
+  const torch::Tensor ratio = torch::exp(log_ratio);
+  const torch::Tensor unclipped = -advantages * ratio;
+  const torch::Tensor clipped = -advantages * torch::clamp(ratio, 1.0 - clip, 1.0 + clip);
+  PolicyLoss out;
+  out.loss = masked_mean(torch::max(unclipped, clipped), valid);
+  torch::NoGradGuard no_grad;
+  out.clip_fraction = masked_mean((clipped > unclipped).to(torch::kFloat), valid).item<double>();
+  out.approx_kl = 0.5 * masked_mean(log_ratio * log_ratio, valid).item<double>();
+  return out;
+}
+
+ValueLoss clipped_value_loss(const torch::Tensor& values, const torch::Tensor& old_values,
+                             const torch::Tensor& returns, const torch::Tensor& valid,
+                             double clip) {
+  const torch::Tensor unclipped = (values - returns).pow(2);
+  ValueLoss out;
+  if (clip <= 0) {
+    out.loss = 0.5 * masked_mean(unclipped, valid);
+    return out;
+  }
+  const torch::Tensor clipped_values = old_values + torch::clamp(values - old_values, -clip, clip);
+  const torch::Tensor clipped = (clipped_values - returns).pow(2);
+  out.loss = 0.5 * masked_mean(torch::max(unclipped, clipped), valid);
+  torch::NoGradGuard no_grad;
+  out.clip_fraction = masked_mean((clipped > unclipped).to(torch::kFloat), valid).item<double>();
+  return out;
+}
+
+torch::Tensor ppo_token_rewards(const torch::Tensor& scores, const torch::Tensor& kl,
+                                const torch::Tensor& valid, double kl_coef) {
+  const torch::Tensor mask = valid.to(kl.dtype());
+  torch::Tensor rewards = -kl_coef * kl * mask;
+  const torch::Tensor last = (valid.to(torch::kLong).sum(1) - 1).clamp_min(0);
+  return rewards.scatter_add(1, last.unsqueeze(1), scores.to(kl.dtype()).unsqueeze(1));
+}
+
+env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) {
+  const PpoConfig& config = learner.config.ppo;
+  const SequenceBatch batch = rollout_batch(learner, rollouts);
+  const std::int64_t n = batch.size();
+  std::vector<float> reward_values;
+  for (const Rollout& r : rollouts) reward_values.push_back(static_cast<float>(r.reward));
+  const torch::Tensor scores = torch::tensor(reward_values, torch::kFloat).to(learner.device);
+  const torch::Tensor valid = batch.valid;
+
+  torch::Tensor old_log_probs, old_values, kl, advantages, returns, raw_advantages;
+  {
+    torch::NoGradGuard no_grad;
+    learner.policy->eval();
+    const TokenScores old = learner.score(learner.policy, batch, false);
+    old_log_probs = old.log_probs;
+    old_values = old.values;
+    kl = torch::zeros_like(old_log_probs);
+    if (config.kl_coef > 0 && !learner.reference.is_empty()) {
+      const torch::Tensor ref_log_probs = learner.score(learner.reference, batch, false).log_probs;
+      kl = kl_estimate(old_log_probs, ref_log_probs, config.kl_estimator) * valid.to(kl.dtype());
+    }
+    const torch::Tensor token_rewards = ppo_token_rewards(scores, kl, valid, config.kl_coef);
+    const GaeResult gae =
+        compute_gae(token_rewards, old_values, valid, config.gamma, config.lambda);
+    raw_advantages = gae.advantages;
+    returns = gae.returns;
+    advantages = config.whiten_advantages ? masked_whiten(gae.advantages, valid) : gae.advantages;
+  }
+
+  learner.policy->train();
+  const double lr = learner.current_lr();
+  double policy_loss = 0, value_loss = 0, total_loss = 0, clip_fraction = 0,
+         value_clip_fraction = 0;
+  double approx_kl = 0, entropy = 0, grad_norm = 0;
+  int steps = 0;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    for (const torch::Tensor& rows : minibatch_indices(learner, n, config.minibatches)) {
+      const SequenceBatch part = batch.select(rows);
+      const TokenScores now = learner.score(learner.policy, part, true);
+      const PolicyLoss pl =
+          ppo_policy_loss(now.log_probs, old_log_probs.index_select(0, rows),
+                          advantages.index_select(0, rows), part.valid, config.clip_ratio);
+      const ValueLoss vl =
+          clipped_value_loss(now.values, old_values.index_select(0, rows),
+                             returns.index_select(0, rows), part.valid, config.value_clip);
+      const torch::Tensor mean_entropy = masked_mean(now.entropy, part.valid);
+      const torch::Tensor loss =
+          pl.loss + config.vf_coef * vl.loss - config.entropy_coef * mean_entropy;
+      loss.backward();
+      grad_norm += learner.optimizer_step();
+      policy_loss += pl.loss.item<double>();
+      value_loss += vl.loss.item<double>();
+      total_loss += loss.item<double>();
+      clip_fraction += pl.clip_fraction;
+      value_clip_fraction += vl.clip_fraction;
+      approx_kl += pl.approx_kl;
+      entropy += mean_entropy.item<double>();
+      ++steps;
+    }
+  }
+  const double s = std::max(1, steps);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor non_score = (-config.kl_coef * kl).sum(1);
+  return {{"loss/policy", policy_loss / s},
+          {"loss/value", value_loss / s},
+          {"loss/total", total_loss / s},
+          {"policy/clip_fraction", clip_fraction / s},
+          {"policy/approx_kl", approx_kl / s},
+          {"policy/entropy", entropy / s},
+          {"value/clip_fraction", value_clip_fraction / s},
+          {"value/explained_variance", explained_variance(old_values, returns, valid)},
+          {"value/mean", masked_mean(old_values, valid).item<double>()},
+          {"returns/mean", masked_mean(returns, valid).item<double>()},
+          {"kl", masked_mean(kl, valid).item<double>()},
+          {"objective/non_score_reward", non_score.mean().item<double>()},
+          {"objective/rlhf_reward", (scores + non_score).mean().item<double>()},
+          {"advantages/mean", masked_mean(raw_advantages, valid).item<double>()},
+          {"advantages/std",
+           std::sqrt(std::max(0.0, masked_var(raw_advantages, valid).item<double>()))},
+          {"grad_norm", grad_norm / s},
+          {"learning_rate", lr},
+          {"optimizer_steps", static_cast<double>(steps)}};
+}
+
+}  // namespace sparserl::agents

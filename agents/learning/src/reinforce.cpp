@@ -1,0 +1,84 @@
+// REINFORCE with the leave-one-out baseline (RLOO; Kool et al. 2019, Ahmadian et al. 2024, TRL's
+// RLOOTrainer). For G completions of one task, each completion's baseline is the mean reward of the
+// other G - 1, which is unbiased (it does not depend on the completion itself) and needs no critic.
+// As in TRL, the KL to the reference enters the reward of the whole sequence:
+//   R_i = reward_i - kl_coef * sum_t KL_t,   A_i = R_i - mean_{j != i} R_j,
+//   loss = -mean_i( A_i * sum_t log pi(a_it) )   (the sum divided by the length when asked).
+// One optimiser step per update (minibatches accumulate gradients): the estimator is on-policy.
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+#include "sparserl/agents/torch/learner.hpp"
+
+namespace sparserl::agents {
+
+torch::Tensor rloo_advantages(const torch::Tensor& rewards, const torch::Tensor& groups) {
+  const torch::Tensor g = groups.to(rewards.device()).to(torch::kLong);
+  const std::int64_t count = g.max().item<std::int64_t>() + 1;
+  const torch::Tensor sums = torch::zeros({count}, rewards.options()).index_add_(0, g, rewards);
+  const torch::Tensor sizes =
+      torch::zeros({count}, rewards.options()).index_add_(0, g, torch::ones_like(rewards));
+  const torch::Tensor n = sizes.index_select(0, g);
+  const torch::Tensor others = (sums.index_select(0, g) - rewards) / (n - 1.0).clamp_min(1.0);
+  // A group of one has no other member: its baseline is 0 (plain REINFORCE).
+  const torch::Tensor baseline = torch::where(n > 1.0, others, torch::zeros_like(rewards));
+  return rewards - baseline;
+}
+
+env::Statistics reinforce_update(Learner& learner, std::span<const Rollout> rollouts) {
+  const ReinforceConfig& config = learner.config.reinforce;
+  const SequenceBatch batch = rollout_batch(learner, rollouts);
+  const std::int64_t n = batch.size();
+  std::vector<float> reward_values;
+  for (const Rollout& r : rollouts) reward_values.push_back(static_cast<float>(r.reward));
+  const torch::Tensor rewards = torch::tensor(reward_values, torch::kFloat).to(learner.device);
+  const torch::Tensor valid = batch.valid.to(torch::kFloat);
+
+  // The KL penalty of each sequence, from the policy before this update and the reference.
+  torch::Tensor kl_tokens = torch::zeros_like(valid);
+  if (config.kl_coef > 0 && !learner.reference.is_empty()) {
+    torch::NoGradGuard no_grad;
+    learner.policy->eval();
+    const torch::Tensor old_log_probs = learner.score(learner.policy, batch, false).log_probs;
+    const torch::Tensor ref_log_probs = learner.score(learner.reference, batch, false).log_probs;
+    kl_tokens = kl_estimate(old_log_probs, ref_log_probs, config.kl_estimator) * valid;
+  }
+  const torch::Tensor kl_sequence = kl_tokens.sum(1);
+  const torch::Tensor shaped = rewards - config.kl_coef * kl_sequence;
+  torch::Tensor advantages = rloo_advantages(shaped, group_index(rollouts));
+  if (config.normalize_advantages && n > 1) {
+    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8);
+  }
+
+  learner.policy->train();
+  double loss_sum = 0, entropy_sum = 0;
+  const double lr = learner.current_lr();
+  for (const torch::Tensor& rows : minibatch_indices(learner, n, config.minibatches)) {
+    const SequenceBatch part = batch.select(rows);
+    const TokenScores scores = learner.score(learner.policy, part, true);
+    const torch::Tensor part_valid = part.valid.to(torch::kFloat);
+    torch::Tensor sequence_log_prob = (scores.log_probs * part_valid).sum(1);
+    if (config.normalize_by_length)
+      sequence_log_prob = sequence_log_prob / part_valid.sum(1).clamp_min(1.0);
+    // Divided by the whole batch's size so that accumulated minibatches give the batch mean.
+    const torch::Tensor loss =
+        -(advantages.index_select(0, rows) * sequence_log_prob).sum() / double(n);
+    loss.backward();
+    loss_sum += loss.item<double>();
+    entropy_sum += masked_sum(scores.entropy, part.valid).item<double>();
+  }
+  const double grad_norm = learner.optimizer_step();
+  const double tokens = valid.sum().item<double>();
+  return {{"loss", loss_sum},
+          {"kl", tokens > 0 ? kl_tokens.sum().item<double>() / tokens : 0.0},
+          {"kl/sequence_mean", kl_sequence.mean().item<double>()},
+          {"entropy", tokens > 0 ? entropy_sum / tokens : 0.0},
+          {"objective/rlhf_reward", shaped.mean().item<double>()},
+          {"advantages/mean", advantages.mean().item<double>()},
+          {"advantages/std", n > 1 ? advantages.std().item<double>() : 0.0},
+          {"grad_norm", grad_norm},
+          {"learning_rate", lr}};
+}
+
+}  // namespace sparserl::agents

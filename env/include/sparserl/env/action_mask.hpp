@@ -1,0 +1,83 @@
+// Action masks: which tokens the policy may emit next. Two modes:
+//
+//   none    every token but <pad> and <bos>; <eos> at any time. An episode may be cut at
+//   max_tokens. syntax  a grammar automaton over the token language that encode() writes
+//   (tokenizer.hpp):
+//             - the //@format line first (a format name, then its keys in order with values in
+//               range: sell C=1..1024 sigma=1..2^30, bsr R=1..32 C=1..32), then 1..8 //@launch
+//               lines (a canonical local as the kernel name, grid=EXPR block=EXPR [smem=EXPR], each
+//               EXPR a well-formed launch expression over the constants the format defines, at most
+//               256 characters as decode() renders it), then code;
+//             - code tokens lexically valid in context: numbers are well-formed C literals (no
+//               octal, suffixes u/l/ll/f in order), members only after `.` or `->`, locals in
+//               canonical order (the next new local is always v<n>), brackets properly nested
+//               (at most 48 deep, 16 in a preprocessor line), preprocessor lines well-formed
+//               (#define NAME[(params)] body, #undef, #if/#ifdef/#ifndef/#elif/#else/#endif nested,
+//               #pragma unroll [N] | nounroll) and ended by <eol>;
+//             - <eos> only where the program is complete: every bracket closed, every #if closed,
+//               no line open, and the code ending in `}` or `;` (or a preprocessor line);
+//             - the budget: a token is allowed only if the program can still be completed within
+//               max_tokens after it, so every episode under this mask ends with <eos> and is never
+//               truncated (max_tokens must be at least kMinSyntaxTokens).
+//           Every token sequence the syntax mask accepts up to <eos> decodes to text that
+//           reward::parse_program() accepts with balanced brackets (tests/env/action_mask_test.cpp
+//           checks 10,000 random episodes), and the encoding of every corpus program is accepted.
+//           The mask is lexical: it does not make programs compile.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "sparserl/env/vocabulary.hpp"
+
+namespace sparserl::env {
+
+enum class MaskMode { none, syntax };
+std::string_view to_string(MaskMode mode);
+std::optional<MaskMode> parse_mask_mode(std::string_view text);  // "none", "syntax"
+
+// The shortest program the syntax mask accepts: <format> csr <eol> <launch> v0 grid= M block= M
+// <eol> ; <eos>.
+inline constexpr int kMinSyntaxTokens = 12;
+
+class ActionMask {
+ public:
+  // Throws std::invalid_argument when max_tokens < kMinSyntaxTokens under the syntax mode (or < 1).
+  ActionMask(std::shared_ptr<const Vocabulary> vocabulary, MaskMode mode, int max_tokens);
+  ~ActionMask();
+  ActionMask(const ActionMask&);
+  ActionMask& operator=(const ActionMask&);
+  ActionMask(ActionMask&&) noexcept;
+  ActionMask& operator=(ActionMask&&) noexcept;
+
+  [[nodiscard]] MaskMode mode() const { return mode_; }
+  [[nodiscard]] int max_tokens() const { return max_tokens_; }
+  [[nodiscard]] int tokens() const;  // tokens consumed since reset()
+
+  void reset();
+  // Writes 1 for every allowed token and 0 elsewhere; mask.size() must be the vocabulary size.
+  void fill(std::span<std::uint8_t> mask) const;
+  [[nodiscard]] bool allows(TokenId token) const;
+  // Consumes a token; std::invalid_argument naming it when it is not allowed here.
+  void advance(TokenId token);
+  // Tokens still needed (including <eos>) to complete the program from here under the syntax
+  // mode (an upper bound of the shortest completion); 1 under mode none.
+  [[nodiscard]] int min_completion() const;
+
+  // Implementation types (defined in action_mask.cpp).
+  struct Tables;
+  struct State;
+
+ private:
+  std::shared_ptr<const Vocabulary> vocabulary_;
+  std::shared_ptr<const Tables> tables_;
+  std::unique_ptr<State> state_;
+  MaskMode mode_;
+  int max_tokens_;
+};
+
+}  // namespace sparserl::env

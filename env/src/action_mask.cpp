@@ -1,0 +1,1439 @@
+// The syntax automaton. Tokens are sorted once into categories (Tables); the State is a small
+// fixed-size value so that the budget check can try a token on a copy. fill() is the hot path: in
+// plain code it copies a precomputed mask and patches the few context-dependent entries (locals,
+// the matching closer, <eol>, <eos>); the budget check runs only near max_tokens, and tries one
+// token per effect class (tokens that change the state the same way, such as all builtins).
+//
+// min_completion() is a count along one fixed completion path (close the number, finish the
+// preprocessor line, close brackets inside out, `;` if needed, #endif lines, <eos>); each step of
+// that path lowers it by exactly one, which is what guarantees that the budget never strands an
+// episode.
+#include "sparserl/env/action_mask.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "sparserl/reward/abi.hpp"
+#include "sparserl/reward/launch_expr.hpp"
+#include "sparserl/reward/program.hpp"
+
+namespace sparserl::env {
+namespace {
+
+enum class Cat : std::uint8_t {
+  pad,
+  bos,
+  eos,
+  num,
+  eol,
+  macro_open,
+  format,
+  launch,
+  format_name,
+  key_c,
+  key_sigma,
+  key_r,
+  key_grid,
+  key_block,
+  key_smem,
+  constant,
+  keyword,
+  builtin,
+  member,
+  local,
+  literal,
+  digit,
+  open_paren,
+  open_bracket,
+  open_brace,
+  close_paren,
+  close_bracket,
+  close_brace,
+  semi,
+  comma,
+  hash,
+  access,
+  plus,
+  minus,
+  star,
+  slash,
+  punct_other,
+};
+
+// Keyword roles on a preprocessor line.
+enum PpRole : std::uint8_t {
+  pp_none,
+  pp_define,
+  pp_undef,
+  pp_if,
+  pp_ifdef,
+  pp_ifndef,
+  pp_elif,
+  pp_else,
+  pp_endif,
+  pp_pragma,
+  pp_unroll,
+  pp_nounroll,
+};
+
+// Builtin roles in launch expressions.
+enum FuncRole : std::uint8_t { fn_none, fn_ceil_div, fn_min, fn_max };
+
+struct TokenInfo {
+  Cat cat = Cat::punct_other;
+  std::uint8_t param = 0;  // format index, pp role, function role, digit character, format mask
+  std::uint8_t width = 0;  // characters in a rendered launch expression (names)
+  int local = -1;          // local index
+  int effect = 0;          // effect class (budget check cache)
+};
+
+enum class Phase : std::uint8_t {
+  start,
+  format_name,
+  format_key,
+  format_num_start,
+  format_num,
+  format_eol,
+  launch_start,
+  launch_name,
+  launch_key,
+  expr,
+  code,
+};
+enum class Expr : std::uint8_t { operand, after_func, number_start, number, after_operand };
+enum class Pp : std::uint8_t {
+  none,
+  hash,
+  define_name,
+  after_macro_name,
+  macro_param_first,
+  macro_param_next,
+  macro_param_sep,
+  body,
+  undef_name,
+  ifdef_name,
+  if_expr_start,
+  eol_only,
+  pragma,
+  unroll,
+  unroll_num_start,
+  unroll_num,
+};
+enum class Last : std::uint8_t { none, brace_close, semi, pp_eol, access, other };
+enum class Num : std::uint8_t {
+  off,
+  start,
+  zero,
+  dec,
+  dot_start,
+  frac,
+  exp_start,
+  exp_sign,
+  exp,
+  hex_start,
+  hex,
+  int_suffix,
+  float_suffix,
+};
+
+constexpr int kMaxCodeDepth = 48;
+constexpr int kMaxPpDepth = 16;
+constexpr int kMaxExprFrames = 8;
+constexpr int kMaxExprUnary = 8;
+constexpr int kMaxExprDigits = 18;
+constexpr int kMaxNumberChars = 20;
+constexpr int kMaxUnrollDigits = 5;
+// The most any single token can raise min_completion (the sell/bsr format name: +6); the budget
+// check runs whenever the slack is below this.
+constexpr int kMaxDelta = 16;
+
+// Launch expression pieces: `(0, 0)` after a function name, `, 0)` to close a first argument.
+constexpr int kFuncFrame0 = 1, kFuncFrame1 = 2, kGroupFrame = 0;
+
+std::int64_t format_key_max(int format, int key) {
+  if (format == static_cast<int>(reward::Format::sell)) {
+    return key == 0 ? reward::kMaxSellC : reward::kMaxSellSigma;
+  }
+  return reward::kMaxBsrBlock;
+}
+
+bool is_param_format(int format) {
+  return format == static_cast<int>(reward::Format::sell) ||
+         format == static_cast<int>(reward::Format::bsr);
+}
+
+}  // namespace
+
+struct ActionMask::Tables {
+  std::vector<TokenInfo> info;
+  std::vector<std::uint8_t> code_base;        // plain code, outside a preprocessor line
+  std::vector<std::uint8_t> pp_base;          // plain code inside a preprocessor line
+  std::vector<TokenId> digits;                // every digit token
+  std::vector<TokenId> directive_candidates;  // tokens that may appear in a directive line
+  std::vector<TokenId> pp_candidates;  // preprocessor words, locals, constants, <eol>, <num>, ...
+  TokenId format_token = -1, launch_token = -1, eos = -1, eol = -1, num = -1, macro_open = -1;
+  std::array<TokenId, 5> format_names{};
+  TokenId key_c = -1, key_sigma = -1, key_r = -1, key_grid = -1, key_block = -1, key_smem = -1;
+  int effects = 0;
+  int locals = 0;
+
+  explicit Tables(const Vocabulary& v);
+};
+
+struct ActionMask::State {
+  Phase phase = Phase::start;
+  std::uint8_t format = 0;
+  std::uint8_t key = 0;  // format key index
+  std::uint8_t launches = 0;
+  std::uint8_t digits = 0;  // digits of the directive number or expression literal
+  std::int64_t value = 0;   // format directive number
+  // launch expression
+  Expr es = Expr::operand;
+  std::uint8_t which = 0;  // 0 grid, 1 block, 2 smem
+  std::array<std::uint8_t, kMaxExprFrames> frames{};
+  std::uint8_t nframes = 0, unary = 0;
+  std::uint16_t chars = 0;
+  // code
+  std::array<std::uint8_t, kMaxCodeDepth> stack{};
+  std::uint8_t depth = 0;
+  std::array<std::uint8_t, kMaxPpDepth> pp_stack{};
+  std::uint8_t pp_depth = 0;
+  Pp pp = Pp::none;
+  std::uint8_t if_depth = 0;
+  Last last = Last::none;
+  Num num = Num::off;
+  std::uint8_t num_len = 0;
+  bool num_u = false;
+  std::uint8_t num_l = 0;
+  char num_lcase = 0;
+  std::uint16_t locals_used = 0;
+  std::int32_t tokens = 0;
+  bool done = false;  // <eos> consumed
+};
+
+namespace {
+
+using Tables = ActionMask::Tables;
+
+}  // namespace
+
+ActionMask::Tables::Tables(const Vocabulary& v) {
+  const std::size_t n = v.size();
+  info.resize(n);
+  locals = v.locals();
+  for (std::size_t i = 0; i < n; ++i) {
+    const TokenSpec& t = v.token(static_cast<TokenId>(i));
+    TokenInfo& k = info[i];
+    switch (t.cls) {
+      case TokenClass::special:
+        k.cat = t.text == "<pad>"   ? Cat::pad
+                : t.text == "<bos>" ? Cat::bos
+                : t.text == "<eos>" ? Cat::eos
+                : t.text == "<num>" ? Cat::num
+                : t.text == "<eol>" ? Cat::eol
+                                    : Cat::macro_open;
+        break;
+      case TokenClass::directive:
+        if (t.text == "<format>") {
+          k.cat = Cat::format;
+        } else if (t.text == "<launch>") {
+          k.cat = Cat::launch;
+        } else if (auto f = reward::parse_format(t.text)) {
+          k.cat = Cat::format_name;
+          k.param = static_cast<std::uint8_t>(*f);
+        } else {
+          k.cat = t.text == "C="       ? Cat::key_c
+                  : t.text == "sigma=" ? Cat::key_sigma
+                  : t.text == "R="     ? Cat::key_r
+                  : t.text == "grid="  ? Cat::key_grid
+                  : t.text == "block=" ? Cat::key_block
+                                       : Cat::key_smem;
+        }
+        break;
+      case TokenClass::constant: {
+        k.cat = Cat::constant;
+        k.width = static_cast<std::uint8_t>(std::min<std::size_t>(t.text.size(), 255));
+        for (reward::Format f : reward::kFormats) {
+          const auto names = reward::constant_names(f);
+          if (std::find(names.begin(), names.end(), t.text) != names.end()) {
+            k.param |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(f));
+          }
+        }
+        break;
+      }
+      case TokenClass::keyword:
+        k.cat = Cat::keyword;
+        k.param = t.text == "define"     ? pp_define
+                  : t.text == "undef"    ? pp_undef
+                  : t.text == "if"       ? pp_if
+                  : t.text == "ifdef"    ? pp_ifdef
+                  : t.text == "ifndef"   ? pp_ifndef
+                  : t.text == "elif"     ? pp_elif
+                  : t.text == "else"     ? pp_else
+                  : t.text == "endif"    ? pp_endif
+                  : t.text == "pragma"   ? pp_pragma
+                  : t.text == "unroll"   ? pp_unroll
+                  : t.text == "nounroll" ? pp_nounroll
+                                         : pp_none;
+        break;
+      case TokenClass::builtin:
+        k.cat = Cat::builtin;
+        k.param = t.text == "ceil_div" ? fn_ceil_div
+                  : t.text == "min"    ? fn_min
+                  : t.text == "max"    ? fn_max
+                                       : fn_none;
+        k.width = static_cast<std::uint8_t>(std::min<std::size_t>(t.text.size(), 255));
+        break;
+      case TokenClass::member:
+        k.cat = Cat::member;
+        break;
+      case TokenClass::local:
+        k.cat = Cat::local;
+        k.local = v.local_index(static_cast<TokenId>(i));
+        break;
+      case TokenClass::literal:
+        k.cat = Cat::literal;
+        break;
+      case TokenClass::digit:
+        k.cat = Cat::digit;
+        k.param = static_cast<std::uint8_t>(t.text[0]);
+        break;
+      case TokenClass::punct: {
+        const std::string& p = t.text;
+        k.cat = p == "("                ? Cat::open_paren
+                : p == "["              ? Cat::open_bracket
+                : p == "{"              ? Cat::open_brace
+                : p == ")"              ? Cat::close_paren
+                : p == "]"              ? Cat::close_bracket
+                : p == "}"              ? Cat::close_brace
+                : p == ";"              ? Cat::semi
+                : p == ","              ? Cat::comma
+                : p == "#"              ? Cat::hash
+                : p == "." || p == "->" ? Cat::access
+                : p == "+"              ? Cat::plus
+                : p == "-"              ? Cat::minus
+                : p == "*"              ? Cat::star
+                : p == "/"              ? Cat::slash
+                                        : Cat::punct_other;
+        break;
+      }
+    }
+  }
+  // Effect classes: tokens of these categories change the state alike, whatever their text.
+  std::map<std::tuple<int, int, int>, int> effect_of;
+  for (std::size_t i = 0; i < n; ++i) {
+    TokenInfo& k = info[i];
+    int param = k.param;
+    int width = 0;
+    if (k.cat == Cat::local || k.cat == Cat::member || k.cat == Cat::literal) param = 0;
+    if (k.cat == Cat::keyword && k.param == pp_none) param = 0;
+    if (k.cat == Cat::builtin && k.param != fn_none) width = k.width;
+    if (k.cat == Cat::builtin && k.param == fn_none) param = 0;
+    if (k.cat == Cat::constant) width = k.width;  // its format mask (param) and width matter
+    const auto [it, added] =
+        effect_of.emplace(std::make_tuple(static_cast<int>(k.cat), param, width), effects);
+    if (added) ++effects;
+    k.effect = it->second;
+  }
+  // Plain code masks.
+  code_base.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Cat c = info[i].cat;
+    switch (c) {
+      case Cat::keyword:
+      case Cat::builtin:
+      case Cat::constant:
+      case Cat::literal:
+      case Cat::num:
+      case Cat::open_paren:
+      case Cat::open_bracket:
+      case Cat::open_brace:
+      case Cat::semi:
+      case Cat::comma:
+      case Cat::hash:
+      case Cat::access:
+      case Cat::plus:
+      case Cat::minus:
+      case Cat::star:
+      case Cat::slash:
+      case Cat::punct_other:
+        code_base[i] = 1;
+        break;
+      default:
+        break;
+    }
+    if (c == Cat::digit) digits.push_back(static_cast<TokenId>(i));
+    if (c == Cat::format_name || c == Cat::key_c || c == Cat::key_sigma || c == Cat::key_r ||
+        c == Cat::key_grid || c == Cat::key_block || c == Cat::key_smem || c == Cat::eol ||
+        c == Cat::num || c == Cat::digit || c == Cat::local || c == Cat::constant ||
+        (c == Cat::builtin && info[i].param != fn_none) || c == Cat::open_paren ||
+        c == Cat::close_paren || c == Cat::comma || c == Cat::plus || c == Cat::minus ||
+        c == Cat::star || c == Cat::slash) {
+      directive_candidates.push_back(static_cast<TokenId>(i));
+    }
+    if ((c == Cat::keyword && info[i].param != pp_none) || c == Cat::local || c == Cat::constant ||
+        c == Cat::eol || c == Cat::num || c == Cat::digit || c == Cat::macro_open ||
+        c == Cat::close_paren || c == Cat::comma) {
+      pp_candidates.push_back(static_cast<TokenId>(i));
+    }
+  }
+  pp_base = code_base;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (info[i].cat == Cat::hash) pp_base[i] = 0;
+  }
+  format_token = v.id(TokenClass::directive, "<format>");
+  launch_token = v.id(TokenClass::directive, "<launch>");
+  eos = v.eos();
+  eol = v.eol();
+  num = v.num();
+  macro_open = v.macro_open();
+  for (reward::Format f : reward::kFormats) {
+    format_names[static_cast<std::size_t>(f)] = v.id(TokenClass::directive, reward::to_string(f));
+  }
+  key_c = v.id(TokenClass::directive, "C=");
+  key_sigma = v.id(TokenClass::directive, "sigma=");
+  key_r = v.id(TokenClass::directive, "R=");
+  key_grid = v.id(TokenClass::directive, "grid=");
+  key_block = v.id(TokenClass::directive, "block=");
+  key_smem = v.id(TokenClass::directive, "smem=");
+}
+
+namespace {
+
+using State = ActionMask::State;
+
+bool num_accepting(Num n) {
+  switch (n) {
+    case Num::zero:
+    case Num::dec:
+    case Num::frac:
+    case Num::exp:
+    case Num::hex:
+    case Num::int_suffix:
+    case Num::float_suffix:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_dec(char c) { return c >= '0' && c <= '9'; }
+bool is_hex(char c) { return is_dec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// The number state after one more character, or Num::off when the character cannot follow.
+// Integer suffixes: u once; l or ll (the two l's adjacent and of one case); in either order.
+// num_l: 0 none, 1 one l just read, 2 one l earlier, 3 ll.
+Num num_next(const State& s, char c, bool& u, std::uint8_t& l, char& lcase) {
+  u = s.num_u;
+  l = s.num_l;
+  lcase = s.num_lcase;
+  const auto int_suffix = [&]() -> Num {
+    if (c == 'u' || c == 'U') {
+      if (u) return Num::off;
+      u = true;
+      if (l == 1) l = 2;
+      return Num::int_suffix;
+    }
+    if (c == 'l' || c == 'L') {
+      if (l == 0) {
+        l = 1;
+        lcase = c;
+        return Num::int_suffix;
+      }
+      if (l == 1 && lcase == c) {
+        l = 3;
+        return Num::int_suffix;
+      }
+    }
+    return Num::off;
+  };
+  switch (s.num) {
+    case Num::start:
+      if (c == '0') return Num::zero;
+      if (is_dec(c)) return Num::dec;
+      if (c == '.') return Num::dot_start;
+      return Num::off;
+    case Num::zero:
+      if (c == 'x' || c == 'X') return Num::hex_start;
+      if (c == '.') return Num::frac;
+      if (c == 'e' || c == 'E') return Num::exp_start;
+      return int_suffix();
+    case Num::dec:
+      if (is_dec(c)) return Num::dec;
+      if (c == '.') return Num::frac;
+      if (c == 'e' || c == 'E') return Num::exp_start;
+      return int_suffix();
+    case Num::dot_start:
+      return is_dec(c) ? Num::frac : Num::off;
+    case Num::frac:
+      if (is_dec(c)) return Num::frac;
+      if (c == 'e' || c == 'E') return Num::exp_start;
+      if (c == 'f' || c == 'F' || c == 'l' || c == 'L') return Num::float_suffix;
+      return Num::off;
+    case Num::exp_start:
+      if (c == '+' || c == '-') return Num::exp_sign;
+      return is_dec(c) ? Num::exp : Num::off;
+    case Num::exp_sign:
+      return is_dec(c) ? Num::exp : Num::off;
+    case Num::exp:
+      if (is_dec(c)) return Num::exp;
+      if (c == 'f' || c == 'F' || c == 'l' || c == 'L') return Num::float_suffix;
+      return Num::off;
+    case Num::hex_start:
+      return is_hex(c) ? Num::hex : Num::off;
+    case Num::hex:
+      if (is_hex(c)) return Num::hex;
+      return int_suffix();
+    case Num::int_suffix:
+      return int_suffix();
+    default:
+      return Num::off;
+  }
+}
+
+bool digit_allowed_in_number(const State& s, char c) {
+  if (s.num_len + 1 > kMaxNumberChars) return false;
+  bool u;
+  std::uint8_t l;
+  char lcase;
+  const Num next = num_next(s, c, u, l, lcase);
+  if (next == Num::off) return false;
+  // Keep the literal completable within the length cap.
+  return s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars;
+}
+
+std::uint8_t opener(Cat c) {
+  return c == Cat::open_paren ? '(' : c == Cat::open_bracket ? '[' : '{';
+}
+std::uint8_t closer_for(std::uint8_t open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
+std::uint8_t close_char(Cat c) {
+  return c == Cat::close_paren ? ')' : c == Cat::close_bracket ? ']' : '}';
+}
+
+// --- launch expressions ---
+
+int frame_close_chars(std::uint8_t frame) {
+  return frame == kFuncFrame0 ? 4 : 1;  // ", 0)" or ")"
+}
+
+int expr_close_chars(const State& s) {
+  int c = 0;
+  switch (s.es) {
+    case Expr::operand:
+    case Expr::number_start:
+      c += 1;
+      break;
+    case Expr::after_func:
+      c += 6;
+      break;
+    default:
+      break;
+  }
+  for (int i = 0; i < s.nframes; ++i) c += frame_close_chars(s.frames[static_cast<std::size_t>(i)]);
+  return c;
+}
+
+int expr_close_tokens(const State& s) {
+  int t = 0;
+  switch (s.es) {
+    case Expr::operand:
+    case Expr::number_start:
+      t += 1;
+      break;
+    case Expr::after_func:
+      t += 5;
+      break;
+    default:
+      break;
+  }
+  for (int i = 0; i < s.nframes; ++i)
+    t += s.frames[static_cast<std::size_t>(i)] == kFuncFrame0 ? 3 : 1;
+  return t;
+}
+
+// --- min_completion ---
+
+int code_completion(const State& s) {
+  int m = 1;  // <eos>
+  if (s.num != Num::off && !num_accepting(s.num)) m += 1;
+  const bool access = s.last == Last::access;
+  int end = 0;
+  int open_ifs = s.if_depth;
+  if (s.pp != Pp::none) {
+    switch (s.pp) {
+      case Pp::hash:
+        // `endif <eol>` when an #if is open (it closes one), else `pragma unroll <eol>`.
+        if (open_ifs > 0) {
+          m += 2;
+          --open_ifs;
+        } else {
+          m += 3;
+        }
+        break;
+      case Pp::define_name:
+        m += 2;
+        break;
+      case Pp::after_macro_name:
+        m += 1;
+        break;
+      case Pp::macro_param_first:
+        m += 2;
+        break;
+      case Pp::macro_param_next:
+        m += 3;
+        break;
+      case Pp::macro_param_sep:
+        m += 2;
+        break;
+      case Pp::body:
+        m += s.pp_depth + 1 + (access ? 1 : 0);
+        break;
+      case Pp::if_expr_start:
+        m += 2;
+        break;
+      case Pp::undef_name:
+      case Pp::ifdef_name:
+        m += 2;
+        break;
+      case Pp::eol_only:
+        m += 1;
+        break;
+      case Pp::pragma:
+        m += 2;
+        break;
+      case Pp::unroll:
+        m += 1;
+        break;
+      case Pp::unroll_num_start:
+        m += 2;
+        break;
+      case Pp::unroll_num:
+        m += 1;
+        break;
+      case Pp::none:
+        break;
+    }
+    // The line ends with <eol>: afterwards the code ends well unless a bracket below is open.
+    end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : 0;
+  } else {
+    if (access) m += 1;
+    const bool ends_well =
+        !access && s.num == Num::off &&
+        (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
+    end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : (ends_well ? 0 : 1);
+  }
+  m += s.depth;
+  m += open_ifs > 0 ? 3 * open_ifs : end;  // `# endif <eol>` each; the last leaves a line end
+  return m;
+}
+
+int completion(const State& s) {
+  if (s.done) return 0;
+  constexpr int kAfterLaunch = 2;  // `;` <eos>
+  constexpr int kLaunchLine = 7;   // <launch> v grid= M block= M <eol>
+  const int after_format = kLaunchLine + kAfterLaunch;
+  switch (s.phase) {
+    case Phase::start:
+      return 3 + after_format;
+    case Phase::format_name:
+      return 2 + after_format;
+    case Phase::format_key:
+      return (2 - s.key) * 3 + 1 + after_format;
+    case Phase::format_num_start:
+      return 2 + (1 - s.key) * 3 + 1 + after_format;
+    case Phase::format_num:
+      return (s.digits == 0 ? 1 : 0) + (1 - s.key) * 3 + 1 + after_format;
+    case Phase::format_eol:
+      return 1 + after_format;
+    case Phase::launch_start:
+      return s.launches == 0 ? after_format : kAfterLaunch;
+    case Phase::launch_name:
+      return 6 + kAfterLaunch;
+    case Phase::launch_key:
+      return 5 + kAfterLaunch;
+    case Phase::expr: {
+      const int rest = s.which == 0 ? 3 : 1;  // block= M <eol>, or <eol>
+      return expr_close_tokens(s) + rest + kAfterLaunch;
+    }
+    case Phase::code:
+      return code_completion(s);
+  }
+  return 1;
+}
+
+// --- allowed tokens ---
+
+bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool in_pp) {
+  if (s.last == Last::access) {
+    return k.cat == Cat::member ||
+           (k.cat == Cat::local && k.local <= s.locals_used && k.local < t.locals);
+  }
+  switch (k.cat) {
+    case Cat::keyword:
+    case Cat::builtin:
+    case Cat::constant:
+    case Cat::literal:
+    case Cat::num:
+    case Cat::semi:
+    case Cat::comma:
+    case Cat::access:
+    case Cat::plus:
+    case Cat::minus:
+    case Cat::star:
+    case Cat::slash:
+    case Cat::punct_other:
+      return true;
+    case Cat::local:
+      return k.local <= s.locals_used && k.local < t.locals;
+    case Cat::open_paren:
+    case Cat::open_bracket:
+    case Cat::open_brace:
+      return in_pp ? s.pp_depth < kMaxPpDepth : s.depth < kMaxCodeDepth;
+    case Cat::close_paren:
+    case Cat::close_bracket:
+    case Cat::close_brace:
+      if (in_pp) {
+        return s.pp_depth > 0 && closer_for(s.pp_stack[s.pp_depth - 1u]) == close_char(k.cat);
+      }
+      return s.depth > 0 && closer_for(s.stack[s.depth - 1u]) == close_char(k.cat);
+    case Cat::hash:
+      return !in_pp;
+    case Cat::eol:
+      return in_pp && s.pp_depth == 0 && s.pp == Pp::body;
+    case Cat::eos:
+      return !in_pp && s.depth == 0 && s.if_depth == 0 &&
+             (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
+    default:
+      return false;
+  }
+}
+
+bool pp_allows(const Tables& t, const State& s, const TokenInfo& k) {
+  const bool new_local_ok = k.cat == Cat::local && k.local <= s.locals_used && k.local < t.locals;
+  switch (s.pp) {
+    case Pp::hash:
+      if (k.cat != Cat::keyword) return false;
+      switch (k.param) {
+        case pp_define:
+        case pp_undef:
+        case pp_if:
+        case pp_ifdef:
+        case pp_ifndef:
+        case pp_pragma:
+          return true;
+        case pp_elif:
+        case pp_else:
+        case pp_endif:
+          return s.if_depth > 0;
+        default:
+          return false;
+      }
+    case Pp::define_name:
+      return new_local_ok;
+    case Pp::after_macro_name:
+      if (k.cat == Cat::macro_open) return true;
+      if (k.cat == Cat::eol) return true;
+      return code_word_allows(t, s, k, true);
+    case Pp::macro_param_first:
+      return new_local_ok || k.cat == Cat::close_paren;
+    case Pp::macro_param_next:
+      return new_local_ok;
+    case Pp::macro_param_sep:
+      return k.cat == Cat::comma || k.cat == Cat::close_paren;
+    case Pp::body:
+      return code_word_allows(t, s, k, true);
+    case Pp::if_expr_start:
+      return k.cat != Cat::eol && code_word_allows(t, s, k, true);
+    case Pp::undef_name:
+      return new_local_ok;
+    case Pp::ifdef_name:
+      return new_local_ok || k.cat == Cat::constant;
+    case Pp::eol_only:
+      return k.cat == Cat::eol;
+    case Pp::pragma:
+      return k.cat == Cat::keyword && (k.param == pp_unroll || k.param == pp_nounroll);
+    case Pp::unroll:
+      return k.cat == Cat::num || k.cat == Cat::eol;
+    case Pp::unroll_num_start:
+      return k.cat == Cat::digit && k.param >= '1' && k.param <= '9';
+    case Pp::unroll_num:
+      return (k.cat == Cat::digit && is_dec(static_cast<char>(k.param)) &&
+              s.digits < kMaxUnrollDigits) ||
+             k.cat == Cat::eol;
+    case Pp::none:
+      return false;
+  }
+  return false;
+}
+
+bool code_allows(const Tables& t, const State& s, const TokenInfo& k) {
+  if (s.num != Num::off) {
+    if (k.cat == Cat::digit) return digit_allowed_in_number(s, static_cast<char>(k.param));
+    if (!num_accepting(s.num)) return false;
+    State after = s;
+    after.num = Num::off;
+    after.last = Last::other;
+    return s.pp == Pp::none ? code_word_allows(t, after, k, false) : pp_allows(t, after, k);
+  }
+  if (s.pp != Pp::none) return pp_allows(t, s, k);
+  return code_word_allows(t, s, k, false);
+}
+
+bool expr_allows(const Tables&, const State& s, const TokenInfo& k, int& width) {
+  width = 0;
+  switch (s.es) {
+    case Expr::operand:
+      switch (k.cat) {
+        case Cat::constant:
+          width = k.width;
+          return (k.param & (1u << s.format)) != 0;
+        case Cat::builtin:  // its '(' must still fit
+          width = k.width;
+          return k.param != fn_none && s.nframes < kMaxExprFrames;
+        case Cat::num:
+          return true;
+        case Cat::open_paren:
+          width = 1;
+          return s.nframes < kMaxExprFrames;
+        case Cat::minus:
+          width = 1;
+          return s.unary < kMaxExprUnary;
+        default:
+          return false;
+      }
+    case Expr::after_func:
+      width = 1;
+      return k.cat == Cat::open_paren && s.nframes < kMaxExprFrames;
+    case Expr::number_start:
+      width = 1;
+      return k.cat == Cat::digit && is_dec(static_cast<char>(k.param));
+    case Expr::number:
+      if (k.cat == Cat::digit) {
+        width = 1;
+        return is_dec(static_cast<char>(k.param)) && s.digits < kMaxExprDigits;
+      }
+      [[fallthrough]];
+    case Expr::after_operand: {
+      const std::uint8_t top = s.nframes > 0 ? s.frames[s.nframes - 1u] : 255;
+      switch (k.cat) {
+        case Cat::plus:
+        case Cat::minus:
+        case Cat::star:
+        case Cat::slash:
+          width = 3;
+          return true;
+        case Cat::close_paren:
+          width = 1;
+          return top == kGroupFrame || top == kFuncFrame1;
+        case Cat::comma:
+          width = 2;
+          return top == kFuncFrame0;
+        case Cat::key_block:
+          return s.nframes == 0 && s.which == 0;
+        case Cat::key_smem:
+          return s.nframes == 0 && s.which == 1;
+        case Cat::eol:
+          return s.nframes == 0 && s.which >= 1;
+        default:
+          return false;
+      }
+    }
+  }
+  return false;
+}
+
+// --- transitions (the token is known to be allowed) ---
+
+void apply_expr(State& s, const TokenInfo& k, int width) {
+  s.chars = static_cast<std::uint16_t>(s.chars + width);
+  switch (s.es) {
+    case Expr::operand:
+      switch (k.cat) {
+        case Cat::constant:
+          s.es = Expr::after_operand;
+          break;
+        case Cat::builtin:
+          s.es = Expr::after_func;
+          break;
+        case Cat::num:
+          s.es = Expr::number_start;
+          s.digits = 0;
+          break;
+        case Cat::open_paren:
+          s.frames[s.nframes++] = kGroupFrame;
+          break;
+        case Cat::minus:
+          ++s.unary;
+          break;
+        default:
+          break;
+      }
+      return;
+    case Expr::after_func:
+      s.frames[s.nframes++] = kFuncFrame0;
+      s.es = Expr::operand;
+      return;
+    case Expr::number_start:
+      s.es = Expr::number;
+      s.digits = 1;
+      return;
+    case Expr::number:
+      if (k.cat == Cat::digit) {
+        ++s.digits;
+        return;
+      }
+      [[fallthrough]];
+    case Expr::after_operand:
+      switch (k.cat) {
+        case Cat::plus:
+        case Cat::minus:
+        case Cat::star:
+        case Cat::slash:
+          s.es = Expr::operand;
+          break;
+        case Cat::close_paren:
+          --s.nframes;
+          s.es = Expr::after_operand;
+          break;
+        case Cat::comma:
+          s.frames[s.nframes - 1u] = kFuncFrame1;
+          s.es = Expr::operand;
+          break;
+        case Cat::key_block:
+        case Cat::key_smem:
+          s.which = k.cat == Cat::key_block ? 1 : 2;
+          s.es = Expr::operand;
+          s.chars = 0;
+          s.unary = 0;
+          break;
+        case Cat::eol:
+          s.phase = Phase::launch_start;
+          break;
+        default:
+          break;
+      }
+      return;
+  }
+}
+
+void apply_code_word(State& s, const TokenInfo& k, bool in_pp) {
+  if (k.cat == Cat::local && k.local == s.locals_used) ++s.locals_used;
+  switch (k.cat) {
+    case Cat::open_paren:
+    case Cat::open_bracket:
+    case Cat::open_brace:
+      if (in_pp) {
+        s.pp_stack[s.pp_depth++] = opener(k.cat);
+      } else {
+        s.stack[s.depth++] = opener(k.cat);
+      }
+      s.last = Last::other;
+      break;
+    case Cat::close_paren:
+    case Cat::close_bracket:
+    case Cat::close_brace:
+      if (in_pp) {
+        --s.pp_depth;
+      } else {
+        --s.depth;
+      }
+      s.last = k.cat == Cat::close_brace && !in_pp ? Last::brace_close : Last::other;
+      break;
+    case Cat::semi:
+      s.last = in_pp ? Last::other : Last::semi;
+      break;
+    case Cat::access:
+      s.last = Last::access;
+      break;
+    case Cat::num:
+      s.num = Num::start;
+      s.num_len = 0;
+      s.num_u = false;
+      s.num_l = 0;
+      s.num_lcase = 0;
+      s.last = Last::other;
+      break;
+    case Cat::hash:
+      s.pp = Pp::hash;
+      s.pp_depth = 0;
+      s.last = Last::other;
+      break;
+    case Cat::eol:
+      s.pp = Pp::none;
+      s.pp_depth = 0;
+      s.last = Last::pp_eol;
+      break;
+    default:
+      s.last = Last::other;
+      break;
+  }
+}
+
+void end_pp_line(State& s) {
+  s.pp = Pp::none;
+  s.pp_depth = 0;
+  s.digits = 0;
+  s.last = Last::pp_eol;
+}
+
+void apply_pp(State& s, const TokenInfo& k) {
+  if (k.cat == Cat::local && k.local == s.locals_used) ++s.locals_used;
+  switch (s.pp) {
+    case Pp::hash:
+      switch (k.param) {
+        case pp_define:
+          s.pp = Pp::define_name;
+          break;
+        case pp_undef:
+          s.pp = Pp::undef_name;
+          break;
+        case pp_if:
+          ++s.if_depth;
+          s.pp = Pp::if_expr_start;
+          break;
+        case pp_ifdef:
+        case pp_ifndef:
+          ++s.if_depth;
+          s.pp = Pp::ifdef_name;
+          break;
+        case pp_elif:
+          s.pp = Pp::if_expr_start;
+          break;
+        case pp_else:
+          s.pp = Pp::eol_only;
+          break;
+        case pp_endif:
+          --s.if_depth;
+          s.pp = Pp::eol_only;
+          break;
+        case pp_pragma:
+          s.pp = Pp::pragma;
+          break;
+        default:
+          break;
+      }
+      return;
+    case Pp::define_name:
+      s.pp = Pp::after_macro_name;
+      return;
+    case Pp::after_macro_name:
+      if (k.cat == Cat::macro_open) {
+        s.pp = Pp::macro_param_first;
+      } else if (k.cat == Cat::eol) {
+        end_pp_line(s);
+      } else {
+        s.pp = Pp::body;
+        apply_code_word(s, k, true);
+      }
+      return;
+    case Pp::macro_param_first:
+    case Pp::macro_param_next:
+      s.pp = k.cat == Cat::close_paren ? Pp::body : Pp::macro_param_sep;
+      s.last = Last::other;
+      return;
+    case Pp::macro_param_sep:
+      s.pp = k.cat == Cat::comma ? Pp::macro_param_next : Pp::body;
+      s.last = Last::other;
+      return;
+    case Pp::body:
+    case Pp::if_expr_start:
+      if (k.cat == Cat::eol) {
+        end_pp_line(s);
+        return;
+      }
+      s.pp = Pp::body;
+      apply_code_word(s, k, true);
+      return;
+    case Pp::undef_name:
+    case Pp::ifdef_name:
+      s.pp = Pp::eol_only;
+      return;
+    case Pp::eol_only:
+      end_pp_line(s);
+      return;
+    case Pp::pragma:
+      s.pp = k.param == pp_unroll ? Pp::unroll : Pp::eol_only;
+      return;
+    case Pp::unroll:
+      if (k.cat == Cat::eol) {
+        end_pp_line(s);
+      } else {
+        s.pp = Pp::unroll_num_start;
+        s.digits = 0;
+      }
+      return;
+    case Pp::unroll_num_start:
+      s.pp = Pp::unroll_num;
+      s.digits = 1;
+      return;
+    case Pp::unroll_num:
+      if (k.cat == Cat::eol) {
+        end_pp_line(s);
+      } else {
+        ++s.digits;
+      }
+      return;
+    case Pp::none:
+      return;
+  }
+}
+
+void apply_code(State& s, const TokenInfo& k) {
+  if (s.num != Num::off) {
+    if (k.cat == Cat::digit) {
+      bool u;
+      std::uint8_t l;
+      char lcase;
+      s.num = num_next(s, static_cast<char>(k.param), u, l, lcase);
+      s.num_u = u;
+      s.num_l = l;
+      s.num_lcase = lcase;
+      ++s.num_len;
+      return;
+    }
+    s.num = Num::off;
+    s.last = Last::other;
+  }
+  if (s.pp != Pp::none) return apply_pp(s, k);
+  apply_code_word(s, k, false);
+}
+
+bool allows_raw(const Tables& t, const State& s, TokenId id, int& width) {
+  width = 0;
+  const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
+  if (s.done) return false;
+  switch (s.phase) {
+    case Phase::start:
+      return k.cat == Cat::format;
+    case Phase::format_name:
+      return k.cat == Cat::format_name;
+    case Phase::format_key: {
+      if (s.format == static_cast<int>(reward::Format::sell)) {
+        return id == (s.key == 0 ? t.key_c : t.key_sigma);
+      }
+      return id == (s.key == 0 ? t.key_r : t.key_c);
+    }
+    case Phase::format_num_start:
+      return k.cat == Cat::num;
+    case Phase::format_num: {
+      if (k.cat == Cat::digit) {
+        const char c = static_cast<char>(k.param);
+        if (!is_dec(c) || (s.digits == 0 && c == '0')) return false;
+        return s.value * 10 + (c - '0') <= format_key_max(s.format, s.key);
+      }
+      if (s.digits == 0) return false;
+      if (s.key == 0) {
+        return id == (s.format == static_cast<int>(reward::Format::sell) ? t.key_sigma : t.key_c);
+      }
+      return k.cat == Cat::eol;
+    }
+    case Phase::format_eol:
+      return k.cat == Cat::eol;
+    case Phase::launch_start:
+      if (k.cat == Cat::launch) return s.launches < reward::kMaxLaunches;
+      if (s.launches == 0) return false;
+      return code_word_allows(t, s, k, false);
+    case Phase::launch_name:
+      return k.cat == Cat::local && k.local <= s.locals_used && k.local < t.locals;
+    case Phase::launch_key:
+      return k.cat == Cat::key_grid;
+    case Phase::expr: {
+      if (!expr_allows(t, s, k, width)) return false;
+      if (k.cat == Cat::key_block || k.cat == Cat::key_smem || k.cat == Cat::eol) return true;
+      State after = s;
+      apply_expr(after, k, width);
+      return after.chars + expr_close_chars(after) <=
+             static_cast<int>(reward::kMaxLaunchExprLength);
+    }
+    case Phase::code:
+      return code_allows(t, s, k);
+  }
+  return false;
+}
+
+void apply(const Tables& t, State& s, TokenId id) {
+  const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
+  ++s.tokens;
+  if (k.cat == Cat::eos) {
+    s.done = true;
+    return;
+  }
+  switch (s.phase) {
+    case Phase::start:
+      s.phase = Phase::format_name;
+      return;
+    case Phase::format_name:
+      s.format = k.param;
+      s.key = 0;
+      s.phase = is_param_format(s.format) ? Phase::format_key : Phase::format_eol;
+      return;
+    case Phase::format_key:
+      s.phase = Phase::format_num_start;
+      return;
+    case Phase::format_num_start:
+      s.phase = Phase::format_num;
+      s.digits = 0;
+      s.value = 0;
+      return;
+    case Phase::format_num:
+      if (k.cat == Cat::digit) {
+        s.value = s.value * 10 + (static_cast<char>(k.param) - '0');
+        ++s.digits;
+        return;
+      }
+      if (k.cat == Cat::eol) {
+        s.phase = Phase::launch_start;
+        return;
+      }
+      s.key = 1;  // the second key
+      s.phase = Phase::format_num_start;
+      return;
+    case Phase::format_eol:
+      s.phase = Phase::launch_start;
+      return;
+    case Phase::launch_start:
+      if (k.cat == Cat::launch) {
+        ++s.launches;
+        s.phase = Phase::launch_name;
+        return;
+      }
+      s.phase = Phase::code;
+      apply_code_word(s, k, false);
+      return;
+    case Phase::launch_name:
+      if (k.local == s.locals_used) ++s.locals_used;
+      s.phase = Phase::launch_key;
+      return;
+    case Phase::launch_key:
+      s.phase = Phase::expr;
+      s.which = 0;
+      s.es = Expr::operand;
+      s.nframes = 0;
+      s.unary = 0;
+      s.chars = 0;
+      return;
+    case Phase::expr: {
+      int width = 0;
+      expr_allows(t, s, k, width);
+      apply_expr(s, k, width);
+      return;
+    }
+    case Phase::code:
+      apply_code(s, k);
+      return;
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(MaskMode mode) { return mode == MaskMode::none ? "none" : "syntax"; }
+
+std::optional<MaskMode> parse_mask_mode(std::string_view text) {
+  if (text == "none") return MaskMode::none;
+  if (text == "syntax") return MaskMode::syntax;
+  return std::nullopt;
+}
+
+ActionMask::ActionMask(std::shared_ptr<const Vocabulary> vocabulary, MaskMode mode, int max_tokens)
+    : vocabulary_(std::move(vocabulary)),
+      state_(std::make_unique<State>()),
+      mode_(mode),
+      max_tokens_(max_tokens) {
+  if (!vocabulary_) throw std::invalid_argument("ActionMask needs a vocabulary");
+  if (max_tokens < 1 || (mode == MaskMode::syntax && max_tokens < kMinSyntaxTokens)) {
+    throw std::invalid_argument("max_tokens = " + std::to_string(max_tokens) + ": the " +
+                                std::string(to_string(mode)) + " mask needs at least " +
+                                std::to_string(mode == MaskMode::syntax ? kMinSyntaxTokens : 1) +
+                                " (the shortest complete program)");
+  }
+  // Tables depend only on the vocabulary: share them between the masks of one vocabulary.
+  static std::mutex mutex;
+  static std::vector<std::pair<std::weak_ptr<const Vocabulary>, std::shared_ptr<const Tables>>>
+      cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& [vocab, tables] : cache) {
+      if (auto v = vocab.lock(); v && v.get() == vocabulary_.get()) tables_ = tables;
+    }
+    if (!tables_) {
+      tables_ = std::make_shared<const Tables>(*vocabulary_);
+      cache.erase(std::remove_if(cache.begin(), cache.end(),
+                                 [](const auto& e) { return e.first.expired(); }),
+                  cache.end());
+      cache.emplace_back(vocabulary_, tables_);
+    }
+  }
+}
+
+ActionMask::~ActionMask() = default;
+ActionMask::ActionMask(const ActionMask& other)
+    : vocabulary_(other.vocabulary_),
+      tables_(other.tables_),
+      state_(std::make_unique<State>(*other.state_)),
+      mode_(other.mode_),
+      max_tokens_(other.max_tokens_) {}
+ActionMask& ActionMask::operator=(const ActionMask& other) {
+  if (this != &other) {
+    vocabulary_ = other.vocabulary_;
+    tables_ = other.tables_;
+    state_ = std::make_unique<State>(*other.state_);
+    mode_ = other.mode_;
+    max_tokens_ = other.max_tokens_;
+  }
+  return *this;
+}
+ActionMask::ActionMask(ActionMask&&) noexcept = default;
+ActionMask& ActionMask::operator=(ActionMask&&) noexcept = default;
+
+int ActionMask::tokens() const { return state_->tokens; }
+
+void ActionMask::reset() { *state_ = State{}; }
+
+int ActionMask::min_completion() const {
+  return mode_ == MaskMode::syntax ? completion(*state_) : 1;
+}
+
+void ActionMask::fill(std::span<std::uint8_t> mask) const {
+  const Tables& t = *tables_;
+  const State& s = *state_;
+  const std::size_t n = t.info.size();
+  if (mask.size() != n) {
+    throw std::invalid_argument("action mask of size " + std::to_string(mask.size()) +
+                                " for a vocabulary of " + std::to_string(n));
+  }
+  if (mode_ == MaskMode::none) {
+    std::fill(mask.begin(), mask.end(), std::uint8_t{1});
+    mask[static_cast<std::size_t>(vocabulary_->pad())] = 0;
+    mask[static_cast<std::size_t>(vocabulary_->bos())] = 0;
+    return;
+  }
+  int width = 0;
+  if (s.done) {
+    std::fill(mask.begin(), mask.end(), std::uint8_t{0});
+    return;
+  }
+  const bool plain_code =
+      (s.phase == Phase::code || (s.phase == Phase::launch_start && s.launches > 0)) &&
+      s.num == Num::off && s.last != Last::access && (s.pp == Pp::none || s.pp == Pp::body);
+  if (plain_code) {
+    const bool in_pp = s.pp != Pp::none;
+    std::memcpy(mask.data(), (in_pp ? t.pp_base : t.code_base).data(), n);
+    for (int i = 0; i <= s.locals_used && i < t.locals; ++i) {
+      mask[static_cast<std::size_t>(vocabulary_->local(i))] = 1;
+    }
+    if (in_pp ? s.pp_depth == kMaxPpDepth : s.depth == kMaxCodeDepth) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const Cat c = t.info[i].cat;
+        if (c == Cat::open_paren || c == Cat::open_bracket || c == Cat::open_brace) mask[i] = 0;
+      }
+    }
+    // closers, <eol>, <eos>
+    for (const char* text : {")", "]", "}"}) {
+      const TokenId id = vocabulary_->id(TokenClass::punct, text);
+      mask[static_cast<std::size_t>(id)] =
+          code_word_allows(t, s, t.info[static_cast<std::size_t>(id)], in_pp) ? 1 : 0;
+    }
+    mask[static_cast<std::size_t>(t.eol)] =
+        code_word_allows(t, s, t.info[static_cast<std::size_t>(t.eol)], in_pp);
+    mask[static_cast<std::size_t>(t.eos)] =
+        code_word_allows(t, s, t.info[static_cast<std::size_t>(t.eos)], in_pp);
+    if (s.phase == Phase::launch_start) {
+      mask[static_cast<std::size_t>(t.launch_token)] = s.launches < reward::kMaxLaunches ? 1 : 0;
+    }
+  } else {
+    std::fill(mask.begin(), mask.end(), std::uint8_t{0});
+    const auto consider = [&](TokenId id) {
+      mask[static_cast<std::size_t>(id)] = allows_raw(t, s, id, width) ? 1 : 0;
+    };
+    switch (s.phase) {
+      case Phase::start:
+        consider(t.format_token);
+        break;
+      case Phase::launch_start:
+        consider(t.launch_token);
+        break;  // no launch yet
+      case Phase::format_name:
+      case Phase::format_key:
+      case Phase::format_num_start:
+      case Phase::format_num:
+      case Phase::format_eol:
+      case Phase::launch_name:
+      case Phase::launch_key:
+      case Phase::expr:
+        for (TokenId id : t.directive_candidates) consider(id);
+        break;
+      case Phase::code:
+        if (s.num != Num::off && num_accepting(s.num)) {
+          for (std::size_t i = 0; i < n; ++i) consider(static_cast<TokenId>(i));
+        } else if (s.num != Num::off) {
+          for (TokenId id : t.digits) consider(id);
+        } else if (s.last == Last::access) {
+          for (std::size_t i = 0; i < n; ++i) {
+            const Cat c = t.info[i].cat;
+            if (c == Cat::member || c == Cat::local) consider(static_cast<TokenId>(i));
+          }
+        } else if (s.pp == Pp::after_macro_name || s.pp == Pp::if_expr_start) {
+          for (std::size_t i = 0; i < n; ++i) consider(static_cast<TokenId>(i));
+        } else {
+          for (TokenId id : t.pp_candidates) consider(id);
+        }
+        break;
+    }
+  }
+  // The budget: keep only tokens after which the program can still be completed in time.
+  const int remaining_after = max_tokens_ - s.tokens - 1;
+  if (remaining_after - completion(s) >= kMaxDelta) return;
+  std::vector<int> cache(static_cast<std::size_t>(t.effects), -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (mask[i] == 0) continue;
+    const TokenInfo& k = t.info[i];
+    if (k.cat == Cat::eos) {
+      if (remaining_after < 0) mask[i] = 0;
+      continue;
+    }
+    int& m = cache[static_cast<std::size_t>(k.effect)];
+    if (m < 0) {
+      State after = s;
+      apply(t, after, static_cast<TokenId>(i));
+      m = completion(after);
+    }
+    if (m > remaining_after) mask[i] = 0;
+  }
+}
+
+bool ActionMask::allows(TokenId token) const {
+  if (token < 0 || static_cast<std::size_t>(token) >= tables_->info.size()) return false;
+  if (mode_ == MaskMode::none) return token != vocabulary_->pad() && token != vocabulary_->bos();
+  const Tables& t = *tables_;
+  const State& s = *state_;
+  int width = 0;
+  if (!allows_raw(t, s, token, width)) return false;
+  const int remaining_after = max_tokens_ - s.tokens - 1;
+  if (remaining_after < 0) return false;
+  if (token == t.eos) return true;
+  State after = s;
+  apply(t, after, token);
+  return completion(after) <= remaining_after;
+}
+
+void ActionMask::advance(TokenId token) {
+  if (!allows(token)) {
+    throw std::invalid_argument("token " + std::to_string(token) + " (" +
+                                vocabulary_->describe(token) + ") is not allowed by the " +
+                                std::string(to_string(mode_)) + " mask after " +
+                                std::to_string(state_->tokens) + " tokens");
+  }
+  if (mode_ == MaskMode::none) {
+    ++state_->tokens;
+    return;
+  }
+  apply(*tables_, *state_, token);
+}
+
+}  // namespace sparserl::env

@@ -1,0 +1,202 @@
+// Task orders. Everything random comes from the source's own Rng, seeded through seed(), so a
+// source's sequence of tasks is a pure function of (its list, its order, its seed).
+#include "sparserl/env/task_source.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include "sparserl/datasets/generators.hpp"
+#include "sparserl/env/seeding.hpp"
+
+namespace sparserl::env {
+namespace {
+
+datasets::Task make_task(const std::string& uri, const TaskTemplate& what) {
+  datasets::Task t;
+  t.uri = datasets::MatrixUri::parse(uri).str();
+  t.op = what.op;
+  t.dtype = what.dtype;
+  t.k = what.op == datasets::Op::spmm ? what.k : 1;
+  if (t.op == datasets::Op::spmm && t.k < 1) {
+    throw std::invalid_argument("SpMM tasks need k >= 1, got " + std::to_string(what.k));
+  }
+  return t;
+}
+
+std::vector<double> cumulative(const std::vector<double>& weights) {
+  std::vector<double> c(weights.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (!(weights[i] >= 0) || !std::isfinite(weights[i])) {
+      throw std::invalid_argument("task weight " + std::to_string(i) + " is " +
+                                  std::to_string(weights[i]) + ": weights must be finite and >= 0");
+    }
+    sum += weights[i];
+    c[i] = sum;
+  }
+  if (!(sum > 0))
+    throw std::invalid_argument("task weights sum to 0: at least one must be positive");
+  for (double& v : c) v /= sum;
+  c.back() = 1.0;
+  return c;
+}
+
+std::size_t draw(const std::vector<double>& cumulative_weights, datasets::Rng& rng) {
+  const double u = rng.uniform01();
+  const auto it = std::upper_bound(cumulative_weights.begin(), cumulative_weights.end(), u);
+  return std::min<std::size_t>(static_cast<std::size_t>(it - cumulative_weights.begin()),
+                               cumulative_weights.size() - 1);
+}
+
+}  // namespace
+
+std::string_view to_string(TaskOrder order) {
+  switch (order) {
+    case TaskOrder::sequential:
+      return "sequential";
+    case TaskOrder::shuffled:
+      return "shuffled";
+    case TaskOrder::weighted:
+      return "weighted";
+  }
+  return "?";
+}
+
+std::optional<TaskOrder> parse_task_order(std::string_view text) {
+  for (TaskOrder o : {TaskOrder::sequential, TaskOrder::shuffled, TaskOrder::weighted}) {
+    if (to_string(o) == text) return o;
+  }
+  return std::nullopt;
+}
+
+void TaskSource::check_weights(std::size_t count) const {
+  if (order_ != TaskOrder::weighted && !weights_.empty()) {
+    throw std::invalid_argument("task weights were given to a " + std::string(to_string(order_)) +
+                                " source: only the weighted order uses them");
+  }
+  if (order_ == TaskOrder::weighted && weights_.size() != count) {
+    throw std::invalid_argument(
+        "a weighted task source needs one weight per task: " + std::to_string(count) + " tasks, " +
+        std::to_string(weights_.size()) + " weights");
+  }
+}
+
+TaskSource TaskSource::from_tasks(std::vector<datasets::Task> tasks, TaskOrder order,
+                                  std::vector<double> weights) {
+  if (tasks.empty()) throw std::invalid_argument("a task source needs at least one task");
+  TaskSource s;
+  s.tasks_ = std::move(tasks);
+  s.order_ = order;
+  s.weights_ = std::move(weights);
+  s.check_weights(s.tasks_.size());
+  if (!s.weights_.empty()) s.weights_ = cumulative(s.weights_);
+  s.seed(0);
+  return s;
+}
+
+TaskSource TaskSource::from_uris(const std::vector<std::string>& uris, const TaskTemplate& what,
+                                 TaskOrder order, std::vector<double> weights) {
+  std::vector<datasets::Task> tasks;
+  tasks.reserve(uris.size());
+  for (const std::string& uri : uris) tasks.push_back(make_task(uri, what));
+  return from_tasks(std::move(tasks), order, std::move(weights));
+}
+
+TaskSource TaskSource::from_split(const std::filesystem::path& split_file, datasets::SplitPart part,
+                                  const TaskTemplate& what, TaskOrder order) {
+  const datasets::Split split = datasets::read_split(split_file);
+  const std::vector<std::string> uris = split.uris(part);
+  if (uris.empty()) {
+    throw std::invalid_argument("split " + split_file.string() + " has no " +
+                                std::string(datasets::to_string(part)) + " matrices");
+  }
+  return from_uris(uris, what, order);
+}
+
+TaskSource TaskSource::generated(const std::vector<std::string>& generator_uris,
+                                 const TaskTemplate& what, std::vector<double> weights) {
+  if (generator_uris.empty())
+    throw std::invalid_argument("a generated task source needs a generator URI");
+  TaskSource s;
+  s.order_ = weights.empty() ? TaskOrder::shuffled : TaskOrder::weighted;
+  for (const std::string& uri : generator_uris) {
+    datasets::MatrixUri parsed = datasets::MatrixUri::parse(uri);
+    if (parsed.scheme != datasets::MatrixUri::Scheme::generated) {
+      throw std::invalid_argument("generated task source: '" + uri + "' is not a gen-v1 URI");
+    }
+    parsed.params.erase("seed");
+    (void)datasets::GeneratorSpec::from_uri(parsed);  // validates kind and keys
+    s.generators_.push_back(parsed.str());
+  }
+  s.generated_what_ = what;
+  (void)make_task(s.generators_.front(), what);  // validates the template
+  s.weights_ = std::move(weights);
+  s.check_weights(s.generators_.size());
+  if (!s.weights_.empty()) s.weights_ = cumulative(s.weights_);
+  s.seed(0);
+  return s;
+}
+
+void TaskSource::seed(std::uint64_t seed) {
+  rng_ = datasets::Rng(seed, is_generated() ? kGeneratorStream : kTaskStream);
+  position_ = 0;
+  permutation_.clear();
+}
+
+void TaskSource::shard(int index, int count) {
+  if (count < 1 || index < 0 || index >= count) {
+    throw std::invalid_argument("task source shard " + std::to_string(index) + " of " +
+                                std::to_string(count) + ": need 0 <= index < count");
+  }
+  shard_index_ = index;
+  shard_count_ = count;
+  position_ = 0;
+}
+
+datasets::Task TaskSource::next() {
+  if (is_generated()) {
+    const std::size_t g = weights_.empty()
+                              ? static_cast<std::size_t>(rng_.below(generators_.size()))
+                              : draw(weights_, rng_);
+    datasets::MatrixUri uri = datasets::MatrixUri::parse(generators_[g]);
+    uri.params["seed"] = std::to_string(rng_.next() >> 1);
+    return make_task(uri.str(), generated_what_);
+  }
+  const std::size_t n = tasks_.size();
+  switch (order_) {
+    case TaskOrder::sequential: {
+      const std::size_t i = (static_cast<std::size_t>(shard_index_) +
+                             position_ * static_cast<std::size_t>(shard_count_)) %
+                            n;
+      ++position_;
+      return tasks_[i];
+    }
+    case TaskOrder::shuffled: {
+      if (permutation_.empty() || position_ >= n) {
+        permutation_.resize(n);
+        std::iota(permutation_.begin(), permutation_.end(), std::size_t{0});
+        for (std::size_t i = n; i > 1; --i) {  // Fisher-Yates with the project's Rng
+          std::swap(permutation_[i - 1], permutation_[static_cast<std::size_t>(rng_.below(i))]);
+        }
+        position_ = 0;
+      }
+      return tasks_[permutation_[position_++]];
+    }
+    case TaskOrder::weighted:
+      return tasks_[draw(weights_, rng_)];
+  }
+  return tasks_.front();
+}
+
+std::string TaskSource::describe() const {
+  if (is_generated()) {
+    return "generated from " + std::to_string(generators_.size()) + " generator" +
+           (generators_.size() == 1 ? "" : "s");
+  }
+  return std::to_string(tasks_.size()) + " task" + (tasks_.size() == 1 ? "" : "s") + ", " +
+         std::string(to_string(order_));
+}
+
+}  // namespace sparserl::env

@@ -1,0 +1,63 @@
+// results.csv: the per-matrix table of an evaluation or a benchmark, one row per (matrix, agent) -
+// the kernel that agent answered with for that matrix - and the per-agent summary the report shows:
+//
+//   matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_fraction
+//   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012
+//
+// Plain RFC 4180 CSV with a header; columns are found by name, so their order is free and extra
+// columns (pass@k figures, op, dtype, ...) are allowed and ignored here. `matrix` and `agent` are
+// required; a missing or empty number is NaN (a kernel that did not compile has no time). Booleans
+// are 1/0 or true/false. Bad input is a ResultsError naming the file, the line and the column.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sparserl::experiments {
+
+class ResultsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MatrixResult {
+  std::string matrix;  // the task's matrix URI or name
+  std::int64_t nnz = 0;
+  std::string agent;  // "template", "sft", "grpo", ...
+  bool compiled = false;
+  bool correct = false;
+  double candidate_us = 0;        // the agent's kernel, median time per run (us)
+  double cusparse_us = 0;         // cuSPARSE's best algorithm, same protocol (us)
+  double speedup = 0;             // cusparse_us / candidate_us
+  double gflops = 0;              // of the agent's kernel
+  double bandwidth_fraction = 0;  // of the device's measured copy bandwidth
+};
+
+// The column names in the order write_results_csv uses.
+const std::vector<std::string>& results_columns();
+
+void write_results_csv(const std::filesystem::path& file, const std::vector<MatrixResult>& rows);
+std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file);
+
+// One agent's line of the summary table.
+struct AgentSummary {
+  std::string agent;
+  std::int64_t matrices = 0;
+  double compile_rate = 0;  // compiled / matrices
+  double correct_rate = 0;  // correct / matrices (pass@1 when each row is one sample)
+  // Geometric mean of the speedup over the correct rows (NaN when none is correct).
+  double geomean_speedup = 0;
+  // The same over every row with a failed kernel counted as 1.0 - the user falls back to cuSPARSE.
+  double geomean_speedup_fallback = 0;
+  double faster_share = 0;             // correct and speedup > 1, over all matrices
+  double median_gflops = 0;            // over the correct rows
+  double mean_bandwidth_fraction = 0;  // over the correct rows
+};
+
+// One summary per agent, in order of first appearance.
+std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& rows);
+
+}  // namespace sparserl::experiments

@@ -1,0 +1,354 @@
+// Rendering report.md and drawing its plots from a run directory's files (report.hpp).
+#include "sparserl/experiments/report.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "sparserl/experiments/metrics.hpp"
+#include "sparserl/experiments/plots.hpp"
+#include "sparserl/experiments/progress.hpp"
+#include "sparserl/experiments/results.hpp"
+#include "sparserl/experiments/run_directory.hpp"
+#include "sparserl/experiments/run_info.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sparserl::experiments {
+namespace {
+
+std::string num(double v, int significant = 4) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", significant, v);
+  return buf;
+}
+
+std::string percent(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
+  return buf;
+}
+
+// Table cells: a '|' would end the cell, a newline the row.
+std::string cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string code(const std::string& s) { return s.empty() ? std::string() : "`" + cell(s) + "`"; }
+
+double seconds_between(const std::string& from, const std::string& to) {
+  try {
+    return std::chrono::duration<double>(parse_iso_utc(to) - parse_iso_utc(from)).count();
+  } catch (const RunInfoError&) {
+    return std::nan("");
+  }
+}
+
+void run_section(std::ostringstream& md, const RunInfo& info) {
+  md << "**" << to_string(info.status) << "**";
+  if (!info.start_time.empty()) md << " · started " << info.start_time;
+  if (!info.end_time.empty()) {
+    md << " · ended " << info.end_time;
+    const double d = seconds_between(info.start_time, info.end_time);
+    if (std::isfinite(d)) md << " (" << format_duration(d) << ")";
+  }
+  if (!info.resumed_at.empty()) md << " · resumed " << info.resumed_at.size() << "x";
+  md << "\n\n";
+  if (!info.description.empty()) md << info.description << "\n\n";
+  md << "| | |\n|---|---|\n";
+  md << "| experiment | " << cell(info.experiment) << " |\n";
+  if (!info.command.empty()) md << "| command | " << code(info.command) << " |\n";
+  std::string seeds;
+  for (const auto& [name, seed] : info.seeds)
+    seeds += (seeds.empty() ? "" : ", ") + name + " = " + std::to_string(seed);
+  md << "| seeds | " << cell(seeds) << " |\n";
+  md << "| host | " << cell(info.host.host_name) << ", " << info.host.cpu_cores << " x "
+     << cell(info.host.cpu_model) << " |\n";
+  md << "| OS | " << cell(info.host.os) << " |\n";
+  md << "| GPU | " << cell(info.gpu.name);
+  if (!info.gpu.arch.empty()) md << " (" << cell(info.gpu.arch) << ")";
+  if (info.gpu.count > 1) md << " x " << info.gpu.count;
+  if (info.gpu.name == "none" && !info.gpu.note.empty()) md << ": " << cell(info.gpu.note);
+  md << " |\n";
+  md << "| CUDA driver / runtime | " << cell(info.gpu.driver_version) << " / "
+     << cell(info.gpu.runtime_version) << " |\n";
+  md << "| CUDA toolkit / NVRTC / cuSPARSE (build) | " << cell(info.versions.cuda_toolkit) << " / "
+     << cell(info.versions.nvrtc) << " / " << cell(info.versions.cusparse) << " |\n";
+  md << "| LibTorch | " << cell(info.versions.libtorch) << " |\n";
+  md << "| sparserl | " << cell(info.versions.sparserl) << ", " << cell(info.versions.compiler)
+     << " |\n";
+  md << "| git | " << code(info.git.commit);
+  if (info.git.dirty) md << (*info.git.dirty ? " (with local changes)" : " (clean)");
+  md << " |\n";
+  if (!info.error.empty())
+    md << "| " << (info.status == RunStatus::failed ? "error" : "note") << " | " << cell(info.error)
+       << " |\n";
+  md << "\n";
+}
+
+struct PlotContext {
+  const std::optional<Gnuplot>& gnuplot;
+  fs::path plots_dir;
+  ReportOutcome& outcome;
+};
+
+// Draws with `draw`, returning the Markdown image line or a note of why there is none.
+template <typename Draw>
+std::string try_plot(const PlotContext& ctx, const std::string& stem, const std::string& alt,
+                     Draw draw) {
+  if (!ctx.gnuplot) return {};
+  const fs::path png = ctx.plots_dir / (stem + ".png");
+  try {
+    draw(*ctx.gnuplot, png);
+    ctx.outcome.plots.push_back(png);
+    return "![" + alt + "](plots/" + stem + ".png)\n\n";
+  } catch (const PlotError& e) {
+    ctx.outcome.skipped.push_back("plot " + stem + ": " + e.what());
+    return "(plot " + stem + " not drawn: " + cell(e.what()) + ")\n\n";
+  }
+}
+
+void metrics_section(std::ostringstream& md, const fs::path& file, const ReportOptions& options,
+                     const PlotContext& ctx) {
+  md << "## Training curves\n\n";
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    md << "No metrics.jsonl in this run directory.\n\n";
+    return;
+  }
+  const MetricsLog log = read_metrics(file);
+  if (log.records.empty()) {
+    md << "metrics.jsonl holds no records yet.\n\n";
+    if (log.truncated_last_line)
+      md << "(Its only line was cut short, as a killed run leaves it.)\n\n";
+    return;
+  }
+  std::set<std::string> stages;
+  for (const MetricsRecord& r : log.records) stages.insert(r.stage.empty() ? "-" : r.stage);
+  std::string stage_list;
+  for (const std::string& s : stages) stage_list += (stage_list.empty() ? "" : ", ") + s;
+  md << log.records.size() << " records in metrics.jsonl, steps " << log.records.front().step
+     << " to " << log.records.back().step << " (stages: " << stage_list << ").";
+  if (log.truncated_last_line) md << " The last line was cut short (a killed run) and is left out.";
+  md << "\n\n";
+
+  // Records without a stage are listed as stage "-".
+  auto series_of = [&](const std::string& name, const std::string& stage) {
+    std::vector<std::pair<std::int64_t, double>> out;
+    for (const MetricsRecord& r : log.records) {
+      if ((r.stage.empty() ? std::string("-") : r.stage) != stage) continue;
+      if (const auto v = r.get(name)) out.emplace_back(r.step, *v);
+    }
+    return out;
+  };
+  md << "| statistic | stage | records | first | last | min | max "
+        "|\n|---|---|---|---|---|---|---|\n";
+  std::vector<std::string> absent;
+  for (const std::string& name : options.curves) {
+    bool found = false;
+    for (const std::string& stage : stages) {
+      const auto series = series_of(name, stage);
+      if (series.empty()) continue;
+      found = true;
+      std::vector<double> finite;
+      for (const auto& p : series) {
+        if (std::isfinite(p.second)) finite.push_back(p.second);
+      }
+      const double lo = finite.empty() ? NAN : *std::min_element(finite.begin(), finite.end());
+      const double hi = finite.empty() ? NAN : *std::max_element(finite.begin(), finite.end());
+      md << "| " << code(name) << " | " << cell(stage) << " | " << series.size() << " | "
+         << num(series.front().second) << " | " << num(series.back().second) << " | " << num(lo)
+         << " | " << num(hi) << " |\n";
+    }
+    if (!found) absent.push_back(name);
+  }
+  md << "\n";
+  if (!absent.empty()) {
+    std::string list;
+    for (const std::string& a : absent) list += (list.empty() ? "" : ", ") + code(a);
+    md << "Not logged by this run: " << list << ".\n\n";
+    for (const std::string& a : absent)
+      ctx.outcome.skipped.push_back("curve " + a + ": not in metrics.jsonl");
+  }
+  for (const std::string& name : options.curves) {
+    if (std::find(absent.begin(), absent.end(), name) != absent.end()) continue;
+    LinePlot plot;
+    plot.title = name;
+    plot.ylabel = name;
+    for (const std::string& stage : stages) {
+      PlotSeries s;
+      s.title = stage == "-" ? name : stage;
+      for (const auto& [step, v] : series_of(name, stage))
+        s.points.emplace_back(static_cast<double>(step), v);
+      if (!s.points.empty()) plot.series.push_back(std::move(s));
+    }
+    if (name.find("speedup") != std::string::npos) plot.reference_y = 1.0;
+    md << try_plot(ctx, plot_file_stem(name), name,
+                   [&](const Gnuplot& g, const fs::path& png) { draw_line_plot(g, plot, png); });
+  }
+}
+
+void results_section(std::ostringstream& md, const fs::path& file, const ReportOptions& options,
+                     const PlotContext& ctx) {
+  md << "## Results per matrix\n\n";
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    md << "No results.csv in this run directory (an evaluation or `sparserl bench` writes "
+          "one).\n\n";
+    return;
+  }
+  const std::vector<MatrixResult> rows = read_results_csv(file);
+  if (rows.empty()) {
+    md << "results.csv has a header and no rows.\n\n";
+    return;
+  }
+  md << "Speedup = cuSPARSE median time / kernel median time, both timed by the evaluator's "
+        "protocol in the "
+        "same GPU worker (docs/reward.md); GFLOP/s and bandwidth fraction are of the agent's "
+        "kernel.\n\n";
+  md << "| agent | matrices | compile rate | correct rate | geomean speedup (correct) | geomean "
+        "speedup "
+        "(failures as 1) | faster than cuSPARSE | median GFLOP/s | mean bandwidth fraction |\n"
+        "|---|---|---|---|---|---|---|---|---|\n";
+  for (const AgentSummary& s : summarize_results(rows)) {
+    md << "| " << cell(s.agent) << " | " << s.matrices << " | " << percent(s.compile_rate) << " | "
+       << percent(s.correct_rate) << " | " << num(s.geomean_speedup) << " | "
+       << num(s.geomean_speedup_fallback) << " | " << percent(s.faster_share) << " | "
+       << num(s.median_gflops) << " | " << percent(s.mean_bandwidth_fraction) << " |\n";
+  }
+  md << "\n";
+  md << try_plot(ctx, "speedup_bars", "speedup over cuSPARSE per matrix",
+                 [&](const Gnuplot& g, const fs::path& png) {
+                   draw_speedup_bars(g, rows, options.bar_matrices, png);
+                 });
+  md << try_plot(ctx, "time_vs_nnz", "kernel time against nnz",
+                 [&](const Gnuplot& g, const fs::path& png) { draw_time_vs_nnz(g, rows, png); });
+
+  md << "| matrix | nnz | agent | compiled | correct | kernel (us) | cuSPARSE (us) | speedup | "
+        "GFLOP/s | bandwidth fraction |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n";
+  const std::size_t shown = std::min(rows.size(), options.table_rows);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const MatrixResult& r = rows[i];
+    md << "| " << code(r.matrix) << " | " << r.nnz << " | " << cell(r.agent) << " | "
+       << (r.compiled ? "yes" : "no") << " | " << (r.correct ? "yes" : "no") << " | "
+       << num(r.candidate_us) << " | " << num(r.cusparse_us) << " | " << num(r.speedup) << " | "
+       << num(r.gflops) << " | " << percent(r.bandwidth_fraction) << " |\n";
+  }
+  if (shown < rows.size()) md << "\n" << rows.size() - shown << " more rows in results.csv.\n";
+  md << "\n";
+}
+
+void checkpoints_section(std::ostringstream& md, const fs::path& dir,
+                         const ReportOptions& options) {
+  md << "## Checkpoints\n\n";
+  const CheckpointStore store(dir, options.checkpoints);
+  const std::vector<CheckpointInfo> all = store.list();
+  if (all.empty()) {
+    md << "None saved.\n\n";
+    return;
+  }
+  const std::string& metric = options.checkpoints.best_metric;
+  const auto best = store.best();
+  md << "| checkpoint | step |" << (metric.empty() ? "" : " " + code(metric) + " |")
+     << "\n|---|---|" << (metric.empty() ? "" : "---|") << "\n";
+  for (const CheckpointInfo& c : all) {
+    md << "| checkpoints/" << c.dir.filename().string()
+       << (best && best->step == c.step ? " (best)" : "") << " | " << c.step << " |";
+    if (!metric.empty()) {
+      const auto v = c.metric(metric);
+      md << " " << (v ? num(*v) : std::string("n/a")) << " |";
+    }
+    md << "\n";
+  }
+  md << "\n";
+}
+
+}  // namespace
+
+ReportOptions report_options(const Config& config) {
+  ReportOptions o;
+  o.plots = config.boolean("report.plots");
+  o.gnuplot = config.string("report.gnuplot");
+  o.curves = config.string_list("report.curves");
+  o.bar_matrices = static_cast<std::size_t>(config.integer("report.bar_matrices"));
+  o.checkpoints = checkpoint_policy(config);
+  return o;
+}
+
+ReportOutcome write_report(const fs::path& run_dir, const ReportOptions& options) {
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec)) throw RunDirectoryError(run_dir.string() + ": not a folder");
+  ReportOutcome outcome;
+  outcome.report = run_dir / "report.md";
+  const fs::path plots_dir = run_dir / "plots";
+
+  std::optional<Gnuplot> gnuplot;
+  std::string plots_note;
+  if (options.plots) {
+    GnuplotProbe probe = find_gnuplot(options.gnuplot);
+    if (probe.gnuplot) {
+      fs::create_directories(plots_dir, ec);
+      if (ec) throw PlotError(plots_dir.string() + ": cannot create (" + ec.message() + ")");
+      gnuplot = probe.gnuplot;
+      plots_note = "Plots drawn with " + gnuplot->version + " (" + gnuplot->terminal +
+                   " terminal); each has its data (.dat) and script (.gp) beside it in plots/.";
+    } else {
+      plots_note = "Plots skipped: " + probe.reason +
+                   ". Redraw them on a machine with gnuplot: `sparserl plot " + run_dir.string() +
+                   "`.";
+      outcome.skipped.push_back("plots: " + probe.reason);
+    }
+  } else {
+    plots_note = "Plots skipped (report.plots = false). `sparserl plot " + run_dir.string() +
+                 "` draws them.";
+    outcome.skipped.push_back("plots: disabled");
+  }
+  const PlotContext ctx{gnuplot, plots_dir, outcome};
+
+  std::ostringstream md;
+  const fs::path run_json = run_dir / "run.json";
+  std::string title = run_dir.filename().string();
+  std::optional<RunInfo> info;
+  if (fs::exists(run_json, ec)) {
+    info = read_run_info(run_json);
+    if (!info->run_id.empty()) title = info->run_id;
+  }
+  md << "# Run " << title << "\n\n";
+  if (info) {
+    run_section(md, *info);
+  } else {
+    md << "No run.json in this folder: host, versions and status are unknown.\n\n";
+  }
+  metrics_section(md, run_dir / "metrics.jsonl", options, ctx);
+  results_section(md, run_dir / "results.csv", options, ctx);
+  checkpoints_section(md, run_dir / "checkpoints", options);
+  md << "## About this report\n\n" << plots_note << "\n\n";
+  md << "Written by `sparserl plot` from run.json, metrics.jsonl, results.csv and checkpoints/ on "
+     << iso_utc(std::chrono::system_clock::now()) << ".";
+  std::error_code tec;
+  if (fs::exists(run_dir / "trajectories.h5", tec)) {
+    md << " Episodes: `sparserl inspect " << (run_dir / "trajectories.h5").string() << "`.";
+  }
+  md << "\n";
+  write_file_atomically(outcome.report, md.str());
+  return outcome;
+}
+
+}  // namespace sparserl::experiments

@@ -1,0 +1,241 @@
+// results.csv reading and writing, and the per-agent summary (results.hpp).
+#include "sparserl/experiments/results.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "sparserl/experiments/json.hpp"
+#include "sparserl/experiments/run_info.hpp"
+
+namespace sparserl::experiments {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csv_number(double v) { return std::isfinite(v) ? json_number(v) : std::string(); }
+
+// Splits one CSV record starting at `pos`; quoted fields may hold commas, quotes and newlines (the
+// line counter follows them).
+std::vector<std::string> next_record(const std::string& text, std::size_t& pos, std::size_t& line,
+                                     const std::string& file) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  const std::size_t start_line = line;
+  while (pos < text.size()) {
+    const char c = text[pos++];
+    if (quoted) {
+      if (c == '"') {
+        if (pos < text.size() && text[pos] == '"') {
+          fields.back() += '"';
+          ++pos;
+        } else {
+          quoted = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        fields.back() += c;
+      }
+    } else if (c == '"') {
+      if (!fields.back().empty()) {
+        throw ResultsError(file + ":" + std::to_string(line) +
+                           ": a quote inside an unquoted field");
+      }
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else if (c == '\n') {
+      ++line;
+      break;
+    } else if (c != '\r') {
+      fields.back() += c;
+    }
+  }
+  if (quoted)
+    throw ResultsError(file + ":" + std::to_string(start_line) + ": unterminated quoted field");
+  return fields;
+}
+
+double parse_number(const std::string& s, const std::string& where) {
+  if (s.empty() || s == "nan" || s == "NaN") return kNaN;
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size())
+    throw ResultsError(where + ": '" + s + "' is not a number");
+  return v;
+}
+
+bool parse_bool(const std::string& s, const std::string& where) {
+  if (s == "1" || s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "0" || s == "false" || s == "False" || s == "FALSE" || s.empty()) return false;
+  throw ResultsError(where + ": '" + s + "' is not a boolean (1/0 or true/false)");
+}
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return kNaN;
+  double log_sum = 0;
+  for (double x : v) log_sum += std::log(x);
+  return std::exp(log_sum / static_cast<double>(v.size()));
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+const std::vector<std::string>& results_columns() {
+  static const std::vector<std::string> columns = {
+      "matrix",       "nnz",         "agent",   "compiled", "correct",
+      "candidate_us", "cusparse_us", "speedup", "gflops",   "bandwidth_fraction"};
+  return columns;
+}
+
+void write_results_csv(const std::filesystem::path& file, const std::vector<MatrixResult>& rows) {
+  std::ostringstream out;
+  const auto& cols = results_columns();
+  for (std::size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i];
+  out << '\n';
+  for (const MatrixResult& r : rows) {
+    out << csv_field(r.matrix) << ',' << r.nnz << ',' << csv_field(r.agent) << ','
+        << (r.compiled ? 1 : 0) << ',' << (r.correct ? 1 : 0) << ',' << csv_number(r.candidate_us)
+        << ',' << csv_number(r.cusparse_us) << ',' << csv_number(r.speedup) << ','
+        << csv_number(r.gflops) << ',' << csv_number(r.bandwidth_fraction) << '\n';
+  }
+  try {
+    write_file_atomically(file, out.str());
+  } catch (const std::runtime_error& e) {
+    throw ResultsError(e.what());
+  }
+}
+
+std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ResultsError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  const std::string name = file.string();
+  std::size_t pos = 0;
+  std::size_t line = 1;
+  if (text.empty())
+    throw ResultsError(name + ":1: empty file (expected a header line: " + "matrix,nnz,agent,...)");
+  const std::vector<std::string> header = next_record(text, pos, line, name);
+  std::map<std::string, std::size_t> column;
+  for (std::size_t i = 0; i < header.size(); ++i) column.emplace(header[i], i);
+  for (const char* required : {"matrix", "agent"}) {
+    if (column.count(required) == 0) {
+      throw ResultsError(name + ":1: the header has no '" + required + "' column");
+    }
+  }
+  std::vector<MatrixResult> rows;
+  while (pos < text.size()) {
+    const std::size_t record_line = line;
+    const std::vector<std::string> fields = next_record(text, pos, line, name);
+    if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
+    if (fields.size() != header.size()) {
+      throw ResultsError(name + ":" + std::to_string(record_line) + ": " +
+                         std::to_string(fields.size()) + " fields, the header has " +
+                         std::to_string(header.size()));
+    }
+    auto field = [&](const char* col) -> std::optional<std::string> {
+      const auto it = column.find(col);
+      if (it == column.end()) return std::nullopt;
+      return fields[it->second];
+    };
+    auto where = [&](const char* col) {
+      return name + ":" + std::to_string(record_line) + ": column '" + col + "'";
+    };
+    auto number = [&](const char* col) {
+      const auto f = field(col);
+      return f ? parse_number(*f, where(col)) : kNaN;
+    };
+    MatrixResult r;
+    r.matrix = *field("matrix");
+    r.agent = *field("agent");
+    if (r.matrix.empty()) throw ResultsError(where("matrix") + ": empty");
+    if (const auto f = field("nnz"); f && !f->empty()) {
+      const double v = parse_number(*f, where("nnz"));
+      if (!(v >= 0) || v != std::floor(v))
+        throw ResultsError(where("nnz") + ": '" + *f + "' is not a count");
+      r.nnz = static_cast<std::int64_t>(v);
+    }
+    if (const auto f = field("compiled")) r.compiled = parse_bool(*f, where("compiled"));
+    if (const auto f = field("correct")) r.correct = parse_bool(*f, where("correct"));
+    r.candidate_us = number("candidate_us");
+    r.cusparse_us = number("cusparse_us");
+    r.speedup = number("speedup");
+    r.gflops = number("gflops");
+    r.bandwidth_fraction = number("bandwidth_fraction");
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& rows) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const MatrixResult*>> by_agent;
+  for (const MatrixResult& r : rows) {
+    auto& v = by_agent[r.agent];
+    if (v.empty()) order.push_back(r.agent);
+    v.push_back(&r);
+  }
+  std::vector<AgentSummary> out;
+  for (const std::string& agent : order) {
+    const auto& rs = by_agent[agent];
+    AgentSummary s;
+    s.agent = agent;
+    s.matrices = static_cast<std::int64_t>(rs.size());
+    std::int64_t compiled = 0, correct = 0, faster = 0;
+    std::vector<double> speedups, fallback, gflops, bandwidth;
+    for (const MatrixResult* r : rs) {
+      compiled += r->compiled ? 1 : 0;
+      const bool usable = r->correct && std::isfinite(r->speedup) && r->speedup > 0;
+      if (r->correct) {
+        ++correct;
+        if (std::isfinite(r->gflops)) gflops.push_back(r->gflops);
+        if (std::isfinite(r->bandwidth_fraction)) bandwidth.push_back(r->bandwidth_fraction);
+      }
+      if (usable) {
+        speedups.push_back(r->speedup);
+        if (r->speedup > 1) ++faster;
+      }
+      fallback.push_back(usable ? r->speedup : 1.0);
+    }
+    const auto n = static_cast<double>(rs.size());
+    s.compile_rate = static_cast<double>(compiled) / n;
+    s.correct_rate = static_cast<double>(correct) / n;
+    s.geomean_speedup = geomean(speedups);
+    s.geomean_speedup_fallback = geomean(fallback);
+    s.faster_share = static_cast<double>(faster) / n;
+    s.median_gflops = median(gflops);
+    double bw = 0;
+    for (double b : bandwidth) bw += b;
+    s.mean_bandwidth_fraction =
+        bandwidth.empty() ? kNaN : bw / static_cast<double>(bandwidth.size());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace sparserl::experiments

@@ -1,0 +1,443 @@
+// Collecting run.json's facts and reading / writing the file atomically (run_info.hpp). Versions of
+// CUDA pieces come from headers and nvrtcVersion only: this process must not create a CUDA context.
+#include "sparserl/experiments/run_info.hpp"
+
+#include <cuda_runtime_api.h>  // CUDART_VERSION only: no runtime call is made from here
+#include <cusparse.h>          // CUSPARSE_VER_* only
+#include <fcntl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "sparserl/reward/compiler.hpp"
+#include "sparserl/reward/protocol.hpp"
+#include "subprocess.hpp"
+
+#ifndef SPARSERL_VERSION
+#define SPARSERL_VERSION "unknown"
+#endif
+#ifndef SPARSERL_SOURCE_DIR
+#define SPARSERL_SOURCE_DIR ""
+#endif
+
+namespace sparserl::experiments {
+namespace {
+
+constexpr std::string_view kFormat = "sparserl-run";
+constexpr std::int64_t kFormatVersion = 1;
+
+// CUDA encodes versions as 1000 * major + 10 * minor.
+std::string cuda_version_string(int v) {
+  if (v <= 0) return "unknown";
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return {};
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// The value of the first "KEY<sep>value" line of a text file whose key is one of `keys`.
+std::string first_field(const std::filesystem::path& file, const std::vector<std::string>& keys,
+                        char sep) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto at = line.find(sep);
+    if (at == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, at));
+    for (const std::string& k : keys) {
+      if (key == k) {
+        std::string v = trim(line.substr(at + 1));
+        if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+        return v;
+      }
+    }
+  }
+  return {};
+}
+
+const Json& member(const Json& object, std::string_view key, const std::string& source) {
+  const Json* v = object.find(key);
+  if (v == nullptr) throw RunInfoError(source + ": missing member '" + std::string(key) + "'");
+  return *v;
+}
+
+// Reads optional members, naming the member when its kind is wrong.
+class Fields {
+ public:
+  Fields(const Json& object, std::string source, std::string prefix)
+      : object_(object), source_(std::move(source)), prefix_(std::move(prefix)) {}
+
+  template <typename F>
+  auto wrap(std::string_view key, F f) const {
+    try {
+      return f();
+    } catch (const JsonError& e) {
+      throw RunInfoError(source_ + ": member '" + prefix_ + std::string(key) + "': " + e.what());
+    }
+  }
+  void str(std::string_view key, std::string& out) const {
+    if (const Json* v = get(key)) out = wrap(key, [&] { return v->as_string(); });
+  }
+  void integer(std::string_view key, int& out) const {
+    if (const Json* v = get(key))
+      out = static_cast<int>(wrap(key, [&] { return v->as_integer(); }));
+  }
+  [[nodiscard]] const Json* get(std::string_view key) const {
+    const Json* v = object_.find(key);
+    return v != nullptr && !v->is_null() ? v : nullptr;
+  }
+  [[nodiscard]] Fields nested(std::string_view key) const {
+    static const Json kEmpty = Json::object();
+    const Json* v = get(key);
+    if (v != nullptr && !v->is_object()) {
+      throw RunInfoError(source_ + ": member '" + prefix_ + std::string(key) +
+                         "': expected an object, found " + std::string(to_string(v->kind())));
+    }
+    return Fields(v != nullptr ? *v : kEmpty, source_, prefix_ + std::string(key) + ".");
+  }
+
+ private:
+  const Json& object_;
+  std::string source_;
+  std::string prefix_;
+};
+
+}  // namespace
+
+std::string_view to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::running:
+      return "running";
+    case RunStatus::finished:
+      return "finished";
+    case RunStatus::failed:
+      return "failed";
+    case RunStatus::interrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+RunStatus parse_run_status(std::string_view text) {
+  for (RunStatus s :
+       {RunStatus::running, RunStatus::finished, RunStatus::failed, RunStatus::interrupted}) {
+    if (to_string(s) == text) return s;
+  }
+  throw RunInfoError("unknown run status '" + std::string(text) +
+                     "' (expected running, finished, failed or interrupted)");
+}
+
+HostInfo collect_host_info() {
+  HostInfo h;
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') h.host_name = name;
+  utsname u{};
+  std::string kernel;
+  if (::uname(&u) == 0) kernel = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  const std::string distro = first_field("/etc/os-release", {"PRETTY_NAME"}, '=');
+  if (!distro.empty() && !kernel.empty())
+    h.os = distro + "; " + kernel;
+  else if (!kernel.empty())
+    h.os = kernel;
+  else if (!distro.empty())
+    h.os = distro;
+  // x86 names the model; ARM kernels (Grace hosts) often give only implementer / part numbers.
+  std::string model =
+      first_field("/proc/cpuinfo", {"model name", "Model", "Hardware", "cpu model"}, ':');
+  if (model.empty()) {
+    const std::string part = first_field("/proc/cpuinfo", {"CPU part"}, ':');
+    if (!part.empty())
+      model = "CPU part " + part + (kernel.empty() ? "" : " (" + std::string(u.machine) + ")");
+  }
+  if (!model.empty()) h.cpu_model = model;
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  h.cpu_cores = n > 0 ? static_cast<int>(n) : 0;
+  return h;
+}
+
+SoftwareVersions collect_software_versions() {
+  SoftwareVersions v;
+  v.sparserl = SPARSERL_VERSION;
+  v.cuda_toolkit = cuda_version_string(CUDART_VERSION);
+  v.nvrtc = reward::nvrtc_version();
+  v.cusparse = std::to_string(CUSPARSE_VER_MAJOR) + "." + std::to_string(CUSPARSE_VER_MINOR) + "." +
+               std::to_string(CUSPARSE_VER_PATCH);
+#if defined(__clang__)
+  v.compiler = std::string("Clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  v.compiler = std::string("GCC ") + __VERSION__;
+#else
+  v.compiler = "unknown";
+#endif
+  return v;
+}
+
+std::filesystem::path project_source_dir() {
+  const std::filesystem::path dir = SPARSERL_SOURCE_DIR;
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_directory(dir, ec)) return {};
+  return dir;
+}
+
+GitState query_git(const std::filesystem::path& project_dir, std::chrono::milliseconds timeout) {
+  GitState g;
+  if (project_dir.empty() || detail::find_program("git").empty()) return g;
+  const std::string dir = project_dir.string();
+  auto git = [&](std::vector<std::string> args) -> std::optional<std::string> {
+    args.insert(args.begin(), {"git", "-C", dir});
+    const detail::ProcessOutcome o = detail::run_process(args, timeout);
+    if (!o.started || o.timed_out || o.exit_code != 0) return std::nullopt;
+    return o.output;
+  };
+  const auto head = git({"rev-parse", "--verify", "HEAD"});
+  if (!head) return g;
+  const std::string commit = trim(*head);
+  if (commit.size() < 40 || commit.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return g;
+  g.commit = commit;
+  // Untracked files do not make a build differ from its commit; changed tracked files do.
+  if (const auto status = git({"status", "--porcelain", "--untracked-files=no"})) {
+    g.dirty = !trim(*status).empty();
+  }
+  if (const auto d = git({"describe", "--always", "--dirty"})) g.describe = trim(*d);
+  return g;
+}
+
+GpuSummary summarize_gpu(const reward::GpuInfo& info) {
+  GpuSummary s;
+  s.count = static_cast<int>(info.devices.size());
+  if (!info.devices.empty()) {
+    s.name = info.devices.front().name;
+    s.arch = info.devices.front().arch;
+    for (std::size_t i = 1; i < info.devices.size(); ++i) {
+      if (info.devices[i].name != s.name) s.name += ", " + info.devices[i].name;
+    }
+  }
+  if (info.driver_version > 0) s.driver_version = cuda_version_string(info.driver_version);
+  if (info.runtime_version > 0) s.runtime_version = cuda_version_string(info.runtime_version);
+  s.note = info.error;
+  return s;
+}
+
+std::string iso_utc(std::chrono::system_clock::time_point time) {
+  using namespace std::chrono;
+  const auto ms = duration_cast<milliseconds>(time.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  long frac = static_cast<long>(ms % 1000);
+  if (frac < 0) {
+    frac += 1000;
+    --secs;
+  }
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+  return buf;
+}
+
+std::chrono::system_clock::time_point parse_iso_utc(std::string_view text) {
+  std::tm tm{};
+  int ms = 0;
+  int consumed = 0;
+  const std::string s(text);
+  const int n = std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon,
+                            &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &consumed);
+  if (n < 7 || static_cast<std::size_t>(consumed) != s.size()) {
+    throw RunInfoError("'" + s + "' is not a UTC time like 2025-03-14T15:30:12.345Z");
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const std::time_t secs = ::timegm(&tm);
+  return std::chrono::system_clock::from_time_t(secs) + std::chrono::milliseconds(ms);
+}
+
+Json RunInfo::to_json() const {
+  Json j = Json::object();
+  j.set("format", std::string(kFormat));
+  j.set("format_version", kFormatVersion);
+  j.set("run_id", run_id);
+  j.set("experiment", experiment);
+  j.set("description", description);
+  j.set("command", command);
+  j.set("status", std::string(to_string(status)));
+  j.set("error", error);
+  j.set("start_time", start_time);
+  j.set("end_time", end_time.empty() ? Json() : Json(end_time));
+  Json resumes = Json::array();
+  for (const std::string& t : resumed_at) resumes.push_back(t);
+  j.set("resumed_at", std::move(resumes));
+  Json s = Json::object();
+  for (const auto& [name, seed] : seeds) s.set(name, Json(seed));
+  j.set("seeds", std::move(s));
+
+  Json h = Json::object();
+  h.set("name", host.host_name);
+  h.set("os", host.os);
+  h.set("cpu_model", host.cpu_model);
+  h.set("cpu_cores", host.cpu_cores);
+  j.set("host", std::move(h));
+
+  Json g = Json::object();
+  g.set("name", gpu.name);
+  g.set("arch", gpu.arch);
+  g.set("count", gpu.count);
+  g.set("driver_version", gpu.driver_version);
+  g.set("cuda_runtime_version", gpu.runtime_version);
+  g.set("note", gpu.note);
+  j.set("gpu", std::move(g));
+
+  Json v = Json::object();
+  v.set("sparserl", versions.sparserl);
+  v.set("cuda_toolkit", versions.cuda_toolkit);
+  v.set("nvrtc", versions.nvrtc);
+  v.set("cusparse", versions.cusparse);
+  v.set("libtorch", versions.libtorch);
+  v.set("compiler", versions.compiler);
+  j.set("versions", std::move(v));
+
+  Json gi = Json::object();
+  gi.set("commit", git.commit);
+  gi.set("dirty", git.dirty ? Json(*git.dirty) : Json());
+  gi.set("describe", git.describe);
+  j.set("git", std::move(gi));
+  j.set("extra", extra.is_object() ? extra : Json::object());
+  return j;
+}
+
+RunInfo RunInfo::from_json(const Json& json, const std::string& source) {
+  if (!json.is_object()) throw RunInfoError(source + ": expected a JSON object");
+  const Json& format = member(json, "format", source);
+  if (!format.is_string() || format.as_string() != kFormat) {
+    throw RunInfoError(source + ": member 'format' is not \"" + std::string(kFormat) +
+                       "\": not a run.json");
+  }
+  Fields f(json, source, "");
+  int version = 0;
+  f.integer("format_version", version);
+  if (version != kFormatVersion) {
+    throw RunInfoError(source + ": format_version " + std::to_string(version) +
+                       " is not supported (expected " + std::to_string(kFormatVersion) + ")");
+  }
+  RunInfo r;
+  f.str("run_id", r.run_id);
+  f.str("experiment", r.experiment);
+  f.str("description", r.description);
+  f.str("command", r.command);
+  std::string status;
+  f.str("status", status);
+  r.status = f.wrap("status", [&] {
+    try {
+      return parse_run_status(status);
+    } catch (const RunInfoError& e) {
+      throw JsonError(e.what());
+    }
+  });
+  f.str("error", r.error);
+  f.str("start_time", r.start_time);
+  f.str("end_time", r.end_time);
+  if (const Json* a = f.get("resumed_at")) {
+    f.wrap("resumed_at", [&] {
+      for (const Json& t : a->as_array()) r.resumed_at.push_back(t.as_string());
+      return 0;
+    });
+  }
+  if (const Json* s = f.get("seeds")) {
+    f.wrap("seeds", [&] {
+      for (const auto& [name, seed] : s->as_object()) {
+        r.seeds.emplace_back(name, static_cast<std::uint64_t>(seed.as_integer()));
+      }
+      return 0;
+    });
+  }
+  const Fields h = f.nested("host");
+  h.str("name", r.host.host_name);
+  h.str("os", r.host.os);
+  h.str("cpu_model", r.host.cpu_model);
+  h.integer("cpu_cores", r.host.cpu_cores);
+  const Fields g = f.nested("gpu");
+  g.str("name", r.gpu.name);
+  g.str("arch", r.gpu.arch);
+  g.integer("count", r.gpu.count);
+  g.str("driver_version", r.gpu.driver_version);
+  g.str("cuda_runtime_version", r.gpu.runtime_version);
+  g.str("note", r.gpu.note);
+  const Fields v = f.nested("versions");
+  v.str("sparserl", r.versions.sparserl);
+  v.str("cuda_toolkit", r.versions.cuda_toolkit);
+  v.str("nvrtc", r.versions.nvrtc);
+  v.str("cusparse", r.versions.cusparse);
+  v.str("libtorch", r.versions.libtorch);
+  v.str("compiler", r.versions.compiler);
+  const Fields gi = f.nested("git");
+  gi.str("commit", r.git.commit);
+  if (const Json* d = gi.get("dirty")) r.git.dirty = gi.wrap("dirty", [&] { return d->as_bool(); });
+  gi.str("describe", r.git.describe);
+  if (const Json* e = f.get("extra")) {
+    if (!e->is_object()) throw RunInfoError(source + ": member 'extra': expected an object");
+    r.extra = *e;
+  }
+  return r;
+}
+
+void write_file_atomically(const std::filesystem::path& file, std::string_view text) {
+  const std::filesystem::path dir =
+      file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+  const std::filesystem::path temp =
+      dir / ("." + file.filename().string() + ".tmp." + std::to_string(::getpid()));
+  auto fail = [&](const std::string& what) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw std::runtime_error(file.string() + ": cannot write (" + what + ": " + std::strerror(err) +
+                             ")");
+  };
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("open " + temp.string());
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      fail("write");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("fsync");
+  }
+  if (::close(fd) != 0) fail("close");
+  if (::rename(temp.c_str(), file.c_str()) != 0) fail("rename");
+}
+
+void write_run_info(const std::filesystem::path& file, const RunInfo& info) {
+  write_file_atomically(file, info.to_json().dump(2) + "\n");
+}
+
+RunInfo read_run_info(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw RunInfoError(file.string() + ": cannot open run.json (" + std::strerror(errno) + ")");
+  std::ostringstream text;
+  text << in.rdbuf();
+  Json json;
+  try {
+    json = Json::parse(text.str(), file.string());
+  } catch (const JsonError& e) {
+    throw RunInfoError(e.what());
+  }
+  return RunInfo::from_json(json, file.string());
+}
+
+}  // namespace sparserl::experiments

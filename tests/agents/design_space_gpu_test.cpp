@@ -1,0 +1,192 @@
+// Every design-space point computes the right answer on the GPU, as the evaluator judges it (fresh
+// random inputs, NaN-filled outputs, guard zones, the fp64 reference): all points of SpMV and SpMM
+// (K = 8 and K = 5, the latter exercising the scalar column path of the vector tiles) in f32 and
+// f64 on generated matrices with empty rows, one huge row, a single column and a power-law
+// pattern; and the representative subset (one point per generator and code path) on every shared
+// SuiteSparse matrix, and every SpMV point on four of them. Each case skips itself where the
+// evaluator sees no GPU. Failures are listed together (design, matrix, error kind, message) so one
+// run shows every broken design.
+// SPARSERL_KERNELS_SEQUENTIAL=1 evaluates one program at a time instead of compiling a batch
+// concurrently (to tell an evaluator race from a broken design).
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "catch.hpp"
+#include "sparserl/datasets/suitesparse_index.hpp"
+#include "sparserl/kernels/design_space.hpp"
+#include "sparserl/kernels/evaluator_backend.hpp"
+#include "sparserl/reward/evaluator.hpp"
+#include "test_support.hpp"
+
+using namespace sparserl;
+using kernels::DesignPoint;
+using kernels::DesignSpace;
+
+namespace {
+
+// The shared matrices folder when it exists (no skip: the generated-matrix cases run without it).
+std::filesystem::path shared_matrices() {
+  std::filesystem::path dir = std::filesystem::path(SPARSERL_TEST_SHARED_DIR) / "matrices";
+  if (const char* env = std::getenv("SPARSERL_SHARED_DIR"); env != nullptr && *env != '\0') {
+    dir = std::filesystem::path(env) / "matrices";
+  }
+  return std::filesystem::exists(dir / "INDEX.csv") ? dir : std::filesystem::path();
+}
+
+// One evaluator for the whole executable (its workers start once).
+reward::Evaluator& shared_evaluator() {
+  static reward::Evaluator instance([] {
+    reward::EvaluatorConfig c;
+    c.worker_path = SPARSERL_WORKER_PATH;
+    c.data_dir = sparserl::testing::scratch_dir("kernels_gpu_data");
+    if (const auto shared = shared_matrices(); !shared.empty()) c.index_dirs.push_back(shared);
+    c.result_cache_entries = 0;
+    return c;
+  }());
+  return instance;
+}
+
+kernels::EvaluatorBackend& evaluator() {
+  // SPARSERL_KERNELS_SEQUENTIAL=1: one evaluation at a time (to tell evaluator races apart).
+  static kernels::EvaluatorBackend backend(shared_evaluator(),
+                                           std::getenv("SPARSERL_KERNELS_SEQUENTIAL") == nullptr);
+  return backend;
+}
+
+void require_gpu() {
+  if (!evaluator().gpu_available()) sparserl::testing::skip("no GPU");
+}
+
+// A check-only protocol: two fresh inputs plus the timed-run recheck is what the evaluator does;
+// without timing it checks the inputs alone.
+reward::GpuProtocol check_only() {
+  reward::GpuProtocol p;
+  p.seed = 11;
+  p.random_inputs = 2;
+  p.warmup_runs = 1;
+  p.timed_runs = 1;
+  p.time = false;
+  return p;
+}
+
+// Evaluates the points on the task and returns one line per point that is not correct.
+std::vector<std::string> failures(const datasets::Task& task,
+                                  const std::vector<DesignPoint>& points) {
+  std::vector<std::string> programs;
+  for (const DesignPoint& p : points) programs.push_back(kernels::render_program(p));
+  const auto results = evaluator().evaluate(task, programs, check_only());
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const reward::EvalResult& r = results[i];
+    if (r.correct) continue;
+    // A format the evaluator refuses as too large for this matrix is not a wrong program.
+    if (r.error == reward::ErrorKind::resource_limit) continue;
+    std::ostringstream line;
+    line << task.str() << " | " << points[i].id() << " | " << reward::to_string(r.error) << " | "
+         << r.message.substr(0, 300);
+    out.push_back(line.str());
+  }
+  return out;
+}
+
+void report(const std::vector<std::string>& lines, std::size_t evaluated) {
+  for (const std::string& l : lines) std::cout << "FAIL " << l << "\n";
+  std::cout << evaluated << " evaluations, " << lines.size() << " not correct\n";
+  CHECK(lines.empty());
+}
+
+const std::vector<std::string> kAwkwardMatrices = {
+    "gen-v1/uniform?rows=3000&cols=2000&nnz_per_row=7&empty_rows=0.3&huge_row=1900&seed=5",
+    "gen-v1/column?n=4097",
+    "gen-v1/rmat?scale=12&edge_factor=8&seed=3",
+    "gen-v1/stencil2d?nx=61&ny=37&points=9",
+    "gen-v1/blockdiag?blocks=301&block_size=3",
+    "gen-v1/diagonal?n=1",
+};
+
+std::vector<std::string> shared_uris() {
+  const auto dir = shared_matrices();
+  if (dir.empty()) sparserl::testing::skip("no shared matrices");
+  datasets::StoreOptions options;
+  options.indexes = {dir};
+  datasets::MatrixStore store(dir, options);
+  return store.indexed_uris();
+}
+
+}  // namespace
+
+TEST_CASE("every SpMV design point is correct on awkward generated matrices", "[kernels][gpu]") {
+  require_gpu();
+  std::vector<std::string> bad;
+  std::size_t n = 0;
+  for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
+    const DesignSpace space(datasets::Op::spmv, dtype);
+    for (const std::string& uri : kAwkwardMatrices) {
+      const datasets::Task task{uri, datasets::Op::spmv, dtype, 1};
+      const auto f = failures(task, space.points());
+      bad.insert(bad.end(), f.begin(), f.end());
+      n += space.size();
+    }
+  }
+  report(bad, n);
+}
+
+TEST_CASE("every SpMM design point is correct on awkward generated matrices", "[kernels][gpu]") {
+  require_gpu();
+  std::vector<std::string> bad;
+  std::size_t n = 0;
+  for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
+    const DesignSpace space(datasets::Op::spmm, dtype);
+    for (std::int64_t k : {8, 5}) {
+      for (const std::string& uri : kAwkwardMatrices) {
+        const datasets::Task task{uri, datasets::Op::spmm, dtype, static_cast<datasets::Index>(k)};
+        const auto f = failures(task, space.points());
+        bad.insert(bad.end(), f.begin(), f.end());
+        n += space.size();
+      }
+    }
+  }
+  report(bad, n);
+}
+
+TEST_CASE("the representative design points are correct on every shared SuiteSparse matrix",
+          "[kernels][gpu]") {
+  require_gpu();
+  const auto uris = shared_uris();
+  std::vector<std::string> bad;
+  std::size_t n = 0;
+  for (const std::string& uri : uris) {
+    for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
+      const DesignSpace spmv(datasets::Op::spmv, dtype);
+      const auto reps = spmv.representatives();
+      auto f = failures({uri, datasets::Op::spmv, dtype, 1}, reps);
+      bad.insert(bad.end(), f.begin(), f.end());
+      n += reps.size();
+      const DesignSpace spmm(datasets::Op::spmm, dtype);
+      const auto spmm_reps = spmm.representatives();
+      f = failures({uri, datasets::Op::spmm, dtype, 8}, spmm_reps);
+      bad.insert(bad.end(), f.begin(), f.end());
+      n += spmm_reps.size();
+    }
+  }
+  report(bad, n);
+}
+
+TEST_CASE("every SpMV design point is correct on a few shared SuiteSparse matrices",
+          "[kernels][gpu]") {
+  require_gpu();
+  auto uris = shared_uris();
+  if (uris.size() > 4) uris.resize(4);
+  std::vector<std::string> bad;
+  std::size_t n = 0;
+  for (const std::string& uri : uris) {
+    for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
+      const DesignSpace space(datasets::Op::spmv, dtype);
+      const auto f = failures({uri, datasets::Op::spmv, dtype, 1}, space.points());
+      bad.insert(bad.end(), f.begin(), f.end());
+      n += space.size();
+    }
+  }
+  report(bad, n);
+}

@@ -1,0 +1,277 @@
+// The template search: exhaustive when the pruned space fits the budget, screening + finalists
+// when it does not, every evaluation kept, the fastest correct finalist chosen, wrong answers never
+// chosen, compile-only runs that rank nothing and say so; the cost model's candidate order; the
+// template-search agent's per-task cache; and one real end-to-end search through the evaluator
+// (compile-only here: the CPU machines have no GPU).
+#include "sparserl/kernels/template_search.hpp"
+
+#include <map>
+#include <set>
+
+#include "catch.hpp"
+#include "sparserl/datasets/generators.hpp"
+#include "sparserl/kernels/cost_model.hpp"
+#include "sparserl/kernels/evaluator_backend.hpp"
+#include "sparserl/reward/evaluator.hpp"
+#include "test_support.hpp"
+
+using namespace sparserl;
+using kernels::CandidateResult;
+using kernels::SearchResult;
+using sparserl::testing::has_substring;
+
+namespace {
+
+// The design id of a rendered program (its first line is "// Design: ID (op, dtype)").
+std::string design_of(const std::string& program) {
+  const std::string head = "// Design: ";
+  const std::size_t end = program.find(" (", head.size());
+  return program.substr(head.size(), end - head.size());
+}
+
+// A deterministic stand-in for the GPU: each design has a fixed time (a hash of its id), some
+// designs answer wrong, and every call is recorded.
+class FakeEvaluator : public kernels::CandidateEvaluator {
+ public:
+  bool gpu = true;
+  std::set<std::string> wrong;                     // designs that always answer wrong
+  std::set<std::string> wrong_in_full;             // designs wrong only under the full protocol
+  std::vector<std::pair<std::string, int>> calls;  // (design, timed_runs)
+  int batches = 0;
+
+  static double time_of(const std::string& id) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return 10.0 + static_cast<double>(h % 10000) / 100.0;  // 10 .. 110 us
+  }
+
+  bool gpu_available() override { return gpu; }
+  std::string device() override { return gpu ? "Fake GPU" : ""; }
+  std::vector<reward::EvalResult> evaluate(const datasets::Task&,
+                                           const std::vector<std::string>& programs,
+                                           const reward::GpuProtocol& protocol) override {
+    ++batches;
+    std::vector<reward::EvalResult> out;
+    for (const std::string& p : programs) {
+      const std::string id = design_of(p);
+      calls.push_back({id, protocol.timed_runs});
+      reward::EvalResult r;
+      r.compiled = true;
+      r.gpu_available = gpu;
+      r.stage = reward::Stage::compile;
+      if (gpu) {
+        const bool full = protocol.timed_runs >= 50;
+        if (wrong.count(id) || (full && wrong_in_full.count(id))) {
+          r.stage = reward::Stage::run;
+          r.error = reward::ErrorKind::wrong_answer;
+          r.message = "planted wrong answer";
+        } else {
+          r.stage = reward::Stage::time;
+          r.correct = r.timed = true;
+          r.timing.median_us = time_of(id);
+          r.timing.baseline_median_us = 50.0;
+          r.timing.speedup = 50.0 / r.timing.median_us;
+          r.timing.bandwidth_fraction = 0.5;
+        }
+      }
+      out.push_back(r);
+    }
+    return out;
+  }
+};
+
+datasets::MatrixStore& store() {
+  static datasets::MatrixStore s(sparserl::testing::scratch_dir("kernels_search_data"));
+  return s;
+}
+
+const datasets::Task kTask{"gen-v1/uniform?rows=2000&nnz_per_row=9&seed=2", datasets::Op::spmv,
+                           datasets::DType::f32, 1};
+
+double fastest_time(const SearchResult& r, int round) {
+  double best = 1e300;
+  for (const CandidateResult& c : r.candidates) {
+    if (c.round == round && c.result.correct) best = std::min(best, c.result.timing.median_us);
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("a large space is screened cheaply and its finalists are measured in full",
+          "[kernels][search]") {
+  FakeEvaluator fake;
+  kernels::SearchOptions options;
+  options.budget = 10;
+  options.finalists = 3;
+  kernels::TemplateSearch search(fake, store(), options);
+  const SearchResult r = search.search(kTask);
+  REQUIRE(r.gpu);
+  CHECK_FALSE(r.exhaustive);
+  CHECK(r.pruned_size > 10);
+  REQUIRE(r.candidates.size() == 13);
+  int screened = 0, finals = 0;
+  for (const CandidateResult& c : r.candidates) {
+    if (c.round == 1) {
+      ++screened;
+      CHECK(c.protocol == "screen");
+    } else {
+      ++finals;
+      CHECK(c.protocol == "full");
+      CHECK(c.round == 2);
+    }
+  }
+  CHECK(screened == 10);
+  CHECK(finals == 3);
+  REQUIRE(r.best.has_value());
+  const CandidateResult& best = *r.best_candidate();
+  CHECK(best.round == 2);
+  // The three fastest screened designs go on, and the fastest of them wins.
+  CHECK(best.result.timing.median_us == fastest_time(r, 1));
+  CHECK(best.result.timing.median_us == fastest_time(r, 2));
+  CHECK(r.best_program().rfind("// Design: " + best.point.id(), 0) == 0);
+  CHECK(r.baseline_us() == 50.0);
+  // Screening runs few repetitions, finalists the full protocol.
+  for (const auto& [id, reps] : fake.calls) CHECK((reps == 10 || reps == 50));
+  // Grouped by format: one batch per round.
+  CHECK(fake.batches == 2);
+  // The best of each design family is screened first: several generators were measured.
+  std::set<std::string> generators;
+  for (const CandidateResult& c : r.candidates) generators.insert(c.point.generator);
+  CHECK(generators.size() >= 4);
+}
+
+TEST_CASE("wrong answers are never chosen, even when fastest", "[kernels][search]") {
+  FakeEvaluator probe;
+  kernels::SearchOptions options;
+  options.budget = 8;
+  options.finalists = 2;
+  const SearchResult first = kernels::TemplateSearch(probe, store(), options).search(kTask);
+  const std::string winner = first.best_candidate()->point.id();
+
+  FakeEvaluator fake;
+  fake.wrong_in_full.insert(winner);  // passes screening, fails its full check
+  const SearchResult r = kernels::TemplateSearch(fake, store(), options).search(kTask);
+  REQUIRE(r.best.has_value());
+  CHECK(r.best_candidate()->point.id() != winner);
+  CHECK(r.best_candidate()->result.correct);
+  bool kept = false;
+  for (const CandidateResult& c : r.candidates) {
+    kept |=
+        c.point.id() == winner && c.round == 2 && c.result.error == reward::ErrorKind::wrong_answer;
+  }
+  CHECK(kept);  // the failed full run is part of the record
+}
+
+TEST_CASE("a space that fits the budget is measured exhaustively with the full protocol",
+          "[kernels][search]") {
+  FakeEvaluator fake;
+  kernels::SearchOptions options;
+  options.budget = 1000;
+  const SearchResult r = kernels::TemplateSearch(fake, store(), options).search(kTask);
+  CHECK(r.exhaustive);
+  CHECK(static_cast<std::int64_t>(r.candidates.size()) == r.pruned_size);
+  for (const CandidateResult& c : r.candidates) {
+    CHECK(c.round == 1);
+    CHECK(c.protocol == "full");
+  }
+  REQUIRE(r.best.has_value());
+  CHECK(r.best_candidate()->result.timing.median_us == fastest_time(r, 1));
+}
+
+TEST_CASE("without a GPU the search compiles, ranks nothing and says so", "[kernels][search]") {
+  FakeEvaluator fake;
+  fake.gpu = false;
+  kernels::SearchOptions options;
+  options.budget = 6;
+  const SearchResult r = kernels::TemplateSearch(fake, store(), options).search(kTask);
+  CHECK_FALSE(r.gpu);
+  CHECK(r.candidates.size() == 6);
+  CHECK_THAT(r.note, has_substring("timing needs a GPU"));
+  REQUIRE(r.best.has_value());
+  CHECK(r.baseline_us() == 0.0);
+  // The cost model's favourite: the lowest prediction among the compiled candidates.
+  for (const CandidateResult& c : r.candidates) {
+    CHECK(c.predicted_us >= r.best_candidate()->predicted_us);
+    CHECK_FALSE(c.result.timed);
+  }
+}
+
+TEST_CASE("the cost model prefers the designs that suit the matrix", "[kernels][search]") {
+  const auto predicted_best = [](const std::string& uri) {
+    const auto m = datasets::generate(datasets::MatrixUri::parse(uri));
+    kernels::CostModel model(m, datasets::Op::spmv, datasets::DType::f32, 1);
+    const kernels::DesignSpace space(datasets::Op::spmv, datasets::DType::f32);
+    return kernels::choose_candidates(space.points(), model, 1).front().generator;
+  };
+  // One huge row: the load-balanced designs, never one thread or one group per row.
+  const std::string huge = predicted_best("gen-v1/uniform?rows=20000&nnz_per_row=4&huge_row=20000");
+  CHECK((huge == "csr_merge" || huge == "coo_segmented" || huge == "csr_binned"));
+  // Uniform short rows: a row-per-thread or row-per-group design.
+  const std::string stencil = predicted_best("gen-v1/stencil2d?nx=300");
+  CHECK((stencil == "csr_scalar" || stencil == "ell" || stencil == "csr_vector" ||
+         stencil == "sell"));
+  // A format that would pad tenfold is never a candidate.
+  const auto m = datasets::generate(
+      datasets::MatrixUri::parse("gen-v1/uniform?rows=5000&nnz_per_row=2&huge_row=3000"));
+  kernels::CostModel model(m, datasets::Op::spmv, datasets::DType::f32, 1);
+  const auto ell = kernels::DesignPoint::parse(datasets::Op::spmv, datasets::DType::f32,
+                                               "ell block=256 unroll=1 ldg=0");
+  CHECK_FALSE(model.estimate(ell).feasible);
+  CHECK_THAT(model.estimate(ell).why, has_substring("pads"));
+}
+
+TEST_CASE("the template-search agent searches each task once", "[kernels][search][agent]") {
+  FakeEvaluator fake;
+  kernels::SearchOptions options;
+  options.budget = 5;
+  options.finalists = 2;
+  kernels::TemplateSearchAgent agent(fake, store(), options);
+  CHECK(agent.name() == "template_search");
+  CHECK(agent.result(kTask) == nullptr);
+  const std::string program = agent.act(kTask);
+  const std::size_t calls = fake.calls.size();
+  CHECK(agent.act(kTask) == program);
+  CHECK(fake.calls.size() == calls);
+  REQUIRE(agent.result(kTask) != nullptr);
+  CHECK(agent.result(kTask)->best_program() == program);
+  datasets::Task other = kTask;
+  other.dtype = datasets::DType::f64;
+  CHECK(agent.act(other) != program);  // another task, another search (f64 programs differ)
+  CHECK(fake.calls.size() > calls);
+
+  FakeEvaluator broken;
+  const kernels::DesignSpace space(datasets::Op::spmv, datasets::DType::f32);
+  for (const auto& p : space.points()) broken.wrong.insert(p.id());
+  broken.gpu = true;
+  kernels::TemplateSearchAgent hopeless(broken, store(), options);
+  CHECK_THROWS_WITH(hopeless.act(kTask), has_substring("no design-space program"));
+}
+
+TEST_CASE("a search runs end to end through the evaluator (compile-only without a GPU)",
+          "[kernels][search][evaluator]") {
+  reward::EvaluatorConfig config;
+  config.worker_path = SPARSERL_WORKER_PATH;
+  config.gpu_workers = 0;
+  config.compile_workers = 2;
+  config.log = [](std::string_view) {};
+  reward::Evaluator evaluator(config);
+  kernels::EvaluatorBackend backend(evaluator);
+  CHECK_FALSE(backend.gpu_available());
+  kernels::SearchOptions options;
+  options.budget = 4;
+  const datasets::Task task{"gen-v1/banded?n=3000&bandwidth=3&seed=1", datasets::Op::spmm,
+                            datasets::DType::f64, 8};
+  const SearchResult r = kernels::TemplateSearch(backend, store(), options).search(task);
+  CHECK_FALSE(r.gpu);
+  REQUIRE(r.candidates.size() == 4);
+  for (const CandidateResult& c : r.candidates) {
+    INFO(c.point.id() << ": " << c.result.message);
+    CHECK(c.result.compiled);
+    CHECK(c.result.error == reward::ErrorKind::none);
+    CHECK_FALSE(c.result.gpu_available);
+    CHECK(c.result.compile.arch == "sm_90");
+  }
+  REQUIRE(r.best.has_value());
+  CHECK_THAT(r.note, has_substring("compile-only"));
+}

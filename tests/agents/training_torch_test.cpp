@@ -1,0 +1,342 @@
+// Checkpoints and the training stages: a checkpoint round-trips every piece of state (the next step
+// after loading equals the next step without saving), refuses another policy shape, and a run cut
+// in two and resumed reproduces the uninterrupted run's numbers - for SFT and for RL against an env
+// whose evaluator only parses. The RL algorithms, the env::Agent path (VectorEnv episodes into
+// update()) and the evaluation report the statistics they promise.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "agents_torch_test_support.hpp"
+#include "catch.hpp"
+#include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/training.hpp"
+#include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/env/sparse_cuda_env.hpp"
+#include "sparserl/env/vector_env.hpp"
+
+namespace {
+
+using namespace sparserl;
+using namespace sparserl::agents;
+using agents::testing::synthetic_observation;
+using agents::testing::tiny_config;
+using agents::testing::tokenizer;
+using agents::testing::vocabulary;
+
+std::vector<SftExample> examples(std::size_t n) {
+  const auto programs = agents::testing::reference_programs();
+  std::vector<SftExample> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(
+        {synthetic_observation(i), tokenizer()->encode(programs[i % programs.size()].text).tokens});
+  }
+  return out;
+}
+
+std::vector<SftPair> pairs(std::size_t n) {
+  const auto programs = agents::testing::reference_programs();
+  std::vector<SftPair> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(
+        {datasets::Task::parse("gen-v1/diagonal?n=" + std::to_string(10 + i) + " spmv f32"),
+         programs[i % programs.size()].text});
+  }
+  return out;
+}
+
+// A made-up observation per (task, seed): no matrix store needed.
+std::shared_ptr<const env::MatrixObservation> observe(const datasets::Task& task,
+                                                      std::uint64_t seed) {
+  return synthetic_observation(std::hash<std::string>{}(task.uri) ^ seed);
+}
+
+const std::vector<std::string> kUris = {"gen-v1/banded?bandwidth=3&n=300", "gen-v1/diagonal?n=50",
+                                        "gen-v1/stencil2d?nx=12"};
+
+std::shared_ptr<datasets::MatrixStore> store() {
+  static const auto s = std::make_shared<datasets::MatrixStore>(
+      sparserl::testing::scratch_dir("agents_store"), datasets::StoreOptions{{}, 16, {}});
+  return s;
+}
+
+env::EnvConfig env_config(int max_tokens) {
+  env::EnvConfig c;
+  c.max_tokens = max_tokens;
+  c.mask = env::MaskMode::syntax;
+  c.observation.nnz_samples = 8;
+  c.observation.embedding_dim = 16;
+  return c;
+}
+
+std::unique_ptr<env::SparseCudaEnv> make_env(int max_tokens, int env_id = 0) {
+  return std::make_unique<env::SparseCudaEnv>(
+      env_config(max_tokens), tokenizer(),
+      env::TaskSource::from_uris(kUris, {}, env::TaskOrder::shuffled), store(),
+      std::make_shared<agents::testing::ParsingBackend>(), env_id);
+}
+
+// Every logged value of a run, keyed by "step name".
+using Trajectory = std::map<std::string, double>;
+
+StatisticsCallback recorder(Trajectory& into, const std::vector<std::string>& names) {
+  return [&into, names](std::string_view, std::int64_t step, const env::Statistics& stats) {
+    for (const auto& name : names)
+      into[std::to_string(step) + " " + name] = find_statistic(stats, name);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint round-trips weights, optimiser, counters and generator",
+          "[agents][checkpoint]") {
+  const auto dir = sparserl::testing::scratch_dir("agents_checkpoint_round_trip");
+  AgentConfig config = tiny_config(env::MaskMode::syntax, 400);
+  config.policy.dropout = 0.1;  // the CPU generator's state matters
+  PolicyAgent agent(config, vocabulary());
+  const auto batch = examples(3);
+  for (int i = 0; i < 3; ++i) (void)agent.sft_step(batch);
+  (void)agent.generate(
+      std::vector<std::shared_ptr<const env::MatrixObservation>>{synthetic_observation(9)}, 2,
+      SamplingConfig{});
+  agent.set_reference_to_current();
+  agent.save(dir);
+  // The step after saving, without loading: the reference numbers.
+  const double expected_loss = find_statistic(agent.sft_step(batch), "loss");
+  const std::string expected_weights = agent.weights_digest();
+  const std::vector<std::shared_ptr<const env::MatrixObservation>> prompt = {
+      synthetic_observation(4)};
+  const std::vector<env::TokenId> expected_tokens =
+      agent.generate(prompt, 3, SamplingConfig{})[2].tokens;
+
+  // Loading restores LibTorch's generator too, so the same step follows.
+  const auto loaded = PolicyAgent::from_checkpoint(dir);
+  CHECK(loaded->counters().optimizer_steps == 3);
+  CHECK(loaded->has_reference());
+  CHECK(loaded->vocabulary().digest() == vocabulary()->digest());
+  AgentConfig saved = agent.config();
+  CHECK(to_key_values(loaded->config()) == to_key_values(saved));
+  // The next step (AdamW moments, the schedule, dropout draws) and the next samples agree.
+  CHECK(find_statistic(loaded->sft_step(batch), "loss") == expected_loss);
+  CHECK(loaded->weights_digest() == expected_weights);
+  CHECK(loaded->generate(prompt, 3, SamplingConfig{})[2].tokens == expected_tokens);
+}
+
+TEST_CASE("loading refuses a checkpoint of another shape and names the key",
+          "[agents][checkpoint]") {
+  const auto dir = sparserl::testing::scratch_dir("agents_checkpoint_shape");
+  PolicyAgent small(tiny_config(), vocabulary());
+  small.save(dir);
+  AgentConfig wider = tiny_config();
+  wider.policy.d_model = 48;
+  PolicyAgent other(wider, vocabulary());
+  CHECK_THROWS_WITH(other.load(dir), sparserl::testing::has_substring("policy.d_model = 32"));
+  CHECK_THROWS_WITH(other.load_weights(dir), sparserl::testing::has_substring("policy.d_model"));
+  CHECK_THROWS_WITH(PolicyAgent::from_checkpoint(dir / "missing"),
+                    sparserl::testing::has_substring("checkpoint.txt"));
+}
+
+TEST_CASE("a resumed SFT run repeats the uninterrupted run's numbers", "[agents][checkpoint]") {
+  const auto root = sparserl::testing::scratch_dir("agents_sft_resume");
+  SftConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 400);
+  config.steps = 6;
+  config.batch_size = 2;
+  config.log_every = 1;
+  config.output_dir = root / "whole";
+  const auto data = pairs(3);
+  Trajectory whole, parts;
+  const StageResult a =
+      run_sft(config, data, observe, *tokenizer(), recorder(whole, {"loss", "grad_norm"}));
+  CHECK(a.steps == 6);
+  CHECK_FALSE(a.resumed);
+
+  config.output_dir = root / "parts";
+  config.steps = 3;
+  (void)run_sft(config, data, observe, *tokenizer(), recorder(parts, {"loss", "grad_norm"}));
+  config.steps = 6;
+  const StageResult b =
+      run_sft(config, data, observe, *tokenizer(), recorder(parts, {"loss", "grad_norm"}));
+  CHECK(b.resumed);
+  CHECK(b.steps == 6);
+  CHECK(parts == whole);
+  CHECK(PolicyAgent::from_checkpoint(a.checkpoint)->weights_digest() ==
+        PolicyAgent::from_checkpoint(b.checkpoint)->weights_digest());
+}
+
+TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][checkpoint][rl]") {
+  const auto root = sparserl::testing::scratch_dir("agents_rl_resume");
+  RlConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 32);
+  config.agent.algorithm = Algorithm::grpo;
+  config.agent.grpo.epochs = 2;
+  config.updates = 3;
+  config.tasks_per_update = 2;
+  config.samples_per_task = 3;
+  config.checkpoint_every = 1;
+  config.seed = 4;
+  const std::vector<std::string> names = {"loss", "reward/mean", "completions/mean_length", "kl"};
+  Trajectory whole, parts;
+  config.output_dir = root / "whole";
+  auto env_a = make_env(32);
+  int episodes = 0;
+  const StageResult a = run_rl(config, *env_a, recorder(whole, names), [&](const env::Episode& e) {
+    ++episodes;
+    CHECK(!e.tokens.empty());
+    CHECK(e.terminated);
+  });
+  CHECK(episodes == 3 * 2 * 3);
+  CHECK(a.steps == 3);
+
+  config.output_dir = root / "parts";
+  config.updates = 1;
+  auto env_b = make_env(32);
+  (void)run_rl(config, *env_b, recorder(parts, names));
+  config.updates = 3;
+  auto env_c = make_env(32);
+  const StageResult b = run_rl(config, *env_c, recorder(parts, names));
+  CHECK(b.resumed);
+  CHECK(parts == whole);
+}
+
+TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][rl]") {
+  struct Expect {
+    Algorithm algorithm;
+    std::vector<std::string> names;
+  };
+  const std::vector<Expect> cases = {
+      {Algorithm::reinforce, {"loss", "kl", "entropy", "advantages/mean", "objective/rlhf_reward"}},
+      {Algorithm::ppo,
+       {"loss/policy", "loss/value", "policy/clip_fraction", "policy/approx_kl",
+        "value/explained_variance", "value/clip_fraction", "kl", "policy/entropy"}},
+      {Algorithm::grpo, {"loss", "kl", "entropy", "clip_ratio/region_mean"}},
+  };
+  const std::vector<std::string> common = {
+      "reward/mean",      "reward/std",       "reward/frac_zero_std", "completions/mean_length",
+      "env/compile_rate", "env/correct_rate", "env/speedup_geomean",  "perf/tokens_per_second",
+      "grad_norm"};
+  for (const Expect& e : cases) {
+    DYNAMIC_SECTION(to_string(e.algorithm)) {
+      RlConfig config;
+      config.agent = tiny_config(env::MaskMode::syntax, 32);
+      config.agent.algorithm = e.algorithm;
+      config.agent.ppo.minibatches = 2;
+      config.updates = 2;
+      config.tasks_per_update = 2;
+      config.samples_per_task = 2;
+      config.output_dir = sparserl::testing::scratch_dir(std::string("agents_rl_") +
+                                                         std::string(to_string(e.algorithm)));
+      auto env = make_env(32);
+      env::Statistics last;
+      const StageResult result =
+          run_rl(config, *env, [&](std::string_view stage, std::int64_t, const env::Statistics& s) {
+            CHECK(stage == "rl");
+            last = s;
+          });
+      CHECK(result.steps == 2);
+      for (const auto& name : e.names) {
+        INFO(name);
+        CHECK(std::isfinite(find_statistic(last, name)));
+      }
+      for (const auto& name : common) {
+        INFO(name);
+        CHECK(std::isfinite(find_statistic(last, name)));
+      }
+      // The parsing backend compiles whatever parses; the syntax mask makes every program parse.
+      CHECK(find_statistic(last, "env/compile_rate") == 1.0);
+    }
+  }
+}
+
+TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][rl]") {
+  AgentConfig config = tiny_config(env::MaskMode::syntax, 24);
+  config.algorithm = Algorithm::ppo;
+  PolicyAgent agent(config, vocabulary());
+  env::VectorEnvConfig vconfig;
+  vconfig.num_envs = 3;
+  vconfig.seed = 2;
+  env::VectorEnv envs(vconfig, [](int id) { return make_env(24, id); });
+  std::vector<env::Episode> episodes;
+  envs.on_episode([&](const env::Episode& e) { episodes.push_back(e); });
+  env::VectorStep step = envs.reset();
+  for (int t = 0; t < 200 && episodes.size() < 6; ++t) {
+    const env::ActionBatch actions = agent.act(step.observations);
+    std::vector<env::StepAnnotation> notes;
+    for (std::size_t i = 0; i < actions.size(); ++i) notes.push_back(actions.annotation(i));
+    step = envs.step(actions.tokens, notes);
+  }
+  REQUIRE(episodes.size() >= 6);
+  for (const env::Episode& e : episodes) {
+    REQUIRE(e.log_probs.size() == e.tokens.size());
+    for (float lp : e.log_probs) CHECK(lp <= 0.0f);
+  }
+  const env::Statistics stats = agent.update(episodes);
+  CHECK(std::isfinite(find_statistic(stats, "loss/policy")));
+  CHECK(find_statistic(stats, "env/compile_rate") == 1.0);
+
+  env::Episode stranger = episodes.front();
+  stranger.observation_digest = "0000";
+  CHECK_THROWS_WITH(agent.update(std::vector<env::Episode>{stranger}),
+                    sparserl::testing::has_substring("not acted on"));
+}
+
+TEST_CASE("the evaluation reports greedy and pass@k rates", "[agents][rl]") {
+  PolicyAgent agent(tiny_config(env::MaskMode::syntax, 32), vocabulary());
+  auto env = make_env(32);
+  std::vector<datasets::Task> tasks;
+  for (const auto& uri : kUris) tasks.push_back(datasets::Task::parse(uri + " spmv f32"));
+  EvaluationConfig config;
+  config.samples = 3;
+  const EvaluationSummary summary = run_evaluation(agent, *env, tasks, config);
+  REQUIRE(summary.tasks.size() == 3);
+  CHECK(find_statistic(summary.statistics, "eval/greedy_compile_rate") == 1.0);
+  CHECK(find_statistic(summary.statistics, "eval/pass@3_compile") == 1.0);
+  CHECK(find_statistic(summary.statistics, "eval/pass@3_correct") ==
+        0.0);  // nothing runs without a GPU
+  CHECK(summary.tokens_per_second > 0);
+}
+
+TEST_CASE("every RL algorithm learns a toy preference", "[agents][rl]") {
+  // Reward 1 when the first token is in the lower half of the vocabulary: about half the samples
+  // earn it at first, so every group has variance; each algorithm must push the share up.
+  const auto half = static_cast<env::TokenId>(vocabulary()->size() / 2);
+  const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
+      synthetic_observation(1), synthetic_observation(2), synthetic_observation(3),
+      synthetic_observation(4)};
+  for (Algorithm algorithm : {Algorithm::reinforce, Algorithm::ppo, Algorithm::grpo}) {
+    DYNAMIC_SECTION(to_string(algorithm)) {
+      AgentConfig config = tiny_config(env::MaskMode::none, 4);
+      config.algorithm = algorithm;
+      config.optimizer.lr = 1e-2;
+      config.ppo.epochs = 2;
+      config.ppo.minibatches = 2;
+      PolicyAgent agent(config, vocabulary());
+      // The share of the first batch, and the mean share of the last five of 30 updates.
+      double first = -1, last = 0;
+      for (int update = 0; update < 30; ++update) {
+        std::vector<Completion> completions = agent.generate(prompts, 8, agent.config().sampling);
+        std::vector<Rollout> rollouts;
+        double reward = 0;
+        for (std::size_t k = 0; k < completions.size(); ++k) {
+          Rollout r;
+          r.matrix = prompts[k / 8];
+          r.group = static_cast<int>(k / 8);
+          r.reward = completions[k].tokens.front() < half ? 1.0 : 0.0;
+          reward += r.reward;
+          r.completion = std::move(completions[k]);
+          rollouts.push_back(std::move(r));
+        }
+        reward /= static_cast<double>(rollouts.size());
+        if (first < 0) first = reward;
+        if (update >= 25) last += reward / 5;
+        (void)agent.update_rollouts(rollouts);
+      }
+      INFO("share rewarded: first batch " << first << ", last five " << last);
+      CHECK(first < 0.7);
+      CHECK(last > 0.75);
+    }
+  }
+}

@@ -1,0 +1,310 @@
+// The tuning benchmark of issue 5, for the GPU host: the template search against cuSPARSE on
+//   - fp32 and fp64 SpMV over the shared SuiteSparse matrices (small, launch-bound regime),
+//   - fp32 and fp64 SpMV over generated matrices of 5M to 45M nonzeros (stencils, banded, uniform,
+//     R-MAT power-law, block, one huge row: the bandwidth-bound regime, the headline),
+//   - fp32 SpMM with K = 8 and 32 over generated matrices of a few million nonzeros,
+// through the evaluator (sandboxed workers, CUPTI kernel time, L2 flushed, cuSPARSE's best
+// algorithm in the same worker). It prints progress per task and, at the end, the tables: per
+// matrix cuSPARSE time, best template time, speedup, bandwidth fraction and design, and the geomean
+// speedup of each regime. The budgets are sized so the whole run takes about five minutes on an
+// H100; every result also goes to --out (candidates.csv, summary.md, dataset.h5, best/).
+//
+//   design_space_bench [--shared DIR] [--out DIR] [--quick] [--only small|large|spmm]
+//                      [--budget-small N] [--budget-large N] [--budget-spmm N]
+//
+// Without a GPU it runs compile-only and says so (no times).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/kernels/evaluator_backend.hpp"
+#include "sparserl/kernels/template_search.hpp"
+#include "sparserl/kernels/tuning_output.hpp"
+#include "sparserl/reward/evaluator.hpp"
+
+using namespace sparserl;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Generated matrices of the bandwidth-bound regime (5M to 45M nonzeros).
+const std::vector<std::string> kLargeSpmv = {
+    "gen-v1/stencil2d?nx=1000",                                     //  5.0M, 5-point
+    "gen-v1/stencil2d?nx=3000",                                     // 45.0M, 5-point
+    "gen-v1/stencil3d?nx=150",                                      // 23.5M, 7-point
+    "gen-v1/banded?n=2000000&bandwidth=4",                          // 18.0M
+    "gen-v1/uniform?rows=2000000&nnz_per_row=8",                    // 16.0M, random columns
+    "gen-v1/rmat?scale=20&edge_factor=16&seed=1",                   // 16.1M, power law
+    "gen-v1/blockdiag?blocks=500000&block_size=6",                  // 18.0M, dense 6x6 blocks
+    "gen-v1/uniform?rows=1000000&nnz_per_row=16&huge_row=1000000",  // 17.0M, one 1M-entry row
+};
+const std::vector<std::string> kQuickLarge = {
+    "gen-v1/stencil2d?nx=1000", "gen-v1/uniform?rows=2000000&nnz_per_row=8",
+    "gen-v1/rmat?scale=20&edge_factor=16&seed=1",
+    "gen-v1/uniform?rows=1000000&nnz_per_row=16&huge_row=1000000"};
+// SpMM: the CPU reference costs K times an SpMV, so these stay at a few million nonzeros.
+const std::vector<std::string> kSpmm = {
+    "gen-v1/stencil2d?nx=1000",                    // 5.0M
+    "gen-v1/uniform?rows=500000&nnz_per_row=8",    // 4.0M
+    "gen-v1/rmat?scale=18&edge_factor=16&seed=1",  // ~4M, power law
+};
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string clock_text(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+struct Phase {
+  std::string name;
+  std::vector<datasets::Task> tasks;
+  kernels::SearchOptions options;
+};
+
+void print_table(const std::string& title, const std::vector<kernels::TaskSummary>& rows) {
+  std::printf("\n%s\n", title.c_str());
+  std::printf("%-58s %-5s %4s %10s %12s %10s %8s %6s  %s\n", "matrix", "dtype", "k", "nnz",
+              "cuSPARSE us", "best us", "speedup", "bw", "design");
+  for (const auto& t : rows) {
+    std::string uri = t.task.uri;
+    if (uri.size() > 58) uri = uri.substr(0, 55) + "...";
+    std::printf("%-58s %-5s %4d %10lld %12s %10s %8s %6s  %s\n", uri.c_str(),
+                std::string(to_string(t.task.dtype)).c_str(),
+                t.task.op == datasets::Op::spmm ? t.task.k : 1, static_cast<long long>(t.nnz),
+                t.timed ? fixed(t.baseline_us, 2).c_str() : "-",
+                t.timed ? fixed(t.best_us, 2).c_str() : "-",
+                t.timed ? (fixed(t.speedup, 2) + "x").c_str() : "-",
+                t.timed ? (fixed(100 * t.bandwidth_fraction, 0) + "%").c_str() : "-",
+                t.best_design.c_str());
+  }
+}
+
+void print_geomean(const std::string& label, const std::vector<kernels::TaskSummary>& rows) {
+  double log_sum = 0, worst = 1e300;
+  int n = 0, wins = 0;
+  for (const auto& t : rows) {
+    if (!t.timed || t.speedup <= 0) continue;
+    log_sum += std::log(t.speedup);
+    worst = std::min(worst, t.speedup);
+    wins += t.speedup > 1 ? 1 : 0;
+    ++n;
+  }
+  if (n == 0) {
+    std::printf("  %-34s no timed tasks\n", label.c_str());
+    return;
+  }
+  std::printf("  %-34s geomean %6.3fx over %3d tasks, %3d faster than cuSPARSE, slowest %.3fx\n",
+              label.c_str(), std::exp(log_sum / n), n, wins, worst);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
+  if (const char* env = std::getenv("SPARSERL_SHARED_DIR"); env != nullptr && *env != '\0') {
+    shared = fs::path(env) / "matrices";
+  }
+  fs::path out_dir = "design_space_bench_out";
+  bool quick = false;
+  std::string only;
+  int budget_small = 4, budget_large = 8, budget_spmm = 6;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "design_space_bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--shared")
+      shared = value();
+    else if (a == "--out")
+      out_dir = value();
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--only")
+      only = value();
+    else if (a == "--budget-small")
+      budget_small = std::stoi(value());
+    else if (a == "--budget-large")
+      budget_large = std::stoi(value());
+    else if (a == "--budget-spmm")
+      budget_spmm = std::stoi(value());
+    else {
+      std::fprintf(stderr,
+                   "usage: design_space_bench [--shared DIR] [--out DIR] [--quick] "
+                   "[--only small|large|spmm] [--budget-small N] [--budget-large N] "
+                   "[--budget-spmm N]\n");
+      return 2;
+    }
+  }
+
+  reward::EvaluatorConfig config;
+  config.data_dir = out_dir / "data";
+  const bool have_shared = fs::exists(shared / "INDEX.csv");
+  if (have_shared) config.index_dirs.push_back(shared);
+  config.result_cache_entries = 0;  // every figure measured in this run
+  config.log = [](std::string_view line) {
+    std::fprintf(stderr, "evaluator: %.*s\n", static_cast<int>(line.size()), line.data());
+  };
+  fs::create_directories(out_dir / "best");
+  reward::Evaluator evaluator(config);
+  kernels::EvaluatorBackend backend(evaluator);
+  datasets::StoreOptions store_options;
+  store_options.indexes = config.index_dirs;
+  store_options.cache_capacity = 2;
+  datasets::MatrixStore store(config.data_dir, store_options);
+
+  std::vector<Phase> phases;
+  if (only.empty() || only == "small") {
+    Phase p{"small", {}, {}};
+    p.options.budget = budget_small;
+    p.options.finalists = 1;
+    if (have_shared) {
+      std::vector<std::string> uris = store.indexed_uris();
+      if (quick && uris.size() > 12) uris.resize(12);
+      for (const auto& uri : uris) {
+        for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
+          p.tasks.push_back({uri, datasets::Op::spmv, d, 1});
+        }
+      }
+    } else {
+      std::fprintf(stderr, "design_space_bench: no shared matrices at %s: small regime skipped\n",
+                   shared.string().c_str());
+    }
+    phases.push_back(p);
+  }
+  if (only.empty() || only == "large") {
+    Phase p{"large", {}, {}};
+    p.options.budget = budget_large;
+    p.options.finalists = 2;
+    for (const auto& uri : quick ? kQuickLarge : kLargeSpmv) {
+      for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
+        p.tasks.push_back({uri, datasets::Op::spmv, d, 1});
+      }
+    }
+    phases.push_back(p);
+  }
+  if (only.empty() || only == "spmm") {
+    Phase p{"spmm", {}, {}};
+    p.options.budget = budget_spmm;
+    p.options.finalists = 2;
+    for (const auto& uri : quick ? std::vector<std::string>{kSpmm[0]} : kSpmm) {
+      for (datasets::Index k : {8, 32})
+        p.tasks.push_back({uri, datasets::Op::spmm, datasets::DType::f32, k});
+    }
+    phases.push_back(p);
+  }
+
+  std::size_t total = 0;
+  for (const Phase& p : phases) total += p.tasks.size();
+  const std::string device = backend.gpu_available() ? backend.device() : std::string();
+  std::fprintf(stderr, "design_space_bench: %zu tasks on %s, writing %s\n", total,
+               device.empty() ? "no GPU (compile-only: no times)" : device.c_str(),
+               out_dir.string().c_str());
+
+  kernels::TuningRunInfo info;
+  info.command = "design_space_bench";
+  for (int i = 1; i < argc; ++i) info.command += std::string(" ") + argv[i];
+  info.device = device;
+  info.started_utc = utc_now();
+  info.protocol = "screen (" + kernels::SearchOptions{}.screen.str() + "), full (" +
+                  kernels::SearchOptions{}.full.str() + ")";
+  info.budget = budget_large;
+  std::ofstream csv(out_dir / "candidates.csv", std::ios::trunc);
+  csv << kernels::candidates_csv_header();
+  kernels::TuningDataset dataset(out_dir / "dataset.h5", info);
+
+  std::vector<std::vector<kernels::TaskSummary>> results(phases.size());
+  std::vector<kernels::TaskSummary> all;
+  const auto started = std::chrono::steady_clock::now();
+  std::size_t done = 0;
+  for (std::size_t pi = 0; pi < phases.size(); ++pi) {
+    kernels::TemplateSearch search(backend, store, phases[pi].options);
+    for (const datasets::Task& task : phases[pi].tasks) {
+      kernels::SearchResult r;
+      try {
+        r = search.search(task);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "design_space_bench: skipping %s: %s\n", task.str().c_str(), e.what());
+        ++done;
+        continue;
+      }
+      csv << kernels::candidates_csv_rows(r);
+      csv.flush();
+      dataset.append(r);
+      if (!r.best_program().empty()) {
+        std::ofstream(out_dir / "best" / kernels::best_program_file_name(task)) << r.best_program();
+      }
+      const kernels::TaskSummary s = kernels::summarize(r);
+      results[pi].push_back(s);
+      all.push_back(s);
+      ++done;
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      std::fprintf(stderr, "[%zu/%zu %s elapsed, ~%s left] %s: %s %s\n", done, total,
+                   clock_text(elapsed).c_str(), clock_text(elapsed / done * (total - done)).c_str(),
+                   task.str().c_str(), s.best_design.empty() ? "none" : s.best_design.c_str(),
+                   s.timed ? (fixed(s.best_us, 2) + " us vs " + fixed(s.baseline_us, 2) +
+                              " us = " + fixed(s.speedup, 2) + "x")
+                                 .c_str()
+                           : "");
+    }
+  }
+  dataset.close();
+  std::ofstream(out_dir / "summary.md") << kernels::summary_markdown(all, info);
+
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("\nTemplate search vs cuSPARSE on %s, %s (wall %s)\n",
+              device.empty() ? "no GPU (compile-only)" : device.c_str(), info.started_utc.c_str(),
+              clock_text(elapsed).c_str());
+  for (std::size_t pi = 0; pi < phases.size(); ++pi) {
+    if (phases[pi].name == "small") continue;  // too long for the console: see summary.md
+    print_table(phases[pi].name == "large" ? "SpMV, generated 1M-50M nonzeros (bandwidth-bound)"
+                                           : "SpMM, K = 8 and 32 (fp32)",
+                results[pi]);
+  }
+  std::printf("\nGeomean speedup over cuSPARSE (per-matrix table of every regime: %s)\n",
+              (out_dir / "summary.md").string().c_str());
+  for (std::size_t pi = 0; pi < phases.size(); ++pi) {
+    for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
+      std::vector<kernels::TaskSummary> part;
+      for (const auto& t : results[pi]) {
+        if (t.task.dtype == d) part.push_back(t);
+      }
+      if (part.empty()) continue;
+      const std::string label = phases[pi].name == "small"   ? "small (SuiteSparse, launch-bound)"
+                                : phases[pi].name == "large" ? "large SpMV"
+                                                             : "SpMM";
+      print_geomean(label + " " + std::string(to_string(d)), part);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,275 @@
+// report.md and its plots from a run directory: tables from run.json, metrics.jsonl, results.csv
+// and checkpoints/; PNGs drawn by gnuplot where it is installed, and a report that says the plots
+// were skipped where it is not; `sparserl plot RUN_DIR` as a user runs it.
+#include "sparserl/experiments/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "catch.hpp"
+#include "sparserl/experiments/metrics.hpp"
+#include "sparserl/experiments/plots.hpp"
+#include "sparserl/experiments/results.hpp"
+#include "sparserl/experiments/run_directory.hpp"
+#include "test_support.hpp"
+
+using namespace sparserl::experiments;
+using sparserl::testing::has_substring;
+using sparserl::testing::scratch_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool is_png(const fs::path& file) {
+  const std::string head = read_text(file).substr(0, 8);
+  return head == std::string("\x89PNG\r\n\x1a\n", 8);
+}
+
+std::string run_command(const std::string& command, int& status) {
+  std::string output;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  status = ::pclose(pipe);
+  return output;
+}
+
+// A finished run with SFT and RL statistics, two agents' per-matrix results and two checkpoints.
+RunDirectory make_run(const fs::path& out) {
+  Config config;
+  config.set("experiment.output_dir", Value(out.string()));
+  config.set("experiment.name", Value(std::string("report")));
+  config.set("checkpoints.best_metric", Value(std::string("reward/mean")));
+  RunStart start;
+  start.command = "sparserl train report.toml";
+  const RunDirectory run = RunDirectory::create(config, start);
+  {
+    MetricsWriter m(run.metrics_path());
+    for (int step = 1; step <= 30; ++step) {
+      m.append(step, "sft", {{"loss", 3.0 / step}});
+    }
+    for (int step = 31; step <= 120; ++step) {
+      const double t = (step - 30) / 90.0;
+      m.append(step, "rl",
+               {{"reward/mean", -0.5 + 1.2 * t + 0.05 * std::sin(step)},
+                {"env/compile_rate", 0.6 + 0.38 * t},
+                {"env/correct_rate", 0.3 + 0.5 * t},
+                {"env/speedup_geomean", step == 40 ? std::nan("") : 0.7 + 0.6 * t}});
+    }
+  }
+  std::vector<MatrixResult> rows;
+  const char* agents[] = {"template", "grpo"};
+  for (int a = 0; a < 2; ++a) {
+    for (int i = 0; i < 12; ++i) {
+      MatrixResult r;
+      r.matrix = "suitesparse-v1/Group/matrix_" + std::to_string(i);
+      r.nnz = 1000 * (i + 1) * (i + 1);
+      r.agent = agents[a];
+      r.compiled = !(a == 1 && i == 3);
+      r.correct = r.compiled && !(a == 1 && i == 5);
+      r.cusparse_us = 2.0 + 0.01 * static_cast<double>(r.nnz) / 100;
+      r.candidate_us = r.cusparse_us / (0.6 + 0.08 * i + 0.1 * a);
+      r.speedup = r.correct ? r.cusparse_us / r.candidate_us : std::nan("");
+      r.gflops = 2.0 * static_cast<double>(r.nnz) / (r.candidate_us * 1e3);
+      r.bandwidth_fraction = 0.3 + 0.02 * i;
+      rows.push_back(r);
+    }
+  }
+  write_results_csv(run.results_path(), rows);
+  CheckpointStore store = run.checkpoints();
+  store.save(60, {{"reward/mean", 0.2}},
+             [](const fs::path& d) { std::ofstream(d / "policy.pt") << "w"; });
+  store.save(120, {{"reward/mean", 0.7}},
+             [](const fs::path& d) { std::ofstream(d / "policy.pt") << "w"; });
+  run.mark(RunStatus::finished);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("the report has its tables, and plots where gnuplot exists", "[experiments][report]") {
+  const RunDirectory run = make_run(scratch_dir("report_full"));
+  ReportOptions options = report_options(run.config());
+  options.curves.push_back("loss");
+  options.curves.push_back("never/logged");
+  const ReportOutcome outcome = write_report(run.root(), options);
+  const std::string md = read_text(run.report_path());
+  INFO(md);
+  CHECK(outcome.report == run.report_path());
+  CHECK_THAT(md, has_substring("# Run " + run.run_id()));
+  CHECK_THAT(md, has_substring("**finished**"));
+  CHECK_THAT(md, has_substring("| command | `sparserl train report.toml` |"));
+  CHECK_THAT(md, has_substring("| `reward/mean` | rl | 90 |"));
+  CHECK_THAT(md, has_substring("| `loss` | sft | 30 | 3 | 0.1 | 0.1 | 3 |"));
+  CHECK_THAT(md, has_substring("Not logged by this run: `never/logged`."));
+  CHECK_THAT(md, has_substring("| template | 12 | 100.0% | 100.0% |"));
+  CHECK_THAT(md, has_substring("| grpo | 12 | 91.7% | 83.3% |"));
+  CHECK_THAT(md, has_substring("| `suitesparse-v1/Group/matrix_3` | 16000 | grpo | no | no |"));
+  CHECK_THAT(md, has_substring("| checkpoints/step-000120 (best) | 120 | 0.7 |"));
+
+  const GnuplotProbe probe = find_gnuplot();
+  if (probe.gnuplot) {
+    for (const char* stem : {"reward_mean", "env_compile_rate", "env_correct_rate",
+                             "env_speedup_geomean", "loss", "speedup_bars", "time_vs_nnz"}) {
+      INFO(stem);
+      const fs::path png = run.plots_dir() / (std::string(stem) + ".png");
+      CHECK(is_png(png));
+      CHECK(fs::file_size(png) > 5000);
+      CHECK(fs::exists(run.plots_dir() / (std::string(stem) + ".gp")));
+      CHECK(fs::exists(run.plots_dir() / (std::string(stem) + ".dat")));
+    }
+    CHECK(outcome.plots.size() == 7);
+    CHECK_THAT(md, has_substring("![reward/mean](plots/reward_mean.png)"));
+    CHECK_THAT(md, has_substring("![speedup over cuSPARSE per matrix](plots/speedup_bars.png)"));
+    CHECK_THAT(md, has_substring("Plots drawn with gnuplot"));
+  } else {
+    CHECK_THAT(md, has_substring("Plots skipped: "));
+  }
+  if (probe.gnuplot) {
+    CHECK(outcome.skipped == std::vector<std::string>{"curve never/logged: not in metrics.jsonl"});
+  }
+}
+
+TEST_CASE("without gnuplot the report keeps its tables and says why plots are missing",
+          "[experiments][report]") {
+  const RunDirectory run = make_run(scratch_dir("report_no_gnuplot"));
+  ReportOptions options = report_options(run.config());
+  options.gnuplot = "/nonexistent/gnuplot";
+  const ReportOutcome outcome = write_report(run.root(), options);
+  const std::string md = read_text(run.report_path());
+  CHECK(outcome.plots.empty());
+  CHECK_THAT(md, has_substring("Plots skipped: '/nonexistent/gnuplot' not found (Debian / Ubuntu: "
+                               "apt-get install gnuplot-nox"));
+  CHECK_THAT(md, has_substring("`sparserl plot " + run.root().string() + "`"));
+  CHECK_THAT(md, has_substring("| template | 12 |"));
+  CHECK(md.find("![") == std::string::npos);
+  CHECK_FALSE(fs::exists(run.plots_dir() / "reward_mean.png"));
+}
+
+TEST_CASE("a bare run directory and bad inputs", "[experiments][report]") {
+  const fs::path out = scratch_dir("report_bare");
+  Config config;
+  config.set("experiment.output_dir", Value(out.string()));
+  const RunDirectory run = RunDirectory::create(config);
+  ReportOptions options;
+  options.plots = false;
+  write_report(run.root(), options);
+  std::string md = read_text(run.report_path());
+  CHECK_THAT(md, has_substring("**running**"));
+  CHECK_THAT(md, has_substring("metrics.jsonl holds no records yet."));
+  CHECK_THAT(md, has_substring("No results.csv in this run directory"));
+  CHECK_THAT(md, has_substring("## Checkpoints\n\nNone saved."));
+  CHECK_THAT(md, has_substring("Plots skipped (report.plots = false)"));
+
+  std::ofstream(run.metrics_path()) << "{\"step\":1}\n{\"step\":\n{\"step\":3}\n";
+  CHECK_THROWS_WITH(write_report(run.root(), options),
+                    has_substring(run.metrics_path().string() + ":2:"));
+  std::ofstream(run.metrics_path()) << "";
+  std::ofstream(run.results_path()) << "matrix,agent,speedup\nm,a,fast\n";
+  CHECK_THROWS_WITH(write_report(run.root(), options),
+                    has_substring(run.results_path().string() + ":2: column 'speedup'"));
+  CHECK_THROWS_WITH(write_report(out / "absent", options), has_substring("absent: not a folder"));
+}
+
+TEST_CASE("plot helpers reject what they cannot draw", "[experiments][report]") {
+  const GnuplotProbe probe = find_gnuplot();
+  const GnuplotProbe absent = find_gnuplot("/nonexistent/gnuplot");
+  CHECK_FALSE(absent.gnuplot);
+  CHECK_THAT(absent.reason, has_substring("'/nonexistent/gnuplot' not found"));
+  CHECK(plot_file_stem("eval/pass@8") == "eval_pass_8");
+  CHECK(plot_file_stem(".x") == "_.x");
+  if (!probe.gnuplot) return;
+  const fs::path dir = scratch_dir("report_plot_errors");
+  LinePlot empty;
+  empty.title = "nothing";
+  empty.series.push_back({"s", {{1, std::nan("")}}});
+  CHECK_THROWS_WITH(draw_line_plot(*probe.gnuplot, empty, dir / "nothing.png"),
+                    has_substring("no finite values"));
+  MatrixResult failed;
+  failed.matrix = "m";
+  failed.agent = "a";
+  CHECK_THROWS_WITH(draw_speedup_bars(*probe.gnuplot, {failed}, 10, dir / "bars.png"),
+                    has_substring("no correct kernel"));
+  // More matrices than the limit: the slowest and the fastest halves are drawn.
+  std::vector<MatrixResult> many;
+  for (int i = 0; i < 50; ++i) {
+    MatrixResult r;
+    r.matrix = "m" + std::to_string(i);
+    r.agent = "a";
+    r.compiled = r.correct = true;
+    r.speedup = 0.5 + i / 16.0;  // exact in binary, so the data file's text is predictable
+    many.push_back(r);
+  }
+  CHECK(draw_speedup_bars(*probe.gnuplot, many, 10, dir / "bars.png") == 10);
+  CHECK(is_png(dir / "bars.png"));
+  const std::string data = read_text(dir / "bars.dat");
+  CHECK_THAT(data, has_substring(" 0.5 "));         // the slowest
+  CHECK_THAT(data, has_substring(" 3.5625 "));      // the fastest
+  CHECK(data.find(" 1.75 ") == std::string::npos);  // a middle one left out
+}
+
+TEST_CASE("a gnuplot without pngcairo falls back to the png terminal", "[experiments][report]") {
+  const GnuplotProbe real = find_gnuplot();
+  if (!real.gnuplot) sparserl::testing::skip("gnuplot is not installed here");
+  const fs::path dir = scratch_dir("report_png_fallback");
+  // A gnuplot that refuses the cairo terminal, as a build without cairo would.
+  const fs::path fake = dir / "gnuplot-no-cairo";
+  std::ofstream(fake)
+      << "#!/bin/sh\ncase \"$*\" in *pngcairo*) echo 'unknown terminal' >&2; exit 1;; esac\nexec '"
+      << real.gnuplot->program << "' \"$@\"\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  const GnuplotProbe probe = find_gnuplot(fake.string());
+  REQUIRE(probe.gnuplot);
+  CHECK(probe.gnuplot->terminal == "png");
+  LinePlot plot;
+  plot.title = "reward/mean";
+  plot.series.push_back({"rl", {{1, 0.5}, {2, 0.75}, {3, 0.625}}});
+  draw_line_plot(*probe.gnuplot, plot, dir / "curve.png");
+  CHECK(is_png(dir / "curve.png"));
+  CHECK_THAT(read_text(dir / "curve.gp"), has_substring("set terminal png noenhanced"));
+
+  std::ofstream(fake) << "#!/bin/sh\nexit 1\n";
+  CHECK_THAT(find_gnuplot(fake.string()).reason,
+             has_substring("has neither the pngcairo nor the png terminal"));
+}
+
+TEST_CASE("sparserl plot re-renders a run directory", "[experiments][report]") {
+  const RunDirectory run = make_run(scratch_dir("report_cli"));
+  const std::string cli = std::string(SPARSERL_CLI_PATH) + " plot ";
+  int status = 0;
+  std::string out = run_command(cli + "'" + run.root().string() + "' --no-plots", status);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(out, has_substring("wrote " + run.report_path().string()));
+  CHECK_THAT(read_text(run.report_path()), has_substring("| grpo | 12 |"));
+
+  out = run_command(
+      cli + "'" + run.root().string() + "' --gnuplot /nonexistent/gnuplot --curve loss", status);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(out, has_substring("skipped plots: '/nonexistent/gnuplot' not found"));
+  CHECK_THAT(read_text(run.report_path()), has_substring("| `loss` | sft |"));
+
+  out = run_command(cli + "--help", status);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(out, has_substring("usage: sparserl plot RUN_DIR"));
+  out = run_command(cli + "/nonexistent/run", status);
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK_THAT(out, has_substring("sparserl plot: error: /nonexistent/run: not a folder"));
+  out = run_command(cli + "'" + run.root().string() + "' --set report.nope=1", status);
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK_THAT(out, has_substring("report.nope"));
+  run_command(cli, status);
+  CHECK(WEXITSTATUS(status) == 2);
+}

@@ -1,0 +1,126 @@
+// results.csv: rows round-trip (quoting, missing times), columns are found by name, bad fields are
+// named by file, line and column, and the per-agent summary matches hand-computed figures.
+#include "sparserl/experiments/results.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "catch.hpp"
+#include "test_support.hpp"
+
+using namespace sparserl::experiments;
+using sparserl::testing::has_substring;
+using sparserl::testing::scratch_dir;
+
+namespace {
+
+MatrixResult row(const char* matrix, std::int64_t nnz, const char* agent, bool compiled,
+                 bool correct, double cand, double base) {
+  MatrixResult r;
+  r.matrix = matrix;
+  r.nnz = nnz;
+  r.agent = agent;
+  r.compiled = compiled;
+  r.correct = correct;
+  r.candidate_us = cand;
+  r.cusparse_us = base;
+  r.speedup = correct ? base / cand : std::nan("");
+  r.gflops = correct ? 2.0 * static_cast<double>(nnz) / (cand * 1e3) : std::nan("");
+  r.bandwidth_fraction = correct ? 0.5 : std::nan("");
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("results.csv round-trips", "[experiments][results]") {
+  const auto file = scratch_dir("results_round_trip") / "results.csv";
+  const std::vector<MatrixResult> rows = {
+      row("suitesparse-v1/HB/west0067", 294, "template", true, true, 2.0, 4.0),
+      row("file:/data/a,b \"odd\".mtx", 10, "grpo", true, false, std::nan(""), 3.0),
+      row("gen-v1/banded?n=100", 298, "grpo", false, false, std::nan(""), std::nan("")),
+  };
+  write_results_csv(file, rows);
+  std::ifstream in(file);
+  std::string header, first;
+  std::getline(in, header);
+  std::getline(in, first);
+  CHECK(header ==
+        "matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_"
+        "fraction");
+  CHECK(first == "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5");
+
+  const auto back = read_results_csv(file);
+  REQUIRE(back.size() == 3);
+  CHECK(back[1].matrix == "file:/data/a,b \"odd\".mtx");
+  CHECK(back[0].speedup == 2.0);
+  CHECK(back[0].gflops == 0.294);
+  CHECK_FALSE(back[1].correct);
+  CHECK(back[1].compiled);
+  CHECK(std::isnan(back[1].candidate_us));
+  CHECK(back[1].cusparse_us == 3.0);
+  CHECK(std::isnan(back[2].cusparse_us));
+  CHECK(back[2].nnz == 298);
+}
+
+TEST_CASE("results.csv columns are found by name; bad fields are named", "[experiments][results]") {
+  const auto file = scratch_dir("results_errors") / "results.csv";
+  std::ofstream(file)
+      << "agent,speedup,matrix,correct,pass@8\r\nsft,1.5,m1,true,1\r\n\r\nsft,,m2,0,0\r\n";
+  const auto rows = read_results_csv(file);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].matrix == "m1");
+  CHECK(rows[0].correct);
+  CHECK(rows[0].speedup == 1.5);
+  CHECK(std::isnan(rows[0].gflops));  // no such column
+  CHECK(std::isnan(rows[1].speedup));
+
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"", ":1: empty file"},
+      {"nnz,agent\n1,a\n", ":1: the header has no 'matrix' column"},
+      {"matrix,agent,nnz\nm,a,12x\n", ":2: column 'nnz': '12x' is not a number"},
+      {"matrix,agent,nnz\nm,a,-3\n", ":2: column 'nnz': '-3' is not a count"},
+      {"matrix,agent,correct\nm,a,yes\n", ":2: column 'correct': 'yes' is not a boolean"},
+      {"matrix,agent\nm,a\nm,a,b\n", ":3: 3 fields, the header has 2"},
+      {"matrix,agent\n\"m,a\n", ":2: unterminated quoted field"},
+      {"matrix,agent\nm\"x,a\n", ":2: a quote inside an unquoted field"},
+      {"matrix,agent\n,a\n", ":2: column 'matrix': empty"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    std::ofstream(file) << c.text;
+    CHECK_THROWS_WITH(read_results_csv(file), has_substring(file.string() + c.message));
+  }
+  CHECK_THROWS_WITH(read_results_csv(file.parent_path() / "absent.csv"),
+                    has_substring("absent.csv: cannot open"));
+}
+
+TEST_CASE("the per-agent summary", "[experiments][results]") {
+  const std::vector<MatrixResult> rows = {
+      row("m1", 100, "a", true, true, 1.0, 2.0),   // speedup 2
+      row("m2", 100, "a", true, true, 4.0, 2.0),   // 0.5
+      row("m3", 100, "a", true, true, 1.0, 8.0),   // 8
+      row("m4", 100, "a", true, false, 1.0, 8.0),  // wrong answer
+      row("m1", 100, "b", false, false, 1.0, 2.0),
+  };
+  const auto s = summarize_results(rows);
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].agent == "a");
+  CHECK(s[0].matrices == 4);
+  CHECK(s[0].compile_rate == 1.0);
+  CHECK(s[0].correct_rate == 0.75);
+  CHECK(s[0].geomean_speedup == Approx(2.0));                           // (2 * 0.5 * 8)^(1/3)
+  CHECK(s[0].geomean_speedup_fallback == Approx(std::pow(8.0, 0.25)));  // the failure counts as 1
+  CHECK(s[0].faster_share == 0.5);
+  CHECK(s[0].median_gflops == Approx(0.2));  // 0.2, 0.05, 0.2
+  CHECK(s[0].mean_bandwidth_fraction == 0.5);
+  CHECK(s[1].agent == "b");
+  CHECK(s[1].compile_rate == 0.0);
+  CHECK(std::isnan(s[1].geomean_speedup));
+  CHECK(s[1].geomean_speedup_fallback == 1.0);
+  CHECK(std::isnan(s[1].median_gflops));
+}

@@ -1,0 +1,246 @@
+// `sparserl vocab`: the tokenizer's vocabularies on the command line. `build` makes a vocabulary
+// file from the fixed lists, the kernel ABI registry and a corpus (reward/programs and the kernel
+// design space by default; a builtin the corpus calls without declaring is added); `show` prints
+// one; `encode` prints a program's tokens and its decoded, canonical text; `check` encodes every
+// corpus program and says which ones do not round-trip. The committed env/vocab/cuda-c-v1.vocab is
+// `sparserl vocab build --out env/vocab/cuda-c-v1.vocab`.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "sparserl/env/action_mask.hpp"
+#include "sparserl/env/tokenizer.hpp"
+#if __has_include("sparserl/kernels/design_space.hpp")
+#include "sparserl/kernels/design_space.hpp"
+#define SPARSERL_VOCAB_HAVE_KERNELS 1
+#endif
+
+namespace sparserl::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage =
+    "usage: sparserl vocab SUBCOMMAND [ARGS...]\n"
+    "\n"
+    "The environment's token vocabularies (env/vocab/NAME.vocab).\n"
+    "\n"
+    "  build --out FILE [--name NAME] [--locals N] [--corpus DIR]... [--no-design-space]\n"
+    "      a vocabulary from the fixed token lists, the kernel ABI registry and the corpus: every\n"
+    "      .cu file under each --corpus DIR (default: reward/programs under the source tree, when\n"
+    "      found) and the kernel design space's programs. Builtins the corpus calls without\n"
+    "      declaring them are added. Name default cuda-c-v1, locals default 128.\n"
+    "  show [FILE] [--json]\n"
+    "      name, size, digest and the tokens by class (default: the standard vocabulary)\n"
+    "  encode PROGRAM [--vocab FILE]\n"
+    "      the program's token ids, then its decoded (canonical) text\n"
+    "  check [--vocab FILE] [--corpus DIR]... [--no-design-space]\n"
+    "      encodes every corpus program: round trip, syntax-mask acceptance, longest sequence,\n"
+    "      most locals; exit 1 when a program fails\n"
+    "\n"
+    "exit status: 0 done, 1 a failure (named), 2 bad arguments\n";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct CorpusProgram {
+  std::string name;
+  std::string text;
+};
+
+// The default corpus folder: reward/programs beside the executable's source tree, if it is there.
+std::vector<fs::path> default_corpus_dirs() {
+  std::vector<fs::path> dirs;
+  for (fs::path p : {fs::path("reward/programs"), fs::path("../reward/programs"),
+                     fs::path("../../reward/programs")}) {
+    if (fs::is_directory(p)) {
+      dirs.push_back(p);
+      break;
+    }
+  }
+  return dirs;
+}
+
+std::vector<CorpusProgram> load_corpus(const Args& args) {
+  std::vector<fs::path> dirs;
+  for (const std::string& d : args.all("corpus")) dirs.emplace_back(d);
+  if (dirs.empty()) dirs = default_corpus_dirs();
+  std::vector<CorpusProgram> corpus;
+  for (const fs::path& dir : dirs) {
+    if (!fs::is_directory(dir))
+      throw std::runtime_error("--corpus " + dir.string() + ": not a folder");
+    std::vector<fs::path> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (e.is_regular_file() && e.path().extension() == ".cu") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) corpus.push_back({f.string(), read_file(f)});
+  }
+#ifdef SPARSERL_VOCAB_HAVE_KERNELS
+  if (!args.flag("no-design-space")) {
+    for (datasets::Op op : {datasets::Op::spmv, datasets::Op::spmm}) {
+      for (datasets::DType dtype : {datasets::DType::f32, datasets::DType::f64}) {
+        const kernels::DesignSpace space(op, dtype);
+        for (const kernels::DesignPoint& p : space.points()) {
+          corpus.push_back({std::string(datasets::to_string(op)) + " " +
+                                std::string(datasets::to_string(dtype)) + " " + p.id(),
+                            space.render(p)});
+        }
+      }
+    }
+  }
+#endif
+  return corpus;
+}
+
+std::shared_ptr<const env::Vocabulary> vocabulary_of(const Args& args) {
+  if (auto file = args.option("vocab")) {
+    return std::make_shared<const env::Vocabulary>(env::Vocabulary::load(*file));
+  }
+  return std::make_shared<const env::Vocabulary>(env::Vocabulary::standard());
+}
+
+int run_build(const Args& args) {
+  args.allow_only({"out", "name", "locals", "corpus"});
+  env::VocabularyOptions options;
+  options.name = args.option_or("name", std::string(env::Vocabulary::kStandardName));
+  options.locals = static_cast<int>(args.integer("locals", options.locals, 1, 4096));
+  const fs::path out = args.required("out");
+  const std::vector<CorpusProgram> corpus = load_corpus(args);
+  const env::Tokenizer lists(
+      std::make_shared<const env::Vocabulary>(env::Vocabulary::build(options)));
+  for (const CorpusProgram& p : corpus) {
+    try {
+      for (const std::string& name : lists.undeclared_calls(p.text)) {
+        std::cerr << "corpus " << p.name << " calls '" << name
+                  << "' without declaring it: added as a builtin\n";
+        options.extra_builtins.push_back(name);
+      }
+    } catch (const env::TokenizeError& e) {
+      throw std::runtime_error("corpus program " + p.name + ": " + e.what());
+    }
+  }
+  const env::Vocabulary v = env::Vocabulary::build(options);
+  v.save(out);
+  std::cout << "wrote " << out.string() << ": vocabulary " << v.name() << ", " << v.size()
+            << " tokens, " << corpus.size() << " corpus programs, digest " << v.digest() << "\n";
+  return 0;
+}
+
+int run_show(const Args& args) {
+  args.allow_only({});
+  const env::Vocabulary v = args.positional().size() > 1
+                                ? env::Vocabulary::load(args.positional()[1])
+                                : env::Vocabulary::standard();
+  std::map<std::string, std::vector<std::string>> by_class;
+  for (const env::TokenSpec& t : v.tokens())
+    by_class[std::string(env::to_string(t.cls))].push_back(t.text);
+  if (args.flag("json")) {
+    std::cout << "{\"name\":\"" << v.name() << "\",\"size\":" << v.size() << ",\"digest\":\""
+              << v.digest() << "\",\"classes\":{";
+    bool first = true;
+    for (const auto& [cls, tokens] : by_class) {
+      std::cout << (first ? "" : ",") << "\"" << cls << "\":" << tokens.size();
+      first = false;
+    }
+    std::cout << "}}\n";
+    return 0;
+  }
+  std::cout << "vocabulary " << v.name() << ": " << v.size() << " tokens, digest " << v.digest()
+            << "\n";
+  for (const auto& [cls, tokens] : by_class) {
+    std::cout << "  " << cls << " (" << tokens.size() << "):";
+    std::size_t shown = 0;
+    for (const std::string& t : tokens) {
+      if (++shown > 24) {
+        std::cout << " ...";
+        break;
+      }
+      std::cout << " " << t;
+    }
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+int run_encode(const Args& args) {
+  args.allow_only({"vocab"});
+  const std::string& file = args.positional(1, "the program file");
+  const env::Tokenizer tokenizer(vocabulary_of(args));
+  const std::string text = read_file(file);
+  env::EncodedProgram encoded;
+  try {
+    encoded = tokenizer.encode(text);
+  } catch (const env::TokenizeError& e) {
+    throw std::runtime_error(file + ": " + e.what());
+  }
+  std::cout << encoded.tokens.size() << " tokens:";
+  for (env::TokenId id : encoded.tokens) std::cout << " " << id;
+  std::cout << "\nlocals:";
+  for (std::size_t i = 0; i < encoded.locals.size(); ++i)
+    std::cout << " v" << i << "=" << encoded.locals[i];
+  std::cout << "\n\n" << tokenizer.decode(encoded.tokens);
+  return 0;
+}
+
+int run_check(const Args& args) {
+  args.allow_only({"vocab", "corpus"});
+  const auto vocabulary = vocabulary_of(args);
+  const env::Tokenizer tokenizer(vocabulary);
+  const std::vector<CorpusProgram> corpus = load_corpus(args);
+  int failures = 0;
+  std::size_t longest = 0, most_locals = 0;
+  for (const CorpusProgram& p : corpus) {
+    try {
+      const env::EncodedProgram e = tokenizer.encode(p.text);
+      longest = std::max(longest, e.tokens.size());
+      most_locals = std::max(most_locals, e.locals.size());
+      if (tokenizer.encode(tokenizer.decode(e.tokens)).tokens != e.tokens) {
+        throw std::runtime_error("decode(encode(p)) does not encode back to the same tokens");
+      }
+      env::ActionMask mask(vocabulary, env::MaskMode::syntax,
+                           static_cast<int>(e.tokens.size()) + 16);
+      for (std::size_t i = 0; i < e.tokens.size(); ++i) {
+        if (!mask.allows(e.tokens[i])) {
+          throw std::runtime_error("the syntax mask refuses token " + std::to_string(i) + " (" +
+                                   vocabulary->describe(e.tokens[i]) + ")");
+        }
+        mask.advance(e.tokens[i]);
+      }
+    } catch (const std::exception& e) {
+      ++failures;
+      std::cerr << p.name << ": " << e.what() << "\n";
+    }
+  }
+  std::cout << corpus.size() << " programs, " << failures << " failed; longest " << longest
+            << " tokens; most locals " << most_locals << " of " << vocabulary->locals()
+            << " (vocabulary " << vocabulary->name() << ")\n";
+  return failures == 0 ? 0 : 1;
+}
+
+int run_vocab(const std::vector<std::string>& argv) {
+  const Args args(argv, {"json", "no-design-space"});
+  const std::string& sub = args.positional(0, "a subcommand: build, show, encode or check");
+  if (sub == "build") return run_build(args);
+  if (sub == "show") return run_show(args);
+  if (sub == "encode") return run_encode(args);
+  if (sub == "check") return run_check(args);
+  throw UsageError("unknown subcommand '" + sub + "': expected build, show, encode or check");
+}
+
+const CommandRegistration kRegistration(Command{
+    "vocab", "build, show and check the tokenizer's vocabularies", kUsage, run_vocab});
+
+}  // namespace
+}  // namespace sparserl::tools
