@@ -144,6 +144,7 @@ void add_eval_result(Info& info, const reward::EvalResult& r) {
   info.set("eval.check.max_error_ratio", r.check.max_error_ratio);
   info.set("eval.check.bad_outputs", r.check.bad_outputs);
   info.set("eval.check.first_bad_row", r.check.first_bad_row);
+  info.set("eval.check.unchecked_outputs", r.check.unchecked_outputs);
   info.set("eval.timing.median_us", r.timing.median_us);
   info.set("eval.timing.p10_us", r.timing.p10_us);
   info.set("eval.timing.p90_us", r.timing.p90_us);

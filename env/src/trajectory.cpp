@@ -315,6 +315,12 @@ std::vector<Column> make_columns() {
       [](Record& r, std::int64_t v) {
         if (r.episode.eval) r.episode.eval->check.first_bad_row = v;
       });
+  i64(
+      "unchecked_outputs", ColumnType::i64, "outputs outside the dtype's range, not checked",
+      [](const Record& r) { return eval_of(r).check.unchecked_outputs; },
+      [](Record& r, std::int64_t v) {
+        if (r.episode.eval) r.episode.eval->check.unchecked_outputs = v;
+      });
   const auto timing = [&f64](const char* name, const char* doc,
                              double reward::TimingFigures::*field) {
     f64(

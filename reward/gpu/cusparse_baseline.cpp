@@ -57,6 +57,8 @@ CusparseBaseline::CusparseBaseline(const datasets::SparseMatrix& a, datasets::Op
   y_bytes_ = static_cast<std::size_t>(a.rows()) * kk * vbytes;
   d_y_ = alloc(y_bytes_);
   check_cuda(cudaMemset(d_x_, 0, static_cast<std::size_t>(a.cols()) * kk * vbytes), "zero x");
+  // The legacy-stream memset must finish before anything on the session's non-blocking stream.
+  check_cuda(cudaDeviceSynchronize(), "zero x");
 
   check_sparse(cusparseCreate(&handle_), "cusparseCreate");
   check_sparse(cusparseSetStream(handle_, stream_), "cusparseSetStream");

@@ -16,6 +16,10 @@ GuardedBuffer::GuardedBuffer(std::string name, std::size_t bytes) : name_(std::m
   base_ = static_cast<std::uint8_t*>(base);
   data_ = base_ + kGuardBytes;
   check_cuda(cudaMemset(base_, 0xFF, total), ("fill " + name_).c_str());
+  // cudaMemset runs on the legacy stream, which the session's non-blocking stream does not wait
+  // for: without this the fill could land after upload() and corrupt an input (seen on the H100
+  // as a spurious input_mutated verdict).
+  check_cuda(cudaDeviceSynchronize(), ("fill " + name_).c_str());
 }
 
 GuardedBuffer::~GuardedBuffer() { release(); }

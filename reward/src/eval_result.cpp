@@ -193,6 +193,7 @@ std::string EvalResult::to_json() const {
       k.field("max_error_ratio", check.max_error_ratio);
       k.field("bad_outputs", check.bad_outputs);
       k.field("first_bad_row", check.first_bad_row);
+      k.field("unchecked_outputs", check.unchecked_outputs);
     }
     {
       JsonObject t = o.object("timing");

@@ -360,7 +360,8 @@ struct Evaluator::Impl {
                                 const std::vector<ResolvedLaunch>& launches,
                                 const std::string& device, const GpuProtocol& protocol) {
     Sha256 h;
-    h.update_field("sparserl-result-key-v1");
+    // The protocol version covers the checking rules too: a verdict of older rules is never reused.
+    h.update_field("sparserl-result-key-v" + std::to_string(kProtocolVersion));
     h.update_field(sha256_hex(cubin));
     h.update_field(matrix_digest);
     h.update_field(datasets::to_string(task.op));
@@ -405,6 +406,12 @@ struct Evaluator::Impl {
     }
     try {
       run_stages(task, program, options, r);
+      // A program refused before the GPU stages was still judged where a GPU is present: its
+      // reward is the full formula's (no test term), not the compile-only one, and no "no GPU"
+      // notice may be printed for it.
+      if (!r.gpu_available && !options.compile_only && cfg.gpu_workers != 0) {
+        r.gpu_available = !pool.gpu_info().devices.empty();
+      }
     } catch (const std::exception& e) {
       r.error = ErrorKind::internal_error;
       r.message = e.what();

@@ -501,6 +501,7 @@ void write_eval_result(Writer& w, const EvalResult& r) {
   w.f64(k.max_error_ratio);
   w.i64(k.bad_outputs);
   w.i64(k.first_bad_row);
+  w.i64(k.unchecked_outputs);
   const TimingFigures& t = r.timing;
   w.f64(t.median_us);
   w.f64(t.p10_us);
@@ -549,6 +550,7 @@ EvalResult read_eval_result(Reader& in) {
   k.max_error_ratio = in.f64();
   k.bad_outputs = in.i64();
   k.first_bad_row = in.i64();
+  k.unchecked_outputs = in.i64();
   TimingFigures& t = r.timing;
   t.median_us = in.f64();
   t.p10_us = in.f64();

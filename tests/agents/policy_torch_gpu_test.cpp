@@ -108,17 +108,29 @@ TEST_CASE("on CUDA generation under the syntax mask yields complete programs", "
 
 TEST_CASE("on CUDA SFT steps lower the loss", "[agents][gpu]") {
   require_cuda();
-  AgentConfig config = cuda_config();
-  config.optimizer.lr = 3e-3;
-  PolicyAgent agent(config, vocabulary());
+  // The recipe of the CPU overfitting test (policy_torch_test.cpp): the first 80 tokens of three
+  // programs, a 64-wide model, lr 1e-2 without weight decay. (30 steps at lr 3e-3 on whole
+  // programs barely moved the loss of the 32-wide model on the H100: too small a budget, not a
+  // CUDA fault.)
   const auto programs = agents::testing::reference_programs();
   std::vector<SftExample> batch;
+  std::size_t longest = 0;
   for (std::size_t i = 0; i < 3; ++i) {
-    batch.push_back(
-        {synthetic_observation(i), agents::testing::tokenizer()->encode(programs[i].text).tokens});
+    std::vector<env::TokenId> tokens = agents::testing::tokenizer()->encode(programs[i].text).tokens;
+    tokens.resize(std::min<std::size_t>(tokens.size() - 1, 80));
+    tokens.push_back(vocabulary()->eos());
+    longest = std::max(longest, tokens.size());
+    batch.push_back({synthetic_observation(i), std::move(tokens)});
   }
+  AgentConfig config = cuda_config(env::MaskMode::none, static_cast<int>(longest) + 8);
+  config.policy.d_model = 64;
+  config.policy.d_ff = 128;
+  config.optimizer.lr = 1e-2;
+  config.optimizer.weight_decay = 0.0;
+  PolicyAgent agent(config, vocabulary());
   const double first = find_statistic(agent.sft_step(batch), "loss");
   double last = first;
-  for (int i = 0; i < 30; ++i) last = find_statistic(agent.sft_step(batch), "loss");
-  CHECK(last < 0.5 * first);
+  for (int i = 0; i < 100; ++i) last = find_statistic(agent.sft_step(batch), "loss");
+  INFO("loss " << first << " -> " << last);
+  CHECK(last < 0.25 * first);
 }

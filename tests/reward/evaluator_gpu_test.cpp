@@ -324,8 +324,9 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
     const auto stats = ev.stats();
     CHECK(stats.evaluations >= 1000);
   }
-  // The evaluator is gone: every worker it started has been reaped.
-  CHECK(live_children() == children_before);
+  // The evaluator is gone: every worker it started has been reaped. (At most as many as before:
+  // the shared evaluator may have been replacing one of its own workers when they were counted.)
+  CHECK(live_children() <= children_before);
   if (memory_at_100 >= 0 && memory_at_end >= 0) {
     INFO("GPU memory used: " << memory_at_100 << " MiB after 100 evaluations, " << memory_at_end
                              << " MiB after 1000");

@@ -64,6 +64,9 @@ struct CheckFigures {
   double max_error_ratio = 0;     // max over outputs of |y - ref| / tolerance (<= 1 passes)
   std::int64_t bad_outputs = 0;   // elements outside tolerance (or unwritten) on the failing input
   std::int64_t first_bad_row = -1;
+  // Elements left unchecked because their row's exact value is outside the dtype's finite range
+  // (a matrix entry or sum_j |a_ij x_j| beyond FLT_MAX in f32): any answer there is inf or NaN.
+  std::int64_t unchecked_outputs = 0;
 };
 
 // Figures from the timing stage, in microseconds of summed kernel time per run (CUPTI activity).
