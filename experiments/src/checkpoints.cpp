@@ -1,5 +1,6 @@
 // Checkpoint folders written through a temporary folder and a rename, listed from their meta.json,
 // and pruned to the last N plus the best (checkpoints.hpp).
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/checkpoints.hpp"
 
 #include <unistd.h>
@@ -92,7 +93,7 @@ CheckpointInfo CheckpointStore::save(std::int64_t step, const Statistics& metric
                           ")");
   const std::string name = checkpoint_folder_name(step);
   const fs::path temp = dir_ / (std::string(kTempPrefix) + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(temp, ec);
+  datasets::remove_tree(temp, ec);
   fs::create_directory(temp, ec);
   if (ec) throw CheckpointError(temp.string() + ": cannot create (" + ec.message() + ")");
 
@@ -114,7 +115,7 @@ CheckpointInfo CheckpointStore::save(std::int64_t step, const Statistics& metric
     meta.set("metrics", std::move(m));
     write_file_atomically(temp / "meta.json", meta.dump(2) + "\n");
   } catch (...) {
-    fs::remove_all(temp, ec);
+    datasets::remove_tree(temp, ec);
     throw;
   }
 
@@ -124,14 +125,14 @@ CheckpointInfo CheckpointStore::save(std::int64_t step, const Statistics& metric
     // some complete copy exists at every moment.
     const fs::path old =
         dir_ / (std::string(kTempPrefix) + "old-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(old, ec);
+    datasets::remove_tree(old, ec);
     fs::rename(final_dir, old, ec);
     if (ec) throw CheckpointError(final_dir.string() + ": cannot replace (" + ec.message() + ")");
     fs::rename(temp, final_dir, ec);
     if (ec)
       throw CheckpointError(final_dir.string() + ": cannot rename the new checkpoint into place (" +
                             ec.message() + ")");
-    fs::remove_all(old, ec);
+    datasets::remove_tree(old, ec);
   } else {
     fs::rename(temp, final_dir, ec);
     if (ec)
@@ -185,7 +186,7 @@ void CheckpointStore::prune() {
   std::error_code ec;
   if (!fs::is_directory(dir_, ec)) return;
   for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
-    if (e.path().filename().string().rfind(kTempPrefix, 0) == 0) fs::remove_all(e.path(), ec);
+    if (e.path().filename().string().rfind(kTempPrefix, 0) == 0) datasets::remove_tree(e.path(), ec);
   }
   const std::vector<CheckpointInfo> all = list();
   std::set<std::int64_t> keep;
@@ -197,7 +198,7 @@ void CheckpointStore::prune() {
   // nothing.
   if (keep.empty() && !all.empty()) keep.insert(all.back().step);
   for (const CheckpointInfo& c : all) {
-    if (keep.count(c.step) == 0) fs::remove_all(c.dir, ec);
+    if (keep.count(c.step) == 0) datasets::remove_tree(c.dir, ec);
   }
 }
 

@@ -209,30 +209,40 @@ Schema& Schema::add(KeySpec key) {
 
 Schema& Schema::integer(std::string name, std::int64_t def, std::string doc, std::optional<double> min,
                         std::optional<double> max) {
-  return add({std::move(name), ValueType::integer, def, std::move(doc), min, max, {}});
+  return add({std::move(name), ValueType::integer, def, std::move(doc), min, max, {}, {}});
 }
 Schema& Schema::real(std::string name, double def, std::string doc, std::optional<double> min,
                      std::optional<double> max) {
-  return add({std::move(name), ValueType::real, def, std::move(doc), min, max, {}});
+  return add({std::move(name), ValueType::real, def, std::move(doc), min, max, {}, {}});
 }
 Schema& Schema::boolean(std::string name, bool def, std::string doc) {
-  return add({std::move(name), ValueType::boolean, def, std::move(doc), {}, {}, {}});
+  return add({std::move(name), ValueType::boolean, def, std::move(doc), {}, {}, {}, {}});
 }
 Schema& Schema::string(std::string name, std::string def, std::string doc, std::vector<std::string> choices) {
-  return add({std::move(name), ValueType::string, std::move(def), std::move(doc), {}, {}, std::move(choices)});
+  return add({std::move(name), ValueType::string, std::move(def), std::move(doc), {}, {}, std::move(choices), {}});
 }
 Schema& Schema::string_list(std::string name, std::vector<std::string> def, std::string doc,
                             std::vector<std::string> choices) {
   return add({std::move(name), ValueType::string_list, std::move(def), std::move(doc), {}, {},
-              std::move(choices)});
+              std::move(choices), {}});
 }
 Schema& Schema::integer_list(std::string name, std::vector<std::int64_t> def, std::string doc,
                              std::optional<double> min, std::optional<double> max) {
-  return add({std::move(name), ValueType::integer_list, std::move(def), std::move(doc), min, max, {}});
+  return add({std::move(name), ValueType::integer_list, std::move(def), std::move(doc), min, max, {}, {}});
 }
 Schema& Schema::real_list(std::string name, std::vector<double> def, std::string doc, std::optional<double> min,
                           std::optional<double> max) {
-  return add({std::move(name), ValueType::real_list, std::move(def), std::move(doc), min, max, {}});
+  return add({std::move(name), ValueType::real_list, std::move(def), std::move(doc), min, max, {}, {}});
+}
+
+Schema& Schema::validate(std::function<std::optional<std::string>(const Value&)> validator) {
+  if (keys_.empty()) throw std::logic_error("schema validator without a key");
+  KeySpec& key = keys_.back();
+  key.validator = std::move(validator);
+  if (auto bad = check(key, key.default_value)) {
+    throw std::logic_error("schema default of '" + key.path + "': " + *bad);
+  }
+  return *this;
 }
 
 const KeySpec* Schema::find(std::string_view path) const {
@@ -250,6 +260,12 @@ bool Schema::is_section(std::string_view path) const {
 }
 
 std::optional<std::string> Schema::check(const KeySpec& key, const Value& value) const {
+  if (auto bad = check_type_and_range(key, value)) return bad;
+  if (key.validator) return key.validator(value);
+  return std::nullopt;
+}
+
+std::optional<std::string> Schema::check_type_and_range(const KeySpec& key, const Value& value) const {
   const bool integral = key.type == ValueType::integer || key.type == ValueType::integer_list;
   auto number = [&](double v) {
     return integral ? std::to_string(static_cast<long long>(v)) : format_number(v);
@@ -356,7 +372,9 @@ Config Config::load(const std::filesystem::path& file, const std::vector<std::st
   if (!in) throw ConfigError(file.string() + ": cannot read the config file");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse(text.str(), file.string(), overrides, schema);
+  Config config = parse(text.str(), file.string(), overrides, schema);
+  config.file_ = file;
+  return config;
 }
 
 Config Config::parse(std::string_view text, const std::string& source, const std::vector<std::string>& overrides,

@@ -176,7 +176,8 @@ MetricsLog read_metrics(const std::filesystem::path& file, bool missing_ok) {
   return log;
 }
 
-std::size_t rewind_metrics(const std::filesystem::path& file, std::int64_t step) {
+std::size_t rewind_metrics(const std::filesystem::path& file, std::int64_t step,
+                           std::string_view drop_stage) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return 0;
   const std::string text = read_all(file);
@@ -194,7 +195,7 @@ std::size_t rewind_metrics(const std::filesystem::path& file, std::int64_t step)
       try {
         const MetricsRecord r = record_from(Json::parse(line, file.string(), line_no),
                                             file.string() + ":" + std::to_string(line_no));
-        if (r.step <= step) {
+        if (r.step <= step && (drop_stage.empty() || r.stage != drop_stage)) {
           kept.append(line);
           kept += '\n';
         } else {

@@ -124,7 +124,13 @@ void Progress::maybe_print(bool force) {
   const double now = options_.clock();
   const double interval = interactive_ ? options_.redraw_interval_s : options_.log_interval_s;
   if (!force && now - last_print_ < interval) return;
+  if (force && !interactive_ && done_ == printed_done_ && note_ == printed_note_) {
+    finished_ = true;  // the last line said it all: a log gets no repeat
+    return;
+  }
   last_print_ = now;
+  printed_done_ = done_;
+  printed_note_ = note_;
   const std::string text = line_locked(now);
   if (interactive_) {
     // Carriage return and erase-to-end-of-line redraw the same line.

@@ -222,23 +222,36 @@ void results_section(std::ostringstream& md, const fs::path& file, const ReportO
         "protocol in the "
         "same GPU worker (docs/reward.md); GFLOP/s and bandwidth fraction are of the agent's "
         "kernel.\n\n";
-  md << "| agent | matrices | compile rate | correct rate | geomean speedup (correct) | geomean "
-        "speedup "
-        "(failures as 1) | faster than cuSPARSE | median GFLOP/s | mean bandwidth fraction |\n"
-        "|---|---|---|---|---|---|---|---|---|\n";
-  for (const AgentSummary& s : summarize_results(rows)) {
+  const std::vector<AgentSummary> summaries = summarize_results(rows);
+  const bool any_tested = std::any_of(summaries.begin(), summaries.end(),
+                                      [](const AgentSummary& s) { return s.tested; });
+  std::int64_t k = 0;
+  for (const AgentSummary& s : summaries) k = std::max(k, s.k);
+  const std::string pass_k = k > 0 ? "pass@" + std::to_string(k) : std::string("pass@k");
+  md << "| agent | matrices | compile rate | correct rate (pass@1) | " << pass_k
+     << " | geomean speedup (correct) | geomean speedup (failures as 1) | faster than cuSPARSE | "
+        "median GFLOP/s | mean bandwidth fraction |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const AgentSummary& s : summaries) {
     md << "| " << cell(s.agent) << " | " << s.matrices << " | " << percent(s.compile_rate) << " | "
-       << percent(s.correct_rate) << " | " << num(s.geomean_speedup) << " | "
-       << num(s.geomean_speedup_fallback) << " | " << percent(s.faster_share) << " | "
-       << num(s.median_gflops) << " | " << percent(s.mean_bandwidth_fraction) << " |\n";
+       << percent(s.correct_rate) << " | " << percent(s.pass_at_k) << " | "
+       << num(s.geomean_speedup) << " | " << num(s.geomean_speedup_fallback) << " | "
+       << percent(s.faster_share) << " | " << num(s.median_gflops) << " | "
+       << percent(s.mean_bandwidth_fraction) << " |\n";
   }
   md << "\n";
-  md << try_plot(ctx, "speedup_bars", "speedup over cuSPARSE per matrix",
-                 [&](const Gnuplot& g, const fs::path& png) {
-                   draw_speedup_bars(g, rows, options.bar_matrices, png);
-                 });
-  md << try_plot(ctx, "time_vs_nnz", "kernel time against nnz",
-                 [&](const Gnuplot& g, const fs::path& png) { draw_time_vs_nnz(g, rows, png); });
+  if (!any_tested) {
+    md << "No GPU stages ran (no GPU, or compile only): correctness, pass@k and every speed "
+          "figure are n/a, not zero. Only the compile rate was measured.\n\n";
+    ctx.outcome.skipped.push_back("plots speedup_bars, time_vs_nnz: no GPU timings");
+  } else {
+    md << try_plot(ctx, "speedup_bars", "speedup over cuSPARSE per matrix",
+                   [&](const Gnuplot& g, const fs::path& png) {
+                     draw_speedup_bars(g, rows, options.bar_matrices, png);
+                   });
+    md << try_plot(ctx, "time_vs_nnz", "kernel time against nnz",
+                   [&](const Gnuplot& g, const fs::path& png) { draw_time_vs_nnz(g, rows, png); });
+  }
 
   md << "| matrix | nnz | agent | compiled | correct | kernel (us) | cuSPARSE (us) | speedup | "
         "GFLOP/s | bandwidth fraction |\n"
@@ -247,7 +260,8 @@ void results_section(std::ostringstream& md, const fs::path& file, const ReportO
   for (std::size_t i = 0; i < shown; ++i) {
     const MatrixResult& r = rows[i];
     md << "| " << code(r.matrix) << " | " << r.nnz << " | " << cell(r.agent) << " | "
-       << (r.compiled ? "yes" : "no") << " | " << (r.correct ? "yes" : "no") << " | "
+       << (r.compiled ? "yes" : "no") << " | "
+       << (!r.tested ? "n/a" : r.correct ? "yes" : "no") << " | "
        << num(r.candidate_us) << " | " << num(r.cusparse_us) << " | " << num(r.speedup) << " | "
        << num(r.gflops) << " | " << percent(r.bandwidth_fraction) << " |\n";
   }
@@ -340,8 +354,9 @@ ReportOutcome write_report(const fs::path& run_dir, const ReportOptions& options
   results_section(md, run_dir / "results.csv", options, ctx);
   checkpoints_section(md, run_dir / "checkpoints", options);
   md << "## About this report\n\n" << plots_note << "\n\n";
-  md << "Written by `sparserl plot` from run.json, metrics.jsonl, results.csv and checkpoints/ on "
-     << iso_utc(std::chrono::system_clock::now()) << ".";
+  md << "Written from run.json, metrics.jsonl, results.csv and checkpoints/ on "
+     << iso_utc(std::chrono::system_clock::now()) << "; `sparserl plot " << run_dir.string()
+     << "` writes it again.";
   std::error_code tec;
   if (fs::exists(run_dir / "trajectories.h5", tec)) {
     md << " Episodes: `sparserl inspect " << (run_dir / "trajectories.h5").string() << "`.";

@@ -107,7 +107,8 @@ double median(std::vector<double> v) {
 const std::vector<std::string>& results_columns() {
   static const std::vector<std::string> columns = {
       "matrix",       "nnz",         "agent",   "compiled", "correct",
-      "candidate_us", "cusparse_us", "speedup", "gflops",   "bandwidth_fraction"};
+      "candidate_us", "cusparse_us", "speedup", "gflops",   "bandwidth_fraction",
+      "tested",       "samples",     "samples_compiled",    "samples_correct"};
   return columns;
 }
 
@@ -120,7 +121,9 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
     out << csv_field(r.matrix) << ',' << r.nnz << ',' << csv_field(r.agent) << ','
         << (r.compiled ? 1 : 0) << ',' << (r.correct ? 1 : 0) << ',' << csv_number(r.candidate_us)
         << ',' << csv_number(r.cusparse_us) << ',' << csv_number(r.speedup) << ','
-        << csv_number(r.gflops) << ',' << csv_number(r.bandwidth_fraction) << '\n';
+        << csv_number(r.gflops) << ',' << csv_number(r.bandwidth_fraction) << ','
+        << (r.tested ? 1 : 0) << ',' << r.samples << ',' << r.samples_compiled << ','
+        << r.samples_correct << '\n';
   }
   try {
     write_file_atomically(file, out.str());
@@ -180,6 +183,18 @@ std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file) {
         throw ResultsError(where("nnz") + ": '" + *f + "' is not a count");
       r.nnz = static_cast<std::int64_t>(v);
     }
+    auto count = [&](const char* col) -> std::int64_t {
+      const auto f = field(col);
+      if (!f || f->empty()) return 0;
+      const double v = parse_number(*f, where(col));
+      if (!(v >= 0) || v != std::floor(v))
+        throw ResultsError(where(col) + ": '" + *f + "' is not a count");
+      return static_cast<std::int64_t>(v);
+    };
+    r.samples = count("samples");
+    r.samples_compiled = count("samples_compiled");
+    r.samples_correct = count("samples_correct");
+    if (const auto f = field("tested"); f && !f->empty()) r.tested = parse_bool(*f, where("tested"));
     if (const auto f = field("compiled")) r.compiled = parse_bool(*f, where("compiled"));
     if (const auto f = field("correct")) r.correct = parse_bool(*f, where("correct"));
     r.candidate_us = number("candidate_us");
@@ -222,8 +237,16 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
       }
       fallback.push_back(usable ? r->speedup : 1.0);
     }
+    std::int64_t pass_k = 0;
+    bool sampled = false;
+    for (const MatrixResult* r : rs) {
+      s.tested = s.tested && r->tested;
+      s.k = std::max(s.k, r->samples);
+      sampled = sampled || r->samples > 0;
+      pass_k += r->correct || r->samples_correct > 0 ? 1 : 0;
+    }
     const auto n = static_cast<double>(rs.size());
-    s.compile_rate = static_cast<double>(compiled) / n;
+    s.pass_at_k = sampled ? static_cast<double>(pass_k) / n : kNaN;
     s.correct_rate = static_cast<double>(correct) / n;
     s.geomean_speedup = geomean(speedups);
     s.geomean_speedup_fallback = geomean(fallback);
@@ -233,6 +256,15 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
     for (double b : bandwidth) bw += b;
     s.mean_bandwidth_fraction =
         bandwidth.empty() ? kNaN : bw / static_cast<double>(bandwidth.size());
+    s.compile_rate = static_cast<double>(compiled) / n;
+    s.pass_at_1 = s.correct_rate;
+    if (!s.tested) {
+      for (double* v : {&s.correct_rate, &s.pass_at_1, &s.pass_at_k, &s.geomean_speedup,
+                        &s.geomean_speedup_fallback, &s.faster_share, &s.median_gflops,
+                        &s.mean_bandwidth_fraction}) {
+        *v = kNaN;
+      }
+    }
     out.push_back(std::move(s));
   }
   return out;

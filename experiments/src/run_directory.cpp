@@ -1,5 +1,6 @@
 // Creating run directories atomically, opening them for resume, and recording how a run ended
 // (run_directory.hpp).
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 
 #include <fcntl.h>
@@ -98,7 +99,7 @@ RunDirectory RunDirectory::create(const Config& config, const RunStart& start) {
   static std::atomic<int> counter{0};
   const fs::path prepared = output_dir / ("." + base + ".tmp-" + std::to_string(::getpid()) + "-" +
                                           std::to_string(counter++));
-  fs::remove_all(prepared, ec);
+  datasets::remove_tree(prepared, ec);
   if (!fs::create_directory(prepared, ec) || ec) {
     throw RunDirectoryError(prepared.string() + ": cannot create (" +
                             (ec ? ec.message() : "exists") + ")");
@@ -129,10 +130,10 @@ RunDirectory RunDirectory::create(const Config& config, const RunStart& start) {
       if (move_into_place(prepared, output_dir / name)) return RunDirectory(output_dir / name);
     }
   } catch (const std::runtime_error& e) {
-    fs::remove_all(prepared, ec);
+    datasets::remove_tree(prepared, ec);
     throw RunDirectoryError(e.what());
   }
-  fs::remove_all(prepared, ec);
+  datasets::remove_tree(prepared, ec);
   throw RunDirectoryError((output_dir / base).string() +
                           ": 1000 run directories of this name exist already");
 }
@@ -206,8 +207,8 @@ RunStatus RunDirectory::run(const std::function<void(const StopSignals& stop)>& 
                                                   : "stop requested");
     return RunStatus::interrupted;
   }
-  mark(RunStatus::finished);
-  return RunStatus::finished;
+  mark(RunStatus::completed);
+  return RunStatus::completed;
 }
 
 }  // namespace sparserl::experiments

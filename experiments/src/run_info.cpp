@@ -118,8 +118,8 @@ std::string_view to_string(RunStatus status) {
   switch (status) {
     case RunStatus::running:
       return "running";
-    case RunStatus::finished:
-      return "finished";
+    case RunStatus::completed:
+      return "completed";
     case RunStatus::failed:
       return "failed";
     case RunStatus::interrupted:
@@ -130,11 +130,12 @@ std::string_view to_string(RunStatus status) {
 
 RunStatus parse_run_status(std::string_view text) {
   for (RunStatus s :
-       {RunStatus::running, RunStatus::finished, RunStatus::failed, RunStatus::interrupted}) {
+       {RunStatus::running, RunStatus::completed, RunStatus::failed, RunStatus::interrupted}) {
     if (to_string(s) == text) return s;
   }
+  if (text == "finished") return RunStatus::completed;  // the name before 0.1.0's runner
   throw RunInfoError("unknown run status '" + std::string(text) +
-                     "' (expected running, finished, failed or interrupted)");
+                     "' (expected running, completed, failed or interrupted)");
 }
 
 HostInfo collect_host_info() {

@@ -1,89 +1,427 @@
-// The schema of every configurable part of SparseRL Gym, section by section. Each key's default is the
-// value the code uses when the key is absent, so a resolved config (config.resolved.toml) states every
-// choice a run made. docs/config.md is rendered from this table (`sparserl config --markdown`).
+// The schema of every configurable part of SparseRL Gym, section by section. Each key maps onto one
+// field of the C++ struct that part already has (reward::EvaluatorConfig, reward::SandboxLimits,
+// reward::GpuProtocol, reward::RewardConfig, env::EnvConfig, agents::AgentConfig and the stage
+// configs of agents/training.hpp): runner.cpp fills those structs from these keys and nothing else,
+// and the defaults here are the structs' own (tests/experiments/runner_test.cpp compares them), so
+// a resolved config (config.resolved.toml) states every choice a run made. docs/config.md is
+// rendered from this table (`sparserl config --markdown`).
+#include <functional>
+#include <string>
+
 #include "sparserl/experiments/config.hpp"
+
+#if __has_include("sparserl/reward/sandbox.hpp")
+#include "sparserl/reward/sandbox.hpp"
+#define SPARSERL_SCHEMA_HAVE_REWARD 1
+#endif
 
 namespace sparserl::experiments {
 namespace {
 
+// SandboxLimits' own parser decides what a valid limit is (a CPU list, cpu_seconds above 0, ...):
+// the value is handed to it as the runner will hand it over (-1 as "unlimited").
+std::function<std::optional<std::string>(const Value&)> sandbox_key(std::string key) {
+  return [key](const Value& value) -> std::optional<std::string> {
+#ifdef SPARSERL_SCHEMA_HAVE_REWARD
+    std::string text;
+    if (const auto* i = std::get_if<std::int64_t>(&value)) {
+      text = *i < 0 ? "unlimited" : std::to_string(*i);
+    } else if (const auto* s = std::get_if<std::string>(&value)) {
+      text = *s;
+    } else {
+      return std::nullopt;
+    }
+    try {
+      (void)reward::SandboxLimits::from_key_values({{key, text}});
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+#else
+    (void)value;
+#endif
+    return std::nullopt;
+  };
+}
+
+std::optional<std::string> multiple_of_4(const Value& value) {
+  const std::int64_t v = std::get<std::int64_t>(value);
+  if (v % 4 == 0) return std::nullopt;
+  return "value " + std::to_string(v) +
+         " is not a multiple of 4 (half of it per index, sin and cos)";
+}
+
+// A path or the word "design-space" (built in-process from the kernel design space).
+constexpr const char* kDesignSpace = "design-space";
+
 Schema build_schema() {
   Schema s;
-  s.section("experiment", "What the run is called, its seed and where its run directory goes.")
-      .string("name", "experiment", "name of the experiment; the run directory is <output_dir>/<name>__<seed>__<time>")
+  s.section(
+       "experiment",
+       "What the run is called, its seed, and where its paths start. Relative paths anywhere in "
+       "a config (data.split, data.index_dirs, data.data_dir, train.corpus, train.sft_pairs, "
+       "train.init_checkpoint, bench.*_checkpoint, experiment.output_dir) resolve against the "
+       "root: `--root DIR` when given, else `root` below, itself relative to the config file's "
+       "folder.")
+      .string("name", "experiment",
+              "name of the experiment; the run directory is <output_dir>/<name>__<seed>__<time>")
       .integer("seed", 0, "the seed every random choice of the run derives from", 0, 9.2e18)
-      .string("output_dir", "runs", "folder that receives run directories")
+      .string("root", "",
+              "the project root, relative to the config file's folder (empty: that folder); "
+              "`--root DIR` overrides it")
+      .string("output_dir", "runs",
+              "folder that receives run directories (relative to the root); `--runs-dir DIR` "
+              "overrides it")
       .string("description", "", "free text copied into run.json");
 
-  s.section("data", "Which matrices the run uses and which operation it asks for.")
+  s.section("data", "Which matrices the run trains on and which operation it asks for.")
       .string("split", "", "split file (datasets/splits/*.split); empty: use `uris`")
-      .string("part", "train", "part of the split to use", {"train", "val", "test"})
-      .string_list("uris", {}, "task matrix URIs (suitesparse-v1/..., gen-v1/..., file:...) used when `split` is empty")
-      .string("data_dir", "data", "where downloaded and converted matrices live ($SPARSERL_DATA_DIR overrides the default)")
+      .string("part", "train", "part of the split the training stages use",
+              {"train", "val", "test"})
+      .string_list("uris", {},
+                   "task matrix URIs (suitesparse-v1/..., gen-v1/..., file:...) used when `split` "
+                   "is empty")
+      .string("data_dir", "data",
+              "where downloaded and converted matrices live; when the file does not set it, "
+              "$SPARSERL_DATA_DIR wins over the default")
       .string_list("index_dirs", {"../shared/matrices"},
-                   "extra folders holding an INDEX.csv and the Matrix Market files it lists (missing folders are skipped)")
+                   "folders holding an INDEX.csv and the Matrix Market files it lists (missing "
+                   "folders are skipped)")
       .string("op", "spmv", "the operation", {"spmv", "spmm"})
       .string("dtype", "f32", "value type of the kernel's arrays", {"f32", "f64"})
       .integer("k", 8, "dense columns of X and Y for SpMM", 1, 1024)
-      .integer("max_tasks", 0, "use at most this many matrices of the split or list (0: all)", 0, 1e9);
+      .integer("max_tasks", 0, "use at most this many matrices of the split or list (0: all)", 0,
+               1e9);
 
-  s.section("evaluator", "The evaluator: compile and GPU workers, deadlines, caches and limits.")
-      .string("arch", "sm_90", "GPU architecture to compile for when no GPU is present (a GPU's own arch wins)")
+  s.section("env",
+            "The environment (env::EnvConfig and its ObservationConfig). The policy reads what the "
+            "env shows, so max_tokens, mask, nnz_samples and embedding_dim are also the policy's.")
+      .integer("max_tokens", 4096,
+               "tokens per episode, <eos> included (design-space programs need up to ~2300)", 1,
+               1 << 20)
+      .string("mask", "syntax",
+              "action mask: none, or syntax (lexically valid tokens, balanced brackets, <eos> only "
+              "where the program can end)",
+              {"none", "syntax"})
+      .integer("nnz_samples", 128, "K: nonzeros sampled into the observation", 1, 65536)
+      .integer("embedding_dim", 64, "D: width of the sinusoidal embedding [PE(row) | PE(col)]", 4,
+               4096)
+      .validate(multiple_of_4)
+      .string("index_scaling", "raw",
+              "positions fed to the embedding: the raw index (the method) or index / extent * "
+              "index_scale",
+              {"raw", "normalized"})
+      .real("index_scale", 1000.0, "normalized scaling: index / extent * index_scale", 1e-9, 1e12)
+      .string("stratification", "nonzeros",
+              "how the K nonzeros are drawn: one per block of nnz/K entries, or one per block of "
+              "rows",
+              {"nonzeros", "rows"})
+      .string("task_order", "shuffled",
+              "order of the training tasks in RL (shuffled: a new seeded permutation each pass)",
+              {"sequential", "shuffled"})
+      .real("truncation_reward", -0.5,
+            "reward of an episode cut at max_tokens without <eos> (EnvConfig's default is "
+            "reward.compile_fail: keep them equal unless you mean otherwise)");
+
+  s.section("policy",
+            "The policy network (agents::PolicyConfig): a decoder-only transformer over [K matrix "
+            "slots][feature slot][<bos>][code]. Shape keys at 0 take the preset's value.")
+      .string("preset", "small", "size: tiny (~0.2M parameters, CI), small (~4M), medium (~28M)",
+              {"tiny", "small", "medium"})
+      .integer("layers", 0, "transformer blocks (0: the preset's)", 0, 1024)
+      .integer("heads", 0, "attention heads (0: the preset's); d_model must be a multiple", 0, 1024)
+      .integer("d_model", 0, "model width (0: the preset's)", 0, 65536)
+      .integer("d_ff", 0, "feed-forward width (0: the preset's)", 0, 262144)
+      .real("dropout", 0.0, "dropout in training (0 keeps resumed CPU runs exact)", 0, 0.9)
+      .boolean("tie_embeddings", true, "the output layer shares the token embedding");
+
+  s.section("agent",
+            "The learned agent (agents::AgentConfig): the RL algorithm, its seed and device. The "
+            "stage sections below hold each stage's optimiser settings and knobs.")
+      .string("algorithm", "grpo",
+              "the algorithm of the rl stage; sft: no RL (the SFT policy is the result)",
+              {"sft", "reinforce", "ppo", "grpo"})
+      .integer("seed", -1, "weights, sampling and data order (-1: experiment.seed)", -1, 9.2e18)
+      .string("device", "auto",
+              "where the policy runs: auto (CUDA when LibTorch sees it), cpu, "
+              "cuda, cuda:N");
+
+  s.section("agent.optimizer",
+            "AdamW settings every stage shares (each stage sets its own learning rate and "
+            "schedule). Weight decay applies to matrices only.")
+      .real("beta1", 0.9, "first moment decay", 0, 0.999999)
+      .real("beta2", 0.95, "second moment decay", 0, 0.999999)
+      .real("eps", 1e-8, "denominator epsilon", 1e-30, 1)
+      .real("weight_decay", 0.01, "decoupled weight decay", 0, 10)
+      .real("max_grad_norm", 1.0, "gradient clipping by global norm (0: none)", 0, 1e9)
+      .real("min_lr_ratio", 0.1, "cosine / linear decay ends at this fraction of lr", 0, 1);
+
+  s.section(
+       "agent.sampling",
+       "How the policy samples in RL and in pass@k evaluation (the action mask applies first). "
+       "Keep top_k = 0 and top_p = 1 for RL: log-probabilities are of the untruncated "
+       "distribution.")
+      .real("temperature", 1.0, "softmax temperature", 1e-6, 100)
+      .integer("top_k", 0, "keep the k most likely tokens (0: off)", 0, 1e9)
+      .real("top_p", 1.0, "nucleus sampling mass (1: off)", 1e-9, 1);
+
+  const auto stage_optimizer = [&s](double lr) {
+    s.real("lr", lr, "peak learning rate", 1e-12, 10)
+        .integer("warmup_steps", 0, "linear warm-up steps", 0, 1e12)
+        .string("schedule", "constant", "learning-rate schedule after warm-up",
+                {"constant", "cosine", "linear"})
+        .integer("decay_steps", 0, "cosine / linear: steps to reach min_lr_ratio * lr", 0, 1e12);
+  };
+  s.section("agent.pretrain",
+            "Pretraining: next-token loss on the kernel corpus (programs without a matrix).");
+  stage_optimizer(3e-4);
+  s.section("agent.sft",
+            "SFT: the matrix observation as the prompt, the teacher's program as the target.");
+  stage_optimizer(3e-4);
+  s.boolean("resample_observations", true,
+            "draw a fresh sample of K nonzeros per epoch (augmentation), else one per pair");
+  s.section("agent.rl", "The RL stage's optimiser (the algorithm's knobs are in its own section).");
+  stage_optimizer(1e-5);
+
+  s.section("agent.reinforce",
+            "REINFORCE with the leave-one-out baseline (RLOO; TRL's RLOOTrainer).")
+      .real("kl_coef", 0.05, "weight of the KL to the reference in the reward", 0, 1e6)
+      .string("kl_estimator", "k1", "per-token KL estimator", {"k1", "k2", "k3"})
+      .boolean("normalize_advantages", false, "whiten the advantages over the batch")
+      .boolean("normalize_by_length", false, "divide each sequence's log-probability by its length")
+      .integer("minibatches", 1, "gradient accumulation; one optimiser step per update", 1, 1e6);
+
+  s.section("agent.ppo",
+            "PPO for language models (TRL's PPOTrainer, verl): value head, GAE, clipped ratio and "
+            "value, per-token KL penalty.")
+      .real("gamma", 1.0, "discount", 0, 1)
+      .real("lambda", 0.95, "GAE lambda", 0, 1)
+      .real("clip_ratio", 0.2, "epsilon of the ratio", 1e-9, 1e6)
+      .real("value_clip", 0.2, "epsilon of the value (<= 0: no clipping)", -1e6, 1e6)
+      .real("vf_coef", 0.1, "weight of the value loss", 0, 1e6)
+      .real("entropy_coef", 0.0, "weight of the entropy bonus", -1e6, 1e6)
+      .real("kl_coef", 0.05, "per-token KL penalty in the reward", 0, 1e6)
+      .string("kl_estimator", "k1", "per-token KL estimator", {"k1", "k2", "k3"})
+      .boolean("whiten_advantages", true, "whiten advantages over the batch")
+      .integer("epochs", 4, "passes over each batch of rollouts", 1, 1e6)
+      .integer("minibatches", 4, "minibatches per pass", 1, 1e6);
+
+  s.section(
+       "agent.grpo",
+       "GRPO (TRL's GRPOTrainer, verl): group-normalised advantages, clipped ratio, k3 KL to the "
+       "reference in the loss.")
+      .real("epsilon_low", 0.2, "lower clip of the ratio", 1e-9, 1e6)
+      .real("epsilon_high", 0.2, "upper clip of the ratio (DAPO's clip-higher when larger)", 1e-9,
+            1e6)
+      .real("beta", 0.04, "KL weight (0: no reference policy)", 0, 1e6)
+      .boolean("scale_rewards", true, "divide by the group's standard deviation")
+      .real("std_eps", 1e-4, "added to the group's standard deviation", 1e-12, 1e6)
+      .string("aggregation", "token_mean", "how per-token losses become one number (verl)",
+              {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum"})
+      .integer("epochs", 1, "passes over each batch (TRL num_iterations)", 1, 1e6)
+      .integer("minibatches", 1, "minibatches per pass", 1, 1e6);
+
+  s.section("train",
+            "What `sparserl train` runs: the stages in order, their budgets, and where the first "
+            "two stages' data come from.")
+      .string_list("stages", {"pretrain", "sft", "rl", "eval"},
+                   "stages to run, in this order (rl is skipped when agent.algorithm = sft)",
+                   {"pretrain", "sft", "rl", "eval"})
+      .string("init_checkpoint", "",
+              "a policy checkpoint folder the first learning stage starts from (empty: fresh "
+              "weights); e.g. an SFT run's checkpoints/best for an rl-only run")
+      .string("corpus", kDesignSpace,
+              "pretraining programs: \"design-space\" (rendered in-process from the kernel design "
+              "space of data.op / data.dtype) or a dataset.h5 of `sparserl tune` (/corpus)")
+      .integer("corpus_programs", 0,
+               "design-space corpus: at most this many points, drawn with the seed (0: all)", 0,
+               1e9)
+      .string("sft_pairs", kDesignSpace,
+              "SFT (matrix -> program) pairs: \"design-space\" (the template search over the "
+              "training matrices, in-process) or a dataset.h5 of `sparserl tune` (/sft)")
+      .integer("search_budget", 4,
+               "design-space pairs: programs the template search measures per matrix (with a GPU "
+               "the fastest correct one wins; without one, nothing is timed and the cost model's "
+               "favourite among those that compile is the target)",
+               1, 100000)
+      .integer("pretrain_steps", 1000, "optimiser steps of pretraining", 1, 1e12)
+      .integer("pretrain_batch_size", 32, "programs per pretraining step", 1, 1 << 20)
+      .integer("sft_steps", 1000, "optimiser steps of SFT", 1, 1e12)
+      .integer("sft_batch_size", 32, "pairs per SFT step", 1, 1 << 20)
+      .integer("rl_updates", 100, "RL updates", 1, 1e12)
+      .integer("tasks_per_update", 8, "tasks (matrices) per RL update", 1, 1 << 20)
+      .integer("samples_per_task", 8, "G: completions per task (one group)", 1, 1 << 20)
+      .integer("log_every", 10, "pretraining and SFT: a metrics line every this many steps", 1,
+               1e12)
+      .integer("rl_log_every", 1, "RL: a metrics line every this many updates", 1, 1e12)
+      .boolean("record_trajectories", true,
+               "write every RL episode to trajectories.h5 (docs/trajectories.md)");
+
+  s.section("eval",
+            "The eval stage of `sparserl train` and `sparserl eval`: greedy and pass@k on a part "
+            "of the split (or on data.uris).")
+      .string("part", "val", "part of data.split evaluated", {"train", "val", "test"})
+      .boolean("greedy", true, "one greedy completion per task")
+      .integer("samples", 8, "k sampled completions per task for pass@k (0: none)", 0, 1 << 20)
+      .real("temperature", 1.0, "temperature of the k samples", 1e-6, 100)
+      .integer("tasks_per_batch", 8, "tasks generated together", 1, 1 << 20)
+      .integer("max_tasks", 0, "evaluate at most this many tasks (0: all)", 0, 1e9);
+
+  s.section("bench",
+            "`sparserl bench`: agents x matrices of a split part -> per-matrix and summary tables.")
+      .string_list("agents", {"template", "sft"}, "agents compared, in table order",
+                   {"template", "random", "sft", "reinforce", "ppo", "grpo"})
+      .string("part", "val", "part of data.split benchmarked", {"train", "val", "test"})
+      .integer("samples", 8,
+               "k: sampled programs per matrix for pass@k (learned and random agents; the "
+               "template search answers once)",
+               1, 1 << 20)
+      .integer("template_budget", 16, "programs the template search measures per matrix", 1, 100000)
+      .string("sft_checkpoint", "", "policy checkpoint of the sft agent")
+      .string("reinforce_checkpoint", "", "policy checkpoint of the reinforce agent")
+      .string("ppo_checkpoint", "", "policy checkpoint of the ppo agent")
+      .string("grpo_checkpoint", "", "policy checkpoint of the grpo agent")
+      .integer("max_tasks", 0, "benchmark at most this many matrices (0: all)", 0, 1e9);
+
+  s.section(
+       "evaluator",
+       "The evaluator (reward::EvaluatorConfig): compile and GPU workers, deadlines, caches and "
+       "program limits.")
+      .string("worker", "",
+              "the sparserl-worker executable (empty: $SPARSERL_WORKER, else beside "
+              "sparserl, else this build's)")
+      .string("arch", "sm_90",
+              "GPU architecture to compile for when no GPU is present (a GPU's own arch wins)")
       .integer("compile_workers", 0, "compile worker processes (0: one per CPU core)", 0, 256)
-      .integer("gpu_workers", 0, "GPU worker processes (0: one per visible GPU)", 0, 64)
+      .integer("gpu_workers", -1,
+               "GPU worker processes (-1: one per visible GPU; 0: none, every evaluation stops "
+               "after the compile stage)",
+               -1, 64)
       .boolean("compile_only", false, "stop after the compile stage even where a GPU is present")
-      .real("compile_timeout_s", 30, "deadline of one compile, seconds", 0.1, 3600)
-      .real("gpu_timeout_s", 120, "deadline of one GPU evaluation (load, check, time), seconds", 0.1, 3600)
-      .integer("recycle_after", 200, "a worker is replaced after this many requests", 1, 1e9)
-      .integer("cache_entries", 4096, "in-memory entries of the compile and result caches", 0, 1e9)
-      .string("cache_dir", "", "on-disk compile cache folder (empty: memory only)")
-      .integer("max_program_bytes", 65536, "longest program accepted by the static checks", 256, 1 << 24)
-      .integer("max_smem_bytes", 49152, "shared memory per block (static + dynamic) above which a program is over the resource limit", 0, 1 << 20);
+      .real("compile_timeout_s", 60, "deadline of one compile, seconds", 0.1, 3600)
+      .real("gpu_timeout_s", 300, "deadline of one GPU evaluation (load, check, time), seconds",
+            0.1, 3600)
+      .real("startup_timeout_s", 60, "deadline of a worker's start-up handshake, seconds", 0.1,
+            3600)
+      .integer("recycle_after", 500, "a worker is replaced after this many requests", 1, 1e9)
+      .integer("cache_entries", 4096,
+               "in-memory entries of the compile cache and of the result cache (0: no caches)", 0,
+               1e9)
+      .string("cache_dir", "", "on-disk cache folder shared by runs (empty: memory only)")
+      .integer("matrix_cache_entries", 8, "loaded matrices kept in memory", 0, 1e6)
+      .integer("evaluation_threads", 0, "threads behind submit() (0: 2 x the workers, at least 4)",
+               0, 4096)
+      .string_list("nvrtc_options", {}, "extra NVRTC options (part of the compile cache key)")
+      .integer("max_program_bytes", 65536, "longest program accepted by the static checks", 256,
+               1 << 24)
+      .integer("max_block", 1024, "largest blockDim.x", 1, 1024)
+      .integer("max_smem_bytes", 49152,
+               "shared memory per block (static + dynamic) above which a program is over the "
+               "resource limit",
+               0, 1 << 20)
+      .integer("max_registers_per_thread", 255,
+               "registers per thread above which a kernel is over "
+               "the resource limit",
+               1, 255)
+      .integer("max_spill_bytes", -1, "spill bytes (stores + loads) allowed (-1: any)", -1, 1e12)
+      .integer("max_stored_entries", std::int64_t{1} << 29,
+               "padded entries a storage format may hold", 1, 1e15);
 
-  s.section("sandbox", "Limits every worker process runs under (set one by one, checked and logged).")
-      .integer("core_bytes", 0, "core dump size limit (0: no core dumps)", 0, 1e18)
-      .integer("cpu_seconds", 600, "CPU-time limit of a worker process, seconds (it is recycled long before)", 1, 1e9)
-      .integer("file_size_bytes", 64 << 20, "largest file a worker may write", 0, 1e18)
-      .integer("open_files", 256, "open descriptors a worker may hold", 16, 1 << 20)
-      .boolean("die_with_parent", true, "a worker is killed when the process that started it dies");
+  s.section(
+       "sandbox",
+       "Limits every worker process runs under (reward::SandboxLimits, set one by one, checked "
+       "and logged). Amounts: -1 means unlimited.")
+      .integer("core_bytes", 0, "core dump size limit (0: no core dumps)", -1, 9.2e18)
+      .integer("cpu_seconds", 3600, "CPU-time limit of a worker process, seconds (not 0)", -1,
+               9.2e18)
+      .validate(sandbox_key("cpu_seconds"))
+      .integer("file_size_bytes", std::int64_t{64} << 20, "largest file a worker may write", -1,
+               9.2e18)
+      .integer("open_files", 256, "open descriptors a worker may hold", 8, 1 << 20)
+      .validate(sandbox_key("open_files"))
+      .integer("address_space_bytes", std::int64_t{16} << 30,
+               "virtual memory of a compile worker (NVRTC on hostile input)", -1, 9.2e18)
+      .boolean("die_with_parent", true, "a worker is killed when the process that started it dies")
+      .boolean("close_descriptors", true,
+               "a worker inherits no descriptors (false only to debug a worker by hand)")
+      .string("cpu_affinity", "",
+              "pin workers round-robin to these CPUs, \"0,2,4-7\" (empty: no "
+              "pinning)")
+      .validate(sandbox_key("cpu_affinity"));
 
-  s.section("check", "The correctness stage on the GPU.")
-      .integer("random_inputs", 3, "fresh random inputs (values in [-1, 1]) checked per evaluation", 1, 64)
-      .real("tolerance_factor", 8, "per-output tolerance = factor * eps(dtype) * (sqrt(row length) + 2) * sum_j |a_ij x_j|", 1, 1e6);
+  s.section("check", "The correctness stage on the GPU (reward::GpuProtocol).")
+      .integer("seed", 0, "seeds the random inputs of every evaluation (with the cubin and matrix)",
+               0, 9.2e18)
+      .integer("random_inputs", 3, "fresh random inputs (values in [-1, 1]) checked per evaluation",
+               1, 64);
 
-  s.section("timing", "The timing stage: CUPTI kernel time, candidate and cuSPARSE interleaved.")
-      .boolean("enabled", true, "time correct kernels against cuSPARSE (false: the speed term is 0)")
+  s.section("timing",
+            "The timing stage: CUPTI kernel time, candidate and cuSPARSE interleaved "
+            "(reward::GpuProtocol).")
+      .boolean("enabled", true,
+               "time correct kernels against cuSPARSE (false: the speed term is 0)")
       .integer("warmup", 5, "untimed runs of each before timing", 0, 1000)
-      .integer("repetitions", 50, "timed repetitions of each, interleaved; the median is reported", 1, 100000)
+      .integer("repetitions", 50, "timed repetitions of each, interleaved; the median is reported",
+               1, 100000)
       .boolean("flush_l2", true, "flush the L2 cache before every repetition");
 
-  s.section("reward", "The hierarchical reward: R = R_compile + 1[compiled] R_test + 1[correct] r_eff shape(speedup) - r_pen 1[resource limit], clipped.")
+  s.section("reward",
+            "The hierarchical reward (reward::RewardConfig): R = R_compile + 1[compiled] R_test + "
+            "1[correct] r_eff shape(speedup) - r_pen 1[resource limit], clipped.")
       .real("compile_pass", 0.5, "R_compile when the program compiled")
       .real("compile_fail", -0.5, "R_compile when it did not")
       .real("test_pass", 0.5, "R_test when the output was correct")
       .real("test_fail", -0.5, "R_test when a compiled program failed on the GPU")
       .real("r_eff", 0.2, "weight of shape(speedup)")
       .real("r_pen", 0.2, "penalty for exceeding a resource limit")
-      .string("shape", "linear", "speed shape: speedup - 1, log2(speedup), or tiers", {"linear", "log2", "tiers"})
+      .string("shape", "linear", "speed shape: speedup - 1, log2(speedup), or tiers",
+              {"linear", "log2", "tiers"})
       .real_list("tier_speedups", {1.0, 1.5, 2.0}, "tiers: ascending speedup thresholds", 0, 1e6)
       .real_list("tier_values", {1.0, 2.0, 3.0}, "tiers: shape value of each threshold")
       .real("clip_min", -1, "lower clip of the total")
       .real("clip_max", 3, "upper clip of the total");
 
-  s.section("checkpoints", "Checkpoints in the run directory's checkpoints/ folder: step-NNNNNN/ with the policy's files and meta.json.")
-      .integer("every", 100, "save a checkpoint every this many updates (0: only at the end of a stage)", 0, 1e12)
-      .integer("keep_last", 3, "keep the newest N checkpoints (the best one is kept as well)", 0, 1e6)
-      .string("best_metric", "reward/mean", "statistic that picks the best checkpoint, as named in metrics.jsonl (empty: keep no best)")
-      .string("best_mode", "max", "whether the largest or the smallest value of best_metric is best", {"max", "min"});
+  s.section(
+       "checkpoints",
+       "Checkpoints in the run directory's checkpoints/ folder: step-NNNNNN/ with the policy's "
+       "files, stage.json and meta.json. Steps count through the stages (pretrain, then sft, "
+       "then rl). A stop (SIGINT, SIGTERM) and the end of every stage always save one.")
+      .integer("every", 100,
+               "pretraining and SFT: a checkpoint every this many steps (0: only at "
+               "the end of a stage)",
+               0, 1e12)
+      .integer("rl_every", 10, "RL: a checkpoint every this many updates (0: only at the end)", 0,
+               1e12)
+      .integer("keep_last", 3, "keep the newest N checkpoints (the best one is kept as well)", 0,
+               1e6)
+      .string("best_metric", "reward/mean",
+              "statistic that picks the best checkpoint, as named in metrics.jsonl (empty: keep no "
+              "best)")
+      .string("best_mode", "max",
+              "whether the largest or the smallest value of best_metric is best", {"max", "min"});
 
-  s.section("report", "report.md and its PNG plots (gnuplot); `sparserl plot RUN_DIR` redraws them.")
-      .boolean("plots", true, "draw PNG plots with gnuplot (skipped, and said so in the report, when gnuplot is absent)")
+  s.section("report",
+            "report.md and its PNG plots (gnuplot); `sparserl plot RUN_DIR` redraws them.")
+      .boolean("plots", true,
+               "draw PNG plots with gnuplot (skipped, and said so in the report, when gnuplot is "
+               "absent)")
       .string("gnuplot", "gnuplot", "the gnuplot program (a name on PATH or a path)")
-      .string_list("curves", {"reward/mean", "env/compile_rate", "env/correct_rate", "env/speedup_geomean"},
-                   "statistics of metrics.jsonl drawn as training curves, one plot each (absent ones are listed as absent)")
-      .integer("bar_matrices", 60, "at most this many matrices in the per-matrix speedup bars (the slowest and fastest are shown)", 2, 100000);
+      .string_list(
+          "curves",
+          {"loss", "reward/mean", "env/compile_rate", "env/correct_rate", "env/speedup_geomean"},
+          "statistics of metrics.jsonl drawn as training curves, one plot each (absent "
+          "ones are listed as absent)")
+      .integer("bar_matrices", 60,
+               "at most this many matrices in the per-matrix speedup bars (the slowest and fastest "
+               "are shown)",
+               2, 100000);
 
-  s.section("progress", "Progress lines of long work (train, bench, tune) on stderr: done / total, rate, time left.")
-      .real("interval_s", 10, "seconds between progress lines when stderr is not a terminal (a terminal gets one line redrawn in place)", 0.5, 86400);
+  s.section("progress",
+            "Progress lines of long work (train, bench, tune) on stderr: done / total, rate, time "
+            "left.")
+      .real("interval_s", 10,
+            "seconds between progress lines when stderr is not a terminal (a terminal gets one "
+            "line redrawn in place)",
+            0.5, 86400);
   return s;
 }
 

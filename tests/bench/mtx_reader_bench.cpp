@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
 
 namespace ds = sparserl::datasets;
@@ -197,6 +198,6 @@ int main(int argc, char** argv) {
       reps, ft, st, ft / st, median(build));
   std::printf("nnz %lld; the two readers' matrices are %s\n", static_cast<long long>(nnz),
               same ? "equal" : "DIFFERENT");
-  fs::remove_all(work);
+  sparserl::datasets::remove_tree(work);
   return same ? 0 : 1;
 }

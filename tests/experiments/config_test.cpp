@@ -1,9 +1,13 @@
 // The experiment config: every default passes its own checks, bad files are rejected with the key path
 // and the line, overrides go through the same checks, a resolved config reads back equal, and
 // docs/config.md is what the schema renders.
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include <algorithm>
+#include <vector>
 
 #include "catch.hpp"
 #include "sparserl/experiments/config.hpp"
@@ -58,6 +62,24 @@ TEST_CASE("bad configs are rejected with the key path and the line", "[experimen
       {"[data\nk = 3\n", "bad.toml:1: "},
       {"seed = 3\n", "bad.toml:1: unknown key 'seed' (did you mean"},
       {"[evaluator]\ncompile_timeout_s = inf\n", "key 'evaluator.compile_timeout_s': expected a finite number"},
+      // The runner's sections.
+      {"[agent]\nalgorithm = \"dqn\"\n", "bad.toml:2: key 'agent.algorithm': 'dqn' is not one of: sft, reinforce, ppo, grpo"},
+      {"[agent.ppo]\nepochs = 0\n", "bad.toml:2: key 'agent.ppo.epochs': value 0 is outside [1, 1000000]"},
+      {"[agent.grpo]\naggregation = \"mean\"\n", "key 'agent.grpo.aggregation': 'mean' is not one of"},
+      {"[agent.ppo]\nclip_ration = 0.2\n", "bad.toml:2: unknown key 'agent.ppo.clip_ration' (did you mean 'agent.ppo.clip_ratio'?)"},
+      {"[agent.dpo]\nbeta = 0.1\n", "bad.toml:1: unknown section 'agent.dpo'"},
+      {"[env]\nembedding_dim = 30\n", "bad.toml:2: key 'env.embedding_dim': value 30 is not a multiple of 4"},
+      {"[env]\nmask = \"grammar\"\n", "key 'env.mask': 'grammar' is not one of: none, syntax"},
+      {"[policy]\npreset = \"huge\"\n", "key 'policy.preset': 'huge' is not one of: tiny, small, medium"},
+      {"[train]\nstages = [\"pretrain\", \"ppo\"]\n", "bad.toml:2: key 'train.stages': 'ppo' is not one of: pretrain, sft, rl, eval"},
+      {"[train]\nrl_updates = 0\n", "key 'train.rl_updates': value 0 is outside"},
+      {"[eval]\nsamples = -1\n", "key 'eval.samples': value -1 is outside"},
+      {"[bench]\nagents = [\"template\", \"oracle\"]\n", "key 'bench.agents': 'oracle' is not one of"},
+      {"[evaluator]\ngpu_workers = -2\n", "key 'evaluator.gpu_workers': value -2 is outside [-1, 64]"},
+      {"[sandbox]\ncpu_affinity = \"0,x\"\n", "bad.toml:2: key 'sandbox.cpu_affinity': sandbox.cpu_affinity"},
+      {"[sandbox]\nopen_files = 4\n", "key 'sandbox.open_files': value 4 is outside [8, 1048576]"},
+      {"[sandbox]\ncpu_seconds = 0\n", "bad.toml:2: key 'sandbox.cpu_seconds': sandbox.cpu_seconds"},
+      {"[check]\ntolerance_factor = 8\n", "unknown key 'check.tolerance_factor'"},
   };
   for (const Case& c : cases) {
     INFO(c.text);
@@ -93,4 +115,27 @@ TEST_CASE("docs/config.md is what the schema renders", "[experiments][config]") 
   text << in.rdbuf();
   INFO("regenerate with: build/tools/sparserl config --markdown > docs/config.md");
   CHECK(text.str() == experiment_schema().render_markdown());
+}
+
+TEST_CASE("every config in experiments/configs is accepted", "[experiments][config]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = sparserl::testing::source_dir() / "experiments" / "configs";
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".toml") continue;
+    names.push_back(e.path().filename().string());
+    INFO(e.path().string());
+    const Config c = Config::load(e.path());
+    CHECK(c.file() == e.path());
+    // Shipped configs keep their paths relative: the project root, then paths below it.
+    CHECK(c.string("experiment.root") == "../..");
+    if (!c.string("data.split").empty()) {
+      CHECK(fs::is_regular_file(dir / c.string("experiment.root") / c.string("data.split")));
+    }
+    CHECK(Config::parse(c.to_toml(), "resolved.toml") == c);
+  }
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"bench-spmm.toml", "bench-spmv.toml", "grpo.toml",
+                                          "ppo.toml", "quickstart.toml", "reinforce.toml",
+                                          "sft.toml"});
 }

@@ -47,8 +47,8 @@ TEST_CASE("results.csv round-trips", "[experiments][results]") {
   std::getline(in, first);
   CHECK(header ==
         "matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_"
-        "fraction");
-  CHECK(first == "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5");
+        "fraction,tested,samples,samples_compiled,samples_correct");
+  CHECK(first == "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5,1,0,0,0");
 
   const auto back = read_results_csv(file);
   REQUIRE(back.size() == 3);
@@ -123,4 +123,44 @@ TEST_CASE("the per-agent summary", "[experiments][results]") {
   CHECK(std::isnan(s[1].geomean_speedup));
   CHECK(s[1].geomean_speedup_fallback == 1.0);
   CHECK(std::isnan(s[1].median_gflops));
+}
+
+TEST_CASE("pass@k and untested rows in the summary", "[experiments][results]") {
+  const auto file = scratch_dir("results_pass_k") / "results.csv";
+  std::vector<MatrixResult> rows = {
+      row("m1", 10, "sft", true, true, 2.0, 4.0), row("m2", 10, "sft", true, false, 2.0, 4.0),
+      row("m3", 10, "sft", false, false, 2.0, 4.0), row("m4", 10, "sft", true, false, 2.0, 4.0)};
+  for (MatrixResult& r : rows) r.samples = 8;
+  rows[1].samples_compiled = 5;
+  rows[1].samples_correct = 2;  // the greedy answer failed, a sample did not
+  rows.push_back(row("m1", 10, "cpu", true, false, 2.0, 4.0));
+  rows.back().tested = false;  // no GPU: correctness and speed unknown
+  write_results_csv(file, rows);
+  const auto back = read_results_csv(file);
+  REQUIRE(back.size() == 5);
+  CHECK(back[1].samples == 8);
+  CHECK(back[1].samples_compiled == 5);
+  CHECK(back[1].samples_correct == 2);
+  CHECK_FALSE(back[4].tested);
+  const auto s = summarize_results(back);
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].tested);
+  CHECK(s[0].k == 8);
+  CHECK(s[0].pass_at_1 == 0.25);
+  CHECK(s[0].pass_at_k == 0.5);
+  CHECK(s[0].compile_rate == 0.75);
+  CHECK_FALSE(s[1].tested);
+  CHECK(s[1].compile_rate == 1.0);
+  for (double v : {s[1].correct_rate, s[1].pass_at_1, s[1].pass_at_k, s[1].geomean_speedup,
+                   s[1].geomean_speedup_fallback, s[1].faster_share, s[1].median_gflops,
+                   s[1].mean_bandwidth_fraction}) {
+    CHECK(std::isnan(v));  // n/a, never a made-up number
+  }
+  // An older file without the new columns reads as tested, without samples.
+  std::ofstream(file) << "matrix,agent,correct\nm1,a,1\n";
+  const auto old = read_results_csv(file);
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].tested);
+  CHECK(old[0].samples == 0);
+  CHECK(std::isnan(summarize_results(old)[0].pass_at_k));
 }

@@ -1,7 +1,8 @@
 // Run directories: the layout and name, distinct directories for runs started in the same second,
 // run.json's facts and its round trip, the config read back for resume, the outcome of a run
-// (finished, failed), and a child process stopped by a real SIGINT or SIGTERM that leaves run.json
+// (completed, failed), and a child process stopped by a real SIGINT or SIGTERM that leaves run.json
 // saying "interrupted", a readable metrics.jsonl and a checkpoint to resume from.
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 
 #include <signal.h>
@@ -187,7 +188,7 @@ TEST_CASE("git commit and dirty flag, or unknown outside a checkout", "[experime
   char tmpl[] = "/tmp/sparserl-not-git-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
   const GitState none = query_git(tmpl);
-  fs::remove_all(tmpl);
+  sparserl::datasets::remove_tree(tmpl);
   CHECK(none.commit == "unknown");
   CHECK_FALSE(none.dirty.has_value());
   CHECK(query_git("").commit == "unknown");
@@ -201,12 +202,12 @@ TEST_CASE("git commit and dirty flag, or unknown outside a checkout", "[experime
   }
 }
 
-TEST_CASE("a run that returns is finished, one that throws is failed", "[experiments][run]") {
+TEST_CASE("a run that returns is completed, one that throws is failed", "[experiments][run]") {
   const fs::path out = scratch_dir("run_outcome");
   const RunDirectory run = RunDirectory::create(config_for(out));
-  CHECK(run.run([](const StopSignals&) {}) == RunStatus::finished);
+  CHECK(run.run([](const StopSignals&) {}) == RunStatus::completed);
   RunInfo info = run.info();
-  CHECK(info.status == RunStatus::finished);
+  CHECK(info.status == RunStatus::completed);
   CHECK_FALSE(info.end_time.empty());
   CHECK(parse_iso_utc(info.end_time) >= parse_iso_utc(info.start_time));
 

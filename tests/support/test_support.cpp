@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "sparserl/datasets/file_tree.hpp"
+
 namespace sparserl::testing {
 
 void skip(std::string_view why) {
@@ -33,7 +35,7 @@ std::filesystem::path scratch_dir(std::string_view test_name) {
     if (!plain) c = '_';
   }
   std::filesystem::path dir = std::filesystem::path(SPARSERL_TEST_BINARY_DIR) / "scratch" / name;
-  std::filesystem::remove_all(dir);
+  sparserl::datasets::remove_tree(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }

@@ -4,6 +4,7 @@
 // embeddings are the ones SFT and RL use later. The loss is the mean cross-entropy over the code
 // tokens of the batch, <eos> included.
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <chrono>
 #include <cmath>
@@ -45,6 +46,8 @@ env::Statistics pretrain_step(Learner& learner,
           {"tokens", static_cast<double>(tokens)},
           {"global_step", static_cast<double>(learner.counters.optimizer_steps)}};
 }
+
+std::string libtorch_version() { return TORCH_VERSION; }
 
 StageResult run_pretraining(const PretrainConfig& config, const std::vector<std::string>& corpus,
                             const env::Tokenizer& tokenizer,
@@ -108,16 +111,14 @@ StageResult run_pretraining(const PretrainConfig& config, const std::vector<std:
                          seconds > 0 ? static_cast<double>(tokens_since) / seconds : 0.0);
       on_statistics("pretrain", done, stats);
     }
-    if (config.checkpoint_every > 0 && done % config.checkpoint_every == 0 && done < config.steps) {
-      save_checkpoint(*agent, config.output_dir, "latest");
-    }
     result.last = std::move(stats);
+    if (end_of_step(*agent, config.output_dir, config.hooks, done, config.steps,
+                    config.checkpoint_every, result.last)) {
+      result.stopped = true;
+      break;
+    }
   }
-  save_checkpoint(*agent, config.output_dir, "latest");
-  save_checkpoint(*agent, config.output_dir, "final");
-  result.checkpoint = final_checkpoint(config.output_dir);
-  result.steps = agent->counters().updates;
-  return result;
+  return finish_stage(*agent, config.output_dir, config.hooks, std::move(result));
 }
 
 }  // namespace sparserl::agents

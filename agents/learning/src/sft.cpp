@@ -171,16 +171,14 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
                          seconds > 0 ? static_cast<double>(tokens_since) / seconds : 0.0);
       on_statistics("sft", done, stats);
     }
-    if (config.checkpoint_every > 0 && done % config.checkpoint_every == 0 && done < config.steps) {
-      save_checkpoint(*agent, config.output_dir, "latest");
-    }
     result.last = std::move(stats);
+    if (end_of_step(*agent, config.output_dir, config.hooks, done, config.steps,
+                    config.checkpoint_every, result.last)) {
+      result.stopped = true;
+      break;
+    }
   }
-  save_checkpoint(*agent, config.output_dir, "latest");
-  save_checkpoint(*agent, config.output_dir, "final");
-  result.checkpoint = final_checkpoint(config.output_dir);
-  result.steps = agent->counters().updates;
-  return result;
+  return finish_stage(*agent, config.output_dir, config.hooks, std::move(result));
 }
 
 }  // namespace sparserl::agents

@@ -2,6 +2,7 @@
 // every stage uses. No LibTorch here: the loop drives PolicyAgent's public calls (generate,
 // update_rollouts) and the env's reset / evaluate_group, so it reads as the algorithm's outer loop:
 // pick tasks, observe them, sample G completions each, score them with the evaluator, update.
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/agents/training.hpp"
 
 #include <chrono>
@@ -113,10 +114,38 @@ void save_checkpoint(const PolicyAgent& agent, const std::filesystem::path& outp
                      const std::string& name) {
   const auto target = output_dir / name;
   const auto temporary = output_dir / (name + ".tmp");
-  std::filesystem::remove_all(temporary);
+  datasets::remove_tree(temporary);
   agent.save(temporary);
-  std::filesystem::remove_all(target);
+  datasets::remove_tree(target);
   std::filesystem::rename(temporary, target);
+}
+
+bool end_of_step(const PolicyAgent& agent, const std::filesystem::path& output_dir,
+                 const StageHooks& hooks, std::int64_t done, std::int64_t total,
+                 int checkpoint_every, const env::Statistics& statistics) {
+  const bool stop = done < total && hooks.stop_requested && hooks.stop_requested();
+  const bool periodic = checkpoint_every > 0 && done % checkpoint_every == 0 && done < total;
+  if (stop || periodic) {
+    save_checkpoint(agent, output_dir, "latest");
+    if (hooks.on_checkpoint) hooks.on_checkpoint(latest_checkpoint(output_dir), done, statistics);
+  }
+  return stop;
+}
+
+StageResult finish_stage(const PolicyAgent& agent, const std::filesystem::path& output_dir,
+                         const StageHooks& hooks, StageResult result) {
+  result.steps = agent.counters().updates;
+  if (result.stopped) {
+    result.checkpoint = latest_checkpoint(output_dir);
+    return result;
+  }
+  save_checkpoint(agent, output_dir, "latest");
+  save_checkpoint(agent, output_dir, "final");
+  if (hooks.on_checkpoint) {
+    hooks.on_checkpoint(latest_checkpoint(output_dir), result.steps, result.last);
+  }
+  result.checkpoint = final_checkpoint(output_dir);
+  return result;
 }
 
 ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
@@ -255,17 +284,14 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     if (on_statistics && (done % std::max(1, config.log_every) == 0 || done == config.updates)) {
       on_statistics("rl", done, stats);
     }
-    if (config.checkpoint_every > 0 && done % config.checkpoint_every == 0 &&
-        done < config.updates) {
-      save_checkpoint(*agent, config.output_dir, "latest");
-    }
     result.last = std::move(stats);
+    if (end_of_step(*agent, config.output_dir, config.hooks, done, config.updates,
+                    config.checkpoint_every, result.last)) {
+      result.stopped = true;
+      break;
+    }
   }
-  save_checkpoint(*agent, config.output_dir, "latest");
-  save_checkpoint(*agent, config.output_dir, "final");
-  result.checkpoint = final_checkpoint(config.output_dir);
-  result.steps = agent->counters().updates;
-  return result;
+  return finish_stage(*agent, config.output_dir, config.hooks, std::move(result));
 }
 
 EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -40,6 +41,9 @@ struct KeySpec {
   std::string doc;                     // one line
   std::optional<double> min, max;      // inclusive bounds for numbers and list elements
   std::vector<std::string> choices;    // allowed strings (string and string_list); empty = any
+  // A check beyond type, range and choices (a CPU list, a multiple of 4): nullopt when the value
+  // is fine, else what was expected. Runs after the other checks.
+  std::function<std::optional<std::string>(const Value&)> validator;
 };
 
 struct SectionSpec {
@@ -64,6 +68,8 @@ class Schema {
                        std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
   Schema& real_list(std::string name, std::vector<double> def, std::string doc,
                     std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
+  // Attaches a validator to the most recently added key (its default must pass it).
+  Schema& validate(std::function<std::optional<std::string>(const Value&)> validator);
 
   [[nodiscard]] const KeySpec* find(std::string_view path) const;
   [[nodiscard]] bool is_section(std::string_view path) const;
@@ -78,6 +84,8 @@ class Schema {
 
  private:
   Schema& add(KeySpec key);
+  [[nodiscard]] std::optional<std::string> check_type_and_range(const KeySpec& key,
+                                                                const Value& value) const;
   std::vector<SectionSpec> sections_;
   std::vector<KeySpec> keys_;
 };
@@ -119,6 +127,9 @@ class Config {
   [[nodiscard]] std::string to_toml() const;
   [[nodiscard]] const Schema& schema() const { return *schema_; }
   [[nodiscard]] const std::string& source() const { return source_; }
+  // The file load() read (empty for parse() and the defaults): relative paths of the config
+  // resolve against its folder (runner.hpp, resolve_root).
+  [[nodiscard]] const std::filesystem::path& file() const { return file_; }
 
   friend bool operator==(const Config& a, const Config& b) { return a.values_ == b.values_; }
 
@@ -128,6 +139,7 @@ class Config {
   std::map<std::string, Value, std::less<>> values_;
   std::map<std::string, bool, std::less<>> given_;
   std::string source_;
+  std::filesystem::path file_;
 };
 
 }  // namespace sparserl::experiments

@@ -84,8 +84,10 @@ struct MetricsLog {
 MetricsLog read_metrics(const std::filesystem::path& file, bool missing_ok = false);
 
 // For resume: keeps the lines whose step is <= `step` (what the checkpoint being resumed had seen)
-// and drops the rest and any truncated last line, rewriting FILE atomically. Returns the lines
-// dropped.
-std::size_t rewind_metrics(const std::filesystem::path& file, std::int64_t step);
+// and drops the rest and any truncated last line, rewriting FILE atomically; lines of
+// `drop_stage` (when given) go too, whatever their step (an evaluation that is to be redone).
+// Returns the lines dropped.
+std::size_t rewind_metrics(const std::filesystem::path& file, std::int64_t step,
+                           std::string_view drop_stage = {});
 
 }  // namespace sparserl::experiments

@@ -61,6 +61,8 @@ class Progress {
   std::string note_;
   double start_ = 0;
   double last_print_ = -1e300;
+  std::int64_t printed_done_ = -1;  // what the last line said
+  std::string printed_note_;
   bool finished_ = false;
 };
 

@@ -20,8 +20,8 @@ namespace sparserl::experiments {
 struct ReportOptions {
   bool plots = true;
   std::string gnuplot = "gnuplot";
-  std::vector<std::string> curves = {"reward/mean", "env/compile_rate", "env/correct_rate",
-                                     "env/speedup_geomean"};
+  std::vector<std::string> curves = {"loss", "reward/mean", "env/compile_rate",
+                                     "env/correct_rate", "env/speedup_geomean"};
   std::size_t bar_matrices = 60;
   std::size_t table_rows =
       500;  // per-matrix table rows shown in report.md (results.csv has them all)

@@ -1,13 +1,15 @@
 // results.csv: the per-matrix table of an evaluation or a benchmark, one row per (matrix, agent) -
 // the kernel that agent answered with for that matrix - and the per-agent summary the report shows:
 //
-//   matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_fraction
-//   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012
+//   matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_fraction,
+//     tested,samples,samples_compiled,samples_correct
+//   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012,1,0,0,0
 //
 // Plain RFC 4180 CSV with a header; columns are found by name, so their order is free and extra
-// columns (pass@k figures, op, dtype, ...) are allowed and ignored here. `matrix` and `agent` are
-// required; a missing or empty number is NaN (a kernel that did not compile has no time). Booleans
-// are 1/0 or true/false. Bad input is a ResultsError naming the file, the line and the column.
+// columns (op, dtype, ...) are allowed and ignored here. `matrix` and `agent` are required; a
+// missing or empty number is NaN (a kernel that did not compile has no time); a file without the
+// last four columns reads as tested, without samples. Booleans are 1/0 or true/false. Bad input is
+// a ResultsError naming the file, the line and the column.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,11 @@ struct MatrixResult {
   double speedup = 0;             // cusparse_us / candidate_us
   double gflops = 0;              // of the agent's kernel
   double bandwidth_fraction = 0;  // of the device's measured copy bandwidth
+  // Whether the GPU stages ran (false without a GPU: `correct` and the figures mean nothing).
+  bool tested = true;
+  // pass@k: k further programs the agent sampled for this matrix (0: none), how many of them
+  // compiled and how many were correct.
+  std::int64_t samples = 0, samples_compiled = 0, samples_correct = 0;
 };
 
 // The column names in the order write_results_csv uses.
@@ -55,6 +62,13 @@ struct AgentSummary {
   double faster_share = 0;             // correct and speedup > 1, over all matrices
   double median_gflops = 0;            // over the correct rows
   double mean_bandwidth_fraction = 0;  // over the correct rows
+  // Every row was tested on a GPU. When not, everything that needs the GPU stages (correct rate,
+  // pass@1, pass@k, speedups, faster share, GFLOP/s, bandwidth) is NaN: n/a, never a made-up 0.
+  bool tested = true;
+  double pass_at_1 = 0;  // the answer (the row's own kernel) correct, over all matrices
+  // The answer or one of the k samples correct, over all matrices (NaN when no row has samples).
+  double pass_at_k = 0;
+  std::int64_t k = 0;  // the largest number of samples of a row
 };
 
 // One summary per agent, in order of first appearance.

@@ -100,7 +100,7 @@ class RunDirectory {
 
   // Runs `body` with SIGINT / SIGTERM turned into a stop request (body polls stop.requested()
   // between steps and returns early), then records the outcome: interrupted if a stop was
-  // requested, finished if body returned otherwise, failed (with the message) if it threw - the
+  // requested, completed if body returned otherwise, failed (with the message) if it threw - the
   // exception is rethrown after run.json says so.
   RunStatus run(const std::function<void(const StopSignals& stop)>& body) const;
 

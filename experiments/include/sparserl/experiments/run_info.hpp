@@ -1,7 +1,7 @@
 // run.json: what a reader needs to trust a run and to reproduce it - the host and its GPU, the
 // versions of everything that shapes the numbers (CUDA runtime, NVRTC, cuSPARSE, the driver,
 // LibTorch), the project's git commit and whether the tree had local changes, the seeds, when the
-// run started and ended, and how it ended (running, finished, failed, interrupted). The file is
+// run started and ended, and how it ended (running, completed, failed, interrupted). The file is
 // replaced atomically (write a temporary file, fsync, rename), so a reader or a kill never sees
 // half of it.
 //
@@ -35,9 +35,10 @@ class RunInfoError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class RunStatus { running, finished, failed, interrupted };
+enum class RunStatus { running, completed, failed, interrupted };
 std::string_view to_string(RunStatus status);
-// RunInfoError naming the text when it is not one of the four.
+// RunInfoError naming the text when it is not one of the four ("finished", the older name of
+// completed, reads as completed).
 RunStatus parse_run_status(std::string_view text);
 
 struct HostInfo {

@@ -37,11 +37,27 @@ using StatisticsCallback = std::function<void(std::string_view stage, std::int64
 using EpisodeCallback = std::function<void(const env::Episode& episode)>;
 
 struct StageResult {
-  std::filesystem::path checkpoint;  // OUTPUT_DIR/final
+  std::filesystem::path checkpoint;  // OUTPUT_DIR/final (OUTPUT_DIR/latest when stopped)
   std::int64_t steps = 0;            // steps (updates) done in total, resumed ones included
   bool resumed = false;
+  bool stopped = false;  // StageHooks::stop_requested ended the stage early
   env::Statistics last;  // the statistics of the last step
 };
+
+// How the experiment runner follows a stage (both optional): it stops the loop at a step boundary
+// on SIGINT / SIGTERM, and files every saved checkpoint into its run directory.
+struct StageHooks {
+  // Polled after every step; true saves OUTPUT_DIR/latest and ends the stage there (stopped).
+  std::function<bool()> stop_requested;
+  // After every save of OUTPUT_DIR/latest (periodic, on a stop, at the end of the stage): the
+  // folder, the steps done and the statistics of the last step.
+  std::function<void(const std::filesystem::path& checkpoint, std::int64_t steps,
+                     const env::Statistics& statistics)>
+      on_checkpoint;
+};
+
+// The LibTorch version this library was built with ("1.13.0"), for run.json.
+std::string libtorch_version();
 
 // The value of a named statistic; std::out_of_range naming it when absent.
 double find_statistic(const env::Statistics& statistics, std::string_view name);
@@ -52,6 +68,15 @@ std::filesystem::path final_checkpoint(const std::filesystem::path& output_dir);
 // Saves to OUTPUT_DIR/NAME through a temporary folder and a rename.
 void save_checkpoint(const PolicyAgent& agent, const std::filesystem::path& output_dir,
                      const std::string& name);
+// The end of step `done` of `total`: saves OUTPUT_DIR/latest when `checkpoint_every` says so or a
+// stop was requested, tells the hooks, and returns true when the stage is to end here.
+bool end_of_step(const PolicyAgent& agent, const std::filesystem::path& output_dir,
+                 const StageHooks& hooks, std::int64_t done, std::int64_t total,
+                 int checkpoint_every, const env::Statistics& statistics);
+// The end of a stage: OUTPUT_DIR/latest and OUTPUT_DIR/final saved (only latest, already saved,
+// when stopped), the hooks told, result.checkpoint and result.steps filled in.
+StageResult finish_stage(const PolicyAgent& agent, const std::filesystem::path& output_dir,
+                         const StageHooks& hooks, StageResult result);
 
 // ---- Pretraining -------------------------------------------------------------------------------
 
@@ -63,6 +88,7 @@ struct PretrainConfig {
   int checkpoint_every = 0;                              // 0: at the end only
   std::filesystem::path output_dir;                      // required
   std::optional<std::filesystem::path> init_checkpoint;  // weights to start from
+  StageHooks hooks;
 };
 
 // Next-token loss on the corpus programs without a matrix prefix. Programs the tokenizer refuses or
@@ -97,6 +123,7 @@ struct SftConfig {
   // A fresh sample of K nonzeros per epoch (augmentation), else one fixed observation per pair.
   bool resample_observations = true;
   std::uint64_t observation_seed = 0;
+  StageHooks hooks;
 };
 
 // Loss on the code tokens only, the matrix observation as the prompt. `validation` pairs (optional)
@@ -118,6 +145,7 @@ struct RlConfig {
   std::filesystem::path output_dir;
   std::optional<std::filesystem::path> init_checkpoint;  // the SFT checkpoint: policy and reference
   std::uint64_t seed = 0;                                // task order and episode seeds
+  StageHooks hooks;
 };
 
 // Each update: the next tasks_per_update tasks of a copy of the env's task source (seeded with

@@ -1,0 +1,627 @@
+// `sparserl train`, `train --resume` and `eval`: the stages of a config run into a run directory
+// (runner.hpp has the contract). The stages' loops are agents/training.hpp's; this file decides
+// what each stage gets (its AgentConfig, data, environment, where it starts from), files the
+// checkpoints the stages save into checkpoints/ with a stage.json, numbers steps through the
+// stages, and picks up where a stopped run left off.
+#include "sparserl/datasets/file_tree.hpp"
+#include "sparserl/experiments/runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "session.hpp"
+#include "sparserl/experiments/checkpoints.hpp"
+#include "sparserl/experiments/json.hpp"
+#include "sparserl/experiments/metrics.hpp"
+#include "sparserl/experiments/progress.hpp"
+#include "sparserl/experiments/report.hpp"
+#include "sparserl/experiments/results.hpp"
+#include "sparserl/experiments/run_directory.hpp"
+
+#if defined(SPARSERL_HAVE_AGENTS)
+#include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/training.hpp"
+#include "sparserl/agents/tuning_data.hpp"
+#include "sparserl/env/trajectory.hpp"
+#include "sparserl/kernels/design_space.hpp"
+#include "sparserl/kernels/evaluator_backend.hpp"
+#include "sparserl/kernels/template_search.hpp"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace sparserl::experiments {
+namespace {
+
+[[maybe_unused]] constexpr const char* kDesignSpace = "design-space";
+const std::vector<std::string> kStageOrder = {"pretrain", "sft", "rl", "eval"};
+
+// One stage of a run: its budget in steps and the global step it starts after.
+struct StagePlan {
+  std::string name;
+  std::int64_t steps = 0;
+  std::int64_t offset = 0;
+};
+
+std::vector<StagePlan> plan_stages(const Config& config) {
+  const auto& stages = config.string_list("train.stages");
+  if (stages.empty()) {
+    throw RunnerError("train.stages: empty (expected some of pretrain, sft, rl, eval)");
+  }
+  std::vector<StagePlan> plan;
+  std::int64_t offset = 0;
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const auto at = static_cast<std::size_t>(
+        std::find(kStageOrder.begin(), kStageOrder.end(), stages[i]) - kStageOrder.begin());
+    if (i > 0 && at <= last) {
+      throw RunnerError("train.stages: '" + stages[i] + "' after '" + stages[i - 1] +
+                        "' (expected the order pretrain, sft, rl, eval, each at most once)");
+    }
+    last = at;
+    if (stages[i] == "rl" && config.string("agent.algorithm") == "sft") continue;
+    StagePlan s;
+    s.name = stages[i];
+    if (s.name == "pretrain") s.steps = config.integer("train.pretrain_steps");
+    if (s.name == "sft") s.steps = config.integer("train.sft_steps");
+    if (s.name == "rl") s.steps = config.integer("train.rl_updates");
+    s.offset = offset;
+    offset += s.steps;
+    plan.push_back(s);
+  }
+  return plan;
+}
+
+[[maybe_unused]] std::int64_t total_steps(const std::vector<StagePlan>& plan) {
+  return plan.empty() ? 0 : plan.back().offset + plan.back().steps;
+}
+
+[[maybe_unused]] bool learning(const std::string& stage) { return stage != "eval"; }
+
+// The name results.csv and the report give the trained policy.
+[[maybe_unused]] std::string policy_label(const Config& config,
+                                          const std::vector<StagePlan>& plan) {
+  std::string last = "policy";
+  for (const StagePlan& s : plan) {
+    if (s.name == "rl") last = config.string("agent.algorithm");
+    if (s.name == "sft") last = "sft";
+    if (s.name == "pretrain") last = "pretrain";
+  }
+  return last;
+}
+
+#if defined(SPARSERL_HAVE_AGENTS)
+
+// Where a stopped run stands: the latest checkpoint and what its stage.json says.
+struct Position {
+  CheckpointInfo checkpoint;
+  std::string stage;
+  std::int64_t stage_step = 0;
+  bool done = false;  // the stage had finished when this checkpoint was saved
+};
+
+std::optional<Position> read_position(const CheckpointStore& store) {
+  const auto latest = store.latest();
+  if (!latest) return std::nullopt;
+  const fs::path file = latest->dir / "stage.json";
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const Json json = Json::parse(text.str(), file.string());
+  Position p;
+  p.checkpoint = *latest;
+  try {
+    p.stage = json.find("stage")->as_string();
+    p.stage_step = json.find("stage_step")->as_integer();
+    p.done = json.find("done")->as_bool();
+  } catch (const std::exception& e) {
+    throw RunnerError(file.string() + ": expected stage, stage_step and done (" + e.what() + ")");
+  }
+  return p;
+}
+
+// The runs of the training stages inside RunDirectory::run.
+class Trainer {
+ public:
+  Trainer(Session& session, const RunDirectory& run, const StopSignals& stop)
+      : s_(session),
+        config_(session.config),
+        run_(run),
+        stop_(stop),
+        plan_(plan_stages(config_)),
+        store_(run.checkpoints(checkpoint_policy(config_))) {}
+
+  void run() {
+    const std::optional<Position> position = read_position(store_);
+    rewind(position);
+    MetricsWriter metrics(run_.metrics_path());
+    metrics_ = &metrics;
+    std::optional<fs::path> previous;
+    if (const std::string init = config_.string("train.init_checkpoint"); !init.empty()) {
+      previous = resolve_path(s_.root, init);
+    }
+    const auto index_of = [](const std::string& stage) {
+      return std::find(kStageOrder.begin(), kStageOrder.end(), stage) - kStageOrder.begin();
+    };
+    for (const StagePlan& stage : plan_) {
+      if (stop_.requested()) return;
+      if (!learning(stage.name)) {
+        if (!previous) {
+          throw RunnerError(
+              "train.stages: eval needs a policy: a learning stage before it or "
+              "train.init_checkpoint");
+        }
+        evaluate(*previous);
+        continue;
+      }
+      const fs::path kept = run_.root() / "policies" / stage.name;
+      if (position && index_of(stage.name) < index_of(position->stage)) {
+        previous = kept;
+        continue;
+      }
+      const fs::path work = run_.root() / "work" / stage.name;
+      const bool resuming = position && stage.name == position->stage;
+      if (resuming && position->done) {
+        // Finished, but perhaps stopped before its policy was set apart.
+        if (!fs::exists(kept / "checkpoint.txt")) {
+          fs::create_directories(kept);
+          copy_folder_contents(position->checkpoint.dir, kept, {"meta.json", "stage.json"});
+        }
+        previous = kept;
+        continue;
+      }
+      datasets::remove_tree(work);
+      if (resuming) {
+        fs::create_directories(work / "latest");
+        copy_folder_contents(position->checkpoint.dir, work / "latest",
+                             {"meta.json", "stage.json"});
+        s_.say(stage.name + ": resuming at step " + std::to_string(position->stage_step) + " of " +
+               std::to_string(stage.steps) + " (checkpoint " +
+               position->checkpoint.dir.filename().string() + ")");
+      }
+      fs::create_directories(work);
+      const agents::StageResult result =
+          run_stage(stage, work, previous, resuming ? position->stage_step : 0);
+      if (result.stopped) return;
+      datasets::remove_tree(kept);
+      fs::create_directories(kept.parent_path());
+      fs::rename(work / "final", kept);
+      datasets::remove_tree(work);
+      previous = kept;
+    }
+    datasets::remove_tree(run_.root() / "work");
+    if (previous) {
+      RunInfo info = run_.info();
+      info.extra.set("policy", fs::relative(*previous, run_.root()).string());
+      info.extra.set("steps", Json(total_steps(plan_)));
+      run_.write_info(info);
+    }
+  }
+
+ private:
+  // Drops what was logged after the checkpoint a resumed run starts from.
+  void rewind(const std::optional<Position>& position) {
+    const std::int64_t step = position ? position->checkpoint.step : 0;
+    const std::size_t dropped = rewind_metrics(run_.metrics_path(), step, "eval");
+    if (dropped > 0) {
+      s_.say("metrics.jsonl: dropped " + std::to_string(dropped) + " lines logged after step " +
+             std::to_string(step));
+    }
+    std::int64_t rl_updates = 0;
+    for (const StagePlan& stage : plan_) {
+      if (stage.name == "rl") {
+        rl_updates = std::clamp<std::int64_t>(step - stage.offset, 0, stage.steps);
+      }
+    }
+    const fs::path file = run_.trajectories_path();
+    std::error_code ec;
+    if (!fs::exists(file, ec)) return;
+    const std::int64_t keep = rl_updates * config_.integer("train.tasks_per_update") *
+                              config_.integer("train.samples_per_task");
+    env::TrajectoryFile existing = env::read_trajectories(file);
+    if (existing.rows <= keep) return;
+    const fs::path temporary = file.string() + ".rewind";
+    {
+      env::TrajectoryWriter writer(temporary, existing.info);
+      for (std::int64_t i = 0; i < keep && i < static_cast<std::int64_t>(existing.episodes.size());
+           ++i) {
+        writer.append(existing.episodes[static_cast<std::size_t>(i)]);
+      }
+      writer.close();
+    }
+    fs::rename(temporary, file);
+    s_.say("trajectories.h5: dropped " + std::to_string(existing.rows - keep) +
+           " episodes recorded after step " + std::to_string(step));
+  }
+
+  agents::StageHooks hooks(const StagePlan& stage, Progress& progress) {
+    agents::StageHooks h;
+    // The stage polls this after every step: the one place that sees each step end.
+    h.stop_requested = [this, &progress] {
+      progress.advance(1, note_);
+      return stop_.requested();
+    };
+    h.on_checkpoint = [this, stage](const fs::path& latest, std::int64_t steps,
+                                    const env::Statistics& statistics) {
+      store_.save(stage.offset + steps, statistics, [&](const fs::path& dir) {
+        copy_folder_contents(latest, dir);
+        Json json = Json::object();
+        json.set("stage", stage.name);
+        json.set("stage_step", Json(steps));
+        json.set("stage_steps", Json(stage.steps));
+        json.set("done", steps >= stage.steps);
+        write_file_atomically(dir / "stage.json", json.dump(2) + "\n");
+      });
+    };
+    return h;
+  }
+
+  agents::StatisticsCallback statistics(const StagePlan& stage) {
+    return [this, stage](std::string_view name, std::int64_t step, const env::Statistics& stats) {
+      metrics_->append(stage.offset + step, name, stats);
+      note_.clear();
+      for (const char* key : {"loss", "reward/mean", "env/compile_rate"}) {
+        for (const auto& [k, v] : stats) {
+          if (k == key) note_ += (note_.empty() ? "" : "  ") + k + " " + json_number(v);
+        }
+      }
+    };
+  }
+
+  agents::StageResult run_stage(const StagePlan& stage, const fs::path& work,
+                                const std::optional<fs::path>& init, std::int64_t start_step) {
+    const agents::AgentConfig agent = agent_config(config_, stage.name);
+    const int checkpoint_every = static_cast<int>(config_.integer("checkpoints.every"));
+    const int log_every = static_cast<int>(config_.integer("train.log_every"));
+    note_.clear();
+    // The data first (it may take a while and shows its own progress), then the stage's line.
+    std::vector<std::string> corpus;
+    std::vector<agents::SftPair> pairs;
+    std::unique_ptr<env::SparseCudaEnv> env;
+    if (stage.name == "pretrain") corpus = pretraining_corpus();
+    if (stage.name == "sft") pairs = sft_pairs();
+    if (stage.name == "rl") {
+      const auto order = *env::parse_task_order(config_.string("env.task_order"));
+      env = s_.make_env(env_config(config_), env::TaskSource::from_tasks(train_tasks(), order));
+    }
+    Progress progress(stage.name, stage.steps, s_.notices->stream(), s_.progress());
+    progress.set(start_step);
+    agents::StageResult result;
+    if (stage.name == "pretrain") {
+      agents::PretrainConfig c;
+      c.agent = agent;
+      c.steps = static_cast<int>(stage.steps);
+      c.batch_size = static_cast<int>(config_.integer("train.pretrain_batch_size"));
+      c.log_every = log_every;
+      c.checkpoint_every = checkpoint_every;
+      c.output_dir = work;
+      c.init_checkpoint = init;
+      c.hooks = hooks(stage, progress);
+      result = agents::run_pretraining(c, corpus, *s_.tokenizer, statistics(stage));
+    } else if (stage.name == "sft") {
+      agents::SftConfig c;
+      c.agent = agent;
+      c.steps = static_cast<int>(stage.steps);
+      c.batch_size = static_cast<int>(config_.integer("train.sft_batch_size"));
+      c.log_every = log_every;
+      c.checkpoint_every = checkpoint_every;
+      c.output_dir = work;
+      c.init_checkpoint = init;
+      c.resample_observations = config_.boolean("agent.sft.resample_observations");
+      c.observation_seed = agent.seed;
+      c.hooks = hooks(stage, progress);
+      result = agents::run_sft(c, pairs,
+                               agents::store_observer(s_.store, env_config(config_).observation),
+                               *s_.tokenizer, statistics(stage));
+    } else {
+      agents::RlConfig c;
+      c.agent = agent;
+      c.updates = static_cast<int>(stage.steps);
+      c.tasks_per_update = static_cast<int>(config_.integer("train.tasks_per_update"));
+      c.samples_per_task = static_cast<int>(config_.integer("train.samples_per_task"));
+      c.log_every = static_cast<int>(config_.integer("train.rl_log_every"));
+      c.checkpoint_every = static_cast<int>(config_.integer("checkpoints.rl_every"));
+      c.output_dir = work;
+      c.init_checkpoint = init;
+      c.seed = agent.seed;
+      c.hooks = hooks(stage, progress);
+      std::unique_ptr<env::TrajectoryWriter> writer;
+      agents::EpisodeCallback on_episode;
+      if (config_.boolean("train.record_trajectories")) {
+        env::TrajectoryFileInfo info;
+        info.run_id = run_.run_id();
+        info.config = config_.to_toml();
+        info.vocabulary_name = s_.tokenizer->vocabulary().name();
+        info.vocabulary_digest = s_.tokenizer->vocabulary().digest();
+        info.created_by = "sparserl train";
+        const fs::path file = run_.trajectories_path();
+        writer = std::make_unique<env::TrajectoryWriter>(file, info, fs::exists(file));
+        on_episode = [&writer](const env::Episode& e) { writer->append(e); };
+      }
+      result = agents::run_rl(c, *env, statistics(stage), on_episode);
+    }
+    if (!result.stopped) progress.set(stage.steps, note_);
+    progress.finish();
+    return result;
+  }
+
+  std::vector<datasets::Task> train_tasks() const {
+    return config_tasks(config_, s_.root, config_.string("data.part"),
+                        config_.integer("data.max_tasks"));
+  }
+
+  std::vector<std::string> pretraining_corpus() const {
+    const std::string& source = config_.string("train.corpus");
+    if (source != kDesignSpace) {
+      const fs::path file = resolve_path(s_.root, source);
+      std::vector<std::string> corpus = agents::read_corpus(file, task_template(config_).op);
+      s_.say("pretrain: " + std::to_string(corpus.size()) + " corpus programs from " +
+             file.string());
+      return corpus;
+    }
+    const env::TaskTemplate what = task_template(config_);
+    const kernels::DesignSpace space(what.op, what.dtype);
+    const std::int64_t n = config_.integer("train.corpus_programs");
+    const std::vector<kernels::DesignPoint> points =
+        n > 0 ? space.sample(static_cast<std::size_t>(n),
+                             static_cast<std::uint64_t>(config_.integer("experiment.seed")))
+              : space.points();
+    std::vector<std::string> corpus;
+    corpus.reserve(points.size());
+    for (const kernels::DesignPoint& p : points) corpus.push_back(space.render(p));
+    s_.say("pretrain: " + std::to_string(corpus.size()) + " corpus programs rendered from the " +
+           "kernel design space (" + std::to_string(space.size()) + " points for " +
+           config_.string("data.op") + " " + config_.string("data.dtype") + ")");
+    return corpus;
+  }
+
+  std::vector<agents::SftPair> sft_pairs() const {
+    const std::string& source = config_.string("train.sft_pairs");
+    if (source != kDesignSpace) {
+      const fs::path file = resolve_path(s_.root, source);
+      std::vector<agents::SftPair> pairs = agents::read_sft_pairs(file);
+      s_.say("sft: " + std::to_string(pairs.size()) + " pairs from " + file.string());
+      return pairs;
+    }
+    const std::vector<datasets::Task> tasks = train_tasks();
+    kernels::EvaluatorBackend candidates(*s_.evaluator);
+    kernels::SearchOptions options;
+    options.budget = static_cast<int>(config_.integer("train.search_budget"));
+    options.finalists = std::min(options.finalists, options.budget);
+    options.full = gpu_protocol(config_);
+    kernels::TemplateSearch search(candidates, *s_.store, options);
+    Progress progress("sft pairs", static_cast<std::int64_t>(tasks.size()), s_.notices->stream(),
+                      s_.progress());
+    std::vector<agents::SftPair> pairs;
+    for (const datasets::Task& task : tasks) {
+      const kernels::SearchResult result = search.search(task);
+      const std::string program = result.best_program();
+      if (!program.empty()) pairs.push_back({task, program});
+      progress.advance(1, task.uri);
+    }
+    progress.finish();
+    s_.say("sft: " + std::to_string(pairs.size()) + " pairs from the template search over " +
+           std::to_string(tasks.size()) + " training matrices (budget " +
+           std::to_string(options.budget) + ")" +
+           (s_.gpu ? std::string(": the fastest correct program of each")
+                   : std::string(": no GPU, so nothing was timed or checked - the target is "
+                                 "the cost model's favourite among the programs that compiled")));
+    if (pairs.empty()) throw RunnerError("sft: the template search produced no pair");
+    return pairs;
+  }
+
+  void evaluate(const fs::path& policy) {
+    s_.say("eval: " + policy.string());
+    auto agent = agents::PolicyAgent::from_checkpoint(policy, config_.string("agent.device"));
+    const std::vector<datasets::Task> tasks = config_tasks(
+        config_, s_.root, config_.string("eval.part"), config_.integer("eval.max_tasks"));
+    evaluate_policy(s_, *agent, tasks, policy_label(config_, plan_), total_steps(plan_), *metrics_,
+                    run_.results_path());
+  }
+
+ public:
+  // Greedy and pass@k of a policy on `tasks`: eval/ statistics to metrics.jsonl at `step` and
+  // one results.csv row per task.
+  static void evaluate_policy(Session& s, agents::PolicyAgent& agent,
+                              const std::vector<datasets::Task>& tasks, const std::string& label,
+                              std::int64_t step, MetricsWriter& metrics, const fs::path& results) {
+    // The env shows what this policy was trained to read.
+    env::EnvConfig e = env_config(s.config);
+    e.max_tokens = agent.config().policy.max_tokens;
+    e.mask = agent.config().mask;
+    e.observation.nnz_samples = agent.config().policy.nnz_samples;
+    e.observation.embedding_dim = agent.config().policy.embedding_dim;
+    auto env = s.make_env(e, env::TaskSource::from_tasks(tasks, env::TaskOrder::sequential));
+    agents::EvaluationConfig c;
+    c.greedy = s.config.boolean("eval.greedy");
+    c.samples = static_cast<int>(s.config.integer("eval.samples"));
+    c.sampling.temperature = s.config.real("eval.temperature");
+    c.tasks_per_batch = static_cast<int>(s.config.integer("eval.tasks_per_batch"));
+    c.seed = static_cast<std::uint64_t>(s.config.integer("experiment.seed"));
+    const agents::EvaluationSummary summary = agents::run_evaluation(agent, *env, tasks, c);
+    metrics.append(step, "eval", summary.statistics);
+    std::vector<MatrixResult> rows;
+    for (const agents::TaskEvaluation& t : summary.tasks) {
+      MatrixResult r;
+      r.matrix = t.task.uri;
+      r.nnz = s.store->load(t.task.uri)->nnz();
+      r.agent = label;
+      r.compiled = t.greedy_compiled;
+      r.correct = t.greedy_correct;
+      r.tested = s.gpu;
+      r.candidate_us = r.cusparse_us = r.gflops = r.bandwidth_fraction = std::nan("");
+      r.speedup = t.greedy_correct && t.greedy_speedup > 0 ? t.greedy_speedup : std::nan("");
+      r.samples = t.sampled;
+      r.samples_compiled = t.sampled_compiled;
+      r.samples_correct = t.sampled_correct;
+      rows.push_back(r);
+    }
+    write_results_csv(results, rows);
+    std::string line = "eval: " + std::to_string(tasks.size()) + " tasks";
+    for (const auto& [name, value] : summary.statistics) {
+      if (name == "eval/greedy_compile_rate" || name == "eval/greedy_correct_rate" ||
+          name.rfind("eval/pass@", 0) == 0) {
+        line += "  " + name + " " + json_number(value);
+      }
+    }
+    s.say(line);
+  }
+
+ private:
+  Session& s_;
+  const Config& config_;
+  const RunDirectory& run_;
+  const StopSignals& stop_;
+  std::vector<StagePlan> plan_;
+  CheckpointStore store_;
+  MetricsWriter* metrics_ = nullptr;
+  std::string note_;
+};
+
+#endif  // SPARSERL_HAVE_AGENTS
+
+// Everything that can be checked before a run directory is made.
+void check_training_config(const Config& config, const fs::path& root) {
+  const std::vector<StagePlan> plan = plan_stages(config);
+#if !defined(SPARSERL_HAVE_AGENTS)
+  (void)root;
+  throw RunnerError(
+      "this build has no learned agents (LibTorch was not found), so `sparserl "
+      "train` has nothing to train; `sparserl bench` with the template and random "
+      "agents works without it");
+#else
+  env_config(config);
+  (void)sandbox_limits(config);
+  bool has_policy = !config.string("train.init_checkpoint").empty();
+  for (const StagePlan& stage : plan) {
+    if (learning(stage.name)) {
+      agent_config(config, stage.name);
+      has_policy = true;
+    }
+    if (stage.name == "eval" && !has_policy) {
+      throw RunnerError(
+          "train.stages: eval needs a policy: a learning stage before it or "
+          "train.init_checkpoint");
+    }
+    if (stage.name == "sft" || stage.name == "rl") {
+      config_tasks(config, root, config.string("data.part"), config.integer("data.max_tasks"));
+    }
+    if (stage.name == "eval") {
+      config_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
+    }
+  }
+  for (const char* key : {"train.corpus", "train.sft_pairs", "train.init_checkpoint"}) {
+    const std::string& value = config.string(key);
+    if (value.empty() || value == kDesignSpace) continue;
+    const fs::path path = resolve_path(root, value);
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      throw RunnerError(std::string(key) + ": " + path.string() +
+                        " does not exist (relative "
+                        "paths start at the root " +
+                        root.string() + ")");
+    }
+  }
+#endif
+}
+
+RunOutcome train_in(const RunDirectory& run, Session& session, std::ostream& log) {
+  RunStatus status = RunStatus::running;
+  try {
+    status = run.run([&](const StopSignals& stop) {
+#if defined(SPARSERL_HAVE_AGENTS)
+      Trainer trainer(session, run, stop);
+      trainer.run();
+#else
+      (void)stop;
+#endif
+    });
+  } catch (const std::exception&) {
+    finish_run(run, session.config, RunStatus::failed, log);
+    throw;
+  }
+  return finish_run(run, session.config, status, log);
+}
+
+}  // namespace
+
+RunOutcome run_training(Config config, const RunnerOptions& options) {
+  std::ostream& log = log_stream(options);
+  const fs::path root = resolve_root(config, options.root);
+  pin_paths(config, root, options);
+  check_training_config(config, root);
+  auto session = Session::open(config, root, log);
+  const RunDirectory run = RunDirectory::create(session->config, run_start(*session, options));
+  session->record_to(run.root());
+  session->say("run directory: " + run.root().string());
+  return train_in(run, *session, log);
+}
+
+RunOutcome resume_training(const fs::path& run_dir, const RunnerOptions& options) {
+  std::ostream& log = log_stream(options);
+  const RunDirectory run = RunDirectory::open(run_dir);
+  const RunInfo info = run.info();
+  if (info.status == RunStatus::completed) {
+    throw RunnerError(run_dir.string() + ": the run completed; there is nothing to resume");
+  }
+  Config config = run.config();
+  const fs::path root = resolve_root(config, options.root);
+  check_training_config(config, root);
+  auto session = Session::open(config, root, log);
+  session->record_to(run.root());
+  run.mark_resumed();
+  session->say("resuming " + run.root().string() + " (it was " +
+               std::string(to_string(info.status)) + ")");
+  return train_in(run, *session, log);
+}
+
+RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
+                                     const RunnerOptions& options) {
+#if !defined(SPARSERL_HAVE_AGENTS)
+  (void)config;
+  (void)checkpoint;
+  (void)options;
+  throw RunnerError(
+      "this build has no learned agents (LibTorch was not found): no policy to "
+      "evaluate");
+#else
+  std::ostream& log = log_stream(options);
+  const fs::path root = resolve_root(config, options.root);
+  pin_paths(config, root, options);
+  const fs::path policy = fs::absolute(checkpoint).lexically_normal();
+  if (!fs::exists(policy / "checkpoint.txt")) {
+    throw RunnerError(policy.string() + ": not a policy checkpoint (no checkpoint.txt)");
+  }
+  const std::vector<datasets::Task> tasks =
+      config_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
+  auto session = Session::open(config, root, log);
+  RunStart start = run_start(*session, options);
+  start.seeds.clear();
+  const RunDirectory run = RunDirectory::create(session->config, start);
+  session->record_to(run.root());
+  session->say("run directory: " + run.root().string());
+  RunStatus status = RunStatus::running;
+  try {
+    status = run.run([&](const StopSignals&) {
+      auto agent = agents::PolicyAgent::from_checkpoint(policy, config.string("agent.device"));
+      MetricsWriter metrics(run.metrics_path());
+      Trainer::evaluate_policy(*session, *agent, tasks, agent->name(), agent->counters().updates,
+                               metrics, run.results_path());
+      RunInfo info = run.info();
+      info.extra.set("policy", policy.string());
+      run.write_info(info);
+    });
+  } catch (const std::exception&) {
+    finish_run(run, session->config, RunStatus::failed, log);
+    throw;
+  }
+  return finish_run(run, session->config, status, log);
+#endif
+}
+
+}  // namespace sparserl::experiments

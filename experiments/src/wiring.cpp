@@ -1,0 +1,277 @@
+// From a resolved Config to the project's own structs (runner.hpp): one function per struct, every
+// key mapped to the field it names. The agent's keys go through agents::apply_key_value, the one
+// table that also writes and reads checkpoints, and the sandbox's through
+// SandboxLimits::from_key_values, so no value is parsed twice in two ways.
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+#include "session.hpp"
+#include "sparserl/datasets/splits.hpp"
+#include "sparserl/experiments/json.hpp"
+#include "sparserl/experiments/runner.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sparserl::experiments {
+namespace {
+
+std::chrono::milliseconds milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
+}
+
+// The text apply_key_value reads for a config value.
+[[maybe_unused]] std::string value_text(const Value& value) {
+  if (const auto* s = std::get_if<std::string>(&value)) return *s;
+  if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
+  if (const auto* i = std::get_if<std::int64_t>(&value)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&value)) return json_number(*d);
+  return to_toml_literal(value);
+}
+
+// lexically_normal() without the trailing separator it leaves after "..": "/a/b/.." is "/a".
+fs::path normal(const fs::path& p) {
+  fs::path n = p.lexically_normal();
+  if (n.has_relative_path() && n.filename().empty()) n = n.parent_path();
+  return n;
+}
+
+}  // namespace
+
+bool have_learned_agents() {
+#if defined(SPARSERL_HAVE_AGENTS)
+  return true;
+#else
+  return false;
+#endif
+}
+
+fs::path resolve_path(const fs::path& root, const std::string& path) {
+  if (path.empty()) return {};
+  const fs::path p(path);
+  return normal(p.is_absolute() ? p : root / p);
+}
+
+fs::path resolve_root(const Config& config, const std::optional<fs::path>& root_override) {
+  if (root_override) return normal(fs::absolute(*root_override));
+  const fs::path base =
+      config.file().empty() ? fs::current_path() : fs::absolute(config.file()).parent_path();
+  const std::string& root = config.string("experiment.root");
+  return root.empty() ? normal(base) : resolve_path(base, root);
+}
+
+reward::SandboxLimits sandbox_limits(const Config& config) {
+  std::map<std::string, std::string> table;
+  for (const char* key :
+       {"core_bytes", "cpu_seconds", "file_size_bytes", "open_files", "address_space_bytes"}) {
+    const std::int64_t v = config.integer(std::string("sandbox.") + key);
+    table[key] = v < 0 ? "unlimited" : std::to_string(v);
+  }
+  for (const char* key : {"die_with_parent", "close_descriptors"}) {
+    table[key] = config.boolean(std::string("sandbox.") + key) ? "true" : "false";
+  }
+  table["cpu_affinity"] = config.string("sandbox.cpu_affinity");
+  try {
+    return reward::SandboxLimits::from_key_values(table, "sandbox");
+  } catch (const std::invalid_argument& e) {
+    throw RunnerError(e.what());
+  }
+}
+
+reward::GpuProtocol gpu_protocol(const Config& config) {
+  reward::GpuProtocol p;
+  p.seed = static_cast<std::uint64_t>(config.integer("check.seed"));
+  p.random_inputs = static_cast<std::int32_t>(config.integer("check.random_inputs"));
+  p.warmup_runs = static_cast<std::int32_t>(config.integer("timing.warmup"));
+  p.timed_runs = static_cast<std::int32_t>(config.integer("timing.repetitions"));
+  p.flush_l2 = config.boolean("timing.flush_l2");
+  p.time = config.boolean("timing.enabled");
+  return p;
+}
+
+reward::RewardConfig reward_config(const Config& config) {
+  reward::RewardConfig r;
+  r.compile_pass = config.real("reward.compile_pass");
+  r.compile_fail = config.real("reward.compile_fail");
+  r.test_pass = config.real("reward.test_pass");
+  r.test_fail = config.real("reward.test_fail");
+  r.r_eff = config.real("reward.r_eff");
+  r.r_pen = config.real("reward.r_pen");
+  r.shape = *reward::parse_speed_shape(config.string("reward.shape"));
+  const auto& speedups = config.real_list("reward.tier_speedups");
+  const auto& values = config.real_list("reward.tier_values");
+  if (speedups.size() != values.size()) {
+    throw RunnerError("reward.tier_values: " + std::to_string(values.size()) + " values for " +
+                      std::to_string(speedups.size()) +
+                      " reward.tier_speedups (expected one value per threshold)");
+  }
+  r.tiers.clear();
+  for (std::size_t i = 0; i < speedups.size(); ++i) r.tiers.push_back({speedups[i], values[i]});
+  r.clip_min = config.real("reward.clip_min");
+  r.clip_max = config.real("reward.clip_max");
+  if (auto problem = r.validate()) throw RunnerError("[reward]: " + *problem);
+  return r;
+}
+
+reward::EvaluatorConfig evaluator_config(const Config& config, const fs::path& root) {
+  reward::EvaluatorConfig c;
+  c.worker_path = resolve_path(root, config.string("evaluator.worker"));
+  c.arch = config.string("evaluator.arch");
+  c.nvrtc_options = config.string_list("evaluator.nvrtc_options");
+  c.compile_workers = static_cast<int>(config.integer("evaluator.compile_workers"));
+  // compile_only starts no GPU worker at all (as env's make_evaluator_backend does).
+  c.gpu_workers = config.boolean("evaluator.compile_only")
+                      ? 0
+                      : static_cast<int>(config.integer("evaluator.gpu_workers"));
+  c.compile_deadline = milliseconds(config.real("evaluator.compile_timeout_s"));
+  c.gpu_deadline = milliseconds(config.real("evaluator.gpu_timeout_s"));
+  c.startup_deadline = milliseconds(config.real("evaluator.startup_timeout_s"));
+  c.recycle_after = static_cast<int>(config.integer("evaluator.recycle_after"));
+  c.sandbox = sandbox_limits(config);
+  c.compile_cache_entries = static_cast<std::size_t>(config.integer("evaluator.cache_entries"));
+  c.result_cache_entries = c.compile_cache_entries;
+  if (const fs::path dir = resolve_path(root, config.string("evaluator.cache_dir")); !dir.empty()) {
+    c.cache_dir = dir;
+  }
+  c.protocol = gpu_protocol(config);
+  c.data_dir = data_dir(config, root);
+  c.index_dirs = index_dirs(config, root);
+  c.matrix_cache_entries =
+      static_cast<std::size_t>(config.integer("evaluator.matrix_cache_entries"));
+  c.limits.max_program_bytes =
+      static_cast<std::size_t>(config.integer("evaluator.max_program_bytes"));
+  c.limits.max_block = static_cast<int>(config.integer("evaluator.max_block"));
+  c.limits.max_shared_bytes = config.integer("evaluator.max_smem_bytes");
+  c.limits.max_registers_per_thread =
+      static_cast<int>(config.integer("evaluator.max_registers_per_thread"));
+  c.limits.max_spill_bytes = config.integer("evaluator.max_spill_bytes");
+  c.limits.max_stored_entries = config.integer("evaluator.max_stored_entries");
+  c.evaluation_threads = static_cast<int>(config.integer("evaluator.evaluation_threads"));
+  return c;
+}
+
+env::EnvConfig env_config(const Config& config) {
+  env::EnvConfig e;
+  e.max_tokens = static_cast<int>(config.integer("env.max_tokens"));
+  e.mask = *env::parse_mask_mode(config.string("env.mask"));
+  e.observation.nnz_samples = static_cast<int>(config.integer("env.nnz_samples"));
+  e.observation.embedding_dim = static_cast<int>(config.integer("env.embedding_dim"));
+  e.observation.scaling = *env::parse_index_scaling(config.string("env.index_scaling"));
+  e.observation.scale = config.real("env.index_scale");
+  e.observation.stratification = *env::parse_stratification(config.string("env.stratification"));
+  e.reward = reward_config(config);
+  e.seed = static_cast<std::uint64_t>(config.integer("experiment.seed"));
+  e.truncation_reward = config.real("env.truncation_reward");
+  if (auto problem = e.validate()) throw RunnerError("[env]: " + *problem);
+  return e;
+}
+
+env::TaskTemplate task_template(const Config& config) {
+  env::TaskTemplate what;
+  what.op = *datasets::parse_op(config.string("data.op"));
+  what.dtype = *datasets::parse_dtype(config.string("data.dtype"));
+  what.k =
+      what.op == datasets::Op::spmm ? static_cast<datasets::Index>(config.integer("data.k")) : 1;
+  return what;
+}
+
+std::vector<datasets::Task> config_tasks(const Config& config, const fs::path& root,
+                                         std::string_view part, std::int64_t max_tasks) {
+  std::vector<datasets::Task> tasks;
+  const std::string& split = config.string("data.split");
+  try {
+    if (!split.empty()) {
+      const fs::path file = resolve_path(root, split);
+      std::error_code ec;
+      if (!fs::is_regular_file(file, ec)) {
+        throw RunnerError("data.split: " + file.string() +
+                          " is not a file (relative paths start "
+                          "at the root " +
+                          root.string() + ")");
+      }
+      const auto which = datasets::parse_split_part(part);
+      tasks = env::TaskSource::from_split(file, *which, task_template(config),
+                                          env::TaskOrder::sequential)
+                  .tasks();
+    } else {
+      const auto& uris = config.string_list("data.uris");
+      if (uris.empty()) {
+        throw RunnerError("data.split and data.uris are both empty: name the matrices to use");
+      }
+      tasks = env::TaskSource::from_uris(uris, task_template(config), env::TaskOrder::sequential)
+                  .tasks();
+    }
+  } catch (const RunnerError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw RunnerError((split.empty() ? std::string("data.uris: ")
+                                     : "data.split (part " + std::string(part) + "): ") +
+                      e.what());
+  }
+  if (max_tasks > 0 && static_cast<std::int64_t>(tasks.size()) > max_tasks) {
+    tasks.resize(static_cast<std::size_t>(max_tasks));
+  }
+  return tasks;
+}
+
+#if defined(SPARSERL_HAVE_AGENTS)
+agents::AgentConfig agent_config(const Config& config, std::string_view stage) {
+  if (stage != "pretrain" && stage != "sft" && stage != "rl") {
+    throw std::invalid_argument("agent_config: unknown stage '" + std::string(stage) + "'");
+  }
+  agents::AgentConfig a;
+  a.policy = agents::PolicyConfig::preset(config.string("policy.preset"));
+  // agents key <- config key; the policy reads what the env shows.
+  std::vector<std::pair<std::string, std::string>> keys = {
+      {"policy.dropout", "policy.dropout"},
+      {"policy.tie_embeddings", "policy.tie_embeddings"},
+      {"policy.max_tokens", "env.max_tokens"},
+      {"policy.nnz_samples", "env.nnz_samples"},
+      {"policy.embedding_dim", "env.embedding_dim"},
+      {"agent.mask", "env.mask"},
+      {"agent.device", "agent.device"},
+      {"sampling.temperature", "agent.sampling.temperature"},
+      {"sampling.top_k", "agent.sampling.top_k"},
+      {"sampling.top_p", "agent.sampling.top_p"},
+  };
+  for (const char* shape : {"layers", "heads", "d_model", "d_ff"}) {
+    if (config.integer(std::string("policy.") + shape) > 0) {
+      keys.emplace_back(std::string("policy.") + shape, std::string("policy.") + shape);
+    }
+  }
+  for (const char* key :
+       {"beta1", "beta2", "eps", "weight_decay", "max_grad_norm", "min_lr_ratio"}) {
+    keys.emplace_back(std::string("optimizer.") + key, std::string("agent.optimizer.") + key);
+  }
+  for (const char* key : {"lr", "warmup_steps", "schedule", "decay_steps"}) {
+    keys.emplace_back(std::string("optimizer.") + key, "agent." + std::string(stage) + "." + key);
+  }
+  for (const std::string algorithm : {"reinforce", "ppo", "grpo"}) {
+    const std::string prefix = "agent." + algorithm + ".";
+    for (const KeySpec& k : config.schema().keys()) {
+      if (k.path.rfind(prefix, 0) == 0) {
+        keys.emplace_back(algorithm + "." + k.path.substr(prefix.size()), k.path);
+      }
+    }
+  }
+  for (const auto& [agent_key, config_key] : keys) {
+    try {
+      agents::apply_key_value(a, agent_key, value_text(config.value(config_key)));
+    } catch (const std::invalid_argument& e) {
+      throw RunnerError(config_key + ": " + e.what());
+    }
+  }
+  a.algorithm = stage == "rl" ? *agents::parse_algorithm(config.string("agent.algorithm"))
+                              : agents::Algorithm::sft;
+  const std::int64_t seed = config.integer("agent.seed");
+  a.seed = static_cast<std::uint64_t>(seed < 0 ? config.integer("experiment.seed") : seed);
+  if (auto problem = a.validate()) {
+    throw RunnerError("the agent of stage " + std::string(stage) + ": " + *problem +
+                      " (policy.* and env.* keys of the config)");
+  }
+  return a;
+}
+#endif
+
+}  // namespace sparserl::experiments

@@ -1,0 +1,302 @@
+// `sparserl train` as a user runs it, in a child process: a tiny config on generated matrices runs
+// every stage into a complete run directory; a SIGINT after the first RL checkpoint leaves a
+// readable, interrupted run directory (run.json, metrics.jsonl, trajectories.h5, checkpoints/) that
+// `sparserl train --resume` completes with the same numbers as an uninterrupted run; and the
+// quickstart (shortened with --set) runs end to end. Needs the learned agents (LibTorch).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "catch.hpp"
+#include "sparserl/env/trajectory.hpp"
+#include "sparserl/experiments/checkpoints.hpp"
+#include "sparserl/experiments/json.hpp"
+#include "sparserl/experiments/metrics.hpp"
+#include "sparserl/experiments/results.hpp"
+#include "sparserl/experiments/run_info.hpp"
+#include "sparserl/experiments/runner.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace sparserl::experiments;
+using sparserl::testing::has_substring;
+
+namespace {
+
+// Two stages' worth of everything on generated matrices: seconds on one core.
+constexpr const char* kTinyConfig = R"(
+[experiment]
+name = "tiny"
+seed = 3
+
+[data]
+uris = ["gen-v1/diagonal?n=48", "gen-v1/banded?n=40&bandwidth=2",
+        "gen-v1/uniform?rows=32&nnz_per_row=3", "gen-v1/stencil2d?nx=6&ny=6"]
+index_dirs = []
+
+[env]
+max_tokens = 400
+nnz_samples = 8
+embedding_dim = 8
+
+[policy]
+preset = "tiny"
+layers = 1
+heads = 2
+d_model = 32
+d_ff = 64
+
+[agent]
+algorithm = "grpo"
+device = "cpu"
+
+[train]
+corpus_programs = 24
+search_budget = 1
+pretrain_steps = 2
+pretrain_batch_size = 2
+sft_steps = 3
+sft_batch_size = 2
+rl_updates = 12
+tasks_per_update = 1
+samples_per_task = 2
+log_every = 1
+
+[eval]
+samples = 1
+max_tasks = 2
+
+[checkpoints]
+every = 2
+rl_every = 1
+keep_last = 2
+
+[evaluator]
+compile_workers = 1
+
+[report]
+plots = false
+)";
+
+bool wait_for(const std::function<bool()>& condition, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+// Starts `sparserl ARGS...` with stdout and stderr to LOG.
+pid_t start_cli(const std::vector<std::string>& args, const fs::path& log) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  std::vector<std::string> argv = {SPARSERL_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  ::execv(raw[0], raw.data());
+  ::_exit(127);
+}
+
+// The exit status of a child, or -1 (after killing it) when it outlives `limit`.
+int finish(pid_t pid, std::chrono::seconds limit) {
+  int status = 0;
+  if (!wait_for([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, limit)) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The one run directory under RUNS.
+fs::path only_run(const fs::path& runs) {
+  std::vector<fs::path> found;
+  for (const fs::directory_entry& e : fs::directory_iterator(runs)) {
+    if (e.is_directory() && e.path().filename().string().front() != '.') found.push_back(e.path());
+  }
+  REQUIRE(found.size() == 1);
+  return found.front();
+}
+
+// What must agree between two runs of one config: every statistic but the timings.
+std::vector<std::string> comparable(const MetricsLog& log) {
+  std::vector<std::string> out;
+  for (const MetricsRecord& r : log.records) {
+    std::string line = std::to_string(r.step) + " " + r.stage;
+    for (const auto& [name, value] : r.values) {
+      if (name.rfind("perf/", 0) == 0) continue;
+      line += " " + name + "=" + json_number(value);
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+void require_agents() {
+  if (!have_learned_agents()) sparserl::testing::skip("this build has no LibTorch agents");
+}
+
+}  // namespace
+
+TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same numbers",
+          "[experiments][train]") {
+  require_agents();
+  const fs::path dir = sparserl::testing::scratch_dir("train_sigint");
+  std::ofstream(dir / "tiny.toml") << kTinyConfig;
+
+  // The uninterrupted run.
+  const pid_t whole =
+      start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / "whole").string()},
+                dir / "whole.log");
+  INFO(read_text(dir / "whole.log"));
+  REQUIRE(finish(whole, std::chrono::seconds(120)) == 0);
+  const fs::path reference = only_run(dir / "whole");
+  CHECK(read_run_info(reference / "run.json").status == RunStatus::completed);
+
+  // The same config, stopped after the first RL checkpoint.
+  const pid_t first =
+      start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / "cut").string()},
+                dir / "cut.log");
+  fs::path run;
+  const bool in_rl = wait_for(
+      [&] {
+        std::error_code ec;
+        if (!fs::exists(dir / "cut", ec)) return false;
+        for (const fs::directory_entry& e : fs::directory_iterator(dir / "cut", ec)) {
+          if (e.path().filename().string().front() == '.') continue;
+          run = e.path();
+          for (const CheckpointInfo& c : CheckpointStore(run / "checkpoints").list()) {
+            if (read_text(c.dir / "stage.json").find("\"rl\"") != std::string::npos) return true;
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(120));
+  if (!in_rl) ::kill(first, SIGKILL);
+  REQUIRE(in_rl);
+  ::kill(first, SIGINT);
+  const int code = finish(first, std::chrono::seconds(60));
+  INFO(read_text(dir / "cut.log"));
+  CHECK(code == 130);
+
+  // Everything readable, and it says how it ended.
+  const RunInfo info = read_run_info(run / "run.json");
+  CHECK(info.status == RunStatus::interrupted);
+  CHECK(info.error == "stopped by SIGINT");
+  const MetricsLog cut = read_metrics(run / "metrics.jsonl");
+  CHECK_FALSE(cut.truncated_last_line);
+  REQUIRE_FALSE(cut.records.empty());
+  CHECK(cut.records.back().stage == "rl");
+  const auto latest = CheckpointStore(run / "checkpoints").latest();
+  REQUIRE(latest);
+  CHECK(latest->step == cut.records.back().step);  // the stop saved the step it ended on
+  CHECK(latest->step < 2 + 3 + 12);
+  const Json stage = Json::parse(read_text(latest->dir / "stage.json"), "stage.json");
+  CHECK(stage.find("stage")->as_string() == "rl");
+  CHECK_FALSE(stage.find("done")->as_bool());
+  const sparserl::env::TrajectoryFile episodes =
+      sparserl::env::read_trajectories(run / "trajectories.h5");
+  CHECK(episodes.rows == 2 * (latest->step - 5));  // two samples per update so far
+  CHECK(fs::exists(run / "policies" / "pretrain" / "checkpoint.txt"));
+  CHECK(fs::exists(run / "policies" / "sft" / "checkpoint.txt"));
+  CHECK(fs::exists(run / "report.md"));
+  CHECK_THAT(read_text(run / "report.md"), has_substring("**interrupted**"));
+  CHECK_THAT(read_text(dir / "cut.log"), has_substring("sparserl train --resume " + run.string()));
+
+  // Resume to the end: the same numbers as the run that was never stopped.
+  const pid_t second = start_cli({"train", "--resume", run.string()}, dir / "resume.log");
+  const int resumed = finish(second, std::chrono::seconds(120));
+  INFO(read_text(dir / "resume.log"));
+  REQUIRE(resumed == 0);
+  CHECK(read_run_info(run / "run.json").status == RunStatus::completed);
+  CHECK(read_run_info(run / "run.json").resumed_at.size() == 1);
+  CHECK(comparable(read_metrics(run / "metrics.jsonl")) ==
+        comparable(read_metrics(reference / "metrics.jsonl")));
+  CHECK(sparserl::env::read_trajectories(run / "trajectories.h5").rows == 2 * 12);
+  const auto a = read_results_csv(run / "results.csv");
+  const auto b = read_results_csv(reference / "results.csv");
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].matrix == b[i].matrix);
+    CHECK(a[i].compiled == b[i].compiled);
+    CHECK(a[i].samples_compiled == b[i].samples_compiled);
+  }
+  CHECK_FALSE(fs::exists(run / "work"));
+
+  // A completed run has nothing to resume.
+  const pid_t again = start_cli({"train", "--resume", run.string()}, dir / "again.log");
+  CHECK(finish(again, std::chrono::seconds(60)) == 1);
+  CHECK_THAT(read_text(dir / "again.log"), has_substring("the run completed"));
+}
+
+TEST_CASE("sparserl quickstart runs end to end (shortened)", "[experiments][train]") {
+  require_agents();
+  (void)sparserl::testing::shared_matrices_dir();  // the quickstart's split; skips when absent
+  const fs::path dir = sparserl::testing::scratch_dir("train_quickstart");
+  // The real quickstart.toml with smaller budgets: every stage, the real data and paths.
+  const pid_t pid = start_cli({"quickstart",
+                               "--root",
+                               sparserl::testing::source_dir().string(),
+                               "--runs-dir",
+                               (dir / "runs").string(),
+                               "--set",
+                               "train.pretrain_steps=2",
+                               "--set",
+                               "train.sft_steps=2",
+                               "--set",
+                               "train.rl_updates=1",
+                               "--set",
+                               "eval.max_tasks=1",
+                               "--set",
+                               "eval.samples=1",
+                               "--set",
+                               "data.max_tasks=2",
+                               "--set",
+                               "env.max_tokens=480",
+                               "--set",
+                               "report.plots=false"},
+                              dir / "quickstart.log");
+  const int code = finish(pid, std::chrono::seconds(240));
+  const std::string log = read_text(dir / "quickstart.log");
+  INFO(log);
+  REQUIRE(code == 0);
+  const fs::path run = only_run(dir / "runs");
+  CHECK_THAT(log, has_substring("The quickstart's report: " + (run / "report.md").string()));
+  CHECK_THAT(log, has_substring("no GPU: only the compile stage of the reward runs"));
+  CHECK(read_run_info(run / "run.json").status == RunStatus::completed);
+  const std::string report = read_text(run / "report.md");
+  CHECK_THAT(report, has_substring("**completed**"));
+  CHECK_THAT(report, has_substring("| grpo | 1 |"));
+  const MetricsLog metrics = read_metrics(run / "metrics.jsonl");
+  CHECK(metrics.records.back().stage == "eval");
+  CHECK(metrics.records.back().step == 2 + 2 + 1);
+  const std::string resolved = read_text(run / "config.resolved.toml");
+  CHECK_THAT(resolved, has_substring("root = \"" + sparserl::testing::source_dir().string()));
+  CHECK_THAT(resolved, has_substring("split = \"datasets/splits/shared-v1.split\""));
+}
