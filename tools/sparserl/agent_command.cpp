@@ -1,7 +1,7 @@
 // `sparserl agent`: the learned agents' stages from the command line - pretraining on the tuning
 // corpus, SFT on its (matrix -> best program) pairs, RL with REINFORCE / PPO / GRPO against the
-// environment and its evaluator, and the greedy / pass@k evaluation of a checkpoint - until
-// `sparserl train CONFIG` (the experiment runner) drives them from a TOML file. Each subcommand is
+// environment and its evaluator, and the greedy / pass@k evaluation of a checkpoint - one stage at
+// a time (`sparserl train CONFIG`, the experiment runner, drives them from a TOML file). Each subcommand is
 // a thin wrapper over one entry point of agents/learning/include/sparserl/agents/training.hpp; the
 // statistics go to stdout or a JSON-lines file. Built only with LibTorch (sparserl::agents).
 #if defined(SPARSERL_HAVE_AGENTS)
