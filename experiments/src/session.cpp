@@ -8,6 +8,7 @@
 
 #include "sparserl/experiments/report.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/reward/reward.hpp"
 #if defined(SPARSERL_HAVE_AGENTS)
 #include "sparserl/agents/training.hpp"
 #endif
@@ -115,6 +116,7 @@ std::unique_ptr<Session> Session::open(Config config, fs::path root, std::ostrea
   if (!s->gpu) {
     s->say(compile_only ? "evaluator.compile_only = true: only the compile stage of the reward runs"
                         : kNoGpuNotice);
+    reward::compile_only_notice_given();
   }
   s->tokenizer = std::make_shared<const env::Tokenizer>();
   return s;

@@ -11,9 +11,10 @@
 namespace sparserl::reward {
 namespace {
 
+std::once_flag g_compile_only_notice;
+
 void announce_compile_only() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(g_compile_only_notice, [] {
     std::fputs(
         "sparserl: no GPU available: rewards are the compile stage alone (R_compile minus the "
         "resource penalty); correctness and speed are not measured\n",
@@ -29,6 +30,10 @@ std::string number(double v) {
 }
 
 }  // namespace
+
+void compile_only_notice_given() {
+  std::call_once(g_compile_only_notice, [] {});
+}
 
 std::string_view to_string(SpeedShape shape) {
   switch (shape) {

@@ -1,8 +1,17 @@
 // HierarchicalReward on a table of evaluations: every error kind at the stage it happens, the three
-// speed shapes, the penalty, the clip, the compile-only case without a GPU, and config validation.
+// speed shapes, the penalty, the clip, the compile-only case without a GPU (and its one notice), and
+// config validation.
 #include "sparserl/reward/reward.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "catch.hpp"
 #include "test_support.hpp"
@@ -171,4 +180,47 @@ TEST_CASE("reward configs are validated", "[reward][reward_formula]") {
   nan.r_eff = std::nan("");
   CHECK_THROWS_WITH(HierarchicalReward(nan), has_substring("finite"));
   CHECK_FALSE(RewardConfig{}.validate().has_value());
+}
+
+namespace {
+
+// What a fresh process writes on stderr while scoring two results without a GPU, after calling
+// compile_only_notice_given() first when `told` (fork: the notice's once-flag is per process).
+std::string compile_only_stderr(bool told) {
+  char path[] = "/tmp/sparserl-reward-notice-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(fd, 2);
+    if (told) sparserl::reward::compile_only_notice_given();
+    sparserl::reward::EvalResult r;
+    r.stage = sparserl::reward::Stage::compile;
+    r.compiled = true;
+    r.gpu_available = false;
+    const sparserl::reward::HierarchicalReward reward;
+    (void)reward.breakdown(r);
+    (void)reward.breakdown(r);
+    std::fflush(stderr);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(fd);
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  ::unlink(path);
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("without a GPU the reward says so once, or not at all when the caller already did",
+          "[reward]") {
+  const std::string first = compile_only_stderr(false);
+  CHECK(first.find("no GPU available") != std::string::npos);
+  CHECK(first.find("no GPU available") == first.rfind("no GPU available"));  // once
+  CHECK(compile_only_stderr(true).empty());
 }

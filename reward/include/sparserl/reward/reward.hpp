@@ -32,6 +32,11 @@
 
 namespace sparserl::reward {
 
+// The reward prints one notice on stderr the first time it scores a result without a GPU. A caller
+// that has already told its user (the experiment runner, at start) calls this so that no second
+// notice appears.
+void compile_only_notice_given();
+
 enum class SpeedShape {
   linear,  // speedup - 1 (the method's default)
   log2,    // log2(speedup): symmetric in faster / slower
