@@ -1,9 +1,10 @@
 // `sparserl agent`: the learned agents' stages from the command line - pretraining on the tuning
 // corpus, SFT on its (matrix -> best program) pairs, RL with REINFORCE / PPO / GRPO against the
 // environment and its evaluator, and the greedy / pass@k evaluation of a checkpoint - one stage at
-// a time (`sparserl train CONFIG`, the experiment runner, drives them from a TOML file). Each subcommand is
-// a thin wrapper over one entry point of agents/learning/include/sparserl/agents/training.hpp; the
-// statistics go to stdout or a JSON-lines file. Built only with LibTorch (sparserl::agents).
+// a time (`sparserl train CONFIG`, the experiment runner, drives them from a TOML file). Each
+// subcommand is a thin wrapper over one entry point of
+// agents/learning/include/sparserl/agents/training.hpp; the statistics go to stdout or a JSON-lines
+// file. Built only with LibTorch (sparserl::agents).
 #if defined(SPARSERL_HAVE_AGENTS)
 
 #include <cmath>
@@ -25,6 +26,7 @@
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/env/evaluator_backend.hpp"
 #include "sparserl/env/trajectory.hpp"
+#include "sparserl/experiments/json.hpp"
 
 namespace sparserl::tools {
 namespace {
@@ -87,32 +89,12 @@ constexpr const char* kUsage =
     "\n"
     "Exit status: 0 on success, 1 on an error, 2 for bad arguments.\n";
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string statistics_json(std::string_view stage, std::int64_t step,
                             const env::Statistics& stats) {
   std::string out =
-      "{\"stage\": " + json_string(std::string(stage)) + ", \"step\": " + std::to_string(step);
+      "{\"stage\": " + experiments::json_quote(stage) + ", \"step\": " + std::to_string(step);
   for (const auto& [name, value] : stats)
-    out += ", " + json_string(name) + ": " + json_number(value);
+    out += ", " + experiments::json_quote(name) + ": " + experiments::json_number(value);
   return out + "}";
 }
 
@@ -144,7 +126,7 @@ class MetricsSink {
     for (const char* key : {"loss", "loss/policy", "reward/mean", "env/compile_rate", "kl",
                             "perf/tokens_per_second"}) {
       for (const auto& [name, value] : stats) {
-        if (name == key) out += std::string(key) + "=" + json_number(value) + " ";
+        if (name == key) out += std::string(key) + "=" + experiments::json_number(value) + " ";
       }
     }
     return out;
@@ -377,9 +359,10 @@ int run_eval(const Args& args) {
     out << "task,greedy_compiled,greedy_correct,greedy_speedup,sampled,sampled_compiled,sampled_"
            "correct,best_speedup\n";
     for (const auto& t : summary.tasks) {
-      out << json_string(t.task.str()) << "," << t.greedy_compiled << "," << t.greedy_correct << ","
-          << json_number(t.greedy_speedup) << "," << t.sampled << "," << t.sampled_compiled << ","
-          << t.sampled_correct << "," << json_number(t.best_speedup) << "\n";
+      out << experiments::json_quote(t.task.str()) << "," << t.greedy_compiled << ","
+          << t.greedy_correct << "," << experiments::json_number(t.greedy_speedup) << ","
+          << t.sampled << "," << t.sampled_compiled << "," << t.sampled_correct << ","
+          << experiments::json_number(t.best_speedup) << "\n";
     }
     if (!out) throw std::runtime_error(*file + ": cannot write");
   }
@@ -390,7 +373,7 @@ int run_eval(const Args& args) {
     std::cout << "checkpoint " << args.required("checkpoint") << " (" << agent->policy_id() << ", "
               << agent->parameter_count() << " parameters, " << agent->device() << ")\n";
     for (const auto& [name, value] : summary.statistics)
-      std::cout << name << " " << json_number(value) << "\n";
+      std::cout << name << " " << experiments::json_number(value) << "\n";
   }
   return 0;
 }

@@ -27,6 +27,7 @@
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/datasets/suitesparse_index.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "sparserl/experiments/json.hpp"
 
 namespace sparserl::tools {
 namespace {
@@ -84,38 +85,6 @@ std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
-}
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 bool looks_like_uri(std::string_view text) {
@@ -210,18 +179,20 @@ int run_info(const Args& args) {
   const auto values = features.to_vector();
   if (args.flag("json")) {
     std::ostringstream out;
-    out << "{\n  \"input\": " << json_string(in.label) << ",\n";
-    if (in.uri) out << "  \"uri\": " << json_string(*in.uri) << ",\n";
-    if (!in.file.empty()) out << "  \"file\": " << json_string(in.file.string()) << ",\n";
+    out << "{\n  \"input\": " << experiments::json_quote(in.label) << ",\n";
+    if (in.uri) out << "  \"uri\": " << experiments::json_quote(*in.uri) << ",\n";
+    if (!in.file.empty()) {
+      out << "  \"file\": " << experiments::json_quote(in.file.string()) << ",\n";
+    }
     out << "  \"rows\": " << a.rows() << ",\n  \"cols\": " << a.cols()
-        << ",\n  \"nnz\": " << a.nnz() << ",\n  \"digest\": " << json_string(a.digest())
+        << ",\n  \"nnz\": " << a.nnz() << ",\n  \"digest\": " << experiments::json_quote(a.digest())
         << ",\n  \"read_seconds\": " << number(in.read_seconds) << ",\n";
     if (in.report) {
       const ds::ReadReport& r = *in.report;
-      out << "  \"report\": {\"source\": " << json_string(r.source)
-          << ", \"format\": " << json_string(ds::to_string(r.format))
-          << ", \"field\": " << json_string(ds::to_string(r.field))
-          << ", \"symmetry\": " << json_string(ds::to_string(r.symmetry))
+      out << "  \"report\": {\"source\": " << experiments::json_quote(r.source)
+          << ", \"format\": " << experiments::json_quote(ds::to_string(r.format))
+          << ", \"field\": " << experiments::json_quote(ds::to_string(r.field))
+          << ", \"symmetry\": " << experiments::json_quote(ds::to_string(r.symmetry))
           << ", \"stored_entries\": " << r.stored_entries
           << ", \"expanded_entries\": " << r.expanded_entries
           << ", \"duplicates_summed\": " << r.duplicates_summed
@@ -230,7 +201,7 @@ int run_info(const Args& args) {
     }
     out << "  \"features\": {";
     for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
-      out << (i ? ", " : "") << json_string(names[i]) << ": " << number(values[i]);
+      out << (i ? ", " : "") << experiments::json_quote(names[i]) << ": " << number(values[i]);
     }
     out << "}\n}\n";
     std::cout << out.str();
@@ -550,16 +521,17 @@ int run_summary(const Args& args) {
     out << "[\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const SummaryRow& r = rows[i];
-      out << "  {\"matrix\": " << json_string(r.name)
-          << ", \"file\": " << json_string(r.file.string())
-          << ", \"ok\": " << (r.ok ? "true" : "false") << ", \"status\": " << json_string(r.status);
+      out << "  {\"matrix\": " << experiments::json_quote(r.name)
+          << ", \"file\": " << experiments::json_quote(r.file.string())
+          << ", \"ok\": " << (r.ok ? "true" : "false")
+          << ", \"status\": " << experiments::json_quote(r.status);
       if (r.ok) {
         out << ", \"rows\": " << r.rows << ", \"cols\": " << r.cols << ", \"nnz\": " << r.nnz
             << ", \"read_ms\": " << number(r.read_ms) << ", \"features\": {";
         const auto names = ds::feature_names();
         const auto values = r.features.to_vector();
         for (std::size_t k = 0; k < names.size() && k < values.size(); ++k) {
-          out << (k ? ", " : "") << json_string(names[k]) << ": " << number(values[k]);
+          out << (k ? ", " : "") << experiments::json_quote(names[k]) << ": " << number(values[k]);
         }
         out << "}";
       }

@@ -27,6 +27,7 @@
 #include "sparserl/env/trajectory.hpp"
 #include "sparserl/env/vector_env.hpp"
 #if __has_include("sparserl/kernels/evaluator_backend.hpp")
+#include "sparserl/experiments/json.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
 #include "sparserl/kernels/template_search.hpp"
 #define SPARSERL_ROLLOUT_HAVE_KERNELS 1
@@ -141,19 +142,6 @@ std::string number(double v, int digits = 4) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
 }
 
 int run_rollout(const std::vector<std::string>& argv) {
@@ -345,7 +333,7 @@ int run_rollout(const std::vector<std::string>& argv) {
       summary.timed > 0 ? std::exp(summary.speedup_log_sum / static_cast<double>(summary.timed))
                         : 0.0;
   if (args.flag("json")) {
-    std::cout << "{\"agent\":" << json_string(agent->policy_id())
+    std::cout << "{\"agent\":" << experiments::json_quote(agent->policy_id())
               << ",\"episodes\":" << summary.episodes << ",\"terminated\":" << summary.terminated
               << ",\"truncated\":" << summary.truncated << ",\"evaluated\":" << summary.evaluated
               << ",\"compiled\":" << summary.compiled << ",\"correct\":" << summary.correct
@@ -358,15 +346,16 @@ int run_rollout(const std::vector<std::string>& argv) {
               << ",\"steps_per_s\":" << number(steps / wall, 6) << ",\"evaluations_per_s\":"
               << number(static_cast<double>(summary.evaluated) / wall, 6)
               << ",\"gpu\":" << (gpu ? "true" : "false")
-              << ",\"evaluator\":" << json_string(backend->describe()) << ",\"errors\":{";
+              << ",\"evaluator\":" << experiments::json_quote(backend->describe())
+              << ",\"errors\":{";
     bool first = true;
     for (const auto& [kind, count] : summary.errors) {
-      std::cout << (first ? "" : ",") << json_string(kind) << ":" << count;
+      std::cout << (first ? "" : ",") << experiments::json_quote(kind) << ":" << count;
       first = false;
     }
     std::cout << "}";
     if (writer)
-      std::cout << ",\"out\":" << json_string(writer->path().string())
+      std::cout << ",\"out\":" << experiments::json_quote(writer->path().string())
                 << ",\"rows\":" << writer->rows();
     std::cout << "}\n";
   } else {
