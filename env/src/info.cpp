@@ -10,39 +10,6 @@
 namespace sparserl::env {
 namespace {
 
-void json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x",
-                        static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 [[noreturn]] void missing(std::string_view key, std::string_view type) {
   throw std::out_of_range("info has no " + std::string(type) + " value under '" + std::string(key) +
                           "'");
@@ -100,7 +67,7 @@ std::string Info::to_json() const {
   for (const auto& [k, v] : entries_) {
     if (!first) out += ",";
     first = false;
-    json_string(out, k);
+    reward::append_json_string(out, k);
     out += ":";
     if (std::holds_alternative<bool>(v)) {
       out += std::get<bool>(v) ? "true" : "false";
@@ -115,7 +82,7 @@ std::string Info::to_json() const {
         out.append(buf, std::to_chars(buf, buf + sizeof buf, d).ptr);
       }
     } else {
-      json_string(out, std::get<std::string>(v));
+      reward::append_json_string(out, std::get<std::string>(v));
     }
   }
   out += "}";

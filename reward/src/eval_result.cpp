@@ -12,6 +12,46 @@
 
 namespace sparserl::reward {
 
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[u >> 4];
+          out += kHex[u & 15];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
 namespace {
 
 constexpr std::array<std::pair<Stage, std::string_view>, 6> kStages = {{
@@ -88,45 +128,7 @@ class JsonObject {
     quote(key);
     out_ += ':';
   }
-  void quote(std::string_view text) {
-    out_ += '"';
-    for (char c : text) {
-      const auto u = static_cast<unsigned char>(c);
-      switch (c) {
-        case '"':
-          out_ += "\\\"";
-          break;
-        case '\\':
-          out_ += "\\\\";
-          break;
-        case '\n':
-          out_ += "\\n";
-          break;
-        case '\r':
-          out_ += "\\r";
-          break;
-        case '\t':
-          out_ += "\\t";
-          break;
-        case '\b':
-          out_ += "\\b";
-          break;
-        case '\f':
-          out_ += "\\f";
-          break;
-        default:
-          if (u < 0x20 || u == 0x7f) {
-            static constexpr char kHex[] = "0123456789abcdef";
-            out_ += "\\u00";
-            out_ += kHex[u >> 4];
-            out_ += kHex[u & 15];
-          } else {
-            out_ += c;
-          }
-      }
-    }
-    out_ += '"';
-  }
+  void quote(std::string_view text) { append_json_string(out_, text); }
 
   std::string& out_;
   bool first_ = true;
