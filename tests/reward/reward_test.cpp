@@ -3,6 +3,7 @@
 // config validation.
 #include "sparserl/reward/reward.hpp"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,8 +185,26 @@ TEST_CASE("reward configs are validated", "[reward][reward_formula]") {
 
 namespace {
 
+// The child's work for compile_only_stderr: score two results without a GPU, after calling
+// compile_only_notice_given() first when SPARSERL_NOTICE_TOLD=1. Hidden: it runs only when asked
+// for by name, in a process of its own.
+void score_without_gpu_twice() {
+  const char* told = std::getenv("SPARSERL_NOTICE_TOLD");
+  if (told != nullptr && std::string(told) == "1") sparserl::reward::compile_only_notice_given();
+  sparserl::reward::EvalResult r;
+  r.stage = sparserl::reward::Stage::compile;
+  r.compiled = true;
+  r.gpu_available = false;
+  const sparserl::reward::HierarchicalReward reward;
+  (void)reward.breakdown(r);
+  (void)reward.breakdown(r);
+  std::fflush(stderr);
+}
+
 // What a fresh process writes on stderr while scoring two results without a GPU, after calling
-// compile_only_notice_given() first when `told` (fork: the notice's once-flag is per process).
+// compile_only_notice_given() first when `told`. The notice's once-flag is per process, and this
+// process may have given it already (other test cases): the child is this test executable
+// started anew (exec, not only fork), running the hidden case below.
 std::string compile_only_stderr(bool told) {
   char path[] = "/tmp/sparserl-reward-notice-XXXXXX";
   const int fd = ::mkstemp(path);
@@ -194,20 +213,18 @@ std::string compile_only_stderr(bool told) {
   REQUIRE(pid >= 0);
   if (pid == 0) {
     ::dup2(fd, 2);
-    if (told) sparserl::reward::compile_only_notice_given();
-    sparserl::reward::EvalResult r;
-    r.stage = sparserl::reward::Stage::compile;
-    r.compiled = true;
-    r.gpu_available = false;
-    const sparserl::reward::HierarchicalReward reward;
-    (void)reward.breakdown(r);
-    (void)reward.breakdown(r);
-    std::fflush(stderr);
-    ::_exit(0);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) ::dup2(null, 1);
+    ::setenv("SPARSERL_NOTICE_TOLD", told ? "1" : "0", 1);
+    const char* argv[] = {"reward_tests", "[.compile_only_notice_child]", nullptr};
+    ::execv("/proc/self/exe", const_cast<char* const*>(argv));
+    ::_exit(127);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
   ::close(fd);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
   std::ifstream in(path);
   std::ostringstream text;
   text << in.rdbuf();
@@ -216,6 +233,10 @@ std::string compile_only_stderr(bool told) {
 }
 
 }  // namespace
+
+TEST_CASE("the child process of the compile-only notice test", "[.compile_only_notice_child]") {
+  score_without_gpu_twice();
+}
 
 TEST_CASE("without a GPU the reward says so once, or not at all when the caller already did",
           "[reward]") {
