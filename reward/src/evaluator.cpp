@@ -22,6 +22,7 @@
 
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/reward/digest.hpp"
+#include "sparserl/reward/in_flight.hpp"
 
 namespace sparserl::reward {
 
@@ -456,24 +457,18 @@ struct Evaluator::Impl {
     request.options = cfg.nvrtc_options;
     request.name = std::string(kProgramFileName);
     const std::string key = compile_cache_key(request, nvrtc_version());
-    std::optional<CompileResult> compiled = compile_cache.find(key);
-    if (!compiled) {
-      WorkerReply reply = pool.submit(WorkerRole::compile, request).get();
-      if (reply.error != ErrorKind::none) {
-        r.stage = Stage::compile;
-        r.error = reply.error;
-        r.message = "compile worker: " + reply.message;
-        return;
-      }
-      if (auto* refused = std::get_if<ErrorResponse>(&*reply.response)) {
-        r.stage = Stage::compile;
-        r.error = ErrorKind::internal_error;
-        r.message = "compile worker refused the request: " + refused->message;
-        return;
-      }
-      compiled = std::move(std::get<CompileResponse>(*reply.response).result);
-      compile_cache.insert(key, *compiled);
+    // Identical requests in flight at the same time (a group of G completions that agree) share
+    // one compile.
+    InFlight<CompileOutcome>::Answer compile_answer =
+        compiles.run(key, [&] { return compile(key, request); });
+    if (!compile_answer.value.result) {
+      r.stage = Stage::compile;
+      r.error = compile_answer.value.error;
+      r.message = std::move(compile_answer.value.message);
+      return;
     }
+    std::optional<CompileResult> compiled = std::move(compile_answer.value.result);
+    if (compile_answer.shared) compiled->cached = true;
     r.stage = Stage::compile;
     r.compile = compiled->figures();
     if (!compiled->ok) {
@@ -510,41 +505,108 @@ struct Evaluator::Impl {
     g.protocol.seed = evaluation_seed(protocol.seed, sha256_hex(compiled->cubin), r.matrix_digest);
     const std::string rkey = result_key(compiled->cubin, r.matrix_digest, task, prog.format,
                                         geometry.launches, gpu.devices.front().name, protocol);
+    // Identical evaluations in flight at the same time share one GPU run: one measurement, one
+    // verdict (and no timing noise between copies of one program).
+    g.cubin = compiled->cubin;
+    const std::string device = gpu.devices.front().name;
+    InFlight<GpuOutcome>::Answer answer =
+        gpu_runs.run(rkey, [&] { return run_on_gpu(rkey, std::move(g)); });
+    GpuOutcome& outcome = answer.value;
+    switch (outcome.kind) {
+      case GpuOutcome::Kind::no_gpu:
+        say_no_gpu(outcome.message);
+        return;
+      case GpuOutcome::Kind::worker_failed:
+        r.stage = Stage::run;
+        r.gpu_available = true;
+        r.device = device;
+        r.error = outcome.error;
+        r.message = std::move(outcome.message);
+        return;
+      case GpuOutcome::Kind::refused:
+        r.error = ErrorKind::internal_error;
+        r.message = std::move(outcome.message);
+        return;
+      case GpuOutcome::Kind::ran:
+        merge_gpu_result(std::move(outcome.ran), r);
+        r.result_cached = outcome.from_cache || answer.shared;
+        return;
+    }
+  }
+
+  // The compile stage's answer for one compile cache key: the cache, else a compile worker (and
+  // then the cache). Without a result, error and message say why no compile happened.
+  struct CompileOutcome {
+    std::optional<CompileResult> result;
+    ErrorKind error = ErrorKind::none;
+    std::string message;
+  };
+
+  CompileOutcome compile(const std::string& key, const CompileRequest& request) {
+    CompileOutcome out;
+    out.result = compile_cache.find(key);
+    if (out.result) return out;
+    WorkerReply reply = pool.submit(WorkerRole::compile, request).get();
+    if (reply.error != ErrorKind::none) {
+      out.error = reply.error;
+      out.message = "compile worker: " + reply.message;
+      return out;
+    }
+    if (auto* refused = std::get_if<ErrorResponse>(&*reply.response)) {
+      out.error = ErrorKind::internal_error;
+      out.message = "compile worker refused the request: " + refused->message;
+      return out;
+    }
+    out.result = std::move(std::get<CompileResponse>(*reply.response).result);
+    compile_cache.insert(key, *out.result);
+    return out;
+  }
+
+  // The GPU stage's answer for one result key: the result cache, else a GPU worker (and then the
+  // cache, for verdicts that belong to the program).
+  struct GpuOutcome {
+    enum class Kind { ran, no_gpu, worker_failed, refused };
+    Kind kind = Kind::ran;
+    EvalResult ran;          // Kind::ran: the worker's (or the cache's) result
+    bool from_cache = false;
+    ErrorKind error = ErrorKind::none;  // Kind::worker_failed
+    std::string message;
+  };
+
+  GpuOutcome run_on_gpu(const std::string& rkey, GpuRequest request) {
+    GpuOutcome out;
     if (std::optional<EvalResult> hit = results.find(rkey)) {
       std::lock_guard<std::mutex> lock(mutex);
       ++stats.result_cache_hits;
-      merge_gpu_result(std::move(*hit), r);
-      r.result_cached = true;
-      return;
+      out.ran = std::move(*hit);
+      out.from_cache = true;
+      return out;
     }
     {
       std::lock_guard<std::mutex> lock(mutex);
       ++stats.result_cache_misses;
       ++stats.gpu_requests;
     }
-    g.cubin = compiled->cubin;
-    WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(g)).get();
+    WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request)).get();
     if (reply.error == ErrorKind::no_gpu) {
-      say_no_gpu(reply.message);
-      return;
+      out.kind = GpuOutcome::Kind::no_gpu;
+      out.message = reply.message;
+    } else if (reply.error != ErrorKind::none) {
+      out.kind = GpuOutcome::Kind::worker_failed;
+      out.error = reply.error;
+      out.message = "GPU worker: " + reply.message;
+    } else if (auto* refused = std::get_if<ErrorResponse>(&*reply.response)) {
+      out.kind = GpuOutcome::Kind::refused;
+      out.message = "GPU worker refused the request: " + refused->message;
+    } else {
+      out.ran = std::move(std::get<GpuResponse>(*reply.response).result);
+      if (cacheable(out.ran)) results.insert(rkey, out.ran);
     }
-    if (reply.error != ErrorKind::none) {
-      r.stage = Stage::run;
-      r.gpu_available = true;
-      r.device = gpu.devices.front().name;
-      r.error = reply.error;
-      r.message = "GPU worker: " + reply.message;
-      return;
-    }
-    if (auto* refused = std::get_if<ErrorResponse>(&*reply.response)) {
-      r.error = ErrorKind::internal_error;
-      r.message = "GPU worker refused the request: " + refused->message;
-      return;
-    }
-    EvalResult ran = std::move(std::get<GpuResponse>(*reply.response).result);
-    if (cacheable(ran)) results.insert(rkey, ran);
-    merge_gpu_result(std::move(ran), r);
+    return out;
   }
+
+  InFlight<CompileOutcome> compiles;  // by compile cache key
+  InFlight<GpuOutcome> gpu_runs;      // by result key
 
   // The GPU worker's verdict and figures, with what this process knows (compile, digests) kept.
   static void merge_gpu_result(EvalResult gpu, EvalResult& r) {
@@ -602,6 +664,8 @@ EvaluatorStats Evaluator::stats() const {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     s = impl_->stats;
   }
+  s.compiles_coalesced = impl_->compiles.shared();
+  s.gpu_runs_coalesced = impl_->gpu_runs.shared();
   s.compile_cache = impl_->compile_cache.stats();
   s.pool = impl_->pool.stats();
   return s;

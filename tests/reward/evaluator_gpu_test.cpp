@@ -1,15 +1,16 @@
 // The evaluator on a real GPU (label gpu; each case skips itself where no GPU is present): every
 // reference program is correct in every (op, format, dtype) on the shared SuiteSparse matrices and on
 // generated matrices of at least 10M nonzeros; each adversarial program (tests/reward/programs/
-// adversarial) gets its verdict and the pool recovers; a timed evaluation reports sane figures; 1000
-// mixed evaluations in a row give the right verdicts, leave no process behind and do not grow the GPU's
-// memory.
+// adversarial) gets its verdict and the pool recovers; a timed evaluation reports sane figures;
+// identical programs submitted together share one GPU run; 1000 mixed evaluations in a row give
+// the right verdicts, leave no process behind and do not grow the GPU's memory.
 #include <dirent.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -269,6 +270,39 @@ TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]"
   REQUIRE(spmm.ok());
   CHECK(spmm.timed);
   CHECK(spmm.timing.speedup > 0);
+}
+
+TEST_CASE("identical programs submitted together get one GPU run and the same figures",
+          "[reward][gpu]") {
+  // A fresh evaluator (empty caches) with timing on: a group of 8 copies of one program, as a
+  // confident policy writes them, is compiled, checked and timed once; every copy gets that
+  // measurement, so identical programs never differ by timing noise.
+  rw::EvaluatorConfig config = gpu_config();
+  config.protocol.time = true;
+  rw::Evaluator ev(config);
+  if (ev.gpu_info().devices.empty()) sparserl::testing::skip("no GPU: " + ev.gpu_info().error);
+  const ds::Task t = task("gen-v1/stencil2d?nx=700&ny=700&points=5", ds::Op::spmv, ds::DType::f32);
+  const std::string program = read_text(program_path("spmv_csr.cu"));
+  std::vector<std::future<rw::EvalResult>> group;
+  for (int i = 0; i < 8; ++i) group.push_back(ev.submit(t, program));
+  int measured = 0;
+  std::vector<std::string> figures;
+  for (auto& f : group) {
+    rw::EvalResult r = f.get();
+    INFO(describe(r));
+    REQUIRE(r.ok());
+    REQUIRE(r.timed);
+    if (!r.result_cached) ++measured;
+    r.wall_ms = 0;
+    r.result_cached = false;
+    r.compile.cached = false;
+    figures.push_back(r.to_json());
+  }
+  CHECK(measured == 1);
+  for (const auto& f : figures) CHECK(f == figures.front());
+  const rw::EvaluatorStats s = ev.stats();
+  CHECK(s.gpu_requests == 1);
+  CHECK(s.gpu_runs_coalesced + s.result_cache_hits == 7);
 }
 
 TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU memory growth",

@@ -2,11 +2,12 @@
 // compile workers and real NVRTC, and each way an evaluation can stop before the GPU (parse, static
 // check, geometry, compile error, compile deadline, resources, a missing matrix) ends as a result
 // with the right stage, error kind and message. The compile cache answers repeated programs, in
-// memory and from a shared disk folder.
+// memory and from a shared disk folder, and identical programs submitted together are compiled once.
 #include "sparserl/reward/evaluator.hpp"
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <sstream>
 #include <string>
@@ -168,6 +169,35 @@ TEST_CASE("The compile cache answers a repeated program with the same result",
   const EvaluatorStats s = evaluator.stats();
   REQUIRE(s.compile_cache.hits == 1);
   REQUIRE(s.pool.answered == 2);
+}
+
+TEST_CASE("Identical programs submitted together are compiled once", "[reward][evaluator]") {
+  // A policy's group of completions often repeats one program: every copy gets the same verdict
+  // from one compile (coalesced while in flight, or the compile cache after it).
+  auto config = test_config();
+  config.evaluation_threads = 8;
+  Evaluator evaluator(config);
+  const std::string program = read_program("spmv_csr.cu");
+  std::vector<std::future<EvalResult>> futures;
+  for (int i = 0; i < 8; ++i) futures.push_back(evaluator.submit(task(), program));
+  const EvalResult other = evaluator.evaluate(task(), read_program("spmv_ell.cu"));
+  int fresh = 0;
+  std::set<std::string> verdicts;
+  for (auto& f : futures) {
+    EvalResult r = f.get();
+    REQUIRE(r.error == ErrorKind::none);
+    REQUIRE(r.compiled);
+    if (!r.compile.cached) ++fresh;
+    r.wall_ms = 0;
+    r.compile.cached = false;
+    verdicts.insert(r.to_json());
+  }
+  REQUIRE(fresh == 1);
+  REQUIRE(verdicts.size() == 1);
+  REQUIRE_FALSE(other.compile.cached);
+  const EvaluatorStats s = evaluator.stats();
+  REQUIRE(s.pool.answered == 2);  // one compile of the 8 copies, one of the other program
+  REQUIRE(s.compiles_coalesced + s.compile_cache.hits == 7);
 }
 
 TEST_CASE("A disk cache folder is shared by evaluators", "[reward][evaluator]") {

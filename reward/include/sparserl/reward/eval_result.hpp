@@ -60,7 +60,7 @@ struct CompileFigures {
   int local_bytes = 0;            // the largest per-thread local memory (stack frame)
   std::string arch;               // "sm_90"
   std::string log;                // the compiler log (warnings; the error text on failure)
-  bool cached = false;            // answered from the compile cache
+  bool cached = false;            // answered from the compile cache or an identical compile in flight
 };
 
 // Figures from the correctness stage.
@@ -105,7 +105,7 @@ struct EvalResult {
   std::string device;             // GPU name, empty without one
   std::string program_digest;     // content digest of the program text
   std::string matrix_digest;
-  bool result_cached = false;     // answered from the result cache
+  bool result_cached = false;     // answered from the result cache or an identical evaluation in flight
 
   [[nodiscard]] bool ok() const { return error == ErrorKind::none; }
   // One JSON object with every field (stable key names; used by --json, info and logs).

@@ -18,7 +18,9 @@
 // evaluated launches, the GPU and the check/timing protocol; only verdicts that belong to the
 // program are cached (not timeouts, crashes or internal errors). Random inputs are seeded per
 // evaluation from the protocol's seed, the cubin and the matrix, so a repeated evaluation is
-// reproducible and a cached result is the result a fresh one would give.
+// reproducible and a cached result is the result a fresh one would give. Identical evaluations
+// submitted together (a policy's G completions that agree) are coalesced (in_flight.hpp): one
+// compile, one GPU run, the same verdict and figures for each copy.
 #pragma once
 
 #include <chrono>
@@ -89,6 +91,10 @@ struct EvaluatorStats {
   std::uint64_t result_cache_hits = 0;
   std::uint64_t result_cache_misses = 0;
   std::uint64_t gpu_requests = 0;
+  // Evaluations answered by an identical one in flight at the same time (in_flight.hpp): at the
+  // compile stage (same compile cache key) and at the GPU stage (same result key).
+  std::uint64_t compiles_coalesced = 0;
+  std::uint64_t gpu_runs_coalesced = 0;
   CompileCacheStats compile_cache;
   WorkerPoolStats pool;
 };
