@@ -300,6 +300,13 @@ Schema build_schema() {
       .real("compile_timeout_s", 60, "deadline of one compile, seconds", 0.1, 3600)
       .real("gpu_timeout_s", 300, "deadline of one GPU evaluation (load, check, time), seconds",
             0.1, 3600)
+      .real("gpu_timeout_factor", 20,
+            "adaptive GPU deadline: once a task has answered GPU requests, later ones get this "
+            "many times the slowest answer (at least gpu_timeout_floor_s, at most gpu_timeout_s); "
+            "0: off",
+            0, 1e6)
+      .real("gpu_timeout_floor_s", 10, "the adaptive GPU deadline's lower bound, seconds", 0.1,
+            3600)
       .real("startup_timeout_s", 60, "deadline of a worker's start-up handshake, seconds", 0.1,
             3600)
       .integer("recycle_after", 500, "a worker is replaced after this many requests", 1, 1e9)

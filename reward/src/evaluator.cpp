@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -255,6 +256,10 @@ static EvaluatorConfig validated(EvaluatorConfig c) {
       c.arch.find_first_not_of("0123456789", 3) != std::string::npos) {
     throw std::invalid_argument("EvaluatorConfig.arch: expected sm_XX (e.g. sm_90), got '" +
                                 c.arch + "'");
+  }
+  if (c.gpu_deadline_factor > 0 && c.gpu_deadline_floor.count() <= 0) {
+    throw std::invalid_argument(
+        "EvaluatorConfig.gpu_deadline_floor: must be positive when gpu_deadline_factor > 0");
   }
   if (c.protocol.random_inputs < 1 || c.protocol.timed_runs < 1 || c.protocol.warmup_runs < 0) {
     throw std::invalid_argument(
@@ -587,7 +592,9 @@ struct Evaluator::Impl {
       ++stats.result_cache_misses;
       ++stats.gpu_requests;
     }
-    WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request)).get();
+    const std::string dkey = deadline_key(request);
+    WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request), gpu_deadline(dkey)).get();
+    if (reply.error == ErrorKind::none) answered_in(dkey, reply.run_ms);
     if (reply.error == ErrorKind::no_gpu) {
       out.kind = GpuOutcome::Kind::no_gpu;
       out.message = reply.message;
@@ -604,6 +611,33 @@ struct Evaluator::Impl {
     }
     return out;
   }
+
+  // The adaptive GPU deadline (EvaluatorConfig::gpu_deadline_factor): the slowest answered GPU
+  // request per task and protocol, without the per-evaluation seed.
+  static std::string deadline_key(const GpuRequest& request) {
+    GpuProtocol protocol = request.protocol;
+    protocol.seed = 0;
+    return request.matrix_digest + "|" + request.task.str() + "|" + protocol.str();
+  }
+
+  std::optional<std::chrono::milliseconds> gpu_deadline(const std::string& key) {
+    if (cfg.gpu_deadline_factor <= 0) return std::nullopt;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = slowest_answer_ms.find(key);
+    if (it == slowest_answer_ms.end()) return std::nullopt;
+    const double ms = std::max(static_cast<double>(cfg.gpu_deadline_floor.count()),
+                               cfg.gpu_deadline_factor * it->second);
+    return std::chrono::milliseconds(
+        std::min<long long>(cfg.gpu_deadline.count(), static_cast<long long>(std::ceil(ms))));
+  }
+
+  void answered_in(const std::string& key, double run_ms) {
+    std::lock_guard<std::mutex> lock(mutex);
+    double& slowest = slowest_answer_ms[key];
+    slowest = std::max(slowest, run_ms);
+  }
+
+  std::unordered_map<std::string, double> slowest_answer_ms;  // guarded by mutex
 
   InFlight<CompileOutcome> compiles;  // by compile cache key
   InFlight<GpuOutcome> gpu_runs;      // by result key

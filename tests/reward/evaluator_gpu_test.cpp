@@ -1,9 +1,10 @@
 // The evaluator on a real GPU (label gpu; each case skips itself where no GPU is present): every
 // reference program is correct in every (op, format, dtype) on the shared SuiteSparse matrices and on
 // generated matrices of at least 10M nonzeros; each adversarial program (tests/reward/programs/
-// adversarial) gets its verdict and the pool recovers; a timed evaluation reports sane figures;
-// identical programs submitted together share one GPU run; 1000 mixed evaluations in a row give
-// the right verdicts, leave no process behind and do not grow the GPU's memory.
+// adversarial) gets its verdict and the pool recovers; a hung kernel on a task that has answered
+// before times out at the adaptive deadline; a timed evaluation reports sane figures; identical
+// programs submitted together share one GPU run; 1000 mixed evaluations in a row give the right
+// verdicts, leave no process behind and do not grow the GPU's memory.
 #include <dirent.h>
 #include <unistd.h>
 
@@ -232,6 +233,35 @@ TEST_CASE("a kernel that never finishes times out and a fresh worker serves the 
   INFO(describe(after));
   CHECK(after.ok());
   CHECK(after.correct);
+}
+
+TEST_CASE("after a task's first answers, a hung kernel on it times out at the adaptive deadline",
+          "[reward][gpu]") {
+  // gpu_deadline is 120 s, but once the task has answered, a request on it may take at most
+  // max(floor 2 s, 20 x the slowest answer): the infinite loop costs seconds, not two minutes.
+  shared_evaluator();  // skips without a GPU
+  rw::EvaluatorConfig config = gpu_config(std::chrono::milliseconds(120'000));
+  config.gpu_deadline_factor = 20;
+  config.gpu_deadline_floor = std::chrono::milliseconds(2'000);
+  rw::Evaluator ev(config);
+  const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=6", ds::Op::spmv, ds::DType::f32);
+  const rw::EvalResult good = ev.evaluate(t, read_text(program_path("spmv_csr.cu")));
+  INFO(describe(good));
+  REQUIRE(good.ok());
+  const auto start = std::chrono::steady_clock::now();
+  const rw::EvalResult hung = ev.evaluate(t, read_text(adversarial_path("infinite_loop.cu")));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(describe(hung) << " after " << seconds << " s");
+  CHECK(hung.error == rw::ErrorKind::timeout);
+  CHECK(seconds < 60);  // far below gpu_deadline (120 s); the bound itself is a few seconds
+  CHECK_THAT(hung.message, !has_substring("120000 ms"));
+  // Another task has no answers yet: it keeps the full deadline, and the pool still serves it.
+  const rw::EvalResult other =
+      ev.evaluate(task("gen-v1/uniform?nnz_per_row=4&rows=5000&seed=6", ds::Op::spmv, ds::DType::f64),
+                  read_text(program_path("spmv_csr.cu")));
+  INFO(describe(other));
+  CHECK(other.ok());
 }
 
 TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]") {

@@ -56,6 +56,15 @@ struct EvaluatorConfig {
   int gpu_workers = -1;  // -1: one per visible GPU; 0: none (every evaluation stops after compile)
   std::chrono::milliseconds compile_deadline{60'000};
   std::chrono::milliseconds gpu_deadline{300'000};
+  // The adaptive GPU deadline: once a task (matrix, op, dtype, K, protocol) has had GPU requests
+  // that ended with the worker's answer, a later request on it gets
+  // min(gpu_deadline, max(gpu_deadline_floor, gpu_deadline_factor x the slowest such answer)).
+  // The first request on a task (matrix load, conversion, cuSPARSE) gets gpu_deadline. A hung
+  // kernel then costs seconds instead of minutes - one RL update stalled for gpu_deadline is the
+  // cost it avoids. A kernel 20x slower than every answer so far is a timeout, which the reward
+  // scores like any other failed run. factor <= 0: gpu_deadline always.
+  double gpu_deadline_factor = 20;
+  std::chrono::milliseconds gpu_deadline_floor{10'000};
   std::chrono::milliseconds startup_deadline{60'000};
   int recycle_after = 500;  // requests per worker
   SandboxLimits sandbox;
