@@ -203,7 +203,9 @@ Schema build_schema() {
       .string("kl_estimator", "k1", "per-token KL estimator", {"k1", "k2", "k3"})
       .boolean("whiten_advantages", true, "whiten advantages over the batch")
       .integer("epochs", 4, "passes over each batch of rollouts", 1, 1e6)
-      .integer("minibatches", 4, "minibatches per pass", 1, 1e6);
+      .integer("minibatches", 4, "minibatches per pass", 1, 1e6)
+      .integer("critic_warmup_updates", 0,
+               "the first N updates train the value head alone (trunk and policy frozen)", 0, 1e9);
 
   s.section(
        "agent.grpo",

@@ -1,7 +1,7 @@
 // Checkpoints and the training stages: a checkpoint round-trips every piece of state (the next step
 // after loading equals the next step without saving), refuses another policy shape, and a run cut
 // in two and resumed reproduces the uninterrupted run's numbers - for SFT and for RL against an env
-// whose evaluator only parses. The RL algorithms, the env::Agent path (VectorEnv episodes into
+// whose evaluator only parses. The RL algorithms (PPO's critic warm-up too), the env::Agent path (VectorEnv episodes into
 // update()) and the evaluation report the statistics they promise.
 #include <torch/torch.h>
 
@@ -249,6 +249,46 @@ TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][r
       CHECK(find_statistic(last, "env/compile_rate") == 1.0);
     }
   }
+}
+
+TEST_CASE("PPO's critic warm-up trains the value head alone, then the policy too",
+          "[agents][rl]") {
+  AgentConfig config = tiny_config(env::MaskMode::syntax, 32);
+  config.algorithm = Algorithm::ppo;
+  config.ppo.critic_warmup_updates = 1;
+  config.ppo.epochs = 2;
+  config.ppo.minibatches = 2;
+  config.optimizer.lr = 1e-3;
+  PolicyAgent agent(config, vocabulary());
+  const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
+      synthetic_observation(1), synthetic_observation(2)};
+  auto rollouts = [&] {
+    std::vector<Completion> completions = agent.generate(prompts, 4, agent.config().sampling);
+    std::vector<Rollout> out;
+    for (std::size_t k = 0; k < completions.size(); ++k) {
+      Rollout r;
+      r.matrix = prompts[k / 4];
+      r.group = static_cast<int>(k / 4);
+      r.reward = static_cast<double>(completions[k].tokens.size() % 5);
+      r.completion = std::move(completions[k]);
+      out.push_back(std::move(r));
+    }
+    return out;
+  };
+  // The policy's loss on a few of its own completions: a function of the logits alone.
+  std::vector<SftExample> probe;
+  for (const Rollout& r : rollouts()) probe.push_back({r.matrix, r.completion.tokens});
+  const double before = agent.sft_loss(probe);
+  const std::string weights_before = agent.weights_digest();
+  const env::Statistics warm = agent.update_rollouts(rollouts());
+  CHECK(find_statistic(warm, "value/critic_warmup") == 1.0);
+  CHECK(find_statistic(warm, "value/mean") == 0.0);  // the value head starts at zero
+  CHECK(agent.sft_loss(probe) == before);             // policy untouched, bit for bit
+  CHECK(agent.weights_digest() != weights_before);    // the value head moved
+  const env::Statistics joint = agent.update_rollouts(rollouts());
+  CHECK(find_statistic(joint, "value/critic_warmup") == 0.0);
+  CHECK(find_statistic(joint, "value/mean") != 0.0);  // the warmed critic's estimates
+  CHECK(agent.sft_loss(probe) != before);             // now the policy learns too
 }
 
 TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][rl]") {

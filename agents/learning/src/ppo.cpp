@@ -9,7 +9,9 @@
 //   4. several epochs over shuffled minibatches of sequences of
 //        L = max(-A r, -A clip(r, 1 - e, 1 + e)) + vf_coef * 0.5 max((V - R)^2, (clip_V - R)^2)
 //            - entropy_coef * H,
-//      r = pi / pi_old, clip_V = V_old + clip(V - V_old, -e_v, e_v), masked means over tokens.
+//      r = pi / pi_old, clip_V = V_old + clip(V - V_old, -e_v, e_v), masked means over tokens;
+//   during the first ppo.critic_warmup_updates updates only the value term, and only the value
+//   head's parameters step (the trunk, shared with the policy, keeps its weights).
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -76,6 +78,18 @@ torch::Tensor ppo_token_rewards(const torch::Tensor& scores, const torch::Tensor
   return rewards.scatter_add(1, last.unsqueeze(1), scores.to(kl.dtype()).unsqueeze(1));
 }
 
+namespace {
+
+// Drops every gradient but the value head's: AdamW and the gradient clipping skip parameters
+// without one, so the trunk and the language-model head keep their weights exactly.
+void keep_value_head_gradients_only(Learner& learner) {
+  for (auto& item : learner.policy->named_parameters()) {
+    if (item.key().rfind("value_head.", 0) != 0) item.value().mutable_grad() = torch::Tensor();
+  }
+}
+
+}  // namespace
+
 env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) {
   const PpoConfig& config = learner.config.ppo;
   const SequenceBatch batch = rollout_batch(learner, rollouts);
@@ -107,6 +121,7 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
 
   learner.policy->train();
   const double lr = learner.current_lr();
+  const bool critic_warmup = learner.counters.updates < config.critic_warmup_updates;
   double policy_loss = 0, value_loss = 0, total_loss = 0, clip_fraction = 0,
          value_clip_fraction = 0;
   double approx_kl = 0, entropy = 0, grad_norm = 0;
@@ -123,8 +138,10 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
                              returns.index_select(0, rows), part.valid, config.value_clip);
       const torch::Tensor mean_entropy = masked_mean(now.entropy, part.valid);
       const torch::Tensor loss =
-          pl.loss + config.vf_coef * vl.loss - config.entropy_coef * mean_entropy;
+          critic_warmup ? config.vf_coef * vl.loss
+                        : pl.loss + config.vf_coef * vl.loss - config.entropy_coef * mean_entropy;
       loss.backward();
+      if (critic_warmup) keep_value_head_gradients_only(learner);
       grad_norm += learner.optimizer_step();
       policy_loss += pl.loss.item<double>();
       value_loss += vl.loss.item<double>();
@@ -157,7 +174,8 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
            std::sqrt(std::max(0.0, masked_var(raw_advantages, valid).item<double>()))},
           {"grad_norm", grad_norm / s},
           {"learning_rate", lr},
-          {"optimizer_steps", static_cast<double>(steps)}};
+          {"optimizer_steps", static_cast<double>(steps)},
+          {"value/critic_warmup", critic_warmup ? 1.0 : 0.0}};
 }
 
 }  // namespace sparserl::agents

@@ -114,6 +114,11 @@ struct PpoConfig {
   bool whiten_advantages = true;
   int epochs = 4;       // TRL num_ppo_epochs
   int minibatches = 4;  // TRL num_mini_batches
+  // The first N updates train the value head alone (trunk and policy frozen, no policy loss):
+  // the critic starts from zeros, and its errors as advantages, whitened over the batch, move
+  // a near-deterministic SFT policy to garbage within one update (seen on the GPU: compile rate
+  // 100% -> 0% after the first update). CUDA Agent needed a warm-up stage for the same reason.
+  int critic_warmup_updates = 0;
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 
