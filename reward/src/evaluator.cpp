@@ -512,10 +512,9 @@ struct Evaluator::Impl {
                                         geometry.launches, gpu.devices.front().name, protocol);
     // Identical evaluations in flight at the same time share one GPU run: one measurement, one
     // verdict (and no timing noise between copies of one program).
-    g.cubin = compiled->cubin;
     const std::string device = gpu.devices.front().name;
     InFlight<GpuOutcome>::Answer answer =
-        gpu_runs.run(rkey, [&] { return run_on_gpu(rkey, std::move(g)); });
+        gpu_runs.run(rkey, [&] { return run_on_gpu(rkey, std::move(g), compiled->cubin); });
     GpuOutcome& outcome = answer.value;
     switch (outcome.kind) {
       case GpuOutcome::Kind::no_gpu:
@@ -578,7 +577,8 @@ struct Evaluator::Impl {
     std::string message;
   };
 
-  GpuOutcome run_on_gpu(const std::string& rkey, GpuRequest request) {
+  // The cubin goes into the request only on a cache miss (it is the request's bulk).
+  GpuOutcome run_on_gpu(const std::string& rkey, GpuRequest request, const std::string& cubin) {
     GpuOutcome out;
     if (std::optional<EvalResult> hit = results.find(rkey)) {
       std::lock_guard<std::mutex> lock(mutex);
@@ -592,6 +592,7 @@ struct Evaluator::Impl {
       ++stats.result_cache_misses;
       ++stats.gpu_requests;
     }
+    request.cubin = cubin;
     const std::string dkey = deadline_key(request);
     WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request), gpu_deadline(dkey)).get();
     if (reply.error == ErrorKind::none) answered_in(dkey, reply.run_ms);
