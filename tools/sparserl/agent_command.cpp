@@ -45,7 +45,7 @@ constexpr const char* kUsage =
     "       sparserl agent eval --checkpoint CKPT (--split FILE [--part P] | --matrix URI...)\n"
     "                           [--samples K] [--no-greedy] [--temperature T] [--tasks-out "
     "FILE.csv]\n"
-    "                           [--json] [env options]\n"
+    "                           [--trajectories FILE.h5] [--json] [env options]\n"
     "\n"
     "The learned agents' stages (docs/agents.md). DATASET.h5 is what `sparserl tune` writes\n"
     "(/corpus: the pretraining programs, /sft: the best program per task). Every stage writes\n"
@@ -72,6 +72,8 @@ constexpr const char* kUsage =
     "./data)\n"
     "  --index DIR         a folder with an INDEX.csv (repeatable), e.g. ../shared/matrices\n"
     "  --worker PATH --compile-workers N --compile-only   the evaluator (as `sparserl rollout`)\n"
+    "  --trajectories FILE.h5  (rl, eval) record every scored episode (docs/trajectories.md);\n"
+    "                      eval's policy ids end in :greedy or :sampled\n"
     "\n"
     "A full run on the GPU host:\n"
     "  sparserl tune --split datasets/splits/shared-v1.split --part train --index "
@@ -297,6 +299,26 @@ int run_sft_command(const Args& args) {
   return 0;
 }
 
+// --trajectories FILE.h5: a recorder of every scored episode (appended to when FILE exists), or
+// null without the option.
+std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const Args& args,
+                                                         const env::SparseCudaEnv& env,
+                                                         const agents::AgentConfig& agent,
+                                                         const std::string& run_id,
+                                                         const std::string& created_by) {
+  const auto file = args.option("trajectories");
+  if (!file) return nullptr;
+  env::TrajectoryFileInfo info;
+  info.run_id = run_id;
+  std::ostringstream text;
+  for (const auto& [key, value] : agents::to_key_values(agent)) text << key << " = " << value << "\n";
+  info.config = text.str();
+  info.vocabulary_name = env.tokenizer().vocabulary().name();
+  info.vocabulary_digest = env.tokenizer().vocabulary().digest();
+  info.created_by = created_by;
+  return std::make_unique<env::TrajectoryWriter>(*file, info, fs::exists(*file));
+}
+
 int run_rl_command(const Args& args) {
   args.allow_only(joined(kCommon, kEnv,
                          {"algorithm", "updates", "tasks-per-update", "samples", "trajectories"}));
@@ -319,20 +341,10 @@ int run_rl_command(const Args& args) {
   config.seed = config.agent.seed;
   auto env = make_env(args, config.agent, task_source(args, env::TaskOrder::shuffled, "train"),
                       matrix_store(args));
-  std::unique_ptr<env::TrajectoryWriter> writer;
-  if (auto file = args.option("trajectories")) {
-    env::TrajectoryFileInfo info;
-    info.run_id = "agent-rl-" + std::string(agents::to_string(*algorithm)) + "-" +
-                  std::to_string(config.seed);
-    std::ostringstream text;
-    for (const auto& [key, value] : agents::to_key_values(config.agent))
-      text << key << " = " << value << "\n";
-    info.config = text.str();
-    info.vocabulary_name = env->tokenizer().vocabulary().name();
-    info.vocabulary_digest = env->tokenizer().vocabulary().digest();
-    info.created_by = "sparserl agent rl";
-    writer = std::make_unique<env::TrajectoryWriter>(*file, info, fs::exists(*file));
-  }
+  std::unique_ptr<env::TrajectoryWriter> writer = trajectory_writer(
+      args, *env, config.agent,
+      "agent-rl-" + std::string(agents::to_string(*algorithm)) + "-" + std::to_string(config.seed),
+      "sparserl agent rl");
   MetricsSink sink(args.option("metrics"));
   agents::EpisodeCallback on_episode;
   if (writer) on_episode = [&](const env::Episode& e) { writer->append(e); };
@@ -342,7 +354,8 @@ int run_rl_command(const Args& args) {
 
 int run_eval(const Args& args) {
   args.allow_only(joined(
-      kEnv, {"checkpoint", "samples", "temperature", "tasks-out", "device", "seed", "mask"}));
+      kEnv, {"checkpoint", "samples", "temperature", "tasks-out", "device", "seed", "mask",
+             "trajectories"}));
   auto agent = agents::PolicyAgent::from_checkpoint(args.required("checkpoint"),
                                                     args.option_or("device", "auto"));
   agents::EvaluationConfig config;
@@ -352,8 +365,14 @@ int run_eval(const Args& args) {
   config.seed = static_cast<std::uint64_t>(args.integer("seed", 0, 0, 9200000000000000000LL));
   const env::TaskSource tasks = task_source(args, env::TaskOrder::sequential, "val");
   auto env = make_env(args, agent->config(), tasks, matrix_store(args));
+  std::unique_ptr<env::TrajectoryWriter> writer =
+      trajectory_writer(args, *env, agent->config(),
+                        "agent-eval-" + agent->policy_id() + "-" + std::to_string(config.seed),
+                        "sparserl agent eval");
+  agents::EpisodeCallback on_episode;
+  if (writer) on_episode = [&](const env::Episode& e) { writer->append(e); };
   const agents::EvaluationSummary summary =
-      agents::run_evaluation(*agent, *env, tasks.tasks(), config);
+      agents::run_evaluation(*agent, *env, tasks.tasks(), config, on_episode);
   if (auto file = args.option("tasks-out")) {
     std::ofstream out(*file);
     out << "task,greedy_compiled,greedy_correct,greedy_speedup,sampled,sampled_compiled,sampled_"

@@ -94,6 +94,33 @@ double speedup_of(const Outcome& o) {
   return o.evaluated && o.eval.correct && o.eval.timed ? o.eval.timing.speedup : 0.0;
 }
 
+// The trajectory record of one scored completion (RL and evaluation episodes alike).
+env::Episode make_episode(const env::SparseCudaEnv& env, std::uint64_t env_seed,
+                          std::uint64_t episode_index, std::uint64_t episode_seed,
+                          const env::MatrixObservation& matrix, const datasets::Task& task,
+                          const Completion& completion, const Outcome& outcome,
+                          const std::string& policy) {
+  env::Episode e;
+  e.task = task;
+  e.env_id = env.env_id();
+  e.env_seed = env_seed;
+  e.episode_index = episode_index;
+  e.episode_seed = episode_seed;
+  e.observation_digest = env::observation_digest(matrix);
+  e.tokens = completion.tokens;
+  e.log_probs = completion.log_probs;
+  e.values = completion.values;
+  e.source = outcome.source;
+  e.terminated = completion.terminated;
+  e.truncated = !completion.terminated;
+  e.reward = outcome.reward;
+  e.breakdown = outcome.breakdown;
+  if (outcome.evaluated) e.eval = outcome.eval;
+  e.evaluation_seconds = outcome.seconds;
+  e.policy_id = policy;
+  return e;
+}
+
 }  // namespace
 
 double find_statistic(const env::Statistics& statistics, std::string_view name) {
@@ -251,26 +278,9 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     if (on_episode) {
       const std::string policy = agent->policy_id();
       for (std::size_t k = 0; k < rollouts.size(); ++k) {
-        const Rollout& r = rollouts[k];
-        env::Episode e;
-        e.task = r.task;
-        e.env_id = env.env_id();
-        e.env_seed = config.seed;
-        e.episode_index = static_cast<std::uint64_t>(update * config.tasks_per_update) * g + k;
-        e.episode_seed = seeds[k / g];
-        e.observation_digest = env::observation_digest(*r.matrix);
-        e.tokens = r.completion.tokens;
-        e.log_probs = r.completion.log_probs;
-        e.values = r.completion.values;
-        e.source = outcomes[k].source;
-        e.terminated = r.completion.terminated;
-        e.truncated = !r.completion.terminated;
-        e.reward = r.reward;
-        e.breakdown = outcomes[k].breakdown;
-        if (outcomes[k].evaluated) e.eval = outcomes[k].eval;
-        e.evaluation_seconds = outcomes[k].seconds;
-        e.policy_id = policy;
-        on_episode(e);
+        const auto index = static_cast<std::uint64_t>(update * config.tasks_per_update) * g + k;
+        on_episode(make_episode(env, config.seed, index, seeds[k / g], *rollouts[k].matrix,
+                                rollouts[k].task, rollouts[k].completion, outcomes[k], policy));
       }
     }
 
@@ -296,7 +306,8 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
 
 EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
                                  const std::vector<datasets::Task>& tasks,
-                                 const EvaluationConfig& config) {
+                                 const EvaluationConfig& config,
+                                 const EpisodeCallback& on_episode) {
   check_env_matches(env, agent.config(), "evaluation");
   if (!config.greedy && config.samples < 1)
     throw std::invalid_argument("evaluation: neither greedy nor samples");
@@ -311,10 +322,12 @@ EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
     const std::size_t last = std::min(tasks.size(), first + per_batch);
     std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
     std::vector<datasets::Task> batch_tasks;
+    std::vector<std::uint64_t> seeds;
     for (std::size_t i = first; i < last; ++i) {
       env::ResetOptions options;
       options.task = tasks[i];
       options.episode_seed = env::episode_seed(config.seed, i);
+      seeds.push_back(*options.episode_seed);
       env::ResetResult reset = env.reset(std::nullopt, options);
       prompts.push_back(reset.observation.matrix);
       batch_tasks.push_back(reset.observation.task);
@@ -327,12 +340,22 @@ EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
     generation_seconds += seconds_since(generation_start);
     generated += agent.counters().generated_tokens - tokens_before;
 
+    // Episode indices: per task, the greedy completion first, then the samples.
+    const std::uint64_t per_task = (config.greedy ? 1 : 0) + static_cast<std::uint64_t>(std::max(0, config.samples));
+    const std::string policy = on_episode ? agent.policy_id() : std::string();
+    auto record = [&](std::size_t i, std::uint64_t within, const Completion& c, const Outcome& o) {
+      if (!on_episode) return;
+      on_episode(make_episode(env, config.seed, (first + i) * per_task + within, seeds[i],
+                              *prompts[i], batch_tasks[i], c, o,
+                              policy + (within == 0 && config.greedy ? ":greedy" : ":sampled")));
+    };
     for (std::size_t i = 0; i < batch_tasks.size(); ++i) {
       TaskEvaluation t;
       t.task = batch_tasks[i];
       if (config.greedy) {
         const Outcome o =
             score_group(env, t.task, std::span<const Completion>(&greedy_out[i], 1)).front();
+        record(i, 0, greedy_out[i], o);
         t.greedy_compiled = o.evaluated && o.eval.compiled;
         t.greedy_correct = o.evaluated && o.eval.correct;
         t.greedy_speedup = speedup_of(o);
@@ -342,7 +365,9 @@ EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
         const auto k = static_cast<std::size_t>(config.samples);
         const std::vector<Outcome> outs =
             score_group(env, t.task, std::span<const Completion>(sampled_out.data() + i * k, k));
-        for (const Outcome& o : outs) {
+        for (std::size_t j = 0; j < outs.size(); ++j) {
+          const Outcome& o = outs[j];
+          record(i, (config.greedy ? 1 : 0) + j, sampled_out[i * k + j], o);
           ++t.sampled;
           t.sampled_compiled += o.evaluated && o.eval.compiled ? 1 : 0;
           t.sampled_correct += o.evaluated && o.eval.correct ? 1 : 0;

@@ -33,7 +33,7 @@ namespace sparserl::agents {
 // stage ("pretrain", "sft", "rl", "eval"), its step, the statistics of that step.
 using StatisticsCallback = std::function<void(std::string_view stage, std::int64_t step,
                                               const env::Statistics& statistics)>;
-// Every episode an RL stage produced (for the trajectory recorder).
+// Every episode an RL stage or an evaluation produced (for the trajectory recorder).
 using EpisodeCallback = std::function<void(const env::Episode& episode)>;
 
 struct StageResult {
@@ -185,8 +185,11 @@ struct EvaluationSummary {
 };
 
 // Greedy and pass@k evaluation of a policy on a list of tasks through the env's evaluator.
+// on_episode (optional) receives every scored completion, the policy id suffixed ":greedy" or
+// ":sampled"; episode index = task index x (greedy + samples) + position (greedy first).
 EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
                                  const std::vector<datasets::Task>& tasks,
-                                 const EvaluationConfig& config);
+                                 const EvaluationConfig& config,
+                                 const EpisodeCallback& on_episode = {});
 
 }  // namespace sparserl::agents
