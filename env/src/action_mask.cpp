@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -85,8 +86,24 @@ enum PpRole : std::uint8_t {
 // Builtin roles in launch expressions.
 enum FuncRole : std::uint8_t { fn_none, fn_ceil_div, fn_min, fn_max };
 
+// Words with a role in a kernel declaration (extern "C" __global__ void [__launch_bounds__(..)]
+// NAME(params) {): the declaration automaton matches them by role, whatever their category.
+enum DeclWord : std::uint8_t {
+  w_none,
+  w_extern,
+  w_linkage,  // the literal "C"
+  w_global,
+  w_void,
+  w_bounds,  // __launch_bounds__
+  w_const,
+  w_int,
+  w_value_t,
+  w_restrict,
+};
+
 struct TokenInfo {
   Cat cat = Cat::punct_other;
+  std::uint8_t word = w_none;  // DeclWord
   std::uint8_t param = 0;  // format index, pp role, function role, digit character, format mask
   std::uint8_t width = 0;  // characters in a rendered launch expression (names)
   int local = -1;          // local index
@@ -126,6 +143,26 @@ enum class Pp : std::uint8_t {
   unroll_num,
 };
 enum class Last : std::uint8_t { none, brace_close, semi, pp_eol, access, other };
+// Where a top-level kernel declaration stands. `external` is a top-level `extern` (it may still be
+// `extern __shared__ ...`); from `linkage` on the declaration is committed and runs to its `{`.
+enum class Decl : std::uint8_t {
+  none,
+  external,      // extern
+  linkage,       // extern "C"                       -> __global__
+  global,        // extern "C" __global__            -> void
+  result,        // ... void                         -> __launch_bounds__ | a launched kernel's name
+  bounds_open,   // ... __launch_bounds__            -> (
+  bounds_first,  // ... __launch_bounds__(           -> an operand
+  bounds,        // ... __launch_bounds__(256        -> ... )
+  params,        // ... NAME                         -> the format's parameter list, ) {
+};
+// One token of a kernel's forced parameter list: a category, a word, or (Cat::local) a parameter's
+// name: a local not yet named in this declaration (new, or one an earlier kernel's parameter
+// used: the tokenizer gives equal names the same local).
+struct Forced {
+  Cat cat;
+  std::uint8_t word = w_none;
+};
 enum class Num : std::uint8_t {
   off,
   start,
@@ -149,9 +186,14 @@ constexpr int kMaxExprUnary = 8;
 constexpr int kMaxExprDigits = 18;
 constexpr int kMaxNumberChars = 20;
 constexpr int kMaxUnrollDigits = 5;
-// The most any single token can raise min_completion (the sell/bsr format name: +6); the budget
-// check runs whenever the slack is below this.
+// The most any token but a declaration's "C" can raise min_completion (the sell/bsr format name:
+// +6); Tables::max_delta adds the declaration's. The budget check runs whenever the slack is below
+// max_delta.
 constexpr int kMaxDelta = 16;
+// Kernel names are launch names, the first locals: a bit per local below this.
+constexpr int kMaxKernelLocal = 16;
+// A declaration's names: the kernel's and its parameters' (at most 6 in any format).
+constexpr int kMaxDeclNames = 8;
 
 // Launch expression pieces: `(0, 0)` after a function name, `, 0)` to close a first argument.
 constexpr int kFuncFrame0 = 1, kFuncFrame1 = 2, kGroupFrame = 0;
@@ -182,6 +224,12 @@ struct ActionMask::Tables {
   TokenId key_c = -1, key_sigma = -1, key_r = -1, key_grid = -1, key_block = -1, key_smem = -1;
   int effects = 0;
   int locals = 0;
+  // Per format: a launched kernel's declaration after its name, `(` to `{`, as the ABI's signature
+  // spells it (agents/kernels' kernel_head): `const int* __restrict__ NAME`, ... Op-independent:
+  // SpMV and SpMM share every format's argument kinds (checked when the tables are built).
+  std::array<std::vector<Forced>, 5> kernel_params;
+  std::array<int, 5> kernel_param_count{};  // the new locals a declaration names
+  int max_delta = kMaxDelta;
 
   explicit Tables(const Vocabulary& v);
 };
@@ -213,6 +261,13 @@ struct ActionMask::State {
   std::uint8_t num_l = 0;
   char num_lcase = 0;
   std::uint16_t locals_used = 0;
+  // kernel declarations
+  Decl decl = Decl::none;
+  std::uint8_t decl_pos = 0;  // next token of the forced parameter list
+  std::array<std::uint8_t, kMaxDeclNames> decl_names{};  // the kernel's name, its parameters' names
+  std::uint8_t decl_named = 0;
+  bool bounds_used = false;
+  std::uint16_t launched = 0, defined = 0;  // kernel names (bits of locals) launched / declared
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -258,6 +313,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
         break;
       case TokenClass::constant: {
         k.cat = Cat::constant;
+        if (t.text == "value_t") k.word = w_value_t;
         k.width = static_cast<std::uint8_t>(std::min<std::size_t>(t.text.size(), 255));
         for (reward::Format f : reward::kFormats) {
           const auto names = reward::constant_names(f);
@@ -269,6 +325,14 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
       }
       case TokenClass::keyword:
         k.cat = Cat::keyword;
+        k.word = t.text == "extern"              ? w_extern
+                 : t.text == "__global__"        ? w_global
+                 : t.text == "void"              ? w_void
+                 : t.text == "__launch_bounds__" ? w_bounds
+                 : t.text == "const"             ? w_const
+                 : t.text == "int"               ? w_int
+                 : t.text == "__restrict__"      ? w_restrict
+                                                 : w_none;
         k.param = t.text == "define"     ? pp_define
                   : t.text == "undef"    ? pp_undef
                   : t.text == "if"       ? pp_if
@@ -299,6 +363,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
         break;
       case TokenClass::literal:
         k.cat = Cat::literal;
+        if (t.text == "\"C\"") k.word = w_linkage;
         break;
       case TokenClass::digit:
         k.cat = Cat::digit;
@@ -326,7 +391,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     }
   }
   // Effect classes: tokens of these categories change the state alike, whatever their text.
-  std::map<std::tuple<int, int, int>, int> effect_of;
+  std::map<std::tuple<int, int, int, int>, int> effect_of;
   for (std::size_t i = 0; i < n; ++i) {
     TokenInfo& k = info[i];
     int param = k.param;
@@ -337,7 +402,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (k.cat == Cat::builtin && k.param == fn_none) param = 0;
     if (k.cat == Cat::constant) width = k.width;  // its format mask (param) and width matter
     const auto [it, added] =
-        effect_of.emplace(std::make_tuple(static_cast<int>(k.cat), param, width), effects);
+        effect_of.emplace(std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word}), effects);
     if (added) ++effects;
     k.effect = it->second;
   }
@@ -383,9 +448,49 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
       pp_candidates.push_back(static_cast<TokenId>(i));
     }
   }
+  // Declaration words outside a declaration: "C", __global__ and __launch_bounds__ only inside
+  // one (a fill() that finds a declaration under way takes the slow path); no __global__ or extern
+  // in a preprocessor line (the static check's macro_abuse).
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t w = info[i].word;
+    if (w == w_linkage || w == w_global || w == w_bounds) code_base[i] = 0;
+  }
   pp_base = code_base;
   for (std::size_t i = 0; i < n; ++i) {
-    if (info[i].cat == Cat::hash) pp_base[i] = 0;
+    if (info[i].cat == Cat::hash || info[i].word == w_extern) pp_base[i] = 0;
+  }
+  for (reward::Format f : reward::kFormats) {
+    const auto& args = reward::signature(reward::Op::spmv, f).args;
+    const auto& spmm = reward::signature(reward::Op::spmm, f).args;
+    if (args.size() != spmm.size() ||
+        !std::equal(args.begin(), args.end(), spmm.begin(),
+                    [](const auto& a, const auto& b) { return a.kind == b.kind; })) {
+      throw std::logic_error("action mask: SpMV and SpMM kernels of format " +
+                             std::string(reward::to_string(f)) +
+                             " differ in argument kinds; the mask's declaration needs the op");
+    }
+    std::vector<Forced>& seq = kernel_params[static_cast<std::size_t>(f)];
+    seq.push_back({Cat::open_paren});
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      if (a > 0) seq.push_back({Cat::comma});
+      if (args[a].kind != reward::ArgKind::output_array) seq.push_back({Cat::keyword, w_const});
+      if (args[a].kind == reward::ArgKind::index_array) {
+        seq.push_back({Cat::keyword, w_int});
+      } else {
+        seq.push_back({Cat::constant, w_value_t});
+      }
+      seq.push_back({Cat::star});
+      seq.push_back({Cat::keyword, w_restrict});
+      seq.push_back({Cat::local});
+    }
+    seq.push_back({Cat::close_paren});
+    seq.push_back({Cat::open_brace});
+    kernel_param_count[static_cast<std::size_t>(f)] = static_cast<int>(args.size());
+    if (args.size() + 1 > static_cast<std::size_t>(kMaxDeclNames)) {
+      throw std::logic_error("action mask: a kernel of more than 7 parameters");
+    }
+    // "C" commits a declaration: __global__ void NAME + the list + `}` <eos> against `;` <eos>.
+    max_delta = std::max(max_delta, static_cast<int>(seq.size()) + 8);
   }
   format_token = v.id(TokenClass::directive, "<format>");
   launch_token = v.id(TokenClass::directive, "<launch>");
@@ -633,7 +738,52 @@ int code_completion(const State& s) {
   return m;
 }
 
-int completion(const State& s) {
+// Tokens to complete a committed declaration (linkage .. params): up to and with its `{`, then
+// the code's completion from there (`}`, #endif lines, <eos>). Each step along the path - the
+// forced words, an operand and the closers of __launch_bounds__, the parameter list - lowers it
+// by one.
+int declaration_completion(const Tables& t, const State& s) {
+  const int list = static_cast<int>(t.kernel_params[s.format].size());
+  int to_brace = 0;
+  switch (s.decl) {
+    case Decl::linkage:
+      to_brace = 3 + list;  // __global__ void NAME
+      break;
+    case Decl::global:
+      to_brace = 2 + list;
+      break;
+    case Decl::result:
+      to_brace = 1 + list;
+      break;
+    case Decl::bounds_open:
+      to_brace = 4 + 1 + list;  // ( <num> 1 ) NAME
+      break;
+    case Decl::bounds_first:
+      to_brace = 3 + 1 + list;  // <num> 1 ) NAME
+      break;
+    case Decl::bounds:
+      to_brace = (s.num != Num::off && !num_accepting(s.num) ? 1 : 0) + s.depth + 1 + list;
+      break;
+    case Decl::params:
+      to_brace = list - s.decl_pos;
+      break;
+    case Decl::none:
+    case Decl::external:
+      break;
+  }
+  State body = s;
+  body.decl = Decl::none;
+  body.num = Num::off;
+  body.pp = Pp::none;
+  body.depth = 1;
+  body.stack[0] = '{';
+  body.last = Last::other;
+  return to_brace + code_completion(body);
+}
+
+bool declaring(const State& s) { return s.decl != Decl::none && s.decl != Decl::external; }
+
+int completion(const Tables& t, const State& s) {
   if (s.done) return 0;
   constexpr int kAfterLaunch = 2;  // `;` <eos>
   constexpr int kLaunchLine = 7;   // <launch> v grid= M block= M <eol>
@@ -662,14 +812,82 @@ int completion(const State& s) {
       return expr_close_tokens(s) + rest + kAfterLaunch;
     }
     case Phase::code:
-      return code_completion(s);
+      return declaring(s) ? declaration_completion(t, s) : code_completion(s);
   }
   return 1;
 }
 
 // --- allowed tokens ---
 
+// A kernel can still be declared: a launched kernel is not yet (its parameters can always be
+// named: the vocabulary has far more locals than a declaration has names).
+bool can_declare(const State& s) { return (s.launched & ~s.defined) != 0; }
+
+// The declaration's rule for this token under way (s.decl != none, outside a preprocessor line),
+// or nullopt where the token is judged as plain code.
+std::optional<bool> declaration_allows(const Tables& t, const State& s, const TokenInfo& k) {
+  switch (s.decl) {
+    case Decl::none:
+      return std::nullopt;
+    case Decl::external:
+      if (k.word == w_linkage) return can_declare(s);
+      return std::nullopt;
+    case Decl::linkage:
+      return k.word == w_global;
+    case Decl::global:
+      return k.word == w_void;
+    case Decl::result:
+      if (k.word == w_bounds) return !s.bounds_used;
+      return k.cat == Cat::local && k.local < kMaxKernelLocal &&
+             ((s.launched & ~s.defined) >> k.local & 1u) != 0;
+    case Decl::bounds_open:
+      return k.cat == Cat::open_paren;
+    case Decl::bounds_first:
+    case Decl::bounds:
+      // An integer expression: numbers, names, operators, parentheses.
+      if (k.word != w_none) return false;
+      switch (k.cat) {
+        case Cat::close_paren:
+        case Cat::comma:
+          if (s.decl == Decl::bounds_first) return false;
+          return std::nullopt;
+        case Cat::num:
+        case Cat::constant:
+        case Cat::local:
+        case Cat::open_paren:
+        case Cat::plus:
+        case Cat::minus:
+        case Cat::star:
+        case Cat::slash:
+        case Cat::punct_other:
+          return std::nullopt;
+        default:
+          return false;
+      }
+    case Decl::params: {
+      const Forced& f = t.kernel_params[s.format][s.decl_pos];
+      if (k.cat != f.cat || k.word != f.word) return false;
+      if (k.cat != Cat::local) return true;
+      if (k.local > s.locals_used || k.local >= t.locals) return false;
+      for (int i = 0; i < s.decl_named; ++i) {
+        if (s.decl_names[static_cast<std::size_t>(i)] == k.local) return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
 bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool in_pp) {
+  if (in_pp) {
+    if (k.word == w_extern || k.word == w_linkage || k.word == w_global || k.word == w_bounds) {
+      return false;
+    }
+  } else if (auto rule = declaration_allows(t, s, k)) {
+    return *rule;
+  } else if (k.word == w_linkage || k.word == w_global || k.word == w_bounds) {
+    return false;  // only inside a declaration
+  }
   if (s.last == Last::access) {
     return k.cat == Cat::member ||
            (k.cat == Cat::local && k.local <= s.locals_used && k.local < t.locals);
@@ -716,6 +934,10 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
 
 bool pp_allows(const Tables& t, const State& s, const TokenInfo& k) {
   const bool new_local_ok = k.cat == Cat::local && k.local <= s.locals_used && k.local < t.locals;
+  // #define / #undef never name a launched kernel (the static check's macro_abuse); the next new
+  // local is never one, so a name always remains.
+  const bool macro_name_ok =
+      new_local_ok && (k.local >= kMaxKernelLocal || ((s.launched >> k.local) & 1u) == 0);
   switch (s.pp) {
     case Pp::hash:
       if (k.cat != Cat::keyword) return false;
@@ -735,7 +957,7 @@ bool pp_allows(const Tables& t, const State& s, const TokenInfo& k) {
           return false;
       }
     case Pp::define_name:
-      return new_local_ok;
+      return macro_name_ok;
     case Pp::after_macro_name:
       if (k.cat == Cat::macro_open) return true;
       if (k.cat == Cat::eol) return true;
@@ -751,7 +973,7 @@ bool pp_allows(const Tables& t, const State& s, const TokenInfo& k) {
     case Pp::if_expr_start:
       return k.cat != Cat::eol && code_word_allows(t, s, k, true);
     case Pp::undef_name:
-      return new_local_ok;
+      return macro_name_ok;
     case Pp::ifdef_name:
       return new_local_ok || k.cat == Cat::constant;
     case Pp::eol_only:
@@ -975,6 +1197,52 @@ void apply_code_word(State& s, const TokenInfo& k, bool in_pp) {
   }
 }
 
+// The declaration's state after a code token outside a preprocessor line (apply_code_word has
+// already moved brackets and locals).
+void advance_declaration(const Tables& t, State& s, const TokenInfo& k) {
+  switch (s.decl) {
+    case Decl::external:
+      if (k.word == w_linkage) {
+        s.decl = Decl::linkage;
+        s.bounds_used = false;
+        return;
+      }
+      [[fallthrough]];
+    case Decl::none:
+      s.decl = k.word == w_extern && s.depth == 0 ? Decl::external : Decl::none;
+      return;
+    case Decl::linkage:
+      s.decl = Decl::global;
+      return;
+    case Decl::global:
+      s.decl = Decl::result;
+      return;
+    case Decl::result:
+      if (k.word == w_bounds) {
+        s.decl = Decl::bounds_open;
+        s.bounds_used = true;
+      } else {
+        s.defined = static_cast<std::uint16_t>(s.defined | (1u << k.local));
+        s.decl = Decl::params;
+        s.decl_pos = 0;
+        s.decl_names[0] = static_cast<std::uint8_t>(k.local);
+        s.decl_named = 1;
+      }
+      return;
+    case Decl::bounds_open:
+      s.decl = Decl::bounds_first;
+      return;
+    case Decl::bounds_first:
+    case Decl::bounds:
+      s.decl = k.cat == Cat::close_paren && s.depth == 0 ? Decl::result : Decl::bounds;
+      return;
+    case Decl::params:
+      if (k.cat == Cat::local) s.decl_names[s.decl_named++] = static_cast<std::uint8_t>(k.local);
+      if (++s.decl_pos == t.kernel_params[s.format].size()) s.decl = Decl::none;
+      return;
+  }
+}
+
 void end_pp_line(State& s) {
   s.pp = Pp::none;
   s.pp_depth = 0;
@@ -1084,7 +1352,7 @@ void apply_pp(State& s, const TokenInfo& k) {
   }
 }
 
-void apply_code(State& s, const TokenInfo& k) {
+void apply_code(const Tables& t, State& s, const TokenInfo& k) {
   if (s.num != Num::off) {
     if (k.cat == Cat::digit) {
       bool u;
@@ -1102,6 +1370,7 @@ void apply_code(State& s, const TokenInfo& k) {
   }
   if (s.pp != Pp::none) return apply_pp(s, k);
   apply_code_word(s, k, false);
+  advance_declaration(t, s, k);
 }
 
 bool allows_raw(const Tables& t, const State& s, TokenId id, int& width) {
@@ -1205,9 +1474,13 @@ void apply(const Tables& t, State& s, TokenId id) {
       }
       s.phase = Phase::code;
       apply_code_word(s, k, false);
+      advance_declaration(t, s, k);
       return;
     case Phase::launch_name:
       if (k.local == s.locals_used) ++s.locals_used;
+      if (k.local < kMaxKernelLocal) {
+        s.launched = static_cast<std::uint16_t>(s.launched | (1u << k.local));
+      }
       s.phase = Phase::launch_key;
       return;
     case Phase::launch_key:
@@ -1225,7 +1498,7 @@ void apply(const Tables& t, State& s, TokenId id) {
       return;
     }
     case Phase::code:
-      apply_code(s, k);
+      apply_code(t, s, k);
       return;
   }
 }
@@ -1296,7 +1569,7 @@ int ActionMask::tokens() const { return state_->tokens; }
 void ActionMask::reset() { *state_ = State{}; }
 
 int ActionMask::min_completion() const {
-  return mode_ == MaskMode::syntax ? completion(*state_) : 1;
+  return mode_ == MaskMode::syntax ? completion(*tables_, *state_) : 1;
 }
 
 void ActionMask::fill(std::span<std::uint8_t> mask) const {
@@ -1320,7 +1593,8 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
   }
   const bool plain_code =
       (s.phase == Phase::code || (s.phase == Phase::launch_start && s.launches > 0)) &&
-      s.num == Num::off && s.last != Last::access && (s.pp == Pp::none || s.pp == Pp::body);
+      s.num == Num::off && s.last != Last::access && (s.pp == Pp::none || s.pp == Pp::body) &&
+      (s.decl == Decl::none || s.pp != Pp::none);
   if (plain_code) {
     const bool in_pp = s.pp != Pp::none;
     std::memcpy(mask.data(), (in_pp ? t.pp_base : t.code_base).data(), n);
@@ -1378,7 +1652,8 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
             const Cat c = t.info[i].cat;
             if (c == Cat::member || c == Cat::local) consider(static_cast<TokenId>(i));
           }
-        } else if (s.pp == Pp::after_macro_name || s.pp == Pp::if_expr_start) {
+        } else if (s.pp == Pp::after_macro_name || s.pp == Pp::if_expr_start ||
+                   (s.pp == Pp::none && s.decl != Decl::none)) {
           for (std::size_t i = 0; i < n; ++i) consider(static_cast<TokenId>(i));
         } else {
           for (TokenId id : t.pp_candidates) consider(id);
@@ -1388,7 +1663,7 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
   }
   // The budget: keep only tokens after which the program can still be completed in time.
   const int remaining_after = max_tokens_ - s.tokens - 1;
-  if (remaining_after - completion(s) >= kMaxDelta) return;
+  if (remaining_after - completion(t, s) >= t.max_delta) return;
   std::vector<int> cache(static_cast<std::size_t>(t.effects), -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (mask[i] == 0) continue;
@@ -1401,7 +1676,7 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
     if (m < 0) {
       State after = s;
       apply(t, after, static_cast<TokenId>(i));
-      m = completion(after);
+      m = completion(t, after);
     }
     if (m > remaining_after) mask[i] = 0;
   }
@@ -1419,7 +1694,7 @@ bool ActionMask::allows(TokenId token) const {
   if (token == t.eos) return true;
   State after = s;
   apply(t, after, token);
-  return completion(after) <= remaining_after;
+  return completion(t, after) <= remaining_after;
 }
 
 void ActionMask::advance(TokenId token) {

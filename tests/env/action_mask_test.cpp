@@ -4,6 +4,7 @@
 // by token; the `none` mode allows everything but <pad> and <bos>.
 #include "sparserl/env/action_mask.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "env_test_support.hpp"
 #include "sparserl/datasets/random.hpp"
 #include "sparserl/env/tokenizer.hpp"
+#include "sparserl/reward/static_checks.hpp"
 
 namespace {
 
@@ -210,4 +212,228 @@ TEST_CASE("the none mask allows every token but <pad> and <bos>", "[env][mask]")
   CHECK(parse_mask_mode("syntax") == MaskMode::syntax);
   CHECK(parse_mask_mode("none") == MaskMode::none);
   CHECK_FALSE(parse_mask_mode("grammar").has_value());
+}
+
+namespace {
+
+// Advances through `<format> FORMAT [keys] <eol>` and one `<launch> NAME grid= M block= M <eol>`
+// per name (names are locals: 0, 1, ...).
+void begin_program(ActionMask& mask, reward::Format format, int kernels,
+                   std::vector<TokenId>& tokens) {
+  const Vocabulary& v = *vocab();
+  auto take = [&](TokenId t) {
+    mask.advance(t);
+    tokens.push_back(t);
+  };
+  take(v.id(TokenClass::directive, "<format>"));
+  take(v.id(TokenClass::directive, reward::to_string(format)));
+  auto key = [&](const char* name, const char* digit) {
+    take(v.id(TokenClass::directive, name));
+    take(v.num());
+    take(v.id(TokenClass::digit, digit));
+  };
+  if (format == reward::Format::sell) {
+    key("C=", "4");
+    key("sigma=", "1");
+  } else if (format == reward::Format::bsr) {
+    key("R=", "2");
+    key("C=", "2");
+  }
+  take(v.eol());
+  for (int k = 0; k < kernels; ++k) {
+    take(v.id(TokenClass::directive, "<launch>"));
+    take(v.local(k));
+    take(v.id(TokenClass::directive, "grid="));
+    take(v.id(TokenClass::constant, "M"));
+    take(v.id(TokenClass::directive, "block="));
+    take(v.id(TokenClass::constant, "M"));
+    take(v.eol());
+  }
+}
+
+std::vector<TokenId> allowed_tokens(const ActionMask& mask) {
+  std::vector<std::uint8_t> m(vocab()->size());
+  mask.fill(m);
+  std::vector<TokenId> out;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i] != 0) out.push_back(static_cast<TokenId>(i));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a kernel declaration under the syntax mask is the ABI's, in every format",
+          "[env][mask]") {
+  const Vocabulary& v = *vocab();
+  const Tokenizer tokenizer(vocab());
+  const TokenId extern_kw = v.id(TokenClass::keyword, "extern");
+  const TokenId linkage = v.id(TokenClass::literal, "\"C\"");
+  const TokenId global = v.id(TokenClass::keyword, "__global__");
+  const TokenId bounds = v.id(TokenClass::keyword, "__launch_bounds__");
+  const TokenId void_kw = v.id(TokenClass::keyword, "void");
+  const TokenId open_brace = v.id(TokenClass::punct, "{");
+  const TokenId close_brace = v.id(TokenClass::punct, "}");
+  for (reward::Format format : reward::kFormats) {
+    INFO(reward::to_string(format));
+    ActionMask mask(vocab(), MaskMode::syntax, 400);
+    std::vector<TokenId> tokens;
+    begin_program(mask, format, 2, tokens);  // kernels v0 and v1
+    auto take = [&](TokenId t) {
+      mask.advance(t);
+      tokens.push_back(t);
+    };
+    // The parameter list, one token at a time: where several are allowed they are the names
+    // (locals not yet in this declaration; the new one is taken). Returns the names.
+    auto parameter_list = [&](TokenId kernel) {
+      int names = 0;
+      while (true) {
+        const std::vector<TokenId> allowed = allowed_tokens(mask);
+        REQUIRE(!allowed.empty());
+        if (allowed.size() > 1) {
+          for (TokenId t : allowed) REQUIRE(v.token(t).cls == TokenClass::local);
+          CHECK(std::find(allowed.begin(), allowed.end(), kernel) == allowed.end());
+          ++names;
+        }
+        take(allowed.back());
+        if (allowed.back() == open_brace) return names;
+      }
+    };
+    // Outside a declaration: no "C", __global__ or __launch_bounds__.
+    CHECK_FALSE(mask.allows(linkage));
+    CHECK_FALSE(mask.allows(global));
+    CHECK_FALSE(mask.allows(bounds));
+    take(extern_kw);
+    CHECK(mask.allows(linkage));
+    CHECK(mask.allows(v.id(TokenClass::keyword, "__shared__")));  // extern __shared__ stays legal
+    take(linkage);
+    CHECK(allowed_tokens(mask) == std::vector<TokenId>{global});
+    take(global);
+    CHECK(allowed_tokens(mask) == std::vector<TokenId>{void_kw});
+    take(void_kw);
+    // __launch_bounds__ or a launched kernel's name (v1 is launched; v2 would be a new local).
+    CHECK(mask.allows(bounds));
+    CHECK(mask.allows(v.local(0)));
+    CHECK(mask.allows(v.local(1)));
+    CHECK_FALSE(mask.allows(v.local(2)));
+    take(bounds);
+    CHECK(allowed_tokens(mask) == std::vector<TokenId>{v.id(TokenClass::punct, "(")});
+    take(v.id(TokenClass::punct, "("));
+    CHECK_FALSE(mask.allows(v.id(TokenClass::punct, ")")));  // not empty
+    CHECK_FALSE(mask.allows(v.id(TokenClass::punct, ";")));
+    take(v.num());
+    for (const char* d : {"2", "5", "6"}) take(v.id(TokenClass::digit, d));
+    take(v.id(TokenClass::punct, ")"));
+    CHECK_FALSE(mask.allows(bounds));  // once
+    take(v.local(1));
+    CHECK(parameter_list(v.local(1)) ==
+          static_cast<int>(reward::signature(reward::Op::spmv, format).args.size()));
+    take(close_brace);
+    // v0 is still undeclared: a second declaration, whose names may reuse the first one's.
+    take(extern_kw);
+    take(linkage);
+    take(global);
+    take(void_kw);
+    CHECK_FALSE(mask.allows(v.local(1)));  // declared already
+    take(v.local(0));
+    parameter_list(v.local(0));
+    take(close_brace);
+    // Every launched kernel is declared: no third.
+    ActionMask probe = mask;
+    probe.advance(extern_kw);
+    CHECK_FALSE(probe.allows(linkage));
+    // A macro may not be named after a launched kernel, nor hold __global__ or extern.
+    take(v.id(TokenClass::punct, "#"));
+    take(v.id(TokenClass::keyword, "define"));
+    CHECK_FALSE(mask.allows(v.local(0)));
+    CHECK_FALSE(mask.allows(v.local(1)));
+    const std::vector<TokenId> names = allowed_tokens(mask);
+    REQUIRE(names.size() > 2);
+    take(names.back());
+    CHECK_FALSE(mask.allows(global));
+    CHECK_FALSE(mask.allows(extern_kw));
+    take(v.num());
+    take(v.id(TokenClass::digit, "1"));
+    take(v.eol());
+    take(v.eos());
+    // The program passes the static check (its kernel rules included) for both ops.
+    const std::string text = tokenizer.decode(tokens);
+    INFO(text);
+    for (reward::Op op : reward::kOps) {
+      const reward::StaticCheckResult checked = reward::check_program(text, op);
+      if (!checked.ok()) FAIL(checked.failure->str());
+    }
+  }
+}
+
+TEST_CASE("random episodes steered into kernel declarations pass the static check", "[env][mask]") {
+  // A random agent that starts a declaration whenever the mask offers one (extern, then "C") and
+  // otherwise draws from plain tokens (locals, numbers, constants, brackets, ; , + *): its
+  // programs declare their launched kernels at random points, and every one of them must pass
+  // the static check - no signature_mismatch, unlaunched_kernel or macro_abuse - unless the
+  // budget ended it before a launched kernel was declared (undefined_kernel).
+  const Vocabulary& v = *vocab();
+  const Tokenizer tokenizer(vocab());
+  datasets::Rng rng(20261121);
+  std::vector<std::uint8_t> m(v.size());
+  const TokenId extern_kw = v.id(TokenClass::keyword, "extern");
+  const TokenId linkage = v.id(TokenClass::literal, "\"C\"");
+  std::vector<std::uint8_t> plain(v.size(), 0);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const TokenSpec& t = v.token(static_cast<TokenId>(i));
+    plain[i] = t.cls == TokenClass::local || t.cls == TokenClass::digit ||
+               t.cls == TokenClass::constant || t.cls == TokenClass::directive ||
+               t.cls == TokenClass::special ||
+               (t.cls == TokenClass::builtin &&
+                (t.text == "ceil_div" || t.text == "min" || t.text == "max")) ||
+               (t.cls == TokenClass::punct &&
+                (t.text == "(" || t.text == ")" || t.text == "[" || t.text == "]" ||
+                 t.text == "{" || t.text == "}" || t.text == ";" || t.text == "," ||
+                 t.text == "+" || t.text == "*" || t.text == "#"));
+  }
+  int ok = 0, undefined = 0, declarations = 0;
+  const int budgets[] = {96, 160, 256, 400};
+  std::vector<TokenId> allowed, preferred;
+  for (int i = 0; i < 2000; ++i) {
+    ActionMask mask(vocab(), MaskMode::syntax, budgets[i % 4]);
+    std::vector<TokenId> tokens;
+    while (tokens.empty() || tokens.back() != v.eos()) {
+      REQUIRE(static_cast<int>(tokens.size()) < mask.max_tokens());
+      mask.fill(m);
+      allowed.clear();
+      preferred.clear();
+      for (std::size_t k = 0; k < m.size(); ++k) {
+        if (m[k] == 0) continue;
+        allowed.push_back(static_cast<TokenId>(k));
+        if (plain[k] != 0) preferred.push_back(static_cast<TokenId>(k));
+      }
+      REQUIRE(!allowed.empty());
+      TokenId t = 0;
+      if (m[static_cast<std::size_t>(linkage)] != 0) {
+        t = linkage;
+        ++declarations;
+      } else if (m[static_cast<std::size_t>(extern_kw)] != 0 && rng.below(4) == 0) {
+        t = extern_kw;
+      } else if (!preferred.empty()) {
+        t = preferred[rng.below(preferred.size())];
+      } else {
+        t = allowed[rng.below(allowed.size())];  // a forced word, a preprocessor keyword, ...
+      }
+      mask.advance(t);
+      tokens.push_back(t);
+    }
+    const std::string text = tokenizer.decode(tokens);
+    const reward::StaticCheckResult checked = reward::check_program(text, reward::Op::spmv);
+    if (checked.ok()) {
+      ++ok;
+    } else if (checked.failure->reason == reward::StaticCheckReason::undefined_kernel) {
+      ++undefined;
+    } else {
+      FAIL("episode " << i << ": " << checked.failure->str() << "\n" << text);
+    }
+  }
+  INFO(ok << " passed, " << undefined << " undefined_kernel, " << declarations
+          << " declarations");
+  CHECK(ok > 500);
+  CHECK(declarations > 1000);
 }
