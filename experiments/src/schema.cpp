@@ -99,8 +99,8 @@ Schema build_schema() {
                "tokens per episode, <eos> included (design-space programs need up to ~2300)", 1,
                1 << 20)
       .string("mask", "syntax",
-              "action mask: none, or syntax (lexically valid tokens, balanced brackets, <eos> only "
-              "where the program can end)",
+              "action mask: none, or syntax (lexically valid tokens, balanced brackets, kernel "
+              "declarations as the ABI spells them, <eos> only where the program can end)",
               {"none", "syntax"})
       .integer("nnz_samples", 128, "K: nonzeros sampled into the observation", 1, 65536)
       .integer("embedding_dim", 64, "D: width of the sinusoidal embedding [PE(row) | PE(col)]", 4,
@@ -205,7 +205,10 @@ Schema build_schema() {
       .integer("epochs", 4, "passes over each batch of rollouts", 1, 1e6)
       .integer("minibatches", 4, "minibatches per pass", 1, 1e6)
       .integer("critic_warmup_updates", 0,
-               "the first N updates train the value head alone (trunk and policy frozen)", 0, 1e9);
+               "the first N updates train the value head alone (trunk and policy frozen)", 0, 1e9)
+      .real("value_lr_scale", 1.0,
+            "the value head's learning rate as a multiple of optimizer.lr (a separate critic lr)",
+            1e-6, 1e6);
 
   s.section(
        "agent.grpo",

@@ -291,6 +291,50 @@ TEST_CASE("PPO's critic warm-up trains the value head alone, then the policy too
   CHECK(agent.sft_loss(probe) != before);             // now the policy learns too
 }
 
+TEST_CASE("PPO's value_lr_scale steps the value head at lr x scale", "[agents][rl]") {
+  // Two agents alike but for the scale; one warm-up update each (one AdamW step, the value head
+  // alone). AdamW's first step moves every parameter by ~lr whatever the gradient's size, and the
+  // value is linear in the head: the second update's value estimates are ~scale times apart.
+  auto warmed_value_mean = [](double scale) {
+    AgentConfig config = tiny_config(env::MaskMode::syntax, 32);
+    config.algorithm = Algorithm::ppo;
+    config.ppo.critic_warmup_updates = 2;
+    config.ppo.epochs = 1;
+    config.ppo.minibatches = 1;
+    config.ppo.value_lr_scale = scale;
+    config.optimizer.lr = 1e-4;
+    PolicyAgent agent(config, vocabulary());
+    const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
+        synthetic_observation(1), synthetic_observation(2)};
+    double value_mean = 0;
+    for (int update = 0; update < 2; ++update) {
+      std::vector<Completion> completions = agent.generate(prompts, 4, agent.config().sampling);
+      std::vector<Rollout> rollouts;
+      for (std::size_t k = 0; k < completions.size(); ++k) {
+        Rollout r;
+        r.matrix = prompts[k / 4];
+        r.group = static_cast<int>(k / 4);
+        r.reward = 1.0 + static_cast<double>(k % 3);
+        r.completion = std::move(completions[k]);
+        rollouts.push_back(std::move(r));
+      }
+      value_mean = find_statistic(agent.update_rollouts(rollouts), "value/mean");
+    }
+    return value_mean;
+  };
+  const double plain = warmed_value_mean(1.0);
+  const double scaled = warmed_value_mean(10.0);
+  REQUIRE(plain > 0.0);  // the head moved towards the positive returns
+  CHECK(scaled / plain == Approx(10.0).epsilon(0.05));
+  CHECK_THROWS_AS(
+      [] {
+        AgentConfig bad = tiny_config(env::MaskMode::syntax, 32);
+        bad.ppo.value_lr_scale = 0.0;
+        PolicyAgent agent(bad, vocabulary());
+      }(),
+      std::invalid_argument);
+}
+
 TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][rl]") {
   AgentConfig config = tiny_config(env::MaskMode::syntax, 24);
   config.algorithm = Algorithm::ppo;
@@ -330,8 +374,25 @@ TEST_CASE("the evaluation reports greedy and pass@k rates", "[agents][rl]") {
   for (const auto& uri : kUris) tasks.push_back(datasets::Task::parse(uri + " spmv f32"));
   EvaluationConfig config;
   config.samples = 3;
-  const EvaluationSummary summary = run_evaluation(agent, *env, tasks, config);
+  std::vector<env::Episode> episodes;
+  const EvaluationSummary summary = run_evaluation(
+      agent, *env, tasks, config, [&](const env::Episode& e) { episodes.push_back(e); });
   REQUIRE(summary.tasks.size() == 3);
+  // Every scored completion as an episode: per task the greedy one, then the 3 samples.
+  REQUIRE(episodes.size() == 12);
+  for (std::size_t i = 0; i < episodes.size(); ++i) {
+    const env::Episode& e = episodes[i];
+    CHECK(e.episode_index == i);
+    CHECK(e.task.str() == tasks[i / 4].str());
+    CHECK(e.policy_id == agent.policy_id() + (i % 4 == 0 ? ":greedy" : ":sampled"));
+    CHECK(e.terminated);
+    CHECK(e.log_probs.size() == e.tokens.size());
+    REQUIRE(e.eval.has_value());
+    CHECK(e.eval->compiled);
+    CHECK(!e.source.empty());
+  }
+  CHECK(episodes[0].episode_seed == episodes[3].episode_seed);  // one observation per task
+  CHECK(episodes[0].episode_seed != episodes[4].episode_seed);
   CHECK(find_statistic(summary.statistics, "eval/greedy_compile_rate") == 1.0);
   CHECK(find_statistic(summary.statistics, "eval/pass@3_compile") == 1.0);
   CHECK(find_statistic(summary.statistics, "eval/pass@3_correct") ==

@@ -151,6 +151,7 @@ const std::vector<Field>& fields() {
       SPARSERL_INT_FIELD("ppo.epochs", ppo.epochs),
       SPARSERL_INT_FIELD("ppo.minibatches", ppo.minibatches),
       SPARSERL_INT_FIELD("ppo.critic_warmup_updates", ppo.critic_warmup_updates),
+      SPARSERL_REAL_FIELD("ppo.value_lr_scale", ppo.value_lr_scale),
       SPARSERL_REAL_FIELD("grpo.epsilon_low", grpo.epsilon_low),
       SPARSERL_REAL_FIELD("grpo.epsilon_high", grpo.epsilon_high),
       SPARSERL_REAL_FIELD("grpo.beta", grpo.beta),
@@ -264,7 +265,8 @@ std::optional<std::string> PpoConfig::validate() const {
       in_range("ppo.entropy_coef", entropy_coef, -1e6, 1e6),
       in_range("ppo.kl_coef", kl_coef, 0.0, 1e6), in_range("ppo.epochs", epochs, 1, 1e6),
       in_range("ppo.minibatches", minibatches, 1, 1e6),
-      in_range("ppo.critic_warmup_updates", critic_warmup_updates, 0, 1e9));
+      in_range("ppo.critic_warmup_updates", critic_warmup_updates, 0, 1e9),
+      positive("ppo.value_lr_scale", value_lr_scale));
 }
 
 std::optional<std::string> GrpoConfig::validate() const {

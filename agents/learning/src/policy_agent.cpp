@@ -202,9 +202,16 @@ Learner::Learner(AgentConfig config_in, std::shared_ptr<const env::Vocabulary> v
 
 void Learner::make_optimizer() {
   // Matrices of Linear layers are decayed; biases, norms and embeddings are not (GPT-2, nanoGPT).
-  std::vector<torch::Tensor> decay, no_decay;
+  // Under PPO with ppo.value_lr_scale != 1 the value head is a third group (no weight decay),
+  // stepped at lr x scale.
+  std::vector<torch::Tensor> decay, no_decay, value_head;
+  const bool separate_head = config.algorithm == Algorithm::ppo && config.ppo.value_lr_scale != 1.0;
   for (const auto& item : policy->named_parameters()) {
     const bool embedding = item.key().find("embedding") != std::string::npos;
+    if (separate_head && item.key().rfind("value_head.", 0) == 0) {
+      value_head.push_back(item.value());
+      continue;
+    }
     (item.value().dim() >= 2 && !embedding ? decay : no_decay).push_back(item.value());
   }
   const OptimizerConfig& o = config.optimizer;
@@ -217,6 +224,7 @@ void Learner::make_optimizer() {
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, options(o.weight_decay));
   groups.emplace_back(no_decay, options(0.0));
+  if (separate_head) groups.emplace_back(value_head, options(0.0));
   optimizer = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o.lr));
 }
 
@@ -228,8 +236,11 @@ double Learner::optimizer_step() {
                               : std::numeric_limits<double>::infinity();
   const double norm = torch::nn::utils::clip_grad_norm_(policy->parameters(), max_norm);
   const double lr = current_lr();
-  for (auto& group : optimizer->param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  auto& groups = optimizer->param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    // The third group, when there is one, is PPO's value head (make_optimizer).
+    const double scale = g == 2 ? config.ppo.value_lr_scale : 1.0;
+    static_cast<torch::optim::AdamWOptions&>(groups[g].options()).lr(lr * scale);
   }
   optimizer->step();
   optimizer->zero_grad();

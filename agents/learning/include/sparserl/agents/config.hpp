@@ -119,6 +119,10 @@ struct PpoConfig {
   // a near-deterministic SFT policy to garbage within one update (seen on the GPU: compile rate
   // 100% -> 0% after the first update). CUDA Agent needed a warm-up stage for the same reason.
   int critic_warmup_updates = 0;
+  // The value head's learning rate as a multiple of optimizer.lr (its own AdamW group when not 1):
+  // at an LLM-sized policy lr (TRL: 3e-6) a critic from zeros would take hundreds of updates to
+  // reach the returns; a separate critic lr is the usual remedy (the head is one linear layer).
+  double value_lr_scale = 1.0;
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 
