@@ -210,6 +210,11 @@ bool is_param_format(int format) {
          format == static_cast<int>(reward::Format::bsr);
 }
 
+// A keyword of preprocessor lines alone (`if` and `else` are C++'s too).
+bool pp_only_word(const TokenInfo& k) {
+  return k.cat == Cat::keyword && k.param != pp_none && k.param != pp_if && k.param != pp_else;
+}
+
 }  // namespace
 
 struct ActionMask::Tables {
@@ -458,6 +463,11 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   pp_base = code_base;
   for (std::size_t i = 0; i < n; ++i) {
     if (info[i].cat == Cat::hash || info[i].word == w_extern) pp_base[i] = 0;
+  }
+  // Preprocessor-only words (define, endif, pragma, unroll, ...) are no C++ keywords: in code they
+  // are undeclared names (seen in sampled programs: `identifier "endif" is undefined`).
+  for (std::size_t i = 0; i < n; ++i) {
+    if (pp_only_word(info[i])) code_base[i] = 0;
   }
   for (reward::Format f : reward::kFormats) {
     const auto& args = reward::signature(reward::Op::spmv, f).args;
@@ -883,6 +893,8 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
     if (k.word == w_extern || k.word == w_linkage || k.word == w_global || k.word == w_bounds) {
       return false;
     }
+  } else if (pp_only_word(k)) {
+    return false;
   } else if (auto rule = declaration_allows(t, s, k)) {
     return *rule;
   } else if (k.word == w_linkage || k.word == w_global || k.word == w_bounds) {

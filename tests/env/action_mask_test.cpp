@@ -366,6 +366,23 @@ TEST_CASE("a kernel declaration under the syntax mask is the ABI's, in every for
   }
 }
 
+TEST_CASE("preprocessor-only words are refused in code, allowed on their lines", "[env][mask]") {
+  const Vocabulary& v = *vocab();
+  ActionMask mask(vocab(), MaskMode::syntax, 200);
+  std::vector<TokenId> tokens;
+  begin_program(mask, reward::Format::csr, 1, tokens);
+  for (const char* word : {"endif", "define", "undef", "ifdef", "ifndef", "elif", "pragma", "unroll",
+                           "nounroll"}) {
+    INFO(word);
+    CHECK_FALSE(mask.allows(v.id(TokenClass::keyword, word)));
+  }
+  CHECK(mask.allows(v.id(TokenClass::keyword, "if")));
+  CHECK(mask.allows(v.id(TokenClass::keyword, "else")));
+  mask.advance(v.id(TokenClass::punct, "#"));
+  CHECK(mask.allows(v.id(TokenClass::keyword, "define")));
+  CHECK(mask.allows(v.id(TokenClass::keyword, "pragma")));
+}
+
 TEST_CASE("random episodes steered into kernel declarations pass the static check", "[env][mask]") {
   // A random agent that starts a declaration whenever the mask offers one (extern, then "C") and
   // otherwise draws from plain tokens (locals, numbers, constants, brackets, ; , + *): its

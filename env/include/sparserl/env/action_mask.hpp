@@ -14,6 +14,8 @@
 //               (at most 48 deep, 16 in a preprocessor line), preprocessor lines well-formed
 //               (#define NAME[(params)] body, #undef, #if/#ifdef/#ifndef/#elif/#else/#endif nested,
 //               #pragma unroll [N] | nounroll) and ended by <eol>;
+//             - preprocessor-only words (define, undef, ifdef, ifndef, elif, endif, pragma,
+//               unroll, nounroll) only on preprocessor lines;
 //             - kernel declarations as the ABI spells them: "C", __global__ and __launch_bounds__
 //               only in `extern "C" __global__ void [__launch_bounds__(EXPR)] NAME(PARAMS) {` at
 //               the top level, NAME a launched kernel not yet declared ("C" is offered only while
