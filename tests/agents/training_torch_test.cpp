@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -251,6 +252,29 @@ TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][r
   }
 }
 
+namespace {
+
+// G completions per prompt from the agent as rollouts, grouped by prompt, rewarded by
+// reward(index, completion).
+std::vector<Rollout> sampled_rollouts(
+    PolicyAgent& agent, const std::vector<std::shared_ptr<const env::MatrixObservation>>& prompts,
+    int samples, const std::function<double(std::size_t, const Completion&)>& reward) {
+  std::vector<Completion> completions = agent.generate(prompts, samples, agent.config().sampling);
+  std::vector<Rollout> out;
+  const auto g = static_cast<std::size_t>(samples);
+  for (std::size_t k = 0; k < completions.size(); ++k) {
+    Rollout r;
+    r.matrix = prompts[k / g];
+    r.group = static_cast<int>(k / g);
+    r.reward = reward(k, completions[k]);
+    r.completion = std::move(completions[k]);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("PPO's critic warm-up trains the value head alone, then the policy too",
           "[agents][rl]") {
   AgentConfig config = tiny_config(env::MaskMode::syntax, 32);
@@ -263,17 +287,9 @@ TEST_CASE("PPO's critic warm-up trains the value head alone, then the policy too
   const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
       synthetic_observation(1), synthetic_observation(2)};
   auto rollouts = [&] {
-    std::vector<Completion> completions = agent.generate(prompts, 4, agent.config().sampling);
-    std::vector<Rollout> out;
-    for (std::size_t k = 0; k < completions.size(); ++k) {
-      Rollout r;
-      r.matrix = prompts[k / 4];
-      r.group = static_cast<int>(k / 4);
-      r.reward = static_cast<double>(completions[k].tokens.size() % 5);
-      r.completion = std::move(completions[k]);
-      out.push_back(std::move(r));
-    }
-    return out;
+    return sampled_rollouts(agent, prompts, 4, [](std::size_t, const Completion& c) {
+      return static_cast<double>(c.tokens.size() % 5);
+    });
   };
   // The policy's loss on a few of its own completions: a function of the logits alone.
   std::vector<SftExample> probe;
@@ -308,16 +324,9 @@ TEST_CASE("PPO's value_lr_scale steps the value head at lr x scale", "[agents][r
         synthetic_observation(1), synthetic_observation(2)};
     double value_mean = 0;
     for (int update = 0; update < 2; ++update) {
-      std::vector<Completion> completions = agent.generate(prompts, 4, agent.config().sampling);
-      std::vector<Rollout> rollouts;
-      for (std::size_t k = 0; k < completions.size(); ++k) {
-        Rollout r;
-        r.matrix = prompts[k / 4];
-        r.group = static_cast<int>(k / 4);
-        r.reward = 1.0 + static_cast<double>(k % 3);
-        r.completion = std::move(completions[k]);
-        rollouts.push_back(std::move(r));
-      }
+      const std::vector<Rollout> rollouts = sampled_rollouts(
+          agent, prompts, 4,
+          [](std::size_t k, const Completion&) { return 1.0 + static_cast<double>(k % 3); });
       value_mean = find_statistic(agent.update_rollouts(rollouts), "value/mean");
     }
     return value_mean;
