@@ -233,7 +233,6 @@ struct ActionMask::Tables {
   // spells it (agents/kernels' kernel_head): `const int* __restrict__ NAME`, ... Op-independent:
   // SpMV and SpMM share every format's argument kinds (checked when the tables are built).
   std::array<std::vector<Forced>, 5> kernel_params;
-  std::array<int, 5> kernel_param_count{};  // the new locals a declaration names
   int max_delta = kMaxDelta;
 
   explicit Tables(const Vocabulary& v);
@@ -495,7 +494,6 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     }
     seq.push_back({Cat::close_paren});
     seq.push_back({Cat::open_brace});
-    kernel_param_count[static_cast<std::size_t>(f)] = static_cast<int>(args.size());
     if (args.size() + 1 > static_cast<std::size_t>(kMaxDeclNames)) {
       throw std::logic_error("action mask: a kernel of more than 7 parameters");
     }
@@ -1606,7 +1604,7 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
   const bool plain_code =
       (s.phase == Phase::code || (s.phase == Phase::launch_start && s.launches > 0)) &&
       s.num == Num::off && s.last != Last::access && (s.pp == Pp::none || s.pp == Pp::body) &&
-      (s.decl == Decl::none || s.pp != Pp::none);
+      s.decl == Decl::none;  // a declaration is never open on a preprocessor line
   if (plain_code) {
     const bool in_pp = s.pp != Pp::none;
     std::memcpy(mask.data(), (in_pp ? t.pp_base : t.code_base).data(), n);
@@ -1665,7 +1663,7 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
             if (c == Cat::member || c == Cat::local) consider(static_cast<TokenId>(i));
           }
         } else if (s.pp == Pp::after_macro_name || s.pp == Pp::if_expr_start ||
-                   (s.pp == Pp::none && s.decl != Decl::none)) {
+                   s.decl != Decl::none) {
           for (std::size_t i = 0; i < n; ++i) consider(static_cast<TokenId>(i));
         } else {
           for (TokenId id : t.pp_candidates) consider(id);

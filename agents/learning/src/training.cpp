@@ -318,6 +318,10 @@ EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
   double generation_seconds = 0;
   std::int64_t generated = 0;
   const auto per_batch = static_cast<std::size_t>(std::max(1, config.tasks_per_batch));
+  // Episode indices: per task, the greedy completion first, then the samples.
+  const std::uint64_t per_task =
+      (config.greedy ? 1 : 0) + static_cast<std::uint64_t>(std::max(0, config.samples));
+  const std::string policy = on_episode ? agent.policy_id() : std::string();
   for (std::size_t first = 0; first < tasks.size(); first += per_batch) {
     const std::size_t last = std::min(tasks.size(), first + per_batch);
     std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
@@ -340,9 +344,6 @@ EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
     generation_seconds += seconds_since(generation_start);
     generated += agent.counters().generated_tokens - tokens_before;
 
-    // Episode indices: per task, the greedy completion first, then the samples.
-    const std::uint64_t per_task = (config.greedy ? 1 : 0) + static_cast<std::uint64_t>(std::max(0, config.samples));
-    const std::string policy = on_episode ? agent.policy_id() : std::string();
     auto record = [&](std::size_t i, std::uint64_t within, const Completion& c, const Outcome& o) {
       if (!on_episode) return;
       on_episode(make_episode(env, config.seed, (first + i) * per_task + within, seeds[i],
