@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -186,9 +188,9 @@ constexpr int kMaxExprUnary = 8;
 constexpr int kMaxExprDigits = 18;
 constexpr int kMaxNumberChars = 20;
 constexpr int kMaxUnrollDigits = 5;
-// The most any token but a declaration's "C" can raise min_completion (the sell/bsr format name:
-// +6); Tables::max_delta adds the declaration's. The budget check runs whenever the slack is below
-// max_delta.
+// The most any token can raise min_completion, but for those that add a declaration to it (a format
+// name, a new kernel's launch name): Tables::max_delta adds the longest declaration. The budget
+// check runs whenever the slack is below max_delta.
 constexpr int kMaxDelta = 16;
 // Kernel names are launch names, the first locals: a bit per local below this.
 constexpr int kMaxKernelLocal = 16;
@@ -233,6 +235,9 @@ struct ActionMask::Tables {
   // spells it (agents/kernels' kernel_head): `const int* __restrict__ NAME`, ... Op-independent:
   // SpMV and SpMM share every format's argument kinds (checked when the tables are built).
   std::array<std::vector<Forced>, 5> kernel_params;
+  // Per format: tokens of a whole empty kernel, `extern "C" __global__ void NAME` + the parameter
+  // list + `}`: what each launched but undeclared kernel adds to min_completion.
+  std::array<int, 5> declaration_tokens{};
   int max_delta = kMaxDelta;
 
   explicit Tables(const Vocabulary& v);
@@ -497,8 +502,19 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (args.size() + 1 > static_cast<std::size_t>(kMaxDeclNames)) {
       throw std::logic_error("action mask: a kernel of more than 7 parameters");
     }
-    // "C" commits a declaration: __global__ void NAME + the list + `}` <eos> against `;` <eos>.
-    max_delta = std::max(max_delta, static_cast<int>(seq.size()) + 8);
+    declaration_tokens[static_cast<std::size_t>(f)] = 5 + static_cast<int>(seq.size()) + 1;
+    max_delta = std::max(max_delta, declaration_tokens[static_cast<std::size_t>(f)] + kMaxDelta);
+  }
+  // The shortest program: a format line, one launch line, the launched kernel empty, <eos>.
+  int shortest = std::numeric_limits<int>::max();
+  for (reward::Format f : reward::kFormats) {
+    const int format_line = is_param_format(static_cast<int>(f)) ? 9 : 3;
+    const int declaration = declaration_tokens[static_cast<std::size_t>(f)];
+    shortest = std::min(shortest, format_line + 7 + declaration + 1);
+  }
+  if (shortest != kMinSyntaxTokens) {
+    throw std::logic_error("action mask: the shortest program is " + std::to_string(shortest) +
+                           " tokens, kMinSyntaxTokens says " + std::to_string(kMinSyntaxTokens));
   }
   format_token = v.id(TokenClass::directive, "<format>");
   launch_token = v.id(TokenClass::directive, "<launch>");
@@ -672,8 +688,15 @@ int expr_close_tokens(const State& s) {
 
 // --- min_completion ---
 
-int code_completion(const State& s) {
-  int m = 1;  // <eos>
+// Launched kernels not declared yet: each needs its (empty) declaration before <eos>.
+int pending_kernels(const State& s) {
+  return std::popcount(static_cast<unsigned>(s.launched & ~s.defined));
+}
+
+// Closing everything (below), then an empty declaration of each pending kernel at the top level,
+// then <eos>.
+int code_completion(const Tables& t, const State& s) {
+  int m = 1 + pending_kernels(s) * t.declaration_tokens[s.format];  // declarations, <eos>
   if (s.num != Num::off && !num_accepting(s.num)) m += 1;
   const bool access = s.last == Last::access;
   int end = 0;
@@ -780,27 +803,36 @@ int declaration_completion(const Tables& t, const State& s) {
       break;
   }
   State body = s;
+  if (s.decl != Decl::params) {
+    // NAME is still to come: it will be one of the pending kernels (the lowest, say).
+    const unsigned pending = static_cast<unsigned>(s.launched & ~s.defined);
+    body.defined = static_cast<std::uint16_t>(s.defined | (pending & (~pending + 1u)));
+  }
   body.decl = Decl::none;
   body.num = Num::off;
   body.pp = Pp::none;
   body.depth = 1;
   body.stack[0] = '{';
   body.last = Last::other;
-  return to_brace + code_completion(body);
+  return to_brace + code_completion(t, body);
 }
 
 bool declaring(const State& s) { return s.decl != Decl::none && s.decl != Decl::external; }
 
 int completion(const Tables& t, const State& s) {
   if (s.done) return 0;
-  constexpr int kAfterLaunch = 2;  // `;` <eos>
-  constexpr int kLaunchLine = 7;   // <launch> v grid= M block= M <eol>
-  const int after_format = kLaunchLine + kAfterLaunch;
+  constexpr int kLaunchLine = 7;  // <launch> v grid= M block= M <eol>
+  // After the launch lines: an empty declaration of every launched kernel (at least the one a
+  // launch line under way names), then <eos>.
+  const int declarations = t.declaration_tokens[s.format];
+  const int after_launch = std::max(pending_kernels(s), 1) * declarations + 1;
+  const int after_format = kLaunchLine + declarations + 1;
   switch (s.phase) {
     case Phase::start:
-      return 3 + after_format;
-    case Phase::format_name:
-      return 2 + after_format;
+    case Phase::format_name: {
+      // The shortest format line and declaration (kMinSyntaxTokens at the start).
+      return kMinSyntaxTokens - (s.phase == Phase::start ? 0 : 1);
+    }
     case Phase::format_key:
       return (2 - s.key) * 3 + 1 + after_format;
     case Phase::format_num_start:
@@ -810,17 +842,24 @@ int completion(const Tables& t, const State& s) {
     case Phase::format_eol:
       return 1 + after_format;
     case Phase::launch_start:
-      return s.launches == 0 ? after_format : kAfterLaunch;
+      return s.launches == 0 ? after_format : after_launch;
     case Phase::launch_name:
-      return 6 + kAfterLaunch;
+      return 6 + after_launch;
     case Phase::launch_key:
-      return 5 + kAfterLaunch;
+      return 5 + after_launch;
     case Phase::expr: {
       const int rest = s.which == 0 ? 3 : 1;  // block= M <eol>, or <eol>
-      return expr_close_tokens(s) + rest + kAfterLaunch;
+      return expr_close_tokens(s) + rest + after_launch;
     }
     case Phase::code:
-      return declaring(s) ? declaration_completion(t, s) : code_completion(s);
+      if (declaring(s)) return declaration_completion(t, s);
+      // `extern` at the top level: "C" goes on to the first pending kernel's declaration.
+      if (s.decl == Decl::external && pending_kernels(s) > 0) {
+        State linkage = s;
+        linkage.decl = Decl::linkage;
+        return 1 + declaration_completion(t, linkage);
+      }
+      return code_completion(t, s);
   }
   return 1;
 }
@@ -935,7 +974,7 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
     case Cat::eol:
       return in_pp && s.pp_depth == 0 && s.pp == Pp::body;
     case Cat::eos:
-      return !in_pp && s.depth == 0 && s.if_depth == 0 &&
+      return !in_pp && s.depth == 0 && s.if_depth == 0 && pending_kernels(s) == 0 &&
              (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
     default:
       return false;
@@ -1419,7 +1458,9 @@ bool allows_raw(const Tables& t, const State& s, TokenId id, int& width) {
       if (s.launches == 0) return false;
       return code_word_allows(t, s, k, false);
     case Phase::launch_name:
-      return k.cat == Cat::local && k.local <= s.locals_used && k.local < t.locals;
+      // A kernel name is one of the first kMaxKernelLocal locals (a bit of launched / defined).
+      return k.cat == Cat::local && k.local <= s.locals_used && k.local < t.locals &&
+             k.local < kMaxKernelLocal;
     case Phase::launch_key:
       return k.cat == Cat::key_grid;
     case Phase::expr: {
@@ -1682,7 +1723,10 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
       if (remaining_after < 0) mask[i] = 0;
       continue;
     }
-    int& m = cache[static_cast<std::size_t>(k.effect)];
+    // A launch name adds a declaration to the completion unless the kernel is launched already:
+    // locals differ there, so each is tried.
+    int own = -1;
+    int& m = s.phase == Phase::launch_name ? own : cache[static_cast<std::size_t>(k.effect)];
     if (m < 0) {
       State after = s;
       apply(t, after, static_cast<TokenId>(i));

@@ -174,7 +174,7 @@ TEST_CASE("temperature, top-k and top-p keep the intended tokens", "[agents][pol
 }
 
 TEST_CASE("act() reports what a full forward pass assigns, through its cache", "[agents][policy]") {
-  AgentConfig config = tiny_config(env::MaskMode::syntax, 40);
+  AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
   PolicyAgent agent(config, vocabulary());
   // Two episodes stepped together, as a synchronous vector env would; when one ends the batch
   // shrinks and the other continues from a recomputed prefix.
@@ -183,7 +183,7 @@ TEST_CASE("act() reports what a full forward pass assigns, through its cache", "
   for (int i = 0; i < 2; ++i) {
     obs[static_cast<std::size_t>(i)].matrix =
         synthetic_observation(static_cast<std::uint64_t>(10 + i));
-    masks.emplace_back(vocabulary(), env::MaskMode::syntax, 40);
+    masks.emplace_back(vocabulary(), env::MaskMode::syntax, 48);
   }
   std::vector<std::vector<float>> reported(2);
   std::vector<bool> done(2, false);

@@ -171,7 +171,7 @@ TEST_CASE("a resumed SFT run repeats the uninterrupted run's numbers", "[agents]
 TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][checkpoint][rl]") {
   const auto root = sparserl::testing::scratch_dir("agents_rl_resume");
   RlConfig config;
-  config.agent = tiny_config(env::MaskMode::syntax, 32);
+  config.agent = tiny_config(env::MaskMode::syntax, 48);
   config.agent.algorithm = Algorithm::grpo;
   config.agent.grpo.epochs = 2;
   config.updates = 3;
@@ -182,7 +182,7 @@ TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][
   const std::vector<std::string> names = {"loss", "reward/mean", "completions/mean_length", "kl"};
   Trajectory whole, parts;
   config.output_dir = root / "whole";
-  auto env_a = make_env(32);
+  auto env_a = make_env(48);
   int episodes = 0;
   const StageResult a = run_rl(config, *env_a, recorder(whole, names), [&](const env::Episode& e) {
     ++episodes;
@@ -194,10 +194,10 @@ TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][
 
   config.output_dir = root / "parts";
   config.updates = 1;
-  auto env_b = make_env(32);
+  auto env_b = make_env(48);
   (void)run_rl(config, *env_b, recorder(parts, names));
   config.updates = 3;
-  auto env_c = make_env(32);
+  auto env_c = make_env(48);
   const StageResult b = run_rl(config, *env_c, recorder(parts, names));
   CHECK(b.resumed);
   CHECK(parts == whole);
@@ -222,7 +222,7 @@ TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][r
   for (const Expect& e : cases) {
     DYNAMIC_SECTION(to_string(e.algorithm)) {
       RlConfig config;
-      config.agent = tiny_config(env::MaskMode::syntax, 32);
+      config.agent = tiny_config(env::MaskMode::syntax, 48);
       config.agent.algorithm = e.algorithm;
       config.agent.ppo.minibatches = 2;
       config.updates = 2;
@@ -230,7 +230,7 @@ TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][r
       config.samples_per_task = 2;
       config.output_dir = sparserl::testing::scratch_dir(std::string("agents_rl_") +
                                                          std::string(to_string(e.algorithm)));
-      auto env = make_env(32);
+      auto env = make_env(48);
       env::Statistics last;
       const StageResult result =
           run_rl(config, *env, [&](std::string_view stage, std::int64_t, const env::Statistics& s) {
@@ -277,7 +277,7 @@ std::vector<Rollout> sampled_rollouts(
 
 TEST_CASE("PPO's critic warm-up trains the value head alone, then the policy too",
           "[agents][rl]") {
-  AgentConfig config = tiny_config(env::MaskMode::syntax, 32);
+  AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
   config.algorithm = Algorithm::ppo;
   config.ppo.critic_warmup_updates = 1;
   config.ppo.epochs = 2;
@@ -312,7 +312,7 @@ TEST_CASE("PPO's value_lr_scale steps the value head at lr x scale", "[agents][r
   // alone). AdamW's first step moves every parameter by ~lr whatever the gradient's size, and the
   // value is linear in the head: the second update's value estimates are ~scale times apart.
   auto warmed_value_mean = [](double scale) {
-    AgentConfig config = tiny_config(env::MaskMode::syntax, 32);
+    AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
     config.algorithm = Algorithm::ppo;
     config.ppo.critic_warmup_updates = 2;
     config.ppo.epochs = 1;
@@ -337,7 +337,7 @@ TEST_CASE("PPO's value_lr_scale steps the value head at lr x scale", "[agents][r
   CHECK(scaled / plain == Approx(10.0).epsilon(0.05));
   CHECK_THROWS_AS(
       [] {
-        AgentConfig bad = tiny_config(env::MaskMode::syntax, 32);
+        AgentConfig bad = tiny_config(env::MaskMode::syntax, 48);
         bad.ppo.value_lr_scale = 0.0;
         PolicyAgent agent(bad, vocabulary());
       }(),
@@ -345,13 +345,13 @@ TEST_CASE("PPO's value_lr_scale steps the value head at lr x scale", "[agents][r
 }
 
 TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][rl]") {
-  AgentConfig config = tiny_config(env::MaskMode::syntax, 24);
+  AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
   config.algorithm = Algorithm::ppo;
   PolicyAgent agent(config, vocabulary());
   env::VectorEnvConfig vconfig;
   vconfig.num_envs = 3;
   vconfig.seed = 2;
-  env::VectorEnv envs(vconfig, [](int id) { return make_env(24, id); });
+  env::VectorEnv envs(vconfig, [](int id) { return make_env(48, id); });
   std::vector<env::Episode> episodes;
   envs.on_episode([&](const env::Episode& e) { episodes.push_back(e); });
   env::VectorStep step = envs.reset();
@@ -377,8 +377,8 @@ TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][r
 }
 
 TEST_CASE("the evaluation reports greedy and pass@k rates", "[agents][rl]") {
-  PolicyAgent agent(tiny_config(env::MaskMode::syntax, 32), vocabulary());
-  auto env = make_env(32);
+  PolicyAgent agent(tiny_config(env::MaskMode::syntax, 48), vocabulary());
+  auto env = make_env(48);
   std::vector<datasets::Task> tasks;
   for (const auto& uri : kUris) tasks.push_back(datasets::Task::parse(uri + " spmv f32"));
   EvaluationConfig config;

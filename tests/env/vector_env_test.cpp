@@ -102,7 +102,8 @@ TEST_CASE("environment i of a VectorEnv is seeded with seed + i", "[env][vector]
 
 TEST_CASE("synchronous stepping with the random agent finishes episodes", "[env][vector]") {
   auto backend = std::make_shared<fixtures::FakeBackend>();
-  VectorEnv venv({3, 0, AutoReset::next_step, 0}, factory(backend, small_config(40), 3));
+  VectorEnv venv({3, 0, AutoReset::next_step, 0},
+                 factory(backend, small_config(kMinSyntaxTokens), 3));
   int callbacks = 0;
   venv.on_episode([&](const Episode& e) {
     ++callbacks;

@@ -24,10 +24,10 @@
 //               each name a local not yet in the declaration; no __global__ or extern in a
 //               preprocessor line, and no #define / #undef of a launched kernel's name. A program
 //               the mask accepts never fails the static check's signature_mismatch,
-//               unlaunched_kernel or those macro_abuse rules (it can still leave a launched kernel
-//               undeclared: undefined_kernel);
-//             - <eos> only where the program is complete: every bracket closed, every #if closed,
-//               no line open, and the code ending in `}` or `;` (or a preprocessor line);
+//               unlaunched_kernel, undefined_kernel or those macro_abuse rules;
+//             - <eos> only where the program is complete: every launched kernel declared, every
+//               bracket closed, every #if closed, no line open, and the code ending in `}` or `;`
+//               (or a preprocessor line);
 //             - the budget: a token is allowed only if the program can still be completed within
 //               max_tokens after it, so every episode under this mask ends with <eos> and is never
 //               truncated (max_tokens must be at least kMinSyntaxTokens).
@@ -53,9 +53,9 @@ enum class MaskMode { none, syntax };
 std::string_view to_string(MaskMode mode);
 std::optional<MaskMode> parse_mask_mode(std::string_view text);  // "none", "syntax"
 
-// The shortest program the syntax mask accepts: <format> csr <eol> <launch> v0 grid= M block= M
-// <eol> ; <eos>.
-inline constexpr int kMinSyntaxTokens = 12;
+// The shortest program the syntax mask accepts: <format> ell <eol> <launch> v0 grid= M block= M
+// <eol> extern "C" __global__ void v0 (ELL's 4 parameters) { } <eos> (the tables check it).
+inline constexpr int kMinSyntaxTokens = 42;
 
 class ActionMask {
  public:
