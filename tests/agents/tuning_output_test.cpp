@@ -1,6 +1,6 @@
 // The tuning outputs: the HDF5 dataset read back with the plain HDF5 C API (what h5py sees: one
 // 1-D dataset per column, all of one length, text as variable-length UTF-8), its SFT rows (the best
-// correct program per task) and its deduplicated corpus; the CSV rows; the summary's two regimes;
+// correct program per task, or near-best ones ranked after it) and its deduplicated corpus; the CSV rows; the summary's two regimes;
 // file names of best programs; and docs/design-space.md naming every column.
 #include "sparserl/kernels/tuning_output.hpp"
 
@@ -190,6 +190,49 @@ TEST_CASE("the HDF5 dataset holds every candidate, the SFT pairs and the dedupli
 
   CHECK_THROWS_WITH(kernels::TuningDataset("/nonexistent-folder/x.h5", info),
                     has_substring("/nonexistent-folder/x.h5"));
+}
+
+TEST_CASE("more SFT pairs per task: near-best distinct programs timed like the best, ranked",
+          "[kernels][tuning][hdf5]") {
+  // Full-protocol finalists: vector 19 us (best), merge 20 us, scalar 25 us, and vector again at
+  // 19.5 us (the same text); a screened scalar variant at 18 us is not comparable (other protocol).
+  const std::string kScalar128 = "csr_scalar block=128 unroll=4 ldg=1";
+  const SearchResult r = result("suitesparse-v1/HB/west0067", 299,
+                                {candidate(kScalar128, true, 18), candidate(kVector, true, 21),
+                                 candidate(kVector, true, 19, 2), candidate(kScalar, true, 25, 2),
+                                 candidate(kMerge, true, 20, 2), candidate(kVector, true, 19.5, 2)},
+                                2);
+  using Picks = std::vector<std::size_t>;
+  CHECK(kernels::sft_candidates(r, {}) == Picks{2});                    // the best alone
+  CHECK(kernels::sft_candidates(r, {3, 0.9}) == Picks{2, 4});           // 25 us > 19 / 0.9
+  CHECK(kernels::sft_candidates(r, {4, 0.7}) == Picks{2, 4, 3});        // by time, text once
+  CHECK(kernels::sft_candidates(r, {2, 0.7}) == Picks{2, 4});           // at most per_task
+  SearchResult wrong = r;
+  wrong.candidates[2].result.correct = false;
+  CHECK(kernels::sft_candidates(wrong, {3, 0.9}).empty());  // no correct best: no pairs
+  SearchResult untimed = r;
+  for (auto& c : untimed.candidates) c.result.timed = false;
+  CHECK(kernels::sft_candidates(untimed, {3, 0.5}) == Picks{2});  // compile-only: the best
+
+  const auto dir = sparserl::testing::scratch_dir("kernels_tuning_sft_spread");
+  kernels::TuningRunInfo info{"sparserl tune --test", "Fake GPU", "2026-01-01T00:00:00Z", "p", 7};
+  {
+    kernels::TuningDataset ds(dir / "dataset.h5", info, {4, 0.7});
+    ds.append(r);
+    CHECK(ds.sft_rows() == 3);
+  }
+  H5File f(dir / "dataset.h5");
+  REQUIRE(f.id >= 0);
+  CHECK(integers(f.id, "sft/rank") == std::vector<std::int64_t>{0, 1, 2});
+  CHECK(integers(f.id, "sft/candidate_row") == std::vector<std::int64_t>{2, 4, 3});
+  CHECK(strings(f.id, "sft/design_id") == std::vector<std::string>{kVector, kMerge, kScalar});
+  CHECK(reals(f.id, "sft/median_us") == std::vector<double>{19, 20, 25});
+  for (const kernels::SftSelection bad : {kernels::SftSelection{0, 0.9},
+                                          kernels::SftSelection{2, 0},
+                                          kernels::SftSelection{2, 1.5}}) {
+    CHECK_THROWS_WITH(kernels::TuningDataset(dir / "bad.h5", info, bad),
+                      has_substring("SFT selection"));
+  }
 }
 
 TEST_CASE("candidates.csv has one quoted row per evaluation", "[kernels][tuning]") {

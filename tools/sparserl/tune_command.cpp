@@ -32,8 +32,8 @@ namespace fs = std::filesystem;
 const char* const kUsage =
     "usage: sparserl tune (--split FILE [--part train|val|test] | --matrix URI...)\n"
     "                     [--op spmv|spmm[,..]] [--dtype f32|f64[,..]] [--k K[,..]] --out DIR\n"
-    "                     [--budget N] [--finalists N] [--limit N] [--data-dir DIR] [--index "
-    "DIR]...\n"
+    "                     [--budget N] [--finalists N] [--sft-per-task N [--sft-within F]]\n"
+    "                     [--limit N] [--data-dir DIR] [--index DIR]...\n"
     "                     [--compile-workers N] [--compile-only] [--verbose]\n"
     "       sparserl tune --list [--op spmv|spmm] [--dtype f32|f64]\n"
     "       sparserl tune --show ID [--op spmv|spmm] [--dtype f32|f64]\n"
@@ -44,7 +44,8 @@ const char* const kUsage =
     "  candidates.csv    every evaluated candidate: design, verdict, times, speedup, bandwidth\n"
     "  summary.md        per task: cuSPARSE time, best time, speedup, bandwidth fraction, design;\n"
     "                    geomean speedups of small (< 200k nonzeros) and large matrices\n"
-    "  dataset.h5        HDF5: /candidates (every evaluation), /sft (best program per task),\n"
+    "  dataset.h5        HDF5: /candidates (every evaluation), /sft (SFT pairs: the best program\n"
+    "                    per task, and with --sft-per-task more near-best ones),\n"
     "                    /corpus (every distinct correct program)\n"
     "Without a GPU every candidate is only checked and compiled, nothing is ranked by time.\n"
     "\n"
@@ -58,6 +59,9 @@ const char* const kUsage =
     "  --budget N        programs measured per task in the first round (default 16); spaces\n"
     "                    pruned to N or fewer are measured exhaustively with the full protocol\n"
     "  --finalists N     re-measured with the full protocol after screening (default 4)\n"
+    "  --sft-per-task N  SFT pairs per task (default 1: the best); the others are the next\n"
+    "                    fastest distinct correct programs timed like the best, within F\n"
+    "  --sft-within F    of the best's speedup (default 0.9: at most best time / 0.9)\n"
     "  --limit N         only the first N matrices\n"
     "  --data-dir DIR    where suitesparse-v1 matrices are found (default $SPARSERL_DATA_DIR or\n"
     "                    ./data)\n"
@@ -185,7 +189,8 @@ int list_space(const Args& args, bool show) {
 int run_tune(const std::vector<std::string>& argv) {
   const Args args(argv, {"compile-only", "verbose", "list"});
   args.allow_only({"split", "part", "matrix", "op", "dtype", "k", "out", "budget", "finalists",
-                   "limit", "data-dir", "index", "compile-workers", "show"});
+                   "sft-per-task", "sft-within", "limit", "data-dir", "index", "compile-workers",
+                   "show"});
   if (args.flag("list") || args.option("show")) return list_space(args, !args.flag("list"));
   if (!args.positional().empty()) {
     throw UsageError("unexpected argument '" + args.positional()[0] + "'");
@@ -238,6 +243,15 @@ int run_tune(const std::vector<std::string>& argv) {
   kernels::SearchOptions options;
   options.budget = static_cast<int>(args.integer("budget", 16, 1, 10000));
   options.finalists = static_cast<int>(args.integer("finalists", 4, 1, 1000));
+  kernels::SftSelection selection;
+  selection.per_task = static_cast<int>(args.integer("sft-per-task", 1, 1, 1000));
+  selection.within = args.real("sft-within", 0.9);
+  if (!(selection.within > 0 && selection.within <= 1)) {
+    throw UsageError("--sft-within must be in (0, 1], got " + *args.option("sft-within"));
+  }
+  if (args.option("sft-within") && !args.option("sft-per-task")) {
+    throw UsageError("--sft-within applies with --sft-per-task N (N > 1)");
+  }
 
   reward::EvaluatorConfig config;
   if (auto dir = args.option("data-dir")) config.data_dir = *dir;
@@ -276,7 +290,7 @@ int run_tune(const std::vector<std::string>& argv) {
   if (!csv)
     throw std::runtime_error("cannot write '" + (out_dir / "candidates.csv").string() + "'");
   csv << kernels::candidates_csv_header();
-  kernels::TuningDataset dataset(out_dir / "dataset.h5", info);
+  kernels::TuningDataset dataset(out_dir / "dataset.h5", info, selection);
 
   std::vector<kernels::TaskSummary> summaries;
   std::vector<std::string> failed;

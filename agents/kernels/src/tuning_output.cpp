@@ -227,6 +227,7 @@ const std::vector<Column>& sft_column_defs() {
       {"bandwidth_fraction", Kind::f64},
       {"correct", Kind::u8},
       {"candidate_row", Kind::i64},
+      {"rank", Kind::i64},
   };
   return c;
 }
@@ -416,13 +417,49 @@ struct TuningDataset::Impl {
   };
   std::vector<CorpusEntry> corpus;
   std::map<std::string, std::size_t> corpus_index;  // by op, dtype and program text
+  SftSelection selection;
   bool closed = false;
 };
 
-TuningDataset::TuningDataset(const std::filesystem::path& file, const TuningRunInfo& info)
+std::vector<std::size_t> sft_candidates(const SearchResult& r, const SftSelection& selection) {
+  const CandidateResult* best = r.best_candidate();
+  if (best == nullptr || !best->result.correct) return {};
+  std::vector<std::size_t> out = {*r.best};
+  if (selection.per_task <= 1 || !best->result.timed) return out;
+  const double limit_us = best->result.timing.median_us / selection.within;
+  std::vector<std::size_t> near;
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const CandidateResult& c = r.candidates[i];
+    if (i == *r.best || !c.result.correct || !c.result.timed || c.protocol != best->protocol ||
+        c.result.timing.median_us > limit_us) {
+      continue;
+    }
+    near.push_back(i);
+  }
+  std::stable_sort(near.begin(), near.end(), [&](std::size_t a, std::size_t b) {
+    return r.candidates[a].result.timing.median_us < r.candidates[b].result.timing.median_us;
+  });
+  for (std::size_t i : near) {
+    if (static_cast<int>(out.size()) >= selection.per_task) break;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](std::size_t j) {
+      return r.candidates[j].program == r.candidates[i].program;
+    });
+    if (!seen) out.push_back(i);
+  }
+  return out;
+}
+
+TuningDataset::TuningDataset(const std::filesystem::path& file, const TuningRunInfo& info,
+                             SftSelection selection)
     : impl_(std::make_unique<Impl>()) {
+  if (selection.per_task < 1 || !(selection.within > 0 && selection.within <= 1)) {
+    throw std::invalid_argument("SFT selection: per_task must be >= 1 and within in (0, 1], not " +
+                                std::to_string(selection.per_task) + " and " +
+                                std::to_string(selection.within));
+  }
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions with the file name
   impl_->path = file;
+  impl_->selection = selection;
   impl_->file = check_id(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
                          "creating the file", file);
   write_string_attribute(impl_->file, "format", "sparserl-tuning", file);
@@ -433,6 +470,8 @@ TuningDataset::TuningDataset(const std::filesystem::path& file, const TuningRunI
   write_string_attribute(impl_->file, "started_utc", info.started_utc, file);
   write_string_attribute(impl_->file, "protocol", info.protocol, file);
   write_int_attribute(impl_->file, "budget", info.budget, file);
+  write_int_attribute(impl_->file, "sft_per_task", selection.per_task, file);
+  write_string_attribute(impl_->file, "sft_within", std::to_string(selection.within), file);
   impl_->candidates =
       std::make_unique<ColumnGroup>(impl_->file, "candidates", candidate_column_defs(), file);
   impl_->sft = std::make_unique<ColumnGroup>(impl_->file, "sft", sft_column_defs(), file);
@@ -506,13 +545,21 @@ void TuningDataset::append(const SearchResult& r) {
   const std::int64_t first_row = impl_->candidates->rows();
   impl_->candidates->append(rows);
   candidate_rows_ = impl_->candidates->rows();
-  if (const CandidateResult* b = r.best_candidate(); b != nullptr && b->result.correct) {
-    const reward::EvalResult& e = b->result;
-    impl_->sft->append(
-        {{task, r.task.uri, op, dtype, k, b->point.id(), b->program,
-          nan_if_untimed(e, e.timing.median_us), nan_if_untimed(e, e.timing.baseline_median_us),
-          nan_if_untimed(e, e.timing.speedup), nan_if_untimed(e, e.timing.bandwidth_fraction),
-          std::int64_t{1}, first_row + static_cast<std::int64_t>(*r.best)}});
+  const std::vector<std::size_t> chosen = sft_candidates(r, impl_->selection);
+  std::vector<std::vector<Value>> pairs;
+  for (std::size_t rank = 0; rank < chosen.size(); ++rank) {
+    const CandidateResult& c = r.candidates[chosen[rank]];
+    const reward::EvalResult& e = c.result;
+    pairs.push_back({task, r.task.uri, op, dtype, k, c.point.id(), c.program,
+                     nan_if_untimed(e, e.timing.median_us),
+                     nan_if_untimed(e, e.timing.baseline_median_us),
+                     nan_if_untimed(e, e.timing.speedup),
+                     nan_if_untimed(e, e.timing.bandwidth_fraction), std::int64_t{1},
+                     first_row + static_cast<std::int64_t>(chosen[rank]),
+                     static_cast<std::int64_t>(rank)});
+  }
+  if (!pairs.empty()) {
+    impl_->sft->append(pairs);
     sft_rows_ = impl_->sft->rows();
   }
   H5Fflush(impl_->file, H5F_SCOPE_GLOBAL);

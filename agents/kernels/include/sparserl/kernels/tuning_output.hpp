@@ -9,8 +9,9 @@
 //   best/NAME.cu     the best program of each task
 //   dataset.h5       HDF5 (C API; h5py reads it without project code):
 //                      /candidates  one row per evaluation, program text included
-//                      /sft         one row per task with a correct best program: (task, program)
-//                                   pairs for supervised fine-tuning
+//                      /sft         (task, program) pairs for supervised fine-tuning: per task the
+//                                   correct best program (rank 0), and with SftSelection::per_task
+//                                   > 1 the next fastest programs near it (rank 1, 2, ...)
 //                      /corpus      every distinct correct program (deduplicated by text), with the
 //                                   number of tasks it was correct on: the pretraining corpus
 //                    each group holds 1-D chunked, resizable datasets (one per column, same length)
@@ -73,12 +74,26 @@ std::string candidates_csv_rows(const SearchResult& result);
 // The whole summary.md text.
 std::string summary_markdown(const std::vector<TaskSummary>& tasks, const TuningRunInfo& info);
 
+// Which programs of a task become SFT pairs. The best (when correct) always; with per_task > 1 also
+// the next fastest distinct correct programs timed with the best's protocol (the finalists of a
+// successive-halving search, every point of an exhaustive one) whose median time is at most the
+// best's / within - a spread of near-best programs for the policy to choose among, which RL can
+// then sharpen. Without timings (compile-only) only the best.
+struct SftSelection {
+  int per_task = 1;
+  double within = 0.9;  // in (0, 1]
+};
+// Indices into r.candidates, best first; empty when the task has no correct best program.
+std::vector<std::size_t> sft_candidates(const SearchResult& r, const SftSelection& selection);
+
 // The HDF5 dataset, written incrementally: rows are appended task by task (and flushed), so an
 // interrupted run leaves a readable file; /corpus is written by close().
 class TuningDataset {
  public:
   // Creates (truncates) the file. Throws std::runtime_error naming the file on failure.
-  TuningDataset(const std::filesystem::path& file, const TuningRunInfo& info);
+  // std::invalid_argument for a selection out of range.
+  TuningDataset(const std::filesystem::path& file, const TuningRunInfo& info,
+                SftSelection selection = {});
   ~TuningDataset();
   TuningDataset(const TuningDataset&) = delete;
   TuningDataset& operator=(const TuningDataset&) = delete;
