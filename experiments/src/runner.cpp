@@ -30,6 +30,7 @@
 #include "sparserl/kernels/design_space.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
 #include "sparserl/kernels/template_search.hpp"
+#include "sparserl/kernels/tuning_output.hpp"
 #endif
 
 namespace fs = std::filesystem;
@@ -397,18 +398,31 @@ class Trainer {
     kernels::TemplateSearch search(candidates, *s_.store, options);
     Progress progress("sft pairs", static_cast<std::int64_t>(tasks.size()), s_.notices->stream(),
                       s_.progress());
+    kernels::SftSelection selection;
+    selection.per_task = static_cast<int>(config_.integer("train.sft_per_task"));
+    selection.within = config_.real("train.sft_within");
     std::vector<agents::SftPair> pairs;
     for (const datasets::Task& task : tasks) {
       const kernels::SearchResult result = search.search(task);
-      const std::string program = result.best_program();
-      if (!program.empty()) pairs.push_back({task, program});
+      if (s_.gpu) {
+        for (std::size_t i : kernels::sft_candidates(result, selection)) {
+          pairs.push_back({task, result.candidates[i].program});
+        }
+      } else if (const std::string program = result.best_program(); !program.empty()) {
+        pairs.push_back({task, program});  // untimed: the cost model's favourite that compiled
+      }
       progress.advance(1, task.uri);
     }
     progress.finish();
     s_.say("sft: " + std::to_string(pairs.size()) + " pairs from the template search over " +
            std::to_string(tasks.size()) + " training matrices (budget " +
            std::to_string(options.budget) + ")" +
-           (s_.gpu ? std::string(": the fastest correct program of each")
+           (s_.gpu ? std::string(selection.per_task > 1
+                                     ? ": the fastest correct program of each, and up to " +
+                                           std::to_string(selection.per_task - 1) +
+                                           " more within " + std::to_string(selection.within) +
+                                           " of its speedup"
+                                     : ": the fastest correct program of each")
                    : std::string(": no GPU, so nothing was timed or checked - the target is "
                                  "the cost model's favourite among the programs that compiled")));
     if (pairs.empty()) throw RunnerError("sft: the template search produced no pair");

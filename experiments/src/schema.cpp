@@ -248,6 +248,15 @@ Schema build_schema() {
                "the fastest correct one wins; without one, nothing is timed and the cost model's "
                "favourite among those that compile is the target)",
                1, 100000)
+      .integer("sft_per_task", 1,
+               "design-space pairs per matrix: the fastest, and up to this many minus one next "
+               "fastest distinct correct programs within sft_within of it (a spread of near-best "
+               "programs; `sparserl tune --sft-per-task`); only the fastest without a GPU",
+               1, 1000)
+      .real("sft_within", 0.9,
+            "design-space pairs: the other programs' speedup is at least this fraction of the "
+            "fastest's",
+            1e-6, 1.0)
       .integer("pretrain_steps", 1000, "optimiser steps of pretraining", 1, 1e12)
       .integer("pretrain_batch_size", 32, "programs per pretraining step", 1, 1 << 20)
       .integer("sft_steps", 1000, "optimiser steps of SFT", 1, 1e12)
