@@ -420,7 +420,7 @@ class Trainer {
            (s_.gpu ? std::string(selection.per_task > 1
                                      ? ": the fastest correct program of each, and up to " +
                                            std::to_string(selection.per_task - 1) +
-                                           " more within " + std::to_string(selection.within) +
+                                           " more within " + json_number(selection.within) +
                                            " of its speedup"
                                      : ": the fastest correct program of each")
                    : std::string(": no GPU, so nothing was timed or checked - the target is "
