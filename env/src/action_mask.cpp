@@ -110,6 +110,10 @@ struct TokenInfo {
   std::uint8_t width = 0;  // characters in a rendered launch expression (names)
   int local = -1;          // local index
   int effect = 0;          // effect class (budget check cache)
+  // In code: a name may be declared after it (a type word: int, value_t, float4, struct, ...), or
+  // it keeps that so (const, *, &, __restrict__, __shared__, ...). See new_local_allowed.
+  enum : std::uint8_t { naming_none, naming_type, naming_keep };
+  std::uint8_t naming = naming_none;
 };
 
 enum class Phase : std::uint8_t {
@@ -277,6 +281,10 @@ struct ActionMask::State {
   std::uint8_t decl_named = 0;
   bool bounds_used = false;
   std::uint16_t launched = 0, defined = 0;  // kernel names (bits of locals) launched / declared
+  // Where a new local may appear in code: after a type (or a local: a user type), through
+  // declarator prefixes, or after `,` in a declaration list opened at list_depth.
+  bool declarator = false;
+  std::int8_t list_depth = -1;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -414,6 +422,33 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
         effect_of.emplace(std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word}), effects);
     if (added) ++effects;
     k.effect = it->second;
+  }
+  // Where a new name may be declared in code (after a type, through declarator prefixes).
+  static const char* const kTypeWords[] = {
+      "auto",     "bool",     "char",     "double",    "float",     "int",       "long",
+      "short",    "signed",   "unsigned", "void",      "typename",  "class",     "struct",
+      "union",    "enum",     "using",    "typedef",   "namespace", "goto",      "size_t",
+      "ptrdiff_t", "int8_t",  "int16_t",  "int32_t",   "int64_t",   "uint8_t",   "uint16_t",
+      "uint32_t", "uint64_t", "uint",     "dim3",      "char2",     "char4",     "short2",
+      "short4",   "int2",     "int3",     "int4",      "uint2",     "uint3",     "uint4",
+      "long2",    "longlong2", "ulonglong2", "float2",  "float3",    "float4",    "double2",
+      "double3",  "double4",  "value_t"};
+  static const char* const kKeepWords[] = {
+      "const",    "volatile",    "__restrict__", "static",   "constexpr", "register", "inline",
+      "__forceinline__", "__noinline__", "__device__", "__host__", "__shared__", "__constant__",
+      "extern",   "*",           "&"};
+  for (std::size_t i = 0; i < n; ++i) {
+    const TokenSpec& spec = v.token(static_cast<TokenId>(i));
+    if (spec.cls != TokenClass::keyword && spec.cls != TokenClass::builtin &&
+        spec.cls != TokenClass::constant && spec.cls != TokenClass::punct) {
+      continue;
+    }
+    for (const char* w : kTypeWords) {
+      if (spec.text == w) info[i].naming = TokenInfo::naming_type;
+    }
+    for (const char* w : kKeepWords) {
+      if (spec.text == w) info[i].naming = TokenInfo::naming_keep;
+    }
   }
   // Plain code masks.
   code_base.assign(n, 0);
@@ -925,6 +960,26 @@ std::optional<bool> declaration_allows(const Tables& t, const State& s, const To
   return false;
 }
 
+// The next new local (the canonical v<locals_used>) in code: only where C++ declares a name -
+// after a type word or an earlier local (a user type or macro), through `const`, `*`, `&`,
+// `__restrict__`, ..., or after `,` in a declaration list - never inside an expression, where it
+// would be an undeclared identifier (the commonest compile error of sampled programs). Preprocessor
+// lines keep every local: a macro may name what the code declares later.
+bool new_local_allowed(const State& s) { return s.declarator && s.last != Last::access; }
+
+// The declarator state after a code token (outside preprocessor lines; brackets already moved).
+void advance_declarator(State& s, const TokenInfo& k) {
+  const bool was = s.declarator;
+  s.declarator = k.naming == TokenInfo::naming_type || k.cat == Cat::local ||
+                 (was && k.naming == TokenInfo::naming_keep);
+  if (k.cat == Cat::local && was) s.list_depth = static_cast<std::int8_t>(s.depth);  // a name
+  if (k.cat == Cat::comma && s.depth == s.list_depth) s.declarator = true;
+  if (s.list_depth >= 0 && (s.depth < s.list_depth ||
+                            (k.cat == Cat::semi && s.depth == s.list_depth))) {
+    s.list_depth = -1;
+  }
+}
+
 bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool in_pp) {
   if (in_pp) {
     if (k.word == w_extern || k.word == w_linkage || k.word == w_global || k.word == w_bounds) {
@@ -938,8 +993,8 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
     return false;  // only inside a declaration
   }
   if (s.last == Last::access) {
-    return k.cat == Cat::member ||
-           (k.cat == Cat::local && k.local <= s.locals_used && k.local < t.locals);
+    return k.cat == Cat::member || (k.cat == Cat::local && k.local < t.locals &&
+                                    (k.local < s.locals_used || (in_pp && k.local == s.locals_used)));
   }
   switch (k.cat) {
     case Cat::keyword:
@@ -957,7 +1012,9 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
     case Cat::punct_other:
       return true;
     case Cat::local:
-      return k.local <= s.locals_used && k.local < t.locals;
+      return k.local < t.locals &&
+             (k.local < s.locals_used ||
+              (k.local == s.locals_used && (in_pp || new_local_allowed(s))));
     case Cat::open_paren:
     case Cat::open_bracket:
     case Cat::open_brace:
@@ -1420,6 +1477,7 @@ void apply_code(const Tables& t, State& s, const TokenInfo& k) {
   if (s.pp != Pp::none) return apply_pp(s, k);
   apply_code_word(s, k, false);
   advance_declaration(t, s, k);
+  if (s.pp == Pp::none) advance_declarator(s, k);
 }
 
 bool allows_raw(const Tables& t, const State& s, TokenId id, int& width) {
@@ -1526,6 +1584,7 @@ void apply(const Tables& t, State& s, TokenId id) {
       s.phase = Phase::code;
       apply_code_word(s, k, false);
       advance_declaration(t, s, k);
+      if (s.pp == Pp::none) advance_declarator(s, k);
       return;
     case Phase::launch_name:
       if (k.local == s.locals_used) ++s.locals_used;
@@ -1649,8 +1708,12 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
   if (plain_code) {
     const bool in_pp = s.pp != Pp::none;
     std::memcpy(mask.data(), (in_pp ? t.pp_base : t.code_base).data(), n);
-    for (int i = 0; i <= s.locals_used && i < t.locals; ++i) {
+    for (int i = 0; i < s.locals_used && i < t.locals; ++i) {
       mask[static_cast<std::size_t>(vocabulary_->local(i))] = 1;
+    }
+    if (s.locals_used < t.locals) {
+      mask[static_cast<std::size_t>(vocabulary_->local(s.locals_used))] =
+          in_pp || new_local_allowed(s) ? 1 : 0;
     }
     if (in_pp ? s.pp_depth == kMaxPpDepth : s.depth == kMaxCodeDepth) {
       for (std::size_t i = 0; i < n; ++i) {

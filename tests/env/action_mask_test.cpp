@@ -370,6 +370,81 @@ TEST_CASE("a kernel declaration under the syntax mask is the ABI's, in every for
   }
 }
 
+TEST_CASE("a new local appears only where a name is declared, never inside an expression",
+          "[env][mask]") {
+  const Vocabulary& v = *vocab();
+  ActionMask mask(vocab(), MaskMode::syntax, 400);
+  std::vector<TokenId> tokens;
+  begin_program(mask, reward::Format::csr, 1, tokens);  // v0 is the launched kernel
+  auto id = [&](const char* text) {
+    for (TokenClass c : {TokenClass::punct, TokenClass::keyword, TokenClass::constant,
+                         TokenClass::builtin}) {
+      if (auto found = v.find(c, text)) return *found;
+    }
+    FAIL("no token " << text);
+    return TokenId{0};
+  };
+  auto take = [&](TokenId t) {
+    REQUIRE(mask.allows(t));
+    mask.advance(t);
+  };
+  auto take_all = [&](std::initializer_list<const char*> texts) {
+    for (const char* t : texts) take(id(t));
+  };
+  // Code starts: no declaration yet, so no new name.
+  CHECK_FALSE(mask.allows(v.local(1)));
+  CHECK(mask.allows(v.local(0)));  // known names stay
+  // `const int* __restrict__ v1 = v0 ...`: a declaration through its prefixes ...
+  take_all({"const", "int", "*", "__restrict__"});
+  take(v.local(1));
+  take(id("="));
+  CHECK_FALSE(mask.allows(v.local(2)));  // ... but not in its initializer
+  take(v.local(0));
+  take(id("+"));
+  CHECK_FALSE(mask.allows(v.local(2)));
+  take(id("("));
+  CHECK_FALSE(mask.allows(v.local(2)));  // nor in a call or group
+  take(v.local(1));
+  take(id(","));
+  CHECK_FALSE(mask.allows(v.local(2)));  // a `,` inside brackets is no declaration list
+  take(v.local(0));
+  take(id(")"));
+  // `, v2` continues the declaration list; `;` ends it.
+  take(id(","));
+  CHECK(mask.allows(v.local(2)));
+  take(v.local(2));
+  take(id(";"));
+  CHECK_FALSE(mask.allows(v.local(3)));
+  // `for (value_t v3 = 0, v4 ...`: a list inside parentheses.
+  take_all({"for", "(", "value_t"});
+  take(v.local(3));
+  take(id("="));
+  take(v.num());
+  take(v.id(TokenClass::digit, "0"));
+  take(id(","));
+  CHECK(mask.allows(v.local(4)));
+  take(v.local(4));
+  take(id(";"));
+  CHECK_FALSE(mask.allows(v.local(5)));
+  take(v.local(3));
+  take(id(";"));
+  take(id(")"));
+  take(id("{"));
+  // After a known name (a user type or a macro naming one) a new name may follow; after `.` not.
+  take(v.local(2));
+  CHECK(mask.allows(v.local(5)));
+  take(id("."));
+  CHECK_FALSE(mask.allows(v.local(5)));
+  CHECK(mask.allows(v.id(TokenClass::member, "x")));
+  take(v.id(TokenClass::member, "x"));
+  take(id(";"));
+  // A preprocessor line may name what the code declares later.
+  take(id("#"));
+  take(v.id(TokenClass::keyword, "define"));
+  take(v.local(5));
+  CHECK(mask.allows(v.local(6)));
+}
+
 TEST_CASE("preprocessor-only words are refused in code, allowed on their lines", "[env][mask]") {
   const Vocabulary& v = *vocab();
   ActionMask mask(vocab(), MaskMode::syntax, 200);
