@@ -281,9 +281,10 @@ struct ActionMask::State {
   std::uint8_t decl_named = 0;
   bool bounds_used = false;
   std::uint16_t launched = 0, defined = 0;  // kernel names (bits of locals) launched / declared
-  // Where a new local may appear in code: after a type (or a local: a user type), through
-  // declarator prefixes, or after `,` in a declaration list opened at list_depth.
-  bool declarator = false;
+  // Where a new local may appear in code: after a type (kTypeDeclarator, kept through declarator
+  // prefixes), right after a local (kNameDeclarator: a user type or a macro naming one), or after
+  // `,` in a declaration list opened at list_depth.
+  std::uint8_t declarator = 0;
   std::int8_t list_depth = -1;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
@@ -965,15 +966,21 @@ std::optional<bool> declaration_allows(const Tables& t, const State& s, const To
 // `__restrict__`, ..., or after `,` in a declaration list - never inside an expression, where it
 // would be an undeclared identifier (the commonest compile error of sampled programs). Preprocessor
 // lines keep every local: a macro may name what the code declares later.
-bool new_local_allowed(const State& s) { return s.declarator && s.last != Last::access; }
+bool new_local_allowed(const State& s) { return s.declarator != 0 && s.last != Last::access; }
+
+constexpr std::uint8_t kNameDeclarator = 1, kTypeDeclarator = 2;
 
 // The declarator state after a code token (outside preprocessor lines; brackets already moved).
+// After a local only a name may follow directly: `v3 * v9` stays an expression (a pointer to a
+// user type is `T* name` only for built-in types and value_t here).
 void advance_declarator(State& s, const TokenInfo& k) {
-  const bool was = s.declarator;
-  s.declarator = k.naming == TokenInfo::naming_type || k.cat == Cat::local ||
-                 (was && k.naming == TokenInfo::naming_keep);
-  if (k.cat == Cat::local && was) s.list_depth = static_cast<std::int8_t>(s.depth);  // a name
-  if (k.cat == Cat::comma && s.depth == s.list_depth) s.declarator = true;
+  const std::uint8_t was = s.declarator;
+  s.declarator = k.naming == TokenInfo::naming_type ? kTypeDeclarator
+                 : k.cat == Cat::local              ? kNameDeclarator
+                 : was == kTypeDeclarator && k.naming == TokenInfo::naming_keep ? kTypeDeclarator
+                                                                                : 0;
+  if (k.cat == Cat::local && was != 0) s.list_depth = static_cast<std::int8_t>(s.depth);  // a name
+  if (k.cat == Cat::comma && s.depth == s.list_depth) s.declarator = kTypeDeclarator;
   if (s.list_depth >= 0 && (s.depth < s.list_depth ||
                             (k.cat == Cat::semi && s.depth == s.list_depth))) {
     s.list_depth = -1;

@@ -430,9 +430,13 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   take(id(";"));
   take(id(")"));
   take(id("{"));
-  // After a known name (a user type or a macro naming one) a new name may follow; after `.` not.
+  // After a known name (a user type or a macro naming one) a new name may follow, but not through
+  // `*` (that is a product); after `.` not.
   take(v.local(2));
   CHECK(mask.allows(v.local(5)));
+  take(id("*"));
+  CHECK_FALSE(mask.allows(v.local(5)));
+  take(v.local(1));
   take(id("."));
   CHECK_FALSE(mask.allows(v.local(5)));
   CHECK(mask.allows(v.id(TokenClass::member, "x")));

@@ -11,9 +11,10 @@
 //             - code tokens lexically valid in context: numbers are well-formed C literals (no
 //               octal, suffixes u/l/ll/f in order), members only after `.` or `->`, locals in
 //               canonical order (the next new local is always v<n>; in code only where a name is
-//               declared - after a type word or a known name, through const / * / & /
-//               __restrict__ / __shared__ ..., or after `,` in a declaration list - never inside
-//               an expression, where it would be undeclared), brackets properly nested
+//               declared - after a type word (through const / * / & / __restrict__ / __shared__
+//               ...), directly after a known name (a user type), or after `,` in a declaration
+//               list - never inside an expression, where it would be undeclared), brackets
+//               properly nested
 //               (at most 48 deep, 16 in a preprocessor line), preprocessor lines well-formed
 //               (#define NAME[(params)] body, #undef, #if/#ifdef/#ifndef/#elif/#else/#endif nested,
 //               #pragma unroll [N] | nounroll) and ended by <eol>;
