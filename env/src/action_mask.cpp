@@ -1000,8 +1000,9 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
     return false;  // only inside a declaration
   }
   if (s.last == Last::access) {
-    return k.cat == Cat::member || (k.cat == Cat::local && k.local < t.locals &&
-                                    (k.local < s.locals_used || (in_pp && k.local == s.locals_used)));
+    // After `.` / `->` a field: known in code (a new name there would be undeclared).
+    const bool known = k.local < s.locals_used || (in_pp && k.local == s.locals_used);
+    return k.cat == Cat::member || (k.cat == Cat::local && k.local < t.locals && known);
   }
   switch (k.cat) {
     case Cat::keyword:

@@ -14,6 +14,9 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace sparserl::experiments {
 namespace {
@@ -434,6 +437,37 @@ Json TrajectorySummary::to_json(bool per_task) const {
   return j;
 }
 
+namespace {
+
+// Strings compared with runs of digits as numbers: "grpo:step=9" < "grpo:step=10".
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && digit(a[ei])) ++ei;
+      while (ej < b.size() && digit(b[ej])) ++ej;
+      const std::string_view x = std::string_view(a).substr(i, ei - i);
+      const std::string_view y = std::string_view(b).substr(j, ej - j);
+      const std::size_t zx = x.find_first_not_of('0'), zy = y.find_first_not_of('0');
+      const std::string_view nx = zx == std::string_view::npos ? std::string_view() : x.substr(zx);
+      const std::string_view ny = zy == std::string_view::npos ? std::string_view() : y.substr(zy);
+      if (nx.size() != ny.size()) return nx.size() < ny.size();
+      if (nx != ny) return nx < ny;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
 std::string TrajectorySummary::to_text(bool per_task) const {
   std::ostringstream o;
   o << file.string() << "\n";
@@ -449,9 +483,23 @@ std::string TrajectorySummary::to_text(bool per_task) const {
   o << "\n";
   o << "tasks           " << tasks.size() << "\n";
   if (!policies.empty()) {
-    o << "policies       ";
-    for (const auto& [k, v] : policies)
-      o << " " << (k.empty() ? std::string("(none)") : k) << " (" << v << ")";
+    // In natural order (step=10 after step=9); an RL file has one id per update, so past
+    // kListedPolicies only the first and last few are named.
+    std::vector<std::pair<std::string, std::int64_t>> ids(policies.begin(), policies.end());
+    std::sort(ids.begin(), ids.end(),
+              [](const auto& a, const auto& b) { return natural_less(a.first, b.first); });
+    constexpr std::size_t kListedPolicies = 8;
+    const auto name = [&](std::size_t i) {
+      return (ids[i].first.empty() ? std::string("(none)") : ids[i].first) + " (" +
+             std::to_string(ids[i].second) + ")";
+    };
+    o << "policies        ";
+    if (ids.size() <= kListedPolicies) {
+      for (std::size_t i = 0; i < ids.size(); ++i) o << (i > 0 ? " " : "") << name(i);
+    } else {
+      o << ids.size() << ": " << name(0) << " " << name(1) << " " << name(2) << " ... "
+        << name(ids.size() - 2) << " " << name(ids.size() - 1) << " (--json lists all)";
+    }
     o << "\n";
   }
   o << "compile rate    " << percent(compile_rate) << " (" << compiled << " of " << evaluated

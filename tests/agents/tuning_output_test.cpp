@@ -1,7 +1,8 @@
 // The tuning outputs: the HDF5 dataset read back with the plain HDF5 C API (what h5py sees: one
 // 1-D dataset per column, all of one length, text as variable-length UTF-8), its SFT rows (the best
-// correct program per task, or near-best ones ranked after it) and its deduplicated corpus; the CSV rows; the summary's two regimes;
-// file names of best programs; and docs/design-space.md naming every column.
+// correct program per task, or near-best ones ranked after it) and its deduplicated corpus; the
+// CSV rows; the summary's two regimes; file names of best programs; and docs/design-space.md
+// naming every column.
 #include "sparserl/kernels/tuning_output.hpp"
 
 #include <hdf5.h>

@@ -260,3 +260,19 @@ TEST_CASE("inspect names files that are not trajectories", "[experiments][inspec
   run_command(std::string(SPARSERL_CLI_PATH) + " inspect", status);
   CHECK(WEXITSTATUS(status) == 2);
 }
+
+TEST_CASE("inspect lists policies in natural order, and an RL file's many by their ends",
+          "[experiments][inspect]") {
+  TrajectorySummary few;
+  for (int step : {10, 9, 100}) few.policies["grpo:step=" + std::to_string(step)] = 32;
+  CHECK_THAT(few.to_text(false), has_substring("policies        grpo:step=9 (32) grpo:step=10 (32) "
+                                               "grpo:step=100 (32)\n"));
+
+  TrajectorySummary many;
+  for (int step = 0; step < 150; ++step) many.policies["grpo:step=" + std::to_string(step)] = 32;
+  const std::string text = many.to_text(false);
+  CHECK_THAT(text, has_substring("policies        150: grpo:step=0 (32) grpo:step=1 (32) "
+                                 "grpo:step=2 (32) ... grpo:step=148 (32) grpo:step=149 (32) "
+                                 "(--json lists all)\n"));
+  CHECK(text.find("grpo:step=75 ") == std::string::npos);
+}
