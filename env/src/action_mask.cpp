@@ -110,9 +110,10 @@ struct TokenInfo {
   std::uint8_t width = 0;  // characters in a rendered launch expression (names)
   int local = -1;          // local index
   int effect = 0;          // effect class (budget check cache)
-  // In code: a name may be declared after it (a type word: int, value_t, float4, struct, ...), or
-  // it keeps that so (const, *, &, __restrict__, __shared__, ...). See new_local_allowed.
-  enum : std::uint8_t { naming_none, naming_type, naming_keep };
+  // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
+  // that so (const, *, &, __restrict__, __shared__, ...), or it names a tag, namespace or label
+  // (struct, enum, goto, ...: a name that scopes do not track). See new_local_allowed.
+  enum : std::uint8_t { naming_none, naming_type, naming_keep, naming_tag };
   std::uint8_t naming = naming_none;
 };
 
@@ -200,6 +201,9 @@ constexpr int kMaxDelta = 16;
 constexpr int kMaxKernelLocal = 16;
 // A declaration's names: the kernel's and its parameters' (at most 6 in any format).
 constexpr int kMaxDeclNames = 8;
+// Locals whose scope is tracked (State::scope); a vocabulary's locals past these are allowed
+// wherever a known name is.
+constexpr int kScopedLocals = 128;
 
 // Launch expression pieces: `(0, 0)` after a function name, `, 0)` to close a first argument.
 constexpr int kFuncFrame0 = 1, kFuncFrame1 = 2, kGroupFrame = 0;
@@ -286,6 +290,15 @@ struct ActionMask::State {
   // `,` in a declaration list opened at list_depth.
   std::uint8_t declarator = 0;
   std::int8_t list_depth = -1;
+  // Scopes (see known_local_allowed): per local, where its name stands now - kScopeDead (not in
+  // scope: unseen, a launched kernel not yet declared, a block's name after the block, a macro's
+  // parameter), kScopeMacro / kScopeTag (a macro, a tag: anywhere), or the block level it was
+  // declared at (block_scope; kScopeSoft for a name declared inside parentheses - a for
+  // statement's or a function's - bound to the block that follows them).
+  std::array<std::uint8_t, kScopedLocals> scope{};
+  std::uint8_t braces = 0;      // `{` open in code
+  std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
+  bool soft_closed = false;     // ... which has just closed
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -427,13 +440,14 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   // Where a new name may be declared in code (after a type, through declarator prefixes).
   static const char* const kTypeWords[] = {
       "auto",     "bool",     "char",     "double",    "float",     "int",       "long",
-      "short",    "signed",   "unsigned", "void",      "typename",  "class",     "struct",
-      "union",    "enum",     "using",    "typedef",   "namespace", "goto",      "size_t",
+      "short",    "signed",   "unsigned", "void",      "typedef",   "size_t",
       "ptrdiff_t", "int8_t",  "int16_t",  "int32_t",   "int64_t",   "uint8_t",   "uint16_t",
       "uint32_t", "uint64_t", "uint",     "dim3",      "char2",     "char4",     "short2",
       "short4",   "int2",     "int3",     "int4",      "uint2",     "uint3",     "uint4",
       "long2",    "longlong2", "ulonglong2", "float2",  "float3",    "float4",    "double2",
       "double3",  "double4",  "value_t"};
+  static const char* const kTagWords[] = {"typename", "class", "struct",   "union",
+                                          "enum",     "using", "namespace", "goto"};
   static const char* const kKeepWords[] = {
       "const",    "volatile",    "__restrict__", "static",   "constexpr", "register", "inline",
       "__forceinline__", "__noinline__", "__device__", "__host__", "__shared__", "__constant__",
@@ -449,6 +463,9 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     }
     for (const char* w : kKeepWords) {
       if (spec.text == w) info[i].naming = TokenInfo::naming_keep;
+    }
+    for (const char* w : kTagWords) {
+      if (spec.text == w) info[i].naming = TokenInfo::naming_tag;
     }
   }
   // Plain code masks.
@@ -900,6 +917,95 @@ int completion(const Tables& t, const State& s) {
   return 1;
 }
 
+// The next new local (the canonical v<locals_used>) in code: only where C++ declares a name -
+// after a type word or an earlier local (a user type or macro), through `const`, `*`, `&`,
+// `__restrict__`, ..., or after `,` in a declaration list - never inside an expression, where it
+// would be an undeclared identifier (the commonest compile error of sampled programs). Preprocessor
+// lines keep every local: a macro may name what the code declares later.
+bool new_local_allowed(const State& s) { return s.declarator != 0 && s.last != Last::access; }
+
+constexpr std::uint8_t kNameDeclarator = 1, kTypeDeclarator = 2, kTagDeclarator = 3;
+
+// --- scopes ---
+// A name used in code must be in scope, and a block must not declare a name twice (the two
+// commonest compile errors of sampled programs after undeclared names). The model is C++'s, kept
+// lenient wherever it cannot be sure: a name declared inside parentheses (a for statement's, a
+// function's parameters) is bound to the block that follows, or else held by the enclosing block
+// until it closes; the file scope and parenthesised declarations may redeclare; macros and tags
+// (struct, enum, goto, ...) are allowed everywhere; locals past kScopedLocals are not tracked.
+constexpr std::uint8_t kScopeDead = 0, kScopeSoft = 0x80, kScopeTag = 0xFE, kScopeMacro = 0xFF;
+
+std::uint8_t scope_of(const State& s, int local) {
+  return local < kScopedLocals ? s.scope[static_cast<std::size_t>(local)] : kScopeMacro;
+}
+void set_scope(State& s, int local, std::uint8_t scope) {
+  if (local >= 0 && local < kScopedLocals) s.scope[static_cast<std::size_t>(local)] = scope;
+}
+bool free_scope(std::uint8_t scope) { return scope == kScopeTag || scope == kScopeMacro; }
+std::uint8_t block_scope(int level, bool soft) {
+  return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
+}
+int block_level(std::uint8_t scope) { return (scope & ~kScopeSoft) - 1; }
+bool is_macro(const State& s, int local) {
+  return local < kScopedLocals && s.scope[static_cast<std::size_t>(local)] == kScopeMacro;
+}
+bool in_parens(const State& s) { return s.depth > 0 && s.stack[s.depth - 1u] == '('; }
+
+// A known local in code (not after `.` / `->`): where a name is used, one in scope; where one is
+// declared, anything but a second declaration in the same block.
+bool known_local_allowed(const State& s, int local) {
+  const std::uint8_t scope = scope_of(s, local);
+  if (!new_local_allowed(s)) return scope != kScopeDead;
+  if (scope == kScopeDead || free_scope(scope) || (scope & kScopeSoft) != 0) return true;
+  if (s.declarator == kTagDeclarator || in_parens(s) || s.braces == 0) return true;
+  return block_level(scope) != s.braces;
+}
+
+// Soft names at `level` move to `to` (their parenthesis was followed by no block).
+void move_soft_names(State& s, int level, int to) {
+  const int n = std::min<int>(s.locals_used, kScopedLocals);
+  for (int i = 0; i < n; ++i) {
+    if (s.scope[static_cast<std::size_t>(i)] == block_scope(level, true)) {
+      s.scope[static_cast<std::size_t>(i)] = block_scope(to, true);
+    }
+  }
+}
+
+// The block at level s.braces closes: its names, and those bound to it, leave scope.
+void close_block(State& s) {
+  const int n = std::min<int>(s.locals_used, kScopedLocals);
+  for (int i = 0; i < n; ++i) {
+    const std::uint8_t scope = s.scope[static_cast<std::size_t>(i)];
+    if (scope != kScopeDead && !free_scope(scope) && block_level(scope) >= s.braces) {
+      s.scope[static_cast<std::size_t>(i)] = kScopeDead;
+    }
+  }
+  --s.braces;
+}
+
+// The scopes before a plain code token (outside a preprocessor line and a kernel declaration;
+// s.declarator and s.last still those before the token). Braces move in apply_code_word.
+void advance_scopes(State& s, const TokenInfo& k) {
+  if (s.soft_closed) {
+    s.soft_closed = false;
+    if (k.cat != Cat::open_brace) move_soft_names(s, s.braces + 1, s.braces);
+  }
+  if (k.cat == Cat::close_paren && s.soft_depth == static_cast<int>(s.depth)) {
+    s.soft_closed = true;
+    s.soft_depth = -1;
+  }
+  if (k.cat != Cat::local || !new_local_allowed(s)) return;  // a use, or a field
+  if (scope_of(s, k.local) == kScopeMacro) return;           // a macro naming a type or a qualifier
+  if (s.declarator == kTagDeclarator) {
+    set_scope(s, k.local, kScopeTag);
+  } else if (in_parens(s)) {
+    set_scope(s, k.local, block_scope(s.braces + 1, true));
+    s.soft_depth = static_cast<std::int8_t>(s.depth);
+  } else {
+    set_scope(s, k.local, block_scope(s.braces, false));
+  }
+}
+
 // --- allowed tokens ---
 
 // A kernel can still be declared: a launched kernel is not yet (its parameters can always be
@@ -951,7 +1057,7 @@ std::optional<bool> declaration_allows(const Tables& t, const State& s, const To
       const Forced& f = t.kernel_params[s.format][s.decl_pos];
       if (k.cat != f.cat || k.word != f.word) return false;
       if (k.cat != Cat::local) return true;
-      if (k.local > s.locals_used || k.local >= t.locals) return false;
+      if (k.local > s.locals_used || k.local >= t.locals || is_macro(s, k.local)) return false;
       for (int i = 0; i < s.decl_named; ++i) {
         if (s.decl_names[static_cast<std::size_t>(i)] == k.local) return false;
       }
@@ -961,21 +1067,13 @@ std::optional<bool> declaration_allows(const Tables& t, const State& s, const To
   return false;
 }
 
-// The next new local (the canonical v<locals_used>) in code: only where C++ declares a name -
-// after a type word or an earlier local (a user type or macro), through `const`, `*`, `&`,
-// `__restrict__`, ..., or after `,` in a declaration list - never inside an expression, where it
-// would be an undeclared identifier (the commonest compile error of sampled programs). Preprocessor
-// lines keep every local: a macro may name what the code declares later.
-bool new_local_allowed(const State& s) { return s.declarator != 0 && s.last != Last::access; }
-
-constexpr std::uint8_t kNameDeclarator = 1, kTypeDeclarator = 2;
-
 // The declarator state after a code token (outside preprocessor lines; brackets already moved).
 // After a local only a name may follow directly: `v3 * v9` stays an expression (a pointer to a
 // user type is `T* name` only for built-in types and value_t here).
 void advance_declarator(State& s, const TokenInfo& k) {
   const std::uint8_t was = s.declarator;
   s.declarator = k.naming == TokenInfo::naming_type ? kTypeDeclarator
+                 : k.naming == TokenInfo::naming_tag ? kTagDeclarator
                  : k.cat == Cat::local              ? kNameDeclarator
                  : was == kTypeDeclarator && k.naming == TokenInfo::naming_keep ? kTypeDeclarator
                                                                                 : 0;
@@ -1020,9 +1118,9 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
     case Cat::punct_other:
       return true;
     case Cat::local:
-      return k.local < t.locals &&
-             (k.local < s.locals_used ||
-              (k.local == s.locals_used && (in_pp || new_local_allowed(s))));
+      if (k.local >= t.locals || k.local > s.locals_used) return false;
+      if (in_pp) return true;
+      return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
     case Cat::open_paren:
     case Cat::open_bracket:
     case Cat::open_brace:
@@ -1268,6 +1366,7 @@ void apply_code_word(State& s, const TokenInfo& k, bool in_pp) {
         s.pp_stack[s.pp_depth++] = opener(k.cat);
       } else {
         s.stack[s.depth++] = opener(k.cat);
+        if (k.cat == Cat::open_brace) ++s.braces;
       }
       s.last = Last::other;
       break;
@@ -1278,6 +1377,7 @@ void apply_code_word(State& s, const TokenInfo& k, bool in_pp) {
         --s.pp_depth;
       } else {
         --s.depth;
+        if (k.cat == Cat::close_brace) close_block(s);
       }
       s.last = k.cat == Cat::close_brace && !in_pp ? Last::brace_close : Last::other;
       break;
@@ -1337,6 +1437,7 @@ void advance_declaration(const Tables& t, State& s, const TokenInfo& k) {
         s.bounds_used = true;
       } else {
         s.defined = static_cast<std::uint16_t>(s.defined | (1u << k.local));
+        set_scope(s, k.local, block_scope(0, false));  // a file-scope name from here on
         s.decl = Decl::params;
         s.decl_pos = 0;
         s.decl_names[0] = static_cast<std::uint8_t>(k.local);
@@ -1351,7 +1452,10 @@ void advance_declaration(const Tables& t, State& s, const TokenInfo& k) {
       s.decl = k.cat == Cat::close_paren && s.depth == 0 ? Decl::result : Decl::bounds;
       return;
     case Decl::params:
-      if (k.cat == Cat::local) s.decl_names[s.decl_named++] = static_cast<std::uint8_t>(k.local);
+      if (k.cat == Cat::local) {
+        s.decl_names[s.decl_named++] = static_cast<std::uint8_t>(k.local);
+        set_scope(s, k.local, block_scope(1, false));  // the body's outermost block
+      }
       if (++s.decl_pos == t.kernel_params[s.format].size()) s.decl = Decl::none;
       return;
   }
@@ -1402,6 +1506,7 @@ void apply_pp(State& s, const TokenInfo& k) {
       }
       return;
     case Pp::define_name:
+      set_scope(s, k.local, kScopeMacro);
       s.pp = Pp::after_macro_name;
       return;
     case Pp::after_macro_name:
@@ -1434,6 +1539,7 @@ void apply_pp(State& s, const TokenInfo& k) {
       return;
     case Pp::undef_name:
     case Pp::ifdef_name:
+      if (k.cat == Cat::local && scope_of(s, k.local) == kScopeDead) set_scope(s, k.local, kScopeMacro);
       s.pp = Pp::eol_only;
       return;
     case Pp::eol_only:
@@ -1466,6 +1572,15 @@ void apply_pp(State& s, const TokenInfo& k) {
   }
 }
 
+// A code token outside a preprocessor line: scopes, brackets and locals, the kernel declaration,
+// the declarator.
+void apply_code_token(const Tables& t, State& s, const TokenInfo& k) {
+  if (s.decl == Decl::none || s.decl == Decl::external) advance_scopes(s, k);
+  apply_code_word(s, k, false);
+  advance_declaration(t, s, k);
+  if (s.pp == Pp::none) advance_declarator(s, k);
+}
+
 void apply_code(const Tables& t, State& s, const TokenInfo& k) {
   if (s.num != Num::off) {
     if (k.cat == Cat::digit) {
@@ -1483,9 +1598,7 @@ void apply_code(const Tables& t, State& s, const TokenInfo& k) {
     s.last = Last::other;
   }
   if (s.pp != Pp::none) return apply_pp(s, k);
-  apply_code_word(s, k, false);
-  advance_declaration(t, s, k);
-  if (s.pp == Pp::none) advance_declarator(s, k);
+  apply_code_token(t, s, k);
 }
 
 bool allows_raw(const Tables& t, const State& s, TokenId id, int& width) {
@@ -1590,9 +1703,7 @@ void apply(const Tables& t, State& s, TokenId id) {
         return;
       }
       s.phase = Phase::code;
-      apply_code_word(s, k, false);
-      advance_declaration(t, s, k);
-      if (s.pp == Pp::none) advance_declarator(s, k);
+      apply_code_token(t, s, k);
       return;
     case Phase::launch_name:
       if (k.local == s.locals_used) ++s.locals_used;
@@ -1717,7 +1828,8 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
     const bool in_pp = s.pp != Pp::none;
     std::memcpy(mask.data(), (in_pp ? t.pp_base : t.code_base).data(), n);
     for (int i = 0; i < s.locals_used && i < t.locals; ++i) {
-      mask[static_cast<std::size_t>(vocabulary_->local(i))] = 1;
+      mask[static_cast<std::size_t>(vocabulary_->local(i))] =
+          in_pp || known_local_allowed(s, i) ? 1 : 0;
     }
     if (s.locals_used < t.locals) {
       mask[static_cast<std::size_t>(vocabulary_->local(s.locals_used))] =

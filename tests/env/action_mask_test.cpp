@@ -393,13 +393,13 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   };
   // Code starts: no declaration yet, so no new name.
   CHECK_FALSE(mask.allows(v.local(1)));
-  CHECK(mask.allows(v.local(0)));  // known names stay
-  // `const int* __restrict__ v1 = v0 ...`: a declaration through its prefixes ...
+  // `const int* __restrict__ v1 = M ...`: a declaration through its prefixes ...
   take_all({"const", "int", "*", "__restrict__"});
   take(v.local(1));
   take(id("="));
   CHECK_FALSE(mask.allows(v.local(2)));  // ... but not in its initializer
-  take(v.local(0));
+  CHECK(mask.allows(v.local(1)));        // where the declared name is in scope already
+  take(id("M"));
   take(id("+"));
   CHECK_FALSE(mask.allows(v.local(2)));
   take(id("("));
@@ -407,7 +407,7 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   take(v.local(1));
   take(id(","));
   CHECK_FALSE(mask.allows(v.local(2)));  // a `,` inside brackets is no declaration list
-  take(v.local(0));
+  take(id("M"));
   take(id(")"));
   // `, v2` continues the declaration list; `;` ends it.
   take(id(","));
@@ -530,4 +530,152 @@ TEST_CASE("random episodes steered into kernel declarations pass the static chec
   }
   CHECK(ok == 2000);
   CHECK(declarations > 2000);
+}
+
+TEST_CASE("a name is used only in its scope and declared once per block", "[env][mask]") {
+  const Vocabulary& v = *vocab();
+  const Tokenizer tokenizer(vocab());
+  ActionMask mask(vocab(), MaskMode::syntax, 600);
+  std::vector<TokenId> tokens;
+  begin_program(mask, reward::Format::csr, 1, tokens);  // v0 is the launched kernel
+  auto id = [&](const char* text) {
+    for (TokenClass c : {TokenClass::punct, TokenClass::keyword, TokenClass::constant,
+                         TokenClass::builtin, TokenClass::literal}) {
+      if (auto found = v.find(c, text)) return *found;
+    }
+    FAIL("no token " << text);
+    return TokenId{0};
+  };
+  auto take = [&](TokenId t) {
+    REQUIRE(mask.allows(t));
+    mask.advance(t);
+    tokens.push_back(t);
+  };
+  auto take_all = [&](std::initializer_list<const char*> texts) {
+    for (const char* t : texts) take(id(t));
+  };
+  auto number = [&](const char* digit) {
+    take(v.num());
+    take(v.id(TokenClass::digit, digit));
+  };
+  // A macro: its name is in scope everywhere, also in __launch_bounds__; the launched kernel's
+  // name is not, until its declaration.
+  take_all({"#", "define"});
+  take(v.local(1));
+  number("8");
+  take(v.eol());
+  take_all({"extern", "\"C\"", "__global__", "void", "__launch_bounds__", "("});
+  CHECK_FALSE(mask.allows(v.local(0)));
+  take(v.local(1));
+  take(id(")"));
+  take(v.local(0));
+  // The parameter list: a macro's name would be expanded, so it is no parameter's name.
+  std::vector<TokenId> params;
+  while (true) {
+    const std::vector<TokenId> allowed = allowed_tokens(mask);
+    REQUIRE(!allowed.empty());
+    if (v.token(allowed.back()).cls == TokenClass::local) {
+      CHECK(std::find(allowed.begin(), allowed.end(), v.local(1)) == allowed.end());
+      params.push_back(allowed.back());
+    }
+    take(allowed.back());
+    if (allowed.back() == id("{")) break;
+  }
+  REQUIRE(params.size() == 5);  // csr: row_ptr, col_idx, values, x, y -> v2 .. v6
+  const TokenId param = params[0];
+  CHECK(param == v.local(2));
+  // The body's outermost block holds the parameters: no second `int v2`, but a nested block may
+  // shadow it.
+  take(id("int"));
+  CHECK_FALSE(mask.allows(param));
+  take(v.local(7));  // int v7 = v2[0];
+  take(id("="));
+  take(param);
+  take(id("["));
+  number("0");
+  take_all({"]", ";", "int"});
+  CHECK_FALSE(mask.allows(v.local(7)));  // declared in this block already
+  take(v.local(8));
+  take(id(";"));
+  take_all({"{", "int"});
+  CHECK(mask.allows(param));
+  CHECK(mask.allows(v.local(7)));
+  take(v.local(9));  // { int v9; }
+  take_all({";", "}"});
+  // v9 has left scope with its block: refused in an expression, declared again it is back.
+  CHECK_FALSE(mask.allows(v.local(9)));
+  CHECK(mask.allows(v.local(8)));
+  take(id("int"));
+  CHECK(mask.allows(v.local(9)));
+  take(v.local(9));
+  take(id(";"));
+  CHECK(mask.allows(v.local(9)));
+  // A for statement's name belongs to its block: after the block it is out of scope, and the
+  // next for statement may declare it again.
+  for (int round = 0; round < 2; ++round) {
+    take_all({"for", "(", "int"});
+    take(v.local(10));
+    take(id("="));
+    number("0");
+    take(id(";"));
+    take(v.local(10));
+    take(id("<"));
+    number("4");
+    take_all({";", "++"});
+    take(v.local(10));
+    take_all({")", "{"});
+    take(v.local(8));
+    take(id("+="));
+    take(v.local(10));
+    take_all({";", "}"});
+    CHECK_FALSE(mask.allows(v.local(10)));
+  }
+  // Without a block its name stays until the enclosing block closes (a lenient reading: the
+  // statement's end is not tracked).
+  take_all({"for", "(", "int"});
+  take(v.local(11));
+  take(id("="));
+  number("0");
+  take_all({";", ")"});
+  take(v.local(8));
+  take(id("+="));
+  take(v.local(11));
+  take(id(";"));
+  CHECK(mask.allows(v.local(11)));
+  // A struct: its tag is a name everywhere; its field leaves scope with the struct's block but
+  // stays a field after `.`.
+  take(id("struct"));
+  take(v.local(12));
+  take_all({"{", "int"});
+  take(v.local(13));
+  take_all({";", "}", ";"});
+  CHECK_FALSE(mask.allows(v.local(13)));
+  take(v.local(12));
+  take(v.local(14));  // v12 v14;
+  take(id(";"));
+  take(v.local(14));
+  take(id("."));
+  CHECK(mask.allows(v.local(13)));
+  take(v.local(13));
+  take(id("="));
+  take(v.local(7));
+  take_all({";", "}"});
+  // After the kernel: its parameters and locals are out of scope, the kernel's and the macro's
+  // names are not.
+  take(id("int"));
+  CHECK(mask.allows(param));  // a file-scope declaration of the name again
+  take(v.local(15));
+  take(id("="));
+  CHECK_FALSE(mask.allows(param));
+  CHECK_FALSE(mask.allows(v.local(7)));
+  CHECK_FALSE(mask.allows(v.local(10)));
+  CHECK(mask.allows(v.local(0)));
+  CHECK(mask.allows(v.local(1)));
+  take(v.local(1));
+  take(id(";"));
+  take(v.eos());
+  const std::string text = tokenizer.decode(tokens);
+  INFO(text);
+  const reward::StaticCheckResult checked = reward::check_program(text, reward::Op::spmv);
+  if (!checked.ok()) FAIL(checked.failure->str());
 }
