@@ -234,6 +234,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> digits;                // every digit token
   std::vector<TokenId> directive_candidates;  // tokens that may appear in a directive line
   std::vector<TokenId> pp_candidates;  // preprocessor words, locals, constants, <eol>, <num>, ...
+  std::vector<TokenId> format_constants;  // constants of some formats only (SELL_C, BSR_R, ...)
   TokenId format_token = -1, launch_token = -1, eos = -1, eol = -1, num = -1, macro_open = -1;
   std::array<TokenId, 5> format_names{};
   TokenId key_c = -1, key_sigma = -1, key_r = -1, key_grid = -1, key_block = -1, key_smem = -1;
@@ -496,6 +497,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
         break;
     }
     if (c == Cat::digit) digits.push_back(static_cast<TokenId>(i));
+    if (c == Cat::constant && info[i].param != 0) format_constants.push_back(static_cast<TokenId>(i));
     if (c == Cat::format_name || c == Cat::key_c || c == Cat::key_sigma || c == Cat::key_r ||
         c == Cat::key_grid || c == Cat::key_block || c == Cat::key_smem || c == Cat::eol ||
         c == Cat::num || c == Cat::digit || c == Cat::local || c == Cat::constant ||
@@ -1085,6 +1087,12 @@ void advance_declarator(State& s, const TokenInfo& k) {
   }
 }
 
+// A prelude constant in code: one the program's format defines (BSR_C in a CSR program would be an
+// undeclared identifier; M, N, NNZ, value_t, ... are every format's).
+bool constant_in_format(const State& s, const TokenInfo& k) {
+  return k.param == 0 || ((k.param >> s.format) & 1u) != 0;
+}
+
 bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool in_pp) {
   if (in_pp) {
     if (k.word == w_extern || k.word == w_linkage || k.word == w_global || k.word == w_bounds) {
@@ -1103,9 +1111,10 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
     return k.cat == Cat::member || (k.cat == Cat::local && k.local < t.locals && known);
   }
   switch (k.cat) {
+    case Cat::constant:
+      return constant_in_format(s, k);
     case Cat::keyword:
     case Cat::builtin:
-    case Cat::constant:
     case Cat::literal:
     case Cat::num:
     case Cat::semi:
@@ -1830,6 +1839,10 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
     for (int i = 0; i < s.locals_used && i < t.locals; ++i) {
       mask[static_cast<std::size_t>(vocabulary_->local(i))] =
           in_pp || known_local_allowed(s, i) ? 1 : 0;
+    }
+    for (TokenId id : t.format_constants) {
+      mask[static_cast<std::size_t>(id)] =
+          constant_in_format(s, t.info[static_cast<std::size_t>(id)]) ? 1 : 0;
     }
     if (s.locals_used < t.locals) {
       mask[static_cast<std::size_t>(vocabulary_->local(s.locals_used))] =

@@ -679,3 +679,29 @@ TEST_CASE("a name is used only in its scope and declared once per block", "[env]
   const reward::StaticCheckResult checked = reward::check_program(text, reward::Op::spmv);
   if (!checked.ok()) FAIL(checked.failure->str());
 }
+
+TEST_CASE("code names only the prelude constants of the program's format", "[env][mask]") {
+  const Vocabulary& v = *vocab();
+  const TokenId bsr_c = v.id(TokenClass::constant, "BSR_C");
+  const TokenId sell_c = v.id(TokenClass::constant, "SELL_C");
+  const TokenId rows = v.id(TokenClass::constant, "M");
+  for (reward::Format format : reward::kFormats) {
+    INFO(reward::to_string(format));
+    ActionMask mask(vocab(), MaskMode::syntax, 200);
+    std::vector<TokenId> tokens;
+    begin_program(mask, format, 1, tokens);
+    // `int v1 = `: an expression follows.
+    mask.advance(v.id(TokenClass::keyword, "int"));
+    mask.advance(v.local(1));
+    mask.advance(v.id(TokenClass::punct, "="));
+    const std::vector<TokenId> allowed = allowed_tokens(mask);
+    auto offered = [&](TokenId t) {
+      return std::find(allowed.begin(), allowed.end(), t) != allowed.end();
+    };
+    CHECK(offered(rows));
+    CHECK(mask.allows(rows));
+    CHECK(offered(bsr_c) == (format == reward::Format::bsr));
+    CHECK(mask.allows(bsr_c) == (format == reward::Format::bsr));
+    CHECK(offered(sell_c) == (format == reward::Format::sell));
+  }
+}
