@@ -1088,7 +1088,8 @@ void advance_declarator(State& s, const TokenInfo& k) {
 }
 
 // A prelude constant in code: one the program's format defines (BSR_C in a CSR program would be an
-// undeclared identifier; M, N, NNZ, value_t, ... are every format's).
+// undeclared identifier; M, N, NNZ, value_t, ... are every format's). Preprocessor lines may name
+// any (`#if BSR_C > 2` is 0 where it is undefined; a macro body counts only where expanded).
 bool constant_in_format(const State& s, const TokenInfo& k) {
   return k.param == 0 || ((k.param >> s.format) & 1u) != 0;
 }
@@ -1112,7 +1113,7 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
   }
   switch (k.cat) {
     case Cat::constant:
-      return constant_in_format(s, k);
+      return in_pp || constant_in_format(s, k);
     case Cat::keyword:
     case Cat::builtin:
     case Cat::literal:
@@ -1842,7 +1843,7 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
     }
     for (TokenId id : t.format_constants) {
       mask[static_cast<std::size_t>(id)] =
-          constant_in_format(s, t.info[static_cast<std::size_t>(id)]) ? 1 : 0;
+          in_pp || constant_in_format(s, t.info[static_cast<std::size_t>(id)]) ? 1 : 0;
     }
     if (s.locals_used < t.locals) {
       mask[static_cast<std::size_t>(vocabulary_->local(s.locals_used))] =

@@ -703,5 +703,13 @@ TEST_CASE("code names only the prelude constants of the program's format", "[env
     CHECK(offered(bsr_c) == (format == reward::Format::bsr));
     CHECK(mask.allows(bsr_c) == (format == reward::Format::bsr));
     CHECK(offered(sell_c) == (format == reward::Format::sell));
+    // A preprocessor line may name any (a macro body counts only where it is expanded).
+    mask.advance(v.id(TokenClass::constant, "M"));
+    mask.advance(v.id(TokenClass::punct, ";"));
+    mask.advance(v.id(TokenClass::punct, "#"));
+    mask.advance(v.id(TokenClass::keyword, "define"));
+    mask.advance(v.local(2));
+    CHECK(mask.allows(bsr_c));
+    CHECK(mask.allows(sell_c));
   }
 }
