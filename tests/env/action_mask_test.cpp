@@ -251,6 +251,16 @@ void begin_program(ActionMask& mask, reward::Format format, int kernels,
   }
 }
 
+// The code token spelled `text` (punctuation, keyword, constant, builtin or literal).
+TokenId id(const char* text) {
+  for (TokenClass c : {TokenClass::punct, TokenClass::keyword, TokenClass::constant,
+                       TokenClass::builtin, TokenClass::literal}) {
+    if (auto found = vocab()->find(c, text)) return *found;
+  }
+  FAIL("no token " << text);
+  return TokenId{0};
+}
+
 std::vector<TokenId> allowed_tokens(const ActionMask& mask) {
   std::vector<std::uint8_t> m(vocab()->size());
   mask.fill(m);
@@ -376,14 +386,6 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   ActionMask mask(vocab(), MaskMode::syntax, 400);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);  // v0 is the launched kernel
-  auto id = [&](const char* text) {
-    for (TokenClass c : {TokenClass::punct, TokenClass::keyword, TokenClass::constant,
-                         TokenClass::builtin}) {
-      if (auto found = v.find(c, text)) return *found;
-    }
-    FAIL("no token " << text);
-    return TokenId{0};
-  };
   auto take = [&](TokenId t) {
     REQUIRE(mask.allows(t));
     mask.advance(t);
@@ -538,14 +540,6 @@ TEST_CASE("a name is used only in its scope and declared once per block", "[env]
   ActionMask mask(vocab(), MaskMode::syntax, 600);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);  // v0 is the launched kernel
-  auto id = [&](const char* text) {
-    for (TokenClass c : {TokenClass::punct, TokenClass::keyword, TokenClass::constant,
-                         TokenClass::builtin, TokenClass::literal}) {
-      if (auto found = v.find(c, text)) return *found;
-    }
-    FAIL("no token " << text);
-    return TokenId{0};
-  };
   auto take = [&](TokenId t) {
     REQUIRE(mask.allows(t));
     mask.advance(t);
