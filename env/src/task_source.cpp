@@ -115,32 +115,59 @@ TaskSource TaskSource::from_split(const std::filesystem::path& split_file, datas
   return from_uris(uris, what, order);
 }
 
-TaskSource TaskSource::generated(const std::vector<std::string>& generator_uris,
-                                 const TaskTemplate& what, std::vector<double> weights) {
+void TaskSource::set_generators(const std::vector<std::string>& generator_uris,
+                                const TaskTemplate& what) {
   if (generator_uris.empty())
     throw std::invalid_argument("a generated task source needs a generator URI");
-  TaskSource s;
-  s.order_ = weights.empty() ? TaskOrder::shuffled : TaskOrder::weighted;
   for (const std::string& uri : generator_uris) {
     datasets::MatrixUri parsed = datasets::MatrixUri::parse(uri);
     if (parsed.scheme != datasets::MatrixUri::Scheme::generated) {
       throw std::invalid_argument("generated task source: '" + uri + "' is not a gen-v1 URI");
     }
     parsed.params.erase("seed");
-    (void)datasets::GeneratorSpec::from_uri(parsed);  // validates kind and keys
-    s.generators_.push_back(parsed.str());
+    try {
+      (void)datasets::GeneratorSpec::from_uri(parsed);  // validates kind and keys
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("generated task source: '" + uri + "': " + e.what());
+    }
+    generators_.push_back(parsed.str());
   }
-  s.generated_what_ = what;
-  (void)make_task(s.generators_.front(), what);  // validates the template
+  generated_what_ = what;
+  (void)make_task(generators_.front(), what);  // validates the template
+}
+
+TaskSource TaskSource::generated(const std::vector<std::string>& generator_uris,
+                                 const TaskTemplate& what, std::vector<double> weights) {
+  TaskSource s;
+  s.set_generators(generator_uris, what);
+  s.generated_share_ = 1.0;
+  s.order_ = weights.empty() ? TaskOrder::shuffled : TaskOrder::weighted;
   s.weights_ = std::move(weights);
   s.check_weights(s.generators_.size());
-  if (!s.weights_.empty()) s.weights_ = cumulative(s.weights_);
+  if (!s.weights_.empty()) s.generator_weights_ = cumulative(s.weights_);
+  s.weights_.clear();
   s.seed(0);
   return s;
 }
 
+TaskSource TaskSource::mixed(TaskSource fixed, const std::vector<std::string>& generator_uris,
+                             const TaskTemplate& what, double share) {
+  if (fixed.tasks_.empty() || !fixed.generators_.empty()) {
+    throw std::invalid_argument("a mixed task source starts from a fixed list of tasks");
+  }
+  if (!(share > 0 && share <= 1)) {
+    throw std::invalid_argument("the share of generated tasks is " + std::to_string(share) +
+                                ": expected 0 < share <= 1");
+  }
+  fixed.set_generators(generator_uris, what);
+  fixed.generated_share_ = share;
+  fixed.seed(0);
+  return fixed;
+}
+
 void TaskSource::seed(std::uint64_t seed) {
-  rng_ = datasets::Rng(seed, is_generated() ? kGeneratorStream : kTaskStream);
+  rng_ = datasets::Rng(seed, kTaskStream);
+  generator_rng_ = datasets::Rng(seed, kGeneratorStream);
   position_ = 0;
   permutation_.clear();
 }
@@ -155,14 +182,20 @@ void TaskSource::shard(int index, int count) {
   position_ = 0;
 }
 
+datasets::Task TaskSource::next_generated() {
+  const std::size_t g = generator_weights_.empty()
+                            ? static_cast<std::size_t>(generator_rng_.below(generators_.size()))
+                            : draw(generator_weights_, generator_rng_);
+  datasets::MatrixUri uri = datasets::MatrixUri::parse(generators_[g]);
+  uri.params["seed"] = std::to_string(generator_rng_.next() >> 1);
+  return make_task(uri.str(), generated_what_);
+}
+
 datasets::Task TaskSource::next() {
-  if (is_generated()) {
-    const std::size_t g = weights_.empty()
-                              ? static_cast<std::size_t>(rng_.below(generators_.size()))
-                              : draw(weights_, rng_);
-    datasets::MatrixUri uri = datasets::MatrixUri::parse(generators_[g]);
-    uri.params["seed"] = std::to_string(rng_.next() >> 1);
-    return make_task(uri.str(), generated_what_);
+  // A purely generated source draws no coin, so its stream is the same as before mixing existed.
+  if (generated_share_ >= 1.0 ||
+      (generated_share_ > 0 && generator_rng_.uniform01() < generated_share_)) {
+    return next_generated();
   }
   const std::size_t n = tasks_.size();
   switch (order_) {
@@ -191,12 +224,16 @@ datasets::Task TaskSource::next() {
 }
 
 std::string TaskSource::describe() const {
-  if (is_generated()) {
-    return "generated from " + std::to_string(generators_.size()) + " generator" +
-           (generators_.size() == 1 ? "" : "s");
+  const std::string generated = "generated from " + std::to_string(generators_.size()) +
+                                " generator" + (generators_.size() == 1 ? "" : "s");
+  if (is_generated()) return generated;
+  std::string out = std::to_string(tasks_.size()) + " task" + (tasks_.size() == 1 ? "" : "s") +
+                    ", " + std::string(to_string(order_));
+  if (generated_share_ > 0) {
+    out += "; " + std::to_string(static_cast<int>(std::lround(generated_share_ * 100))) + "% " +
+           generated;
   }
-  return std::to_string(tasks_.size()) + " task" + (tasks_.size() == 1 ? "" : "s") + ", " +
-         std::string(to_string(order_));
+  return out;
 }
 
 }  // namespace sparserl::env

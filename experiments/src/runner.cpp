@@ -288,7 +288,13 @@ class Trainer {
     if (stage.name == "sft") pairs = sft_pairs();
     if (stage.name == "rl") {
       const auto order = *env::parse_task_order(config_.string("env.task_order"));
-      env = s_.make_env(env_config(config_), env::TaskSource::from_tasks(train_tasks(), order));
+      env::TaskSource tasks = env::TaskSource::from_tasks(train_tasks(), order);
+      const auto& generators = config_.string_list("data.generators");
+      if (!generators.empty()) {
+        tasks = env::TaskSource::mixed(std::move(tasks), generators, task_template(config_),
+                                       config_.real("data.generated_share"));
+      }
+      env = s_.make_env(env_config(config_), std::move(tasks));
     }
     Progress progress(stage.name, stage.steps, s_.notices->stream(), s_.progress());
     progress.set(start_step);

@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "sparserl/datasets/generators.hpp"
+#include "sparserl/datasets/task.hpp"
 #include "sparserl/experiments/config.hpp"
 
 #if __has_include("sparserl/reward/sandbox.hpp")
@@ -50,6 +52,24 @@ std::optional<std::string> multiple_of_4(const Value& value) {
          " is not a multiple of 4 (half of it per index, sin and cos)";
 }
 
+// data.generators: each a valid gen-v1 URI (its seed= is replaced per task, so any is dropped).
+std::optional<std::string> generator_uris(const Value& value) {
+  const auto& uris = std::get<std::vector<std::string>>(value);
+  for (std::size_t i = 0; i < uris.size(); ++i) {
+    const std::string where = "element " + std::to_string(i) + " '" + uris[i] + "': ";
+    try {
+      datasets::MatrixUri uri = datasets::MatrixUri::parse(uris[i]);
+      if (uri.scheme != datasets::MatrixUri::Scheme::generated)
+        return where + "not a gen-v1 URI (gen-v1/KIND?key=value&...)";
+      uri.params.erase("seed");
+      (void)datasets::GeneratorSpec::from_uri(uri);
+    } catch (const std::exception& e) {
+      return where + e.what();
+    }
+  }
+  return std::nullopt;
+}
+
 // A path or the word "design-space" (built in-process from the kernel design space).
 constexpr const char* kDesignSpace = "design-space";
 
@@ -90,7 +110,14 @@ Schema build_schema() {
       .string("dtype", "f32", "value type of the kernel's arrays", {"f32", "f64"})
       .integer("k", 8, "dense columns of X and Y for SpMM", 1, 1024)
       .integer("max_tasks", 0, "use at most this many matrices of the split or list (0: all)", 0,
-               1e9);
+               1e9)
+      .string_list("generators", {},
+                   "gen-v1 URIs whose fresh matrices (a drawn seed= each) the rl stage mixes into "
+                   "its tasks, e.g. \"gen-v1/rmat?scale=9&edge_factor=6&permute=1\" (empty: none)")
+      .validate(generator_uris)
+      .real("generated_share", 0.5,
+            "share of the rl stage's tasks that are generated matrices when `generators` is set",
+            1e-9, 1.0);
 
   s.section("env",
             "The environment (env::EnvConfig and its ObservationConfig). The policy reads what the "

@@ -398,6 +398,52 @@ TEST_CASE("task sources visit their tasks in the declared order", "[env][tasks]"
                     std::invalid_argument);
     CHECK_THROWS_AS(TaskSource::generated({"gen-v1/nosuchkind"}, {}), std::invalid_argument);
   }
+  SECTION("mixed sources hand out generated matrices at the set share") {
+    const std::vector<std::string> generators = {"gen-v1/uniform?rows=100&nnz_per_row=4",
+                                                 "gen-v1/banded?n=50&bandwidth=2"};
+    TaskSource fixed = TaskSource::from_tasks(tasks, TaskOrder::shuffled);
+    TaskSource s = TaskSource::mixed(fixed, generators, {}, 0.25);
+    CHECK(s.describe() == "4 tasks, shuffled; 25% generated from 2 generators");
+    CHECK(s.generated_share() == 0.25);
+    CHECK_FALSE(s.is_generated());
+    s.seed(5);
+    fixed.seed(5);
+    std::set<std::string> listed;
+    for (const datasets::Task& t : tasks) listed.insert(t.uri);
+    std::vector<std::string> first;
+    int generated = 0;
+    std::set<std::string> kinds;
+    for (int i = 0; i < 4000; ++i) {
+      const datasets::Task t = s.next();
+      if (listed.count(t.uri) == 0) {
+        ++generated;
+        kinds.insert(t.uri.substr(0, t.uri.find('?')));
+        CHECK_THAT(t.uri, sparserl::testing::has_substring("seed="));
+      } else {
+        // The fixed order advances only on its own draws: the same shuffled passes as alone.
+        CHECK(t.uri == fixed.next().uri);
+      }
+      if (i < 50) first.push_back(t.uri);
+    }
+    CHECK(generated > 850);
+    CHECK(generated < 1150);
+    CHECK(kinds == std::set<std::string>{"gen-v1/banded", "gen-v1/uniform"});
+    s.seed(5);
+    for (const std::string& uri : first) CHECK(s.next().uri == uri);
+
+    TaskSource all = TaskSource::mixed(fixed, generators, {}, 1.0);
+    for (int i = 0; i < 20; ++i) CHECK(listed.count(all.next().uri) == 0);
+    for (double share : {0.0, -0.5, 1.5}) {
+      CHECK_THROWS_WITH(TaskSource::mixed(fixed, generators, {}, share),
+                        sparserl::testing::has_substring("0 < share <= 1"));
+    }
+    CHECK_THROWS_WITH(TaskSource::mixed(fixed, {"suitesparse-v1/HB/west0067"}, {}, 0.5),
+                      sparserl::testing::has_substring("'suitesparse-v1/HB/west0067'"));
+    CHECK_THROWS_WITH(TaskSource::mixed(fixed, {"gen-v1/uniform?rows=10&colour=red"}, {}, 0.5),
+                      sparserl::testing::has_substring("colour"));
+    CHECK_THROWS_AS(TaskSource::mixed(TaskSource::generated(generators, {}), generators, {}, 0.5),
+                    std::invalid_argument);
+  }
   SECTION("bad lists and weights are refused") {
     CHECK_THROWS_AS(TaskSource::from_tasks({}, TaskOrder::sequential), std::invalid_argument);
     CHECK_THROWS_AS(TaskSource::from_tasks(tasks, TaskOrder::weighted, {1, 2}),

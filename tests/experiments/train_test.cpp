@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -43,6 +44,9 @@ seed = 3
 uris = ["gen-v1/diagonal?n=48", "gen-v1/banded?n=40&bandwidth=2",
         "gen-v1/uniform?rows=32&nnz_per_row=3", "gen-v1/stencil2d?nx=6&ny=6"]
 index_dirs = []
+# RL also on fresh matrices (a drawn seed= each): a resumed run must draw the same ones.
+generators = ["gen-v1/rmat?scale=5&edge_factor=3&permute=1", "gen-v1/arrow?n=30&width=2"]
+generated_share = 0.5
 
 [env]
 max_tokens = 400
@@ -238,7 +242,17 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   CHECK(read_run_info(run / "run.json").resumed_at.size() == 1);
   CHECK(comparable(read_metrics(run / "metrics.jsonl")) ==
         comparable(read_metrics(reference / "metrics.jsonl")));
-  CHECK(sparserl::env::read_trajectories(run / "trajectories.h5").rows == 2 * 12);
+  const sparserl::env::TrajectoryFile all = sparserl::env::read_trajectories(run / "trajectories.h5");
+  CHECK(all.rows == 2 * 12);
+  int generated = 0;  // RL episodes on the generators' matrices, each with its drawn seed=
+  for (const sparserl::env::Episode& e : all.episodes) {
+    if (e.task.uri.rfind("gen-v1/rmat", 0) == 0 || e.task.uri.rfind("gen-v1/arrow", 0) == 0) {
+      CHECK_THAT(e.task.uri, has_substring("seed="));
+      ++generated;
+    }
+  }
+  CHECK(generated >= 4);   // 12 tasks at a share of 0.5: 6 expected (P(< 2) = 0.3%)
+  CHECK(generated <= 20);
   const auto a = read_results_csv(run / "results.csv");
   const auto b = read_results_csv(reference / "results.csv");
   REQUIRE(a.size() == b.size());
@@ -299,4 +313,80 @@ TEST_CASE("sparserl quickstart runs end to end (shortened)", "[experiments][trai
   const std::string resolved = read_text(run / "config.resolved.toml");
   CHECK_THAT(resolved, has_substring("root = \"" + sparserl::testing::source_dir().string()));
   CHECK_THAT(resolved, has_substring("split = \"datasets/splits/shared-v1.split\""));
+}
+
+TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a list",
+          "[experiments][train]") {
+  require_agents();
+  const fs::path dir = sparserl::testing::scratch_dir("agent_rl_generated");
+  std::ofstream(dir / "tiny.toml") << kTinyConfig;
+  // An SFT policy to start from: the tiny config's first two stages.
+  const pid_t sft = start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir",
+                               (dir / "runs").string(), "--set", R"(train.stages=["pretrain","sft"])"},
+                              dir / "sft.log");
+  INFO(read_text(dir / "sft.log"));
+  REQUIRE(finish(sft, std::chrono::seconds(120)) == 0);
+  const std::string init = (only_run(dir / "runs") / "policies" / "sft").string();
+  const std::vector<std::string> common = {
+      "agent",     "rl",           "--algorithm",        "grpo",      "--init",     init,
+      "--updates", "3",            "--tasks-per-update", "2",         "--samples",  "2",
+      "--device",  "cpu",          "--compile-only",     "--compile-workers", "1", "--log-every", "3"};
+  const auto rl = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), {"--out", (dir / name).string(), "--trajectories",
+                             (dir / (name + ".h5")).string()});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return finish(start_cli(args, dir / (name + ".log")), std::chrono::seconds(120));
+  };
+  const auto uris = [&](const std::string& name) {
+    std::vector<std::string> out;
+    for (const auto& e : sparserl::env::read_trajectories(dir / (name + ".h5")).episodes)
+      out.push_back(e.task.uri);
+    return out;
+  };
+
+  SECTION("only generated matrices") {
+    const int code = rl("alone", {"--generator", "gen-v1/banded?n=40&bandwidth=2&seed=9",
+                                  "--generator", "gen-v1/uniform?rows=30&nnz_per_row=3"});
+    INFO(read_text(dir / "alone.log"));
+    REQUIRE(code == 0);
+    const std::vector<std::string> seen = uris("alone");
+    CHECK(seen.size() == 3 * 2 * 2);
+    std::set<std::string> tasks(seen.begin(), seen.end());
+    CHECK(tasks.size() == 6);  // a fresh matrix per task, shared by its group's 2 samples
+    for (const std::string& uri : tasks) {
+      CHECK(uri.rfind("gen-v1/", 0) == 0);
+      CHECK_THAT(uri, has_substring("seed="));
+      CHECK(uri.find("seed=9") == std::string::npos);  // the URI's own seed= is replaced
+    }
+  }
+  SECTION("mixed into a --matrix list at --generated-share") {
+    const int code =
+        rl("mixed", {"--matrix", "gen-v1/diagonal?n=48", "--generator", "gen-v1/arrow?n=30&width=2",
+                     "--generated-share", "0.5", "--updates", "8"});
+    INFO(read_text(dir / "mixed.log"));
+    REQUIRE(code == 0);
+    CHECK_THAT(read_text(dir / "mixed.log"),
+               has_substring("tasks: 1 task, shuffled; 50% generated from 1 generator"));
+    int listed = 0, generated = 0;
+    for (const std::string& uri : uris("mixed")) {
+      if (uri == "gen-v1/diagonal?n=48") ++listed;
+      else if (uri.rfind("gen-v1/arrow?", 0) == 0) ++generated;
+    }
+    CHECK(listed + generated == 8 * 2 * 2);
+    CHECK(listed >= 4);  // 16 tasks at 0.5 each way: fewer than 2 of either has P < 0.1%
+    CHECK(generated >= 4);
+  }
+  SECTION("bad generator options are usage errors") {
+    CHECK(rl("bad1", {"--generator", "suitesparse-v1/HB/west0067"}) == 2);
+    CHECK_THAT(read_text(dir / "bad1.log"), has_substring("--generator: generated task source: "
+                                                          "'suitesparse-v1/HB/west0067' is not"));
+    CHECK(rl("bad2", {"--matrix", "gen-v1/diagonal?n=48", "--generated-share", "0.5"}) == 2);
+    CHECK_THAT(read_text(dir / "bad2.log"), has_substring("--generated-share needs --generator"));
+    CHECK(rl("bad3", {"--matrix", "gen-v1/diagonal?n=48", "--generator", "gen-v1/diagonal?n=9",
+                      "--generated-share", "1.5"}) == 2);
+    CHECK_THAT(read_text(dir / "bad3.log"), has_substring("--generated-share must be in (0, 1]"));
+    CHECK(rl("bad4", {"--generator", "gen-v1/diagonal?n=9", "--generated-share", "0.5"}) == 2);
+    CHECK_THAT(read_text(dir / "bad4.log"), has_substring("needs --split or --matrix"));
+  }
 }

@@ -39,7 +39,8 @@ constexpr const char* kUsage =
     "DATASET.h5]\n"
     "                          [--fixed-observations] [common options] [data options]\n"
     "       sparserl agent rl --algorithm reinforce|ppo|grpo --init CKPT --out DIR\n"
-    "                         (--split FILE [--part P] | --matrix URI...) [--updates N]\n"
+    "                         (--split FILE [--part P] | --matrix URI...) [--generator URI...]\n"
+    "                         [--generated-share X] [--updates N]\n"
     "                         [--tasks-per-update N] [--samples G] [--trajectories FILE.h5]\n"
     "                         [common options] [env options]\n"
     "       sparserl agent eval --checkpoint CKPT (--split FILE [--part P] | --matrix URI...)\n"
@@ -72,6 +73,10 @@ constexpr const char* kUsage =
     "./data)\n"
     "  --index DIR         a folder with an INDEX.csv (repeatable), e.g. ../shared/matrices\n"
     "  --worker PATH --compile-workers N --compile-only   the evaluator (as `sparserl rollout`)\n"
+    "  --generator URI     (rl) a gen-v1 URI (repeatable): tasks are also fresh matrices of\n"
+    "                      these generators, each with a drawn seed= (alone: only generated)\n"
+    "  --generated-share X (rl) the share of tasks that are generated when a split or\n"
+    "                      --matrix list is given too (default 0.5)\n"
     "  --trajectories FILE.h5  (rl, eval) record every scored episode (docs/trajectories.md);\n"
     "                      eval's policy ids end in :greedy or :sampled\n"
     "\n"
@@ -185,18 +190,47 @@ env::TaskTemplate task_template(const Args& args) {
   return what;
 }
 
+// The tasks of rl / eval: a split part or a URI list; for rl also --generator URIs, alone (only
+// generated matrices) or mixed into the list at --generated-share.
 env::TaskSource task_source(const Args& args, env::TaskOrder order,
                             const std::string& default_part) {
   const std::vector<std::string> uris = args.all("matrix");
+  const std::vector<std::string> generators = args.all("generator");
   const auto split = args.option("split");
-  if (uris.empty() == !split)
-    throw UsageError("give either --split FILE or --matrix URI (not both)");
-  if (split) {
-    const auto part = datasets::parse_split_part(args.option_or("part", default_part));
-    if (!part) throw UsageError("--part must be train, val or test");
-    return env::TaskSource::from_split(*split, *part, task_template(args), order);
+  if (!uris.empty() && split) throw UsageError("give either --split FILE or --matrix URI (not both)");
+  const env::TaskTemplate what = task_template(args);
+  const auto generated = [&] {
+    try {
+      return env::TaskSource::generated(generators, what);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--generator: ") + e.what());
+    }
+  };
+  if (uris.empty() && !split) {
+    if (generators.empty()) {
+      throw UsageError("give --split FILE or --matrix URI" +
+                       std::string(args.option("generated-share") ? " (and --generator URI)" : ""));
+    }
+    if (args.option("generated-share"))
+      throw UsageError("--generated-share needs --split or --matrix to mix into");
+    return generated();
   }
-  return env::TaskSource::from_uris(uris, task_template(args), order);
+  env::TaskSource fixed = [&] {
+    if (split) {
+      const auto part = datasets::parse_split_part(args.option_or("part", default_part));
+      if (!part) throw UsageError("--part must be train, val or test");
+      return env::TaskSource::from_split(*split, *part, what, order);
+    }
+    return env::TaskSource::from_uris(uris, what, order);
+  }();
+  if (generators.empty()) {
+    if (args.option("generated-share")) throw UsageError("--generated-share needs --generator URI");
+    return fixed;
+  }
+  const double share = args.real("generated-share", 0.5);
+  if (!(share > 0 && share <= 1)) throw UsageError("--generated-share must be in (0, 1]");
+  (void)generated();  // names a bad generator URI as a usage error
+  return env::TaskSource::mixed(std::move(fixed), generators, what, share);
 }
 
 std::shared_ptr<datasets::MatrixStore> matrix_store(const Args& args) {
@@ -219,7 +253,7 @@ std::unique_ptr<env::SparseCudaEnv> make_env(const Args& args, const agents::Age
   evaluator.data_dir = store->data_dir();
   for (const std::string& index : args.all("index")) evaluator.indexes.emplace_back(index);
   auto backend = env::make_evaluator_backend(evaluator);
-  std::cerr << "evaluator: " << backend->describe() << "\n";
+  std::cerr << "evaluator: " << backend->describe() << "\ntasks: " << tasks.describe() << "\n";
   env::EnvConfig config;
   config.max_tokens = agent.policy.max_tokens;
   config.mask = agent.mask;
@@ -321,7 +355,8 @@ std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const Args& args,
 
 int run_rl_command(const Args& args) {
   args.allow_only(joined(kCommon, kEnv,
-                         {"algorithm", "updates", "tasks-per-update", "samples", "trajectories"}));
+                         {"algorithm", "updates", "tasks-per-update", "samples", "trajectories",
+                          "generator", "generated-share"}));
   const auto algorithm = agents::parse_algorithm(args.required("algorithm"));
   if (!algorithm || *algorithm == agents::Algorithm::sft)
     throw UsageError("--algorithm must be reinforce, ppo or grpo");
