@@ -348,6 +348,10 @@ Schema build_schema() {
             0, 1e6)
       .real("gpu_timeout_floor_s", 10, "the adaptive GPU deadline's lower bound, seconds", 0.1,
             3600)
+      .boolean("gpu_timeout_calibrate", true,
+               "a task's first GPU request waits for a run of the evaluator's own CSR kernel on "
+               "it, whose answer starts the adaptive deadline (a hung kernel on a new matrix then "
+               "costs that, not gpu_timeout_s)")
       .real("startup_timeout_s", 60, "deadline of a worker's start-up handshake, seconds", 0.1,
             3600)
       .integer("recycle_after", 500, "a worker is replaced after this many requests", 1, 1e9)

@@ -128,6 +128,7 @@ reward::EvaluatorConfig evaluator_config(const Config& config, const fs::path& r
   c.gpu_deadline = milliseconds(config.real("evaluator.gpu_timeout_s"));
   c.gpu_deadline_factor = config.real("evaluator.gpu_timeout_factor");
   c.gpu_deadline_floor = milliseconds(config.real("evaluator.gpu_timeout_floor_s"));
+  c.gpu_deadline_calibration = config.boolean("evaluator.gpu_timeout_calibrate");
   c.startup_deadline = milliseconds(config.real("evaluator.startup_timeout_s"));
   c.recycle_after = static_cast<int>(config.integer("evaluator.recycle_after"));
   c.sandbox = sandbox_limits(config);

@@ -426,8 +426,9 @@ struct Evaluator::Impl {
     return r;
   }
 
+  // `calibrating`: this is the calibration run of calibrate_deadline(), which must not recurse.
   void run_stages(const datasets::Task& task, std::string_view program,
-                  const EvaluateOptions& options, EvalResult& r) {
+                  const EvaluateOptions& options, EvalResult& r, bool calibrating = false) {
     r.program_digest = sha256_hex(program);
 
     // Parse and static checks.
@@ -510,6 +511,7 @@ struct Evaluator::Impl {
     g.protocol.seed = evaluation_seed(protocol.seed, sha256_hex(compiled->cubin), r.matrix_digest);
     const std::string rkey = result_key(compiled->cubin, r.matrix_digest, task, prog.format,
                                         geometry.launches, gpu.devices.front().name, protocol);
+    if (!calibrating) calibrate_deadline(task, deadline_key(g), options);
     // Identical evaluations in flight at the same time share one GPU run: one measurement, one
     // verdict (and no timing noise between copies of one program).
     const std::string device = gpu.devices.front().name;
@@ -632,6 +634,28 @@ struct Evaluator::Impl {
         std::min<long long>(cfg.gpu_deadline.count(), static_cast<long long>(std::ceil(ms))));
   }
 
+  // Starts a task's adaptive deadline before its first candidate runs (EvaluatorConfig::
+  // gpu_deadline_calibration): the calibration program's GPU answer on the task, under the full
+  // deadline, is the first entry of its slowest answers. Concurrent first requests of one task (a
+  // group of G samples) wait for one calibration; a failed one leaves the task uncalibrated.
+  void calibrate_deadline(const datasets::Task& task, const std::string& dkey,
+                          const EvaluateOptions& options) {
+    if (!cfg.gpu_deadline_calibration || cfg.gpu_deadline_factor <= 0) return;
+    const auto answered = [&] {
+      std::lock_guard<std::mutex> lock(mutex);
+      return slowest_answer_ms.count(dkey) > 0;
+    };
+    if (answered()) return;
+    (void)calibrations.run(dkey, [&] {
+      if (answered()) return true;
+      EvalResult c;
+      run_stages(task, deadline_calibration_program(task.op), options, c, true);
+      std::lock_guard<std::mutex> lock(mutex);
+      ++stats.deadline_calibrations;
+      return slowest_answer_ms.count(dkey) > 0;
+    });
+  }
+
   void answered_in(const std::string& key, double run_ms) {
     std::lock_guard<std::mutex> lock(mutex);
     double& slowest = slowest_answer_ms[key];
@@ -642,6 +666,7 @@ struct Evaluator::Impl {
 
   InFlight<CompileOutcome> compiles;  // by compile cache key
   InFlight<GpuOutcome> gpu_runs;      // by result key
+  InFlight<bool> calibrations;        // by deadline key
 
   // The GPU worker's verdict and figures, with what this process knows (compile, digests) kept.
   static void merge_gpu_result(EvalResult gpu, EvalResult& r) {
@@ -661,6 +686,40 @@ struct Evaluator::Impl {
     r.message = failure.str();
   }
 };
+
+std::string_view deadline_calibration_program(datasets::Op op) {
+  static constexpr std::string_view kSpmv = R"(//@format csr
+//@launch calibrate_spmv grid=ceil_div(max(M, 1), 256) block=256
+extern "C" __global__ void calibrate_spmv(const int* __restrict__ row_ptr,
+                                          const int* __restrict__ col_idx,
+                                          const value_t* __restrict__ val,
+                                          const value_t* __restrict__ x, value_t* __restrict__ y) {
+  const long long row = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= M) return;
+  value_t sum = 0;
+  for (int k = row_ptr[row]; k < row_ptr[row + 1]; ++k) sum += val[k] * x[col_idx[k]];
+  y[row] = sum;
+}
+)";
+  static constexpr std::string_view kSpmm = R"(//@format csr
+//@launch calibrate_spmm grid=ceil_div(max(M * K, 1), 256) block=256
+extern "C" __global__ void calibrate_spmm(const int* __restrict__ row_ptr,
+                                          const int* __restrict__ col_idx,
+                                          const value_t* __restrict__ val,
+                                          const value_t* __restrict__ X, value_t* __restrict__ Y) {
+  const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= static_cast<long long>(M) * K) return;
+  const long long row = t / K;
+  const int c = static_cast<int>(t % K);
+  value_t sum = 0;
+  for (int k = row_ptr[row]; k < row_ptr[row + 1]; ++k) {
+    sum += val[k] * X[static_cast<long long>(col_idx[k]) * K + c];
+  }
+  Y[t] = sum;
+}
+)";
+  return op == datasets::Op::spmm ? kSpmm : kSpmv;
+}
 
 Evaluator::Evaluator(EvaluatorConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 

@@ -56,6 +56,9 @@ TEST_CASE("a default config fills the structs with their own defaults", "[experi
   CHECK(e.gpu_workers == de.gpu_workers);
   CHECK(e.compile_deadline == de.compile_deadline);
   CHECK(e.gpu_deadline == de.gpu_deadline);
+  CHECK(e.gpu_deadline_factor == de.gpu_deadline_factor);
+  CHECK(e.gpu_deadline_floor == de.gpu_deadline_floor);
+  CHECK(e.gpu_deadline_calibration == de.gpu_deadline_calibration);
   CHECK(e.startup_deadline == de.startup_deadline);
   CHECK(e.recycle_after == de.recycle_after);
   CHECK(e.sandbox == de.sandbox);
@@ -90,7 +93,8 @@ TEST_CASE("sandbox and evaluator keys reach the structs", "[experiments][runner]
   const Config c = Config::parse(
       "[sandbox]\ncpu_seconds = -1\naddress_space_bytes = 1024\ncpu_affinity = \"0,2-3\"\n"
       "close_descriptors = false\n[evaluator]\ngpu_workers = 0\ncompile_timeout_s = 1.5\n"
-      "cache_dir = \"cache\"\nworker = \"/opt/w\"\n[data]\nindex_dirs = [\".\", \"absent\"]\n",
+      "cache_dir = \"cache\"\nworker = \"/opt/w\"\ngpu_timeout_calibrate = false\n"
+      "[data]\nindex_dirs = [\".\", \"absent\"]\n",
       "s.toml");
   const sparserl::reward::SandboxLimits s = ex::sandbox_limits(c);
   CHECK(s.cpu_seconds == sparserl::reward::SandboxLimits::kUnlimited);
@@ -101,6 +105,7 @@ TEST_CASE("sandbox and evaluator keys reach the structs", "[experiments][runner]
   const sparserl::reward::EvaluatorConfig e = ex::evaluator_config(c, root);
   CHECK(e.gpu_workers == 0);
   CHECK(e.compile_deadline == std::chrono::milliseconds(1500));
+  CHECK_FALSE(e.gpu_deadline_calibration);
   CHECK(e.cache_dir == root / "cache");
   CHECK(e.worker_path == "/opt/w");
   CHECK(e.index_dirs == std::vector<fs::path>{root.lexically_normal()});  // "absent" is skipped

@@ -377,6 +377,34 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
     CHECK(listed >= 4);  // 16 tasks at 0.5 each way: fewer than 2 of either has P < 0.1%
     CHECK(generated >= 4);
   }
+  SECTION("SIGINT ends the stage at a step boundary with latest saved; the command resumes") {
+    std::vector<std::string> args = common;
+    const fs::path metrics = dir / "cut.jsonl";
+    args.insert(args.end(), {"--out", (dir / "cut").string(), "--updates", "1000", "--metrics",
+                             metrics.string(), "--log-every", "1", "--generator",
+                             "gen-v1/uniform?rows=30&nnz_per_row=3"});
+    const pid_t pid = start_cli(args, dir / "cut.log");
+    const bool running = wait_for(
+        [&] { return read_text(metrics).find("\"step\": 2,") != std::string::npos; },
+        std::chrono::seconds(120));
+    if (!running) ::kill(pid, SIGKILL);
+    REQUIRE(running);
+    ::kill(pid, SIGINT);
+    const int code = finish(pid, std::chrono::seconds(60));
+    INFO(read_text(dir / "cut.log"));
+    CHECK(code == 130);
+    CHECK_THAT(read_text(dir / "cut.log"), has_substring("rl: stopped by SIGINT"));
+    const MetricsLog cut = read_metrics(metrics);
+    REQUIRE_FALSE(cut.records.empty());
+    const std::string saved = read_text(dir / "cut" / "latest" / "checkpoint.txt");
+    CHECK_THAT(saved, has_substring("counters.updates = " +
+                                    std::to_string(cut.records.back().step) + "\n"));
+    // The same command with a budget just past the stop resumes there and finishes.
+    args[args.size() - 7] = std::to_string(cut.records.back().step + 1);  // --updates
+    REQUIRE(finish(start_cli(args, dir / "resume.log"), std::chrono::seconds(60)) == 0);
+    CHECK_THAT(read_text(dir / "resume.log"), has_substring("(resumed)"));
+    CHECK(read_metrics(metrics).records.back().step == cut.records.back().step + 1);
+  }
   SECTION("bad generator options are usage errors") {
     CHECK(rl("bad1", {"--generator", "suitesparse-v1/HB/west0067"}) == 2);
     CHECK_THAT(read_text(dir / "bad1.log"), has_substring("--generator: generated task source: "

@@ -2,7 +2,7 @@
 // reference program is correct in every (op, format, dtype) on the shared SuiteSparse matrices and on
 // generated matrices of at least 10M nonzeros; each adversarial program (tests/reward/programs/
 // adversarial) gets its verdict and the pool recovers; a hung kernel on a task that has answered
-// before times out at the adaptive deadline; a timed evaluation reports sane figures; identical
+// before, or on a new task (calibrated first), times out at the adaptive deadline; a timed evaluation reports sane figures; identical
 // programs submitted together share one GPU run; 1000 mixed evaluations in a row give the right
 // verdicts, leave no process behind and do not grow the GPU's memory.
 #include <dirent.h>
@@ -256,12 +256,42 @@ TEST_CASE("after a task's first answers, a hung kernel on it times out at the ad
   CHECK(hung.error == rw::ErrorKind::timeout);
   CHECK(seconds < 60);  // far below gpu_deadline (120 s); the bound itself is a few seconds
   CHECK_THAT(hung.message, !has_substring("120000 ms"));
-  // Another task has no answers yet: it keeps the full deadline, and the pool still serves it.
+  // Another task has no answers yet: it is calibrated first, and the pool still serves it.
   const rw::EvalResult other =
       ev.evaluate(task("gen-v1/uniform?nnz_per_row=4&rows=5000&seed=6", ds::Op::spmv, ds::DType::f64),
                   read_text(program_path("spmv_csr.cu")));
   INFO(describe(other));
   CHECK(other.ok());
+}
+
+TEST_CASE("a hung kernel as a new task's first request times out at the calibrated deadline",
+          "[reward][gpu]") {
+  // RL on generated matrices meets a new matrix every task, so the hung kernel may well be the
+  // task's first request. Calibration (the evaluator's own CSR kernel on the task, under the full
+  // 120 s) starts the adaptive deadline first: the hang costs max(2 s, 20 x that answer).
+  shared_evaluator();  // skips without a GPU
+  rw::EvaluatorConfig config = gpu_config(std::chrono::milliseconds(120'000));
+  config.gpu_deadline_factor = 20;
+  config.gpu_deadline_floor = std::chrono::milliseconds(2'000);
+  rw::Evaluator ev(config);
+  const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=7", ds::Op::spmv, ds::DType::f32);
+  const auto start = std::chrono::steady_clock::now();
+  const rw::EvalResult hung = ev.evaluate(t, read_text(adversarial_path("infinite_loop.cu")));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(describe(hung) << " after " << seconds << " s");
+  CHECK(hung.error == rw::ErrorKind::timeout);
+  CHECK(seconds < 60);  // far below gpu_deadline (120 s)
+  CHECK_THAT(hung.message, !has_substring("120000 ms"));
+  // The SpMM calibration kernel: a good SpMM program on a new task is calibrated, then answered.
+  const ds::Task spmm = task("gen-v1/banded?n=3000&bandwidth=3&seed=8", ds::Op::spmm, ds::DType::f64, 8);
+  const rw::EvalResult good = ev.evaluate(spmm, read_text(program_path("spmm_csr.cu")));
+  INFO(describe(good));
+  CHECK(good.ok());
+  CHECK(good.correct);
+  const rw::EvaluatorStats s = ev.stats();
+  CHECK(s.deadline_calibrations == 2);  // the SpMV task and the SpMM task
+  CHECK(s.gpu_requests == 4);           // two calibrations, the hung kernel, the SpMM program
 }
 
 TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]") {
@@ -331,7 +361,8 @@ TEST_CASE("identical programs submitted together get one GPU run and the same fi
   CHECK(measured == 1);
   for (const auto& f : figures) CHECK(f == figures.front());
   const rw::EvaluatorStats s = ev.stats();
-  CHECK(s.gpu_requests == 1);
+  CHECK(s.deadline_calibrations == 1);  // the new task's one calibration, shared by the group
+  CHECK(s.gpu_requests == 1 + 1);
   CHECK(s.gpu_runs_coalesced + s.result_cache_hits == 7);
 }
 

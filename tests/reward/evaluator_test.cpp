@@ -85,6 +85,15 @@ TEST_CASE("Every reference program compiles through the evaluator", "[reward][ev
                              evaluator.submit(task(o, d, 8), read_program(name), compile_only()));
       }
     }
+    // The deadline calibration's own kernel of this op (run on the GPU before a new task's first
+    // request) must pass the same checks and compile.
+    const Op o = std::string(op) == "spmv" ? Op::spmv : Op::spmm;
+    for (DType d : {DType::f32, DType::f64}) {
+      futures.emplace_back(std::string("calibration ") + op,
+                           evaluator.submit(task(o, d, 8),
+                                            std::string(deadline_calibration_program(o)),
+                                            compile_only()));
+    }
   }
   for (auto& [name, future] : futures) {
     const EvalResult r = future.get();
@@ -98,7 +107,8 @@ TEST_CASE("Every reference program compiles through the evaluator", "[reward][ev
     REQUIRE(r.program_digest.size() == 64);
     REQUIRE(r.matrix_digest.size() == 16);
   }
-  REQUIRE(evaluator.stats().evaluations == 20);
+  REQUIRE(evaluator.stats().evaluations == 24);
+  REQUIRE(evaluator.stats().deadline_calibrations == 0);  // no GPU: nothing to calibrate
 }
 
 TEST_CASE("Refusals before the compiler carry stage, kind, reason and line",

@@ -7,6 +7,7 @@
 // file. Built only with LibTorch (sparserl::agents).
 #if defined(SPARSERL_HAVE_AGENTS)
 
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include "sparserl/env/evaluator_backend.hpp"
 #include "sparserl/env/trajectory.hpp"
 #include "sparserl/experiments/json.hpp"
+#include "sparserl/experiments/stop_signals.hpp"
 
 namespace sparserl::tools {
 namespace {
@@ -50,7 +52,8 @@ constexpr const char* kUsage =
     "\n"
     "The learned agents' stages (docs/agents.md). DATASET.h5 is what `sparserl tune` writes\n"
     "(/corpus: the pretraining programs, /sft: the best program per task). Every stage writes\n"
-    "DIR/latest and DIR/final checkpoints and resumes from DIR/latest when it exists.\n"
+    "DIR/latest and DIR/final checkpoints and resumes from DIR/latest when it exists. Ctrl-C or\n"
+    "SIGTERM ends a stage at the next step with DIR/latest saved (exit status 130 / 143).\n"
     "\n"
     "Common options:\n"
     "  --preset P          policy size of a new policy: tiny, small (default) or medium\n"
@@ -267,9 +270,23 @@ std::unique_ptr<env::SparseCudaEnv> make_env(const Args& args, const agents::Age
       std::move(store), std::move(backend));
 }
 
-void print_result(const std::string& stage, const agents::StageResult& result) {
+// Ctrl-C (SIGINT) or SIGTERM ends a stage at the next step boundary with DIR/latest saved, so that
+// the same command resumes from there; the exit status is the shell's for that signal (130, 143).
+agents::StageHooks stop_hooks(const experiments::StopSignals& stop) {
+  agents::StageHooks hooks;
+  hooks.stop_requested = [&stop] { return stop.requested(); };
+  return hooks;
+}
+
+int print_result(const std::string& stage, const agents::StageResult& result,
+                 const experiments::StopSignals& stop) {
   std::cerr << stage << ": " << result.steps << " steps" << (result.resumed ? " (resumed)" : "")
             << ", checkpoint " << result.checkpoint.string() << "\n";
+  if (!result.stopped) return 0;
+  const int sig = stop.signal() != 0 ? stop.signal() : SIGINT;
+  std::cerr << stage << ": stopped by " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+            << "; the same command resumes from the checkpoint\n";
+  return 128 + sig;
 }
 
 const std::vector<std::string> kCommon = {
@@ -301,8 +318,10 @@ int run_pretrain(const Args& args) {
             << args.required("corpus") << "\n";
   MetricsSink sink(args.option("metrics"));
   const env::Tokenizer tokenizer;
-  print_result("pretrain", agents::run_pretraining(config, corpus, tokenizer, sink.callback()));
-  return 0;
+  const experiments::StopSignals stop;
+  config.hooks = stop_hooks(stop);
+  return print_result(
+      "pretrain", agents::run_pretraining(config, corpus, tokenizer, sink.callback()), stop);
 }
 
 int run_sft_command(const Args& args) {
@@ -327,10 +346,13 @@ int run_sft_command(const Args& args) {
   observation.embedding_dim = config.agent.policy.embedding_dim;
   MetricsSink sink(args.option("metrics"));
   const env::Tokenizer tokenizer;
-  print_result(
-      "sft", agents::run_sft(config, pairs, agents::store_observer(matrix_store(args), observation),
-                             tokenizer, sink.callback(), validation));
-  return 0;
+  const experiments::StopSignals stop;
+  config.hooks = stop_hooks(stop);
+  return print_result(
+      "sft",
+      agents::run_sft(config, pairs, agents::store_observer(matrix_store(args), observation),
+                      tokenizer, sink.callback(), validation),
+      stop);
 }
 
 // --trajectories FILE.h5: a recorder of every scored episode (appended to when FILE exists), or
@@ -383,8 +405,9 @@ int run_rl_command(const Args& args) {
   MetricsSink sink(args.option("metrics"));
   agents::EpisodeCallback on_episode;
   if (writer) on_episode = [&](const env::Episode& e) { writer->append(e); };
-  print_result("rl", agents::run_rl(config, *env, sink.callback(), on_episode));
-  return 0;
+  const experiments::StopSignals stop;
+  config.hooks = stop_hooks(stop);
+  return print_result("rl", agents::run_rl(config, *env, sink.callback(), on_episode), stop);
 }
 
 int run_eval(const Args& args) {

@@ -59,12 +59,18 @@ struct EvaluatorConfig {
   // The adaptive GPU deadline: once a task (matrix, op, dtype, K, protocol) has had GPU requests
   // that ended with the worker's answer, a later request on it gets
   // min(gpu_deadline, max(gpu_deadline_floor, gpu_deadline_factor x the slowest such answer)).
-  // The first request on a task (matrix load, conversion, cuSPARSE) gets gpu_deadline. A hung
-  // kernel then costs seconds instead of minutes - one RL update stalled for gpu_deadline is the
-  // cost it avoids. A kernel 20x slower than every answer so far is a timeout, which the reward
-  // scores like any other failed run. factor <= 0: gpu_deadline always.
+  // A hung kernel then costs seconds instead of minutes - one RL update stalled for gpu_deadline
+  // is the cost it avoids. A kernel 20x slower than every answer so far is a timeout, which the
+  // reward scores like any other failed run. factor <= 0: gpu_deadline always.
   double gpu_deadline_factor = 20;
   std::chrono::milliseconds gpu_deadline_floor{10'000};
+  // A task without answers yet (matrix load, conversion, cuSPARSE all still to come) is first
+  // calibrated: the evaluator runs its own plain CSR kernel on it under gpu_deadline, and that
+  // answer starts the adaptive deadline, so a hung kernel costs the adaptive deadline on a new
+  // matrix too (RL on generated matrices meets a new one every task: there, without calibration,
+  // a hung kernel stalled an update for the full 300 s). Concurrent first requests share one
+  // calibration. Off (or when the calibration run fails) the first request gets gpu_deadline.
+  bool gpu_deadline_calibration = true;
   std::chrono::milliseconds startup_deadline{60'000};
   int recycle_after = 500;  // requests per worker
   SandboxLimits sandbox;
@@ -88,6 +94,11 @@ struct EvaluatorConfig {
   std::function<void(std::string_view)> log;
 };
 
+// The program of a deadline calibration (EvaluatorConfig::gpu_deadline_calibration): plain CSR,
+// one thread per row (SpMV) or per output element (SpMM) - slow on skewed rows, which only makes
+// the deadline it starts more lenient.
+std::string_view deadline_calibration_program(datasets::Op op);
+
 struct EvaluateOptions {
   bool compile_only = false;  // stop after the compile stage even where a GPU is present
   // This evaluation's check and timing protocol instead of EvaluatorConfig::protocol (the template
@@ -99,7 +110,8 @@ struct EvaluatorStats {
   std::uint64_t evaluations = 0;
   std::uint64_t result_cache_hits = 0;
   std::uint64_t result_cache_misses = 0;
-  std::uint64_t gpu_requests = 0;
+  std::uint64_t gpu_requests = 0;          // calibration runs included
+  std::uint64_t deadline_calibrations = 0;  // tasks calibrated (gpu_deadline_calibration)
   // Evaluations answered by an identical one in flight at the same time (in_flight.hpp): at the
   // compile stage (same compile cache key) and at the GPU stage (same result key).
   std::uint64_t compiles_coalesced = 0;
