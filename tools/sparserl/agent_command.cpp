@@ -202,21 +202,20 @@ env::TaskSource task_source(const Args& args, env::TaskOrder order,
   const auto split = args.option("split");
   if (!uris.empty() && split) throw UsageError("give either --split FILE or --matrix URI (not both)");
   const env::TaskTemplate what = task_template(args);
-  const auto generated = [&] {
+  const bool share_given = args.option("generated-share").has_value();
+  // A bad generator URI is a usage error that names it.
+  const auto generated = [&](std::optional<env::TaskSource> fixed, double share) {
     try {
-      return env::TaskSource::generated(generators, what);
+      return fixed ? env::TaskSource::mixed(std::move(*fixed), generators, what, share)
+                   : env::TaskSource::generated(generators, what);
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--generator: ") + e.what());
     }
   };
   if (uris.empty() && !split) {
-    if (generators.empty()) {
-      throw UsageError("give --split FILE or --matrix URI" +
-                       std::string(args.option("generated-share") ? " (and --generator URI)" : ""));
-    }
-    if (args.option("generated-share"))
-      throw UsageError("--generated-share needs --split or --matrix to mix into");
-    return generated();
+    if (generators.empty()) throw UsageError("give --split FILE or --matrix URI");
+    if (share_given) throw UsageError("--generated-share needs --split or --matrix to mix into");
+    return generated(std::nullopt, 1.0);
   }
   env::TaskSource fixed = [&] {
     if (split) {
@@ -227,13 +226,12 @@ env::TaskSource task_source(const Args& args, env::TaskOrder order,
     return env::TaskSource::from_uris(uris, what, order);
   }();
   if (generators.empty()) {
-    if (args.option("generated-share")) throw UsageError("--generated-share needs --generator URI");
+    if (share_given) throw UsageError("--generated-share needs --generator URI");
     return fixed;
   }
   const double share = args.real("generated-share", 0.5);
   if (!(share > 0 && share <= 1)) throw UsageError("--generated-share must be in (0, 1]");
-  (void)generated();  // names a bad generator URI as a usage error
-  return env::TaskSource::mixed(std::move(fixed), generators, what, share);
+  return generated(std::move(fixed), share);
 }
 
 std::shared_ptr<datasets::MatrixStore> matrix_store(const Args& args) {
