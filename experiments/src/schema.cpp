@@ -235,7 +235,10 @@ Schema build_schema() {
                "the first N updates train the value head alone (trunk and policy frozen)", 0, 1e9)
       .real("value_lr_scale", 1.0,
             "the value head's learning rate as a multiple of optimizer.lr (a separate critic lr)",
-            1e-6, 1e6);
+            1e-6, 1e6)
+      .boolean("value_trunk_gradients", true,
+               "the value loss trains the shared trunk too (false: the value head alone, so the "
+               "policy's update is the same as with vf_coef = 0)");
 
   s.section(
        "agent.grpo",

@@ -344,6 +344,55 @@ TEST_CASE("PPO's value_lr_scale steps the value head at lr x scale", "[agents][r
       std::invalid_argument);
 }
 
+TEST_CASE("PPO without value gradients in the trunk updates the policy as with vf_coef 0",
+          "[agents][rl]") {
+  // Three agents alike (same seed, so the same initial weights) take one PPO update (2 epochs x 2
+  // minibatches, no gradient clipping) on the same rollouts (a second one would differ anyway:
+  // its advantages come from the value head). With value_trunk_gradients = false
+  // the value loss moves the value head alone: the policy's logits end bit for bit where vf_coef
+  // = 0 leaves them, while the head has learned; with the shared trunk they end elsewhere.
+  auto make = [](double vf_coef, bool trunk) {
+    AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
+    config.algorithm = Algorithm::ppo;
+    config.ppo.epochs = 2;
+    config.ppo.minibatches = 2;
+    config.ppo.vf_coef = vf_coef;
+    config.ppo.value_trunk_gradients = trunk;
+    config.optimizer.lr = 1e-3;
+    config.optimizer.max_grad_norm = 0;
+    config.policy.dropout = 0;  // LibTorch's CPU generator is process-wide: no draws to differ
+    return std::make_unique<PolicyAgent>(config, vocabulary());
+  };
+  auto shared = make(0.5, true), head_only = make(0.5, false), no_value = make(0.0, true);
+  REQUIRE(shared->weights_digest() == no_value->weights_digest());
+  const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
+      synthetic_observation(1), synthetic_observation(2)};
+  // Sampled by a fourth agent: sampling draws from the sampler's RNG, which the three's
+  // minibatch shuffles must not see advanced.
+  const std::vector<Rollout> rollouts =
+      sampled_rollouts(*make(0.0, true), prompts, 4, [](std::size_t k, const Completion&) {
+        return 1.0 + static_cast<double>(k % 3);
+      });
+  std::vector<SftExample> probe;
+  for (const Rollout& r : rollouts) probe.push_back({r.matrix, r.completion.tokens});
+  double loss[3] = {0, 0, 0}, value_mean[3] = {0, 0, 0};
+  int i = 0;
+  for (PolicyAgent* agent : {shared.get(), head_only.get(), no_value.get()}) {
+    (void)agent->update_rollouts(rollouts);
+    loss[i] = agent->sft_loss(probe);
+    // A second update's value/mean is the estimate of the head after the first.
+    value_mean[i++] = find_statistic(agent->update_rollouts(rollouts), "value/mean");
+  }
+  CHECK(loss[1] == loss[2]);
+  CHECK(loss[0] != loss[2]);
+  CHECK(value_mean[1] != 0.0);  // the head learned from the first update's value loss
+  CHECK(value_mean[2] == 0.0);  // vf_coef 0: the head never moved from its zeros
+  AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
+  CHECK(config.ppo.value_trunk_gradients);  // the default: TRL's shared trunk
+  apply_key_value(config, "ppo.value_trunk_gradients", "false");
+  CHECK_FALSE(config.ppo.value_trunk_gradients);
+}
+
 TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][rl]") {
   AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
   config.algorithm = Algorithm::ppo;

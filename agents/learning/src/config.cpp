@@ -152,6 +152,7 @@ const std::vector<Field>& fields() {
       SPARSERL_INT_FIELD("ppo.minibatches", ppo.minibatches),
       SPARSERL_INT_FIELD("ppo.critic_warmup_updates", ppo.critic_warmup_updates),
       SPARSERL_REAL_FIELD("ppo.value_lr_scale", ppo.value_lr_scale),
+      SPARSERL_BOOL_FIELD("ppo.value_trunk_gradients", ppo.value_trunk_gradients),
       SPARSERL_REAL_FIELD("grpo.epsilon_low", grpo.epsilon_low),
       SPARSERL_REAL_FIELD("grpo.epsilon_high", grpo.epsilon_high),
       SPARSERL_REAL_FIELD("grpo.beta", grpo.beta),

@@ -11,7 +11,8 @@
 //            - entropy_coef * H,
 //      r = pi / pi_old, clip_V = V_old + clip(V - V_old, -e_v, e_v), masked means over tokens;
 //   during the first ppo.critic_warmup_updates updates only the value term, and only the value
-//   head's parameters step (the trunk, shared with the policy, keeps its weights).
+//   head's parameters step (the trunk, shared with the policy, keeps its weights); with
+//   ppo.value_trunk_gradients = false the value term's gradient reaches the value head alone.
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -88,6 +89,21 @@ void keep_value_head_gradients_only(Learner& learner) {
   }
 }
 
+// The value loss's gradient for the value head alone (PpoConfig::value_trunk_gradients = false),
+// added to what the head already holds; the graph up to the head is kept for the caller's backward.
+void add_value_head_gradients(Learner& learner, const torch::Tensor& value_loss) {
+  std::vector<torch::Tensor> head;
+  for (auto& item : learner.policy->named_parameters()) {
+    if (item.key().rfind("value_head.", 0) == 0) head.push_back(item.value());
+  }
+  const std::vector<torch::Tensor> grads =
+      torch::autograd::grad({value_loss}, head, {}, /*retain_graph=*/true);
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    torch::Tensor& g = head[i].mutable_grad();
+    g = g.defined() ? g + grads[i] : grads[i].clone();
+  }
+}
+
 }  // namespace
 
 env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) {
@@ -140,8 +156,13 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
       const torch::Tensor loss =
           critic_warmup ? config.vf_coef * vl.loss
                         : pl.loss + config.vf_coef * vl.loss - config.entropy_coef * mean_entropy;
-      loss.backward();
-      if (critic_warmup) keep_value_head_gradients_only(learner);
+      if (critic_warmup || config.value_trunk_gradients) {
+        loss.backward();
+        if (critic_warmup) keep_value_head_gradients_only(learner);
+      } else {
+        add_value_head_gradients(learner, config.vf_coef * vl.loss);
+        (pl.loss - config.entropy_coef * mean_entropy).backward();
+      }
       grad_norm += learner.optimizer_step();
       policy_loss += pl.loss.item<double>();
       value_loss += vl.loss.item<double>();

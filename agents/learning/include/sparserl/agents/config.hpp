@@ -123,6 +123,11 @@ struct PpoConfig {
   // at an LLM-sized policy lr (TRL: 3e-6) a critic from zeros would take hundreds of updates to
   // reach the returns; a separate critic lr is the usual remedy (the head is one linear layer).
   double value_lr_scale = 1.0;
+  // Whether the value loss trains the shared trunk too (TRL's value head) or the value head alone
+  // (false: the head reads the trunk's features but its loss moves only the head - the nearest a
+  // shared-trunk policy gets to verl's separate critic, and the policy's update is then the same
+  // as with vf_coef = 0).
+  bool value_trunk_gradients = true;
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 
