@@ -1,5 +1,6 @@
-// `sparserl bench CONFIG`: every agent of bench.agents answers for every matrix of bench.part, and
-// the answers are evaluated by the same evaluator and protocol. One row per (matrix, agent) goes to
+// `sparserl bench CONFIG`: every agent of bench.agents (and every NAME=CHECKPOINT of
+// bench.policies) answers for every matrix of bench.part, and the answers are evaluated by the same
+// evaluator and protocol, matrix by matrix (Bench says why). One row per (matrix, agent) goes to
 // results.csv, one per agent to summary.csv, and report.md shows both.
 //
 // What each agent answers with, and what pass@k counts:
@@ -7,11 +8,12 @@
 //                     deterministic: one answer, no samples (pass@k = pass@1)
 //   random            bench.samples episodes of uniform tokens under the action mask; the answer
 //                     is the first, pass@k counts all k
-//   sft, reinforce,   a policy checkpoint (bench.<agent>_checkpoint): the answer is its greedy
-//   ppo, grpo         program, pass@k counts it and bench.samples sampled programs (temperature
-//                     eval.temperature)
+//   sft, reinforce,   a policy checkpoint (bench.<agent>_checkpoint, or a bench.policies entry):
+//   ppo, grpo, NAME   the answer is its greedy program, pass@k counts it and bench.samples sampled
+//                     programs (temperature eval.temperature)
 // The answer's figures fill the speed columns: kernel and cuSPARSE median times, speedup, GFLOP/s
-// and bandwidth fraction, all from the evaluator's timing stage. Without a GPU nothing is checked
+// and bandwidth fraction, all from the evaluator's timing stage; best_speedup is the fastest correct
+// program of the answer and its samples, and program the answer's digest. Without a GPU nothing is checked
 // or timed, every row says tested = 0, and the tables say n/a instead of numbers.
 #include <algorithm>
 #include <cmath>
@@ -56,11 +58,13 @@ MatrixResult answer_row(const datasets::Task& task, std::int64_t nnz, const std:
   r.compiled = eval && eval->compiled;
   r.correct = gpu && eval && eval->correct;
   r.candidate_us = r.cusparse_us = r.speedup = r.gflops = r.bandwidth_fraction = kNaN;
+  r.best_speedup = kNaN;
+  if (eval) r.program = eval->program_digest;
   if (eval && eval->timed) {
     r.cusparse_us = eval->timing.baseline_median_us;
     if (eval->correct) {
       r.candidate_us = eval->timing.median_us;
-      r.speedup = eval->timing.speedup;
+      r.speedup = r.best_speedup = eval->timing.speedup;
       r.gflops = eval->timing.gflops;
       r.bandwidth_fraction = eval->timing.bandwidth_fraction;
     }
@@ -68,10 +72,15 @@ MatrixResult answer_row(const datasets::Task& task, std::int64_t nnz, const std:
   return r;
 }
 
+// Counts one of the k sampled programs into the answer's row (and its speedup into best of 1 + k).
 void count_sample(MatrixResult& row, const std::optional<reward::EvalResult>& eval, bool gpu) {
   ++row.samples;
   if (eval && eval->compiled) ++row.samples_compiled;
   if (gpu && eval && eval->correct) ++row.samples_correct;
+  if (gpu && eval && eval->correct && eval->timed && std::isfinite(eval->timing.speedup) &&
+      !(eval->timing.speedup <= row.best_speedup)) {
+    row.best_speedup = eval->timing.speedup;
+  }
 }
 
 std::string csv_cell(double v) { return std::isfinite(v) ? json_number(v) : std::string(); }
@@ -79,17 +88,61 @@ std::string csv_cell(double v) { return std::isfinite(v) ? json_number(v) : std:
 void write_summary_csv(const fs::path& file, const std::vector<MatrixResult>& rows) {
   std::ostringstream out;
   out << "agent,matrices,tested,compile_rate,pass@1,pass@k,k,geomean_speedup,"
-         "geomean_speedup_fallback,faster_share,median_gflops,mean_bandwidth_fraction\n";
+         "geomean_speedup_fallback,faster_share,median_gflops,mean_bandwidth_fraction,"
+         "sample_compile_rate,geomean_best_speedup\n";
   for (const AgentSummary& s : summarize_results(rows)) {
     out << s.agent << ',' << s.matrices << ',' << (s.tested ? 1 : 0) << ','
         << csv_cell(s.compile_rate) << ',' << csv_cell(s.pass_at_1) << ',' << csv_cell(s.pass_at_k)
         << ',' << s.k << ',' << csv_cell(s.geomean_speedup) << ','
         << csv_cell(s.geomean_speedup_fallback) << ',' << csv_cell(s.faster_share) << ','
-        << csv_cell(s.median_gflops) << ',' << csv_cell(s.mean_bandwidth_fraction) << '\n';
+        << csv_cell(s.median_gflops) << ',' << csv_cell(s.mean_bandwidth_fraction) << ','
+        << csv_cell(s.sample_compile_rate) << ',' << csv_cell(s.geomean_best_speedup) << '\n';
   }
   write_file_atomically(file, out.str());
 }
 
+// One agent of the comparison: its table name and what it answers with.
+struct Contender {
+  enum class Kind { template_search, random, learned };
+  std::string name;
+  Kind kind = Kind::learned;
+  std::string checkpoint;  // learned agents: the checkpoint folder as configured
+  std::unique_ptr<env::SparseCudaEnv> env;  // random and learned agents
+#if defined(SPARSERL_HAVE_AGENTS)
+  std::unique_ptr<agents::PolicyAgent> policy;
+  // The current batch of tasks' completions: one greedy answer and k samples per task.
+  std::vector<agents::Completion> answers, samples;
+#endif
+  std::vector<MatrixResult> rows;
+};
+
+// bench.agents, then bench.policies' NAME=CHECKPOINT entries, in table order.
+std::vector<Contender> contenders_of(const Config& config) {
+  std::vector<Contender> out;
+  for (const std::string& agent : config.string_list("bench.agents")) {
+    Contender c;
+    c.name = agent;
+    if (agent == "template") c.kind = Contender::Kind::template_search;
+    if (agent == "random") c.kind = Contender::Kind::random;
+    if (is_learned(agent)) c.checkpoint = config.string("bench." + agent + "_checkpoint");
+    out.push_back(std::move(c));
+  }
+  for (const std::string& entry : config.string_list("bench.policies")) {
+    Contender c;
+    const std::size_t eq = entry.find('=');
+    c.name = entry.substr(0, eq);
+    c.checkpoint = entry.substr(eq + 1);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The comparison runs matrix by matrix: for each batch of tasks every learned agent generates, then
+// for each matrix every agent's programs go to the evaluator one agent after the other. So all the
+// answers for one matrix are timed back to back, in one GPU worker, against one set-up of the
+// cuSPARSE baseline, and two agents that answer with the same program share one measurement (the
+// evaluator's result cache): a difference between two agents is a difference of programs, never
+// of when, or on which machine, each was timed.
 class Bench {
  public:
   Bench(Session& session, std::vector<datasets::Task> tasks, const StopSignals& stop)
@@ -98,146 +151,172 @@ class Bench {
   }
 
   std::vector<MatrixResult> run() {
-    const auto& agents = config_.string_list("bench.agents");
-    Progress progress("bench", static_cast<std::int64_t>(agents.size() * tasks_.size()),
+    std::vector<Contender> contenders = contenders_of(config_);
+    for (Contender& c : contenders) prepare(c);
+    Progress progress("bench", static_cast<std::int64_t>(contenders.size() * tasks_.size()),
                       s_.notices->stream(), s_.progress());
-    std::vector<MatrixResult> rows;
-    for (const std::string& agent : agents) {
-      if (stop_.requested()) break;
-      std::vector<MatrixResult> mine;
-      if (agent == "template") mine = template_search(progress);
-      if (agent == "random") mine = random_agent(progress);
-      if (is_learned(agent)) mine = learned(agent, progress);
-      rows.insert(rows.end(), mine.begin(), mine.end());
+    const auto per_batch =
+        static_cast<std::size_t>(std::max<std::int64_t>(1, config_.integer("eval.tasks_per_batch")));
+    for (std::size_t first = 0; first < tasks_.size() && !stop_.requested(); first += per_batch) {
+      const std::size_t last = std::min(tasks_.size(), first + per_batch);
+      for (Contender& c : contenders) {
+        if (c.kind == Contender::Kind::learned) generate(c, first, last);
+      }
+      for (std::size_t i = first; i < last && !stop_.requested(); ++i) {
+        for (Contender& c : contenders) {
+          if (stop_.requested()) break;
+          c.rows.push_back(answer(c, i, i - first));
+          progress.advance(1, c.name + " " + tasks_[i].uri);
+        }
+      }
     }
     progress.finish();
+    // Agent-major rows: each agent's matrices in split order, agents in table order. An
+    // interrupted bench keeps the matrices every agent answered.
+    std::size_t complete = tasks_.size();
+    for (const Contender& c : contenders) complete = std::min(complete, c.rows.size());
+    std::vector<MatrixResult> rows;
+    for (const Contender& c : contenders) rows.insert(rows.end(), c.rows.begin(), c.rows.begin() + static_cast<std::ptrdiff_t>(complete));
     return rows;
   }
 
  private:
-  std::vector<MatrixResult> template_search(Progress& progress) {
-    std::vector<MatrixResult> rows;
-#ifdef SPARSERL_BENCH_HAVE_KERNELS
-    kernels::EvaluatorBackend candidates(*s_.evaluator);
-    kernels::SearchOptions options;
-    options.budget = static_cast<int>(config_.integer("bench.template_budget"));
-    options.finalists = std::min(options.finalists, options.budget);
-    options.full = gpu_protocol(config_);
-    kernels::TemplateSearch search(candidates, *s_.store, options);
-    for (std::size_t i = 0; i < tasks_.size() && !stop_.requested(); ++i) {
-      const kernels::SearchResult result = search.search(tasks_[i]);
-      std::optional<reward::EvalResult> eval;
-      if (const kernels::CandidateResult* best = result.best_candidate()) eval = best->result;
-      rows.push_back(answer_row(tasks_[i], nnz_[i], "template", eval, s_.gpu));
-      progress.advance(1, "template " + tasks_[i].uri);
-    }
-#else
-    (void)progress;
-    throw RunnerError(
-        "bench.agents: template needs the kernel design space (agents/kernels), "
-        "which this build does not have");
-#endif
-    return rows;
-  }
-
-  std::vector<MatrixResult> random_agent(Progress& progress) {
-    std::vector<MatrixResult> rows;
+  void prepare(Contender& c) {
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
-    env::RandomAgent agent(seed, s_.tokenizer->vocabulary_ptr());
-    auto env = s_.make_env(env_config(config_),
-                           env::TaskSource::from_tasks(tasks_, env::TaskOrder::sequential));
-    const auto k = static_cast<std::uint64_t>(config_.integer("bench.samples"));
-    for (std::size_t i = 0; i < tasks_.size() && !stop_.requested(); ++i) {
-      MatrixResult row;
-      for (std::uint64_t j = 0; j < k; ++j) {
-        env::ResetOptions options;
-        options.task = tasks_[i];
-        options.episode_seed = env::episode_seed(seed, i * k + j);
-        env::Observation obs = env->reset(std::nullopt, options).observation;
-        while (true) {
-          const env::ActionBatch action = agent.act(std::span<const env::Observation>(&obs, 1));
-          env::StepResult step = env->step(action.tokens.front(), action.annotation(0));
-          if (step.done()) break;
-          obs = std::move(step.observation);
+    switch (c.kind) {
+      case Contender::Kind::template_search:
+#ifdef SPARSERL_BENCH_HAVE_KERNELS
+        if (!search_) {
+          candidates_ = std::make_unique<kernels::EvaluatorBackend>(*s_.evaluator);
+          kernels::SearchOptions options;
+          options.budget = static_cast<int>(config_.integer("bench.template_budget"));
+          options.finalists = std::min(options.finalists, options.budget);
+          options.full = gpu_protocol(config_);
+          search_ = std::make_unique<kernels::TemplateSearch>(*candidates_, *s_.store, options);
         }
-        const env::Episode* episode = env->last_episode();
-        const std::optional<reward::EvalResult> eval =
-            episode != nullptr ? episode->eval : std::nullopt;
-        if (j == 0) row = answer_row(tasks_[i], nnz_[i], "random", eval, s_.gpu);
-        count_sample(row, eval, s_.gpu);
+#else
+        throw RunnerError(
+            "bench.agents: template needs the kernel design space (agents/kernels), "
+            "which this build does not have");
+#endif
+        return;
+      case Contender::Kind::random:
+        random_ = std::make_unique<env::RandomAgent>(seed, s_.tokenizer->vocabulary_ptr());
+        c.env = s_.make_env(env_config(config_),
+                            env::TaskSource::from_tasks(tasks_, env::TaskOrder::sequential));
+        return;
+      case Contender::Kind::learned:
+#if defined(SPARSERL_HAVE_AGENTS)
+      {
+        c.policy = agents::PolicyAgent::from_checkpoint(resolve_path(s_.root, c.checkpoint),
+                                                        config_.string("agent.device"));
+        env::EnvConfig e = env_config(config_);
+        e.max_tokens = c.policy->config().policy.max_tokens;
+        e.mask = c.policy->config().mask;
+        e.observation.nnz_samples = c.policy->config().policy.nnz_samples;
+        e.observation.embedding_dim = c.policy->config().policy.embedding_dim;
+        c.env = s_.make_env(e, env::TaskSource::from_tasks(tasks_, env::TaskOrder::sequential));
+        return;
       }
-      rows.push_back(row);
-      progress.advance(1, "random " + tasks_[i].uri);
+#else
+        throw RunnerError("bench.agents: " + c.name +
+                          " is a learned agent and this build has no LibTorch");
+#endif
     }
-    return rows;
   }
 
-  std::vector<MatrixResult> learned(const std::string& name, Progress& progress) {
-    std::vector<MatrixResult> rows;
+  // The learned agent's greedy answer and k samples for tasks [first, last), nothing evaluated.
+  void generate(Contender& c, std::size_t first, std::size_t last) {
 #if defined(SPARSERL_HAVE_AGENTS)
-    const fs::path checkpoint =
-        resolve_path(s_.root, config_.string("bench." + name + "_checkpoint"));
-    auto agent = agents::PolicyAgent::from_checkpoint(checkpoint, config_.string("agent.device"));
-    env::EnvConfig e = env_config(config_);
-    e.max_tokens = agent->config().policy.max_tokens;
-    e.mask = agent->config().mask;
-    e.observation.nnz_samples = agent->config().policy.nnz_samples;
-    e.observation.embedding_dim = agent->config().policy.embedding_dim;
-    auto env = s_.make_env(e, env::TaskSource::from_tasks(tasks_, env::TaskOrder::sequential));
-    const int k = static_cast<int>(config_.integer("bench.samples"));
+    const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
+    std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+    for (std::size_t i = first; i < last; ++i) {
+      env::ResetOptions options;
+      options.task = tasks_[i];
+      options.episode_seed = env::episode_seed(seed, i);
+      prompts.push_back(c.env->reset(std::nullopt, options).observation.matrix);
+    }
     agents::SamplingConfig greedy;
     greedy.greedy = true;
     agents::SamplingConfig sampled;
     sampled.temperature = config_.real("eval.temperature");
-    const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
-    const auto per_batch = static_cast<std::size_t>(config_.integer("eval.tasks_per_batch"));
-    // The outcomes of one task's completions, evaluated together (those that ended with <eos>).
-    auto outcomes = [&](const datasets::Task& task,
-                        const std::vector<const agents::Completion*>& completions) {
-      std::vector<std::optional<reward::EvalResult>> out(completions.size());
-      std::vector<std::vector<env::TokenId>> sequences;
-      std::vector<std::size_t> where;
-      for (std::size_t i = 0; i < completions.size(); ++i) {
-        if (!completions[i]->terminated) continue;
-        sequences.push_back(completions[i]->tokens);
-        where.push_back(i);
-      }
-      if (sequences.empty()) return out;
-      std::vector<env::EpisodeOutcome> evaluated = env->evaluate_group(task, sequences);
-      for (std::size_t j = 0; j < where.size(); ++j) out[where[j]] = std::move(evaluated[j].eval);
-      return out;
-    };
-    for (std::size_t first = 0; first < tasks_.size() && !stop_.requested(); first += per_batch) {
-      const std::size_t last = std::min(tasks_.size(), first + per_batch);
-      std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
-      for (std::size_t i = first; i < last; ++i) {
-        env::ResetOptions options;
-        options.task = tasks_[i];
-        options.episode_seed = env::episode_seed(seed, i);
-        prompts.push_back(env->reset(std::nullopt, options).observation.matrix);
-      }
-      const std::vector<agents::Completion> answers = agent->generate(prompts, 1, greedy);
-      const std::vector<agents::Completion> samples = agent->generate(prompts, k, sampled);
-      for (std::size_t i = first; i < last; ++i) {
-        const std::size_t b = i - first;
-        std::vector<const agents::Completion*> completions = {&answers[b]};
-        for (std::size_t j = 0; j < static_cast<std::size_t>(k); ++j) {
-          completions.push_back(&samples[b * static_cast<std::size_t>(k) + j]);
-        }
-        const auto evals = outcomes(tasks_[i], completions);
-        MatrixResult row = answer_row(tasks_[i], nnz_[i], name, evals[0], s_.gpu);
-        for (std::size_t j = 1; j < evals.size(); ++j) count_sample(row, evals[j], s_.gpu);
-        rows.push_back(row);
-        progress.advance(1, name + " " + tasks_[i].uri);
-      }
-    }
+    c.answers = c.policy->generate(prompts, 1, greedy);
+    c.samples = c.policy->generate(prompts, static_cast<int>(config_.integer("bench.samples")),
+                                   sampled);
 #else
-    (void)progress;
-    throw RunnerError("bench.agents: " + name +
-                      " is a learned agent and this build has no "
-                      "LibTorch");
+    (void)c, (void)first, (void)last;
 #endif
-    return rows;
+  }
+
+  // Agent c's row for task i (b: the task's place in the current batch).
+  MatrixResult answer(Contender& c, std::size_t i, std::size_t b) {
+    switch (c.kind) {
+      case Contender::Kind::template_search: return template_answer(i);
+      case Contender::Kind::random: return random_answer(c, i);
+      case Contender::Kind::learned: break;
+    }
+    return learned_answer(c, i, b);
+  }
+
+  MatrixResult template_answer(std::size_t i) {
+    std::optional<reward::EvalResult> eval;
+#ifdef SPARSERL_BENCH_HAVE_KERNELS
+    const kernels::SearchResult result = search_->search(tasks_[i]);
+    if (const kernels::CandidateResult* best = result.best_candidate()) eval = best->result;
+#endif
+    return answer_row(tasks_[i], nnz_[i], "template", eval, s_.gpu);
+  }
+
+  MatrixResult random_answer(Contender& c, std::size_t i) {
+    const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
+    const auto k = static_cast<std::uint64_t>(config_.integer("bench.samples"));
+    MatrixResult row;
+    for (std::uint64_t j = 0; j < k; ++j) {
+      env::ResetOptions options;
+      options.task = tasks_[i];
+      options.episode_seed = env::episode_seed(seed, i * k + j);
+      env::Observation obs = c.env->reset(std::nullopt, options).observation;
+      while (true) {
+        const env::ActionBatch action = random_->act(std::span<const env::Observation>(&obs, 1));
+        env::StepResult step = c.env->step(action.tokens.front(), action.annotation(0));
+        if (step.done()) break;
+        obs = std::move(step.observation);
+      }
+      const env::Episode* episode = c.env->last_episode();
+      const std::optional<reward::EvalResult> eval =
+          episode != nullptr ? episode->eval : std::nullopt;
+      if (j == 0) row = answer_row(tasks_[i], nnz_[i], "random", eval, s_.gpu);
+      count_sample(row, eval, s_.gpu);
+    }
+    return row;
+  }
+
+  MatrixResult learned_answer(Contender& c, std::size_t i, std::size_t b) {
+#if defined(SPARSERL_HAVE_AGENTS)
+    const auto k = c.samples.size() / std::max<std::size_t>(1, c.answers.size());
+    std::vector<const agents::Completion*> completions = {&c.answers[b]};
+    for (std::size_t j = 0; j < k; ++j) completions.push_back(&c.samples[b * k + j]);
+    // Those that ended with <eos> are evaluated together; a program cut at max_tokens has no
+    // outcome.
+    std::vector<std::optional<reward::EvalResult>> evals(completions.size());
+    std::vector<std::vector<env::TokenId>> sequences;
+    std::vector<std::size_t> where;
+    for (std::size_t j = 0; j < completions.size(); ++j) {
+      if (!completions[j]->terminated) continue;
+      sequences.push_back(completions[j]->tokens);
+      where.push_back(j);
+    }
+    if (!sequences.empty()) {
+      std::vector<env::EpisodeOutcome> evaluated = c.env->evaluate_group(tasks_[i], sequences);
+      for (std::size_t j = 0; j < where.size(); ++j) evals[where[j]] = std::move(evaluated[j].eval);
+    }
+    MatrixResult row = answer_row(tasks_[i], nnz_[i], c.name, evals[0], s_.gpu);
+    for (std::size_t j = 1; j < evals.size(); ++j) count_sample(row, evals[j], s_.gpu);
+    return row;
+#else
+    (void)c, (void)b;
+    return answer_row(tasks_[i], nnz_[i], c.name, std::nullopt, s_.gpu);
+#endif
   }
 
   Session& s_;
@@ -245,11 +324,34 @@ class Bench {
   std::vector<datasets::Task> tasks_;
   std::vector<std::int64_t> nnz_;
   const StopSignals& stop_;
+  std::unique_ptr<env::RandomAgent> random_;
+#ifdef SPARSERL_BENCH_HAVE_KERNELS
+  std::unique_ptr<kernels::EvaluatorBackend> candidates_;
+  std::unique_ptr<kernels::TemplateSearch> search_;
+#endif
 };
 
 void check_bench_config(const Config& config, const fs::path& root) {
   const auto& agents = config.string_list("bench.agents");
-  if (agents.empty()) throw RunnerError("bench.agents: empty (name the agents to compare)");
+  const auto& policies = config.string_list("bench.policies");
+  if (agents.empty() && policies.empty())
+    throw RunnerError("bench.agents and bench.policies: both empty (name the agents to compare)");
+  auto require_checkpoint = [&](const std::string& key, const std::string& value) {
+    const fs::path dir = resolve_path(root, value);
+    std::error_code ec;
+    if (!fs::exists(dir / "checkpoint.txt", ec)) {
+      throw RunnerError(key + ": " + dir.string() +
+                        " is not a policy checkpoint (no checkpoint.txt; relative paths start at "
+                        "the root " +
+                        root.string() + ")");
+    }
+  };
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    const std::string key = "bench.policies[" + std::to_string(i) + "] '" + policies[i] + "'";
+    if (!have_learned_agents())
+      throw RunnerError(key + ": a learned agent, and this build has no LibTorch");
+    require_checkpoint(key, policies[i].substr(policies[i].find('=') + 1));
+  }
   for (std::size_t i = 0; i < agents.size(); ++i) {
     if (std::find(agents.begin(), agents.begin() + static_cast<std::ptrdiff_t>(i), agents[i]) !=
         agents.begin() + static_cast<std::ptrdiff_t>(i)) {
@@ -264,14 +366,7 @@ void check_bench_config(const Config& config, const fs::path& root) {
     const std::string key = "bench." + agents[i] + "_checkpoint";
     const std::string& value = config.string(key);
     if (value.empty()) throw RunnerError(key + ": empty, but bench.agents lists " + agents[i]);
-    const fs::path dir = resolve_path(root, value);
-    std::error_code ec;
-    if (!fs::exists(dir / "checkpoint.txt", ec)) {
-      throw RunnerError(key + ": " + dir.string() +
-                        " is not a policy checkpoint (no "
-                        "checkpoint.txt; relative paths start at the root " +
-                        root.string() + ")");
-    }
+    require_checkpoint(key, value);
   }
   (void)env_config(config);
 }
@@ -290,9 +385,11 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
   const RunDirectory run = RunDirectory::create(session->config, start);
   session->record_to(run.root());
   session->say("run directory: " + run.root().string());
-  session->say("bench: " + std::to_string(config.string_list("bench.agents").size()) +
+  session->say("bench: " +
+               std::to_string(config.string_list("bench.agents").size() +
+                              config.string_list("bench.policies").size()) +
                " agents x " + std::to_string(tasks.size()) + " matrices (" +
-               config.string("bench.part") + " part)");
+               config.string("bench.part") + " part), matrix by matrix");
   RunStatus status = RunStatus::running;
   try {
     status = run.run([&](const StopSignals& stop) {

@@ -228,14 +228,17 @@ void results_section(std::ostringstream& md, const fs::path& file, const ReportO
   std::int64_t k = 0;
   for (const AgentSummary& s : summaries) k = std::max(k, s.k);
   const std::string pass_k = k > 0 ? "pass@" + std::to_string(k) : std::string("pass@k");
+  const std::string best_k = k > 0 ? "best of " + std::to_string(k + 1) : std::string("best of k");
   md << "| agent | matrices | compile rate | correct rate (pass@1) | " << pass_k
-     << " | geomean speedup (correct) | geomean speedup (failures as 1) | faster than cuSPARSE | "
-        "median GFLOP/s | mean bandwidth fraction |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+     << " | sample compile rate | geomean speedup (correct) | geomean speedup (failures as 1) | "
+     << best_k
+     << " (failures as 1) | faster than cuSPARSE | median GFLOP/s | mean bandwidth fraction |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const AgentSummary& s : summaries) {
     md << "| " << cell(s.agent) << " | " << s.matrices << " | " << percent(s.compile_rate) << " | "
        << percent(s.correct_rate) << " | " << percent(s.pass_at_k) << " | "
-       << num(s.geomean_speedup) << " | " << num(s.geomean_speedup_fallback) << " | "
+       << percent(s.sample_compile_rate) << " | " << num(s.geomean_speedup) << " | "
+       << num(s.geomean_speedup_fallback) << " | " << num(s.geomean_best_speedup) << " | "
        << percent(s.faster_share) << " | " << num(s.median_gflops) << " | "
        << percent(s.mean_bandwidth_fraction) << " |\n";
   }
@@ -254,8 +257,8 @@ void results_section(std::ostringstream& md, const fs::path& file, const ReportO
   }
 
   md << "| matrix | nnz | agent | compiled | correct | kernel (us) | cuSPARSE (us) | speedup | "
-        "GFLOP/s | bandwidth fraction |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+        "GFLOP/s | bandwidth fraction | program |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
   const std::size_t shown = std::min(rows.size(), options.table_rows);
   for (std::size_t i = 0; i < shown; ++i) {
     const MatrixResult& r = rows[i];
@@ -263,7 +266,8 @@ void results_section(std::ostringstream& md, const fs::path& file, const ReportO
        << (r.compiled ? "yes" : "no") << " | "
        << (!r.tested ? "n/a" : r.correct ? "yes" : "no") << " | "
        << num(r.candidate_us) << " | " << num(r.cusparse_us) << " | " << num(r.speedup) << " | "
-       << num(r.gflops) << " | " << percent(r.bandwidth_fraction) << " |\n";
+       << num(r.gflops) << " | " << percent(r.bandwidth_fraction) << " | "
+       << (r.program.empty() ? std::string("-") : code(r.program.substr(0, 12))) << " |\n";
   }
   if (shown < rows.size()) md << "\n" << rows.size() - shown << " more rows in results.csv.\n";
   md << "\n";

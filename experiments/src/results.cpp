@@ -108,7 +108,8 @@ const std::vector<std::string>& results_columns() {
   static const std::vector<std::string> columns = {
       "matrix",       "nnz",         "agent",   "compiled", "correct",
       "candidate_us", "cusparse_us", "speedup", "gflops",   "bandwidth_fraction",
-      "tested",       "samples",     "samples_compiled",    "samples_correct"};
+      "tested",       "samples",     "samples_compiled",    "samples_correct",
+      "best_speedup", "program"};
   return columns;
 }
 
@@ -123,7 +124,8 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
         << ',' << csv_number(r.cusparse_us) << ',' << csv_number(r.speedup) << ','
         << csv_number(r.gflops) << ',' << csv_number(r.bandwidth_fraction) << ','
         << (r.tested ? 1 : 0) << ',' << r.samples << ',' << r.samples_compiled << ','
-        << r.samples_correct << '\n';
+        << r.samples_correct << ',' << csv_number(r.best_speedup) << ',' << csv_field(r.program)
+        << '\n';
   }
   try {
     write_file_atomically(file, out.str());
@@ -202,6 +204,8 @@ std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file) {
     r.speedup = number("speedup");
     r.gflops = number("gflops");
     r.bandwidth_fraction = number("bandwidth_fraction");
+    r.best_speedup = number("best_speedup");
+    if (const auto f = field("program")) r.program = *f;
     rows.push_back(std::move(r));
   }
   return rows;
@@ -237,16 +241,22 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
       }
       fallback.push_back(usable ? r->speedup : 1.0);
     }
-    std::int64_t pass_k = 0;
-    bool sampled = false;
+    std::int64_t pass_k = 0, samples = 0, samples_compiled = 0;
+    std::vector<double> best;
     for (const MatrixResult* r : rs) {
       s.tested = s.tested && r->tested;
       s.k = std::max(s.k, r->samples);
-      sampled = sampled || r->samples > 0;
+      samples += r->samples;
+      samples_compiled += r->samples_compiled;
       pass_k += r->correct || r->samples_correct > 0 ? 1 : 0;
+      best.push_back(std::isfinite(r->best_speedup) && r->best_speedup > 0 ? r->best_speedup : 1.0);
     }
+    const bool sampled = samples > 0;
     const auto n = static_cast<double>(rs.size());
     s.pass_at_k = sampled ? static_cast<double>(pass_k) / n : kNaN;
+    s.sample_compile_rate =
+        sampled ? static_cast<double>(samples_compiled) / static_cast<double>(samples) : kNaN;
+    s.geomean_best_speedup = sampled ? geomean(best) : kNaN;
     s.correct_rate = static_cast<double>(correct) / n;
     s.geomean_speedup = geomean(speedups);
     s.geomean_speedup_fallback = geomean(fallback);
@@ -261,7 +271,7 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
     if (!s.tested) {
       for (double* v : {&s.correct_rate, &s.pass_at_1, &s.pass_at_k, &s.geomean_speedup,
                         &s.geomean_speedup_fallback, &s.faster_share, &s.median_gflops,
-                        &s.mean_bandwidth_fraction}) {
+                        &s.mean_bandwidth_fraction, &s.geomean_best_speedup}) {
         *v = kNaN;
       }
     }

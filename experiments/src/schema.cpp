@@ -5,6 +5,8 @@
 // and the defaults here are the structs' own (tests/experiments/runner_test.cpp compares them), so
 // a resolved config (config.resolved.toml) states every choice a run made. docs/config.md is
 // rendered from this table (`sparserl config --markdown`).
+#include <algorithm>
+#include <cctype>
 #include <functional>
 #include <string>
 
@@ -66,6 +68,32 @@ std::optional<std::string> generator_uris(const Value& value) {
     } catch (const std::exception& e) {
       return where + e.what();
     }
+  }
+  return std::nullopt;
+}
+
+// bench.policies: NAME=CHECKPOINT, NAME a new agent name (letters, digits, '-', '_', '.'), no name
+// twice. Whether CHECKPOINT is a checkpoint is checked when the bench starts (paths resolve against
+// the root then).
+std::optional<std::string> bench_policies(const Value& value) {
+  const auto& entries = std::get<std::vector<std::string>>(value);
+  const std::vector<std::string> builtin = {"template", "random", "sft", "reinforce", "ppo", "grpo"};
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = "element " + std::to_string(i) + " '" + entries[i] + "': ";
+    const std::size_t eq = entries[i].find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entries[i].size())
+      return where + "not NAME=CHECKPOINT (e.g. \"grpo-seed2=runs/grpo-2/final\")";
+    const std::string name = entries[i].substr(0, eq);
+    for (char c : name) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+        return where + "the name may hold letters, digits, '-', '_' and '.' only";
+    }
+    if (std::find(builtin.begin(), builtin.end(), name) != builtin.end())
+      return where + "'" + name + "' is a bench.agents name; give the policy another";
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      return where + "the name '" + name + "' is given twice";
+    names.push_back(name);
   }
   return std::nullopt;
 }
@@ -324,6 +352,10 @@ Schema build_schema() {
       .string("reinforce_checkpoint", "", "policy checkpoint of the reinforce agent")
       .string("ppo_checkpoint", "", "policy checkpoint of the ppo agent")
       .string("grpo_checkpoint", "", "policy checkpoint of the grpo agent")
+      .string_list("policies", {},
+                   "more learned agents, each \"NAME=CHECKPOINT\" (e.g. one per seed: "
+                   "\"grpo-seed2=runs/grpo-2/final\"), compared after bench.agents")
+      .validate(bench_policies)
       .integer("max_tasks", 0, "benchmark at most this many matrices (0: all)", 0, 1e9);
 
   s.section(

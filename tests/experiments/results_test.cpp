@@ -35,11 +35,13 @@ MatrixResult row(const char* matrix, std::int64_t nnz, const char* agent, bool c
 
 TEST_CASE("results.csv round-trips", "[experiments][results]") {
   const auto file = scratch_dir("results_round_trip") / "results.csv";
-  const std::vector<MatrixResult> rows = {
+  std::vector<MatrixResult> rows = {
       row("suitesparse-v1/HB/west0067", 294, "template", true, true, 2.0, 4.0),
       row("file:/data/a,b \"odd\".mtx", 10, "grpo", true, false, std::nan(""), 3.0),
       row("gen-v1/banded?n=100", 298, "grpo", false, false, std::nan(""), std::nan("")),
   };
+  rows[0].best_speedup = 2.5;
+  rows[0].program = "3a07ff";
   write_results_csv(file, rows);
   std::ifstream in(file);
   std::string header, first;
@@ -47,8 +49,9 @@ TEST_CASE("results.csv round-trips", "[experiments][results]") {
   std::getline(in, first);
   CHECK(header ==
         "matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_"
-        "fraction,tested,samples,samples_compiled,samples_correct");
-  CHECK(first == "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5,1,0,0,0");
+        "fraction,tested,samples,samples_compiled,samples_correct,best_speedup,program");
+  CHECK(first ==
+        "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5,1,0,0,0,2.5,3a07ff");
 
   const auto back = read_results_csv(file);
   REQUIRE(back.size() == 3);
@@ -61,6 +64,10 @@ TEST_CASE("results.csv round-trips", "[experiments][results]") {
   CHECK(back[1].cusparse_us == 3.0);
   CHECK(std::isnan(back[2].cusparse_us));
   CHECK(back[2].nnz == 298);
+  CHECK(back[0].best_speedup == 2.5);
+  CHECK(back[0].program == "3a07ff");
+  CHECK(std::isnan(back[1].best_speedup));  // the default: no correct program
+  CHECK(back[1].program.empty());
 }
 
 TEST_CASE("results.csv columns are found by name; bad fields are named", "[experiments][results]") {
@@ -133,6 +140,8 @@ TEST_CASE("pass@k and untested rows in the summary", "[experiments][results]") {
   for (MatrixResult& r : rows) r.samples = 8;
   rows[1].samples_compiled = 5;
   rows[1].samples_correct = 2;  // the greedy answer failed, a sample did not
+  rows[0].best_speedup = 4.0;   // a sample twice as fast as the answer
+  rows[1].best_speedup = 3.0;   // a correct sample where the answer failed
   rows.push_back(row("m1", 10, "cpu", true, false, 2.0, 4.0));
   rows.back().tested = false;  // no GPU: correctness and speed unknown
   write_results_csv(file, rows);
@@ -149,11 +158,13 @@ TEST_CASE("pass@k and untested rows in the summary", "[experiments][results]") {
   CHECK(s[0].pass_at_1 == 0.25);
   CHECK(s[0].pass_at_k == 0.5);
   CHECK(s[0].compile_rate == 0.75);
+  CHECK(s[0].sample_compile_rate == Approx(5.0 / 32));
+  CHECK(s[0].geomean_best_speedup == Approx(std::pow(4.0 * 3.0, 0.25)));  // m3, m4 count as 1
   CHECK_FALSE(s[1].tested);
   CHECK(s[1].compile_rate == 1.0);
   for (double v : {s[1].correct_rate, s[1].pass_at_1, s[1].pass_at_k, s[1].geomean_speedup,
                    s[1].geomean_speedup_fallback, s[1].faster_share, s[1].median_gflops,
-                   s[1].mean_bandwidth_fraction}) {
+                   s[1].mean_bandwidth_fraction, s[1].geomean_best_speedup}) {
     CHECK(std::isnan(v));  // n/a, never a made-up number
   }
   // An older file without the new columns reads as tested, without samples.
@@ -163,4 +174,6 @@ TEST_CASE("pass@k and untested rows in the summary", "[experiments][results]") {
   CHECK(old[0].tested);
   CHECK(old[0].samples == 0);
   CHECK(std::isnan(summarize_results(old)[0].pass_at_k));
+  CHECK(std::isnan(summarize_results(old)[0].sample_compile_rate));
+  CHECK(std::isnan(old[0].best_speedup));
 }

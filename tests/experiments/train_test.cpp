@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -416,5 +417,79 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
     CHECK_THAT(read_text(dir / "bad3.log"), has_substring("--generated-share must be in (0, 1]"));
     CHECK(rl("bad4", {"--generator", "gen-v1/diagonal?n=9", "--generated-share", "0.5"}) == 2);
     CHECK_THAT(read_text(dir / "bad4.log"), has_substring("needs --split or --matrix"));
+  }
+}
+
+TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.policies)",
+          "[experiments][train][bench]") {
+  require_agents();
+  const fs::path dir = sparserl::testing::scratch_dir("bench_policies");
+  std::ofstream(dir / "tiny.toml") << kTinyConfig;
+  const pid_t sft = start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir",
+                               (dir / "runs").string(), "--set", R"(train.stages=["pretrain","sft"])"},
+                              dir / "sft.log");
+  INFO(read_text(dir / "sft.log"));
+  REQUIRE(finish(sft, std::chrono::seconds(120)) == 0);
+  const std::string policy = (only_run(dir / "runs") / "policies" / "sft").string();
+  const auto bench = [&](const std::string& name, const std::string& policies) {
+    return finish(start_cli({"bench", (dir / "tiny.toml").string(), "--runs-dir",
+                             (dir / name).string(), "--set", R"(bench.agents=["template","sft"])",
+                             "--set", "bench.sft_checkpoint=" + policy, "--set",
+                             "bench.policies=" + policies, "--set", "bench.samples=2", "--set",
+                             "bench.template_budget=1"},
+                            dir / (name + ".log")),
+                  std::chrono::seconds(180));
+  };
+
+  SECTION("every agent answers every matrix; one checkpoint twice answers the same programs") {
+    const int code = bench("cmp", R"(["sft-again=)" + policy + R"("])");
+    INFO(read_text(dir / "cmp.log"));
+    REQUIRE(code == 0);
+    CHECK_THAT(read_text(dir / "cmp.log"), has_substring("bench: 3 agents x 4 matrices"));
+    const fs::path run = only_run(dir / "cmp");
+    const std::vector<MatrixResult> rows = read_results_csv(run / "results.csv");
+    REQUIRE(rows.size() == 3 * 4);
+    // Agent-major rows, agents in table order, matrices in the same order for each.
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      CHECK(rows[i].agent == std::vector<std::string>{"template", "sft", "sft-again"}[i / 4]);
+      CHECK(rows[i].matrix == rows[i % 4].matrix);
+      CHECK_FALSE(rows[i].tested);  // no GPU here: compile stage only
+      CHECK(std::isnan(rows[i].best_speedup));
+    }
+    for (std::size_t m = 0; m < 4; ++m) {
+      const MatrixResult& a = rows[4 + m];
+      const MatrixResult& b = rows[8 + m];
+      CHECK(a.samples == 2);
+      CHECK(b.samples == 2);
+      CHECK(a.samples_compiled == b.samples_compiled);
+      if (a.compiled) CHECK(a.program.size() == 64);  // the answer's SHA-256
+      CHECK(a.program == b.program);
+      CHECK(a.compiled == b.compiled);
+    }
+    const std::string summary = read_text(run / "summary.csv");
+    CHECK_THAT(summary, has_substring("sample_compile_rate"));
+    CHECK_THAT(summary, has_substring("\nsft-again,4,0,"));
+    const std::vector<AgentSummary> s = summarize_results(rows);
+    REQUIRE(s.size() == 3);
+    CHECK(s[1].sample_compile_rate == s[2].sample_compile_rate);
+    CHECK(std::isnan(s[0].sample_compile_rate));  // the template search answers once
+    CHECK(std::isnan(s[1].geomean_best_speedup));  // nothing timed without a GPU
+    CHECK_THAT(read_text(run / "report.md"), has_substring("| sft-again | 4 |"));
+  }
+  SECTION("a bad entry is named before anything runs") {
+    CHECK(bench("bad1", R"(["grpo=)" + policy + R"("])") == 1);
+    CHECK_THAT(read_text(dir / "bad1.log"),
+               has_substring("override 'bench.policies=[\"grpo=" + policy +
+                             "\"]': element 0 'grpo=" + policy +
+                             "': 'grpo' is a bench.agents name"));
+    CHECK(bench("bad2", R"(["seed2"])") == 1);
+    CHECK_THAT(read_text(dir / "bad2.log"), has_substring("element 0 'seed2': not NAME=CHECKPOINT"));
+    CHECK(bench("bad3", R"(["a=)" + policy + R"(", "a=)" + policy + R"("])") == 1);
+    CHECK_THAT(read_text(dir / "bad3.log"), has_substring("the name 'a' is given twice"));
+    const int missing = bench("bad4", R"(["seed2=)" + (dir / "nowhere").string() + R"("])");
+    CHECK(missing == 1);
+    CHECK_THAT(read_text(dir / "bad4.log"),
+               has_substring("bench.policies[0] 'seed2=" + (dir / "nowhere").string() +
+                             "': " + (dir / "nowhere").string() + " is not a policy checkpoint"));
   }
 }

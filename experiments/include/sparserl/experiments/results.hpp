@@ -2,18 +2,20 @@
 // the kernel that agent answered with for that matrix - and the per-agent summary the report shows:
 //
 //   matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_fraction,
-//     tested,samples,samples_compiled,samples_correct
-//   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012,1,0,0,0
+//     tested,samples,samples_compiled,samples_correct,best_speedup,program
+//   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012,1,0,0,0,1.168,3a07...
 //
 // Plain RFC 4180 CSV with a header; columns are found by name, so their order is free and extra
 // columns (op, dtype, ...) are allowed and ignored here. `matrix` and `agent` are required; a
 // missing or empty number is NaN (a kernel that did not compile has no time); a file without the
-// last four columns reads as tested, without samples. Booleans are 1/0 or true/false. Bad input is
-// a ResultsError naming the file, the line and the column.
+// sample columns reads as tested, without samples, and one without best_speedup / program as
+// having neither. Booleans are 1/0 or true/false. Bad input is a ResultsError naming the file, the
+// line and the column.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +43,12 @@ struct MatrixResult {
   // pass@k: k further programs the agent sampled for this matrix (0: none), how many of them
   // compiled and how many were correct.
   std::int64_t samples = 0, samples_compiled = 0, samples_correct = 0;
+  // The fastest correct program of the answer and its samples (best of 1 + k; NaN when none is
+  // correct or nothing was timed).
+  double best_speedup = std::numeric_limits<double>::quiet_NaN();
+  // The answer's program digest (empty when no program reached the evaluator): two agents with the
+  // same digest for a matrix answered with the same kernel.
+  std::string program;
 };
 
 // The column names in the order write_results_csv uses.
@@ -69,6 +77,11 @@ struct AgentSummary {
   // The answer or one of the k samples correct, over all matrices (NaN when no row has samples).
   double pass_at_k = 0;
   std::int64_t k = 0;  // the largest number of samples of a row
+  // Sampled programs that compiled, over all samples (NaN when no row has samples).
+  double sample_compile_rate = 0;
+  // Geometric mean over all matrices of best_speedup, a matrix without a correct program counted
+  // as 1.0 (NaN when no row has samples or nothing was tested).
+  double geomean_best_speedup = 0;
 };
 
 // One summary per agent, in order of first appearance.
