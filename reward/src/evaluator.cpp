@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/reward/digest.hpp"
@@ -637,32 +638,51 @@ struct Evaluator::Impl {
   // Starts a task's adaptive deadline before its first candidate runs (EvaluatorConfig::
   // gpu_deadline_calibration): the calibration program's GPU answer on the task, under the full
   // deadline, is the first entry of its slowest answers. Concurrent first requests of one task (a
-  // group of G samples) wait for one calibration; a failed one leaves the task uncalibrated.
+  // group of G samples) wait for one calibration. Each task is calibrated once: a failed
+  // calibration (the plain CSR kernel refused or timed out there) leaves the task on the full
+  // deadline until a candidate answers, and is not tried again.
   void calibrate_deadline(const datasets::Task& task, const std::string& dkey,
                           const EvaluateOptions& options) {
     if (!cfg.gpu_deadline_calibration || cfg.gpu_deadline_factor <= 0) return;
-    const auto answered = [&] {
+    const auto settled = [&] {
       std::lock_guard<std::mutex> lock(mutex);
-      return slowest_answer_ms.count(dkey) > 0;
+      return slowest_answer_ms.count(dkey) > 0 || calibrated.count(dkey) > 0;
     };
-    if (answered()) return;
+    if (settled()) return;
     (void)calibrations.run(dkey, [&] {
-      if (answered()) return true;
+      if (settled()) return true;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        forget_deadlines_if_full();
+      }
       EvalResult c;
       run_stages(task, deadline_calibration_program(task.op), options, c, true);
       std::lock_guard<std::mutex> lock(mutex);
       ++stats.deadline_calibrations;
+      calibrated.insert(dkey);
       return slowest_answer_ms.count(dkey) > 0;
     });
   }
 
   void answered_in(const std::string& key, double run_ms) {
     std::lock_guard<std::mutex> lock(mutex);
+    if (slowest_answer_ms.count(key) == 0) forget_deadlines_if_full();
     double& slowest = slowest_answer_ms[key];
     slowest = std::max(slowest, run_ms);
   }
 
+  // RL on generated matrices meets a new task every episode group: the per-task deadline tables
+  // are bounded. When one is full both are emptied (mutex held); a task met again is calibrated
+  // again, which costs one plain CSR run.
+  void forget_deadlines_if_full() {
+    if (slowest_answer_ms.size() < kDeadlineTasks && calibrated.size() < kDeadlineTasks) return;
+    slowest_answer_ms.clear();
+    calibrated.clear();
+  }
+  static constexpr std::size_t kDeadlineTasks = 1 << 16;
+
   std::unordered_map<std::string, double> slowest_answer_ms;  // guarded by mutex
+  std::unordered_set<std::string> calibrated;  // deadline keys calibrated, answered or not; mutex
 
   InFlight<CompileOutcome> compiles;  // by compile cache key
   InFlight<GpuOutcome> gpu_runs;      // by result key

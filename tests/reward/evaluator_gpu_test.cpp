@@ -294,6 +294,26 @@ TEST_CASE("a hung kernel as a new task's first request times out at the calibrat
   CHECK(s.gpu_requests == 4);           // two calibrations, the hung kernel, the SpMM program
 }
 
+TEST_CASE("a task whose calibration fails is not calibrated again", "[reward][gpu]") {
+  // A 1 ms deadline: no GPU request can answer in time (a fresh worker creates its CUDA context
+  // first), so the calibration times out. The task stays on the full deadline, and the next
+  // requests on it do not pay for another calibration (a worker replaced each time).
+  shared_evaluator();  // skips without a GPU
+  rw::EvaluatorConfig config = gpu_config(std::chrono::milliseconds(1));
+  config.gpu_deadline_factor = 20;
+  config.gpu_deadline_floor = std::chrono::milliseconds(1);
+  rw::Evaluator ev(config);
+  const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=9", ds::Op::spmv, ds::DType::f32);
+  for (int i = 0; i < 3; ++i) {
+    const rw::EvalResult r = ev.evaluate(t, read_text(program_path("spmv_csr.cu")));
+    INFO(describe(r));
+    CHECK(r.error == rw::ErrorKind::timeout);
+  }
+  const rw::EvaluatorStats s = ev.stats();
+  CHECK(s.deadline_calibrations == 1);
+  CHECK(s.gpu_requests == 1 + 3);  // one calibration, three candidates
+}
+
 TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]") {
   rw::Evaluator& ev = shared_evaluator();
   rw::EvaluateOptions timed;
