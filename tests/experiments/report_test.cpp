@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 
 #include "catch.hpp"
@@ -217,6 +218,28 @@ TEST_CASE("plot helpers reject what they cannot draw", "[experiments][report]") 
   CHECK_THAT(data, has_substring(" 0.5 "));         // the slowest
   CHECK_THAT(data, has_substring(" 3.5625 "));      // the fastest
   CHECK(data.find(" 1.75 ") == std::string::npos);  // a middle one left out
+  // Eight agents (a bench of SFT, the template search and two seeds of three algorithms): eight
+  // distinct bar colours.
+  std::vector<MatrixResult> agents;
+  for (int a = 0; a < 8; ++a) {
+    MatrixResult r;
+    r.matrix = "m";
+    r.agent = "agent" + std::to_string(a);
+    r.compiled = r.correct = true;
+    r.speedup = 1.0 + a;
+    agents.push_back(r);
+  }
+  CHECK(draw_speedup_bars(*probe.gnuplot, agents, 10, dir / "agents.png") == 1);
+  const std::string script = read_text(dir / "agents.gp");
+  std::set<std::string> colours;
+  for (int a = 0; a < 8; ++a) {
+    const std::size_t title = script.find("title 'agent" + std::to_string(a) + "'");
+    REQUIRE(title != std::string::npos);
+    const std::size_t hash = script.rfind('#', title);
+    REQUIRE(hash != std::string::npos);
+    colours.insert(script.substr(hash, 7));
+  }
+  CHECK(colours.size() == 8);
 }
 
 TEST_CASE("a gnuplot without pngcairo falls back to the png terminal", "[experiments][report]") {
