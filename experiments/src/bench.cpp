@@ -1,7 +1,8 @@
 // `sparserl bench CONFIG`: every agent of bench.agents (and every NAME=CHECKPOINT of
 // bench.policies) answers for every matrix of bench.part, and the answers are evaluated by the same
 // evaluator and protocol, matrix by matrix (Bench says why). One row per (matrix, agent) goes to
-// results.csv, one per agent to summary.csv, and report.md shows both.
+// results.csv, one per agent to summary.csv, and report.md shows both; every program the learned
+// and random agents wrote goes to trajectories.h5 (bench.record_trajectories).
 //
 // What each agent answers with, and what pass@k counts:
 //   template          the template search's best program (bench.template_budget measurements);
@@ -24,6 +25,7 @@
 #include "session.hpp"
 #include "sparserl/env/agent.hpp"
 #include "sparserl/env/seeding.hpp"
+#include "sparserl/env/trajectory.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/metrics.hpp"
 #include "sparserl/experiments/results.hpp"
@@ -110,7 +112,9 @@ struct Contender {
   std::unique_ptr<env::SparseCudaEnv> env;  // random and learned agents
 #if defined(SPARSERL_HAVE_AGENTS)
   std::unique_ptr<agents::PolicyAgent> policy;
-  // The current batch of tasks' completions: one greedy answer and k samples per task.
+  // The current batch of tasks' observations and completions: one greedy answer and k samples
+  // per task.
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
   std::vector<agents::Completion> answers, samples;
 #endif
   std::vector<MatrixResult> rows;
@@ -145,8 +149,14 @@ std::vector<Contender> contenders_of(const Config& config) {
 // of when, or on which machine, each was timed.
 class Bench {
  public:
-  Bench(Session& session, std::vector<datasets::Task> tasks, const StopSignals& stop)
-      : s_(session), config_(session.config), tasks_(std::move(tasks)), stop_(stop) {
+  // `trajectories`: where every program of the learned and random agents goes (or nullptr).
+  Bench(Session& session, std::vector<datasets::Task> tasks, const StopSignals& stop,
+        env::TrajectoryWriter* trajectories)
+      : s_(session),
+        config_(session.config),
+        tasks_(std::move(tasks)),
+        stop_(stop),
+        trajectories_(trajectories) {
     for (const datasets::Task& t : tasks_) nnz_.push_back(s_.store->load(t.uri)->nnz());
   }
 
@@ -229,7 +239,8 @@ class Bench {
   void generate(Contender& c, std::size_t first, std::size_t last) {
 #if defined(SPARSERL_HAVE_AGENTS)
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
-    std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+    std::vector<std::shared_ptr<const env::MatrixObservation>>& prompts = c.prompts;
+    prompts.clear();
     for (std::size_t i = first; i < last; ++i) {
       env::ResetOptions options;
       options.task = tasks_[i];
@@ -285,6 +296,7 @@ class Bench {
       const env::Episode* episode = c.env->last_episode();
       const std::optional<reward::EvalResult> eval =
           episode != nullptr ? episode->eval : std::nullopt;
+      if (episode != nullptr && trajectories_ != nullptr) trajectories_->append(*episode, "random");
       if (j == 0) row = answer_row(tasks_[i], nnz_[i], "random", eval, s_.gpu);
       count_sample(row, eval, s_.gpu);
     }
@@ -297,21 +309,48 @@ class Bench {
     std::vector<const agents::Completion*> completions = {&c.answers[b]};
     for (std::size_t j = 0; j < k; ++j) completions.push_back(&c.samples[b * k + j]);
     // Those that ended with <eos> are evaluated together; a program cut at max_tokens has no
-    // outcome.
-    std::vector<std::optional<reward::EvalResult>> evals(completions.size());
+    // evaluation and the env's truncation reward (as in RL).
+    std::vector<env::Episode> episodes(completions.size());
     std::vector<std::vector<env::TokenId>> sequences;
     std::vector<std::size_t> where;
     for (std::size_t j = 0; j < completions.size(); ++j) {
-      if (!completions[j]->terminated) continue;
-      sequences.push_back(completions[j]->tokens);
-      where.push_back(j);
+      env::Episode& e = episodes[j];
+      e.task = tasks_[i];
+      e.env_id = c.env->env_id();
+      e.episode_index = next_episode_++;
+      e.episode_seed = env::episode_seed(
+          static_cast<std::uint64_t>(config_.integer("experiment.seed")), i);
+      e.observation_digest = env::observation_digest(*c.prompts[b]);
+      e.tokens = completions[j]->tokens;
+      e.log_probs = completions[j]->log_probs;
+      e.values = completions[j]->values;
+      e.terminated = completions[j]->terminated;
+      e.truncated = !e.terminated;
+      e.policy_id = c.name + (j == 0 ? ":greedy" : ":sampled");
+      if (e.terminated) {
+        sequences.push_back(completions[j]->tokens);
+        where.push_back(j);
+      } else {
+        e.source = c.env->tokenizer().decode(e.tokens);
+        e.reward = e.breakdown.total = e.breakdown.unclipped =
+            c.env->config().resolved_truncation_reward();
+      }
     }
     if (!sequences.empty()) {
       std::vector<env::EpisodeOutcome> evaluated = c.env->evaluate_group(tasks_[i], sequences);
-      for (std::size_t j = 0; j < where.size(); ++j) evals[where[j]] = std::move(evaluated[j].eval);
+      for (std::size_t j = 0; j < where.size(); ++j) {
+        env::Episode& e = episodes[where[j]];
+        e.source = std::move(evaluated[j].source);
+        e.breakdown = evaluated[j].breakdown;
+        e.reward = e.breakdown.total;
+        e.eval = std::move(evaluated[j].eval);
+      }
     }
-    MatrixResult row = answer_row(tasks_[i], nnz_[i], c.name, evals[0], s_.gpu);
-    for (std::size_t j = 1; j < evals.size(); ++j) count_sample(row, evals[j], s_.gpu);
+    MatrixResult row = answer_row(tasks_[i], nnz_[i], c.name, episodes[0].eval, s_.gpu);
+    for (std::size_t j = 1; j < episodes.size(); ++j) count_sample(row, episodes[j].eval, s_.gpu);
+    if (trajectories_ != nullptr) {
+      for (const env::Episode& e : episodes) trajectories_->append(e);
+    }
     return row;
 #else
     (void)c, (void)b;
@@ -324,6 +363,8 @@ class Bench {
   std::vector<datasets::Task> tasks_;
   std::vector<std::int64_t> nnz_;
   const StopSignals& stop_;
+  env::TrajectoryWriter* trajectories_;
+  std::uint64_t next_episode_ = 0;
   std::unique_ptr<env::RandomAgent> random_;
 #ifdef SPARSERL_BENCH_HAVE_KERNELS
   std::unique_ptr<kernels::EvaluatorBackend> candidates_;
@@ -393,7 +434,17 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
   RunStatus status = RunStatus::running;
   try {
     status = run.run([&](const StopSignals& stop) {
-      Bench bench(*session, std::move(tasks), stop);
+      std::unique_ptr<env::TrajectoryWriter> trajectories;
+      if (session->config.boolean("bench.record_trajectories")) {
+        env::TrajectoryFileInfo info;
+        info.run_id = run.run_id();
+        info.config = session->config.to_toml();
+        info.vocabulary_name = session->tokenizer->vocabulary().name();
+        info.vocabulary_digest = session->tokenizer->vocabulary().digest();
+        info.created_by = "sparserl bench";
+        trajectories = std::make_unique<env::TrajectoryWriter>(run.trajectories_path(), info);
+      }
+      Bench bench(*session, std::move(tasks), stop, trajectories.get());
       const std::vector<MatrixResult> rows = bench.run();
       write_results_csv(run.results_path(), rows);
       write_summary_csv(run.root() / "summary.csv", rows);

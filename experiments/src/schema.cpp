@@ -356,6 +356,9 @@ Schema build_schema() {
                    "more learned agents, each \"NAME=CHECKPOINT\" (e.g. one per seed: "
                    "\"grpo-seed2=runs/grpo-2/final\"), compared after bench.agents")
       .validate(bench_policies)
+      .boolean("record_trajectories", true,
+               "write every program of the learned and random agents (answers and samples, "
+               "policy ids AGENT:greedy / AGENT:sampled / random) to RUN_DIR/trajectories.h5")
       .integer("max_tasks", 0, "benchmark at most this many matrices (0: all)", 0, 1e9);
 
   s.section(

@@ -2,7 +2,9 @@
 // every stage into a complete run directory; a SIGINT after the first RL checkpoint leaves a
 // readable, interrupted run directory (run.json, metrics.jsonl, trajectories.h5, checkpoints/) that
 // `sparserl train --resume` completes with the same numbers as an uninterrupted run; and the
-// quickstart (shortened with --set) runs end to end. Needs the learned agents (LibTorch).
+// quickstart (shortened with --set) runs end to end; `agent rl` trains on generated matrices; and
+// `sparserl bench` compares several policies (bench.policies), recording their programs. Needs the
+// learned agents (LibTorch).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,6 +16,7 @@
 #include <fstream>
 #include <set>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -475,6 +478,25 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
     CHECK(std::isnan(s[0].sample_compile_rate));  // the template search answers once
     CHECK(std::isnan(s[1].geomean_best_speedup));  // nothing timed without a GPU
     CHECK_THAT(read_text(run / "report.md"), has_substring("| sft-again | 4 |"));
+    // Every program of the two learned agents, answers and samples, is in trajectories.h5.
+    const sparserl::env::TrajectoryFile t = sparserl::env::read_trajectories(run / "trajectories.h5");
+    CHECK(t.info.created_by == "sparserl bench");
+    REQUIRE(t.episodes.size() == 4 * 2 * (1 + 2));
+    std::map<std::string, int> per_policy;
+    std::map<std::string, std::string> greedy;  // "policy task" -> the answer's source
+    for (const auto& e : t.episodes) {
+      ++per_policy[e.policy_id];
+      CHECK(e.terminated != e.truncated);
+      CHECK(e.eval.has_value() == e.terminated);
+      if (e.policy_id.ends_with(":greedy")) greedy[e.policy_id + " " + e.task.uri] = e.source;
+    }
+    CHECK(per_policy == std::map<std::string, int>{{"sft:greedy", 4}, {"sft:sampled", 8},
+                                                   {"sft-again:greedy", 4},
+                                                   {"sft-again:sampled", 8}});
+    for (std::size_t m = 0; m < 4; ++m) {
+      CHECK(greedy.at("sft:greedy " + rows[4 + m].matrix) ==
+            greedy.at("sft-again:greedy " + rows[4 + m].matrix));
+    }
   }
   SECTION("a bad entry is named before anything runs") {
     CHECK(bench("bad1", R"(["grpo=)" + policy + R"("])") == 1);
