@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <span>
 #include <sstream>
 
@@ -87,18 +88,27 @@ void count_sample(MatrixResult& row, const std::optional<reward::EvalResult>& ev
 
 std::string csv_cell(double v) { return std::isfinite(v) ? json_number(v) : std::string(); }
 
-void write_summary_csv(const fs::path& file, const std::vector<MatrixResult>& rows) {
+// summary.csv; the last two columns compare each agent with `reference` (report.reference),
+// empty for the reference itself or when there is none.
+void write_summary_csv(const fs::path& file, const std::vector<MatrixResult>& rows,
+                       const std::string& reference) {
+  std::map<std::string, PairedComparison> paired;
+  for (const PairedComparison& p : compare_with_reference(rows, reference)) paired[p.agent] = p;
   std::ostringstream out;
   out << "agent,matrices,tested,compile_rate,pass@1,pass@k,k,geomean_speedup,"
          "geomean_speedup_fallback,faster_share,median_gflops,mean_bandwidth_fraction,"
-         "sample_compile_rate,geomean_best_speedup\n";
+         "sample_compile_rate,geomean_best_speedup,speedup_vs_reference,answers_differing\n";
   for (const AgentSummary& s : summarize_results(rows)) {
+    const auto p = paired.find(s.agent);
     out << s.agent << ',' << s.matrices << ',' << (s.tested ? 1 : 0) << ','
         << csv_cell(s.compile_rate) << ',' << csv_cell(s.pass_at_1) << ',' << csv_cell(s.pass_at_k)
         << ',' << s.k << ',' << csv_cell(s.geomean_speedup) << ','
         << csv_cell(s.geomean_speedup_fallback) << ',' << csv_cell(s.faster_share) << ','
         << csv_cell(s.median_gflops) << ',' << csv_cell(s.mean_bandwidth_fraction) << ','
-        << csv_cell(s.sample_compile_rate) << ',' << csv_cell(s.geomean_best_speedup) << '\n';
+        << csv_cell(s.sample_compile_rate) << ',' << csv_cell(s.geomean_best_speedup) << ','
+        << (p == paired.end() ? std::string() : csv_cell(p->second.speedup_ratio)) << ','
+        << (p == paired.end() ? std::string() : std::to_string(p->second.different_programs))
+        << '\n';
   }
   write_file_atomically(file, out.str());
 }
@@ -447,7 +457,8 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
       Bench bench(*session, std::move(tasks), stop, trajectories.get());
       const std::vector<MatrixResult> rows = bench.run();
       write_results_csv(run.results_path(), rows);
-      write_summary_csv(run.root() / "summary.csv", rows);
+      write_summary_csv(run.root() / "summary.csv", rows,
+                        session->config.string("report.reference"));
     });
   } catch (const std::exception&) {
     finish_run(run, session->config, RunStatus::failed, log);

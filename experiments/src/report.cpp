@@ -243,6 +243,21 @@ void results_section(std::ostringstream& md, const fs::path& file, const ReportO
        << percent(s.mean_bandwidth_fraction) << " |\n";
   }
   md << "\n";
+  const std::vector<PairedComparison> paired = compare_with_reference(rows, options.reference);
+  if (!paired.empty()) {
+    md << "Against " << cell(options.reference)
+       << ", matrix by matrix (in one `sparserl bench` an answer that is the reference's program "
+          "has the reference's measurement, so only the matrices answered differently move the "
+          "ratio):\n\n"
+          "| agent | matrices | answered with another program | faster / slower than "
+       << cell(options.reference) << " | speedup vs " << cell(options.reference)
+       << " (geomean of ratios, failures as 1) |\n|---|---|---|---|---|\n";
+    for (const PairedComparison& p : paired) {
+      md << "| " << cell(p.agent) << " | " << p.matrices << " | " << p.different_programs << " | "
+         << p.faster << " / " << p.slower << " | " << num(p.speedup_ratio) << " |\n";
+    }
+    md << "\n";
+  }
   if (!any_tested) {
     md << "No GPU stages ran (no GPU, or compile only): correctness, pass@k and every speed "
           "figure are n/a, not zero. Only the compile rate was measured.\n\n";
@@ -306,6 +321,7 @@ ReportOptions report_options(const Config& config) {
   o.gnuplot = config.string("report.gnuplot");
   o.curves = config.string_list("report.curves");
   o.bar_matrices = static_cast<std::size_t>(config.integer("report.bar_matrices"));
+  o.reference = config.string("report.reference");
   o.checkpoints = checkpoint_policy(config);
   return o;
 }

@@ -280,4 +280,49 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
   return out;
 }
 
+std::vector<PairedComparison> compare_with_reference(const std::vector<MatrixResult>& rows,
+                                                     const std::string& reference) {
+  std::vector<PairedComparison> out;
+  if (reference.empty()) return out;
+  std::map<std::string, const MatrixResult*> ref;
+  for (const MatrixResult& r : rows) {
+    if (r.agent == reference) ref.emplace(r.matrix, &r);
+  }
+  if (ref.empty()) return out;
+  const auto fallback = [](const MatrixResult& r) {
+    return r.correct && std::isfinite(r.speedup) && r.speedup > 0 ? r.speedup : 1.0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const MatrixResult*>> by_agent;
+  for (const MatrixResult& r : rows) {
+    if (r.agent == reference) continue;
+    auto& v = by_agent[r.agent];
+    if (v.empty()) order.push_back(r.agent);
+    v.push_back(&r);
+  }
+  for (const std::string& agent : order) {
+    PairedComparison p;
+    p.agent = agent;
+    bool tested = true;
+    double log_sum = 0;
+    for (const MatrixResult* r : by_agent[agent]) {
+      const auto it = ref.find(r->matrix);
+      if (it == ref.end()) continue;
+      const MatrixResult& base = *it->second;
+      ++p.matrices;
+      if (r->program != base.program) ++p.different_programs;
+      tested = tested && r->tested && base.tested;
+      const double ratio = fallback(*r) / fallback(base);
+      log_sum += std::log(ratio);
+      if (ratio > 1) ++p.faster;
+      if (ratio < 1) ++p.slower;
+    }
+    if (p.matrices == 0) continue;
+    p.speedup_ratio = tested ? std::exp(log_sum / static_cast<double>(p.matrices)) : kNaN;
+    if (!tested) p.faster = p.slower = 0;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace sparserl::experiments

@@ -503,7 +503,10 @@ Schema build_schema() {
       .integer("bar_matrices", 60,
                "at most this many matrices in the per-matrix speedup bars (the slowest and fastest "
                "are shown)",
-               2, 100000);
+               2, 100000)
+      .string("reference", "sft",
+              "the agent of results.csv every other agent is compared with matrix by matrix "
+              "(answers that differ, speedup ratio); empty, or an agent the results lack: none");
 
   s.section("progress",
             "Progress lines of long work (train, bench, tune) on stderr: done / total, rate, time "

@@ -118,6 +118,13 @@ TEST_CASE("the report has its tables, and plots where gnuplot exists", "[experim
   CHECK_THAT(md, has_substring("| grpo | 12 | 91.7% | 83.3% |"));
   CHECK_THAT(md, has_substring("| `suitesparse-v1/Group/matrix_3` | 16000 | grpo | no | no |"));
   CHECK_THAT(md, has_substring("| checkpoints/step-000120 (best) | 120 | 0.7 |"));
+  // No sft agent in these results: no comparison table; with template as the reference, one.
+  CHECK(md.find("Against ") == std::string::npos);
+  options.reference = "template";
+  (void)write_report(run.root(), options);
+  const std::string against = read_text(run.report_path());
+  CHECK_THAT(against, has_substring("Against template, matrix by matrix"));
+  CHECK_THAT(against, has_substring("| grpo | 12 | "));
 
   const GnuplotProbe probe = find_gnuplot();
   if (probe.gnuplot) {

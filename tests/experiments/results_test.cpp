@@ -177,3 +177,33 @@ TEST_CASE("pass@k and untested rows in the summary", "[experiments][results]") {
   CHECK(std::isnan(summarize_results(old)[0].sample_compile_rate));
   CHECK(std::isnan(old[0].best_speedup));
 }
+
+TEST_CASE("agents compared with a reference agent, matrix by matrix", "[experiments][results]") {
+  std::vector<MatrixResult> rows = {
+      row("m1", 10, "sft", true, true, 2.0, 4.0),    // 2
+      row("m2", 10, "sft", true, true, 1.0, 3.0),    // 3
+      row("m3", 10, "sft", true, false, 1.0, 3.0),   // failed: counts as 1
+      row("m1", 10, "rl", true, true, 2.0, 4.0),     // the same program: 2
+      row("m2", 10, "rl", true, true, 1.0, 4.0),     // another program: 4 (x 4/3)
+      row("m3", 10, "rl", true, true, 2.0, 3.0),     // another, correct: 1.5 (x 1.5)
+      row("m9", 10, "other", true, true, 1.0, 2.0),  // no matrix in common with sft
+  };
+  const char* programs[] = {"a", "b", "c", "a", "d", "e", "f"};
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].program = programs[i];
+  const auto p = compare_with_reference(rows, "sft");
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].agent == "rl");
+  CHECK(p[0].matrices == 3);
+  CHECK(p[0].different_programs == 2);
+  CHECK(p[0].faster == 2);
+  CHECK(p[0].slower == 0);
+  CHECK(p[0].speedup_ratio == Approx(std::cbrt(4.0 / 3.0 * 1.5)));
+  CHECK(compare_with_reference(rows, "").empty());
+  CHECK(compare_with_reference(rows, "grpo").empty());  // not an agent of these rows
+  rows[4].tested = false;  // no GPU for one row: no ratio, no faster / slower
+  const auto untested = compare_with_reference(rows, "sft");
+  REQUIRE(untested.size() == 1);
+  CHECK(std::isnan(untested[0].speedup_ratio));
+  CHECK(untested[0].faster == 0);
+  CHECK(untested[0].different_programs == 2);
+}

@@ -26,6 +26,9 @@ struct ReportOptions {
   std::size_t table_rows =
       500;  // per-matrix table rows shown in report.md (results.csv has them all)
   CheckpointPolicy checkpoints;  // which statistic marks the best checkpoint in the table
+  // The agent every other agent of results.csv is compared with (compare_with_reference); empty:
+  // no comparison.
+  std::string reference = "sft";
 };
 
 // The [report] and [checkpoints] sections of a config.

@@ -87,4 +87,23 @@ struct AgentSummary {
 // One summary per agent, in order of first appearance.
 std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& rows);
 
+// One agent against a reference agent over the matrices both answered: a paired comparison, which
+// means something when both were timed in one bench (docs/experiments.md, "Matrix by matrix").
+struct PairedComparison {
+  std::string agent;
+  std::int64_t matrices = 0;            // matrices both answered
+  std::int64_t different_programs = 0;  // of those, answered with a program other than the
+                                        // reference's (by digest; no program on both sides is
+                                        // the same answer)
+  std::int64_t faster = 0, slower = 0;  // of those, speedup (failures as 1) above / below
+  // Geometric mean over those matrices of speedup / reference speedup, a failure counting as 1
+  // (NaN when a row was not tested).
+  double speedup_ratio = 0;
+};
+
+// Every other agent against `reference`, in order of first appearance; empty when `reference` is
+// empty, absent from the rows or the only agent.
+std::vector<PairedComparison> compare_with_reference(const std::vector<MatrixResult>& rows,
+                                                     const std::string& reference);
+
 }  // namespace sparserl::experiments
