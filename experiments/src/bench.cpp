@@ -13,9 +13,10 @@
 //   ppo, grpo, NAME   the answer is its greedy program, pass@k counts it and bench.samples sampled
 //                     programs (temperature eval.temperature)
 // The answer's figures fill the speed columns: kernel and cuSPARSE median times, speedup, GFLOP/s
-// and bandwidth fraction, all from the evaluator's timing stage; best_speedup is the fastest correct
-// program of the answer and its samples, and program the answer's digest. Without a GPU nothing is checked
-// or timed, every row says tested = 0, and the tables say n/a instead of numbers.
+// and bandwidth fraction, all from the evaluator's timing stage; best_speedup is the fastest
+// correct program of the answer and its samples, and program the answer's digest. Without a GPU
+// nothing is checked or timed, every row says tested = 0, and the tables say n/a instead of
+// numbers.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -175,8 +176,8 @@ class Bench {
     for (Contender& c : contenders) prepare(c);
     Progress progress("bench", static_cast<std::int64_t>(contenders.size() * tasks_.size()),
                       s_.notices->stream(), s_.progress());
-    const auto per_batch =
-        static_cast<std::size_t>(std::max<std::int64_t>(1, config_.integer("eval.tasks_per_batch")));
+    const auto per_batch = static_cast<std::size_t>(
+        std::max<std::int64_t>(1, config_.integer("eval.tasks_per_batch")));
     for (std::size_t first = 0; first < tasks_.size() && !stop_.requested(); first += per_batch) {
       const std::size_t last = std::min(tasks_.size(), first + per_batch);
       for (Contender& c : contenders) {
@@ -196,7 +197,10 @@ class Bench {
     std::size_t complete = tasks_.size();
     for (const Contender& c : contenders) complete = std::min(complete, c.rows.size());
     std::vector<MatrixResult> rows;
-    for (const Contender& c : contenders) rows.insert(rows.end(), c.rows.begin(), c.rows.begin() + static_cast<std::ptrdiff_t>(complete));
+    for (const Contender& c : contenders) {
+      rows.insert(rows.end(), c.rows.begin(),
+                  c.rows.begin() + static_cast<std::ptrdiff_t>(complete));
+    }
     return rows;
   }
 

@@ -77,7 +77,8 @@ std::optional<std::string> generator_uris(const Value& value) {
 // the root then).
 std::optional<std::string> bench_policies(const Value& value) {
   const auto& entries = std::get<std::vector<std::string>>(value);
-  const std::vector<std::string> builtin = {"template", "random", "sft", "reinforce", "ppo", "grpo"};
+  const std::vector<std::string> builtin = {"template",  "random", "sft",
+                                            "reinforce", "ppo",    "grpo"};
   std::vector<std::string> names;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string where = "element " + std::to_string(i) + " '" + entries[i] + "': ";

@@ -483,7 +483,8 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
     CHECK(std::isnan(s[1].geomean_best_speedup));  // nothing timed without a GPU
     CHECK_THAT(read_text(run / "report.md"), has_substring("| sft-again | 4 |"));
     // Every program of the two learned agents, answers and samples, is in trajectories.h5.
-    const sparserl::env::TrajectoryFile t = sparserl::env::read_trajectories(run / "trajectories.h5");
+    const sparserl::env::TrajectoryFile t =
+        sparserl::env::read_trajectories(run / "trajectories.h5");
     CHECK(t.info.created_by == "sparserl bench");
     REQUIRE(t.episodes.size() == 4 * 2 * (1 + 2));
     std::map<std::string, int> per_policy;
@@ -509,7 +510,8 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
                              "\"]': element 0 'grpo=" + policy +
                              "': 'grpo' is a bench.agents name"));
     CHECK(bench("bad2", R"(["seed2"])") == 1);
-    CHECK_THAT(read_text(dir / "bad2.log"), has_substring("element 0 'seed2': not NAME=CHECKPOINT"));
+    CHECK_THAT(read_text(dir / "bad2.log"),
+               has_substring("element 0 'seed2': not NAME=CHECKPOINT"));
     CHECK(bench("bad3", R"(["a=)" + policy + R"(", "a=)" + policy + R"("])") == 1);
     CHECK_THAT(read_text(dir / "bad3.log"), has_substring("the name 'a' is given twice"));
     const int missing = bench("bad4", R"(["seed2=)" + (dir / "nowhere").string() + R"("])");
