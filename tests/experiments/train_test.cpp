@@ -166,6 +166,18 @@ std::vector<std::string> comparable(const MetricsLog& log) {
   return out;
 }
 
+// Writes DIR/tiny.toml and runs its first two stages (pretrain, SFT) into DIR/runs: the SFT
+// policy's folder.
+std::string tiny_sft_policy(const fs::path& dir) {
+  std::ofstream(dir / "tiny.toml") << kTinyConfig;
+  const pid_t sft = start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir",
+                               (dir / "runs").string(), "--set", R"(train.stages=["pretrain","sft"])"},
+                              dir / "sft.log");
+  INFO(read_text(dir / "sft.log"));
+  REQUIRE(finish(sft, std::chrono::seconds(120)) == 0);
+  return (only_run(dir / "runs") / "policies" / "sft").string();
+}
+
 void require_agents() {
   if (!have_learned_agents()) sparserl::testing::skip("this build has no LibTorch agents");
 }
@@ -323,14 +335,7 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
           "[experiments][train]") {
   require_agents();
   const fs::path dir = sparserl::testing::scratch_dir("agent_rl_generated");
-  std::ofstream(dir / "tiny.toml") << kTinyConfig;
-  // An SFT policy to start from: the tiny config's first two stages.
-  const pid_t sft = start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir",
-                               (dir / "runs").string(), "--set", R"(train.stages=["pretrain","sft"])"},
-                              dir / "sft.log");
-  INFO(read_text(dir / "sft.log"));
-  REQUIRE(finish(sft, std::chrono::seconds(120)) == 0);
-  const std::string init = (only_run(dir / "runs") / "policies" / "sft").string();
+  const std::string init = tiny_sft_policy(dir);
   const std::vector<std::string> common = {
       "agent",     "rl",           "--algorithm",        "grpo",      "--init",     init,
       "--updates", "3",            "--tasks-per-update", "2",         "--samples",  "2",
@@ -427,13 +432,7 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
           "[experiments][train][bench]") {
   require_agents();
   const fs::path dir = sparserl::testing::scratch_dir("bench_policies");
-  std::ofstream(dir / "tiny.toml") << kTinyConfig;
-  const pid_t sft = start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir",
-                               (dir / "runs").string(), "--set", R"(train.stages=["pretrain","sft"])"},
-                              dir / "sft.log");
-  INFO(read_text(dir / "sft.log"));
-  REQUIRE(finish(sft, std::chrono::seconds(120)) == 0);
-  const std::string policy = (only_run(dir / "runs") / "policies" / "sft").string();
+  const std::string policy = tiny_sft_policy(dir);
   const auto bench = [&](const std::string& name, const std::string& policies) {
     return finish(start_cli({"bench", (dir / "tiny.toml").string(), "--runs-dir",
                              (dir / name).string(), "--set", R"(bench.agents=["template","sft"])",
