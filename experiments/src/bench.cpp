@@ -154,10 +154,10 @@ std::vector<Contender> contenders_of(const Config& config) {
 
 // The comparison runs matrix by matrix: for each batch of tasks every learned agent generates, then
 // for each matrix every agent's programs go to the evaluator one agent after the other. So all the
-// answers for one matrix are timed back to back, in one GPU worker, against one set-up of the
-// cuSPARSE baseline, and two agents that answer with the same program share one measurement (the
-// evaluator's result cache): a difference between two agents is a difference of programs, never
-// of when, or on which machine, each was timed.
+// answers for one matrix are timed back to back (with one GPU, in one worker, against one set-up
+// of the cuSPARSE baseline), and two agents that answer with the same program share one
+// measurement (the evaluator's result cache): a difference between two agents is a difference of
+// programs timed side by side, not of the runs or machines they were timed in.
 class Bench {
  public:
   // `trajectories`: where every program of the learned and random agents goes (or nullptr).
