@@ -21,6 +21,7 @@ namespace {
 
 using namespace sparserl;
 using namespace sparserl::env;
+using sparserl::testing::run_command;
 
 std::shared_ptr<const Tokenizer> tokenizer() {
   static const auto t = std::make_shared<const Tokenizer>();
@@ -68,17 +69,6 @@ Episode synthetic(int i) {
   }
   e.episode_seconds = 0.001 * i;
   return e;
-}
-
-std::string run_command(const std::string& command, int& status) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  status = pclose(pipe);
-  return output;
 }
 
 bool have_h5dump() {

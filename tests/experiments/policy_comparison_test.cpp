@@ -15,19 +15,9 @@ namespace env = sparserl::env;
 namespace reward = sparserl::reward;
 using namespace sparserl::experiments;
 using sparserl::testing::has_substring;
+using sparserl::testing::run_command;
 
 namespace {
-
-std::string run_command(const std::string& command, int& status) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  status = ::pclose(pipe);
-  return output;
-}
 
 // One answer: a correct program of `speedup` (0: a compile error), or a truncated one.
 env::Episode answer(const std::string& policy, const std::string& uri, const std::string& source,

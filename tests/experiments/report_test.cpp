@@ -19,6 +19,7 @@
 
 using namespace sparserl::experiments;
 using sparserl::testing::has_substring;
+using sparserl::testing::run_command;
 using sparserl::testing::scratch_dir;
 namespace fs = std::filesystem;
 
@@ -34,17 +35,6 @@ std::string read_text(const fs::path& file) {
 bool is_png(const fs::path& file) {
   const std::string head = read_text(file).substr(0, 8);
   return head == std::string("\x89PNG\r\n\x1a\n", 8);
-}
-
-std::string run_command(const std::string& command, int& status) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  status = ::pclose(pipe);
-  return output;
 }
 
 // A completed run with SFT and RL statistics, two agents' per-matrix results and two checkpoints.

@@ -24,21 +24,11 @@
 
 using namespace sparserl::experiments;
 using sparserl::testing::has_substring;
+using sparserl::testing::run_command;
 using sparserl::testing::scratch_dir;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string run_command(const std::string& command, int& status) {
-  std::string output;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  status = ::pclose(pipe);
-  return output;
-}
 
 // Writes a 1-D dataset in the trajectory layout (chunked, unlimited) with HDF5's C API.
 void write_column(hid_t file, const char* name, hid_t file_type, hid_t mem_type, hsize_t n,

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <stdexcept>
+#include <string>
 
 #include "sparserl/datasets/file_tree.hpp"
 
@@ -42,5 +44,16 @@ std::filesystem::path scratch_dir(std::string_view test_name) {
 
 std::filesystem::path source_dir() { return SPARSERL_TEST_SOURCE_DIR; }
 std::filesystem::path binary_dir() { return SPARSERL_TEST_BINARY_DIR; }
+
+std::string run_command(const std::string& command, int& status) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("cannot start a shell for: " + command);
+  std::string output;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  status = ::pclose(pipe);
+  return output;
+}
 
 }  // namespace sparserl::testing
