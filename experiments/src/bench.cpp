@@ -320,6 +320,8 @@ class Bench {
   MatrixResult learned_answer(Contender& c, std::size_t i, std::size_t b) {
 #if defined(SPARSERL_HAVE_AGENTS)
     const auto k = c.samples.size() / std::max<std::size_t>(1, c.answers.size());
+    const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
+    const std::string observation = env::observation_digest(*c.prompts[b]);
     std::vector<const agents::Completion*> completions = {&c.answers[b]};
     for (std::size_t j = 0; j < k; ++j) completions.push_back(&c.samples[b * k + j]);
     // Those that ended with <eos> are evaluated together; a program cut at max_tokens has no
@@ -332,9 +334,8 @@ class Bench {
       e.task = tasks_[i];
       e.env_id = c.env->env_id();
       e.episode_index = next_episode_++;
-      e.episode_seed = env::episode_seed(
-          static_cast<std::uint64_t>(config_.integer("experiment.seed")), i);
-      e.observation_digest = env::observation_digest(*c.prompts[b]);
+      e.episode_seed = env::episode_seed(seed, i);
+      e.observation_digest = observation;
       e.tokens = completions[j]->tokens;
       e.log_probs = completions[j]->log_probs;
       e.values = completions[j]->values;

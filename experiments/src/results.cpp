@@ -88,6 +88,14 @@ bool parse_bool(const std::string& s, const std::string& where) {
   throw ResultsError(where + ": '" + s + "' is not a boolean (1/0 or true/false)");
 }
 
+// A speedup that counts: finite and positive (a failed or untimed kernel has none).
+bool counts(double speedup) { return std::isfinite(speedup) && speedup > 0; }
+
+// The row's speedup, a failed kernel counting as 1.0 (the user falls back to cuSPARSE).
+double speedup_or_one(const MatrixResult& r) {
+  return r.correct && counts(r.speedup) ? r.speedup : 1.0;
+}
+
 double geomean(const std::vector<double>& v) {
   if (v.empty()) return kNaN;
   double log_sum = 0;
@@ -229,7 +237,7 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
     std::vector<double> speedups, fallback, gflops, bandwidth;
     for (const MatrixResult* r : rs) {
       compiled += r->compiled ? 1 : 0;
-      const bool usable = r->correct && std::isfinite(r->speedup) && r->speedup > 0;
+      const bool usable = r->correct && counts(r->speedup);
       if (r->correct) {
         ++correct;
         if (std::isfinite(r->gflops)) gflops.push_back(r->gflops);
@@ -239,7 +247,7 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
         speedups.push_back(r->speedup);
         if (r->speedup > 1) ++faster;
       }
-      fallback.push_back(usable ? r->speedup : 1.0);
+      fallback.push_back(speedup_or_one(*r));
     }
     std::int64_t pass_k = 0, samples = 0, samples_compiled = 0;
     std::vector<double> best;
@@ -249,7 +257,7 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
       samples += r->samples;
       samples_compiled += r->samples_compiled;
       pass_k += r->correct || r->samples_correct > 0 ? 1 : 0;
-      best.push_back(std::isfinite(r->best_speedup) && r->best_speedup > 0 ? r->best_speedup : 1.0);
+      best.push_back(counts(r->best_speedup) ? r->best_speedup : 1.0);
     }
     const bool sampled = samples > 0;
     const auto n = static_cast<double>(rs.size());
@@ -289,9 +297,6 @@ std::vector<PairedComparison> compare_with_reference(const std::vector<MatrixRes
     if (r.agent == reference) ref.emplace(r.matrix, &r);
   }
   if (ref.empty()) return out;
-  const auto fallback = [](const MatrixResult& r) {
-    return r.correct && std::isfinite(r.speedup) && r.speedup > 0 ? r.speedup : 1.0;
-  };
   std::vector<std::string> order;
   std::map<std::string, std::vector<const MatrixResult*>> by_agent;
   for (const MatrixResult& r : rows) {
@@ -312,7 +317,7 @@ std::vector<PairedComparison> compare_with_reference(const std::vector<MatrixRes
       ++p.matrices;
       if (r->program != base.program) ++p.different_programs;
       tested = tested && r->tested && base.tested;
-      const double ratio = fallback(*r) / fallback(base);
+      const double ratio = speedup_or_one(*r) / speedup_or_one(base);
       log_sum += std::log(ratio);
       if (ratio > 1) ++p.faster;
       if (ratio < 1) ++p.slower;
