@@ -267,7 +267,12 @@ Schema build_schema() {
             1e-6, 1e6)
       .boolean("value_trunk_gradients", true,
                "the value loss trains the shared trunk too (false: the value head alone, so the "
-               "policy's update is the same as with vf_coef = 0)");
+               "policy's update is the same as with vf_coef = 0)")
+      .string("critic", "shared",
+              "shared: the value head on the policy's trunk; separate: a critic network of its "
+              "own, a copy of the policy when RL starts, trained by the value loss alone at lr x "
+              "value_lr_scale (vf_coef and value_trunk_gradients do not apply)",
+              {"shared", "separate"});
 
   s.section(
        "agent.grpo",

@@ -1,8 +1,9 @@
 // Checkpoints and the training stages: a checkpoint round-trips every piece of state (the next step
 // after loading equals the next step without saving), refuses another policy shape, and a run cut
 // in two and resumed reproduces the uninterrupted run's numbers - for SFT and for RL against an env
-// whose evaluator only parses. The RL algorithms (PPO's critic warm-up too), the env::Agent path (VectorEnv episodes into
-// update()) and the evaluation report the statistics they promise.
+// whose evaluator only parses (a PPO run with a separate critic too). The RL algorithms (PPO's
+// critic warm-up, value-head and separate-critic variants), the env::Agent path (VectorEnv
+// episodes into update()) and the evaluation report the statistics they promise.
 #include <torch/torch.h>
 
 #include <cmath>
@@ -168,30 +169,25 @@ TEST_CASE("a resumed SFT run repeats the uninterrupted run's numbers", "[agents]
         PolicyAgent::from_checkpoint(b.checkpoint)->weights_digest());
 }
 
-TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][checkpoint][rl]") {
-  const auto root = sparserl::testing::scratch_dir("agents_rl_resume");
-  RlConfig config;
-  config.agent = tiny_config(env::MaskMode::syntax, 48);
-  config.agent.algorithm = Algorithm::grpo;
-  config.agent.grpo.epochs = 2;
+namespace {
+
+// Runs `config` for 3 updates in one go and as 1 + 2 (resumed from OUTPUT_DIR/latest), recording
+// `names` (and the uninterrupted run's episodes); checks that both runs logged the same numbers.
+// Returns the resumed run's result.
+StageResult check_rl_resume(RlConfig config, const std::filesystem::path& root,
+                            const std::vector<std::string>& names,
+                            const EpisodeCallback& on_episode = {}) {
   config.updates = 3;
   config.tasks_per_update = 2;
   config.samples_per_task = 3;
   config.checkpoint_every = 1;
   config.seed = 4;
-  const std::vector<std::string> names = {"loss", "reward/mean", "completions/mean_length", "kl"};
   Trajectory whole, parts;
   config.output_dir = root / "whole";
   auto env_a = make_env(48);
-  int episodes = 0;
-  const StageResult a = run_rl(config, *env_a, recorder(whole, names), [&](const env::Episode& e) {
-    ++episodes;
-    CHECK(!e.tokens.empty());
-    CHECK(e.terminated);
-  });
-  CHECK(episodes == 3 * 2 * 3);
+  const StageResult a = run_rl(config, *env_a, recorder(whole, names), on_episode);
   CHECK(a.steps == 3);
-
+  CHECK_FALSE(a.resumed);
   config.output_dir = root / "parts";
   config.updates = 1;
   auto env_b = make_env(48);
@@ -200,7 +196,28 @@ TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][
   auto env_c = make_env(48);
   const StageResult b = run_rl(config, *env_c, recorder(parts, names));
   CHECK(b.resumed);
+  CHECK(whole.size() == 3 * names.size());
   CHECK(parts == whole);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][checkpoint][rl]") {
+  RlConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 48);
+  config.agent.algorithm = Algorithm::grpo;
+  config.agent.grpo.epochs = 2;
+  int episodes = 0;
+  const StageResult b = check_rl_resume(
+      config, sparserl::testing::scratch_dir("agents_rl_resume"),
+      {"loss", "reward/mean", "completions/mean_length", "kl"}, [&](const env::Episode& e) {
+        ++episodes;
+        CHECK(!e.tokens.empty());
+        CHECK(e.terminated);
+      });
+  CHECK(episodes == 3 * 2 * 3);  // the uninterrupted run's: 3 updates x 2 tasks x 3 samples
+  CHECK_FALSE(std::filesystem::exists(b.checkpoint / "critic.pt"));  // GRPO has no critic
 }
 
 TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][rl]") {
@@ -391,6 +408,100 @@ TEST_CASE("PPO without value gradients in the trunk updates the policy as with v
   CHECK(config.ppo.value_trunk_gradients);  // the default: TRL's shared trunk
   apply_key_value(config, "ppo.value_trunk_gradients", "false");
   CHECK_FALSE(config.ppo.value_trunk_gradients);
+}
+
+TEST_CASE("PPO with a separate critic: the policy steps as with vf_coef 0, the critic learns",
+          "[agents][rl]") {
+  // Same seed, so the same initial weights; the critic is copied from the policy at the first
+  // update, so both agents' first advantages agree. The separate critic's value loss reaches
+  // only the critic: the policy's logits end bit for bit where the shared trunk's vf_coef = 0
+  // leaves them, while the critic's estimates have moved off the SFT model's zero value head.
+  auto make = [](PpoCritic critic, double vf_coef, int warmup) {
+    AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
+    config.algorithm = Algorithm::ppo;
+    config.ppo.critic = critic;
+    config.ppo.epochs = 2;
+    config.ppo.minibatches = 2;
+    config.ppo.vf_coef = vf_coef;
+    config.ppo.critic_warmup_updates = warmup;
+    config.optimizer.lr = 1e-3;
+    config.optimizer.max_grad_norm = 0;
+    config.policy.dropout = 0;
+    return std::make_unique<PolicyAgent>(config, vocabulary());
+  };
+  const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
+      synthetic_observation(1), synthetic_observation(2)};
+  const std::vector<Rollout> rollouts = sampled_rollouts(
+      *make(PpoCritic::shared, 0.0, 0), prompts, 4,
+      [](std::size_t k, const Completion&) { return 1.0 + static_cast<double>(k % 3); });
+  std::vector<SftExample> probe;
+  for (const Rollout& r : rollouts) probe.push_back({r.matrix, r.completion.tokens});
+
+  SECTION("the policy's update is the one without a value loss") {
+    auto separate = make(PpoCritic::separate, 0.5, 0), no_value = make(PpoCritic::shared, 0.0, 0);
+    REQUIRE(separate->weights_digest() == no_value->weights_digest());
+    const env::Statistics first = separate->update_rollouts(rollouts);
+    (void)no_value->update_rollouts(rollouts);
+    CHECK(find_statistic(first, "value/mean") == 0.0);  // the SFT model's head: zeros
+    CHECK(find_statistic(first, "value/grad_norm") > 0.0);
+    CHECK(separate->sft_loss(probe) == no_value->sft_loss(probe));
+    CHECK(separate->weights_digest() == no_value->weights_digest());
+    const env::Statistics second = separate->update_rollouts(rollouts);
+    CHECK(find_statistic(second, "value/mean") > 0.0);  // towards the positive returns
+    CHECK(find_statistic(no_value->update_rollouts(rollouts), "value/mean") == 0.0);
+  }
+  SECTION("the warm-up steps the critic alone") {
+    auto agent = make(PpoCritic::separate, 0.1, 1);
+    const double before = agent->sft_loss(probe);
+    const std::string weights_before = agent->weights_digest();
+    const env::Statistics warm = agent->update_rollouts(rollouts);
+    CHECK(find_statistic(warm, "value/critic_warmup") == 1.0);
+    CHECK(find_statistic(warm, "grad_norm") == 0.0);  // no policy step
+    CHECK(agent->weights_digest() == weights_before);  // the whole policy, value head included
+    CHECK(agent->sft_loss(probe) == before);
+    const env::Statistics joint = agent->update_rollouts(rollouts);
+    CHECK(find_statistic(joint, "value/critic_warmup") == 0.0);
+    CHECK(find_statistic(joint, "value/mean") != 0.0);  // the warmed critic's estimates
+    CHECK(agent->sft_loss(probe) != before);
+  }
+  SECTION("the key") {
+    AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
+    CHECK(config.ppo.critic == PpoCritic::shared);
+    apply_key_value(config, "ppo.critic", "separate");
+    CHECK(config.ppo.critic == PpoCritic::separate);
+    CHECK(to_key_values(config).at("ppo.critic") == "separate");
+    CHECK_THROWS_WITH(apply_key_value(config, "ppo.critic", "twin"),
+                      sparserl::testing::has_substring("ppo.critic"));
+  }
+}
+
+TEST_CASE("a resumed PPO run with a separate critic repeats the uninterrupted run's numbers",
+          "[agents][checkpoint][rl]") {
+  const auto root = sparserl::testing::scratch_dir("agents_rl_resume_critic");
+  RlConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 48);
+  config.agent.algorithm = Algorithm::ppo;
+  config.agent.ppo.critic = PpoCritic::separate;
+  config.agent.ppo.minibatches = 2;
+  config.agent.ppo.value_lr_scale = 10;
+  // value/mean of update 2 and 3 is the critic's estimate after the update before: a critic
+  // lost or restarted from the policy on resume would change it.
+  const StageResult b = check_rl_resume(
+      config, root, {"loss/policy", "loss/value", "value/mean", "value/grad_norm", "reward/mean"});
+  CHECK(std::filesystem::exists(b.checkpoint / "critic.pt"));
+  CHECK(std::filesystem::exists(b.checkpoint / "critic_optimizer.pt"));
+  std::ifstream text(b.checkpoint / "checkpoint.txt");
+  std::stringstream contents;
+  contents << text.rdbuf();
+  CHECK(contents.str().find("\ncritic = true\n") != std::string::npos);
+
+  // A checkpoint written before the separate critic existed has no critic line: it loads, without
+  // a critic (the next PPO update makes one).
+  std::string old = contents.str();
+  old.erase(old.find("critic = true\n"), std::string("critic = true\n").size());
+  std::filesystem::remove(b.checkpoint / "critic.pt");
+  std::ofstream(b.checkpoint / "checkpoint.txt", std::ios::trunc) << old;
+  CHECK_NOTHROW(PolicyAgent::from_checkpoint(b.checkpoint));
 }
 
 TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][rl]") {

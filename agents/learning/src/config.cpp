@@ -153,6 +153,7 @@ const std::vector<Field>& fields() {
       SPARSERL_INT_FIELD("ppo.critic_warmup_updates", ppo.critic_warmup_updates),
       SPARSERL_REAL_FIELD("ppo.value_lr_scale", ppo.value_lr_scale),
       SPARSERL_BOOL_FIELD("ppo.value_trunk_gradients", ppo.value_trunk_gradients),
+      SPARSERL_ENUM_FIELD("ppo.critic", ppo.critic, parse_ppo_critic, "shared, separate"),
       SPARSERL_REAL_FIELD("grpo.epsilon_low", grpo.epsilon_low),
       SPARSERL_REAL_FIELD("grpo.epsilon_high", grpo.epsilon_high),
       SPARSERL_REAL_FIELD("grpo.beta", grpo.beta),
@@ -347,6 +348,17 @@ std::string_view to_string(KlEstimator estimator) {
 std::optional<KlEstimator> parse_kl_estimator(std::string_view text) {
   for (auto k : {KlEstimator::k1, KlEstimator::k2, KlEstimator::k3}) {
     if (to_string(k) == text) return k;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(PpoCritic critic) {
+  return critic == PpoCritic::separate ? "separate" : "shared";
+}
+
+std::optional<PpoCritic> parse_ppo_critic(std::string_view text) {
+  for (auto c : {PpoCritic::shared, PpoCritic::separate}) {
+    if (to_string(c) == text) return c;
   }
   return std::nullopt;
 }

@@ -200,21 +200,21 @@ Learner::Learner(AgentConfig config_in, std::shared_ptr<const env::Vocabulary> v
   make_optimizer();
 }
 
-void Learner::make_optimizer() {
-  // Matrices of Linear layers are decayed; biases, norms and embeddings are not (GPT-2, nanoGPT).
-  // Under PPO with ppo.value_lr_scale != 1 the value head is a third group (no weight decay),
-  // stepped at lr x scale.
+namespace {
+
+// AdamW over `model`: matrices of Linear layers are decayed; biases, norms and embeddings are not
+// (GPT-2, nanoGPT). With `value_head_group`, the value head is a third group (no weight decay).
+std::unique_ptr<torch::optim::AdamW> make_adamw(TransformerPolicy& model,
+                                                const OptimizerConfig& o, bool value_head_group) {
   std::vector<torch::Tensor> decay, no_decay, value_head;
-  const bool separate_head = config.algorithm == Algorithm::ppo && config.ppo.value_lr_scale != 1.0;
-  for (const auto& item : policy->named_parameters()) {
+  for (const auto& item : model->named_parameters()) {
     const bool embedding = item.key().find("embedding") != std::string::npos;
-    if (separate_head && item.key().rfind("value_head.", 0) == 0) {
+    if (value_head_group && item.key().rfind("value_head.", 0) == 0) {
       value_head.push_back(item.value());
       continue;
     }
     (item.value().dim() >= 2 && !embedding ? decay : no_decay).push_back(item.value());
   }
-  const OptimizerConfig& o = config.optimizer;
   auto options = [&](double weight_decay) {
     return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(o.lr)
                                                             .betas({o.beta1, o.beta2})
@@ -224,17 +224,49 @@ void Learner::make_optimizer() {
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, options(o.weight_decay));
   groups.emplace_back(no_decay, options(0.0));
-  if (separate_head) groups.emplace_back(value_head, options(0.0));
-  optimizer = std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o.lr));
+  if (value_head_group) groups.emplace_back(value_head, options(0.0));
+  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o.lr));
+}
+
+double clip_gradients(TransformerPolicy& model, double max_grad_norm) {
+  const double max_norm =
+      max_grad_norm > 0 ? max_grad_norm : std::numeric_limits<double>::infinity();
+  return torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
+}
+
+}  // namespace
+
+void Learner::make_optimizer() {
+  // Under PPO with a shared critic and ppo.value_lr_scale != 1 the value head is a third group,
+  // stepped at lr x scale.
+  const bool value_head_group = config.algorithm == Algorithm::ppo &&
+                                config.ppo.critic == PpoCritic::shared &&
+                                config.ppo.value_lr_scale != 1.0;
+  optimizer = make_adamw(policy, config.optimizer, value_head_group);
+}
+
+void Learner::make_critic() {
+  critic = clone_policy(policy);
+  for (auto& p : critic->parameters()) p.set_requires_grad(true);
+  critic->train();
+  critic_optimizer = make_adamw(critic, config.optimizer, false);
+}
+
+double Learner::critic_step() {
+  const double norm = clip_gradients(critic, config.optimizer.max_grad_norm);
+  for (auto& group : critic_optimizer->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options())
+        .lr(current_lr() * config.ppo.value_lr_scale);
+  }
+  critic_optimizer->step();
+  critic_optimizer->zero_grad();
+  return norm;
 }
 
 double Learner::current_lr() const { return config.optimizer.lr_at(counters.optimizer_steps); }
 
 double Learner::optimizer_step() {
-  const double max_norm = config.optimizer.max_grad_norm > 0
-                              ? config.optimizer.max_grad_norm
-                              : std::numeric_limits<double>::infinity();
-  const double norm = torch::nn::utils::clip_grad_norm_(policy->parameters(), max_norm);
+  const double norm = clip_gradients(policy, config.optimizer.max_grad_norm);
   const double lr = current_lr();
   auto& groups = optimizer->param_groups();
   for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -978,6 +1010,16 @@ void PolicyAgent::save(const std::filesystem::path& dir) const {
   } else {
     std::filesystem::remove(dir / "reference.pt");
   }
+  if (!l.critic.is_empty()) {
+    torch::serialize::OutputArchive model, optimizer;
+    l.critic->save(model);
+    model.save_to((dir / "critic.pt").string());
+    l.critic_optimizer->save(optimizer);
+    optimizer.save_to((dir / "critic_optimizer.pt").string());
+  } else {
+    std::filesystem::remove(dir / "critic.pt");
+    std::filesystem::remove(dir / "critic_optimizer.pt");
+  }
   {
     torch::serialize::OutputArchive archive;
     l.optimizer->save(archive);
@@ -1004,6 +1046,7 @@ void PolicyAgent::save(const std::filesystem::path& dir) const {
   text << "rng.seed = " << l.rng.seed << "\n";
   text << "rng.counter = " << l.rng.counter << "\n";
   text << "reference = " << (l.reference.is_empty() ? "false" : "true") << "\n";
+  text << "critic = " << (l.critic.is_empty() ? "false" : "true") << "\n";
   text << "parameters = " << l.policy->parameter_count() << "\n";
   for (const auto& [key, value] : to_key_values(l.config))
     text << "config." << key << " = " << value << "\n";
@@ -1046,6 +1089,21 @@ void PolicyAgent::load(const std::filesystem::path& dir) {
     for (auto& p : l.reference->parameters()) p.set_requires_grad(false);
   } else {
     l.reference = TransformerPolicy{nullptr};
+  }
+  // Checkpoints from before the separate critic have no "critic" line: none was kept then.
+  const auto critic_line = file.values.find("critic");
+  if (critic_line != file.values.end() && critic_line->second == "true") {
+    require_file(dir / "critic.pt");
+    require_file(dir / "critic_optimizer.pt");
+    l.make_critic();
+    torch::serialize::InputArchive model, optimizer;
+    model.load_from((dir / "critic.pt").string(), l.device);
+    l.critic->load(model);
+    optimizer.load_from((dir / "critic_optimizer.pt").string(), l.device);
+    l.critic_optimizer->load(optimizer);
+  } else {
+    l.critic = TransformerPolicy{nullptr};
+    l.critic_optimizer.reset();
   }
   l.make_optimizer();  // with the saved optimiser settings, then its saved state
   {

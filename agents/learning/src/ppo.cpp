@@ -1,8 +1,9 @@
 // PPO for a token-level policy (Schulman et al. 2017; Ziegler et al. 2019; TRL's PPOTrainer and
-// verl), the RL stage of the method. Actor and critic share the transformer trunk (a value head on
-// it), both starting from the SFT model. Per update:
-//   1. score the rollouts with the policy before the update (log pi_old, V_old) and the frozen
-//      reference (log pi_ref);
+// verl), the RL stage of the method. Actor and critic both start from the SFT model: they share the
+// transformer trunk (a value head on it; ppo.critic = shared) or the critic is a network of its
+// own, a copy of the policy made at the first update (ppo.critic = separate). Per update:
+//   1. score the rollouts with the policy before the update (log pi_old), the critic (V_old) and
+//      the frozen reference (log pi_ref);
 //   2. per-token rewards r_t = -kl_coef * KL_t, plus the episode's reward at its last token;
 //   3. GAE: delta_t = r_t + gamma V_{t+1} - V_t, A_t = delta_t + gamma lambda A_{t+1}, the value
 //      after the last token 0; returns = A + V_old; advantages whitened over the batch's tokens;
@@ -13,6 +14,8 @@
 //   during the first ppo.critic_warmup_updates updates only the value term, and only the value
 //   head's parameters step (the trunk, shared with the policy, keeps its weights); with
 //   ppo.value_trunk_gradients = false the value term's gradient reaches the value head alone.
+//   A separate critic takes the value term alone (no vf_coef) and steps its own AdamW at lr x
+//   ppo.value_lr_scale; during the warm-up only the critic steps, and the policy keeps its weights.
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -115,13 +118,20 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
   const torch::Tensor scores = torch::tensor(reward_values, torch::kFloat).to(learner.device);
   const torch::Tensor valid = batch.valid;
 
+  const bool separate = config.critic == PpoCritic::separate;
+  if (separate && learner.critic.is_empty()) learner.make_critic();
   torch::Tensor old_log_probs, old_values, kl, advantages, returns, raw_advantages;
   {
     torch::NoGradGuard no_grad;
     learner.policy->eval();
     const TokenScores old = learner.score(learner.policy, batch, false);
     old_log_probs = old.log_probs;
-    old_values = old.values;
+    if (separate) {
+      learner.critic->eval();
+      old_values = learner.score(learner.critic, batch, false).values;
+    } else {
+      old_values = old.values;
+    }
     kl = torch::zeros_like(old_log_probs);
     if (config.kl_coef > 0 && !learner.reference.is_empty()) {
       const torch::Tensor ref_log_probs = learner.score(learner.reference, batch, false).log_probs;
@@ -136,11 +146,12 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
   }
 
   learner.policy->train();
+  if (separate) learner.critic->train();
   const double lr = learner.current_lr();
   const bool critic_warmup = learner.counters.updates < config.critic_warmup_updates;
   double policy_loss = 0, value_loss = 0, total_loss = 0, clip_fraction = 0,
          value_clip_fraction = 0;
-  double approx_kl = 0, entropy = 0, grad_norm = 0;
+  double approx_kl = 0, entropy = 0, grad_norm = 0, critic_grad_norm = 0;
   int steps = 0;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     for (const torch::Tensor& rows : minibatch_indices(learner, n, config.minibatches)) {
@@ -149,21 +160,36 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
       const PolicyLoss pl =
           ppo_policy_loss(now.log_probs, old_log_probs.index_select(0, rows),
                           advantages.index_select(0, rows), part.valid, config.clip_ratio);
+      const torch::Tensor values =
+          separate ? learner.score(learner.critic, part, false).values : now.values;
       const ValueLoss vl =
-          clipped_value_loss(now.values, old_values.index_select(0, rows),
+          clipped_value_loss(values, old_values.index_select(0, rows),
                              returns.index_select(0, rows), part.valid, config.value_clip);
       const torch::Tensor mean_entropy = masked_mean(now.entropy, part.valid);
-      const torch::Tensor loss =
-          critic_warmup ? config.vf_coef * vl.loss
-                        : pl.loss + config.vf_coef * vl.loss - config.entropy_coef * mean_entropy;
-      if (critic_warmup || config.value_trunk_gradients) {
-        loss.backward();
-        if (critic_warmup) keep_value_head_gradients_only(learner);
+      const torch::Tensor policy_term = pl.loss - config.entropy_coef * mean_entropy;
+      torch::Tensor loss;
+      if (separate) {
+        // Two networks, two losses, two optimisers: the policy's step is the one vf_coef = 0
+        // would give, and the critic learns the value term alone.
+        loss = critic_warmup ? vl.loss : policy_term + vl.loss;
+        vl.loss.backward();
+        critic_grad_norm += learner.critic_step();
+        if (!critic_warmup) {
+          policy_term.backward();
+          grad_norm += learner.optimizer_step();
+        }
       } else {
-        add_value_head_gradients(learner, config.vf_coef * vl.loss);
-        (pl.loss - config.entropy_coef * mean_entropy).backward();
+        loss = critic_warmup ? config.vf_coef * vl.loss
+                             : policy_term + config.vf_coef * vl.loss;
+        if (critic_warmup || config.value_trunk_gradients) {
+          loss.backward();
+          if (critic_warmup) keep_value_head_gradients_only(learner);
+        } else {
+          add_value_head_gradients(learner, config.vf_coef * vl.loss);
+          policy_term.backward();
+        }
+        grad_norm += learner.optimizer_step();
       }
-      grad_norm += learner.optimizer_step();
       policy_loss += pl.loss.item<double>();
       value_loss += vl.loss.item<double>();
       total_loss += loss.item<double>();
@@ -194,6 +220,7 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
           {"advantages/std",
            std::sqrt(std::max(0.0, masked_var(raw_advantages, valid).item<double>()))},
           {"grad_norm", grad_norm / s},
+          {"value/grad_norm", critic_grad_norm / s},
           {"learning_rate", lr},
           {"optimizer_steps", static_cast<double>(steps)},
           {"value/critic_warmup", critic_warmup ? 1.0 : 0.0}};

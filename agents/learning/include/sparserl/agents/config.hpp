@@ -100,8 +100,17 @@ struct ReinforceConfig {
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 
+// Where PPO's value estimates come from:
+//   shared    a value head on the policy's own trunk (TRL's PPOTrainer of 2023, one network)
+//   separate  a critic network of its own: a copy of the policy (trunk and value head) made when
+//             RL starts - so actor and critic both start from the SFT model, as the method has
+//             it - trained by the value loss alone with its own AdamW (verl's critic worker)
+enum class PpoCritic { shared, separate };
+std::string_view to_string(PpoCritic critic);
+std::optional<PpoCritic> parse_ppo_critic(std::string_view text);  // "shared", "separate"
+
 // PPO for language models (Ziegler et al. 2019; TRL PPOTrainer, verl): a value head on the shared
-// trunk, per-token reward r_t = -kl_coef * KL_t (+ the episode reward at the last token), GAE,
+// trunk or a separate critic, per-token reward r_t = -kl_coef * KL_t (+ the episode reward at the last token), GAE,
 // whitened advantages, clipped ratio and clipped value loss, several epochs over minibatches.
 struct PpoConfig {
   double gamma = 1.0, lambda = 0.95;
@@ -128,6 +137,10 @@ struct PpoConfig {
   // shared-trunk policy gets to verl's separate critic, and the policy's update is then the same
   // as with vf_coef = 0).
   bool value_trunk_gradients = true;
+  // A separate critic (see PpoCritic) takes the value loss itself - vf_coef and
+  // value_trunk_gradients are the shared trunk's knobs and do not apply - and steps at lr x
+  // value_lr_scale with its own gradient clipping; critic_warmup_updates trains it alone.
+  PpoCritic critic = PpoCritic::shared;
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 

@@ -70,6 +70,9 @@ struct Learner {
   TransformerPolicy policy{nullptr};
   TransformerPolicy reference{nullptr};  // frozen; null until set_reference_to_current()
   std::unique_ptr<torch::optim::AdamW> optimizer;
+  // PPO with ppo.critic = separate: the critic network (null until make_critic()) and its AdamW.
+  TransformerPolicy critic{nullptr};
+  std::unique_ptr<torch::optim::AdamW> critic_optimizer;
   CounterRng rng;
   AgentCounters counters;
 
@@ -96,6 +99,12 @@ struct Learner {
   // Returns the gradient norm before clipping.
   double optimizer_step();
   [[nodiscard]] double current_lr() const;
+  // The critic: a trainable copy of the policy as it is now (trunk and value head), with an AdamW
+  // of its own (the policy's settings, decay on matrices only).
+  void make_critic();
+  // Clips the critic's gradients, steps its AdamW at current_lr() x ppo.value_lr_scale and clears
+  // them (the schedule follows the policy's optimiser steps). Returns the norm before clipping.
+  double critic_step();
 };
 
 // ---- Shared math (policy_agent.cpp) -------------------------------------------------------------
