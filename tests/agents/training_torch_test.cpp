@@ -271,6 +271,19 @@ TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][r
 
 namespace {
 
+// PPO agents whose updates can be compared bit for bit: 2 epochs x 2 minibatches at lr 1e-3, no
+// gradient clipping, no dropout (LibTorch's CPU generator is process-wide: no draws to differ).
+AgentConfig exact_ppo_config() {
+  AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
+  config.algorithm = Algorithm::ppo;
+  config.ppo.epochs = 2;
+  config.ppo.minibatches = 2;
+  config.optimizer.lr = 1e-3;
+  config.optimizer.max_grad_norm = 0;
+  config.policy.dropout = 0;
+  return config;
+}
+
 // G completions per prompt from the agent as rollouts, grouped by prompt, rewarded by
 // reward(index, completion).
 std::vector<Rollout> sampled_rollouts(
@@ -369,15 +382,9 @@ TEST_CASE("PPO without value gradients in the trunk updates the policy as with v
   // the value loss moves the value head alone: the policy's logits end bit for bit where vf_coef
   // = 0 leaves them, while the head has learned; with the shared trunk they end elsewhere.
   auto make = [](double vf_coef, bool trunk) {
-    AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-    config.algorithm = Algorithm::ppo;
-    config.ppo.epochs = 2;
-    config.ppo.minibatches = 2;
+    AgentConfig config = exact_ppo_config();
     config.ppo.vf_coef = vf_coef;
     config.ppo.value_trunk_gradients = trunk;
-    config.optimizer.lr = 1e-3;
-    config.optimizer.max_grad_norm = 0;
-    config.policy.dropout = 0;  // LibTorch's CPU generator is process-wide: no draws to differ
     return std::make_unique<PolicyAgent>(config, vocabulary());
   };
   auto shared = make(0.5, true), head_only = make(0.5, false), no_value = make(0.0, true);
@@ -417,16 +424,10 @@ TEST_CASE("PPO with a separate critic: the policy steps as with vf_coef 0, the c
   // only the critic: the policy's logits end bit for bit where the shared trunk's vf_coef = 0
   // leaves them, while the critic's estimates have moved off the SFT model's zero value head.
   auto make = [](PpoCritic critic, double vf_coef, int warmup) {
-    AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-    config.algorithm = Algorithm::ppo;
+    AgentConfig config = exact_ppo_config();
     config.ppo.critic = critic;
-    config.ppo.epochs = 2;
-    config.ppo.minibatches = 2;
     config.ppo.vf_coef = vf_coef;
     config.ppo.critic_warmup_updates = warmup;
-    config.optimizer.lr = 1e-3;
-    config.optimizer.max_grad_norm = 0;
-    config.policy.dropout = 0;
     return std::make_unique<PolicyAgent>(config, vocabulary());
   };
   const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
