@@ -577,13 +577,22 @@ TEST_CASE("every RL algorithm learns a toy preference", "[agents][rl]") {
   const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
       synthetic_observation(1), synthetic_observation(2), synthetic_observation(3),
       synthetic_observation(4)};
-  for (Algorithm algorithm : {Algorithm::reinforce, Algorithm::ppo, Algorithm::grpo}) {
-    DYNAMIC_SECTION(to_string(algorithm)) {
+  struct Case {
+    Algorithm algorithm;
+    PpoCritic critic;
+  };
+  for (const Case c : {Case{Algorithm::reinforce, PpoCritic::shared},
+                       Case{Algorithm::ppo, PpoCritic::shared},
+                       Case{Algorithm::ppo, PpoCritic::separate},
+                       Case{Algorithm::grpo, PpoCritic::shared}}) {
+    DYNAMIC_SECTION(to_string(c.algorithm)
+                    << (c.critic == PpoCritic::separate ? " (separate critic)" : "")) {
       AgentConfig config = tiny_config(env::MaskMode::none, 4);
-      config.algorithm = algorithm;
+      config.algorithm = c.algorithm;
       config.optimizer.lr = 1e-2;
       config.ppo.epochs = 2;
       config.ppo.minibatches = 2;
+      config.ppo.critic = c.critic;
       PolicyAgent agent(config, vocabulary());
       // The share of the first batch, and the mean share of the last five of 30 updates.
       double first = -1, last = 0;

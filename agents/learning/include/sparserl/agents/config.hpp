@@ -110,8 +110,9 @@ std::string_view to_string(PpoCritic critic);
 std::optional<PpoCritic> parse_ppo_critic(std::string_view text);  // "shared", "separate"
 
 // PPO for language models (Ziegler et al. 2019; TRL PPOTrainer, verl): a value head on the shared
-// trunk or a separate critic, per-token reward r_t = -kl_coef * KL_t (+ the episode reward at the last token), GAE,
-// whitened advantages, clipped ratio and clipped value loss, several epochs over minibatches.
+// trunk or a separate critic, per-token reward r_t = -kl_coef * KL_t (+ the episode reward at the
+// last token), GAE, whitened advantages, clipped ratio and clipped value loss, several epochs over
+// minibatches.
 struct PpoConfig {
   double gamma = 1.0, lambda = 0.95;
   double clip_ratio = 0.2;  // epsilon of the ratio
