@@ -72,6 +72,8 @@ TEST_CASE("on CUDA the key-value cache agrees with the full forward pass", "[age
   const std::vector<const std::vector<env::TokenId>*> sequences = {&tokens};
   const SequenceBatch batch = l.sequence_batch(matrices, sequences, {});
   const PolicyOutput full = l.policy->forward(batch.prefix, batch.inputs, batch.valid);
+  CHECK(torch::allclose(l.policy->values(batch.prefix, batch.inputs, batch.valid), full.values,
+                        1e-4, 1e-4));
   KvCache cache;
   const auto options = torch::TensorOptions().device(l.device);
   PolicyOutput step = l.policy->prefill(

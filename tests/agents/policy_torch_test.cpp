@@ -1,6 +1,6 @@
 // The policy network and its sampling: incremental decoding with the key-value cache gives the full
 // forward pass's logits and values (mixed lengths, padding, a row without a matrix, rows resumed
-// from a prefix); the action mask is never violated; top-k / top-p / temperature keep the right
+// from a prefix), and so does the values-only pass a critic uses; the action mask is never violated; top-k / top-p / temperature keep the right
 // tokens; act() reports the log-probabilities a full forward pass assigns; a tiny policy overfits a
 // handful of programs and greedy decoding reproduces them; the same seed gives the same update.
 #include <torch/torch.h>
@@ -54,6 +54,12 @@ TEST_CASE("decoding with the key-value cache equals the full forward pass", "[ag
   for (const auto& s : sequences) pointers.push_back(&s);
   const SequenceBatch batch = l.sequence_batch(matrices, pointers, {});
   const PolicyOutput full = l.policy->forward(batch.prefix, batch.inputs, batch.valid);
+  // The critic's values-only pass is the same trunk and value head; the learner's scores are 0
+  // past each sequence's end.
+  CHECK(torch::equal(l.policy->values(batch.prefix, batch.inputs, batch.valid), full.values));
+  CHECK(torch::equal(l.score_values(l.policy, batch), l.score(l.policy, batch, false).values));
+  CHECK(l.score_values(l.policy, batch)[2].slice(0, 2).abs().sum().item<float>() == 0.0F);
+  CHECK(full.values[2].slice(0, 2).abs().sum().item<float>() > 0.0F);
 
   // From <bos> alone, one token at a time; a row stops being active after its last token.
   const auto start = torch::full({3, 1}, vocabulary()->bos(), torch::kLong);

@@ -197,8 +197,9 @@ PolicyOutput TransformerPolicyImpl::head(const torch::Tensor& hidden) {
   return {logits, value_head_(hidden).squeeze(-1)};
 }
 
-PolicyOutput TransformerPolicyImpl::forward(const PrefixBatch& prefix, const torch::Tensor& tokens,
-                                            const torch::Tensor& token_valid) {
+torch::Tensor TransformerPolicyImpl::token_hidden(const PrefixBatch& prefix,
+                                                  const torch::Tensor& tokens,
+                                                  const torch::Tensor& token_valid) {
   torch::Tensor key_valid;
   torch::Tensor x = embed(prefix, tokens, key_valid);
   key_valid = torch::cat({key_valid, token_valid.to(torch::kBool)}, 1);
@@ -206,7 +207,17 @@ PolicyOutput TransformerPolicyImpl::forward(const PrefixBatch& prefix, const tor
   for (const auto& block : *blocks_) {
     x = block->as<TransformerBlock>()->forward(x, mask, nullptr, nullptr, {}, 0);
   }
-  return head(final_norm_(x).narrow(1, config_.prefix_length(), tokens.size(1)));
+  return final_norm_(x).narrow(1, config_.prefix_length(), tokens.size(1));
+}
+
+PolicyOutput TransformerPolicyImpl::forward(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                                            const torch::Tensor& token_valid) {
+  return head(token_hidden(prefix, tokens, token_valid));
+}
+
+torch::Tensor TransformerPolicyImpl::values(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                                            const torch::Tensor& token_valid) {
+  return value_head_(token_hidden(prefix, tokens, token_valid)).squeeze(-1);
 }
 
 KvCache TransformerPolicyImpl::empty_cache(std::int64_t batch, std::int64_t capacity,

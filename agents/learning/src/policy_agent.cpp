@@ -417,6 +417,11 @@ TokenScores Learner::score(TransformerPolicy& model, const SequenceBatch& batch,
   return scores;
 }
 
+torch::Tensor Learner::score_values(TransformerPolicy& model, const SequenceBatch& batch) {
+  return model->values(batch.prefix, batch.inputs, batch.valid)
+      .masked_fill(batch.valid.logical_not(), 0.0);
+}
+
 // ---- Shared math --------------------------------------------------------------------------------
 
 torch::Tensor masked_sum(const torch::Tensor& x, const torch::Tensor& mask) {

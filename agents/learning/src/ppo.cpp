@@ -128,7 +128,7 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
     old_log_probs = old.log_probs;
     if (separate) {
       learner.critic->eval();
-      old_values = learner.score(learner.critic, batch, false).values;
+      old_values = learner.score_values(learner.critic, batch);
     } else {
       old_values = old.values;
     }
@@ -161,7 +161,7 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
           ppo_policy_loss(now.log_probs, old_log_probs.index_select(0, rows),
                           advantages.index_select(0, rows), part.valid, config.clip_ratio);
       const torch::Tensor values =
-          separate ? learner.score(learner.critic, part, false).values : now.values;
+          separate ? learner.score_values(learner.critic, part) : now.values;
       const ValueLoss vl =
           clipped_value_loss(values, old_values.index_select(0, rows),
                              returns.index_select(0, rows), part.valid, config.value_clip);

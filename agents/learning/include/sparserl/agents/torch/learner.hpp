@@ -95,6 +95,9 @@ struct Learner {
       std::span<const std::vector<std::uint8_t>* const> masks) const;
   // Log-probabilities (and entropy, values) of a batch's targets under `model`.
   TokenScores score(TransformerPolicy& model, const SequenceBatch& batch, bool entropy);
+  // The value estimates [B, T] of a batch's token slots under `model` (0 past each sequence's end),
+  // without its logits: the separate critic's forward pass.
+  torch::Tensor score_values(TransformerPolicy& model, const SequenceBatch& batch);
   // Clips the gradients, sets the scheduled learning rate, steps AdamW and clears the gradients.
   // Returns the gradient norm before clipping.
   double optimizer_step();

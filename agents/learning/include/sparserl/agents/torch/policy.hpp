@@ -89,6 +89,10 @@ class TransformerPolicyImpl : public torch::nn::Module {
   // (right padding false). Logits [B, T, V] and values [B, T] of the token slots.
   PolicyOutput forward(const PrefixBatch& prefix, const torch::Tensor& tokens,
                        const torch::Tensor& token_valid);
+  // forward()'s values [B, T] alone: the trunk and the value head, without the [B, T, V] logits
+  // (what a critic is asked for).
+  torch::Tensor values(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                       const torch::Tensor& token_valid);
   // The same, filling a fresh cache; returns the logits [B, V] and values [B] at each row's last
   // valid token (what predicts its next token).
   PolicyOutput prefill(const PrefixBatch& prefix, const torch::Tensor& tokens,
@@ -109,6 +113,9 @@ class TransformerPolicyImpl : public torch::nn::Module {
   torch::Tensor embed(const PrefixBatch& prefix, const torch::Tensor& tokens,
                       torch::Tensor& prefix_valid);
   PolicyOutput head(const torch::Tensor& hidden);
+  // The final-norm hidden states [B, T, d] of the token slots (forward's trunk).
+  torch::Tensor token_hidden(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                             const torch::Tensor& token_valid);
 
   PolicyConfig config_;
   torch::nn::Embedding token_embedding_{nullptr}, position_embedding_{nullptr};
