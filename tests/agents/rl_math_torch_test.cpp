@@ -53,6 +53,17 @@ TEST_CASE("GAE matches a hand computation over padded sequences", "[agents][math
   const GaeResult mc = compute_gae(rewards, values, valid, 1.0, 1.0);
   CHECK(value_at(mc.advantages, 0, 0) == Approx(1.0 - 0.5).epsilon(1e-5));
   CHECK(value_at(mc.advantages, 1, 0) == Approx(2.0 - 0.1).epsilon(1e-5));
+
+  // The final reward's share of the first token's advantage: lengths 3 and 2 at gamma lambda =
+  // 0.855 give (0.855^2 + 0.855) / 2; it is A0 when the values are 0 and only the last token pays 1.
+  CHECK(first_token_outcome_weight(valid, 0.9, 0.95) ==
+        Approx((0.855 * 0.855 + 0.855) / 2).epsilon(1e-9));
+  const torch::Tensor last = f({0, 0, 1, 0, 1, 0}, {2, 3});
+  const GaeResult outcome = compute_gae(last, torch::zeros({2, 3}), valid, 0.9, 0.95);
+  CHECK(value_at(outcome.advantages, 0, 0) == Approx(0.855 * 0.855).epsilon(1e-5));
+  CHECK(value_at(outcome.advantages, 1, 0) == Approx(0.855).epsilon(1e-5));
+  CHECK(first_token_outcome_weight(valid, 1.0, 1.0) == 1.0);
+  CHECK(first_token_outcome_weight(b({0, 0, 0}, {1, 3}), 1.0, 0.95) == 0.0);
 }
 
 TEST_CASE("PPO's clipped policy loss, clip fraction and approximate KL", "[agents][math]") {

@@ -529,6 +529,16 @@ TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][r
   }
   const env::Statistics stats = agent.update(episodes);
   CHECK(std::isfinite(find_statistic(stats, "loss/policy")));
+  // Every token of an episode is a PPO step: the final reward reaches its first at
+  // (gamma lambda)^(length - 1).
+  double weight = 0;
+  for (const env::Episode& e : episodes) {
+    weight += std::pow(config.ppo.gamma * config.ppo.lambda,
+                       static_cast<double>(e.tokens.size()) - 1.0) /
+              static_cast<double>(episodes.size());
+  }
+  CHECK(find_statistic(stats, "advantages/first_token_outcome_weight") ==
+        Approx(weight).epsilon(1e-9));
   CHECK(find_statistic(stats, "env/compile_rate") == 1.0);
 
   env::Episode stranger = episodes.front();

@@ -42,6 +42,15 @@ GaeResult compute_gae(const torch::Tensor& rewards, const torch::Tensor& values,
   return {advantages, (advantages + values) * mask};
 }
 
+double first_token_outcome_weight(const torch::Tensor& valid, double gamma, double lambda) {
+  // On the CPU whatever the learner's device: [B] lengths, one number out.
+  const torch::Tensor lengths = valid.to(torch::kCPU).to(torch::kDouble).sum(1);
+  const torch::Tensor present = lengths > 0;
+  if (!present.any().item<bool>()) return 0.0;
+  const torch::Tensor weights = torch::pow(gamma * lambda, lengths.masked_select(present) - 1.0);
+  return weights.mean().item<double>();
+}
+
 PolicyLoss ppo_policy_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_probs,
                            const torch::Tensor& advantages, const torch::Tensor& valid,
                            double clip) {
@@ -219,6 +228,8 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
           {"advantages/mean", masked_mean(raw_advantages, valid).item<double>()},
           {"advantages/std",
            std::sqrt(std::max(0.0, masked_var(raw_advantages, valid).item<double>()))},
+          {"advantages/first_token_outcome_weight",
+           first_token_outcome_weight(valid, config.gamma, config.lambda)},
           {"grad_norm", grad_norm / s},
           {"value/grad_norm", critic_grad_norm / s},
           {"learning_rate", lr},
