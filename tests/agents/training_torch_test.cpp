@@ -590,19 +590,27 @@ TEST_CASE("every RL algorithm learns a toy preference", "[agents][rl]") {
   struct Case {
     Algorithm algorithm;
     PpoCritic critic;
+    double lambda;
   };
-  for (const Case c : {Case{Algorithm::reinforce, PpoCritic::shared},
-                       Case{Algorithm::ppo, PpoCritic::shared},
-                       Case{Algorithm::ppo, PpoCritic::separate},
-                       Case{Algorithm::grpo, PpoCritic::shared}}) {
-    DYNAMIC_SECTION(to_string(c.algorithm)
-                    << (c.critic == PpoCritic::separate ? " (separate critic)" : "")) {
+  for (const Case c : {Case{Algorithm::reinforce, PpoCritic::shared, 0.95},
+                       Case{Algorithm::ppo, PpoCritic::shared, 0.95},
+                       Case{Algorithm::ppo, PpoCritic::separate, 0.95},
+                       Case{Algorithm::ppo, PpoCritic::separate, 1.0},
+                       Case{Algorithm::grpo, PpoCritic::shared, 0.95}}) {
+    std::ostringstream name;
+    name << to_string(c.algorithm);
+    if (c.algorithm == Algorithm::ppo) {
+      name << (c.critic == PpoCritic::separate ? ", separate critic" : ", shared value head")
+           << ", lambda " << c.lambda;
+    }
+    DYNAMIC_SECTION(name.str()) {
       AgentConfig config = tiny_config(env::MaskMode::none, 4);
       config.algorithm = c.algorithm;
       config.optimizer.lr = 1e-2;
       config.ppo.epochs = 2;
       config.ppo.minibatches = 2;
       config.ppo.critic = c.critic;
+      config.ppo.lambda = c.lambda;
       PolicyAgent agent(config, vocabulary());
       // The share of the first batch, and the mean share of the last five of 30 updates.
       double first = -1, last = 0;
