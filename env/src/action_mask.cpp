@@ -115,7 +115,138 @@ struct TokenInfo {
   // (struct, enum, goto, ...: a name that scopes do not track). See new_local_allowed.
   enum : std::uint8_t { naming_none, naming_type, naming_keep, naming_tag };
   std::uint8_t naming = naming_none;
+  // Its part in the type-word rules (see role_allows): a Role, a type word's part of a
+  // type-specifier run (kRun*), and the contexts (bits of Ctx) it may follow in code.
+  std::uint8_t role = 0;
+  std::uint8_t type_bits = 0;
+  std::uint16_t follows = 0;
 };
+
+// The type-word rules. C++ takes a type word only where a declaration, a cast or a template
+// argument may start (a statement's start, after `(` `,` a qualifier, or `<` of a *_cast), or as
+// a functional cast in an expression (`value_t(0)`); after a type-specifier run comes what a
+// declaration or a cast goes on with (more of the run, a qualifier, `*` / `&`, the declared
+// name, `)` `>` `(`), and after a declared name what a declarator goes on with (`=` `;` `,` `[`
+// `(` `{` `:`). Sampled programs broke each of these (`if (v9 < long long long`, `int = -256;`,
+// `value_t* 0`, `value_t v12 + 0;`, `const int v13 ceil_div(`): the rules refuse them. They never
+// refuse a token of the completion path (closers, `;`, `#`, <eol>, <eos>), so the budget keeps
+// its guarantee, and they apply in code only, outside preprocessor lines and kernel declarations.
+enum Role : std::uint8_t {
+  role_other,    // an operator, `=`, `[`, `?`, return, if, sizeof, ...: an expression goes on
+  role_type,     // a type word: int, long, value_t, float4, ...
+  role_qual,     // a qualifier or specifier: const, static, __shared__, __restrict__, typedef, ...
+  role_ptr,      // `*` or `&`
+  role_cast_kw,  // static_cast, reinterpret_cast, const_cast, template: `<` opens types
+  role_lt,       // `<`
+  role_start,    // ( , ; { } ) : else do - a declaration or a cast may start after it
+  role_operand,  // a number, a constant, a member, a literal, a builtin, `]`, ++, --, true, ...
+};
+// Where code stands for the type-word rules (State::ctx).
+enum Ctx : std::uint8_t {
+  ctx_start,      // a type may start a run
+  ctx_qual,       // after a qualifier: a type may start or go on with the run
+  ctx_type,       // after a type word of a declaration or a cast
+  ctx_ptr,        // after `*` / `&` inside a type
+  ctx_cast_call,  // after a type word in an expression: a functional cast, `(` or `{` next
+  ctx_declared,   // after the name a declaration declares
+  ctx_expr,       // inside an expression, before an operand: a type only as a functional cast
+  ctx_operand,    // after an operand: no type
+  ctx_cast_kw,    // after static_cast & co.
+  kContexts,
+};
+// A type-specifier run: the count of `long` (bits 0-1), then one bit per other part.
+constexpr std::uint8_t kRunLong = 1, kRunShort = 4, kRunSign = 8, kRunInt = 16, kRunChar = 32,
+                       kRunSingle = 64;
+
+// May a type word of part `bits` join the run `run` (0: a run starts)? `unsigned long long int`
+// and `signed char` may; `long long long`, `int int`, `value_t float` may not.
+bool type_run_takes(std::uint8_t run, std::uint8_t bits) {
+  if (run == 0) return true;
+  const int longs = run & 3;
+  if ((run & kRunSingle) != 0) return false;
+  switch (bits) {
+    case kRunLong:
+      return longs < 2 && (run & (kRunShort | kRunChar)) == 0;
+    case kRunShort:
+      return longs == 0 && (run & (kRunShort | kRunChar)) == 0;
+    case kRunInt:
+      return (run & (kRunInt | kRunChar)) == 0;
+    case kRunChar:
+      return longs == 0 && (run & (kRunInt | kRunChar | kRunShort)) == 0;
+    case kRunSign:
+      return (run & kRunSign) == 0;
+    default:
+      return false;  // float, value_t, ...: a run of one
+  }
+}
+std::uint8_t type_run_join(std::uint8_t run, std::uint8_t bits) {
+  return static_cast<std::uint8_t>(bits == kRunLong ? run + 1 : run | bits);
+}
+
+// Each token's role, type part and follow set (TokenInfo). Call after categories and naming.
+void assign_roles(const Vocabulary& v, std::vector<TokenInfo>& info) {
+  constexpr std::uint16_t kFree = (1u << ctx_start) | (1u << ctx_qual) | (1u << ctx_expr) |
+                                  (1u << ctx_operand) | (1u << ctx_cast_kw);
+  constexpr std::uint16_t kType = 1u << ctx_type, kPtr = 1u << ctx_ptr,
+                          kCall = 1u << ctx_cast_call, kDeclared = 1u << ctx_declared;
+  constexpr std::uint16_t kAlways = kFree | kType | kPtr | kCall | kDeclared;
+  for (std::size_t i = 0; i < info.size(); ++i) {
+    const TokenSpec& spec = v.token(static_cast<TokenId>(i));
+    const std::string& w = spec.text;
+    TokenInfo& k = info[i];
+    const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
+                      spec.cls == TokenClass::constant;
+    k.follows = kFree;
+    if (word && k.naming == TokenInfo::naming_type && w != "typedef") {
+      k.role = role_type;
+      k.type_bits = w == "long"                      ? kRunLong
+                    : w == "short"                   ? kRunShort
+                    : w == "signed" || w == "unsigned" ? kRunSign
+                    : w == "int"                     ? kRunInt
+                    : w == "char"                    ? kRunChar
+                                                     : kRunSingle;
+      continue;
+    }
+    if (w == "*" || w == "&") {
+      k.role = role_ptr;
+      k.follows |= kType | kPtr;
+    } else if (word && (k.naming == TokenInfo::naming_keep || w == "typedef")) {
+      k.role = role_qual;
+      k.follows |= kType | kPtr;
+    } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
+                        w == "dynamic_cast" || w == "template")) {
+      k.role = role_cast_kw;
+    } else if (w == "<" && spec.cls == TokenClass::punct) {
+      k.role = role_lt;
+    } else if (spec.cls == TokenClass::punct &&
+               (w == "(" || w == "," || w == ";" || w == "{" || w == "}" || w == ")" || w == ":")) {
+      k.role = role_start;
+    } else if (spec.cls == TokenClass::keyword && (w == "else" || w == "do")) {
+      k.role = role_start;
+    } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
+               k.cat == Cat::digit || (k.cat == Cat::constant) || k.cat == Cat::builtin ||
+               (spec.cls == TokenClass::punct && (w == "]" || w == "++" || w == "--")) ||
+               (spec.cls == TokenClass::keyword &&
+                (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {
+      k.role = role_operand;
+    } else {
+      k.role = role_other;
+    }
+    // What may follow a type, a pointer, a functional cast's type, a declared name.
+    if (k.cat == Cat::local) k.follows |= kType | kPtr;
+    if (w == "(" && spec.cls == TokenClass::punct) k.follows |= kType | kPtr | kCall | kDeclared;
+    if (w == "{" && spec.cls == TokenClass::punct) k.follows |= kType | kCall | kDeclared;
+    if ((w == ">" || w == ",") && spec.cls == TokenClass::punct) {
+      k.follows |= kType | kPtr | kDeclared;  // `static_cast<int>`, `template <int G>`
+    }
+    if ((w == "=" || w == "[" || w == ":") && spec.cls == TokenClass::punct) k.follows |= kDeclared;
+    // The completion path's tokens follow anything.
+    if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket || k.cat == Cat::close_brace ||
+        k.cat == Cat::semi || k.cat == Cat::hash || k.cat == Cat::eol || k.cat == Cat::eos) {
+      k.follows = kAlways;
+    }
+  }
+}
 
 enum class Phase : std::uint8_t {
   start,
@@ -231,6 +362,10 @@ struct ActionMask::Tables {
   std::vector<TokenInfo> info;
   std::vector<std::uint8_t> code_base;        // plain code, outside a preprocessor line
   std::vector<std::uint8_t> pp_base;          // plain code inside a preprocessor line
+  // code_base under the type-word rules, per context (type words after a qualifier or in a run
+  // are patched by the run in fill()).
+  std::array<std::vector<std::uint8_t>, kContexts> code_ctx;
+  std::vector<TokenId> type_words;  // role_type tokens
   std::vector<TokenId> digits;                // every digit token
   std::vector<TokenId> directive_candidates;  // tokens that may appear in a directive line
   std::vector<TokenId> pp_candidates;  // preprocessor words, locals, constants, <eol>, <num>, ...
@@ -300,6 +435,9 @@ struct ActionMask::State {
   std::uint8_t braces = 0;      // `{` open in code
   std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
   bool soft_closed = false;     // ... which has just closed
+  // The type-word rules (role_allows): where code stands, and the type-specifier run under way.
+  std::uint8_t ctx = ctx_start;
+  std::uint8_t run = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -469,6 +607,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
       if (spec.text == w) info[i].naming = TokenInfo::naming_tag;
     }
   }
+  assign_roles(v, info);
   // Plain code masks.
   code_base.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
@@ -527,6 +666,20 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   // are undeclared names (seen in sampled programs: `identifier "endif" is undefined`).
   for (std::size_t i = 0; i < n; ++i) {
     if (pp_only_word(info[i])) code_base[i] = 0;
+  }
+  for (int c = 0; c < kContexts; ++c) {
+    std::vector<std::uint8_t>& base = code_ctx[static_cast<std::size_t>(c)];
+    base = code_base;
+    for (std::size_t i = 0; i < n; ++i) {
+      const TokenInfo& k = info[i];
+      const bool ok = k.role == role_type ? c == ctx_start || c == ctx_qual || c == ctx_type ||
+                                                c == ctx_expr
+                                          : ((k.follows >> c) & 1u) != 0;
+      if (!ok) base[i] = 0;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (info[i].role == role_type) type_words.push_back(static_cast<TokenId>(i));
   }
   for (reward::Format f : reward::kFormats) {
     const auto& args = reward::signature(reward::Op::spmv, f).args;
@@ -1094,6 +1247,70 @@ bool constant_in_format(const State& s, const TokenInfo& k) {
   return k.param == 0 || ((k.param >> s.format) & 1u) != 0;
 }
 
+// The type-word rules for a code token (outside preprocessor lines and kernel declarations).
+bool role_allows(const State& s, const TokenInfo& k) {
+  if (k.role == role_type) {
+    switch (s.ctx) {
+      case ctx_start:
+      case ctx_expr:
+        return true;
+      case ctx_qual:
+      case ctx_type:
+        return type_run_takes(s.run, k.type_bits);
+      default:
+        return false;
+    }
+  }
+  return ((k.follows >> s.ctx) & 1u) != 0;
+}
+
+// The context after a code token; `declares`: the token is a local that a declaration declares,
+// `macro`: a local #defined (it may name a type or a qualifier).
+void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
+  const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+  switch (k.role) {
+    case role_type:
+      if (s.ctx == ctx_expr) {
+        s.ctx = ctx_cast_call;
+        s.run = k.type_bits;
+      } else {
+        s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
+        s.ctx = ctx_type;
+      }
+      return;
+    case role_qual:
+      if (!in_type) s.run = 0;
+      if (s.ctx != ctx_ptr) s.ctx = ctx_qual;
+      return;
+    case role_ptr:
+      s.ctx = in_type ? ctx_ptr : ctx_expr;
+      return;
+    case role_cast_kw:
+      s.ctx = ctx_cast_kw;
+      return;
+    case role_lt:
+      s.ctx = s.ctx == ctx_cast_kw ? ctx_start : ctx_expr;
+      return;
+    case role_start:
+      s.ctx = ctx_start;
+      s.run = 0;
+      return;
+    case role_operand:
+      s.ctx = ctx_operand;
+      return;
+    default:
+      break;
+  }
+  if (k.cat == Cat::local && macro) {
+    if (!in_type) s.run = 0;
+    s.ctx = ctx_qual;
+  } else if (k.cat == Cat::local) {
+    s.ctx = declares ? ctx_declared : ctx_operand;
+  } else {
+    s.ctx = ctx_expr;
+  }
+}
+
 bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool in_pp) {
   if (in_pp) {
     if (k.word == w_extern || k.word == w_linkage || k.word == w_global || k.word == w_bounds) {
@@ -1111,6 +1328,7 @@ bool code_word_allows(const Tables& t, const State& s, const TokenInfo& k, bool 
     const bool known = k.local < s.locals_used || (in_pp && k.local == s.locals_used);
     return k.cat == Cat::member || (k.cat == Cat::local && k.local < t.locals && known);
   }
+  if (!in_pp && !declaring(s) && !role_allows(s, k)) return false;
   switch (k.cat) {
     case Cat::constant:
       return in_pp || constant_in_format(s, k);
@@ -1476,6 +1694,8 @@ void end_pp_line(State& s) {
   s.pp_depth = 0;
   s.digits = 0;
   s.last = Last::pp_eol;
+  s.ctx = ctx_start;  // the completion path may go on with `extern` or <eos>
+  s.run = 0;
 }
 
 void apply_pp(State& s, const TokenInfo& k) {
@@ -1585,10 +1805,16 @@ void apply_pp(State& s, const TokenInfo& k) {
 // A code token outside a preprocessor line: scopes, brackets and locals, the kernel declaration,
 // the declarator.
 void apply_code_token(const Tables& t, State& s, const TokenInfo& k) {
+  const bool macro = k.cat == Cat::local && scope_of(s, k.local) == kScopeMacro;
+  const bool declares =
+      k.cat == Cat::local && new_local_allowed(s) && s.declarator == kTypeDeclarator && !macro;
   if (s.decl == Decl::none || s.decl == Decl::external) advance_scopes(s, k);
   apply_code_word(s, k, false);
   advance_declaration(t, s, k);
-  if (s.pp == Pp::none) advance_declarator(s, k);
+  if (s.pp == Pp::none) {
+    advance_declarator(s, k);
+    advance_role(s, k, declares, macro);
+  }
 }
 
 void apply_code(const Tables& t, State& s, const TokenInfo& k) {
@@ -1836,18 +2062,31 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
       s.decl == Decl::none;  // a declaration is never open on a preprocessor line
   if (plain_code) {
     const bool in_pp = s.pp != Pp::none;
-    std::memcpy(mask.data(), (in_pp ? t.pp_base : t.code_base).data(), n);
+    const std::vector<std::uint8_t>& base = in_pp ? t.pp_base : t.code_ctx[s.ctx];
+    std::memcpy(mask.data(), base.data(), n);
+    // Locals follow the same contexts (their follow sets are alike).
+    const bool local_fits =
+        in_pp || role_allows(s, t.info[static_cast<std::size_t>(vocabulary_->local(0))]);
     for (int i = 0; i < s.locals_used && i < t.locals; ++i) {
       mask[static_cast<std::size_t>(vocabulary_->local(i))] =
-          in_pp || known_local_allowed(s, i) ? 1 : 0;
+          local_fits && (in_pp || known_local_allowed(s, i)) ? 1 : 0;
     }
     for (TokenId id : t.format_constants) {
       mask[static_cast<std::size_t>(id)] =
-          in_pp || constant_in_format(s, t.info[static_cast<std::size_t>(id)]) ? 1 : 0;
+          base[static_cast<std::size_t>(id)] != 0 &&
+                  (in_pp || constant_in_format(s, t.info[static_cast<std::size_t>(id)]))
+              ? 1
+              : 0;
     }
     if (s.locals_used < t.locals) {
       mask[static_cast<std::size_t>(vocabulary_->local(s.locals_used))] =
-          in_pp || new_local_allowed(s) ? 1 : 0;
+          local_fits && (in_pp || new_local_allowed(s)) ? 1 : 0;
+    }
+    if (!in_pp && (s.ctx == ctx_qual || s.ctx == ctx_type)) {
+      for (TokenId id : t.type_words) {
+        const auto i = static_cast<std::size_t>(id);
+        mask[i] = t.code_base[i] != 0 && type_run_takes(s.run, t.info[i].type_bits) ? 1 : 0;
+      }
     }
     if (in_pp ? s.pp_depth == kMaxPpDepth : s.depth == kMaxCodeDepth) {
       for (std::size_t i = 0; i < n; ++i) {

@@ -707,3 +707,132 @@ TEST_CASE("code names only the prelude constants of the program's format", "[env
     CHECK(mask.allows(sell_c));
   }
 }
+
+namespace {
+
+// Code after a CSR program's header (one launched kernel, v0), spelled with spaces between tokens:
+// `vN` is local N, a run of digits a number, anything else a code token (id()). Takes every token
+// but the last; returns whether the mask allows the last (fill() and allows() must agree).
+bool allows_last(std::string_view code) {
+  const Vocabulary& v = *vocab();
+  ActionMask mask(vocab(), MaskMode::syntax, 600);
+  std::vector<TokenId> tokens;
+  begin_program(mask, reward::Format::csr, 1, tokens);
+  std::vector<std::vector<TokenId>> words;
+  std::size_t at = 0;
+  while (at < code.size()) {
+    const std::size_t end = std::min(code.find(' ', at), code.size());
+    const std::string word(code.substr(at, end - at));
+    at = end + 1;
+    if (word.empty()) continue;
+    if (word.size() > 1 && word[0] == 'v' && std::isdigit(static_cast<unsigned char>(word[1]))) {
+      words.push_back({v.local(std::stoi(word.substr(1)))});
+    } else if (word == "x" || word == "y" || word == "z" || word == "w") {
+      words.push_back({v.id(TokenClass::member, word)});
+    } else if (std::isdigit(static_cast<unsigned char>(word[0]))) {
+      std::vector<TokenId> number{v.num()};
+      for (char c : word) number.push_back(v.id(TokenClass::digit, std::string(1, c)));
+      words.push_back(number);
+    } else {
+      words.push_back({id(word.c_str())});
+    }
+  }
+  std::vector<std::uint8_t> m(v.size());
+  for (std::size_t w = 0; w < words.size(); ++w) {
+    for (std::size_t i = 0; i < words[w].size(); ++i) {
+      const TokenId t = words[w][i];
+      mask.fill(m);
+      const bool allowed = mask.allows(t);
+      INFO("token " << w << " (" << v.describe(t) << ") of: " << code);
+      REQUIRE((m[static_cast<std::size_t>(t)] != 0) == allowed);
+      if (w + 1 == words.size() && i == 0) return allowed;
+      REQUIRE(allowed);
+      mask.advance(t);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("type words stand only where a declaration, a cast or a functional cast may",
+          "[env][mask]") {
+  // What kernels write: declarations, casts, template arguments, functional casts.
+  for (const char* code : {
+           "const long long v1 = static_cast < long long > ( blockIdx . x ) * 2 ;",
+           "unsigned long long int v1 = 0 , v2 ; signed char v3 ; short int v4 ;",
+           "long v1 ; unsigned v2 = 0 ; long int v3 ;",
+           "value_t v1 = value_t ( 0 ) + float ( 1 ) ; int v2 = ( int ) sizeof ( value_t ) ;",
+           "const float4 * __restrict__ v1 = reinterpret_cast < const float4 * > ( M ) ;",
+           "__shared__ value_t v1 [ 4 ] ; for ( int v2 = 0 , v3 = 1 ; v2 < M ; ++ v2 ) { }",
+           "int v1 = 0 ; if ( v1 < N ) { const int * const v2 = & v1 ; }",
+           "template < int v1 > __device__ __forceinline__ value_t v2 ( const value_t * v3 , int v4 ) "
+           "{ return v3 [ v4 ] ; }",
+           "static const int v1 { 4 } ; extern __shared__ value_t v2 [ ] ;",
+       }) {
+    INFO(code);
+    CHECK(allows_last(std::string(code) + " ;"));
+  }
+  // What sampled programs wrote (the last token is refused): a type inside an expression other
+  // than as a functional cast, a run C++ has no type for, a type followed by what no declaration
+  // or cast goes on with, a declared name followed by an expression.
+  for (const char* code : {
+           "int v1 ; if ( v1 < long long",
+           "int v1 ; int v2 ; if ( v1 % ( v2 < long v2",
+           "int v1 ; v1 int",
+           "int v1 ; int v2 = v1 float",
+           "long long long",
+           "int int",
+           "value_t float",
+           "unsigned signed",
+           "short long",
+           "char int",
+           "const long long <=",
+           "int =",
+           "value_t * 0",
+           "value_t * float",
+           "value_t v1 +",
+           "const int v1 ceil_div",
+           "int v1 v2",
+           "int v1 ; v1 = 2 * unsigned v1",
+           "int ( v1",
+       }) {
+    INFO(code);
+    CHECK_FALSE(allows_last(code));
+  }
+  // The completion path's tokens stay open after a type word (the budget's guarantee).
+  CHECK(allows_last("{ int }"));
+  CHECK(allows_last("int ;"));
+  CHECK(allows_last("( value_t )"));
+  CHECK(allows_last("int v1 = value_t ;"));
+}
+
+TEST_CASE("fill() and allows() agree on every token along random episodes", "[env][mask]") {
+  datasets::Rng rng(31);
+  std::vector<std::uint8_t> m(vocab()->size());
+  std::vector<TokenId> allowed;
+  int mismatches = 0, steps = 0;
+  for (int e = 0; e < 60; ++e) {
+    ActionMask mask(vocab(), MaskMode::syntax, e % 2 == 0 ? 160 : 60);
+    while (true) {
+      mask.fill(m);
+      allowed.clear();
+      for (std::size_t i = 0; i < m.size(); ++i) {
+        const bool by_allows = mask.allows(static_cast<TokenId>(i));
+        if ((m[i] != 0) != by_allows && ++mismatches <= 3) {
+          UNSCOPED_INFO("episode " << e << " token " << mask.tokens() << ": "
+                                   << vocab()->describe(static_cast<TokenId>(i)) << " fill "
+                                   << int{m[i]} << " allows " << by_allows);
+        }
+        if (m[i] != 0) allowed.push_back(static_cast<TokenId>(i));
+      }
+      ++steps;
+      if (allowed.empty()) break;
+      const TokenId t = allowed[rng.below(allowed.size())];
+      mask.advance(t);
+      if (t == vocab()->eos()) break;
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(steps > 60 * 42);
+}

@@ -18,6 +18,15 @@
 //               (at most 48 deep, 16 in a preprocessor line), preprocessor lines well-formed
 //               (#define NAME[(params)] body, #undef, #if/#ifdef/#ifndef/#elif/#else/#endif nested,
 //               #pragma unroll [N] | nounroll) and ended by <eol>;
+//             - type words (int, long, unsigned, value_t, float4, ...) in code only where C++
+//               takes one: where a declaration, a cast or a template argument may start (a
+//               statement's start, after `(` `,` a qualifier, `<` of a *_cast or template), or in
+//               an expression as a functional cast (`value_t(0)`: `(` or `{` must follow); a run
+//               of them as C++ has a type for (`unsigned long long int`, not `long long long`,
+//               `int int`, `value_t float`); after a run what a declaration or cast goes on with (a
+//               qualifier, `*` / `&`, a name, `(` `)` `>` `,` `{`), after `*` / `&` no type word or
+//               operand, and after a declared name `=` `;` `,` `[` `(` `)` `{` `:` `>` alone.
+//               Closers, `;` and `#` are never refused by these rules (the budget's path);
 //             - preprocessor-only words (define, undef, ifdef, ifndef, elif, endif, pragma,
 //               unroll, nounroll) only on preprocessor lines;
 //             - kernel declarations as the ABI spells them: "C", __global__ and __launch_bounds__
@@ -38,8 +47,8 @@
 //           Every token sequence the syntax mask accepts up to <eos> decodes to text that
 //           reward::parse_program() accepts with balanced brackets (tests/env/action_mask_test.cpp
 //           checks 10,000 random episodes, and 2,000 steered into declarations pass the static
-//           check), and the encoding of every corpus program is accepted. Beyond declarations the
-//           mask is lexical: it does not make programs compile.
+//           check), and the encoding of every corpus program is accepted. Beyond declarations,
+//           scopes and type words the mask is lexical: it does not make programs compile.
 #pragma once
 
 #include <cstdint>
