@@ -224,7 +224,7 @@ void assign_roles(const Vocabulary& v, std::vector<TokenInfo>& info) {
     } else if (spec.cls == TokenClass::keyword && (w == "else" || w == "do")) {
       k.role = role_start;
     } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
-               k.cat == Cat::digit || (k.cat == Cat::constant) || k.cat == Cat::builtin ||
+               k.cat == Cat::constant || k.cat == Cat::builtin ||
                (spec.cls == TokenClass::punct && (w == "]" || w == "++" || w == "--")) ||
                (spec.cls == TokenClass::keyword &&
                 (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {
@@ -366,6 +366,7 @@ struct ActionMask::Tables {
   // are patched by the run in fill()).
   std::array<std::vector<std::uint8_t>, kContexts> code_ctx;
   std::vector<TokenId> type_words;  // role_type tokens
+  std::uint16_t local_follows = 0;   // every local's follow set (they are alike)
   std::vector<TokenId> digits;                // every digit token
   std::vector<TokenId> directive_candidates;  // tokens that may appear in a directive line
   std::vector<TokenId> pp_candidates;  // preprocessor words, locals, constants, <eol>, <num>, ...
@@ -680,6 +681,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (info[i].role == role_type) type_words.push_back(static_cast<TokenId>(i));
+    if (info[i].cat == Cat::local) local_follows = info[i].follows;
   }
   for (reward::Format f : reward::kFormats) {
     const auto& args = reward::signature(reward::Op::spmv, f).args;
@@ -2064,9 +2066,7 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
     const bool in_pp = s.pp != Pp::none;
     const std::vector<std::uint8_t>& base = in_pp ? t.pp_base : t.code_ctx[s.ctx];
     std::memcpy(mask.data(), base.data(), n);
-    // Locals follow the same contexts (their follow sets are alike).
-    const bool local_fits =
-        in_pp || role_allows(s, t.info[static_cast<std::size_t>(vocabulary_->local(0))]);
+    const bool local_fits = in_pp || ((t.local_follows >> s.ctx) & 1u) != 0;
     for (int i = 0; i < s.locals_used && i < t.locals; ++i) {
       mask[static_cast<std::size_t>(vocabulary_->local(i))] =
           local_fits && (in_pp || known_local_allowed(s, i)) ? 1 : 0;
