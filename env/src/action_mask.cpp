@@ -127,7 +127,7 @@ struct TokenInfo {
 // a functional cast in an expression (`value_t(0)`); after a type-specifier run comes what a
 // declaration or a cast goes on with (more of the run, a qualifier, `*` / `&`, the declared
 // name, `)` `>` `(`), and after a declared name what a declarator goes on with (`=` `;` `,` `[`
-// `(` `{` `:`). Sampled programs broke each of these (`if (v9 < long long long`, `int = -256;`,
+// `(` `{` `:` `>`). Sampled programs broke each of these (`if (v9 < long long long`, `int = -256;`,
 // `value_t* 0`, `value_t v12 + 0;`, `const int v13 ceil_div(`): the rules refuse them. They never
 // refuse a token of the completion path (closers, `;`, `#`, <eol>, <eos>), so the budget keeps
 // its guarantee, and they apply in code only, outside preprocessor lines and kernel declarations.
