@@ -5,14 +5,20 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
 #include "compressed_output.hpp"
 #include "fnv1a.hpp"
+#include "split_format.hpp"
 #include "sparserl/datasets/task.hpp"
 
 namespace sparserl::datasets {
+
+using detail::shortest;
+using detail::splitmix64;
+using detail::valid_name;
 
 std::string_view to_string(SplitPart part) {
   switch (part) {
@@ -34,25 +40,6 @@ std::optional<SplitPart> parse_split_part(std::string_view text) {
 }
 
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-bool valid_name(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  });
-}
-
-std::string shortest(double v) {
-  char buf[32];
-  return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
-}
 
 // Largest-remainder apportionment of n items by ratios summing to 1; ties go to the earlier part.
 std::array<std::size_t, 3> counts_for(std::size_t n, const std::array<double, 3>& ratios) {
@@ -115,17 +102,38 @@ std::array<double, 3> parse_ratios(std::string_view text) {
 
 std::vector<std::string> Split::uris(SplitPart part) const {
   std::vector<std::string> out;
-  for (const std::string& key : keys(part)) out.push_back("suitesparse-v1/" + key);
+  for (const SplitEntry& e : part_entries(part)) out.push_back(e.uri);
   return out;
 }
 
-std::size_t Split::size() const { return parts[0].size() + parts[1].size() + parts[2].size(); }
+std::size_t Split::size() const {
+  return entries[0].size() + entries[1].size() + entries[2].size();
+}
+
+std::string Split::digest() const { return detail::hex16(detail::fnv1a64(format_split(*this))); }
 
 bool operator==(const Split& a, const Split& b) {
   return a.name == b.name && a.version == b.version && a.seed == b.seed && a.ratios == b.ratios &&
          a.index_file == b.index_file && a.index_size == b.index_size &&
-         a.index_digest == b.index_digest && a.parts == b.parts;
+         a.index_digest == b.index_digest && a.parts == b.parts && a.sources == b.sources &&
+         a.entries == b.entries;
 }
+
+namespace detail {
+
+void fill_v1_entries(Split& s) {
+  for (std::size_t part = 0; part < 3; ++part) {
+    s.entries[part].clear();
+    for (const std::string& key : s.parts[part]) {
+      SplitEntry e;
+      e.uri = "suitesparse-v1/" + key;
+      e.family = key.substr(0, key.find('/'));
+      s.entries[part].push_back(std::move(e));
+    }
+  }
+}
+
+}  // namespace detail
 
 Split make_split(const SuiteSparseIndex& index, const SplitSpec& spec) {
   if (!valid_name(spec.name)) {
@@ -156,10 +164,12 @@ Split make_split(const SuiteSparseIndex& index, const SplitSpec& spec) {
     for (std::size_t i = 0; i < counts[part]; ++i) s.parts[part].push_back(order[at++].second);
     std::sort(s.parts[part].begin(), s.parts[part].end());
   }
+  detail::fill_v1_entries(s);
   return s;
 }
 
 std::string format_split(const Split& s) {
+  if (s.version == Split::kBenchmarkFormatVersion) return detail::format_benchmark_split(s);
   std::ostringstream out;
   out << "# split " << s.name << "\n";
   out << "# version " << s.version << "\n";
@@ -177,16 +187,108 @@ std::string format_split(const Split& s) {
   return out.str();
 }
 
+namespace {
+
+// The header lines both versions share, and the version-specific ones.
+struct HeaderState {
+  std::set<std::string> seen;
+  std::optional<std::array<std::size_t, 3>> declared_counts;
+};
+
+std::uint64_t parse_unsigned(const std::string& word, const std::function<void(const std::string&)>& fail,
+                             const std::string& what) {
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
+  if (ec != std::errc() || p != word.data() + word.size()) fail("expected " + what + ", found '" + word + "'");
+  return v;
+}
+
+// One '# KEY ...' line; false when it is a comment.
+bool parse_header_line(const std::vector<std::string>& words, Split& s, HeaderState& h,
+                       const std::function<void(const std::string&)>& fail) {
+  const std::string& key = words[1];
+  const bool known = key == "split" || key == "version" || key == "seed" || key == "ratios" ||
+                     key == "index" || key == "counts" || key == "source";
+  if (!known) return false;
+  if (key != "source" && !h.seen.insert(key).second) fail("the header line '" + key + "' appears twice");
+  h.seen.insert(key);
+  auto expect = [&](std::size_t n, const char* shape) {
+    if (words.size() != n + 2) fail("expected '# " + key + " " + shape + "'");
+  };
+  if (key == "split") {
+    expect(1, "NAME");
+    if (!valid_name(words[2])) fail("invalid split name '" + words[2] + "'");
+    s.name = words[2];
+  } else if (key == "version") {
+    expect(1, "1|2");
+    if (words[2] != "1" && words[2] != "2") {
+      fail("unsupported split file version '" + words[2] + "' (this build reads versions 1 and 2)");
+    }
+    s.version = words[2] == "1" ? Split::kFormatVersion : Split::kBenchmarkFormatVersion;
+  } else if (key == "seed") {
+    expect(1, "SEED");
+    s.seed = parse_unsigned(words[2], fail, "an unsigned integer seed");
+  } else if (key == "ratios") {
+    expect(1, "TRAIN,VAL,TEST");
+    try {
+      s.ratios = parse_ratios(words[2]);
+    } catch (const SplitError& e) {
+      fail(e.what());
+    }
+  } else if (key == "index") {
+    expect(3, "FILE MATRICES DIGEST");
+    s.index_file = words[2];
+    s.index_size = parse_unsigned(words[3], fail, "the number of matrices in the index");
+    s.index_digest = words[4];
+  } else if (key == "source") {
+    expect(4, "SOURCE NAME MATRICES DIGEST");
+    SplitSource src;
+    const auto kind = parse_matrix_source(words[2]);
+    if (!kind) fail("unknown source '" + words[2] + "' (expected shared, catalogue or generated)");
+    src.source = *kind;
+    src.name = words[3];
+    src.size = parse_unsigned(words[4], fail, "the number of matrices of the source");
+    src.digest = words[5];
+    s.sources.push_back(std::move(src));
+  } else {  // counts
+    expect(6, "train N val N test N");
+    std::array<std::size_t, 3> counts{};
+    for (std::size_t i = 0; i < 3; ++i) {
+      const std::string& label = words[2 + 2 * i];
+      if (label != to_string(kSplitParts[i])) fail("expected '# counts train N val N test N'");
+      counts[i] = parse_unsigned(words[3 + 2 * i], fail, "a count after '" + label + "'");
+    }
+    h.declared_counts = counts;
+  }
+  return true;
+}
+
+// A version-1 entry line: PART GROUP/NAME.
+void parse_v1_entry(const std::vector<std::string>& words, std::string_view line, Split& s,
+                    std::set<std::string>& seen, const std::function<void(const std::string&)>& fail) {
+  if (words.size() != 2) fail("expected 'PART GROUP/NAME', found '" + std::string(line) + "'");
+  const auto part = parse_split_part(words[0]);
+  if (!part) fail("unknown part '" + words[0] + "' (expected train, val or test)");
+  try {
+    (void)MatrixUri::parse("suitesparse-v1/" + words[1]);
+  } catch (const InvalidUri& e) {
+    fail("expected GROUP/NAME, found '" + words[1] + "' (" + e.what() + ")");
+  }
+  if (!seen.insert(words[1]).second) fail("the matrix " + words[1] + " is listed twice");
+  s.parts[static_cast<std::size_t>(*part)].push_back(words[1]);
+}
+
+}  // namespace
+
 Split parse_split(std::string_view text, const std::string& source) {
   Split s;
   s.version = 0;
   std::int64_t line_no = 0;
-  auto fail = [&](const std::string& what) -> void {
+  const std::function<void(const std::string&)> fail = [&](const std::string& what) {
     throw SplitError(source + ":" + std::to_string(line_no) + ": " + what);
   };
-  std::set<std::string> header_seen;
-  std::set<std::string> keys_seen;
-  std::optional<std::array<std::size_t, 3>> declared_counts;
+  HeaderState header;
+  std::set<std::string> seen;
   std::size_t at = 0;
   while (at < text.size()) {
     const std::size_t nl = std::min(text.find('\n', at), text.size());
@@ -194,7 +296,6 @@ Split parse_split(std::string_view text, const std::string& source) {
     at = nl + 1;
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
     std::vector<std::string> words;
     {
       std::istringstream ws{std::string(line)};
@@ -202,94 +303,50 @@ Split parse_split(std::string_view text, const std::string& source) {
     }
     if (words.empty()) continue;
     if (words[0] == "#") {
-      if (words.size() < 2) continue;
-      const std::string& key = words[1];
-      const bool known = key == "split" || key == "version" || key == "seed" || key == "ratios" ||
-                         key == "index" || key == "counts";
-      if (!known) continue;  // a comment
-      if (!header_seen.insert(key).second) fail("the header line '" + key + "' appears twice");
-      auto expect = [&](std::size_t n, const char* shape) {
-        if (words.size() != n + 2) fail("expected '# " + key + " " + shape + "'");
-      };
-      if (key == "split") {
-        expect(1, "NAME");
-        if (!valid_name(words[2])) fail("invalid split name '" + words[2] + "'");
-        s.name = words[2];
-      } else if (key == "version") {
-        expect(1, "1");
-        if (words[2] != "1") {
-          fail("unsupported split file version '" + words[2] + "' (this build reads version 1)");
-        }
-        s.version = 1;
-      } else if (key == "seed") {
-        expect(1, "SEED");
-        auto [p, ec] = std::from_chars(words[2].data(), words[2].data() + words[2].size(), s.seed);
-        if (ec != std::errc() || p != words[2].data() + words[2].size()) {
-          fail("expected an unsigned integer seed, found '" + words[2] + "'");
-        }
-      } else if (key == "ratios") {
-        expect(1, "TRAIN,VAL,TEST");
-        try {
-          s.ratios = parse_ratios(words[2]);
-        } catch (const SplitError& e) {
-          fail(e.what());
-        }
-      } else if (key == "index") {
-        expect(3, "FILE MATRICES DIGEST");
-        s.index_file = words[2];
-        std::size_t n = 0;
-        auto [p, ec] = std::from_chars(words[3].data(), words[3].data() + words[3].size(), n);
-        if (ec != std::errc() || p != words[3].data() + words[3].size()) {
-          fail("expected the number of matrices in the index, found '" + words[3] + "'");
-        }
-        s.index_size = n;
-        s.index_digest = words[4];
-      } else {  // counts
-        expect(6, "train N val N test N");
-        std::array<std::size_t, 3> counts{};
-        for (std::size_t i = 0; i < 3; ++i) {
-          const std::string& label = words[2 + 2 * i];
-          const std::string& value = words[3 + 2 * i];
-          if (label != to_string(kSplitParts[i])) fail("expected '# counts train N val N test N'");
-          auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), counts[i]);
-          if (ec != std::errc() || p != value.data() + value.size()) {
-            fail("expected a count after '" + label + "', found '" + value + "'");
-          }
-        }
-        declared_counts = counts;
-      }
+      if (words.size() >= 2) parse_header_line(words, s, header, fail);
       continue;
     }
     if (words[0][0] == '#') continue;
-    if (words.size() != 2) fail("expected 'PART GROUP/NAME', found '" + std::string(line) + "'");
-    const auto part = parse_split_part(words[0]);
-    if (!part) fail("unknown part '" + words[0] + "' (expected train, val or test)");
-    try {
-      const MatrixUri uri = MatrixUri::parse("suitesparse-v1/" + words[1]);
-      (void)uri;
-    } catch (const InvalidUri& e) {
-      fail("expected GROUP/NAME, found '" + words[1] + "' (" + e.what() + ")");
+    if (s.version == 0) fail("a matrix line before the '# version' line");
+    if (s.version == Split::kFormatVersion) {
+      parse_v1_entry(words, line, s, seen, fail);
+    } else {
+      detail::parse_benchmark_entry(words, line, s, seen, fail);
     }
-    if (!keys_seen.insert(words[1]).second) fail("the matrix " + words[1] + " is listed twice");
-    s.parts[static_cast<std::size_t>(*part)].push_back(words[1]);
   }
-  line_no = std::max<std::int64_t>(line_no, 1);
-  for (const char* key : {"split", "version", "seed", "ratios", "index", "counts"}) {
-    if (header_seen.count(key) == 0) {
+  const bool v2 = s.version == Split::kBenchmarkFormatVersion;
+  for (const char* key : {"split", "version", "seed", "ratios", "counts"}) {
+    if (header.seen.count(key) == 0) {
       throw SplitError(source + ": not a split file: the header line '# " + key + "' is missing");
     }
   }
+  const char* inputs = v2 ? "source" : "index";
+  if (header.seen.count(inputs) == 0) {
+    throw SplitError(source + ": not a version-" + std::to_string(s.version) +
+                     " split file: the header line '# " + inputs + "' is missing");
+  }
+  if (header.seen.count(v2 ? "index" : "source") != 0) {
+    throw SplitError(source + ": a version-" + std::to_string(s.version) + " split file has no '# " +
+                     (v2 ? "index" : "source") + "' line");
+  }
   for (std::size_t i = 0; i < 3; ++i) {
-    if ((*declared_counts)[i] != s.parts[i].size()) {
-      throw SplitError(source + ": the header declares " + std::to_string((*declared_counts)[i]) +
-                       " " + std::string(to_string(kSplitParts[i])) + " matrices, the file lists " +
-                       std::to_string(s.parts[i].size()));
+    const std::size_t listed = v2 ? s.entries[i].size() : s.parts[i].size();
+    if ((*header.declared_counts)[i] != listed) {
+      throw SplitError(source + ": the header declares " +
+                       std::to_string((*header.declared_counts)[i]) + " " +
+                       std::string(to_string(kSplitParts[i])) + " matrices, the file lists " +
+                       std::to_string(listed));
     }
     std::sort(s.parts[i].begin(), s.parts[i].end());
+    std::sort(s.entries[i].begin(), s.entries[i].end(),
+              [](const SplitEntry& a, const SplitEntry& b) { return a.uri < b.uri; });
   }
-  if (s.size() != s.index_size) {
-    throw SplitError(source + ": the split lists " + std::to_string(s.size()) +
-                     " matrices but its index had " + std::to_string(s.index_size));
+  if (!v2) {
+    detail::fill_v1_entries(s);
+    if (s.size() != s.index_size) {
+      throw SplitError(source + ": the split lists " + std::to_string(s.size()) +
+                       " matrices but its index had " + std::to_string(s.index_size));
+    }
   }
   return s;
 }

@@ -161,8 +161,10 @@ TEST_CASE("split files round-trip and malformed ones fail at their line", "[data
   };
   const std::string first_train = "train " + s.keys(ds::SplitPart::train).front();
   const std::string line_of_first = std::to_string(8);  // after 7 header lines
+  CHECK_THROWS_WITH(ds::parse_split(replace("# version 1", "# version 3"), "t.split"),
+                    has_substring("t.split:2: unsupported split file version '3'"));
   CHECK_THROWS_WITH(ds::parse_split(replace("# version 1", "# version 2"), "t.split"),
-                    has_substring("t.split:2: unsupported split file version '2'"));
+                    has_substring("expected 'PART URI REGIME FAMILY NNZ SOURCE'"));
   CHECK_THROWS_WITH(ds::parse_split(replace("# seed 42", "# seed x"), "t.split"),
                     has_substring("t.split:3: expected an unsigned integer seed"));
   CHECK_THROWS_WITH(
