@@ -121,6 +121,7 @@ void add_eval_result(Info& info, const reward::EvalResult& r) {
   info.set("eval.timing.baseline_p10_us", r.timing.baseline_p10_us);
   info.set("eval.timing.baseline_p90_us", r.timing.baseline_p90_us);
   info.set("eval.timing.baseline_algorithm", r.timing.baseline_algorithm);
+  info.set("eval.timing.baseline_paths", r.timing.baseline_paths);
   info.set("eval.timing.speedup", r.timing.speedup);
   info.set("eval.timing.gflops", r.timing.gflops);
   info.set("eval.timing.bandwidth_gbs", r.timing.bandwidth_gbs);

@@ -356,6 +356,12 @@ std::vector<Column> make_columns() {
       [](Record& r, std::string v) {
         if (r.episode.eval) r.episode.eval->timing.baseline_algorithm = std::move(v);
       });
+  str(
+      "baseline_paths", "every cuSPARSE path tried, with its median (us) when it was chosen",
+      [](const Record& r) { return eval_of(r).timing.baseline_paths; },
+      [](Record& r, std::string v) {
+        if (r.episode.eval) r.episode.eval->timing.baseline_paths = std::move(v);
+      });
   timing("speedup", "baseline median / candidate median", &reward::TimingFigures::speedup);
   timing("gflops", "2 nnz K / candidate median", &reward::TimingFigures::gflops);
   timing("bandwidth_gbs", "compulsory bytes / candidate median",

@@ -463,6 +463,11 @@ Schema build_schema() {
   s.section("reward",
             "The hierarchical reward (reward::RewardConfig): R = R_compile + 1[compiled] R_test + "
             "1[correct] r_eff shape(speedup) - r_pen 1[resource limit], clipped.")
+      .string("baseline", "best",
+              "speedup denominator: best = the fastest correct cuSPARSE path for the matrix (CSR "
+              "ALG1/2, COO, sliced ELL, BSR; SpMM: CSR, COO, blocked ELL, BSR); csr = CSR "
+              "algorithms only (the baseline before bench-v2, to reproduce older figures)",
+              {"best", "csr"})
       .real("compile_pass", 0.5, "R_compile when the program compiled")
       .real("compile_fail", -0.5, "R_compile when it did not")
       .real("test_pass", 0.5, "R_test when the output was correct")

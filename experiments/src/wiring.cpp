@@ -87,6 +87,7 @@ reward::GpuProtocol gpu_protocol(const Config& config) {
   p.timed_runs = static_cast<std::int32_t>(config.integer("timing.repetitions"));
   p.flush_l2 = config.boolean("timing.flush_l2");
   p.time = config.boolean("timing.enabled");
+  p.baseline = *reward::parse_baseline_mode(config.string("reward.baseline"));  // schema-checked
   return p;
 }
 

@@ -169,6 +169,15 @@ void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType
 
 // Raised inside evaluate() when the candidate's run fails: unwinds to the one place that fills the
 // result.
+// "12.34": a median in us as baseline_paths spells it.
+std::string format_us(double us) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(2);
+  o << us;
+  return o.str();
+}
+
 struct CandidateFailure {
   ErrorKind error;
   std::string message;
@@ -189,7 +198,7 @@ struct GpuSession::Baseline {
   std::string key;
   std::unique_ptr<CusparseBaseline> cusparse;
   int chosen = -1;
-  std::vector<double> algorithm_medians_us;
+  std::string paths;  // every path's median (or why it cannot win), TimingFigures::baseline_paths
 };
 
 GpuSession::GpuSession(int device) : device_(device) {
@@ -277,15 +286,16 @@ GpuSession::Prepared& GpuSession::prepare(const GpuRequest& request, const datas
 }
 
 GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prepared& prepared) {
+  const int k = request.task.op == Op::spmm ? request.task.k : 1;
   const std::string key = request.matrix_digest + "|" + std::string(datasets::to_string(request.task.op)) + "|" +
-                          std::string(datasets::to_string(request.task.dtype)) + "|" +
-                          std::to_string(request.task.op == Op::spmm ? request.task.k : 1);
+                          std::string(datasets::to_string(request.task.dtype)) + "|" + std::to_string(k) + "|" +
+                          std::string(to_string(request.protocol.baseline));
   if (baseline_ && baseline_->key == key) return *baseline_;
   baseline_.reset();
   auto b = std::make_unique<Baseline>();
   b->key = key;
-  b->cusparse = std::make_unique<CusparseBaseline>(prepared.rounded, request.task.op, request.task.dtype,
-                                                   request.task.op == Op::spmm ? request.task.k : 1, stream_);
+  b->cusparse = std::make_unique<CusparseBaseline>(prepared.rounded, request.task.op, request.task.dtype, k,
+                                                   request.protocol.baseline, stream_);
   baseline_ = std::move(b);
   return *baseline_;
 }
@@ -504,22 +514,53 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
     };
 
     std::size_t launches = 0;
+    if (base.chosen < 0) {
+      // The fastest path for this (matrix, op, dtype, k, baseline mode), measured once per worker with
+      // the same protocol and kept with the baseline. A path whose output fails the check against the
+      // reference (or that cuSPARSE refuses to run) cannot win: the denominator is always a right
+      // answer.
+      const int reps = std::max(5, request.protocol.timed_runs / 4);
+      const int check_input = (reps - 1) % inputs;
+      std::vector<double> base_ref, base_ref_abs;
+      reference(a, x_values[check_input], k, base_ref, base_ref_abs);
+      std::vector<std::uint8_t> base_out(cusparse.y_bytes());
+      double best_us = std::numeric_limits<double>::infinity();
+      std::ostringstream paths;
+      for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) {
+        paths << (alg == 0 ? "" : " ") << cusparse.algorithms()[alg] << "=";
+        std::vector<double> t;
+        try {
+          for (int w = 0; w < request.protocol.warmup_runs; ++w) time_baseline(alg, w % inputs, launches);
+          for (int i = 0; i < reps; ++i) t.push_back(time_baseline(alg, i % inputs, launches));
+        } catch (const CudaFailure&) {
+          throw;
+        } catch (const std::runtime_error&) {
+          activity_->drain();
+          paths << "failed";
+          continue;
+        }
+        check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost),
+                   "baseline path output");
+        if (compare(base_out, dtype, a, k, base_ref, base_ref_abs, kDefaultToleranceFactor).error !=
+            ErrorKind::none) {
+          paths << "wrong";
+          continue;
+        }
+        const double median = percentile(t, 0.5);
+        paths << format_us(median);
+        if (median < best_us) {
+          best_us = median;
+          base.chosen = static_cast<int>(alg);
+        }
+      }
+      base.paths = paths.str();
+      if (base.chosen < 0) {
+        throw std::runtime_error("no cuSPARSE path computed this matrix correctly (" + base.paths + ")");
+      }
+    }
     for (int w = 0; w < request.protocol.warmup_runs; ++w) {
       time_candidate(w % inputs, launches);
-      for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) time_baseline(alg, w % inputs, launches);
-    }
-    if (base.chosen < 0) {
-      // The fastest algorithm for this (matrix, op, dtype, k), measured once per worker with the same
-      // protocol and kept with the baseline.
-      const int reps = std::max(5, request.protocol.timed_runs / 4);
-      base.algorithm_medians_us.clear();
-      for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) {
-        std::vector<double> t;
-        for (int i = 0; i < reps; ++i) t.push_back(time_baseline(alg, i % inputs, launches));
-        base.algorithm_medians_us.push_back(percentile(t, 0.5));
-      }
-      base.chosen = static_cast<int>(std::min_element(base.algorithm_medians_us.begin(), base.algorithm_medians_us.end()) -
-                                     base.algorithm_medians_us.begin());
+      time_baseline(static_cast<std::size_t>(base.chosen), w % inputs, launches);
     }
     const auto alg = static_cast<std::size_t>(base.chosen);
     std::vector<double> cand_us, base_us;
@@ -566,6 +607,7 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
     t.baseline_p10_us = percentile(base_us, 0.1);
     t.baseline_p90_us = percentile(base_us, 0.9);
     t.baseline_algorithm = cusparse.algorithms()[alg];
+    t.baseline_paths = base.paths;
     const double flops = 2.0 * static_cast<double>(a.nnz()) * k;
     const double compulsory = static_cast<double>(a.nnz()) * static_cast<double>(vbytes + 4) +
                               static_cast<double>(a.rows() + 1) * 4 +

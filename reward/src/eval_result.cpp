@@ -208,6 +208,7 @@ std::string EvalResult::to_json() const {
       t.field("baseline_p10_us", timing.baseline_p10_us);
       t.field("baseline_p90_us", timing.baseline_p90_us);
       t.field("baseline_algorithm", timing.baseline_algorithm);
+      t.field("baseline_paths", timing.baseline_paths);
       t.field("speedup", timing.speedup);
       t.field("gflops", timing.gflops);
       t.field("bandwidth_gbs", timing.bandwidth_gbs);

@@ -90,10 +90,27 @@ std::string_view to_string(TestAction action) {
   return "?";
 }
 
+std::string_view to_string(BaselineMode mode) {
+  switch (mode) {
+    case BaselineMode::best:
+      return "best";
+    case BaselineMode::csr:
+      return "csr";
+  }
+  return "?";
+}
+
+std::optional<BaselineMode> parse_baseline_mode(std::string_view text) {
+  if (text == "best") return BaselineMode::best;
+  if (text == "csr") return BaselineMode::csr;
+  return std::nullopt;
+}
+
 std::string GpuProtocol::str() const {
   return "seed=" + std::to_string(seed) + " inputs=" + std::to_string(random_inputs) +
          " warmup=" + std::to_string(warmup_runs) + " reps=" + std::to_string(timed_runs) +
-         " flush_l2=" + (flush_l2 ? "1" : "0") + " time=" + (time ? "1" : "0");
+         " flush_l2=" + (flush_l2 ? "1" : "0") + " time=" + (time ? "1" : "0") +
+         " baseline=" + std::string(to_string(baseline));
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -384,6 +401,7 @@ void encode(Writer& w, const GpuRequest& m) {
   w.i32(m.protocol.timed_runs);
   w.boolean(m.protocol.flush_l2);
   w.boolean(m.protocol.time);
+  w.u8(static_cast<std::uint8_t>(m.protocol.baseline));
 }
 
 GpuRequest decode_gpu_request(Reader& r) {
@@ -415,6 +433,13 @@ GpuRequest decode_gpu_request(Reader& r) {
   m.protocol.timed_runs = r.i32();
   m.protocol.flush_l2 = r.boolean();
   m.protocol.time = r.boolean();
+  {
+    const std::uint8_t mode = r.u8();
+    if (mode > static_cast<std::uint8_t>(BaselineMode::csr)) {
+      throw ProtocolError("GpuRequest: unknown baseline mode " + std::to_string(mode));
+    }
+    m.protocol.baseline = static_cast<BaselineMode>(mode);
+  }
   return m;
 }
 
@@ -512,6 +537,7 @@ void write_eval_result(Writer& w, const EvalResult& r) {
   w.f64(t.baseline_p10_us);
   w.f64(t.baseline_p90_us);
   w.str(t.baseline_algorithm);
+  w.str(t.baseline_paths);
   w.f64(t.speedup);
   w.f64(t.gflops);
   w.f64(t.bandwidth_gbs);
@@ -561,6 +587,7 @@ EvalResult read_eval_result(Reader& in) {
   t.baseline_p10_us = in.f64();
   t.baseline_p90_us = in.f64();
   t.baseline_algorithm = in.str();
+  t.baseline_paths = in.str();
   t.speedup = in.f64();
   t.gflops = in.f64();
   t.bandwidth_gbs = in.f64();

@@ -332,7 +332,9 @@ TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]"
   CHECK(r.timing.p10_us <= r.timing.median_us);
   CHECK(r.timing.median_us <= r.timing.p90_us);
   CHECK(r.timing.baseline_median_us > 0);
-  CHECK_THAT(r.timing.baseline_algorithm, has_substring("CSR_ALG"));
+  // The default baseline is the fastest correct cuSPARSE path: one of those it tried.
+  CHECK_FALSE(r.timing.baseline_algorithm.empty());
+  CHECK_THAT(r.timing.baseline_paths, has_substring(r.timing.baseline_algorithm + "="));
   CHECK(r.timing.speedup == Approx(r.timing.baseline_median_us / r.timing.median_us));
   CHECK(r.timing.bandwidth_fraction > 0.05);
   CHECK(r.timing.bandwidth_fraction < 1.5);
@@ -350,6 +352,89 @@ TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]"
   REQUIRE(spmm.ok());
   CHECK(spmm.timed);
   CHECK(spmm.timing.speedup > 0);
+}
+
+namespace {
+
+// "CSR_ALG1=12.30 SELL_ALG1=wrong ..." -> {"CSR_ALG1": "12.30", "SELL_ALG1": "wrong", ...}
+std::map<std::string, std::string> baseline_paths(const rw::EvalResult& r) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(r.timing.baseline_paths);
+  for (std::string word; in >> word;) {
+    const auto eq = word.find('=');
+    REQUIRE(eq != std::string::npos);
+    out[word.substr(0, eq)] = word.substr(eq + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the baseline is the fastest correct cuSPARSE path of every format the matrix suits",
+          "[reward][gpu]") {
+  rw::Evaluator& ev = shared_evaluator();
+  rw::EvaluateOptions timed;
+  timed.protocol = ev.config().protocol;
+  timed.protocol->time = true;
+  timed.protocol->timed_runs = 10;
+  struct Case {
+    std::string uri;
+    ds::Op op;
+    ds::DType dtype;
+    int k;
+    std::vector<std::string> paths;  // each must be tried and compute the right answer
+    std::vector<std::string> absent;   // prefixes no path may have (fill above 2x)
+  };
+  const std::vector<Case> cases = {
+      {"gen-v1/blockdiag?blocks=4000&block_size=8", ds::Op::spmv, ds::DType::f32, 1,
+       {"CSR_ALG1", "CSR_ALG2", "COO_ALG1", "COO_ALG2", "SELL_ALG1", "BSR_ALG1(8x8)"}, {}},
+      // 1001 rows: the BSR path pads the last block row (and x and y).
+      {"gen-v1/banded?n=1001&bandwidth=3", ds::Op::spmv, ds::DType::f64, 1,
+       {"CSR_ALG1", "CSR_ALG2", "COO_ALG1", "COO_ALG2", "SELL_ALG1", "BSR_ALG1(2x2)"}, {}},
+      // Random columns: every block format would store more than twice the nonzeros.
+      {"gen-v1/uniform?nnz_per_row=8&rows=20000&seed=3", ds::Op::spmv, ds::DType::f32, 1,
+       {"CSR_ALG1", "CSR_ALG2", "COO_ALG1", "COO_ALG2", "SELL_ALG1"}, {"BSR"}},
+      // One long row: sliced ELL would pad every other row of its slice.
+      {"gen-v1/uniform?huge_row=5000&nnz_per_row=4&rows=20000&seed=4", ds::Op::spmv, ds::DType::f32, 1,
+       {"CSR_ALG1", "COO_ALG2"}, {"SELL", "BSR"}},
+      {"gen-v1/blockdiag?blocks=1000&block_size=8", ds::Op::spmm, ds::DType::f32, 8,
+       {"CSR_ALG2"}, {}},
+      {"gen-v1/banded?n=3000&bandwidth=2", ds::Op::spmm, ds::DType::f64, 32, {"CSR_ALG2"}, {}},
+  };
+  for (const Case& c : cases) {
+    const ds::Task t = task(c.uri, c.op, c.dtype, c.k);
+    const std::string program = c.op == ds::Op::spmv ? "spmv_csr.cu" : "spmm_csr.cu";
+    const rw::EvalResult r = ev.evaluate(t, read_text(program_path(program)), timed);
+    INFO(t.str() << ": " << describe(r) << "\npaths: " << r.timing.baseline_paths);
+    REQUIRE(r.ok());
+    const auto paths = baseline_paths(r);
+    // No path may compute a wrong answer: that would mean a conversion here is broken.
+    for (const auto& [name, median] : paths) CHECK(median != "wrong");
+    for (const std::string& name : c.paths) {
+      INFO("path " << name);
+      REQUIRE(paths.count(name) == 1);
+      CHECK(paths.at(name) != "failed");
+    }
+    for (const std::string& prefix : c.absent) {
+      for (const auto& [name, median] : paths) CHECK(name.rfind(prefix, 0) != 0);
+    }
+    // The winner is the fastest timed path, and the baseline's median is of the same kernel.
+    REQUIRE(paths.count(r.timing.baseline_algorithm) == 1);
+    double fastest = 1e300;
+    for (const auto& [name, median] : paths) {
+      if (median != "wrong" && median != "failed") fastest = std::min(fastest, std::stod(median));
+    }
+    CHECK(std::stod(paths.at(r.timing.baseline_algorithm)) == Approx(fastest).epsilon(1e-9).margin(0.006));
+
+    // baseline = csr: the CSR algorithms alone, as before bench-v2.
+    rw::EvaluateOptions csr = timed;
+    csr.protocol->baseline = rw::BaselineMode::csr;
+    const rw::EvalResult rc = ev.evaluate(t, read_text(program_path(program)), csr);
+    INFO("csr: " << rc.timing.baseline_paths);
+    REQUIRE(rc.ok());
+    for (const auto& [name, median] : baseline_paths(rc)) CHECK(name.rfind("CSR_ALG", 0) == 0);
+    CHECK_THAT(rc.timing.baseline_algorithm, has_substring("CSR_ALG"));
+  }
 }
 
 TEST_CASE("identical programs submitted together get one GPU run and the same figures",

@@ -38,6 +38,7 @@ EvalResult sample_result() {
   r.timing.repetitions = 50;
   r.timing.baseline_median_us = 12.0;
   r.timing.baseline_algorithm = "CSR_ALG2";
+  r.timing.baseline_paths = "CSR_ALG1=12.5 CSR_ALG2=12 SELL_ALG1=wrong";
   r.timing.speedup = 12.0 / 10.5;
   r.timing.gflops = 123.0;
   r.timing.bandwidth_gbs = 2500.0;
@@ -83,7 +84,7 @@ GpuRequest sample_gpu_request() {
   g.format.params.sell_sigma = 256;
   g.launches = {{"zero_y", 10, 256, 0, 3}, {"spmm", 1 << 20, 128, 4096, 4}};
   g.cubin = std::string(1000, '\x01');
-  g.protocol = {42, 3, 5, 50, true, true};
+  g.protocol = {42, 3, 5, 50, true, true, BaselineMode::csr};
   return g;
 }
 
@@ -238,7 +239,10 @@ TEST_CASE("GpuRequest and CompileRequest fields land where they belong", "[rewar
   REQUIRE(g.launches.size() == 2);
   REQUIRE(g.launches[1] == ResolvedLaunch{"spmm", 1 << 20, 128, 4096, 4});
   REQUIRE(g.cubin.size() == 1000);
-  REQUIRE(g.protocol == GpuProtocol{42, 3, 5, 50, true, true});
+  REQUIRE(g.protocol == GpuProtocol{42, 3, 5, 50, true, true, BaselineMode::csr});
+  REQUIRE(g.protocol.str() == "seed=42 inputs=3 warmup=5 reps=50 flush_l2=1 time=1 baseline=csr");
+  REQUIRE(parse_baseline_mode("best") == BaselineMode::best);
+  REQUIRE_FALSE(parse_baseline_mode("cusparse"));
   const auto c =
       std::get<CompileRequest>(round_trip(CompileRequest{"src", "sm_80", {"-DA", "-DB"}, "p.cu"}));
   REQUIRE(c.source == "src");
@@ -437,6 +441,7 @@ TEST_CASE("EvalResult::to_json has every field under stable keys", "[reward][eva
                           "\"baseline_p10_us\":0",
                           "\"baseline_p90_us\":0",
                           "\"baseline_algorithm\":\"CSR_ALG2\"",
+                          "\"baseline_paths\":\"CSR_ALG1=12.5 CSR_ALG2=12 SELL_ALG1=wrong\"",
                           "\"speedup\":",
                           "\"gflops\":123",
                           "\"bandwidth_gbs\":2500",

@@ -80,7 +80,11 @@ struct TimingFigures {
   int launches_per_run = 0;                      // kernels the candidate's run launched
   int repetitions = 0;
   double baseline_median_us = 0, baseline_p10_us = 0, baseline_p90_us = 0;
-  std::string baseline_algorithm;                // "CSR_ALG2", ...
+  std::string baseline_algorithm;                // the winning path: "CSR_ALG2", "SELL_ALG1", ...
+  // Every path the baseline tried with its median (us) when it was chosen, in the worker's order:
+  // "CSR_ALG1=12.3 CSR_ALG2=11.9 COO_ALG2=14.1 SELL_ALG1=wrong ..." ("wrong": its output failed the
+  // check, "failed": cuSPARSE refused to run it; either way it cannot win).
+  std::string baseline_paths;
   double speedup = 0;                            // baseline median / candidate median
   double gflops = 0;                             // 2 * nnz * k / candidate median
   double bandwidth_gbs = 0;                      // compulsory bytes / candidate median

@@ -34,7 +34,7 @@ namespace sparserl::reward {
 
 // Bumped whenever a message's layout changes; the pool rejects a worker that speaks another
 // version.
-inline constexpr std::uint32_t kProtocolVersion = 2;
+inline constexpr std::uint32_t kProtocolVersion = 3;
 
 // Default cap on one frame's payload, both directions. A cubin is a few hundred KB at most.
 inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{64} << 20;
@@ -182,6 +182,13 @@ struct CompileResponse {
   friend bool operator==(const CompileResponse&, const CompileResponse&) = default;
 };
 
+// Which of cuSPARSE's paths the speedup's denominator is the best of (cusparse_baseline.hpp): best
+// (every format and algorithm the matrix suits: CSR, COO, sliced ELL, BSR, blocked ELL) or csr (CSR
+// algorithms only - the baseline before bench-v2, kept so that older figures stay reproducible).
+enum class BaselineMode : std::uint8_t { best = 0, csr = 1 };
+std::string_view to_string(BaselineMode mode);
+std::optional<BaselineMode> parse_baseline_mode(std::string_view text);
+
 // How a GPU worker checks and times a kernel. Part of the result cache key (every field).
 struct GpuProtocol {
   std::uint64_t seed = 0;          // seeds the random inputs of this evaluation
@@ -190,8 +197,9 @@ struct GpuProtocol {
   std::int32_t timed_runs = 50;  // repetitions, candidate and cuSPARSE interleaved
   bool flush_l2 = true;          // flush the L2 cache before each repetition
   bool time = true;              // false: check only
+  BaselineMode baseline = BaselineMode::best;
   // A stable text form for cache keys and logs: "seed=.. inputs=.. warmup=.. reps=.. flush_l2=..
-  // time=..".
+  // time=.. baseline=..".
   [[nodiscard]] std::string str() const;
   friend bool operator==(const GpuProtocol&, const GpuProtocol&) = default;
 };
