@@ -24,8 +24,8 @@ void check_sparse(cusparseStatus_t status, const char* where) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Distinct b x b blocks (on the b-grid) that hold an entry: a BSR or blocked-ELL conversion stores
-// that many blocks. Counted with one marker per block column, O(nnz).
+// Distinct b x b blocks (on the b-grid) that hold an entry: a BSR conversion stores that many
+// blocks. Counted with one marker per block column, O(nnz).
 struct BlockCount {
   std::int64_t blocks = 0;         // non-empty blocks
   std::int64_t max_per_row = 0;    // the most non-empty blocks in one block row
@@ -55,34 +55,16 @@ BlockCount count_blocks(const datasets::SparseMatrix& a, Index b) {
   return c;
 }
 
-// The block size of `sizes` whose format stores the fewest values (`stored` gives the count), or 0
-// when every size stores more than kMaxBaselineFill x nnz.
-template <typename Stored>
-Index least_fill(const datasets::SparseMatrix& a, std::initializer_list<Index> sizes, Stored stored) {
-  Index best = 0;
-  double best_stored = std::numeric_limits<double>::infinity();
-  for (Index b : sizes) {
+// The square BSR block sizes (of 2, 4, 8) whose format stores at most kMaxBaselineFill x nnz.
+std::vector<Index> bsr_blocks(const datasets::SparseMatrix& a) {
+  std::vector<Index> out;
+  if (a.nnz() == 0) return out;
+  for (Index b : {2, 4, 8}) {
     if (b > a.rows() || b > a.cols()) continue;
-    const double s = stored(b, count_blocks(a, b));
-    if (s < best_stored) {
-      best_stored = s;
-      best = b;
-    }
+    const double stored = static_cast<double>(count_blocks(a, b).blocks) * b * b;
+    if (stored <= kMaxBaselineFill * static_cast<double>(a.nnz())) out.push_back(b);
   }
-  if (a.nnz() == 0 || best_stored > kMaxBaselineFill * static_cast<double>(a.nnz())) return 0;
-  return best;
-}
-
-Index bsr_block(const datasets::SparseMatrix& a) {
-  return least_fill(a, {2, 4, 8}, [](Index b, const BlockCount& c) {
-    return static_cast<double>(c.blocks) * b * b;
-  });
-}
-
-Index blocked_ell_block(const datasets::SparseMatrix& a) {
-  return least_fill(a, {4, 8, 16, 32}, [&](Index b, const BlockCount& c) {
-    return static_cast<double>(ceil_div(a.rows(), b)) * static_cast<double>(c.max_per_row) * b * b;
-  });
+  return out;
 }
 
 }  // namespace
@@ -122,13 +104,11 @@ CusparseBaseline::CusparseBaseline(const datasets::SparseMatrix& a, datasets::Op
     : op_(op), dtype_(dtype), k_(op == datasets::Op::spmv ? 1 : k), stream_(stream) {
   const std::size_t vbytes = datasets::dtype_bytes(dtype);
   const bool best = mode == BaselineMode::best;
-  // The padded formats' block sizes first: they decide how far x and y are padded.
-  const Index bsr = best ? bsr_block(a) : 0;
-  const Index bell = best && op == datasets::Op::spmm ? blocked_ell_block(a) : 0;
+  // The BSR block sizes first: they decide how far x and y are padded.
+  const std::vector<Index> bsr = best ? bsr_blocks(a) : std::vector<Index>{};
   x_rows_ = a.cols();
   y_rows_ = a.rows();
-  for (Index b : {bsr, bell}) {
-    if (b == 0) continue;
+  for (Index b : bsr) {
     x_rows_ = std::max(x_rows_, ceil_div(a.cols(), b) * b);
     y_rows_ = std::max(y_rows_, ceil_div(a.rows(), b) * b);
   }
@@ -145,8 +125,7 @@ CusparseBaseline::CusparseBaseline(const datasets::SparseMatrix& a, datasets::Op
   check_sparse(cusparseSetStream(handle_, stream_), "cusparseSetStream");
   add_csr_and_coo(a, mode);
   if (best && op == datasets::Op::spmv) add_sell(a);
-  if (bsr != 0) add_bsr(a, bsr);
-  if (bell != 0) add_blocked_ell(a, bell);
+  for (Index b : bsr) add_bsr(a, b);
   check_cuda(cudaStreamSynchronize(stream_), "cuSPARSE preprocessing");
   if (names_.empty()) throw std::runtime_error("cuSPARSE supports no path for this task");
 }
@@ -299,41 +278,6 @@ void CusparseBaseline::add_bsr(const datasets::SparseMatrix& a, Index b) {
   const int alg = op_ == datasets::Op::spmv ? static_cast<int>(CUSPARSE_SPMV_BSR_ALG1)
                                             : static_cast<int>(CUSPARSE_SPMM_BSR_ALG1);
   add_paths(mat, bsr.mb() * b, nb * b, {{name, alg}});
-}
-
-void CusparseBaseline::add_blocked_ell(const datasets::SparseMatrix& a, Index b) {
-  const std::int64_t mb = ceil_div(a.rows(), b), nb = ceil_div(a.cols(), b);
-  const std::int64_t width = count_blocks(a, b).max_per_row;  // blocks per block row
-  // Block columns per block row (-1 padding), then row-major values: row r, ELL column c at
-  // r * (width * b) + c, where ELL column c lies in slot c / b.
-  std::vector<Index> block_col(static_cast<std::size_t>(mb * width), -1);
-  std::vector<double> values(static_cast<std::size_t>(mb * b * width * b), 0.0);
-  const auto row_ptr = a.row_ptr();
-  const auto col_idx = a.col_idx();
-  const auto val = a.values();
-  for (std::int64_t i = 0; i < mb; ++i) {
-    Index* slots = &block_col[static_cast<std::size_t>(i * width)];
-    std::int64_t used = 0;
-    const std::int64_t end = std::min<std::int64_t>((i + 1) * b, a.rows());
-    for (std::int64_t r = i * b; r < end; ++r) {
-      for (std::int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p) {
-        const Index j = col_idx[p] / b;
-        std::int64_t s = 0;
-        while (s < used && slots[s] != j) ++s;
-        if (s == used) slots[used++] = j;
-        const std::int64_t c = s * b + col_idx[p] % b;
-        values[static_cast<std::size_t>(r * width * b + c)] = val[p];
-      }
-    }
-  }
-  const cudaDataType value_type = dtype_ == datasets::DType::f32 ? CUDA_R_32F : CUDA_R_64F;
-  cusparseSpMatDescr_t mat = nullptr;
-  check_sparse(cusparseCreateBlockedEll(&mat, mb * b, nb * b, b, width * b, upload_indices(block_col),
-                                        upload_values(values), CUSPARSE_INDEX_32I,
-                                        CUSPARSE_INDEX_BASE_ZERO, value_type),
-               "cusparseCreateBlockedEll");
-  add_paths(mat, mb * b, nb * b,
-            {{"BLOCKED_ELL_ALG1(" + std::to_string(b) + ")", CUSPARSE_SPMM_BLOCKED_ELL_ALG1}});
 }
 
 void CusparseBaseline::enqueue(std::size_t index) {

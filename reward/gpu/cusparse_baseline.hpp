@@ -1,15 +1,17 @@
 // CusparseBaseline: the reference every candidate is timed against, on the same GPU, in the same
 // process, under the same protocol. It sets up every cuSPARSE path the matrix suits - one "path" is
 // a storage format and an algorithm - and the evaluator keeps the fastest one that computes the
-// right answer (gpu_session.cpp):
+// right answer (gpu_session.cpp checks each path's output against the reference when it chooses):
 //
 //   SpMV  CSR_ALG1, CSR_ALG2, COO_ALG1, COO_ALG2 (row-sorted COO), SELL_ALG1 (sliced ELL, slices of
-//         32 rows) and BSR_ALG1 (square blocks of 2, 4 or 8: the size with the least fill)
-//   SpMM  CSR_ALG1/2/3, COO_ALG1..4, BLOCKED_ELL_ALG1 (blocks of 4, 8, 16 or 32) and BSR_ALG1,
-//         row-major dense operands as the kernel ABI
+//         32 rows) and BSR_ALG1 (one path per square block size of 2, 4 and 8)
+//   SpMM  CSR_ALG1/2/3, COO_ALG1..4 and BSR_ALG1 (blocks of 2, 4, 8), row-major dense operands as
+//         the kernel ABI
 //
-// A padded format (SELL, BSR, blocked ELL) is set up only where it stores at most twice the matrix's
-// nonzeros (kMaxBaselineFill). BaselineMode::csr keeps the CSR paths alone - the baseline before
+// A padded format (SELL, BSR) is set up only where it stores at most twice the matrix's nonzeros
+// (kMaxBaselineFill). Blocked ELL (CUSPARSE_SPMM_BLOCKED_ELL_ALG1) is not among them: with the
+// ABI's row-major dense operands it computed wrong answers on an H100 (CUDA 13.0; caught by the
+// check below), and its column-major form would need a transpose of every input. BaselineMode::csr keeps the CSR paths alone - the baseline before
 // bench-v2, so that figures measured against it stay reproducible. A path cuSPARSE refuses (buffer
 // size or preprocessing not supported for this shape or type) is left out. Every array, descriptor,
 // work buffer and preprocessing step is set up in the constructor, outside any timed region;
@@ -81,7 +83,6 @@ class CusparseBaseline {
   void add_csr_and_coo(const datasets::SparseMatrix& a, BaselineMode mode);
   void add_sell(const datasets::SparseMatrix& a);
   void add_bsr(const datasets::SparseMatrix& a, datasets::Index block);
-  void add_blocked_ell(const datasets::SparseMatrix& a, datasets::Index block);
 
   datasets::Op op_;
   datasets::DType dtype_;

@@ -387,7 +387,8 @@ TEST_CASE("the baseline is the fastest correct cuSPARSE path of every format the
   };
   const std::vector<Case> cases = {
       {"gen-v1/blockdiag?blocks=4000&block_size=8", ds::Op::spmv, ds::DType::f32, 1,
-       {"CSR_ALG1", "CSR_ALG2", "COO_ALG1", "COO_ALG2", "SELL_ALG1", "BSR_ALG1(8x8)"}, {}},
+       {"CSR_ALG1", "CSR_ALG2", "COO_ALG1", "COO_ALG2", "SELL_ALG1", "BSR_ALG1(2x2)", "BSR_ALG1(4x4)",
+        "BSR_ALG1(8x8)"}, {}},
       // 1001 rows: the BSR path pads the last block row (and x and y).
       {"gen-v1/banded?n=1001&bandwidth=3", ds::Op::spmv, ds::DType::f64, 1,
        {"CSR_ALG1", "CSR_ALG2", "COO_ALG1", "COO_ALG2", "SELL_ALG1", "BSR_ALG1(2x2)"}, {}},
@@ -398,7 +399,7 @@ TEST_CASE("the baseline is the fastest correct cuSPARSE path of every format the
       {"gen-v1/uniform?huge_row=5000&nnz_per_row=4&rows=20000&seed=4", ds::Op::spmv, ds::DType::f32, 1,
        {"CSR_ALG1", "COO_ALG2"}, {"SELL", "BSR"}},
       {"gen-v1/blockdiag?blocks=1000&block_size=8", ds::Op::spmm, ds::DType::f32, 8,
-       {"CSR_ALG2"}, {}},
+       {"CSR_ALG1", "CSR_ALG2", "CSR_ALG3", "COO_ALG1", "COO_ALG2", "COO_ALG3", "COO_ALG4", "BSR_ALG1(8x8)"}, {}},
       {"gen-v1/banded?n=3000&bandwidth=2", ds::Op::spmm, ds::DType::f64, 32, {"CSR_ALG2"}, {}},
   };
   for (const Case& c : cases) {
