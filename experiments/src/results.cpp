@@ -14,23 +14,15 @@
 
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/run_info.hpp"
+#include "text_format.hpp"
 
 namespace sparserl::experiments {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string csv_number(double v) { return std::isfinite(v) ? json_number(v) : std::string(); }
+using detail::csv_field;
+using detail::csv_number;
 
 // Splits one CSV record starting at `pos`; quoted fields may hold commas, quotes and newlines (the
 // line counter follows them).
