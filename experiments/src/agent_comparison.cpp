@@ -411,6 +411,10 @@ AgentEstimates estimate_agent(const Comparison& c, const Layout& layout, std::si
       runs_a.size() == runs_ref.size() &&
       std::equal(runs_a.begin(), runs_a.end(), runs_ref.begin(),
                  [](const AgentRun& x, const AgentRun& y) { return x.run_dir == y.run_dir; });
+  std::set<std::size_t> dirs_a, dirs_ref;
+  for (const AgentRun& r : runs_a) dirs_a.insert(r.run_dir);
+  for (const AgentRun& r : runs_ref) dirs_ref.insert(r.run_dir);
+  e.same_run_dirs = !e.paired && dirs_a == dirs_ref;
   if (a != ref) {
     MetricEstimate m;
     m.metric = "probability_of_improvement";
@@ -574,7 +578,7 @@ void table(std::ostringstream& md, const RegimeSection& s, const std::vector<std
     }
     if (improvement) {
       if (e.improvement)
-        md << " " << estimate_cell(*e.improvement) << " | " << (e.paired ? "yes" : "no") << " |";
+        md << " " << estimate_cell(*e.improvement) << " | " << e.pairing() << " |";
       else
         md << " (reference) | |";
     }
@@ -652,7 +656,9 @@ void method_section(std::ostringstream& md, const Comparison& c) {
         "one bench share one measurement and tie); the mean over matrices (rliable's probability "
         "of improvement). **Paired**: both agents' runs come from the same run directories, so "
         "each matrix's answers were timed back to back in one GPU worker; the bootstrap then "
-        "draws the same runs for both. Unpaired, it draws each agent's runs independently.\n";
+        "draws the same runs for both. **Same run dirs**: every run of both comes from the same "
+        "run directories, but not one to one (three seeds named grpo-s1..s3 benched beside one "
+        "sft): timed side by side, resampled independently. **No**: independently.\n";
   md << "- **Regimes**: the `regime` column where present, else nnz (small < 200,000 <= medium < "
         "1,000,000 <= large). Large matrices are the headline: small ones are launch-bound.\n";
   md << "- Without a GPU (rows with tested = 0) nothing was checked or timed: everything but the "
@@ -688,6 +694,10 @@ void runs_section(std::ostringstream& md, const Comparison& c) {
 }
 
 }  // namespace
+
+std::string AgentEstimates::pairing() const {
+  return paired ? "yes" : same_run_dirs ? "same run dirs" : "no";
+}
 
 std::string Comparison::to_markdown(const std::string& plot_line) const {
   std::ostringstream md;
@@ -737,7 +747,7 @@ std::string Comparison::to_csv() const {
   for (const RegimeSection& s : sections) {
     for (const AgentEstimates& e : s.agents) {
       for (const MetricEstimate& m : e.metrics) line(e, s.regime, m, "", "");
-      if (e.improvement) line(e, s.regime, *e.improvement, reference, e.paired ? "1" : "0");
+      if (e.improvement) line(e, s.regime, *e.improvement, reference, e.pairing());
     }
   }
   return out.str();

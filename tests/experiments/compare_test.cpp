@@ -189,8 +189,8 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   // P(grpo > sft): m1 {1, 2, 2} against {2, 2, 2}: 6 ties of 9 -> 1/3; m2..m4 always: 1.
   CHECK(point("grpo all probability_of_improvement") == Approx((1.0 / 3 + 3) / 4));
   CHECK(csv.at("grpo all probability_of_improvement")[8] == "sft");
-  CHECK(csv.at("grpo all probability_of_improvement")[9] == "1");  // paired: same directories
-  CHECK(csv.count("sft all probability_of_improvement") == 0);     // the reference
+  CHECK(csv.at("grpo all probability_of_improvement")[9] == "yes");  // paired: same directories
+  CHECK(csv.count("sft all probability_of_improvement") == 0);       // the reference
   // Regimes: large = m4 (6, 6, 6), medium = m3 (4, 4, 5), small = m1, m2 (1, 2, 2, 3, 3, 3: drop
   // one from each end).
   CHECK(point("grpo large speedup_iqm") == 6.0);
@@ -352,6 +352,8 @@ TEST_CASE("compare: seeds benched side by side, named NAME-sN", "[compare]") {
   CHECK(grpo.runs == 3);
   CHECK(grpo.improvement->value.point == Approx(2.0 / 3));  // 3 > 2, 1 < 2, 3 > 2 on each matrix
   CHECK_FALSE(grpo.paired);                                 // three runs against one
+  CHECK(grpo.same_run_dirs);
+  CHECK(grpo.pairing() == "same run dirs");
   CHECK(agent_of_seed_name("grpo-s12") == "grpo");
   CHECK(agent_of_seed_name("ppo-c-s1") == "ppo-c");
   CHECK(agent_of_seed_name("grpo-s") == "grpo-s");

@@ -90,7 +90,14 @@ struct AgentEstimates {
   // P(agent > reference) on a random matrix of the regime (speedups, failures as 1); absent for
   // the reference itself.
   std::optional<MetricEstimate> improvement;
-  bool paired = false;  // the agent's runs and the reference's came from the same run directories
+  // Paired: as many runs as the reference, run i of both from one run directory (timed side by
+  // side in one worker); the bootstrap of the improvement then draws the same runs for both.
+  bool paired = false;
+  // Not paired run by run, but every run of both comes from the same run directories (seeds named
+  // in agent names: three grpo seeds benched beside one sft).
+  bool same_run_dirs = false;
+  // "yes", "same run dirs" or "no".
+  [[nodiscard]] std::string pairing() const;
 };
 
 struct RegimeSection {
@@ -128,7 +135,8 @@ struct Comparison {
   // The Markdown report; `plot_line` is the image line or the note of why there is none.
   [[nodiscard]] std::string to_markdown(const std::string& plot_line) const;
   // One row per agent x regime x metric: agent,regime,metric,point,low,high,runs,matrices,versus,
-  // paired.
+  // paired (the last two for the probability of improvement only; paired as AgentEstimates::
+  // pairing() spells it).
   [[nodiscard]] std::string to_csv() const;
 };
 
