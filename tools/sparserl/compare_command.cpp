@@ -70,7 +70,10 @@ int run_compare(const std::vector<std::string>& argv) {
   if (!c.dropped.empty()) std::cout << " (" << c.dropped.size() << " left out)";
   std::cout << ", reference " << c.reference << "\n";
   for (const experiments::RegimeSection& s : c.sections) {
-    if (s.agents.empty()) continue;
+    // A regime that holds every matrix repeats the section of all matrices.
+    const bool repeats = s.regime != experiments::Regime::all && s.matrices == c.matrices.size() &&
+                         c.sections.front().regime == experiments::Regime::all;
+    if (s.agents.empty() || repeats) continue;
     std::cout << "\n"
               << experiments::to_string(s.regime) << " (" << s.matrices
               << " matrices): IQM speedup [95% CI], P(agent > " << c.reference << ")\n";
