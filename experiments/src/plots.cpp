@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@ namespace sparserl::experiments {
 namespace {
 
 constexpr auto kGnuplotTimeout = std::chrono::seconds(60);
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // A gnuplot single-quoted string: only the quote itself needs doubling.
 std::string gp_quote(const std::string& s) {
@@ -101,6 +103,22 @@ void run_script(const Gnuplot& gp, const std::string& script, const fs::path& pn
                     (o.timed_out ? o.error : "exit " + std::to_string(o.exit_code)) + "): " + msg);
   }
   if (!is_png(png)) throw PlotError(png.string() + ": gnuplot finished but wrote no PNG");
+}
+
+// A log axis over a small range gets almost no labels by default: the usual speedups between lo
+// and hi, as a gnuplot tics list "('0.5x' 0.5, '1x' 1, ...)".
+std::string speedup_tics(double lo, double hi) {
+  std::string out = "(";
+  bool first = true;
+  for (const double t : {0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
+                         20.0, 50.0, 100.0}) {
+    if (t < lo || t > hi) continue;
+    char label[32];
+    std::snprintf(label, sizeof label, "%gx", t);
+    out += std::string(first ? "" : ", ") + "'" + label + "' " + gp_number(t);
+    first = false;
+  }
+  return out + ")";
 }
 
 fs::path absolute_of(const fs::path& p) {
@@ -266,18 +284,7 @@ std::size_t draw_speedup_bars(const Gnuplot& gp, const std::vector<MatrixResult>
   const double y_lo = std::min(lo, 1.0) / 1.5;
   const double y_hi = std::max(hi, 1.0) * 1.5;
   s << "set yrange [" << gp_number(y_lo) << ":" << gp_number(y_hi) << "]\n";
-  // A log axis over a small range gets almost no labels by default: name the usual speedups.
-  s << "set ytics (";
-  bool first_tic = true;
-  for (const double t : {0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
-                         20.0, 50.0, 100.0}) {
-    if (t < y_lo || t > y_hi) continue;
-    char label[32];
-    std::snprintf(label, sizeof label, "%gx", t);
-    s << (first_tic ? "" : ", ") << "'" << label << "' " << gp_number(t);
-    first_tic = false;
-  }
-  s << ")\n";
+  s << "set ytics " << speedup_tics(y_lo, y_hi) << "\n";
   s << "set xrange [-1:" << matrices.size() << "]\n";
   s << "set grid ytics\nset key outside right top\nset style fill solid 0.85 border -1\n";
   s << "set bmargin 10\nset xtics rotate by 60 right font ',8' (";
@@ -351,6 +358,78 @@ void draw_time_vs_nnz(const Gnuplot& gp, const std::vector<MatrixResult>& rows,
       << " lc rgb '" << (i == 0 ? "#444444" : colour(i - 1)) << "' title " << gp_quote(titles[i]);
   }
   s << "\n";
+  run_script(gp, s.str(), png);
+}
+
+void draw_interval_plot(const Gnuplot& gp, const IntervalPlot& plot, const fs::path& png_in) {
+  const fs::path png = absolute_of(png_in);
+  const fs::path dat = fs::path(png).replace_extension(".dat");
+  std::vector<std::string> labels;  // colour by label, the same in every panel
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  auto usable = [&](double v) { return std::isfinite(v) && (!plot.log_x || v > 0); };
+  std::ostringstream data;
+  for (const IntervalPanel& panel : plot.panels) {
+    data << "# " << data_label(panel.title) << ": row point low high colour\n";
+    for (std::size_t i = 0; i < panel.rows.size(); ++i) {
+      const IntervalRow& r = panel.rows[i];
+      auto it = std::find(labels.begin(), labels.end(), r.label);
+      if (it == labels.end()) it = labels.insert(labels.end(), r.label);
+      const bool drawn = usable(r.point) && usable(r.low) && usable(r.high);
+      data << i << ' ' << gp_number(drawn ? r.point : kNaN) << ' '
+           << gp_number(drawn ? r.low : kNaN) << ' ' << gp_number(drawn ? r.high : kNaN) << ' '
+           << (it - labels.begin()) + 1 << '\n';
+      if (!drawn) continue;
+      lo = std::min({lo, r.low, r.point});
+      hi = std::max({hi, r.high, r.point});
+    }
+    data << "\n\n";
+  }
+  if (!(lo <= hi)) throw PlotError(png.string() + ": '" + plot.title + "' has no interval to draw");
+  if (plot.reference_x && usable(*plot.reference_x)) {
+    lo = std::min(lo, *plot.reference_x);
+    hi = std::max(hi, *plot.reference_x);
+  }
+  // Some room on both sides, on the axis's own scale.
+  const double x_lo = plot.log_x ? lo / 1.15 : lo - 0.05 * std::max(hi - lo, 1e-9);
+  const double x_hi = plot.log_x ? hi * 1.15 : hi + 0.05 * std::max(hi - lo, 1e-9);
+  write_text(dat, data.str());
+
+  int height = 60;
+  for (const IntervalPanel& panel : plot.panels)
+    height += 70 + 26 * static_cast<int>(std::max<std::size_t>(panel.rows.size(), 1));
+  std::ostringstream s;
+  s << "# " << plot.title << ": written by sparserl; run `gnuplot "
+    << fs::path(png).replace_extension(".gp").filename().string() << "` to redraw.\n";
+  s << terminal_line(gp, 900, height);
+  s << "set output " << gp_quote(png.string()) << "\n";
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    s << "set linetype " << i + 1 << " lc rgb '" << colour(i) << "' lw 2 pt 7 ps 1.1\n";
+  s << "set datafile missing 'NaN'\nset grid xtics\nunset key\n";
+  s << "set xrange [" << gp_number(x_lo) << ":" << gp_number(x_hi) << "]\n";
+  if (plot.log_x) s << "set logscale x\nset xtics " << speedup_tics(x_lo, x_hi) << "\n";
+  if (plot.reference_x) {
+    s << "set arrow from " << gp_number(*plot.reference_x) << ", graph 0 to "
+      << gp_number(*plot.reference_x) << ", graph 1 nohead dt 2 lc rgb '#777777'\n";
+  }
+  s << "set multiplot layout " << plot.panels.size() << ",1 title " << gp_quote(plot.title) << "\n";
+  for (std::size_t p = 0; p < plot.panels.size(); ++p) {
+    const IntervalPanel& panel = plot.panels[p];
+    s << "set title " << gp_quote(panel.title) << "\n";
+    s << "set xlabel " << gp_quote(p + 1 == plot.panels.size() ? plot.xlabel : std::string())
+      << "\n";
+    s << "set yrange [" << static_cast<double>(panel.rows.size()) - 0.5 << ":-0.5]\n";
+    s << "set ytics (";
+    for (std::size_t i = 0; i < panel.rows.size(); ++i) {
+      const IntervalRow& r = panel.rows[i];
+      const bool drawn = usable(r.point) && usable(r.low) && usable(r.high);
+      s << (i ? ", " : "") << gp_quote(drawn ? r.label : r.label + " (n/a)") << " " << i;
+    }
+    s << ")\n";
+    // A panel whose rows are all n/a still needs a plottable expression: an invisible point.
+    s << "plot " << gp_quote(dat.string()) << " index " << p
+      << " using 2:1:3:4:5 with xerrorbars lc variable, NaN notitle\n";
+  }
+  s << "unset multiplot\n";
   run_script(gp, s.str(), png);
 }
 

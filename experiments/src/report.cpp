@@ -16,41 +16,17 @@
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 #include "sparserl/experiments/run_info.hpp"
+#include "text_format.hpp"
 
 namespace fs = std::filesystem;
 
 namespace sparserl::experiments {
 namespace {
 
-std::string num(double v, int significant = 4) {
-  if (!std::isfinite(v)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", significant, v);
-  return buf;
-}
-
-std::string percent(double v) {
-  if (!std::isfinite(v)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
-  return buf;
-}
-
-// Table cells: a '|' would end the cell, a newline the row.
-std::string cell(std::string s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n' || c == '\r')
-      out += ' ';
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string code(const std::string& s) { return s.empty() ? std::string() : "`" + cell(s) + "`"; }
+using detail::cell;
+using detail::code;
+using detail::num;
+using detail::percent;
 
 double seconds_between(const std::string& from, const std::string& to) {
   try {

@@ -14,23 +14,15 @@
 
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/run_info.hpp"
+#include "text_format.hpp"
 
 namespace sparserl::experiments {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string csv_number(double v) { return std::isfinite(v) ? json_number(v) : std::string(); }
+using detail::csv_field;
+using detail::csv_number;
 
 // Splits one CSV record starting at `pos`; quoted fields may hold commas, quotes and newlines (the
 // line counter follows them).
@@ -125,6 +117,14 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
   std::ostringstream out;
   const auto& cols = results_columns();
   for (std::size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i];
+  // The benchmark's optional columns, only when a row has them (older readers see the old table).
+  auto any = [&](auto has) { return std::any_of(rows.begin(), rows.end(), has); };
+  const bool regime = any([](const MatrixResult& r) { return !r.regime.empty(); });
+  const bool oracle = any([](const MatrixResult& r) { return std::isfinite(r.oracle_fraction); });
+  const bool novel = any([](const MatrixResult& r) { return r.novel.has_value(); });
+  if (regime) out << ",regime";
+  if (oracle) out << ",oracle_fraction";
+  if (novel) out << ",novel";
   out << '\n';
   for (const MatrixResult& r : rows) {
     out << csv_field(r.matrix) << ',' << r.nnz << ',' << csv_field(r.agent) << ','
@@ -132,8 +132,11 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
         << ',' << csv_number(r.cusparse_us) << ',' << csv_number(r.speedup) << ','
         << csv_number(r.gflops) << ',' << csv_number(r.bandwidth_fraction) << ','
         << (r.tested ? 1 : 0) << ',' << r.samples << ',' << r.samples_compiled << ','
-        << r.samples_correct << ',' << csv_number(r.best_speedup) << ',' << csv_field(r.program)
-        << '\n';
+        << r.samples_correct << ',' << csv_number(r.best_speedup) << ',' << csv_field(r.program);
+    if (regime) out << ',' << csv_field(r.regime);
+    if (oracle) out << ',' << csv_number(r.oracle_fraction);
+    if (novel) out << ',' << (r.novel ? (*r.novel ? "1" : "0") : "");
+    out << '\n';
   }
   try {
     write_file_atomically(file, out.str());
@@ -142,7 +145,15 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
   }
 }
 
+bool ResultsTable::has_column(const std::string& name) const {
+  return std::find(columns.begin(), columns.end(), name) != columns.end();
+}
+
 std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file) {
+  return read_results_table(file).rows;
+}
+
+ResultsTable read_results_table(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw ResultsError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
   std::ostringstream buffer;
@@ -161,7 +172,9 @@ std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file) {
       throw ResultsError(name + ":1: the header has no '" + required + "' column");
     }
   }
-  std::vector<MatrixResult> rows;
+  ResultsTable table;
+  table.columns = header;
+  std::vector<MatrixResult>& rows = table.rows;
   while (pos < text.size()) {
     const std::size_t record_line = line;
     const std::vector<std::string> fields = next_record(text, pos, line, name);
@@ -214,9 +227,17 @@ std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file) {
     r.bandwidth_fraction = number("bandwidth_fraction");
     r.best_speedup = number("best_speedup");
     if (const auto f = field("program")) r.program = *f;
+    if (const auto f = field("regime")) {
+      if (!f->empty() && *f != "small" && *f != "medium" && *f != "large")
+        throw ResultsError(where("regime") + ": '" + *f + "' is not small, medium or large");
+      r.regime = *f;
+    }
+    r.oracle_fraction = number("oracle_fraction");
+    if (const auto f = field("novel"); f && !f->empty()) r.novel = parse_bool(*f, where("novel"));
     rows.push_back(std::move(r));
+    table.lines.push_back(record_line);
   }
-  return rows;
+  return table;
 }
 
 std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& rows) {

@@ -207,3 +207,39 @@ TEST_CASE("agents compared with a reference agent, matrix by matrix", "[experime
   CHECK(untested[0].faster == 0);
   CHECK(untested[0].different_programs == 2);
 }
+
+TEST_CASE("the benchmark's optional columns: regime, oracle fraction, novelty",
+          "[experiments][results]") {
+  const auto file = scratch_dir("results_optional") / "results.csv";
+  std::vector<MatrixResult> rows = {row("m1", 10, "sft", true, true, 2.0, 4.0),
+                                    row("m2", 2000000, "sft", true, false, 2.0, 4.0)};
+  write_results_csv(file, rows);
+  ResultsTable table = read_results_table(file);
+  CHECK_FALSE(table.has_column("regime"));  // none of the rows had one: the old table
+  CHECK(table.columns.size() == results_columns().size());
+  CHECK(table.lines == std::vector<std::size_t>{2, 3});
+
+  rows[0].regime = "small";
+  rows[1].regime = "large";
+  rows[0].oracle_fraction = 0.75;
+  rows[0].novel = true;
+  write_results_csv(file, rows);
+  table = read_results_table(file);
+  CHECK(table.has_column("regime"));
+  CHECK(table.has_column("oracle_fraction"));
+  CHECK(table.has_column("novel"));
+  REQUIRE(table.rows.size() == 2);
+  CHECK(table.rows[0].regime == "small");
+  CHECK(table.rows[1].regime == "large");
+  CHECK(table.rows[0].oracle_fraction == 0.75);
+  CHECK(std::isnan(table.rows[1].oracle_fraction));  // the failed answer: empty
+  CHECK(table.rows[0].novel == std::optional<bool>(true));
+  CHECK_FALSE(table.rows[1].novel.has_value());  // not applicable: empty
+
+  std::ofstream(file) << "matrix,agent,regime\nm,a,huge\n";
+  CHECK_THROWS_WITH(read_results_csv(file),
+                    has_substring(":2: column 'regime': 'huge' is not small, medium or large"));
+  std::ofstream(file) << "matrix,agent,novel\nm,a,maybe\n";
+  CHECK_THROWS_WITH(read_results_csv(file),
+                    has_substring(":2: column 'novel': 'maybe' is not a boolean"));
+}

@@ -1,5 +1,7 @@
 // PNG plots of a run, drawn by gnuplot (Debian's gnuplot-nox): training curves from metrics.jsonl,
-// per-matrix speedup bars over cuSPARSE and kernel time against nnz from results.csv. Each plot
+// per-matrix speedup bars over cuSPARSE and kernel time against nnz from results.csv, and the
+// confidence intervals of `sparserl compare` (one horizontal interval per agent, a panel per
+// regime). Each plot
 // leaves three files in plots/: NAME.png, the data NAME.dat and the script NAME.gp, so a figure can
 // be restyled by editing the script and running `gnuplot NAME.gp`. The pngcairo terminal is used
 // where it exists (anti-aliased), else the libgd png terminal. The GPU hosts have no gnuplot:
@@ -66,6 +68,30 @@ std::size_t draw_speedup_bars(const Gnuplot& gnuplot, const std::vector<MatrixRe
 // Kernel time against nnz, log-log: cuSPARSE and each agent's correct kernels.
 void draw_time_vs_nnz(const Gnuplot& gnuplot, const std::vector<MatrixResult>& rows,
                       const std::filesystem::path& png);
+
+// Point estimates with confidence intervals, one row per label, in panels stacked top to bottom
+// (`sparserl compare`: one panel per regime, one row per agent, the IQM speedup and its 95%
+// interval). A row's colour follows its label across panels.
+struct IntervalRow {
+  std::string label;
+  double point = 0, low = 0, high = 0;  // NaN: no estimate (the row is listed, nothing drawn)
+};
+struct IntervalPanel {
+  std::string title;  // "large (12 matrices)"
+  std::vector<IntervalRow> rows;
+};
+struct IntervalPlot {
+  std::string title;
+  std::string xlabel;
+  std::vector<IntervalPanel> panels;
+  bool log_x = false;
+  std::optional<double> reference_x;  // a dashed vertical line (speedup 1 = cuSPARSE)
+};
+
+// Draws `plot` to PNG (plus .dat and .gp beside it); every panel shares one x range. PlotError when
+// no row of any panel has a finite point (nothing to draw: e.g. nothing was timed).
+void draw_interval_plot(const Gnuplot& gnuplot, const IntervalPlot& plot,
+                        const std::filesystem::path& png);
 
 // A file name for a statistic: "reward/mean" -> "reward_mean".
 std::string plot_file_stem(const std::string& statistic);

@@ -6,7 +6,11 @@
 //   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012,1,0,0,0,1.168,3a07...
 //
 // Plain RFC 4180 CSV with a header; columns are found by name, so their order is free and extra
-// columns (op, dtype, ...) are allowed and ignored here. `matrix` and `agent` are required; a
+// columns (op, dtype, ...) are allowed and ignored here. Three optional columns of the benchmark
+// (DESIGN.md, "Benchmark and statistics") are read when present and written when a row has them:
+// `regime` (small / medium / large), `oracle_fraction` (the answer's share of the template search's
+// best speed) and `novel` (1 / 0: the program is not in the training corpus; empty where that does
+// not apply). `matrix` and `agent` are required; a
 // missing or empty number is NaN (a kernel that did not compile has no time); a file without the
 // sample columns reads as tested, without samples, and one without best_speedup / program as
 // having neither. Booleans are 1/0 or true/false. Bad input is a ResultsError naming the file, the
@@ -16,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,13 +54,33 @@ struct MatrixResult {
   // The answer's program digest (empty when no program reached the evaluator): two agents with the
   // same digest for a matrix answered with the same kernel.
   std::string program;
+  // The benchmark's regime tag of the matrix: "small", "medium", "large", or empty (no tag).
+  std::string regime;
+  // The answer's speed as a share of the oracle's (the template search's best program); NaN when
+  // absent or the answer failed.
+  double oracle_fraction = std::numeric_limits<double>::quiet_NaN();
+  // Whether the answer is absent from the training corpus (nullopt: not applicable or not known).
+  std::optional<bool> novel;
 };
 
 // The column names in the order write_results_csv uses.
 const std::vector<std::string>& results_columns();
 
+// Writes results_columns(), then `regime`, `oracle_fraction` and `novel` for each of them that some
+// row has.
 void write_results_csv(const std::filesystem::path& file, const std::vector<MatrixResult>& rows);
 std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file);
+
+// The rows with the header they were read under (to tell a column that is absent from one that is
+// empty in every row).
+struct ResultsTable {
+  std::vector<std::string> columns;  // the header, in file order
+  std::vector<MatrixResult> rows;
+  // The record's first line in the file for each row (for messages naming file:line).
+  std::vector<std::size_t> lines;
+  [[nodiscard]] bool has_column(const std::string& name) const;
+};
+ResultsTable read_results_table(const std::filesystem::path& file);
 
 // One agent's line of the summary table.
 struct AgentSummary {
