@@ -3,6 +3,8 @@
 // matrices, the estimates per regime, and compare.md / compare.csv / intervals.png.
 #include "sparserl/experiments/agent_comparison.hpp"
 
+#include "sparserl/datasets/splits.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "sparserl/datasets/splits.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/plots.hpp"
 #include "sparserl/experiments/run_info.hpp"
@@ -167,22 +170,22 @@ ScoreTable score_table(const std::vector<std::map<std::string, const MatrixResul
 
 }  // namespace
 
-std::string_view to_string(Regime regime) {
+std::string_view to_string(RegimeScope regime) {
   switch (regime) {
-    case Regime::all:
+    case RegimeScope::all:
       return "all";
-    case Regime::large:
+    case RegimeScope::large:
       return "large";
-    case Regime::medium:
+    case RegimeScope::medium:
       return "medium";
-    case Regime::small:
+    case RegimeScope::small:
       return "small";
   }
   return "?";
 }
 
-Regime parse_regime(std::string_view text) {
-  for (Regime r : {Regime::all, Regime::large, Regime::medium, Regime::small}) {
+RegimeScope parse_regime(std::string_view text) {
+  for (RegimeScope r : {RegimeScope::all, RegimeScope::large, RegimeScope::medium, RegimeScope::small}) {
     if (text == to_string(r)) return r;
   }
   throw ComparisonError("regime '" + std::string(text) + "' is not all, small, medium or large");
@@ -196,10 +199,16 @@ std::string agent_of_seed_name(const std::string& name) {
   return name.substr(0, dash);
 }
 
-Regime regime_of_nnz(std::int64_t nnz) {
-  if (nnz >= kLargeRegimeNnz) return Regime::large;
-  if (nnz >= kMediumRegimeNnz) return Regime::medium;
-  return Regime::small;
+RegimeScope regime_of_nnz(std::int64_t nnz) {
+  switch (datasets::regime_of(nnz)) {
+    case datasets::Regime::large:
+      return RegimeScope::large;
+    case datasets::Regime::medium:
+      return RegimeScope::medium;
+    case datasets::Regime::small:
+      break;
+  }
+  return RegimeScope::small;
 }
 
 ComparedRun read_compared_run(const fs::path& dir) {
@@ -245,7 +254,7 @@ namespace {
 // Everything compare_agents works out before the estimates.
 struct Layout {
   RowIndex rows;                                        // rows[agent][run][matrix]
-  std::map<std::string, std::optional<Regime>> regime;  // of each common matrix
+  std::map<std::string, std::optional<RegimeScope>> regime;  // of each common matrix
 };
 
 // The common matrices, the dropped ones and each matrix's regime; notes for the reader.
@@ -284,10 +293,10 @@ Layout lay_out(Comparison& c) {
                       " matrices are not answered in every run of every agent and were left out: " +
                       join(c.dropped) + ".");
   }
-  // Regime: the first `regime` tag of the matrix in any run, else its nnz.
+  // RegimeScope: the first `regime` tag of the matrix in any run, else its nnz.
   std::size_t tagged = 0, unknown = 0;
   for (const std::string& matrix : c.matrices) {
-    std::optional<Regime> tag, by_nnz;
+    std::optional<RegimeScope> tag, by_nnz;
     for (const auto& agent : layout.rows) {
       for (const auto& run : agent) {
         const MatrixResult& r = *run.at(matrix);
@@ -495,16 +504,16 @@ Comparison compare_agents(const std::vector<fs::path>& run_dirs, const CompareOp
       std::find_if(c.agents.begin(), c.agents.end(),
                    [&](const ComparedAgent& a) { return a.label == c.reference; }) -
       c.agents.begin());
-  const std::vector<Regime> regimes =
+  const std::vector<RegimeScope> regimes =
       options.regime
-          ? std::vector<Regime>{*options.regime}
-          : std::vector<Regime>{Regime::all, Regime::large, Regime::medium, Regime::small};
-  for (Regime regime : regimes) {
+          ? std::vector<RegimeScope>{*options.regime}
+          : std::vector<RegimeScope>{RegimeScope::all, RegimeScope::large, RegimeScope::medium, RegimeScope::small};
+  for (RegimeScope regime : regimes) {
     RegimeSection section;
     section.regime = regime;
     std::vector<std::string> tasks;
     for (const std::string& m : c.matrices) {
-      if (regime == Regime::all || layout.regime.at(m) == regime) tasks.push_back(m);
+      if (regime == RegimeScope::all || layout.regime.at(m) == regime) tasks.push_back(m);
     }
     section.matrices = tasks.size();
     if (!tasks.empty()) {
@@ -518,15 +527,15 @@ Comparison compare_agents(const std::vector<fs::path>& run_dirs, const CompareOp
 
 namespace {
 
-std::string regime_title(Regime regime) {
+std::string regime_title(RegimeScope regime) {
   switch (regime) {
-    case Regime::all:
+    case RegimeScope::all:
       return "All matrices";
-    case Regime::large:
+    case RegimeScope::large:
       return "Large matrices (>= 1,000,000 nonzeros)";
-    case Regime::medium:
+    case RegimeScope::medium:
       return "Medium matrices (200,000 to 999,999 nonzeros)";
-    case Regime::small:
+    case RegimeScope::small:
       return "Small matrices (< 200,000 nonzeros)";
   }
   return "?";
@@ -594,8 +603,8 @@ void section_tables(std::ostringstream& md, const Comparison& c, const RegimeSec
     md << "No compared matrix falls in this regime.\n\n";
     return;
   }
-  if (s.regime != Regime::all && s.matrices == c.matrices.size() && c.sections.size() > 1 &&
-      c.sections.front().regime == Regime::all) {
+  if (s.regime != RegimeScope::all && s.matrices == c.matrices.size() && c.sections.size() > 1 &&
+      c.sections.front().regime == RegimeScope::all) {
     md << "Every compared matrix falls in this regime: the tables of all matrices above are its "
           "tables (compare.csv repeats them under `"
        << to_string(s.regime) << "`).\n\n";
@@ -713,8 +722,8 @@ std::string Comparison::to_markdown(const std::string& plot_line) const {
      << " replicates, seed " << options.bootstrap.seed << "); the method is at the end.\n\n";
   const RegimeSection* headline = nullptr;
   for (const RegimeSection& s : sections)
-    if (s.regime == (options.regime ? *options.regime : Regime::large)) headline = &s;
-  md << "## Headline: " << regime_title(headline ? headline->regime : Regime::large) << "\n\n";
+    if (s.regime == (options.regime ? *options.regime : RegimeScope::large)) headline = &s;
+  md << "## Headline: " << regime_title(headline ? headline->regime : RegimeScope::large) << "\n\n";
   if (headline == nullptr || headline->agents.empty()) {
     md << "None of the " << matrices.size()
        << " compared matrices is large (>= 1,000,000 nonzeros): there is no headline; the "
@@ -737,7 +746,7 @@ std::string Comparison::to_markdown(const std::string& plot_line) const {
 std::string Comparison::to_csv() const {
   std::ostringstream out;
   out << "agent,regime,metric,point,low,high,runs,matrices,versus,paired\n";
-  auto line = [&](const AgentEstimates& e, Regime regime, const MetricEstimate& m,
+  auto line = [&](const AgentEstimates& e, RegimeScope regime, const MetricEstimate& m,
                   const std::string& versus, const std::string& paired) {
     out << csv_field(e.agent) << ',' << to_string(regime) << ',' << csv_field(m.metric) << ','
         << csv_number(m.value.point) << ',' << csv_number(m.value.low) << ','
@@ -777,8 +786,8 @@ ComparisonOutcome write_comparison(const Comparison& c, const fs::path& out,
     plot.reference_x = 1.0;
     for (const RegimeSection& s : c.sections) {
       // A regime holding every matrix repeats the panel of all matrices.
-      const bool repeats = s.regime != Regime::all && s.matrices == c.matrices.size() &&
-                           c.sections.front().regime == Regime::all;
+      const bool repeats = s.regime != RegimeScope::all && s.matrices == c.matrices.size() &&
+                           c.sections.front().regime == RegimeScope::all;
       if (s.agents.empty() || repeats) continue;
       IntervalPanel panel;
       panel.title = std::string(to_string(s.regime)) + " (" + std::to_string(s.matrices) +

@@ -156,7 +156,7 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   CHECK(c.oracle_fraction);
   CHECK(c.novel);
   REQUIRE(c.sections.size() == 4);  // all, large, medium, small
-  CHECK(c.sections[1].regime == Regime::large);
+  CHECK(c.sections[1].regime == RegimeScope::large);
   CHECK(c.sections[1].matrices == 1);
 
   int status = 0;

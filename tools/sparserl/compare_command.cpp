@@ -71,8 +71,8 @@ int run_compare(const std::vector<std::string>& argv) {
   std::cout << ", reference " << c.reference << "\n";
   for (const experiments::RegimeSection& s : c.sections) {
     // A regime that holds every matrix repeats the section of all matrices.
-    const bool repeats = s.regime != experiments::Regime::all && s.matrices == c.matrices.size() &&
-                         c.sections.front().regime == experiments::Regime::all;
+    const bool repeats = s.regime != experiments::RegimeScope::all && s.matrices == c.matrices.size() &&
+                         c.sections.front().regime == experiments::RegimeScope::all;
     if (s.agents.empty() || repeats) continue;
     std::cout << "\n"
               << experiments::to_string(s.regime) << " (" << s.matrices

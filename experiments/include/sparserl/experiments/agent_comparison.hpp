@@ -33,14 +33,14 @@ class ComparisonError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Regime { all, large, medium, small };
-std::string_view to_string(Regime regime);  // "all", "large", "medium", "small"
+// The matrices a table covers: all of them, or one regime (datasets::Regime, by nonzeros).
+enum class RegimeScope { all, large, medium, small };
+std::string_view to_string(RegimeScope regime);  // "all", "large", "medium", "small"
 // ComparisonError naming the text when it is none of the four.
-Regime parse_regime(std::string_view text);
-// The regime of a matrix of `nnz` nonzeros: small < 200,000 <= medium < 1,000,000 <= large.
-inline constexpr std::int64_t kMediumRegimeNnz = 200'000;
-inline constexpr std::int64_t kLargeRegimeNnz = 1'000'000;
-Regime regime_of_nnz(std::int64_t nnz);
+RegimeScope parse_regime(std::string_view text);
+// The regime of a matrix of `nnz` nonzeros (datasets::regime_of: small < 200,000 <= medium <
+// 1,000,000 <= large).
+RegimeScope regime_of_nnz(std::int64_t nnz);
 
 // One run directory as read.
 struct ComparedRun {
@@ -64,7 +64,7 @@ ComparedRun read_compared_run(const std::filesystem::path& dir);
 struct CompareOptions {
   std::string reference;  // the agent others are compared with (empty: the first agent)
   BootstrapOptions bootstrap;
-  std::optional<Regime> regime;  // report only this section (nullopt: all, large, medium, small)
+  std::optional<RegimeScope> regime;  // report only this section (nullopt: all, large, medium, small)
   // Agents named NAME-sN (a `bench.policies` entry per seed, "grpo-s1=runs/grpo-s1/final") are run
   // N of the agent NAME, wherever they appear: seeds benched side by side in one run directory.
   bool seeds_in_names = false;
@@ -101,7 +101,7 @@ struct AgentEstimates {
 };
 
 struct RegimeSection {
-  Regime regime = Regime::all;
+  RegimeScope regime = RegimeScope::all;
   std::size_t matrices = 0;
   std::vector<AgentEstimates> agents;  // empty when the regime has no matrix
 };
