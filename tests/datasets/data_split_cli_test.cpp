@@ -1,8 +1,10 @@
-// `sparserl data split` for benchmark splits, run as a user runs it (the built binary): the report
-// of a split file (per part and regime, with and without --index, for both file versions), making
-// bench-v2 from the shared indexes and the collection catalogue (the counts add up, no group spans
-// two parts, the file reads back, it is never overwritten), and bad inputs naming the file, line
-// or option.
+// `sparserl data split` and `sparserl data fetch --split` for benchmark splits, run as a user runs
+// them (the built binary): the report of a split file (per part and regime, with and without
+// --index, for both file versions), making bench-v2 from the shared indexes and the collection
+// catalogue (the counts add up, no group spans two parts, the file reads back, it is never
+// overwritten), bad inputs naming the file, line or option, and fetching a part's missing
+// collection matrices from a local HTTP server (fetched / already present / failed and the exit
+// status).
 #include <filesystem>
 #include <map>
 #include <set>
@@ -11,6 +13,8 @@
 
 #include "catch.hpp"
 #include "datasets_test_support.hpp"
+#include "http_test_server.hpp"
+#include "sparserl/datasets/download.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/splits.hpp"
@@ -229,7 +233,7 @@ TEST_CASE("data split --benchmark makes bench-v2 from the shared indexes and the
   CHECK(sparserl::testing::read_bytes(dir / "b.split") == before);
 }
 
-TEST_CASE("data split: bad input names the file, line or option",
+TEST_CASE("data split and fetch --split: bad input names the file, line or option",
           "[datasets][cli][bench_split]") {
   const auto shared = sparserl::testing::shared_matrices_dir();
   const auto dir = sparserl::testing::scratch_dir("cli_split_errors");
@@ -243,7 +247,15 @@ TEST_CASE("data split: bad input names the file, line or option",
         make + "--catalogue a.csv --catalogue b.csv --out " + q(dir / "x"),
         make + q(dir / "tiny.split") + " --out " + q(dir / "x"),
         "split " + q(dir / "tiny.split") + " --regime large",
-        "split " + q(dir / "tiny.split") + " --json --out " + q(dir / "x")}) {
+        "split " + q(dir / "tiny.split") + " --dry-run",
+        "fetch --split " + q(dir / "tiny.split"),
+        "fetch --split " + q(dir / "tiny.split") + " --part dev",
+        "fetch --split " + q(dir / "tiny.split") + " --part train --source generated",
+        "fetch --split " + q(dir / "tiny.split") + " --part train --regime huge",
+        "fetch --split " + q(dir / "tiny.split") + " --part train --max -1",
+        "fetch --split " + q(dir / "tiny.split") + " --part train --overwrite",
+        "split " + q(dir / "tiny.split") + " --json --out " + q(dir / "x"),
+        std::string("fetch suitesparse-v1/HB/x --part train")}) {
     INFO("sparserl data " << args);
     const auto r = sparserl_data(args);
     INFO(r.output);
@@ -261,6 +273,9 @@ TEST_CASE("data split: bad input names the file, line or option",
   r = sparserl_data("split " + q(dir / "none.split"));
   CHECK(r.status == 1);
   CHECK_THAT(r.output, has_substring((dir / "none.split").string() + ": cannot open the split file"));
+  r = sparserl_data("fetch --split " + q(dir / "bad.split") + " --part train");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, has_substring("bad.split:14: unknown regime"));
 
   sparserl::testing::write_bytes(dir / "cat.csv", "id,group,name,rows,cols,nnz\n1,G,a,2,2,3\n2,G,b,2\n");
   r = sparserl_data(make + "--catalogue " + q(dir / "cat.csv") + " --out " + q(dir / "x.split"));
@@ -281,4 +296,81 @@ TEST_CASE("data split: bad input names the file, line or option",
   CHECK(r.status == 1);
   CHECK_THAT(r.output, has_substring("invalid split name 'bad name'"));
   CHECK_FALSE(fs::exists(dir / "x.split"));
+}
+
+TEST_CASE("data fetch --split downloads a part's missing collection matrices over HTTP",
+          "[datasets][cli][bench_split][download]") {
+  if (!ds::download_available()) sparserl::testing::skip("this build has no libcurl");
+  const auto shared = sparserl::testing::shared_matrices_dir();
+  const auto dir = sparserl::testing::scratch_dir("cli_fetch_split");
+  // The server has G1/a and G2/c; G1/b is missing (404).
+  const ds::SparseMatrix a = ds::SparseMatrix::from_triplets(2, 2, {{0, 1, 3.0}});
+  const ds::SparseMatrix c = ds::SparseMatrix::from_triplets(3, 3, {{2, 2, -1.0}});
+  ds::write_matrix_market_archive(dir / "www" / "MM" / "G1" / "a.tar.gz", a);
+  ds::write_matrix_market_archive(dir / "www" / "MM" / "G2" / "c.tar.gz", c);
+  ds::write_matrix_market_archive(dir / "www" / "MM" / "G3" / "d.tar.gz", c);
+  sparserl::testing::HttpTestServer server(dir / "www");
+  const std::string split_text =
+      "# split fetch-t\n# version 2\n# seed 1\n# ratios 0.6,0.2,0.2\n"
+      "# source catalogue cat.csv 4 0000000000000002\n"
+      "# counts train 5 val 1 test 0\n"
+      "train suitesparse-v1/G1/a small G1 1 catalogue\n"
+      "train suitesparse-v1/G1/b small G1 200 catalogue\n"
+      "train suitesparse-v1/G2/c large G2 2000000 catalogue\n"
+      "train suitesparse-v1/HB/west0067 small HB 294 shared\n"
+      "train gen-v1/diagonal?n=5 small diag 5 generated\n"
+      "val suitesparse-v1/G3/d small G3 1 catalogue\n";
+  sparserl::testing::write_bytes(dir / "f.split", split_text);
+  const std::string fetch = "fetch --split " + q(dir / "f.split") + " --part train --base-url " +
+                            q(server.url() + "/MM") + " --data-dir ";
+
+  auto r = sparserl_data(fetch + q(dir / "data"));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, has_substring("3 collection matrices, 0 present, 3 missing"));
+  CHECK_THAT(r.output, has_substring("fetched 2, already present 0, failed 1 "));
+  CHECK_THAT(r.output, has_substring("failed suitesparse-v1/G1/b: " + server.url() +
+                                     "/MM/G1/b.tar.gz: download failed"));
+  CHECK_THAT(r.output, has_substring("fetch  3/3  100.0%"));
+  CHECK(server.request_log() == std::vector<std::string>{"/MM/G1/a.tar.gz", "/MM/G1/b.tar.gz",
+                                                         "/MM/G2/c.tar.gz"});
+  ds::MatrixStore store(dir / "data");
+  CHECK(*store.load("suitesparse-v1/G1/a") == a);
+  CHECK(*store.load("suitesparse-v1/G2/c") == c);
+
+  // Again: what is there is not fetched again; the missing one fails again.
+  r = sparserl_data(fetch + q(dir / "data"));
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, has_substring("fetched 0, already present 2, failed 1 "));
+  CHECK(server.requests() == 4);
+  CHECK(server.requests("/MM/G1/b.tar.gz") == 2);
+
+  // Selections: the large regime only; every source (the shared matrix too) as a dry run; the
+  // shared matrix present through --index.
+  r = sparserl_data(fetch + q(dir / "data") + " --regime large");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, has_substring("regime large; source catalogue: 1 collection matrices, 1 present"));
+  CHECK_THAT(r.output, has_substring("fetched 0, already present 1, failed 0 "));
+  r = sparserl_data(fetch + q(dir / "data") + " --source all --dry-run");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, has_substring("would fetch suitesparse-v1/G1/b (200 nonzeros) from " +
+                                     server.url() + "/MM/G1/b.tar.gz"));
+  CHECK_THAT(r.output, has_substring("would fetch suitesparse-v1/HB/west0067 (294 nonzeros)"));
+  CHECK_THAT(r.output, has_substring("dry run: nothing fetched; 2 to fetch, 2 already present"));
+  r = sparserl_data(fetch + q(dir / "data") + " --source shared --index " + q(shared));
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, has_substring("fetched 0, already present 1, failed 0 "));
+  CHECK(server.requests() == 4);
+
+  // --max: the first missing matrices only; the rest are counted as not attempted.
+  r = sparserl_data(fetch + q(dir / "fresh") + " --max 1");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, has_substring("3 missing, 1 to fetch (--max 1)"));
+  CHECK_THAT(r.output, has_substring("fetched 1, already present 0, failed 0, not attempted 2 "));
+  CHECK(fs::exists(dir / "fresh" / "suitesparse" / "G1" / "a.tar.gz"));
+
+  // The report sees what was fetched.
+  r = sparserl_data("split " + q(dir / "f.split") + " --data-dir " + q(dir / "data"));
+  CHECK(r.status == 0);
+  CHECK_THAT(squeezed(r.output), has_substring("train all 5 4 3\n"));  // a, c and the diagonal
 }

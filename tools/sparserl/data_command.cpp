@@ -4,9 +4,7 @@
 // per matrix of a folder or index (summary). Inputs are files or task URIs; URIs are resolved
 // through a MatrixStore over --data-dir and the --index folders. This file holds the usage text,
 // the dispatch and the shared helpers (data_command.hpp); the benchmark split and the split report
-// are in data_split_command.cpp.
-#include <unistd.h>
-
+// are in data_split_command.cpp, fetching in data_fetch_command.cpp.
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -22,7 +20,6 @@
 
 #include "cli.hpp"
 #include "data_command.hpp"
-#include "sparserl/datasets/download.hpp"
 #include "sparserl/datasets/features.hpp"
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
@@ -66,6 +63,11 @@ constexpr const char* kUsage =
     "  fetch URI [--base-url URL] [--overwrite]\n"
     "      download a suitesparse-v1 matrix into DATA_DIR/suitesparse/GROUP/NAME.tar.gz\n"
     "      (base URL default: https://suitesparse-collection-website.herokuapp.com/MM)\n"
+    "  fetch --split FILE --part train|val|test [--regime small|medium|large]...\n"
+    "        [--source catalogue|shared|all] [--base-url URL] [--max N] [--dry-run]\n"
+    "      download the part's collection matrices that are not present (source catalogue by\n"
+    "      default; every matrix of a version-1 split); a failure is reported and the run goes\n"
+    "      on; exit 1 if any failed\n"
     "  summary [DIR | --index INDEX.csv] [--json] [--strict]\n"
     "      one line per matrix of a folder (every .mtx, .mtx.gz, .tar.gz under it) or of an "
     "index:\n"
@@ -386,48 +388,6 @@ int run_split(const Args& args) {
             << split.keys(ds::SplitPart::train).size() << ", val "
             << split.keys(ds::SplitPart::val).size() << ", test "
             << split.keys(ds::SplitPart::test).size() << "\n";
-  return 0;
-}
-
-// ---- fetch
-// -----------------------------------------------------------------------------------------
-
-int run_fetch(const Args& args) {
-  args.allow_only({"data-dir", "base-url"});
-  allow_switches(args, "fetch", {"overwrite"});
-  if (args.positional().size() != 2) throw UsageError("fetch takes one suitesparse-v1 URI");
-  const ds::MatrixUri uri = parse_uri_argument(args.positional(1, "URI"));
-  if (uri.scheme != ds::MatrixUri::Scheme::suitesparse) {
-    throw UsageError("fetch takes a suitesparse-v1 URI, not '" + uri.str() + "'");
-  }
-  ds::DownloadOptions options;
-  options.base_url = args.option_or("base-url", std::string(ds::kDefaultSuiteSparseBaseUrl));
-  options.overwrite = args.flag("overwrite");
-  if (::isatty(2) != 0) {
-    options.progress = [last = std::chrono::steady_clock::time_point()](
-                           std::int64_t got, std::int64_t total) mutable {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last < std::chrono::milliseconds(200)) return;
-      last = now;
-      std::fprintf(
-          stderr, "\r  %.1f MB%s", static_cast<double>(got) / 1e6,
-          total > 0 ? (" of " + fixed(static_cast<double>(total) / 1e6, 1) + " MB").c_str() : "");
-    };
-  }
-  const fs::path dir = data_dir(args);
-  const fs::path expected = dir / ds::archive_relative_path(uri);
-  std::error_code exists_ec;
-  const bool present = !options.overwrite && fs::is_regular_file(expected, exists_ec);
-  const auto start = std::chrono::steady_clock::now();
-  const fs::path got = ds::download_matrix(uri, dir, options);
-  if (options.progress) std::fprintf(stderr, "\n");
-  if (present) {
-    std::cout << uri.str() << ": already present at " << got.string() << "\n";
-  } else {
-    std::cout << uri.str() << ": fetched " << ds::archive_url(uri, options.base_url) << " to "
-              << got.string() << " (" << fs::file_size(got) << " bytes, "
-              << fixed(seconds_since(start), 2) << " s)\n";
-  }
   return 0;
 }
 

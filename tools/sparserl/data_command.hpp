@@ -1,6 +1,7 @@
-// Internal to `sparserl data`, whose subcommands are spread over two files: data_command.cpp
-// (usage, dispatch, info, convert, generate, version-1 split, fetch, summary) and
-// data_split_command.cpp (a split file's report and the benchmark split maker). This header holds what they share: option handling, the store over
+// Internal to `sparserl data`, whose subcommands are spread over three files: data_command.cpp
+// (usage, dispatch, info, convert, generate, version-1 split, summary), data_split_command.cpp (a
+// split file's report and the benchmark split maker) and data_fetch_command.cpp (fetching one URI
+// or a split's part). This header holds what they share: option handling, the store over
 // --data-dir and --index, and what "present on this machine" means for a split's matrix.
 #pragma once
 
@@ -22,7 +23,7 @@ namespace ds = sparserl::datasets;
 // The options of `sparserl data` that take no value.
 inline const std::vector<std::string> kSwitches = {"json",      "symmetric", "general",
                                                    "allow-non-finite", "strict", "overwrite",
-                                                   "benchmark"};
+                                                   "benchmark", "dry-run"};
 
 // Switches are declared once for the whole command; each subcommand accepts only its own.
 void allow_switches(const Args& args, std::string_view sub, const std::vector<std::string>& allowed);
@@ -49,5 +50,6 @@ bool present(const ds::MatrixStore& store, const ds::SplitEntry& entry);
 
 int run_split_report(const Args& args);     // data split FILE
 int run_benchmark_split(const Args& args);  // data split --benchmark
+int run_fetch(const Args& args);            // data fetch URI | data fetch --split FILE --part P
 
 }  // namespace sparserl::tools::data
