@@ -150,14 +150,17 @@ TEST_CASE("data split FILE reports a version-1 split with its regimes unknown",
   r = sparserl_data("split --json " + q(file) + " --data-dir " + q(dir));
   REQUIRE(r.status == 0);
   CHECK_THAT(r.output, has_substring("\"regime\": null"));
-  CHECK_THAT(r.output, has_substring("\"index\": {\n    \"file\": \"INDEX.csv\",\n    \"matrices\": 53"));
+  CHECK_THAT(r.output,
+             has_substring("\"index\": {\n    \"file\": \"INDEX.csv\",\n    \"matrices\": 53"));
 }
 
 TEST_CASE("data split --benchmark makes bench-v2 from the shared indexes and the catalogue",
           "[datasets][cli][bench_split]") {
   const auto shared = sparserl::testing::shared_matrices_dir();
-  const auto catalogue_csv = sparserl::testing::shared_dir() / "reference" / "suitesparse-catalogue.csv";
-  if (!fs::exists(catalogue_csv)) sparserl::testing::skip("no catalogue at " + catalogue_csv.string());
+  const auto catalogue_csv =
+      sparserl::testing::shared_dir() / "reference" / "suitesparse-catalogue.csv";
+  if (!fs::exists(catalogue_csv))
+    sparserl::testing::skip("no catalogue at " + catalogue_csv.string());
   const auto dir = sparserl::testing::scratch_dir("cli_split_benchmark");
   const std::string args = "split --benchmark --name bench-v2 --seed 1 --index " +
                            q(shared / "INDEX.csv") + " --index " + q(shared / "real") +
@@ -247,8 +250,7 @@ TEST_CASE("data split and fetch --split: bad input names the file, line or optio
         make + "--catalogue a.csv --catalogue b.csv --out " + q(dir / "x"),
         make + q(dir / "tiny.split") + " --out " + q(dir / "x"),
         "split " + q(dir / "tiny.split") + " --regime large",
-        "split " + q(dir / "tiny.split") + " --dry-run",
-        "fetch --split " + q(dir / "tiny.split"),
+        "split " + q(dir / "tiny.split") + " --dry-run", "fetch --split " + q(dir / "tiny.split"),
         "fetch --split " + q(dir / "tiny.split") + " --part dev",
         "fetch --split " + q(dir / "tiny.split") + " --part train --source generated",
         "fetch --split " + q(dir / "tiny.split") + " --part train --regime huge",
@@ -272,19 +274,22 @@ TEST_CASE("data split and fetch --split: bad input names the file, line or optio
   CHECK_THAT(r.output, has_substring((dir / "bad.split").string() + ":14: unknown regime 'huge'"));
   r = sparserl_data("split " + q(dir / "none.split"));
   CHECK(r.status == 1);
-  CHECK_THAT(r.output, has_substring((dir / "none.split").string() + ": cannot open the split file"));
+  CHECK_THAT(r.output,
+             has_substring((dir / "none.split").string() + ": cannot open the split file"));
   r = sparserl_data("fetch --split " + q(dir / "bad.split") + " --part train");
   CHECK(r.status == 1);
   CHECK_THAT(r.output, has_substring("bad.split:14: unknown regime"));
 
-  sparserl::testing::write_bytes(dir / "cat.csv", "id,group,name,rows,cols,nnz\n1,G,a,2,2,3\n2,G,b,2\n");
+  sparserl::testing::write_bytes(dir / "cat.csv",
+                                 "id,group,name,rows,cols,nnz\n1,G,a,2,2,3\n2,G,b,2\n");
   r = sparserl_data(make + "--catalogue " + q(dir / "cat.csv") + " --out " + q(dir / "x.split"));
   CHECK(r.status == 1);
   CHECK_THAT(r.output, has_substring((dir / "cat.csv").string() + ":3: expected 6 fields"));
   sparserl::testing::write_bytes(dir / "stored.csv", "group,name,stored_entries\nG,a,3\n");
   r = sparserl_data(make + "--catalogue " + q(dir / "stored.csv") + " --out " + q(dir / "x.split"));
   CHECK(r.status == 1);
-  CHECK_THAT(r.output, has_substring((dir / "stored.csv").string() + ":1: a catalogue needs an 'nnz' column"));
+  CHECK_THAT(r.output, has_substring((dir / "stored.csv").string() +
+                                     ":1: a catalogue needs an 'nnz' column"));
   sparserl::testing::write_bytes(dir / "empty.csv", "group,name,nnz\nG,a,\n");
   r = sparserl_data(make + "--catalogue " + q(dir / "empty.csv") + " --out " + q(dir / "x.split"));
   CHECK(r.status == 1);
@@ -332,8 +337,8 @@ TEST_CASE("data fetch --split downloads a part's missing collection matrices ove
   CHECK_THAT(r.output, has_substring("failed suitesparse-v1/G1/b: " + server.url() +
                                      "/MM/G1/b.tar.gz: download failed"));
   CHECK_THAT(r.output, has_substring("fetch  3/3  100.0%"));
-  CHECK(server.request_log() == std::vector<std::string>{"/MM/G1/a.tar.gz", "/MM/G1/b.tar.gz",
-                                                         "/MM/G2/c.tar.gz"});
+  CHECK(server.request_log() ==
+        std::vector<std::string>{"/MM/G1/a.tar.gz", "/MM/G1/b.tar.gz", "/MM/G2/c.tar.gz"});
   ds::MatrixStore store(dir / "data");
   CHECK(*store.load("suitesparse-v1/G1/a") == a);
   CHECK(*store.load("suitesparse-v1/G2/c") == c);
@@ -349,7 +354,8 @@ TEST_CASE("data fetch --split downloads a part's missing collection matrices ove
   // shared matrix present through --index.
   r = sparserl_data(fetch + q(dir / "data") + " --regime large");
   CHECK(r.status == 0);
-  CHECK_THAT(r.output, has_substring("regime large; source catalogue: 1 collection matrices, 1 present"));
+  CHECK_THAT(r.output,
+             has_substring("regime large; source catalogue: 1 collection matrices, 1 present"));
   CHECK_THAT(r.output, has_substring("fetched 0, already present 1, failed 0 "));
   r = sparserl_data(fetch + q(dir / "data") + " --source all --dry-run");
   CHECK(r.status == 0);

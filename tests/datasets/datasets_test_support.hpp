@@ -132,7 +132,8 @@ inline std::string shell_quote(const std::string& s) {
 // Runs the built `sparserl data ARGS` (ARGS shell-quoted by the caller). SPARSERL_DATA_DIR is
 // cleared so that the default ./data applies unless a test sets --data-dir.
 inline CommandResult sparserl_data(const std::string& args) {
-  return run_command("env -u SPARSERL_DATA_DIR " + shell_quote(SPARSERL_CLI_PATH) + " data " + args);
+  return run_command("env -u SPARSERL_DATA_DIR " + shell_quote(SPARSERL_CLI_PATH) + " data " +
+                     args);
 }
 #endif
 

@@ -1,11 +1,12 @@
-// The download path end to end over HTTP: a local server (tests/support/http_test_server.hpp) serves
-// a SuiteSparse-layout tree MM/GROUP/NAME.tar.gz made from real shared matrices, and download_matrix
-// fetches from http://127.0.0.1:PORT/MM with libcurl over TCP, as it would from the collection. A
-// fetched archive loads through the store equal to the original; an archive already present costs no
-// request; a 404, a cut transfer, a connection closed without a response, a transfer slower than the
-// low-speed limit, a redirect loop and a corrupt archive are DownloadErrors naming the URL that leave
-// nothing in the data directory; redirects (301 to a path, 302 to an absolute URL) are followed. The
-// whole file is skipped (exit 77) when the build has no libcurl.
+// The download path end to end over HTTP: a local server (tests/support/http_test_server.hpp)
+// serves a SuiteSparse-layout tree MM/GROUP/NAME.tar.gz made from real shared matrices, and
+// download_matrix fetches from http://127.0.0.1:PORT/MM with libcurl over TCP, as it would from the
+// collection. A fetched archive loads through the store equal to the original; an archive already
+// present costs no request; a 404, a cut transfer, a connection closed without a response, a
+// transfer slower than the low-speed limit, a redirect loop and a corrupt archive are
+// DownloadErrors naming the URL that leave nothing in the data directory; redirects (301 to a path,
+// 302 to an absolute URL) are followed. The whole file is skipped (exit 77) when the build has no
+// libcurl.
 #include <filesystem>
 #include <map>
 #include <string>
@@ -157,13 +158,14 @@ TEST_CASE("HTTP failures name the URL and leave nothing behind", "[datasets][dow
   }
   SECTION("a corrupt archive served whole") {
     std::string bytes = sparserl::testing::read_bytes(c.www / "MM" / "HB" / "west0067.tar.gz");
-    for (std::size_t i = 20; i + 10 < bytes.size(); i += 3) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+    for (std::size_t i = 20; i + 10 < bytes.size(); i += 3)
+      bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
     sparserl::testing::write_bytes(c.www / "MM" / "HB" / "corrupt.tar.gz", bytes);
     const auto corrupt = ds::MatrixUri::parse("suitesparse-v1/HB/corrupt");
-    CHECK_THROWS_WITH(ds::download_matrix(corrupt, c.data, options),
-                      has_substring(server.url() +
-                                    "/MM/HB/corrupt.tar.gz: the downloaded file is not a readable "
-                                    "archive of suitesparse-v1/HB/corrupt"));
+    CHECK_THROWS_WITH(
+        ds::download_matrix(corrupt, c.data, options),
+        has_substring(server.url() + "/MM/HB/corrupt.tar.gz: the downloaded file is not a readable "
+                                     "archive of suitesparse-v1/HB/corrupt"));
     CHECK(server.requests("/MM/HB/corrupt.tar.gz") == 1);
   }
   CHECK(files_under(c.data) == 0);

@@ -3,10 +3,11 @@
 // closes the connection.
 #include "http_test_server.hpp"
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>.
+// clang-format off
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility>: it comes first.
 #include <utility>
-
 #include <boost/asio.hpp>
+// clang-format on
 
 #include <algorithm>
 #include <fstream>
@@ -63,7 +64,8 @@ std::string head_of(int status, std::size_t length, const std::string& extra = {
   std::ostringstream h;
   h << "HTTP/1.1 " << status << " " << reason(status) << "\r\n"
     << "Content-Length: " << length << "\r\n"
-    << (status == 200 ? "Content-Type: application/octet-stream\r\n" : "Content-Type: text/plain\r\n")
+    << (status == 200 ? "Content-Type: application/octet-stream\r\n"
+                      : "Content-Type: text/plain\r\n")
     << extra << "Connection: close\r\n\r\n";
   return h.str();
 }
@@ -97,7 +99,8 @@ struct Reply {
   std::chrono::milliseconds pause{0};
 };
 
-Reply plain(int status, const std::string& method, std::string body, const std::string& extra = {}) {
+Reply plain(int status, const std::string& method, std::string body,
+            const std::string& extra = {}) {
   Reply r;
   r.head = head_of(status, body.size(), extra);
   r.body_bytes = method == "HEAD" ? 0 : body.size();
@@ -127,7 +130,8 @@ Reply reply_to(HttpTestServer::State& state, const std::string& request) {
     r.respond = false;
     return r;
   }
-  if (version.rfind("HTTP/1.", 0) != 0 || target.empty()) return plain(400, method, "bad request\n");
+  if (version.rfind("HTTP/1.", 0) != 0 || target.empty())
+    return plain(400, method, "bad request\n");
   if (method != "GET" && method != "HEAD") return plain(405, method, "", "Allow: GET, HEAD\r\n");
   if (special && behaviour.redirect_status != 0) {
     return plain(behaviour.redirect_status, method, "",
@@ -168,7 +172,8 @@ asio::awaitable<void> answer(HttpTestServer::State& state, tcp::socket& socket) 
     timer.expires_after(reply.pause);
     co_await timer.async_wait(asio::use_awaitable);
     const std::size_t n = std::min(reply.chunk, reply.body_bytes - at);
-    co_await asio::async_write(socket, asio::buffer(reply.body.data() + at, n), asio::use_awaitable);
+    co_await asio::async_write(socket, asio::buffer(reply.body.data() + at, n),
+                               asio::use_awaitable);
   }
 }
 
@@ -202,7 +207,8 @@ HttpTestServer::HttpTestServer(std::filesystem::path root) : state_(std::make_un
     state_->acceptor.listen();
     port_ = state_->acceptor.local_endpoint().port();
   } catch (const boost::system::system_error& e) {
-    throw std::runtime_error(std::string("HttpTestServer: cannot listen on 127.0.0.1: ") + e.what());
+    throw std::runtime_error(std::string("HttpTestServer: cannot listen on 127.0.0.1: ") +
+                             e.what());
   }
   asio::co_spawn(state_->io, accept_loop(*state_), asio::detached);
   thread_ = std::thread([state = state_.get()] { state->io.run(); });

@@ -1,11 +1,11 @@
 // A real HTTP/1.1 server for tests: it serves a folder on 127.0.0.1 at an ephemeral port, on a
 // thread of its own, so that client code (the libcurl download path) is tested over TCP as it runs
-// against a web server, not against a mock. GET and HEAD of /PATH answer 200 with Content-Length and
-// the bytes of ROOT/PATH, or 404; every response closes its connection. A test can also make a path
-// answer with a 301/302 redirect, a body cut short (the full Content-Length announced, part of the
-// body sent, then the connection closed), a connection closed without any response, or a slow body
-// (a few bytes at a time with pauses), and it can ask which paths were requested. The destructor
-// stops the server and joins its thread.
+// against a web server, not against a mock. GET and HEAD of /PATH answer 200 with Content-Length
+// and the bytes of ROOT/PATH, or 404; every response closes its connection. A test can also make a
+// path answer with a 301/302 redirect, a body cut short (the full Content-Length announced, part of
+// the body sent, then the connection closed), a connection closed without any response, or a slow
+// body (a few bytes at a time with pauses), and it can ask which paths were requested. The
+// destructor stops the server and joins its thread.
 #pragma once
 
 #include <chrono>
@@ -27,7 +27,7 @@ class HttpTestServer {
     std::string redirect_to;
     std::size_t truncate_after = SIZE_MAX;  // send this many body bytes, then close
     bool close_without_response = false;
-    std::size_t slow_chunk = 0;  // > 0: send the body in chunks of this many bytes ...
+    std::size_t slow_chunk = 0;               // > 0: send the body in chunks of this many bytes ...
     std::chrono::milliseconds slow_pause{0};  // ... with this pause before each
     int status = 0;  // > 0: answer with this status and a short text body (e.g. 500)
   };

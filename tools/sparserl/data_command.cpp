@@ -50,7 +50,8 @@ constexpr const char* kUsage =
     "  generate URI --out FILE\n"
     "      write the matrix of a gen-v1 URI as a Matrix Market file\n"
     "  split --index INDEX.csv --name NAME --seed SEED [--ratios TRAIN,VAL,TEST] --out FILE\n"
-    "      make a version-1 split file of one index (ratios default 0.6,0.2,0.2); never overwrites\n"
+    "      make a version-1 split file of one index (ratios default 0.6,0.2,0.2); never\n"
+    "      overwrites\n"
     "  split --benchmark --name NAME --seed SEED [--ratios TRAIN,VAL,TEST] --index PATH...\n"
     "        [--catalogue CSV] --out FILE\n"
     "      make a version-2 benchmark split: every matrix of each --index (source shared) and of\n"
@@ -87,7 +88,8 @@ constexpr const char* kUsage =
 // ---- shared helpers (data_command.hpp)
 // ------------------------------------------------------------------
 
-void allow_switches(const Args& args, std::string_view sub, const std::vector<std::string>& allowed) {
+void allow_switches(const Args& args, std::string_view sub,
+                    const std::vector<std::string>& allowed) {
   for (const std::string& name : kSwitches) {
     if (args.flag(name) && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
       throw UsageError("--" + name + " is not an option of `data " + std::string(sub) + "`");

@@ -21,12 +21,13 @@ namespace sparserl::tools::data {
 namespace ds = sparserl::datasets;
 
 // The options of `sparserl data` that take no value.
-inline const std::vector<std::string> kSwitches = {"json",      "symmetric", "general",
-                                                   "allow-non-finite", "strict", "overwrite",
-                                                   "benchmark", "dry-run"};
+inline const std::vector<std::string> kSwitches = {
+    "json",   "symmetric", "general",   "allow-non-finite",
+    "strict", "overwrite", "benchmark", "dry-run"};
 
 // Switches are declared once for the whole command; each subcommand accepts only its own.
-void allow_switches(const Args& args, std::string_view sub, const std::vector<std::string>& allowed);
+void allow_switches(const Args& args, std::string_view sub,
+                    const std::vector<std::string>& allowed);
 
 // A URI argument; a malformed one is a usage error (exit 2), not a failed input.
 ds::MatrixUri parse_uri_argument(const std::string& text);

@@ -94,8 +94,9 @@ ds::SplitSelection fetch_selection(const Args& args, const ds::Split& split) {
   } else if (source == "shared" || source == "catalogue") {
     selection.sources = {*ds::parse_matrix_source(source)};
   } else if (source == "generated") {
-    throw UsageError("--source generated: generated matrices are made where they are used, "
-                     "not downloaded");
+    throw UsageError(
+        "--source generated: generated matrices are made where they are used, "
+        "not downloaded");
   } else {
     throw UsageError("--source expects catalogue, shared or all, got '" + source + "'");
   }
@@ -106,13 +107,13 @@ ds::SplitSelection fetch_selection(const Args& args, const ds::Split& split) {
 int run_fetch_split(const Args& args) {
   args.allow_only({"data-dir", "index", "split", "part", "regime", "source", "base-url", "max"});
   allow_switches(args, "fetch", {"dry-run"});
-  if (args.positional().size() != 1) throw UsageError("fetch takes a URI or --split FILE, not both");
+  if (args.positional().size() != 1)
+    throw UsageError("fetch takes a URI or --split FILE, not both");
   const std::string part_text = args.required("part");
   const auto part = ds::parse_split_part(part_text);
   if (!part) throw UsageError("--part expects train, val or test, got '" + part_text + "'");
-  const long long max =
-      args.integer("max", std::numeric_limits<long long>::max(), 0,
-                   std::numeric_limits<long long>::max());
+  const long long max = args.integer("max", std::numeric_limits<long long>::max(), 0,
+                                     std::numeric_limits<long long>::max());
   const ds::Split split = ds::read_split(args.required("split"));
   const ds::SplitSelection selection = fetch_selection(args, split);
   const ds::DownloadOptions options = download_options(args);
@@ -133,8 +134,7 @@ int run_fetch_split(const Args& args) {
   const std::size_t attempt = std::min<std::size_t>(missing.size(), static_cast<std::size_t>(max));
   std::cout << "split " << split.name << " (" << args.required("split") << "), part "
             << ds::to_string(*part) << ", " << selection.describe() << ": " << selected
-            << " collection matrices, " << already << " present, " << missing.size()
-            << " missing";
+            << " collection matrices, " << already << " present, " << missing.size() << " missing";
   if (attempt < missing.size()) std::cout << ", " << attempt << " to fetch (--max " << max << ")";
   std::cout << "\nfrom " << options.base_url << " into " << dir.string() << std::endl;
   if (args.flag("dry-run")) {
@@ -173,8 +173,7 @@ int run_fetch_split(const Args& args) {
   progress.finish();
   std::cout << "fetched " << fetched << ", already present " << already << ", failed " << failed;
   if (attempt < missing.size()) std::cout << ", not attempted " << missing.size() - attempt;
-  std::cout << " (" << megabytes(bytes) << " in "
-            << fixed(seconds_since(start), 1) << " s)\n";
+  std::cout << " (" << megabytes(bytes) << " in " << fixed(seconds_since(start), 1) << " s)\n";
   return failed > 0 ? 1 : 0;
 }
 

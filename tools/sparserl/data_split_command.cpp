@@ -197,9 +197,9 @@ std::string report_text(const fs::path& file, const ds::Split& split,
     out << (i == 0 ? "sources  " : "         ") << pad(std::string(ds::to_string(s.source)), 10)
         << pad(s.name, 32) << right(std::to_string(s.size), 7) << "  " << s.digest << "\n";
   }
-  out << "present  found by the matrix store in " << store.data_dir().string();
-  for (const ds::SuiteSparseIndex& index : store.indexes()) out << " or " << index.source();
-  out << " (not loaded); gen-v1 matrices are generated here\n";
+  out << "present  files the matrix store finds (not loaded) in " << store.data_dir().string();
+  for (const ds::SuiteSparseIndex& index : store.indexes()) out << ", " << index.source();
+  out << "; gen-v1 matrices are generated here\n";
   if (split.version == ds::Split::kFormatVersion) {
     out << "regimes  not recorded in version-1 files (regime ?)\n";
   }
@@ -268,9 +268,9 @@ namespace {
 struct BenchmarkInputs {
   std::vector<ds::SplitCandidate> candidates;
   std::vector<ds::SplitSource> sources;
-  std::set<std::string> shared_keys;      // GROUP/NAME of every shared matrix
-  std::size_t catalogue_as_shared = 0;    // catalogue entries that are shared matrices too
-  std::vector<std::string> notes;         // printed with the summary
+  std::set<std::string> shared_keys;    // GROUP/NAME of every shared matrix
+  std::size_t catalogue_as_shared = 0;  // catalogue entries that are shared matrices too
+  std::vector<std::string> notes;       // printed with the summary
 };
 
 // "matrices/INDEX.csv": the index's folder and file name, so two INDEX.csv files are told apart.
@@ -353,12 +353,14 @@ void add_catalogue(const fs::path& csv, BenchmarkInputs& in) {
     std::set<std::string> columns;
     std::istringstream fields(lower);
     for (std::string f; std::getline(fields, f, ',');) {
-      f.erase(std::remove_if(f.begin(), f.end(), [](char c) { return c == '"' || c == ' ' || c == '\r'; }),
+      f.erase(std::remove_if(f.begin(), f.end(),
+                             [](char c) { return c == '"' || c == ' ' || c == '\r'; }),
               f.end());
       columns.insert(f);
     }
     if (columns.count("nnz") == 0) {
-      throw std::runtime_error(csv.string() + ":1: a catalogue needs an 'nnz' column (the full "
+      throw std::runtime_error(csv.string() +
+                               ":1: a catalogue needs an 'nnz' column (the full "
                                "matrix's nonzeros), e.g. 'id,group,name,rows,cols,nnz'");
     }
   }
@@ -375,8 +377,8 @@ void add_catalogue(const fs::path& csv, BenchmarkInputs& in) {
     in.catalogue_as_shared += in.shared_keys.count(e.key());
     in.candidates.push_back(std::move(c));
   }
-  in.sources.push_back({ds::MatrixSource::catalogue, csv.filename().string(), catalogue.size(),
-                        catalogue.digest()});
+  in.sources.push_back(
+      {ds::MatrixSource::catalogue, csv.filename().string(), catalogue.size(), catalogue.digest()});
   std::cerr << "read the catalogue " << catalogue.source() << ": " << catalogue.size()
             << " matrices, " << in.catalogue_as_shared << " of them shared ones\n";
 }
@@ -422,7 +424,8 @@ std::string benchmark_summary(const fs::path& out_file, const ds::Split& split,
         << " catalogue matrices are shared ones: listed once, as shared)\n";
   }
   for (const std::string& note : in.notes) out << note << "\n";
-  out << "\npart     matrices    groups    shared catalogue generated     small    medium     large\n";
+  out << "\npart     matrices    groups    shared catalogue generated     small    medium     "
+         "large\n";
   std::array<std::size_t, 7> total{};
   std::set<std::string> all_groups;
   for (ds::SplitPart part : ds::kSplitParts) {
@@ -453,7 +456,8 @@ std::string benchmark_summary(const fs::path& out_file, const ds::Split& split,
 int run_benchmark_split(const Args& args) {
   args.allow_only({"index", "catalogue", "name", "seed", "ratios", "out"});
   allow_switches(args, "split --benchmark", {"benchmark"});
-  if (args.positional().size() != 1) throw UsageError("split --benchmark takes no FILE (use --out)");
+  if (args.positional().size() != 1)
+    throw UsageError("split --benchmark takes no FILE (use --out)");
   const ds::SplitSpec spec = split_spec(args);
   const fs::path out = args.required("out");
   const std::vector<std::string> indexes = args.all("index");
