@@ -268,6 +268,7 @@ namespace {
 struct BenchmarkInputs {
   std::vector<ds::SplitCandidate> candidates;
   std::vector<ds::SplitSource> sources;
+  std::vector<ds::SuiteSparseIndex> shared_indexes;
   std::set<std::string> shared_keys;    // GROUP/NAME of every shared matrix
   std::size_t catalogue_as_shared = 0;  // catalogue entries that are shared matrices too
   std::vector<std::string> notes;       // printed with the summary
@@ -297,28 +298,34 @@ std::int64_t loaded_nnz(const ds::SuiteSparseIndex& index, const ds::IndexEntry&
   return ds::read_matrix_market(file, read).matrix.nnz();
 }
 
-// Every matrix of each --index, loaded for its nonzeros (source shared). A GROUP/NAME listed by
-// two indexes is an error naming both.
-void add_shared(const std::vector<std::string>& paths, BenchmarkInputs& in) {
-  std::vector<ds::SuiteSparseIndex> indexes;
+// Reads each --index (not yet its matrices): the source lines and the shared keys. A GROUP/NAME
+// listed by two indexes is an error naming both lines.
+void read_shared_indexes(const std::vector<std::string>& paths, BenchmarkInputs& in) {
   std::map<std::string, std::string> listed_at;  // GROUP/NAME -> "INDEX.csv:LINE"
-  std::int64_t total = 0;
   for (const std::string& path : paths) {
-    indexes.push_back(ds::SuiteSparseIndex::read(ds::index_csv_path(path)));
-    for (const ds::IndexEntry& e : indexes.back().entries()) {
-      const std::string at = indexes.back().source() + ":" + std::to_string(e.line);
+    const ds::SuiteSparseIndex& index =
+        in.shared_indexes.emplace_back(ds::SuiteSparseIndex::read(ds::index_csv_path(path)));
+    for (const ds::IndexEntry& e : index.entries()) {
+      const std::string at = index.source() + ":" + std::to_string(e.line);
       if (auto [it, fresh] = listed_at.emplace(e.key(), at); !fresh) {
         throw std::runtime_error(at + ": " + e.key() + " is also listed at " + it->second +
                                  " (a shared matrix may come from one index only)");
       }
+      in.shared_keys.insert(e.key());
     }
-    total += static_cast<std::int64_t>(indexes.back().size());
+    in.sources.push_back({ds::MatrixSource::shared, source_name(fs::path(index.source())),
+                          index.size(), index.digest()});
   }
+}
+
+// Every matrix of the shared indexes, loaded for its nonzeros (source shared).
+void load_shared(BenchmarkInputs& in) {
   experiments::ProgressOptions options;
   options.unit = "matrices";
+  const auto total = static_cast<std::int64_t>(in.shared_keys.size());
   experiments::Progress progress("reading shared matrices", total, std::cerr, options);
   std::int64_t nonzeros = 0;
-  for (const ds::SuiteSparseIndex& index : indexes) {
+  for (const ds::SuiteSparseIndex& index : in.shared_indexes) {
     for (const ds::IndexEntry& e : index.entries()) {
       ds::SplitCandidate c;
       c.uri = e.uri();
@@ -327,15 +334,12 @@ void add_shared(const std::vector<std::string>& paths, BenchmarkInputs& in) {
       c.source = ds::MatrixSource::shared;
       nonzeros += c.nnz;
       in.candidates.push_back(std::move(c));
-      in.shared_keys.insert(e.key());
       progress.advance(1, e.key());
     }
-    in.sources.push_back({ds::MatrixSource::shared, source_name(fs::path(index.source())),
-                          index.size(), index.digest()});
   }
   progress.finish();
-  std::cerr << "read " << total << " shared matrices from " << indexes.size() << " index"
-            << (indexes.size() == 1 ? "" : "es") << ": " << nonzeros << " nonzeros\n";
+  std::cerr << "read " << total << " shared matrices from " << in.shared_indexes.size() << " index"
+            << (in.shared_indexes.size() == 1 ? "" : "es") << ": " << nonzeros << " nonzeros\n";
 }
 
 // The catalogue CSV (id,group,name,rows,cols,nnz), read with SuiteSparseIndex's reader; its `nnz`
@@ -471,8 +475,10 @@ int run_benchmark_split(const Args& args) {
                          "(write a new split under a new name)");
   }
   BenchmarkInputs in;
-  add_shared(indexes, in);
+  // The cheap checks of every input first, then the minutes of reading.
+  read_shared_indexes(indexes, in);
   if (!catalogues.empty()) add_catalogue(catalogues[0], in);
+  load_shared(in);
   add_generated(in);
   std::vector<ds::SplitSource> sources = in.sources;
   const ds::Split split = ds::make_benchmark_split(spec, in.candidates, std::move(sources));
