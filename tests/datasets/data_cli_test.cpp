@@ -14,19 +14,12 @@
 
 namespace ds = sparserl::datasets;
 namespace fs = std::filesystem;
-using sparserl::testing::CommandResult;
 using sparserl::testing::has_substring;
-using sparserl::testing::shell_quote;
+using sparserl::testing::sparserl_data;
 
 namespace {
 
-CommandResult sparserl_data(const std::string& args) {
-  // SPARSERL_DATA_DIR is cleared so that the default ./data applies unless a test sets --data-dir.
-  return sparserl::testing::run_command("env -u SPARSERL_DATA_DIR " +
-                                        shell_quote(SPARSERL_CLI_PATH) + " data " + args);
-}
-
-std::string q(const fs::path& p) { return shell_quote(p.string()); }
+std::string q(const fs::path& p) { return sparserl::testing::quoted(p); }
 
 }  // namespace
 

@@ -128,4 +128,16 @@ inline std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+#ifdef SPARSERL_CLI_PATH
+// Runs the built `sparserl data ARGS` (ARGS shell-quoted by the caller). SPARSERL_DATA_DIR is
+// cleared so that the default ./data applies unless a test sets --data-dir.
+inline CommandResult sparserl_data(const std::string& args) {
+  return run_command("env -u SPARSERL_DATA_DIR " + shell_quote(SPARSERL_CLI_PATH) + " data " +
+                     args);
+}
+#endif
+
+// A path as one shell word.
+inline std::string quoted(const std::filesystem::path& p) { return shell_quote(p.string()); }
+
 }  // namespace sparserl::testing

@@ -1,10 +1,10 @@
 // `sparserl data`: the datasets library on the command line. Inspect a matrix (info), convert
 // between Matrix Market files (convert), write a generated matrix (generate), make a versioned
-// split (split), download a collection archive (fetch), and print one table line per matrix of a
-// folder or index (summary, the project's main job until the environment exists). Inputs are files
-// or task URIs; URIs are resolved through a MatrixStore over --data-dir and the --index folders.
-#include <unistd.h>
-
+// split or report on one (split), download collection archives (fetch), and print one table line
+// per matrix of a folder or index (summary). Inputs are files or task URIs; URIs are resolved
+// through a MatrixStore over --data-dir and the --index folders. This file holds the usage text,
+// the dispatch and the shared helpers (data_command.hpp); the benchmark split and the split report
+// are in data_split_command.cpp, fetching in data_fetch_command.cpp.
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "sparserl/datasets/download.hpp"
+#include "data_command.hpp"
 #include "sparserl/datasets/features.hpp"
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
@@ -29,10 +29,8 @@
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/experiments/json.hpp"
 
-namespace sparserl::tools {
-namespace {
+namespace sparserl::tools::data {
 
-namespace ds = sparserl::datasets;
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
@@ -52,10 +50,25 @@ constexpr const char* kUsage =
     "  generate URI --out FILE\n"
     "      write the matrix of a gen-v1 URI as a Matrix Market file\n"
     "  split --index INDEX.csv --name NAME --seed SEED [--ratios TRAIN,VAL,TEST] --out FILE\n"
-    "      make a versioned split file of an index (ratios default 0.6,0.2,0.2); never overwrites\n"
+    "      make a version-1 split file of one index (ratios default 0.6,0.2,0.2); never\n"
+    "      overwrites\n"
+    "  split --benchmark --name NAME --seed SEED [--ratios TRAIN,VAL,TEST] --index PATH...\n"
+    "        [--catalogue CSV] --out FILE\n"
+    "      make a version-2 benchmark split: every matrix of each --index (source shared) and of\n"
+    "      the catalogue CSV (id,group,name,rows,cols,nnz; source catalogue), collection groups\n"
+    "      assigned whole to one part; never overwrites\n"
+    "  split FILE [--json]\n"
+    "      a split file's name, version, digest and sources; per part and regime its matrices,\n"
+    "      families and how many are present here (in DATA_DIR or an --index); the large\n"
+    "      regime's families per part\n"
     "  fetch URI [--base-url URL] [--overwrite]\n"
     "      download a suitesparse-v1 matrix into DATA_DIR/suitesparse/GROUP/NAME.tar.gz\n"
     "      (base URL default: https://suitesparse-collection-website.herokuapp.com/MM)\n"
+    "  fetch --split FILE --part train|val|test [--regime small|medium|large]...\n"
+    "        [--source catalogue|shared|all] [--base-url URL] [--max N] [--dry-run]\n"
+    "      download the part's collection matrices that are not present (source catalogue by\n"
+    "      default; every matrix of a version-1 split); a failure is reported and the run goes\n"
+    "      on; exit 1 if any failed\n"
     "  summary [DIR | --index INDEX.csv] [--json] [--strict]\n"
     "      one line per matrix of a folder (every .mtx, .mtx.gz, .tar.gz under it) or of an "
     "index:\n"
@@ -72,39 +85,18 @@ constexpr const char* kUsage =
     "\n"
     "exit status: 0 done, 1 an input could not be read or written, 2 bad arguments\n";
 
-// ---- small output helpers
-// -----------------------------------------------------------------------------
+// ---- shared helpers (data_command.hpp)
+// ------------------------------------------------------------------
 
-std::string number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
-}
-
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-bool looks_like_uri(std::string_view text) {
-  return text.rfind("suitesparse-", 0) == 0 || text.rfind("gen-", 0) == 0 ||
-         text.rfind("file:", 0) == 0;
-}
-
-// Switches are declared once for the whole command; each subcommand accepts only its own.
 void allow_switches(const Args& args, std::string_view sub,
                     const std::vector<std::string>& allowed) {
-  for (const char* name :
-       {"json", "symmetric", "general", "allow-non-finite", "strict", "overwrite"}) {
+  for (const std::string& name : kSwitches) {
     if (args.flag(name) && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      throw UsageError("--" + std::string(name) + " is not an option of `data " + std::string(sub) +
-                       "`");
+      throw UsageError("--" + name + " is not an option of `data " + std::string(sub) + "`");
     }
   }
 }
 
-// A URI argument; a malformed one is a usage error (exit 2), not a failed input.
 ds::MatrixUri parse_uri_argument(const std::string& text) {
   try {
     return ds::MatrixUri::parse(text);
@@ -117,8 +109,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// ---- inputs
-// ----------------------------------------------------------------------------------------
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
 
 ds::StoreOptions store_options(const Args& args) {
   ds::StoreOptions options;
@@ -133,6 +128,58 @@ fs::path data_dir(const Args& args) {
   if (auto dir = args.option("data-dir")) return *dir;
   return ds::default_data_dir();
 }
+
+ds::SplitSpec split_spec(const Args& args) {
+  ds::SplitSpec spec;
+  spec.name = args.required("name");
+  const std::string seed = args.required("seed");
+  auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), spec.seed);
+  if (ec != std::errc() || p != seed.data() + seed.size()) {
+    throw UsageError("--seed expects an unsigned 64-bit integer, got '" + seed + "'");
+  }
+  try {
+    spec.ratios = ds::parse_ratios(args.option_or("ratios", "0.6,0.2,0.2"));
+  } catch (const ds::SplitError& e) {
+    throw UsageError(std::string("--ratios: ") + e.what());
+  }
+  return spec;
+}
+
+bool present(const ds::MatrixStore& store, const ds::SplitEntry& entry) {
+  const ds::MatrixUri uri = ds::MatrixUri::parse(entry.uri);
+  if (uri.scheme != ds::MatrixUri::Scheme::generated) return store.find(uri).has_value();
+  // TODO(generators.hpp): ask the generator which collection matrices it loads
+  // (loaded_matrices(spec), coming with the kron family) instead of reading its keys here.
+  const auto group = uri.params.find("group");
+  const auto name = uri.params.find("name");
+  if (group == uri.params.end() || name == uri.params.end()) return true;
+  ds::MatrixUri base;
+  try {
+    base = ds::MatrixUri::parse("suitesparse-v1/" + group->second + "/" + name->second);
+  } catch (const ds::InvalidUri&) {
+    return false;  // no collection matrix has that name
+  }
+  return store.find(base).has_value();
+}
+
+namespace {
+
+// ---- small output helpers
+// -----------------------------------------------------------------------------
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
+}
+
+bool looks_like_uri(std::string_view text) {
+  return text.rfind("suitesparse-", 0) == 0 || text.rfind("gen-", 0) == 0 ||
+         text.rfind("file:", 0) == 0;
+}
+
+// ---- inputs
+// ----------------------------------------------------------------------------------------
 
 struct Input {
   std::string label;               // the argument as given
@@ -324,24 +371,16 @@ int run_generate(const Args& args) {
 // ---- split
 // -----------------------------------------------------------------------------------------
 
+// data split --index INDEX.csv ... --out FILE: the version-1 split of one index.
 int run_split(const Args& args) {
   args.allow_only({"index", "name", "seed", "ratios", "out"});
   allow_switches(args, "split", {});
-  if (args.positional().size() != 1) throw UsageError("split takes no positional arguments");
+  if (args.positional().size() != 1) {
+    throw UsageError("split takes one FILE to report on, or options to make a split (no FILE)");
+  }
   const std::vector<std::string> indexes = args.all("index");
   if (indexes.size() != 1) throw UsageError("split needs exactly one --index INDEX.csv");
-  ds::SplitSpec spec;
-  spec.name = args.required("name");
-  const std::string seed = args.required("seed");
-  auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), spec.seed);
-  if (ec != std::errc() || p != seed.data() + seed.size()) {
-    throw UsageError("--seed expects an unsigned 64-bit integer, got '" + seed + "'");
-  }
-  try {
-    spec.ratios = ds::parse_ratios(args.option_or("ratios", "0.6,0.2,0.2"));
-  } catch (const ds::SplitError& e) {
-    throw UsageError(std::string("--ratios: ") + e.what());
-  }
+  const ds::SplitSpec spec = split_spec(args);
   const fs::path out = args.required("out");
   const ds::SuiteSparseIndex index = ds::SuiteSparseIndex::read(ds::index_csv_path(indexes[0]));
   const ds::Split split = ds::make_split(index, spec);
@@ -351,48 +390,6 @@ int run_split(const Args& args) {
             << split.keys(ds::SplitPart::train).size() << ", val "
             << split.keys(ds::SplitPart::val).size() << ", test "
             << split.keys(ds::SplitPart::test).size() << "\n";
-  return 0;
-}
-
-// ---- fetch
-// -----------------------------------------------------------------------------------------
-
-int run_fetch(const Args& args) {
-  args.allow_only({"data-dir", "base-url"});
-  allow_switches(args, "fetch", {"overwrite"});
-  if (args.positional().size() != 2) throw UsageError("fetch takes one suitesparse-v1 URI");
-  const ds::MatrixUri uri = parse_uri_argument(args.positional(1, "URI"));
-  if (uri.scheme != ds::MatrixUri::Scheme::suitesparse) {
-    throw UsageError("fetch takes a suitesparse-v1 URI, not '" + uri.str() + "'");
-  }
-  ds::DownloadOptions options;
-  options.base_url = args.option_or("base-url", std::string(ds::kDefaultSuiteSparseBaseUrl));
-  options.overwrite = args.flag("overwrite");
-  if (::isatty(2) != 0) {
-    options.progress = [last = std::chrono::steady_clock::time_point()](
-                           std::int64_t got, std::int64_t total) mutable {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last < std::chrono::milliseconds(200)) return;
-      last = now;
-      std::fprintf(
-          stderr, "\r  %.1f MB%s", static_cast<double>(got) / 1e6,
-          total > 0 ? (" of " + fixed(static_cast<double>(total) / 1e6, 1) + " MB").c_str() : "");
-    };
-  }
-  const fs::path dir = data_dir(args);
-  const fs::path expected = dir / ds::archive_relative_path(uri);
-  std::error_code exists_ec;
-  const bool present = !options.overwrite && fs::is_regular_file(expected, exists_ec);
-  const auto start = std::chrono::steady_clock::now();
-  const fs::path got = ds::download_matrix(uri, dir, options);
-  if (options.progress) std::fprintf(stderr, "\n");
-  if (present) {
-    std::cout << uri.str() << ": already present at " << got.string() << "\n";
-  } else {
-    std::cout << uri.str() << ": fetched " << ds::archive_url(uri, options.base_url) << " to "
-              << got.string() << " (" << fs::file_size(got) << " bytes, "
-              << fixed(seconds_since(start), 2) << " s)\n";
-  }
   return 0;
 }
 
@@ -587,13 +584,18 @@ int run_summary(const Args& args) {
 // --------------------------------------------------------------------------------------
 
 int run_data(const std::vector<std::string>& argv) {
-  Args args(argv, {"json", "symmetric", "general", "allow-non-finite", "strict", "overwrite"});
+  Args args(argv, kSwitches);
   if (args.positional().empty()) throw UsageError("missing SUBCOMMAND");
   const std::string& sub = args.positional(0, "SUBCOMMAND");
   if (sub == "info") return run_info(args);
   if (sub == "convert") return run_convert(args);
   if (sub == "generate") return run_generate(args);
-  if (sub == "split") return run_split(args);
+  if (sub == "split") {
+    // A split FILE to report on, --benchmark to make a version-2 split, else a version-1 split.
+    if (args.flag("benchmark")) return run_benchmark_split(args);
+    if (args.positional().size() == 2 && !args.option("out")) return run_split_report(args);
+    return run_split(args);
+  }
   if (sub == "fetch") return run_fetch(args);
   if (sub == "summary") return run_summary(args);
   throw UsageError("unknown subcommand '" + sub + "'");
@@ -603,4 +605,4 @@ const CommandRegistration kData({"data", "matrices: info, convert, generate, spl
                                  kUsage, run_data});
 
 }  // namespace
-}  // namespace sparserl::tools
+}  // namespace sparserl::tools::data
