@@ -33,9 +33,12 @@ namespace {
 
 // ---- exp and log from + - * / and sqrt
 
-constexpr double kLn2 = 0x1.62e42fefa39efp-1;    // ln 2, the nearest double
 constexpr double kInvLn2 = 0x1.71547652b82fep0;  // 1 / ln 2, the nearest double
 constexpr double kSqrt2 = 0x1.6a09e667f3bcdp0;   // sqrt 2, the nearest double
+// ln 2 = kLn2Hi + kLn2Lo (fdlibm's split): kLn2Hi has 32 significant bits, so k * kLn2Hi is exact
+// for |k| < 2^21 (every exponent of a double).
+constexpr double kLn2Hi = 0x1.62e42feep-1;
+constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
 
 // x * 2^k for k in [-1022, 1023]: a multiplication by an exact power of two.
 double times_power_of_two(double x, int k) {
@@ -44,16 +47,16 @@ double times_power_of_two(double x, int k) {
 
 // Natural logarithm of a finite x > 0. x = m * 2^e with m in (sqrt(1/2), sqrt(2)] (exact bit
 // manipulation); ln m = 2 atanh(t) with t = (m - 1) / (m + 1), |t| <= 0.172, by its series up to
-// t^27 (the next term is below 1e-21); ln x = e ln 2 + ln m. Accurate to a few ulp; what matters
-// here is that every step is one correctly rounded IEEE operation.
+// t^27 (the next term is below 1e-21); ln x = e ln 2 + ln m. What matters here is less the last
+// ulp than that every step is one correctly rounded IEEE operation.
 double exact_log(double x) {
-  std::uint64_t bits = std::bit_cast<std::uint64_t>(x);
+  auto bits = std::bit_cast<std::uint64_t>(x);
   int e = static_cast<int>((bits >> 52) & 0x7ffU) - 1023;
   if (e == -1023) {  // subnormal: scaled into the normal range (exact)
     bits = std::bit_cast<std::uint64_t>(x * 0x1p54);
     e = static_cast<int>((bits >> 52) & 0x7ffU) - 1023 - 54;
   }
-  double m = std::bit_cast<double>((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
+  auto m = std::bit_cast<double>((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
   if (m > kSqrt2) {
     m *= 0.5;
     ++e;
@@ -62,18 +65,20 @@ double exact_log(double x) {
   const double t2 = t * t;
   double series = 1.0 / 27.0;
   for (int k = 12; k >= 0; --k) series = 1.0 / (2 * k + 1) + t2 * series;
-  return static_cast<double>(e) * kLn2 + 2.0 * t * series;
+  const auto ed = static_cast<double>(e);
+  return ed * kLn2Hi + (ed * kLn2Lo + 2.0 * t * series);
 }
 
-// e^x: x = k ln 2 + r with k the integer nearest to x / ln 2 and |r| <= 0.35; e^r by its Taylor
-// series up to r^16 (Horner; the next term is below 1e-21), times 2^k exactly. Below -708 the
-// result is 0, from 709 on +infinity (so the scaling never leaves the normal range).
+// e^x: x = k ln 2 + r with k the integer nearest to x / ln 2 and |r| <= 0.35 (Cody and Waite's
+// reduction with ln 2 in two parts); e^r by its Taylor series up to r^16 (Horner; the next term is
+// below 1e-21), times 2^k exactly. Below -708 the result is 0, from 709 on +infinity (so the
+// scaling never leaves the normal range). Both functions are within a few ulp of the true value.
 double exact_exp(double x) {
   if (!(x < 709.0)) return std::numeric_limits<double>::infinity();
   if (x < -708.0) return 0.0;
   const double kf = x * kInvLn2;
   const int k = static_cast<int>(kf >= 0.0 ? kf + 0.5 : kf - 0.5);
-  const double r = x - static_cast<double>(k) * kLn2;
+  const double r = (x - static_cast<double>(k) * kLn2Hi) - static_cast<double>(k) * kLn2Lo;
   double sum = 1.0;
   for (int j = 16; j >= 1; --j) sum = 1.0 + sum * r / static_cast<double>(j);
   return times_power_of_two(sum, k);
@@ -90,8 +95,10 @@ double standard_normal(Rng& rng) {
   }
 }
 
-// floor(x + 0.5) for 0 <= x < 2^62, by truncation.
-std::int64_t round_half_up(double x) { return static_cast<std::int64_t>(x + 0.5); }
+// floor(x + 0.5) for 0 <= x < 2^62, by truncation: halves round up by definition (no libm).
+std::int64_t round_half_up(double x) {
+  return static_cast<std::int64_t>(x + 0.5);  // NOLINT(bugprone-incorrect-roundings)
+}
 
 // ---- the table
 
