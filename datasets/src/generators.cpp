@@ -7,68 +7,147 @@
 #include "sparserl/datasets/generators.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
 
+#include "generator_internal.hpp"
 #include "sparserl/datasets/random.hpp"
 
 namespace sparserl::datasets {
+
+namespace detail {
+
+void sample_distinct(Rng& rng, std::int64_t n, std::int64_t k, std::vector<Index>& out) {
+  out.clear();
+  if (k <= 0) return;
+  if (k * 4 >= n) {
+    // Selection sampling (Knuth's Algorithm S): one draw per candidate, output already sorted.
+    std::int64_t needed = k;
+    for (std::int64_t t = 0; t < n && needed > 0; ++t) {
+      if (static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(n - t))) < needed) {
+        out.push_back(static_cast<Index>(t));
+        --needed;
+      }
+    }
+    return;
+  }
+  // Sparse: draw the missing count with replacement until k distinct values remain. By symmetry the
+  // distinct values of an i.i.d. uniform sequence form a uniform k-subset.
+  while (static_cast<std::int64_t>(out.size()) < k) {
+    const std::int64_t missing = k - static_cast<std::int64_t>(out.size());
+    for (std::int64_t i = 0; i < missing; ++i) {
+      out.push_back(static_cast<Index>(rng.below(static_cast<std::uint64_t>(n))));
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+}
+
+Pattern pattern_from_pairs(Index rows, Index cols, std::vector<Index> pair_row,
+                           std::vector<Index> pair_col) {
+  const auto pairs = static_cast<std::int64_t>(pair_row.size());
+  std::vector<std::int64_t> start(static_cast<std::size_t>(rows) + 1, 0);
+  for (Index r : pair_row) ++start[r + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<Index> sorted(static_cast<std::size_t>(pairs));
+  {
+    std::vector<std::int64_t> next(start.begin(), start.end() - 1);
+    for (std::int64_t e = 0; e < pairs; ++e) sorted[next[pair_row[e]]++] = pair_col[e];
+  }
+  pair_row = {};
+  pair_col = {};
+  return fold_rows(rows, cols, start, std::move(sorted));
+}
+
+Pattern fold_rows(Index rows, Index cols, const std::vector<std::int64_t>& start,
+                  std::vector<Index> entries) {
+  Pattern m;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_ptr.assign(static_cast<std::size_t>(rows) + 1, 0);
+  std::int64_t write = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const auto first = entries.begin() + start[i];
+    const auto last = entries.begin() + start[i + 1];
+    std::sort(first, last);
+    const auto unique_end = std::unique(first, last);
+    for (auto it = first; it != unique_end; ++it) entries[write++] = *it;
+    m.row_ptr[i + 1] = static_cast<Index>(write);
+  }
+  entries.resize(static_cast<std::size_t>(write));
+  entries.shrink_to_fit();
+  m.col_idx = std::move(entries);
+  return m;
+}
+
+}  // namespace detail
+
 namespace {
 
-// Independent streams of one seed (random.hpp): what one consumer draws never shifts another.
-constexpr std::uint64_t kPatternStream = 1;
-constexpr std::uint64_t kModifierStream = 2;
-constexpr std::uint64_t kValueStream = 3;
-constexpr std::uint64_t kPermuteStream = 4;
+using detail::check_size;
+using detail::FamilyPlan;
+using detail::kModifierStream;
+using detail::kPatternStream;
+using detail::kPermuteStream;
+using detail::kValueStream;
+using detail::Pattern;
+using detail::sample_distinct;
+using detail::SpecReader;
+using detail::times;
 
 const std::vector<GeneratorKind>& kinds_table() {
-  static const std::vector<GeneratorKind> kinds = {
-      {"stencil2d",
-       "2D grid Laplacian pattern, row y*nx + x coupled to its grid neighbours",
-       {{"nx", "64", "grid points along x"},
-        {"ny", "", "grid points along y (default nx)"},
-        {"points", "5", "stencil points: 5 or 9"}}},
-      {"stencil3d",
-       "3D grid Laplacian pattern, row (z*ny + y)*nx + x coupled to its grid neighbours",
-       {{"nx", "16", "grid points along x"},
-        {"ny", "", "grid points along y (default nx)"},
-        {"nz", "", "grid points along z (default nx)"},
-        {"points", "7", "stencil points: 7 or 27"}}},
-      {"banded",
-       "n x n band: the diagonal, and entries with |i - j| <= bandwidth kept with probability fill",
-       {{"n", "1000", "rows and columns"},
-        {"bandwidth", "4", "largest |i - j| of an entry"},
-        {"fill", "1", "probability that an off-diagonal entry in the band is kept, in [0, 1]"}}},
-      {"uniform",
-       "uniformly random distinct columns per row",
-       {{"rows", "1000", "rows"},
-        {"cols", "", "columns (default rows)"},
-        {"nnz_per_row", "8", "entries in every row (at most cols)"},
-        {"nnz", "", "total entries instead of nnz_per_row; rows drawn uniformly"}}},
-      {"rmat",
-       "R-MAT power-law graph, 2^scale vertices, duplicate edges folded",
-       {{"scale", "10", "log2 of rows and columns, in [0, 30]"},
-        {"edge_factor", "16", "edges per vertex before folding duplicates"},
-        {"a", "0.57", "probability of the top-left quadrant"},
-        {"b", "0.19", "probability of the top-right quadrant"},
-        {"c", "0.19", "probability of the bottom-left quadrant"},
-        {"d", "", "probability of the bottom-right quadrant (default 1 - a - b - c)"},
-        {"permute", "0", "1: relabel vertices by a seeded random permutation"}}},
-      {"blockdiag",
-       "dense square blocks on the diagonal",
-       {{"blocks", "16", "number of blocks"}, {"block_size", "8", "rows and columns of a block"}}},
-      {"arrow",
-       "dense first rows and first columns plus the diagonal",
-       {{"n", "1000", "rows and columns"}, {"width", "1", "dense rows and columns, in [0, n]"}}},
-      {"diagonal", "n x n diagonal", {{"n", "1000", "rows and columns"}}},
-      {"column", "n x 1, every row holding its entry", {{"n", "1000", "rows"}}},
-  };
+  static const std::vector<GeneratorKind> kinds = [] {
+    std::vector<GeneratorKind> all = {
+        {"stencil2d",
+         "2D grid Laplacian pattern, row y*nx + x coupled to its grid neighbours",
+         {{"nx", "64", "grid points along x"},
+          {"ny", "", "grid points along y (default nx)"},
+          {"points", "5", "stencil points: 5 or 9"}}},
+        {"stencil3d",
+         "3D grid Laplacian pattern, row (z*ny + y)*nx + x coupled to its grid neighbours",
+         {{"nx", "16", "grid points along x"},
+          {"ny", "", "grid points along y (default nx)"},
+          {"nz", "", "grid points along z (default nx)"},
+          {"points", "7", "stencil points: 7 or 27"}}},
+        {"banded",
+         "n x n band: the diagonal, and entries with |i - j| <= bandwidth kept with probability "
+         "fill",
+         {{"n", "1000", "rows and columns"},
+          {"bandwidth", "4", "largest |i - j| of an entry"},
+          {"fill", "1", "probability that an off-diagonal entry in the band is kept, in [0, 1]"}}},
+        {"uniform",
+         "uniformly random distinct columns per row",
+         {{"rows", "1000", "rows"},
+          {"cols", "", "columns (default rows)"},
+          {"nnz_per_row", "8", "entries in every row (at most cols)"},
+          {"nnz", "", "total entries instead of nnz_per_row; rows drawn uniformly"}}},
+        {"rmat",
+         "R-MAT power-law graph, 2^scale vertices, duplicate edges folded",
+         {{"scale", "10", "log2 of rows and columns, in [0, 30]"},
+          {"edge_factor", "16", "edges per vertex before folding duplicates"},
+          {"a", "0.57", "probability of the top-left quadrant"},
+          {"b", "0.19", "probability of the top-right quadrant"},
+          {"c", "0.19", "probability of the bottom-left quadrant"},
+          {"d", "", "probability of the bottom-right quadrant (default 1 - a - b - c)"},
+          {"permute", "0", "1: relabel vertices by a seeded random permutation"}}},
+        {"blockdiag",
+         "dense square blocks on the diagonal",
+         {{"blocks", "16", "number of blocks"},
+          {"block_size", "8", "rows and columns of a block"}}},
+        {"arrow",
+         "dense first rows and first columns plus the diagonal",
+         {{"n", "1000", "rows and columns"}, {"width", "1", "dense rows and columns, in [0, n]"}}},
+        {"diagonal", "n x n diagonal", {{"n", "1000", "rows and columns"}}},
+        {"column", "n x 1, every row holding its entry", {{"n", "1000", "rows"}}},
+    };
+    const auto& families = detail::family_kinds();
+    all.insert(all.end(), families.begin(), families.end());
+    return all;
+  }();
   return kinds;
 }
 
@@ -79,6 +158,9 @@ const std::vector<GeneratorKey>& common_table() {
        "LENGTH > 0: one seeded row replaced by min(LENGTH, cols) evenly spread entries"},
       {"empty_rows", "0",
        "FRACTION in [0, 1]: round(FRACTION * rows) seeded rows (not the huge row) emptied"},
+      {"permute", "0",
+       "1: rows and columns relabelled by seeded permutations after the other modifiers (P A P^T "
+       "when square); rmat's own permute key keeps its meaning"},
   };
   return keys;
 }
@@ -97,100 +179,16 @@ struct Plan {
   bool permute = false;
   std::int64_t blocks = 0, block_size = 0;  // blockdiag
   std::int64_t width = 0;                   // arrow
+  bool is_family = false;                   // a kind of generator_families.cpp
+  FamilyPlan family;
   std::uint64_t seed = 0;
   std::int64_t huge_row = 0;
   double empty_rows = 0.0;
+  bool relabel = false;  // the common permute key (every kind but rmat)
 };
 
-class SpecReader {
- public:
-  explicit SpecReader(const GeneratorSpec& spec) : spec_(spec), uri_(spec.uri()) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw std::invalid_argument(uri_ + ": key '" + key + "' " + what);
-  }
-
-  [[nodiscard]] bool has(const std::string& key) const { return spec_.params.count(key) != 0; }
-
-  [[nodiscard]] std::int64_t integer(const std::string& key, std::int64_t fallback,
-                                     std::int64_t min, std::int64_t max) const {
-    const auto it = spec_.params.find(key);
-    if (it == spec_.params.end()) return fallback;
-    const std::string& text = it->second;
-    std::int64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) {
-      fail(key, "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-                    "], not '" + text + "'");
-    }
-    return v;
-  }
-
-  [[nodiscard]] std::uint64_t unsigned64(const std::string& key, std::uint64_t fallback) const {
-    const auto it = spec_.params.find(key);
-    if (it == spec_.params.end()) return fallback;
-    const std::string& text = it->second;
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size()) {
-      fail(key, "must be an unsigned 64-bit integer, not '" + text + "'");
-    }
-    return v;
-  }
-
-  [[nodiscard]] double real(const std::string& key, double fallback, double min, double max) const {
-    const auto it = spec_.params.find(key);
-    if (it == spec_.params.end()) return fallback;
-    const std::string& text = it->second;
-    double v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size() || !(v >= min && v <= max)) {
-      fail(key,
-           "must be a number in [" + format(min) + ", " + format(max) + "], not '" + text + "'");
-    }
-    return v;
-  }
-
-  [[nodiscard]] bool boolean(const std::string& key, bool fallback) const {
-    const auto it = spec_.params.find(key);
-    if (it == spec_.params.end()) return fallback;
-    if (it->second == "0" || it->second == "false") return false;
-    if (it->second == "1" || it->second == "true") return true;
-    fail(key, "must be 0 or 1, not '" + it->second + "'");
-  }
-
-  [[nodiscard]] const std::string& uri() const { return uri_; }
-
- private:
-  static std::string format(double v) {
-    std::string s = std::to_string(v);
-    while (s.size() > 1 && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
-  }
-
-  const GeneratorSpec& spec_;
-  std::string uri_;
-};
-
-// Refuses a matrix beyond the ABI's 32-bit indices, naming the key that made it so.
-void check_size(const SpecReader& in, const std::string& key, const char* what,
-                std::int64_t value) {
-  if (value > kMaxIndex) {
-    in.fail(key, std::string("gives ") + what + " = " + std::to_string(value) +
-                     ", beyond the 32-bit index range (" + std::to_string(kMaxIndex) + ")");
-  }
-}
-
-// Saturating product, enough for size bounds.
-std::int64_t times(std::int64_t x, std::int64_t y) {
-  if (x == 0 || y == 0) return 0;
-  if (x > INT64_MAX / y) return INT64_MAX;
-  return x * y;
-}
-
-Plan make_plan(const GeneratorSpec& spec) {
-  SpecReader in(spec);
+// Refuses an unknown kind, and a key that is neither the kind's nor a common one.
+void check_kind_and_keys(const GeneratorSpec& spec, const SpecReader& in) {
   const GeneratorKind* kind = nullptr;
   for (const GeneratorKind& k : kinds_table()) {
     if (k.name == spec.kind) kind = &k;
@@ -213,6 +211,11 @@ Plan make_plan(const GeneratorSpec& spec) {
       in.fail(key, "is not a key of kind '" + spec.kind + "' (keys: " + names + ")");
     }
   }
+}
+
+Plan make_plan(const GeneratorSpec& spec) {
+  SpecReader in(spec);
+  check_kind_and_keys(spec, in);
 
   Plan p;
   p.kind = spec.kind;
@@ -316,6 +319,12 @@ Plan make_plan(const GeneratorSpec& spec) {
   } else if (p.kind == "diagonal") {
     p.rows = p.cols = in.integer("n", 1000, 0, kMax);
     nnz_bound = p.rows;
+  } else if (detail::is_family_kind(p.kind)) {  // sizes checked by the family's plan
+    p.is_family = true;
+    p.family = detail::make_family_plan(in, p.kind);
+    p.rows = p.family.rows;
+    p.cols = p.family.cols;
+    nnz_bound = p.family.nnz_bound;
   } else {  // column
     p.rows = in.integer("n", 1000, 0, kMax);
     p.cols = 1;
@@ -326,46 +335,12 @@ Plan make_plan(const GeneratorSpec& spec) {
   p.seed = in.unsigned64("seed", 0);
   p.huge_row = in.integer("huge_row", 0, 0, kMax);
   p.empty_rows = in.real("empty_rows", 0.0, 0.0, 1.0);
-  if (p.huge_row > 0 && p.rows > 0) {
+  if (p.kind != "rmat") p.relabel = in.boolean("permute", false);
+  // A bound of -1 is not known before generation (lp, lognormal, kron): apply_modifiers checks.
+  if (p.huge_row > 0 && p.rows > 0 && nnz_bound >= 0) {
     check_size(in, "huge_row", "up to nnz", nnz_bound + std::min(p.huge_row, p.cols));
   }
   return p;
-}
-
-// A matrix's pattern under construction: CSR without values.
-struct Pattern {
-  Index rows = 0, cols = 0;
-  std::vector<Index> row_ptr{0};
-  std::vector<Index> col_idx;
-
-  void end_row() { row_ptr.push_back(static_cast<Index>(col_idx.size())); }
-};
-
-// k distinct integers of [0, n), sorted, uniformly among all k-subsets.
-void sample_distinct(Rng& rng, std::int64_t n, std::int64_t k, std::vector<Index>& out) {
-  out.clear();
-  if (k <= 0) return;
-  if (k * 4 >= n) {
-    // Selection sampling (Knuth's Algorithm S): one draw per candidate, output already sorted.
-    std::int64_t needed = k;
-    for (std::int64_t t = 0; t < n && needed > 0; ++t) {
-      if (static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(n - t))) < needed) {
-        out.push_back(static_cast<Index>(t));
-        --needed;
-      }
-    }
-    return;
-  }
-  // Sparse: draw the missing count with replacement until k distinct values remain. By symmetry the
-  // distinct values of an i.i.d. uniform sequence form a uniform k-subset.
-  while (static_cast<std::int64_t>(out.size()) < k) {
-    const std::int64_t missing = k - static_cast<std::int64_t>(out.size());
-    for (std::int64_t i = 0; i < missing; ++i) {
-      out.push_back(static_cast<Index>(rng.below(static_cast<std::uint64_t>(n))));
-    }
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-  }
 }
 
 Pattern stencil2d(const Plan& p) {
@@ -515,32 +490,8 @@ Pattern rmat(const Plan& p, Rng& rng) {
   }
 
   // Counting sort by row, then each row sorted and its duplicates folded.
-  Pattern m;
-  m.rows = m.cols = static_cast<Index>(n);
-  std::vector<std::int64_t> start(static_cast<std::size_t>(n) + 1, 0);
-  for (Index r : edge_row) ++start[r + 1];
-  std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<Index> sorted(static_cast<std::size_t>(edges));
-  {
-    std::vector<std::int64_t> next(start.begin(), start.end() - 1);
-    for (std::int64_t e = 0; e < edges; ++e) sorted[next[edge_row[e]]++] = edge_col[e];
-  }
-  edge_row = {};
-  edge_col = {};
-  m.row_ptr.assign(static_cast<std::size_t>(n) + 1, 0);
-  std::int64_t write = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const auto first = sorted.begin() + start[i];
-    const auto last = sorted.begin() + start[i + 1];
-    std::sort(first, last);
-    const auto unique_end = std::unique(first, last);
-    for (auto it = first; it != unique_end; ++it) sorted[write++] = *it;
-    m.row_ptr[i + 1] = static_cast<Index>(write);
-  }
-  sorted.resize(static_cast<std::size_t>(write));
-  sorted.shrink_to_fit();
-  m.col_idx = std::move(sorted);
-  return m;
+  return detail::pattern_from_pairs(static_cast<Index>(n), static_cast<Index>(n),
+                                    std::move(edge_row), std::move(edge_col));
 }
 
 Pattern blockdiag(const Plan& p) {
@@ -662,7 +613,7 @@ std::string GeneratorSpec::uri() const {
 
 void validate(const GeneratorSpec& spec) { (void)make_plan(spec); }
 
-SparseMatrix generate(const GeneratorSpec& spec) {
+SparseMatrix generate(const GeneratorSpec& spec, const MatrixLoader& loader) {
   const Plan p = make_plan(spec);
   const SpecReader in(spec);
   Rng rng(p.seed, kPatternStream);
@@ -681,10 +632,13 @@ SparseMatrix generate(const GeneratorSpec& spec) {
     m = blockdiag(p);
   } else if (p.kind == "arrow") {
     m = arrow(p);
+  } else if (p.is_family) {
+    m = detail::build_family(p.family, in, rng, loader);
   } else {
     m = diagonal_or_column(p);
   }
   apply_modifiers(p, in, m);
+  if (p.relabel) detail::relabel(m, p.seed);
 
   std::vector<double> values(m.col_idx.size());
   Rng value_rng(p.seed, kValueStream);
@@ -693,7 +647,15 @@ SparseMatrix generate(const GeneratorSpec& spec) {
                                 std::move(values));
 }
 
-SparseMatrix generate(const MatrixUri& uri) { return generate(GeneratorSpec::from_uri(uri)); }
+SparseMatrix generate(const MatrixUri& uri, const MatrixLoader& loader) {
+  return generate(GeneratorSpec::from_uri(uri), loader);
+}
+
+std::vector<std::string> loaded_matrices(const GeneratorSpec& spec) {
+  const Plan p = make_plan(spec);
+  if (p.is_family && !p.family.base_uri.empty()) return {p.family.base_uri};
+  return {};
+}
 
 const std::vector<GeneratorKind>& generator_kinds() { return kinds_table(); }
 const std::vector<GeneratorKey>& common_generator_keys() { return common_table(); }

@@ -87,7 +87,12 @@ LoadedMatrix MatrixStore::load_with_report(const MatrixUri& uri) const {
   LoadedMatrix out;
   out.uri = uri.str();
   if (uri.scheme == MatrixUri::Scheme::generated) {
-    out.matrix = std::make_shared<const SparseMatrix>(generate(uri));
+    // A generator that builds on a real matrix (kron) loads it through this store, uncached:
+    // such bases are small, and load_with_report does not touch the cache.
+    const MatrixLoader loader = [this](const std::string& base) {
+      return load_with_report(MatrixUri::parse(base)).matrix;
+    };
+    out.matrix = std::make_shared<const SparseMatrix>(generate(uri, loader));
     return out;
   }
   out.file = resolve(uri);

@@ -142,6 +142,22 @@ TEST_CASE("data convert and data generate write Matrix Market files", "[datasets
   CHECK(written.report.comments.at(1) == "uri: " + gen);
 }
 
+TEST_CASE("data generate finds kron's base through --index", "[datasets][cli][shared]") {
+  const auto dir = sparserl::testing::scratch_dir("cli_generate_kron");
+  const auto shared = sparserl::testing::shared_matrices_dir();
+  const std::string kron = "gen-v1/kron?group=HB&n=3&name=west0067&per_row=2";
+  auto r = sparserl_data("generate '" + kron + "' --out " + q(dir / "k.mtx") + " --index " +
+                         q(shared) + " --data-dir " + q(dir / "data"));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(ds::read_matrix_market(dir / "k.mtx").matrix.nnz() == 294 * 3 * 2);
+  // Without an index the base is not found, and the message says where it looked.
+  r = sparserl_data("generate '" + kron + "' --out " + q(dir / "k2.mtx") + " --data-dir " +
+                    q(dir / "data"));
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, has_substring("matrix suitesparse-v1/HB/west0067 not found"));
+}
+
 TEST_CASE("data split writes the library's split and refuses to overwrite", "[datasets][cli]") {
   const auto dir = sparserl::testing::scratch_dir("cli_split");
   const auto index = sparserl::testing::shared_matrices_dir() / "INDEX.csv";

@@ -1,8 +1,9 @@
 // The matrix store: where a task's matrix URI becomes a SparseMatrix. suitesparse-v1 URIs are
 // looked up in a data directory laid out as the download path writes it, then in attached
 // SuiteSparse indexes (e.g. ../shared/matrices with its INDEX.csv); file: URIs are read directly;
-// gen-v1 URIs are generated (generators.hpp). A missing matrix is an error naming the URI and every
-// place looked, so a user sees at once what to download or where to point --data-dir.
+// gen-v1 URIs are generated (generators.hpp), with this store as the loader of the real matrices a
+// generator builds on (kron). A missing matrix is an error naming the URI and every place looked,
+// so a user sees at once what to download or where to point --data-dir.
 //
 // Data directory layout for suitesparse-v1/GROUP/NAME, tried in this order:
 //   DATA_DIR/suitesparse/GROUP/NAME.mtx
