@@ -115,6 +115,13 @@ std::optional<std::pair<SplitPart, SplitEntry>> Split::find(std::string_view uri
   return std::nullopt;
 }
 
+std::string uri_set_digest(std::vector<std::string> uris) {
+  std::sort(uris.begin(), uris.end());
+  std::uint64_t h = detail::kFnvOffset;
+  for (const std::string& u : uris) h = detail::fnv1a64(u + "\n", h);
+  return detail::hex16(h);
+}
+
 namespace {
 
 // The quota of each part of `total` items, as doubles (ratio x total).

@@ -1,8 +1,11 @@
 // Benchmark splits (split file version 2): regimes by nonzeros, collection matrices assigned to
 // parts whole groups at a time (no group in two parts, shared matrices balanced by the ratios),
 // generated matrices kept in their part, a catalogue copy of a shared matrix dropped, selections by
-// regime / source / family, the file's round trip and its malformed lines failing at their line.
+// regime / source / family, the file's round trip and its malformed lines failing at their line;
+// the committed bench-v2 split's promises (a large regime with headroom in every part, every real
+// matrix, no group in two parts, scaled real patterns from their own part).
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -10,9 +13,12 @@
 
 #include "catch.hpp"
 #include "sparserl/datasets/splits.hpp"
+#include "sparserl/datasets/suitesparse_index.hpp"
+#include "sparserl/datasets/task.hpp"
 #include "test_support.hpp"
 
 namespace ds = sparserl::datasets;
+namespace fs = std::filesystem;
 using sparserl::testing::has_substring;
 
 namespace {
@@ -237,4 +243,66 @@ TEST_CASE("benchmark split files round-trip and malformed lines fail at their li
                     has_substring("b.split: not a version-2 split file: the header line '# source' is missing"));
   CHECK_THROWS_WITH(ds::parse_split(replace("# version 2\n", "# version 2\n# index I.csv 1 x\n"), "b.split"),
                     has_substring("a version-2 split file has no '# index' line"));
+}
+
+TEST_CASE("the committed bench-v2 split holds every real matrix and a large regime with headroom",
+          "[datasets][splits][bench_split]") {
+  const ds::Split s =
+      ds::read_split(sparserl::testing::source_dir() / "datasets" / "splits" / "bench-v2.split");
+  CHECK(s.name == "bench-v2");
+  CHECK(s.version == 2);
+
+  // At least 64 generated large matrices in at least 8 families; val and test at least 16 each.
+  std::map<ds::SplitPart, std::size_t> large_generated;
+  std::set<std::string> families;
+  std::map<std::string, std::set<ds::SplitPart>> parts_of_group;
+  for (ds::SplitPart part : ds::kSplitParts) {
+    for (const ds::SplitEntry& e : s.part_entries(part)) {
+      if (e.source == ds::MatrixSource::generated) {
+        CHECK(e.regime == ds::Regime::large);
+        ++large_generated[part];
+        families.insert(e.family);
+      } else {
+        parts_of_group[e.family].insert(part);
+      }
+    }
+  }
+  CHECK(large_generated[ds::SplitPart::train] + large_generated[ds::SplitPart::val] +
+            large_generated[ds::SplitPart::test] >= 64);
+  CHECK(large_generated[ds::SplitPart::val] >= 16);
+  CHECK(large_generated[ds::SplitPart::test] >= 16);
+  CHECK(families.size() >= 8);
+  // No collection group in two parts.
+  for (const auto& [group, parts] : parts_of_group) {
+    INFO(group);
+    CHECK(parts.size() == 1);
+  }
+  // Every real matrix of ../shared/matrices (both indexes) is in some part, as a shared entry.
+  const auto shared = sparserl::testing::shared_matrices_dir();
+  for (const fs::path& csv : {shared / "INDEX.csv", shared / "real" / "INDEX.csv"}) {
+    if (!fs::exists(csv)) continue;
+    const ds::SuiteSparseIndex index = ds::SuiteSparseIndex::read(csv);
+    for (const ds::IndexEntry& e : index.entries()) {
+      INFO(e.uri());
+      const auto found = s.find(e.uri());
+      REQUIRE(found);
+      CHECK(found->second.source == ds::MatrixSource::shared);
+    }
+  }
+  // A scaled-real (kron) matrix grows a real pattern of its own part: no val or test matrix is a
+  // scaled copy of a train matrix.
+  std::size_t krons = 0;
+  for (ds::SplitPart part : ds::kSplitParts) {
+    for (const ds::SplitEntry& e : s.part_entries(part)) {
+      const ds::MatrixUri u = ds::MatrixUri::parse(e.uri);
+      if (u.scheme != ds::MatrixUri::Scheme::generated || u.kind != "kron") continue;
+      ++krons;
+      const std::string base = "suitesparse-v1/" + u.params.at("group") + "/" + u.params.at("name");
+      INFO(e.uri << " on " << base);
+      const auto found = s.find(base);
+      REQUIRE(found);
+      CHECK(found->first == part);
+    }
+  }
+  CHECK(krons >= 6);
 }

@@ -1,8 +1,8 @@
 // `sparserl data split` and `sparserl data fetch --split` for benchmark splits, run as a user runs
 // them (the built binary): the report of a split file (per part and regime, with and without
 // --index, for both file versions), making bench-v2 from the shared indexes and the collection
-// catalogue (the counts add up, no group spans two parts, the file reads back, it is never
-// overwritten), bad inputs naming the file, line or option, and fetching a part's missing
+// catalogue and the generated large regime (the counts add up, no group spans two parts, the file
+// reads back and equals the committed datasets/splits/bench-v2.split, it is never overwritten), bad inputs naming the file, line or option, and fetching a part's missing
 // collection matrices from a local HTTP server (fetched / already present / failed and the exit
 // status).
 #include <filesystem>
@@ -15,6 +15,7 @@
 #include "datasets_test_support.hpp"
 #include "http_test_server.hpp"
 #include "sparserl/datasets/download.hpp"
+#include "sparserl/datasets/large_regime.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/splits.hpp"
@@ -179,26 +180,40 @@ TEST_CASE("data split --benchmark makes bench-v2 from the shared indexes and the
   CHECK(catalogue.size() == 2757);
 
   const ds::Split split = ds::read_split(dir / "b.split");
+  const std::size_t n_generated = ds::large_regime_v1().size();
   CHECK(split.version == 2);
-  CHECK(split.size() == n_shared + n_catalogue);
-  REQUIRE(split.sources.size() == 3);
+  CHECK(split.size() == n_shared + n_catalogue + n_generated);
+  REQUIRE(split.sources.size() == 4);
   CHECK(split.sources[0] ==
         ds::SplitSource{ds::MatrixSource::shared, "matrices/INDEX.csv", 53, indexes[0].digest()});
   CHECK(split.sources[1] ==
         ds::SplitSource{ds::MatrixSource::shared, "real/INDEX.csv", 58, indexes[1].digest()});
   CHECK(split.sources[2] == ds::SplitSource{ds::MatrixSource::catalogue,
                                             "suitesparse-catalogue.csv", 2757, catalogue.digest()});
+  std::vector<std::string> generated_uris;
+  for (const auto& m : ds::large_regime_v1()) generated_uris.push_back(m.uri);
+  CHECK(split.sources[3] == ds::SplitSource{ds::MatrixSource::generated, "large-v1", n_generated,
+                                            ds::uri_set_digest(generated_uris)});
   std::map<ds::MatrixSource, std::size_t> by_source;
   std::map<std::string, std::set<ds::SplitPart>> parts_of_group;
   for (ds::SplitPart part : ds::kSplitParts) {
     for (const ds::SplitEntry& e : split.part_entries(part)) {
       ++by_source[e.source];
-      parts_of_group[e.family].insert(part);
+      if (e.source != ds::MatrixSource::generated) parts_of_group[e.family].insert(part);
     }
   }
   CHECK(by_source[ds::MatrixSource::shared] == n_shared);
   CHECK(by_source[ds::MatrixSource::catalogue] == n_catalogue);
-  CHECK(by_source[ds::MatrixSource::generated] == 0);
+  CHECK(by_source[ds::MatrixSource::generated] == n_generated);
+  // Every generated matrix in its list's part, with its pinned nnz.
+  for (const auto& m : ds::large_regime_v1()) {
+    INFO(m.uri);
+    const auto found = split.find(m.uri);
+    REQUIRE(found);
+    CHECK(found->first == m.part);
+    CHECK(found->second.nnz == m.nnz);
+    CHECK(found->second.family == m.family);
+  }
   for (const auto& [group, parts] : parts_of_group) {
     INFO(group);
     CHECK(parts.size() == 1);
@@ -216,13 +231,17 @@ TEST_CASE("data split --benchmark makes bench-v2 from the shared indexes and the
   CHECK_THAT(out, has_substring("benchmark split bench-v2 (version 2, digest " + split.digest()));
   CHECK_THAT(out, has_substring("of " + std::to_string(split.size()) + " matrices"));
   CHECK_THAT(out, has_substring("(68 catalogue matrices are shared ones: listed once, as shared)"));
-  CHECK_THAT(out, has_substring("generated: none"));
   CHECK_THAT(out, has_substring("all " + std::to_string(split.size()) + " "));
   for (ds::SplitPart part : ds::kSplitParts) {
     CHECK_THAT(out, has_substring(std::string(ds::to_string(part)) + " " +
                                   std::to_string(split.part_entries(part).size()) + " "));
   }
   CHECK_THAT(r.output, has_substring("reading shared matrices  111/111"));
+
+  // The committed bench-v2 is what these inputs make (a split is made once and never edited).
+  CHECK(sparserl::testing::read_bytes(dir / "b.split") ==
+        sparserl::testing::read_bytes(sparserl::testing::source_dir() / "datasets" / "splits" /
+                                      "bench-v2.split"));
 
   // The same inputs make the same file; an existing file is never overwritten.
   r = sparserl_data(args + q(dir / "again.split"));

@@ -20,6 +20,7 @@
 
 #include "cli.hpp"
 #include "data_command.hpp"
+#include "sparserl/datasets/large_regime.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/splits.hpp"
@@ -394,11 +395,24 @@ struct GeneratedRegime {
   ds::SplitSource source;
 };
 
-// TODO(large_regime.hpp): build this from datasets/include/sparserl/datasets/large_regime.hpp's
-// list of {part, family, gen-v1 URI} (nnz from the list, or from generating each matrix) with the
-// source line {generated, the list's name, its size, FNV-1a of its sorted URIs}. Until that header
-// lands there is no generated regime, and the benchmark split holds shared and catalogue matrices.
-std::optional<GeneratedRegime> generated_regime() { return std::nullopt; }
+// The generated large regime (large_regime.hpp): its matrices with their part and pinned nnz, and
+// the source line {generated, large-v1, size, FNV-1a of the sorted URIs}.
+std::optional<GeneratedRegime> generated_regime() {
+  GeneratedRegime g;
+  std::vector<std::string> uris;
+  for (const ds::LargeRegimeMatrix& m : ds::large_regime_v1()) {
+    ds::SplitCandidate c;
+    c.uri = m.uri;
+    c.family = m.family;
+    c.nnz = m.nnz;
+    c.source = ds::MatrixSource::generated;
+    c.part = m.part;
+    g.candidates.push_back(std::move(c));
+    uris.push_back(m.uri);
+  }
+  g.source = {ds::MatrixSource::generated, "large-v1", uris.size(), ds::uri_set_digest(uris)};
+  return g;
+}
 
 void add_generated(BenchmarkInputs& in) {
   std::optional<GeneratedRegime> generated = generated_regime();

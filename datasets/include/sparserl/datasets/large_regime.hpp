@@ -19,8 +19,8 @@
 
 namespace sparserl::datasets {
 
-// Every matrix of the regime holds between these many nonzeros, inclusive (as generated).
-inline constexpr std::int64_t kLargeRegimeMinNnz = 1'000'000;
+// Every matrix of the regime holds between kLargeRegimeMinNnz (splits.hpp: where the large regime
+// starts) and these many nonzeros, inclusive (as generated).
 inline constexpr std::int64_t kLargeRegimeMaxNnz = 50'000'000;
 
 struct LargeRegimeMatrix {

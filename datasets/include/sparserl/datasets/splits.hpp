@@ -154,6 +154,10 @@ struct Split {
 // The version-1 split of an index (SplitError for a bad name or ratios, or an empty index).
 Split make_split(const SuiteSparseIndex& index, const SplitSpec& spec);
 
+// 16 hex digits (FNV-1a) over the sorted URIs, each followed by '\n' (as SuiteSparseIndex::digest
+// over GROUP/NAME keys): the `# source` digest of a generated list.
+std::string uri_set_digest(std::vector<std::string> uris);
+
 // A matrix offered to make_benchmark_split. Collection matrices (suitesparse-v1 URIs) come without
 // a part: they are assigned by group. Generated ones come with theirs.
 struct SplitCandidate {
