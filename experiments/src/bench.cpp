@@ -32,6 +32,7 @@
 #include "sparserl/experiments/metrics.hpp"
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/experiments/split_tasks.hpp"
 #if __has_include("sparserl/kernels/template_search.hpp")
 #include "sparserl/kernels/evaluator_backend.hpp"
 #include "sparserl/kernels/template_search.hpp"
@@ -433,11 +434,18 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
   std::ostream& log = log_stream(options);
   const fs::path root = resolve_root(config, options.root);
   pin_paths(config, root, options);
+  const bool explicit_test = options.part == "test";
+  if (options.part) config.set("bench.part", Value(*options.part));
+  check_test_part("bench.part", config.string("bench.part"), explicit_test, "sparserl bench");
   check_bench_config(config, root);
-  std::vector<datasets::Task> tasks =
-      config_tasks(config, root, config.string("bench.part"), config.integer("bench.max_tasks"));
+  PartTasks part =
+      part_tasks(config, root, config.string("bench.part"), config.integer("bench.max_tasks"));
+  check_test_matrices(part, config, root, explicit_test, "sparserl bench");
+  if (!part.note.empty()) log << part.note << "\n";
+  std::vector<datasets::Task> tasks = part.tasks;
   auto session = Session::open(config, root, log);
   RunStart start = run_start(*session, options);
+  start.split = split_record(part);
   const RunDirectory run = RunDirectory::create(session->config, start);
   session->record_to(run.root());
   session->say("run directory: " + run.root().string());
@@ -445,7 +453,11 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
                std::to_string(config.string_list("bench.agents").size() +
                               config.string_list("bench.policies").size()) +
                " agents x " + std::to_string(tasks.size()) + " matrices (" +
-               config.string("bench.part") + " part), matrix by matrix");
+               config.string("bench.part") + " part" +
+               (part.split ? " of " + part.split->name + ", selection " +
+                                 part.selection.describe()
+                           : std::string()) +
+               "), matrix by matrix");
   RunStatus status = RunStatus::running;
   try {
     status = run.run([&](const StopSignals& stop) {

@@ -16,6 +16,7 @@
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 #include "sparserl/experiments/run_info.hpp"
+#include "sparserl/experiments/split_tasks.hpp"
 
 namespace fs = std::filesystem;
 
@@ -60,6 +61,23 @@ double seconds_between(const std::string& from, const std::string& to) {
   }
 }
 
+// The split the run read: its name and digest (two runs compare only on equal digests), the part
+// and selection, and what was skipped.
+void split_rows(std::ostringstream& md, const SplitRecord& split) {
+  if (split.name.empty()) {
+    md << "| split | none: the matrices of data.uris (" << split.matrices << ") |\n";
+    return;
+  }
+  md << "| split | " << cell(split.name) << ", digest " << code(split.digest) << " (" << code(split.file)
+     << ") |\n";
+  md << "| part | " << cell(split.part) << ", selection " << cell(split.selection) << ": "
+     << split.matrices << " matrices";
+  if (split.absent > 0) {
+    md << " (" << split.absent << " catalogue matrices not on this machine were skipped)";
+  }
+  md << " |\n";
+}
+
 void run_section(std::ostringstream& md, const RunInfo& info) {
   md << "**" << to_string(info.status) << "**";
   if (!info.start_time.empty()) md << " · started " << info.start_time;
@@ -71,8 +89,14 @@ void run_section(std::ostringstream& md, const RunInfo& info) {
   if (!info.resumed_at.empty()) md << " · resumed " << info.resumed_at.size() << "x";
   md << "\n\n";
   if (!info.description.empty()) md << info.description << "\n\n";
+  if (info.split) {
+    md << test_part_line(*info.split) << ".\n\n";
+  } else {
+    md << "Test part: not recorded (this run.json has no \"split\").\n\n";
+  }
   md << "| | |\n|---|---|\n";
   md << "| experiment | " << cell(info.experiment) << " |\n";
+  if (info.split) split_rows(md, *info.split);
   if (!info.command.empty()) md << "| command | " << code(info.command) << " |\n";
   std::string seeds;
   for (const auto& [name, seed] : info.seeds)

@@ -21,6 +21,7 @@
 #include "sparserl/experiments/report.hpp"
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_directory.hpp"
+#include "sparserl/experiments/split_tasks.hpp"
 
 #if defined(SPARSERL_HAVE_AGENTS)
 #include "sparserl/agents/policy_agent.hpp"
@@ -517,6 +518,7 @@ void check_training_config(const Config& config, const fs::path& root) {
 #else
   env_config(config);
   (void)sandbox_limits(config);
+  check_training_data(config, root);
   bool has_policy = !config.string("train.init_checkpoint").empty();
   for (const StagePlan& stage : plan) {
     if (learning(stage.name)) {
@@ -532,6 +534,11 @@ void check_training_config(const Config& config, const fs::path& root) {
       config_tasks(config, root, config.string("data.part"), config.integer("data.max_tasks"));
     }
     if (stage.name == "eval") {
+      if (config.string("eval.part") == "test") {
+        throw RunnerError(
+            "eval.part = \"test\": the eval stage of `sparserl train` never reads the test part; "
+            "evaluate the trained policy with `sparserl eval CONFIG --checkpoint DIR --part test`");
+      }
       config_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
     }
   }
@@ -568,6 +575,18 @@ RunOutcome train_in(const RunDirectory& run, Session& session, std::ostream& log
   return finish_run(run, session.config, status, log);
 }
 
+// run.json's "split" of a training run: the part its learning stages read (data.part).
+std::optional<SplitRecord> training_split(const Config& config, const fs::path& root,
+                                          std::ostream& log) {
+  if (config.string("data.split").empty() && config.string_list("data.uris").empty()) {
+    return std::nullopt;  // pretraining alone needs no matrices
+  }
+  const PartTasks tasks =
+      part_tasks(config, root, config.string("data.part"), config.integer("data.max_tasks"));
+  if (!tasks.note.empty()) log << tasks.note << "\n";
+  return split_record(tasks);
+}
+
 }  // namespace
 
 RunOutcome run_training(Config config, const RunnerOptions& options) {
@@ -575,8 +594,11 @@ RunOutcome run_training(Config config, const RunnerOptions& options) {
   const fs::path root = resolve_root(config, options.root);
   pin_paths(config, root, options);
   check_training_config(config, root);
+  std::optional<SplitRecord> split = training_split(config, root, log);
   auto session = Session::open(config, root, log);
-  const RunDirectory run = RunDirectory::create(session->config, run_start(*session, options));
+  RunStart start = run_start(*session, options);
+  start.split = std::move(split);
+  const RunDirectory run = RunDirectory::create(session->config, start);
   session->record_to(run.root());
   session->say("run directory: " + run.root().string());
   return train_in(run, *session, log);
@@ -613,14 +635,21 @@ RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
   std::ostream& log = log_stream(options);
   const fs::path root = resolve_root(config, options.root);
   pin_paths(config, root, options);
+  const bool explicit_test = options.part == "test";
+  if (options.part) config.set("eval.part", Value(*options.part));
+  check_test_part("eval.part", config.string("eval.part"), explicit_test, "sparserl eval");
   const fs::path policy = fs::absolute(checkpoint).lexically_normal();
   if (!fs::exists(policy / "checkpoint.txt")) {
     throw RunnerError(policy.string() + ": not a policy checkpoint (no checkpoint.txt)");
   }
-  const std::vector<datasets::Task> tasks =
-      config_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
+  PartTasks part =
+      part_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
+  check_test_matrices(part, config, root, explicit_test, "sparserl eval");
+  if (!part.note.empty()) log << part.note << "\n";
+  const std::vector<datasets::Task> tasks = part.tasks;
   auto session = Session::open(config, root, log);
   RunStart start = run_start(*session, options);
+  start.split = split_record(part);
   start.seeds.clear();
   const RunDirectory run = RunDirectory::create(session->config, start);
   session->record_to(run.root());
