@@ -1,7 +1,8 @@
 // `sparserl bench CONFIG`: every agent of bench.agents (and every NAME=CHECKPOINT of
 // bench.policies) answers for every matrix of bench.part, and the answers are evaluated by the same
 // evaluator and protocol, matrix by matrix (Bench says why). One row per (matrix, agent) goes to
-// results.csv, one per agent to summary.csv, and report.md shows both; every program the learned
+// results.csv (tagged with the matrix's regime and family), one per (regime, agent) to
+// summary.csv, and report.md shows them, the large regime first; every program the learned
 // and random agents wrote goes to trajectories.h5 (bench.record_trajectories).
 //
 // What each agent answers with, and what pass@k counts:
@@ -86,33 +87,6 @@ void count_sample(MatrixResult& row, const std::optional<reward::EvalResult>& ev
       !(eval->timing.speedup <= row.best_speedup)) {
     row.best_speedup = eval->timing.speedup;
   }
-}
-
-std::string csv_cell(double v) { return std::isfinite(v) ? json_number(v) : std::string(); }
-
-// summary.csv; the last two columns compare each agent with `reference` (report.reference),
-// empty for the reference itself or when there is none.
-void write_summary_csv(const fs::path& file, const std::vector<MatrixResult>& rows,
-                       const std::string& reference) {
-  std::map<std::string, PairedComparison> paired;
-  for (const PairedComparison& p : compare_with_reference(rows, reference)) paired[p.agent] = p;
-  std::ostringstream out;
-  out << "agent,matrices,tested,compile_rate,pass@1,pass@k,k,geomean_speedup,"
-         "geomean_speedup_fallback,faster_share,median_gflops,mean_bandwidth_fraction,"
-         "sample_compile_rate,geomean_best_speedup,speedup_vs_reference,answers_differing\n";
-  for (const AgentSummary& s : summarize_results(rows)) {
-    const auto p = paired.find(s.agent);
-    out << s.agent << ',' << s.matrices << ',' << (s.tested ? 1 : 0) << ','
-        << csv_cell(s.compile_rate) << ',' << csv_cell(s.pass_at_1) << ',' << csv_cell(s.pass_at_k)
-        << ',' << s.k << ',' << csv_cell(s.geomean_speedup) << ','
-        << csv_cell(s.geomean_speedup_fallback) << ',' << csv_cell(s.faster_share) << ','
-        << csv_cell(s.median_gflops) << ',' << csv_cell(s.mean_bandwidth_fraction) << ','
-        << csv_cell(s.sample_compile_rate) << ',' << csv_cell(s.geomean_best_speedup) << ','
-        << (p == paired.end() ? std::string() : csv_cell(p->second.speedup_ratio)) << ','
-        << (p == paired.end() ? std::string() : std::to_string(p->second.different_programs))
-        << '\n';
-  }
-  write_file_atomically(file, out.str());
 }
 
 // One agent of the comparison: its table name and what it answers with.
@@ -472,7 +446,8 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
         trajectories = std::make_unique<env::TrajectoryWriter>(run.trajectories_path(), info);
       }
       Bench bench(*session, std::move(tasks), stop, trajectories.get());
-      const std::vector<MatrixResult> rows = bench.run();
+      std::vector<MatrixResult> rows = bench.run();
+      tag_results(rows, part);
       write_results_csv(run.results_path(), rows);
       write_summary_csv(run.root() / "summary.csv", rows,
                         session->config.string("report.reference"));

@@ -439,8 +439,8 @@ class Trainer {
   void evaluate(const fs::path& policy) {
     s_.say("eval: " + policy.string());
     auto agent = agents::PolicyAgent::from_checkpoint(policy, config_.string("agent.device"));
-    const std::vector<datasets::Task> tasks = config_tasks(
-        config_, s_.root, config_.string("eval.part"), config_.integer("eval.max_tasks"));
+    const PartTasks tasks = part_tasks(config_, s_.root, config_.string("eval.part"),
+                                       config_.integer("eval.max_tasks"));
     evaluate_policy(s_, *agent, tasks, policy_label(config_, plan_), total_steps(plan_), *metrics_,
                     run_.results_path());
   }
@@ -448,9 +448,10 @@ class Trainer {
  public:
   // Greedy and pass@k of a policy on `tasks`: eval/ statistics to metrics.jsonl at `step` and
   // one results.csv row per task.
-  static void evaluate_policy(Session& s, agents::PolicyAgent& agent,
-                              const std::vector<datasets::Task>& tasks, const std::string& label,
-                              std::int64_t step, MetricsWriter& metrics, const fs::path& results) {
+  static void evaluate_policy(Session& s, agents::PolicyAgent& agent, const PartTasks& part,
+                              const std::string& label, std::int64_t step, MetricsWriter& metrics,
+                              const fs::path& results) {
+    const std::vector<datasets::Task>& tasks = part.tasks;
     // The env shows what this policy was trained to read.
     env::EnvConfig e = env_config(s.config);
     e.max_tokens = agent.config().policy.max_tokens;
@@ -482,6 +483,7 @@ class Trainer {
       r.samples_correct = t.sampled_correct;
       rows.push_back(r);
     }
+    tag_results(rows, part);
     write_results_csv(results, rows);
     std::string line = "eval: " + std::to_string(tasks.size()) + " tasks";
     for (const auto& [name, value] : summary.statistics) {
@@ -646,7 +648,6 @@ RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
       part_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
   check_test_matrices(part, config, root, explicit_test, "sparserl eval");
   if (!part.note.empty()) log << part.note << "\n";
-  const std::vector<datasets::Task> tasks = part.tasks;
   auto session = Session::open(config, root, log);
   RunStart start = run_start(*session, options);
   start.split = split_record(part);
@@ -659,7 +660,7 @@ RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
     status = run.run([&](const StopSignals&) {
       auto agent = agents::PolicyAgent::from_checkpoint(policy, config.string("agent.device"));
       MetricsWriter metrics(run.metrics_path());
-      Trainer::evaluate_policy(*session, *agent, tasks, agent->name(), agent->counters().updates,
+      Trainer::evaluate_policy(*session, *agent, part, agent->name(), agent->counters().updates,
                                metrics, run.results_path());
       RunInfo info = run.info();
       info.extra.set("policy", policy.string());

@@ -318,6 +318,33 @@ void check_training_data(const Config& config, const fs::path& root) {
   }
 }
 
+void tag_results(std::vector<MatrixResult>& rows, const PartTasks& tasks) {
+  std::map<std::string, const datasets::SplitEntry*> by_uri;
+  for (const auto& e : tasks.entries) {
+    if (e) by_uri.emplace(e->uri, &*e);
+  }
+  for (MatrixResult& r : rows) {
+    const auto it = by_uri.find(r.matrix);
+    if (it != by_uri.end()) {
+      const datasets::SplitEntry& e = *it->second;
+      r.regime = std::string(datasets::to_string(e.regime ? *e.regime : datasets::regime_of(r.nnz)));
+      r.family = e.family;
+      continue;
+    }
+    r.regime = std::string(datasets::to_string(datasets::regime_of(r.nnz)));
+    try {
+      const datasets::MatrixUri uri = datasets::MatrixUri::parse(r.matrix);
+      switch (uri.scheme) {
+        case datasets::MatrixUri::Scheme::suitesparse: r.family = uri.group; break;
+        case datasets::MatrixUri::Scheme::generated: r.family = uri.kind; break;
+        case datasets::MatrixUri::Scheme::file: r.family = "file"; break;
+      }
+    } catch (const datasets::InvalidUri&) {
+      r.family.clear();
+    }
+  }
+}
+
 SplitRecord split_record(const PartTasks& tasks) {
   SplitRecord r;
   if (tasks.split) {

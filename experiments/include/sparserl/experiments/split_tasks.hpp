@@ -28,6 +28,7 @@
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/experiments/config.hpp"
+#include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_info.hpp"
 
 namespace sparserl::experiments {
@@ -98,6 +99,11 @@ void check_test_matrices(PartTasks& tasks, const Config& config, const std::file
 // split), a data.uris entry is a test matrix, or a data.generators URI is a generated test
 // matrix's (seed= aside).
 void check_training_data(const Config& config, const std::filesystem::path& root);
+
+// Fills the regime and family of every row: the split entry's tags of its matrix, else the
+// regime of its nonzeros and the family its URI names (the collection group, the generator kind;
+// "file" for a file: URI).
+void tag_results(std::vector<MatrixResult>& rows, const PartTasks& tasks);
 
 // run.json's "split" for a run that read `tasks`.
 SplitRecord split_record(const PartTasks& tasks);
