@@ -25,6 +25,7 @@
 #include <span>
 #include <sstream>
 
+#include "bench_oracle.hpp"
 #include "session.hpp"
 #include "sparserl/env/agent.hpp"
 #include "sparserl/env/seeding.hpp"
@@ -146,6 +147,11 @@ class Bench {
     for (const datasets::Task& t : tasks_) nnz_.push_back(s_.store->load(t.uri)->nnz());
   }
 
+  // The template agent's answers as oracle entries (correct and timed ones), by matrix.
+  [[nodiscard]] const std::map<std::string, OracleEntry>& template_entries() const {
+    return template_entries_;
+  }
+
   std::vector<MatrixResult> run() {
     std::vector<Contender> contenders = contenders_of(config_);
     for (Contender& c : contenders) prepare(c);
@@ -263,6 +269,9 @@ class Bench {
 #ifdef SPARSERL_BENCH_HAVE_KERNELS
     const kernels::SearchResult result = search_->search(tasks_[i]);
     if (const kernels::CandidateResult* best = result.best_candidate()) eval = best->result;
+    if (auto entry = oracle_entry(result, gpu_protocol(config_))) {
+      template_entries_[tasks_[i].uri] = std::move(*entry);
+    }
 #endif
     return answer_row(tasks_[i], nnz_[i], "template", eval, s_.gpu);
   }
@@ -355,6 +364,7 @@ class Bench {
   const StopSignals& stop_;
   env::TrajectoryWriter* trajectories_;
   std::uint64_t next_episode_ = 0;
+  std::map<std::string, OracleEntry> template_entries_;
   std::unique_ptr<env::RandomAgent> random_;
 #ifdef SPARSERL_BENCH_HAVE_KERNELS
   std::unique_ptr<kernels::EvaluatorBackend> candidates_;
@@ -418,6 +428,7 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
   if (!part.note.empty()) log << part.note << "\n";
   std::vector<datasets::Task> tasks = part.tasks;
   auto session = Session::open(config, root, log);
+  BenchOracle oracle(*session, part);
   RunStart start = run_start(*session, options);
   start.split = split_record(part);
   const RunDirectory run = RunDirectory::create(session->config, start);
@@ -448,6 +459,10 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
       Bench bench(*session, std::move(tasks), stop, trajectories.get());
       std::vector<MatrixResult> rows = bench.run();
       tag_results(rows, part);
+      oracle.finish(rows, bench.template_entries(), stop);
+      RunInfo info = run.info();
+      info.extra.set("oracle", oracle.record());
+      run.write_info(info);
       write_results_csv(run.results_path(), rows);
       write_summary_csv(run.root() / "summary.csv", rows,
                         session->config.string("report.reference"));

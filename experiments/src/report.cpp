@@ -94,6 +94,11 @@ void run_section(std::ostringstream& md, const RunInfo& info) {
   } else {
     md << "Test part: not recorded (this run.json has no \"split\").\n\n";
   }
+  if (const Json* oracle = info.extra.find("oracle"); oracle != nullptr && oracle->is_object()) {
+    if (const Json* summary = oracle->find("summary"); summary != nullptr && summary->is_string()) {
+      md << "Oracle: " << summary->as_string() << ".\n\n";
+    }
+  }
   md << "| | |\n|---|---|\n";
   md << "| experiment | " << cell(info.experiment) << " |\n";
   if (info.split) split_rows(md, *info.split);

@@ -371,6 +371,14 @@ Schema build_schema() {
                "template search answers once)",
                1, 1 << 20)
       .integer("template_budget", 16, "programs the template search measures per matrix", 1, 100000)
+      .string("oracle", "cache",
+              "the oracle every answer is measured against, the template search's best program "
+              "per matrix (DATA_DIR/oracle/<split digest>/<device>/): cache (read what is there; "
+              "a template agent with at least oracle_budget fills it), compute (also search the "
+              "missing matrices; needs a GPU) or off",
+              {"cache", "compute", "off"})
+      .integer("oracle_budget", 16, "programs the oracle's template search measures per matrix", 1,
+               100000)
       .string("sft_checkpoint", "", "policy checkpoint of the sft agent")
       .string("reinforce_checkpoint", "", "policy checkpoint of the reinforce agent")
       .string("ppo_checkpoint", "", "policy checkpoint of the ppo agent")
