@@ -27,6 +27,7 @@
 
 #include "bench_oracle.hpp"
 #include "session.hpp"
+#include "training_corpus.hpp"
 #include "sparserl/env/agent.hpp"
 #include "sparserl/env/seeding.hpp"
 #include "sparserl/env/trajectory.hpp"
@@ -105,6 +106,8 @@ struct Contender {
   std::vector<agents::Completion> answers, samples;
 #endif
   std::vector<MatrixResult> rows;
+  // What its answers' novelty is measured against (training_corpus.hpp).
+  const ProgramCorpus* corpus = nullptr;
 };
 
 // bench.agents, then bench.policies' NAME=CHECKPOINT entries, in table order.
@@ -147,6 +150,9 @@ class Bench {
     for (const datasets::Task& t : tasks_) nnz_.push_back(s_.store->load(t.uri)->nnz());
   }
 
+  // Per agent, what its answers' novelty was measured against (run.json "novelty").
+  [[nodiscard]] const Json& novelty_corpora() const { return novelty_corpora_; }
+
   // The template agent's answers as oracle entries (correct and timed ones), by matrix.
   [[nodiscard]] const std::map<std::string, OracleEntry>& template_entries() const {
     return template_entries_;
@@ -186,7 +192,23 @@ class Bench {
   }
 
  private:
+  // The corpus an agent was trained on: a checkpoint's as its run recorded it, else (and for the
+  // template and random agents) the design space.
+  const ProgramCorpus& corpus_of(const Contender& c) {
+    if (c.kind == Contender::Kind::learned) {
+      if (auto spec = recorded_corpus(resolve_path(s_.root, c.checkpoint))) {
+        return corpora_.get(*spec);
+      }
+      return corpora_.get(design_space_corpus(config_),
+                          "the checkpoint's run recorded no corpus, so the design space stands "
+                          "for it");
+    }
+    return corpora_.get(design_space_corpus(config_));
+  }
+
   void prepare(Contender& c) {
+    c.corpus = &corpus_of(c);
+    novelty_corpora_.set(c.name, c.corpus->description());
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
     switch (c.kind) {
       case Contender::Kind::template_search:
@@ -255,28 +277,39 @@ class Bench {
   }
 
   // Agent c's row for task i (b: the task's place in the current batch).
+  // With the answer's novelty against the agent's training corpus.
   MatrixResult answer(Contender& c, std::size_t i, std::size_t b) {
+    std::optional<TokenSequence> program;
+    MatrixResult row;
     switch (c.kind) {
-      case Contender::Kind::template_search: return template_answer(i);
-      case Contender::Kind::random: return random_answer(c, i);
-      case Contender::Kind::learned: break;
+      case Contender::Kind::template_search: row = template_answer(i, program); break;
+      case Contender::Kind::random: row = random_answer(c, i, program); break;
+      case Contender::Kind::learned: row = learned_answer(c, i, b, program); break;
     }
-    return learned_answer(c, i, b);
+    const Novelty novelty = novelty_of(*c.corpus, program, row.correct);
+    row.novel = novelty.novel;
+    row.corpus_distance = novelty.distance;
+    return row;
   }
 
-  MatrixResult template_answer(std::size_t i) {
+  MatrixResult template_answer(std::size_t i, std::optional<TokenSequence>& program) {
     std::optional<reward::EvalResult> eval;
 #ifdef SPARSERL_BENCH_HAVE_KERNELS
     const kernels::SearchResult result = search_->search(tasks_[i]);
-    if (const kernels::CandidateResult* best = result.best_candidate()) eval = best->result;
+    if (const kernels::CandidateResult* best = result.best_candidate()) {
+      eval = best->result;
+      program = normalised_program(*s_.tokenizer, best->program);
+    }
     if (auto entry = oracle_entry(result, gpu_protocol(config_))) {
       template_entries_[tasks_[i].uri] = std::move(*entry);
     }
+#else
+    (void)program;
 #endif
     return answer_row(tasks_[i], nnz_[i], "template", eval, s_.gpu);
   }
 
-  MatrixResult random_answer(Contender& c, std::size_t i) {
+  MatrixResult random_answer(Contender& c, std::size_t i, std::optional<TokenSequence>& program) {
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
     const auto k = static_cast<std::uint64_t>(config_.integer("bench.samples"));
     MatrixResult row;
@@ -295,13 +328,17 @@ class Bench {
       const std::optional<reward::EvalResult> eval =
           episode != nullptr ? episode->eval : std::nullopt;
       if (episode != nullptr && trajectories_ != nullptr) trajectories_->append(*episode, "random");
-      if (j == 0) row = answer_row(tasks_[i], nnz_[i], "random", eval, s_.gpu);
+      if (j == 0) {
+        row = answer_row(tasks_[i], nnz_[i], "random", eval, s_.gpu);
+        if (episode != nullptr) program = normalised_episode(*s_.tokenizer, *episode);
+      }
       count_sample(row, eval, s_.gpu);
     }
     return row;
   }
 
-  MatrixResult learned_answer(Contender& c, std::size_t i, std::size_t b) {
+  MatrixResult learned_answer(Contender& c, std::size_t i, std::size_t b,
+                              std::optional<TokenSequence>& program) {
 #if defined(SPARSERL_HAVE_AGENTS)
     const auto k = c.samples.size() / std::max<std::size_t>(1, c.answers.size());
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
@@ -346,13 +383,14 @@ class Bench {
       }
     }
     MatrixResult row = answer_row(tasks_[i], nnz_[i], c.name, episodes[0].eval, s_.gpu);
+    program = normalised_episode(*s_.tokenizer, episodes[0]);
     for (std::size_t j = 1; j < episodes.size(); ++j) count_sample(row, episodes[j].eval, s_.gpu);
     if (trajectories_ != nullptr) {
       for (const env::Episode& e : episodes) trajectories_->append(e);
     }
     return row;
 #else
-    (void)c, (void)b;
+    (void)c, (void)b, (void)program;
     return answer_row(tasks_[i], nnz_[i], c.name, std::nullopt, s_.gpu);
 #endif
   }
@@ -365,6 +403,8 @@ class Bench {
   env::TrajectoryWriter* trajectories_;
   std::uint64_t next_episode_ = 0;
   std::map<std::string, OracleEntry> template_entries_;
+  CorpusLibrary corpora_{s_.tokenizer};
+  Json novelty_corpora_ = Json::object();
   std::unique_ptr<env::RandomAgent> random_;
 #ifdef SPARSERL_BENCH_HAVE_KERNELS
   std::unique_ptr<kernels::EvaluatorBackend> candidates_;
@@ -462,6 +502,7 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
       oracle.finish(rows, bench.template_entries(), stop);
       RunInfo info = run.info();
       info.extra.set("oracle", oracle.record());
+      info.extra.set("novelty", bench.novelty_corpora());
       run.write_info(info);
       write_results_csv(run.results_path(), rows);
       write_summary_csv(run.root() / "summary.csv", rows,

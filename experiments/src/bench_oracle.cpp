@@ -136,7 +136,7 @@ void BenchOracle::finish(std::vector<MatrixResult>& rows,
   known_ = known.size();
   summary_ = "the template search's best program (budget " + std::to_string(budget_) + ") on " +
              device_ + ": " + std::to_string(known_) + " of " + std::to_string(matrices.size()) +
-             " matrices known (" + std::to_string(filled_) + " filled from this bench's template "
+             " matrices known (" + std::to_string(filled_) + " filled from this run's template "
              "agent, " + std::to_string(computed_) + " computed; bench.oracle = \"" + mode_ +
              "\"), cache " + cache_->file().string() + compute_note;
   s_.say("oracle: " + summary_);

@@ -99,6 +99,13 @@ void run_section(std::ostringstream& md, const RunInfo& info) {
       md << "Oracle: " << summary->as_string() << ".\n\n";
     }
   }
+  if (const Json* novelty = info.extra.find("novelty"); novelty != nullptr && novelty->is_object()) {
+    md << "Novelty is measured against the training corpus of each agent:";
+    for (const auto& [agent, corpus] : novelty->as_object()) {
+      md << "\n- " << cell(agent) << ": " << (corpus.is_string() ? cell(corpus.as_string()) : "?");
+    }
+    md << "\n\n";
+  }
   md << "| | |\n|---|---|\n";
   md << "| experiment | " << cell(info.experiment) << " |\n";
   if (info.split) split_rows(md, *info.split);

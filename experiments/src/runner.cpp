@@ -13,7 +13,9 @@
 #include <map>
 #include <sstream>
 
+#include "policy_evaluation.hpp"
 #include "session.hpp"
+#include "training_corpus.hpp"
 #include "sparserl/experiments/checkpoints.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/metrics.hpp"
@@ -441,58 +443,12 @@ class Trainer {
     auto agent = agents::PolicyAgent::from_checkpoint(policy, config_.string("agent.device"));
     const PartTasks tasks = part_tasks(config_, s_.root, config_.string("eval.part"),
                                        config_.integer("eval.max_tasks"));
-    evaluate_policy(s_, *agent, tasks, policy_label(config_, plan_), total_steps(plan_), *metrics_,
-                    run_.results_path());
-  }
-
- public:
-  // Greedy and pass@k of a policy on `tasks`: eval/ statistics to metrics.jsonl at `step` and
-  // one results.csv row per task.
-  static void evaluate_policy(Session& s, agents::PolicyAgent& agent, const PartTasks& part,
-                              const std::string& label, std::int64_t step, MetricsWriter& metrics,
-                              const fs::path& results) {
-    const std::vector<datasets::Task>& tasks = part.tasks;
-    // The env shows what this policy was trained to read.
-    env::EnvConfig e = env_config(s.config);
-    e.max_tokens = agent.config().policy.max_tokens;
-    e.mask = agent.config().mask;
-    e.observation.nnz_samples = agent.config().policy.nnz_samples;
-    e.observation.embedding_dim = agent.config().policy.embedding_dim;
-    auto env = s.make_env(e, env::TaskSource::from_tasks(tasks, env::TaskOrder::sequential));
-    agents::EvaluationConfig c;
-    c.greedy = s.config.boolean("eval.greedy");
-    c.samples = static_cast<int>(s.config.integer("eval.samples"));
-    c.sampling.temperature = s.config.real("eval.temperature");
-    c.tasks_per_batch = static_cast<int>(s.config.integer("eval.tasks_per_batch"));
-    c.seed = static_cast<std::uint64_t>(s.config.integer("experiment.seed"));
-    const agents::EvaluationSummary summary = agents::run_evaluation(agent, *env, tasks, c);
-    metrics.append(step, "eval", summary.statistics);
-    std::vector<MatrixResult> rows;
-    for (const agents::TaskEvaluation& t : summary.tasks) {
-      MatrixResult r;
-      r.matrix = t.task.uri;
-      r.nnz = s.store->load(t.task.uri)->nnz();
-      r.agent = label;
-      r.compiled = t.greedy_compiled;
-      r.correct = t.greedy_correct;
-      r.tested = s.gpu;
-      r.candidate_us = r.cusparse_us = r.gflops = r.bandwidth_fraction = std::nan("");
-      r.speedup = t.greedy_correct && t.greedy_speedup > 0 ? t.greedy_speedup : std::nan("");
-      r.samples = t.sampled;
-      r.samples_compiled = t.sampled_compiled;
-      r.samples_correct = t.sampled_correct;
-      rows.push_back(r);
-    }
-    tag_results(rows, part);
-    write_results_csv(results, rows);
-    std::string line = "eval: " + std::to_string(tasks.size()) + " tasks";
-    for (const auto& [name, value] : summary.statistics) {
-      if (name == "eval/greedy_compile_rate" || name == "eval/greedy_correct_rate" ||
-          name.rfind("eval/pass@", 0) == 0) {
-        line += "  " + name + " " + json_number(value);
-      }
-    }
-    s.say(line);
+    const Json extra = evaluate_policy(s_, *agent, tasks, policy_label(config_, plan_),
+                                       total_steps(plan_), *metrics_, run_.results_path(),
+                                       training_corpus(config_, s_.root), {}, stop_);
+    RunInfo info = run_.info();
+    for (const auto& [key, value] : extra.as_object()) info.extra.set(key, value);
+    run_.write_info(info);
   }
 
  private:
@@ -601,6 +557,12 @@ RunOutcome run_training(Config config, const RunnerOptions& options) {
   RunStart start = run_start(*session, options);
   start.split = std::move(split);
   const RunDirectory run = RunDirectory::create(session->config, start);
+  {
+    // What the policy is trained on, for the novelty of its answers in later benches.
+    RunInfo info = run.info();
+    info.extra.set("corpus", training_corpus(session->config, root).to_json());
+    run.write_info(info);
+  }
   session->record_to(run.root());
   session->say("run directory: " + run.root().string());
   return train_in(run, *session, log);
@@ -657,12 +619,18 @@ RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
   session->say("run directory: " + run.root().string());
   RunStatus status = RunStatus::running;
   try {
-    status = run.run([&](const StopSignals&) {
+    status = run.run([&](const StopSignals& stop) {
       auto agent = agents::PolicyAgent::from_checkpoint(policy, config.string("agent.device"));
       MetricsWriter metrics(run.metrics_path());
-      Trainer::evaluate_policy(*session, *agent, part, agent->name(), agent->counters().updates,
-                               metrics, run.results_path());
+      const std::optional<CorpusSpec> recorded = recorded_corpus(policy);
+      const Json extra = evaluate_policy(
+          *session, *agent, part, agent->name(), agent->counters().updates, metrics,
+          run.results_path(), recorded ? *recorded : design_space_corpus(session->config),
+          recorded ? std::string()
+                   : "the checkpoint's run recorded no corpus, so the design space stands for it",
+          stop);
       RunInfo info = run.info();
+      for (const auto& [key, value] : extra.as_object()) info.extra.set(key, value);
       info.extra.set("policy", policy.string());
       run.write_info(info);
     });
