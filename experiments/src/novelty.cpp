@@ -46,17 +46,18 @@ std::size_t length_difference(std::size_t a, std::size_t b) { return a > b ? a -
 
 }  // namespace
 
-std::size_t token_edit_distance(std::span<const std::int32_t> a, std::span<const std::int32_t> b,
-                                std::size_t bound) {
-  if (a.size() < b.size()) std::swap(a, b);  // rows over the longer, columns over the shorter
+namespace {
+
+// The banded table: cells further than `bound` from the diagonal hold more than bound, so only the
+// band is filled, and a row whose cells all exceed the bound ends it. Needs |a| >= |b| and
+// |a| - |b| <= bound <= |a|.
+std::size_t banded_distance(std::span<const std::int32_t> a, std::span<const std::int32_t> b,
+                            std::size_t bound) {
   const std::size_t n = a.size(), m = b.size();
-  if (n - m > bound) return bound + 1;
-  bound = std::min(bound, n);  // the distance is at most the longer length
   const std::size_t inf = bound + 1;
   std::vector<std::size_t> prev(m + 1, inf), cur(m + 1, inf);
   for (std::size_t j = 0; j <= std::min(m, bound); ++j) prev[j] = j;
   for (std::size_t i = 1; i <= n; ++i) {
-    // The band of columns within `bound` of the diagonal; cells outside it stay inf.
     const std::size_t lo = i > bound ? i - bound : 1;
     const std::size_t hi = std::min(m, i + bound);
     cur[lo - 1] = lo == 1 && i <= bound ? i : inf;
@@ -72,6 +73,75 @@ std::size_t token_edit_distance(std::span<const std::int32_t> a, std::span<const
     std::swap(prev, cur);
   }
   return std::min(prev[m], inf);
+}
+
+// Myers' bit-parallel algorithm in Hyyro's blocked form (the pattern `b` along the bits, 64 rows
+// a word, the text `a` column by column): O(|a| x ceil(|b| / 64)) word operations for the exact
+// distance, where the band would need O(|b| x bound) cells.
+std::size_t bit_parallel_distance(std::span<const std::int32_t> a, std::span<const std::int32_t> b) {
+  const std::size_t m = b.size();
+  if (m == 0) return a.size();
+  const std::size_t words = (m + 63) / 64;
+  // Per symbol of b, the rows where it occurs.
+  std::vector<std::int32_t> symbols(b.begin(), b.end());
+  std::sort(symbols.begin(), symbols.end());
+  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+  const auto symbol = [&](std::int32_t t) -> std::ptrdiff_t {
+    const auto it = std::lower_bound(symbols.begin(), symbols.end(), t);
+    return it != symbols.end() && *it == t ? it - symbols.begin() : -1;
+  };
+  std::vector<std::uint64_t> peq(symbols.size() * words, 0);
+  for (std::size_t i = 0; i < m; ++i) {
+    peq[static_cast<std::size_t>(symbol(b[i])) * words + i / 64] |= std::uint64_t{1} << (i % 64);
+  }
+  // The vertical deltas of each word, +1 (vp) and -1 (vn): column 0 grows by one per row.
+  struct Vertical {
+    std::uint64_t vp = ~std::uint64_t{0};
+    std::uint64_t vn = 0;
+  };
+  std::vector<Vertical> v(words);
+  const std::uint64_t last = std::uint64_t{1} << ((m - 1) % 64);
+  std::size_t distance = m;
+  for (const std::int32_t t : a) {
+    const std::ptrdiff_t s = symbol(t);
+    const std::uint64_t* eq = s < 0 ? nullptr : &peq[static_cast<std::size_t>(s) * words];
+    std::uint64_t hp_carry = 1, hn_carry = 0;  // row 0 grows by one per column
+    for (std::size_t w = 0; w < words; ++w) {
+      const std::uint64_t x = (eq != nullptr ? eq[w] : 0) | hn_carry;
+      const std::uint64_t d0 = (((x & v[w].vp) + v[w].vp) ^ v[w].vp) | x | v[w].vn;
+      std::uint64_t hp = v[w].vn | ~(d0 | v[w].vp);
+      std::uint64_t hn = d0 & v[w].vp;
+      const std::uint64_t hp_in = hp_carry, hn_in = hn_carry;
+      if (w + 1 < words) {
+        hp_carry = hp >> 63;
+        hn_carry = hn >> 63;
+      } else {
+        hp_carry = (hp & last) != 0 ? 1 : 0;
+        hn_carry = (hn & last) != 0 ? 1 : 0;
+      }
+      hp = (hp << 1) | hp_in;
+      hn = (hn << 1) | hn_in;
+      v[w].vp = hn | ~(d0 | hp);
+      v[w].vn = hp & d0;
+    }
+    distance = distance + hp_carry - hn_carry;
+  }
+  return distance;
+}
+
+}  // namespace
+
+std::size_t token_edit_distance(std::span<const std::int32_t> a, std::span<const std::int32_t> b,
+                                std::size_t bound) {
+  if (a.size() < b.size()) std::swap(a, b);  // a the longer
+  const std::size_t n = a.size(), m = b.size();
+  if (n - m > bound) return bound + 1;
+  bound = std::min(bound, n);  // the distance is at most the longer length
+  // The band costs about (2 bound + 1) cells a row, the bit-parallel form a few operations per
+  // 64 rows: the band wins only when it is narrow.
+  const std::size_t words = (m + 63) / 64;
+  if (2 * bound + 1 <= 8 * words) return banded_distance(a, b, bound);
+  return std::min(bit_parallel_distance(a, b), bound + 1);
 }
 
 ProgramCorpus::ProgramCorpus(std::string description, std::vector<TokenSequence> programs)

@@ -91,6 +91,31 @@ TEST_CASE("the bounded token edit distance matches the full table", "[experiment
   CHECK(token_edit_distance(five, five, 0) == 0);
 }
 
+TEST_CASE("long sequences: the bit-parallel and the banded distance match the full table",
+          "[experiments][novelty]") {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int alphabet = 2 + trial % 40;
+    const TokenSequence a = random_sequence(rng, 300, alphabet);
+    TokenSequence b = random_sequence(rng, 300, alphabet);
+    if (trial % 3 == 0) {  // near copies as well as strangers
+      b = a;
+      for (int e = 0; e < trial % 17 && !b.empty(); ++e) b[rng() % b.size()] = alphabet + e;
+    }
+    const std::size_t exact = brute_force(a, b);
+    INFO("trial " << trial << ": |a| " << a.size() << ", |b| " << b.size() << ", d " << exact);
+    CHECK(token_edit_distance(a, b) == exact);
+    for (std::size_t bound : {std::size_t{0}, std::size_t{3}, exact / 2, exact, exact + 5}) {
+      const std::size_t d = token_edit_distance(a, b, bound);
+      if (exact <= bound) {
+        CHECK(d == exact);
+      } else {
+        CHECK(d > bound);
+      }
+    }
+  }
+}
+
 TEST_CASE("the nearest corpus program is the minimum over the corpus", "[experiments][novelty]") {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 200; ++trial) {

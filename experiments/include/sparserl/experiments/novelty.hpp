@@ -12,7 +12,11 @@
 // bound of the distance, so the search stops once it reaches the best distance found); a candidate
 // whose token-count difference (the bag distance, also a lower bound) reaches the best is skipped;
 // and the distance itself is computed only within a diagonal band of the best distance so far,
-// stopping at the first row whose cells all exceed it.
+// stopping at the first row whose cells all exceed it - or, where that band would be wide, by
+// Myers' bit-parallel algorithm (64 rows per machine word). Against the 183 design-space programs
+// of SpMV f32 (584 tokens on average, 2,258 at most) the nearest program of an edited corpus
+// program takes well under a millisecond and that of 4,000 random tokens about 11 ms (one core of
+// the 2-core development machine).
 #pragma once
 
 #include <cstddef>
@@ -34,7 +38,8 @@ namespace sparserl::experiments {
 using TokenSequence = std::vector<std::int32_t>;
 
 // The edit distance between a and b when it is at most `bound`, else bound + 1 (any value above
-// the bound means "more than bound"). Time O(min(|a|, |b|) x bound) within the band.
+// the bound means "more than bound"). Time O(min(|a|, |b|) x bound) within a narrow band, else
+// O(max(|a|, |b|) x min(|a|, |b|) / 64) bit-parallel.
 std::size_t token_edit_distance(std::span<const std::int32_t> a, std::span<const std::int32_t> b,
                                 std::size_t bound = std::numeric_limits<std::size_t>::max());
 
