@@ -71,9 +71,11 @@ void split_rows(std::ostringstream& md, const SplitRecord& split) {
   md << "| split | " << cell(split.name) << ", digest " << code(split.digest) << " (" << code(split.file)
      << ") |\n";
   md << "| part | " << cell(split.part) << ", selection " << cell(split.selection) << ": "
-     << split.matrices << " matrices";
+     << split.matrices << (split.matrices == 1 ? " matrix" : " matrices");
   if (split.absent > 0) {
-    md << " (" << split.absent << " catalogue matrices not on this machine were skipped)";
+    md << " (" << split.absent
+       << (split.absent == 1 ? " catalogue matrix" : " catalogue matrices")
+       << " not on this machine skipped)";
   }
   md << " |\n";
 }
