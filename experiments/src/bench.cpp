@@ -27,7 +27,6 @@
 
 #include "bench_oracle.hpp"
 #include "session.hpp"
-#include "training_corpus.hpp"
 #include "sparserl/env/agent.hpp"
 #include "sparserl/env/seeding.hpp"
 #include "sparserl/env/trajectory.hpp"
@@ -36,6 +35,7 @@
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/runner.hpp"
 #include "sparserl/experiments/split_tasks.hpp"
+#include "training_corpus.hpp"
 #if __has_include("sparserl/kernels/template_search.hpp")
 #include "sparserl/kernels/evaluator_backend.hpp"
 #include "sparserl/kernels/template_search.hpp"
@@ -282,9 +282,15 @@ class Bench {
     std::optional<TokenSequence> program;
     MatrixResult row;
     switch (c.kind) {
-      case Contender::Kind::template_search: row = template_answer(i, program); break;
-      case Contender::Kind::random: row = random_answer(c, i, program); break;
-      case Contender::Kind::learned: row = learned_answer(c, i, b, program); break;
+      case Contender::Kind::template_search:
+        row = template_answer(i, program);
+        break;
+      case Contender::Kind::random:
+        row = random_answer(c, i, program);
+        break;
+      case Contender::Kind::learned:
+        row = learned_answer(c, i, b, program);
+        break;
     }
     const Novelty novelty = novelty_of(*c.corpus, program, row.correct);
     row.novel = novelty.novel;
@@ -479,8 +485,7 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
                               config.string_list("bench.policies").size()) +
                " agents x " + std::to_string(tasks.size()) + " matrices (" +
                config.string("bench.part") + " part" +
-               (part.split ? " of " + part.split->name + ", selection " +
-                                 part.selection.describe()
+               (part.split ? " of " + part.split->name + ", selection " + part.selection.describe()
                            : std::string()) +
                "), matrix by matrix");
   RunStatus status = RunStatus::running;

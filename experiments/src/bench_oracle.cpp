@@ -30,8 +30,7 @@ std::optional<OracleEntry> oracle_entry(const kernels::SearchResult& result,
 }
 #endif
 
-BenchOracle::BenchOracle(Session& session, const PartTasks& part)
-    : s_(session), part_(part) {
+BenchOracle::BenchOracle(Session& session, const PartTasks& part) : s_(session), part_(part) {
   const Config& c = s_.config;
   mode_ = c.string("bench.oracle");
   budget_ = c.integer("bench.oracle_budget");
@@ -119,8 +118,7 @@ void BenchOracle::finish(std::vector<MatrixResult>& rows,
   std::string compute_note;
   if (mode_ == "compute") {
     if (!s_.gpu) {
-      compute_note = "; bench.oracle = \"compute\" needs the GPU stages (evaluator.compile_only "
-                     "is set): nothing computed";
+      compute_note = "; bench.oracle = \"compute\" needs the GPU stages: nothing computed";
     } else {
       const std::vector<OracleEntry> computed = compute(rows, stop);
       computed_ = computed.size();
@@ -136,9 +134,10 @@ void BenchOracle::finish(std::vector<MatrixResult>& rows,
   known_ = known.size();
   summary_ = "the template search's best program (budget " + std::to_string(budget_) + ") on " +
              device_ + ": " + std::to_string(known_) + " of " + std::to_string(matrices.size()) +
-             " matrices known (" + std::to_string(filled_) + " filled from this run's template "
-             "agent, " + std::to_string(computed_) + " computed; bench.oracle = \"" + mode_ +
-             "\"), cache " + cache_->file().string() + compute_note;
+             " matrices known (" + std::to_string(filled_) +
+             " filled from this run's template agent, " + std::to_string(computed_) +
+             " computed; bench.oracle = \"" + mode_ + "\"), cache " + cache_->file().string() +
+             compute_note;
   s_.say("oracle: " + summary_);
 }
 

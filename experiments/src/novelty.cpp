@@ -78,7 +78,8 @@ std::size_t banded_distance(std::span<const std::int32_t> a, std::span<const std
 // Myers' bit-parallel algorithm in Hyyro's blocked form (the pattern `b` along the bits, 64 rows
 // a word, the text `a` column by column): O(|a| x ceil(|b| / 64)) word operations for the exact
 // distance, where the band would need O(|b| x bound) cells.
-std::size_t bit_parallel_distance(std::span<const std::int32_t> a, std::span<const std::int32_t> b) {
+std::size_t bit_parallel_distance(std::span<const std::int32_t> a,
+                                  std::span<const std::int32_t> b) {
   const std::size_t m = b.size();
   if (m == 0) return a.size();
   const std::size_t words = (m + 63) / 64;
@@ -149,8 +150,9 @@ ProgramCorpus::ProgramCorpus(std::string description, std::vector<TokenSequence>
   for (TokenSequence& p : programs) {
     if (keys_.insert(key_of(p)).second) programs_.push_back(std::move(p));
   }
-  std::stable_sort(programs_.begin(), programs_.end(),
-                   [](const TokenSequence& x, const TokenSequence& y) { return x.size() < y.size(); });
+  std::stable_sort(
+      programs_.begin(), programs_.end(),
+      [](const TokenSequence& x, const TokenSequence& y) { return x.size() < y.size(); });
   for (const TokenSequence& p : programs_) histograms_.push_back(histogram(p));
 }
 

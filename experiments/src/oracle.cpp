@@ -20,9 +20,8 @@ namespace sparserl::experiments {
 namespace {
 
 const std::vector<std::string>& columns() {
-  static const std::vector<std::string> c = {"matrix",         "oracle_us", "baseline_us",
-                                             "oracle_speedup", "program",   "design",
-                                             "protocol"};
+  static const std::vector<std::string> c = {
+      "matrix", "oracle_us", "baseline_us", "oracle_speedup", "program", "design", "protocol"};
   return c;
 }
 
@@ -144,7 +143,8 @@ void OracleCache::store(const std::vector<OracleEntry>& entries) {
   }
   std::error_code ec;
   fs::create_directories(file_.parent_path(), ec);
-  if (ec) throw OracleError(file_.parent_path().string() + ": cannot create (" + ec.message() + ")");
+  if (ec)
+    throw OracleError(file_.parent_path().string() + ": cannot create (" + ec.message() + ")");
   try {
     write_file_atomically(file_, out.str());
   } catch (const std::runtime_error& e) {

@@ -68,13 +68,12 @@ void split_rows(std::ostringstream& md, const SplitRecord& split) {
     md << "| split | none: the matrices of data.uris (" << split.matrices << ") |\n";
     return;
   }
-  md << "| split | " << cell(split.name) << ", digest " << code(split.digest) << " (" << code(split.file)
-     << ") |\n";
+  md << "| split | " << cell(split.name) << ", digest " << code(split.digest) << " ("
+     << code(split.file) << ") |\n";
   md << "| part | " << cell(split.part) << ", selection " << cell(split.selection) << ": "
      << split.matrices << (split.matrices == 1 ? " matrix" : " matrices");
   if (split.absent > 0) {
-    md << " (" << split.absent
-       << (split.absent == 1 ? " catalogue matrix" : " catalogue matrices")
+    md << " (" << split.absent << (split.absent == 1 ? " catalogue matrix" : " catalogue matrices")
        << " not on this machine skipped)";
   }
   md << " |\n";
@@ -101,7 +100,8 @@ void run_section(std::ostringstream& md, const RunInfo& info) {
       md << "Oracle: " << summary->as_string() << ".\n\n";
     }
   }
-  if (const Json* novelty = info.extra.find("novelty"); novelty != nullptr && novelty->is_object()) {
+  if (const Json* novelty = info.extra.find("novelty");
+      novelty != nullptr && novelty->is_object()) {
     md << "Novelty is measured against the training corpus of each agent:";
     for (const auto& [agent, corpus] : novelty->as_object()) {
       md << "\n- " << cell(agent) << ": " << (corpus.is_string() ? cell(corpus.as_string()) : "?");
@@ -271,8 +271,8 @@ void summary_tables(std::ostringstream& md, const std::vector<MatrixResult>& row
        << percent(s.sample_compile_rate) << " | " << num(s.geomean_speedup) << " | "
        << num(s.geomean_speedup_fallback) << " | " << num(s.geomean_best_speedup) << " | "
        << percent(s.faster_share) << " | " << num(s.median_gflops) << " | "
-       << percent(s.mean_bandwidth_fraction) << " | " << percent(s.geomean_oracle_fraction)
-       << " | " << percent(s.novel_share) << " |\n";
+       << percent(s.mean_bandwidth_fraction) << " | " << percent(s.geomean_oracle_fraction) << " | "
+       << percent(s.novel_share) << " |\n";
   }
   md << "\n";
   const std::vector<PairedComparison> paired = compare_with_reference(rows, options.reference);
@@ -305,13 +305,13 @@ void matrix_table(std::ostringstream& md, const std::vector<MatrixResult>& rows,
   const std::size_t shown = std::min(rows.size(), options.table_rows);
   for (std::size_t i = 0; i < shown; ++i) {
     const MatrixResult& r = rows[i];
+    const char* correct = !r.tested ? "n/a" : r.correct ? "yes" : "no";
     md << "| " << code(r.matrix) << " | " << cell(regime_name(r)) << " | "
        << cell(r.family.empty() ? std::string("-") : r.family) << " | " << r.nnz << " | "
-       << cell(r.agent) << " | " << (r.compiled ? "yes" : "no") << " | "
-       << (!r.tested ? "n/a" : r.correct ? "yes" : "no") << " | " << num(r.candidate_us) << " | "
-       << num(r.cusparse_us) << " | " << num(r.speedup) << " | " << num(r.gflops) << " | "
-       << percent(r.bandwidth_fraction) << " | " << num(r.oracle_speedup) << " | "
-       << percent(r.oracle_fraction) << " | " << novelty_cell(r) << " | "
+       << cell(r.agent) << " | " << (r.compiled ? "yes" : "no") << " | " << correct << " | "
+       << num(r.candidate_us) << " | " << num(r.cusparse_us) << " | " << num(r.speedup) << " | "
+       << num(r.gflops) << " | " << percent(r.bandwidth_fraction) << " | " << num(r.oracle_speedup)
+       << " | " << percent(r.oracle_fraction) << " | " << novelty_cell(r) << " | "
        << num(r.corpus_distance) << " | "
        << (r.program.empty() ? std::string("-") : code(r.program.substr(0, 12))) << " |\n";
   }

@@ -75,12 +75,15 @@ double median(std::vector<double> v) {
 }  // namespace
 
 const std::vector<std::string>& results_columns() {
+  // The benchmark's yardsticks (DESIGN.md, "Benchmark and statistics") come last.
+  // clang-format off
   static const std::vector<std::string> columns = {
-      "matrix",       "nnz",         "agent",   "compiled", "correct",
-      "candidate_us", "cusparse_us", "speedup", "gflops",   "bandwidth_fraction",
-      "tested",       "samples",     "samples_compiled",    "samples_correct",
-      "best_speedup", "program",     "regime",  "family",   "oracle_speedup",
-      "oracle_fraction", "novel",    "corpus_distance"};
+      "matrix",          "nnz",          "agent",           "compiled",        "correct",
+      "candidate_us",    "cusparse_us",  "speedup",         "gflops",          "bandwidth_fraction",
+      "tested",          "samples",      "samples_compiled", "samples_correct", "best_speedup",
+      "program",         "regime",       "family",          "oracle_speedup",  "oracle_fraction",
+      "novel",           "corpus_distance"};
+  // clang-format on
   return columns;
 }
 
@@ -103,8 +106,7 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
         << r.samples_correct << ',' << csv_number(r.best_speedup) << ',' << csv_field(r.program)
         << ',' << csv_field(r.regime) << ',' << csv_field(r.family) << ','
         << csv_number(r.oracle_speedup) << ',' << csv_number(r.oracle_fraction) << ','
-        << (r.novel ? (*r.novel ? "1" : "0") : "") << ',' << csv_number(r.corpus_distance)
-        << '\n';
+        << (r.novel ? (*r.novel ? "1" : "0") : "") << ',' << csv_number(r.corpus_distance) << '\n';
   }
   try {
     write_file_atomically(file, out.str());
@@ -242,9 +244,8 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
       }
     }
     s.geomean_oracle_fraction = geomean(oracle);
-    s.novel_share = novelty_known > 0
-                        ? static_cast<double>(novel) / static_cast<double>(novelty_known)
-                        : kNaN;
+    s.novel_share =
+        novelty_known > 0 ? static_cast<double>(novel) / static_cast<double>(novelty_known) : kNaN;
     std::int64_t pass_k = 0, samples = 0, samples_compiled = 0;
     std::vector<double> best;
     for (const MatrixResult* r : rs) {

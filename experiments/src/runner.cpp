@@ -3,7 +3,6 @@
 // what each stage gets (its AgentConfig, data, environment, where it starts from), files the
 // checkpoints the stages save into checkpoints/ with a stage.json, numbers steps through the
 // stages, and picks up where a stopped run left off.
-#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/runner.hpp"
 
 #include <algorithm>
@@ -15,7 +14,7 @@
 
 #include "policy_evaluation.hpp"
 #include "session.hpp"
-#include "training_corpus.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/checkpoints.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/metrics.hpp"
@@ -24,6 +23,7 @@
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 #include "sparserl/experiments/split_tasks.hpp"
+#include "training_corpus.hpp"
 
 #if defined(SPARSERL_HAVE_AGENTS)
 #include "sparserl/agents/policy_agent.hpp"

@@ -152,10 +152,11 @@ Schema build_schema() {
                    "take only the split's matrices of these regimes (small < 200,000 <= medium < "
                    "1,000,000 <= large nonzeros; version-2 splits only); empty: all",
                    {"small", "medium", "large"})
-      .string_list("sources", {},
-                   "take only the split's matrices from these sources (shared: real matrices at "
-                   "hand, catalogue: the collection's, present where fetched, generated); empty: all",
-                   {"shared", "catalogue", "generated"})
+      .string_list(
+          "sources", {},
+          "take only the split's matrices from these sources (shared: real matrices at "
+          "hand, catalogue: the collection's, present where fetched, generated); empty: all",
+          {"shared", "catalogue", "generated"})
       .string_list("families", {},
                    "take only the split's matrices of these families (the collection group, or the "
                    "generator family of version-2 entries; checked against the split's); empty: "

@@ -71,10 +71,9 @@ std::string fetch_command(const PartTasks& out, const fs::path& data) {
 // Drops the catalogue entries the store cannot resolve to a file, and says so in out.note.
 void skip_absent(PartTasks& out, std::vector<datasets::SplitEntry>& entries, const Config& config,
                  const fs::path& root) {
-  const bool any_catalogue =
-      std::any_of(entries.begin(), entries.end(), [](const datasets::SplitEntry& e) {
-        return e.source == datasets::MatrixSource::catalogue;
-      });
+  const bool any_catalogue = std::any_of(
+      entries.begin(), entries.end(),
+      [](const datasets::SplitEntry& e) { return e.source == datasets::MatrixSource::catalogue; });
   if (!any_catalogue) return;
   datasets::StoreOptions options;
   options.indexes = index_dirs(config, root);
@@ -240,7 +239,8 @@ TestParts TestParts::of(const Config& config, const fs::path& root) {
     const std::string name = split.name + " (" + file.lexically_normal().string() + ")";
     for (const datasets::SplitEntry& e : split.part_entries(datasets::SplitPart::test)) {
       out.uris_.emplace(e.uri, name);
-      if (const auto key = without_seed(e.uri)) out.generated_.emplace(*key, std::pair{e.uri, name});
+      if (const auto key = without_seed(e.uri))
+        out.generated_.emplace(*key, std::pair{e.uri, name});
     }
   }
   return out;
@@ -327,7 +327,8 @@ void tag_results(std::vector<MatrixResult>& rows, const PartTasks& tasks) {
     const auto it = by_uri.find(r.matrix);
     if (it != by_uri.end()) {
       const datasets::SplitEntry& e = *it->second;
-      r.regime = std::string(datasets::to_string(e.regime ? *e.regime : datasets::regime_of(r.nnz)));
+      r.regime =
+          std::string(datasets::to_string(e.regime ? *e.regime : datasets::regime_of(r.nnz)));
       r.family = e.family;
       continue;
     }
@@ -335,9 +336,15 @@ void tag_results(std::vector<MatrixResult>& rows, const PartTasks& tasks) {
     try {
       const datasets::MatrixUri uri = datasets::MatrixUri::parse(r.matrix);
       switch (uri.scheme) {
-        case datasets::MatrixUri::Scheme::suitesparse: r.family = uri.group; break;
-        case datasets::MatrixUri::Scheme::generated: r.family = uri.kind; break;
-        case datasets::MatrixUri::Scheme::file: r.family = "file"; break;
+        case datasets::MatrixUri::Scheme::suitesparse:
+          r.family = uri.group;
+          break;
+        case datasets::MatrixUri::Scheme::generated:
+          r.family = uri.kind;
+          break;
+        case datasets::MatrixUri::Scheme::file:
+          r.family = "file";
+          break;
       }
     } catch (const datasets::InvalidUri&) {
       r.family.clear();

@@ -32,7 +32,8 @@ std::vector<std::string> design_space_programs([[maybe_unused]] const CorpusSpec
   std::vector<std::string> out;
   *space_size = 0;
 #ifdef SPARSERL_CORPUS_HAVE_KERNELS
-  const kernels::DesignSpace space(*datasets::parse_op(spec.op), *datasets::parse_dtype(spec.dtype));
+  const kernels::DesignSpace space(*datasets::parse_op(spec.op),
+                                   *datasets::parse_dtype(spec.dtype));
   *space_size = space.size();
   const std::vector<kernels::DesignPoint> points =
       n > 0 ? space.sample(static_cast<std::size_t>(n), spec.seed) : space.points();
@@ -146,16 +147,16 @@ const ProgramCorpus& CorpusLibrary::get(const CorpusSpec& spec, const std::strin
   const std::string what = spec.op + " " + spec.dtype;
   if (spec.pretrain == kDesignSpace) {
     programs = design_space_programs(spec, spec.corpus_programs, &space);
-    description = "pretraining: " +
-                  (spec.corpus_programs > 0 && static_cast<std::size_t>(spec.corpus_programs) < space
-                       ? std::to_string(programs.size()) + " of the " + std::to_string(space) +
-                             " design-space programs of " + what + " (seed " +
-                             std::to_string(spec.seed) + ")"
-                       : "the " + std::to_string(programs.size()) + " design-space programs of " +
-                             what);
+    description =
+        "pretraining: " +
+        (spec.corpus_programs > 0 && static_cast<std::size_t>(spec.corpus_programs) < space
+             ? std::to_string(programs.size()) + " of the " + std::to_string(space) +
+                   " design-space programs of " + what + " (seed " + std::to_string(spec.seed) + ")"
+             : "the " + std::to_string(programs.size()) + " design-space programs of " + what);
   } else if (!spec.pretrain.empty()) {
     programs = dataset_programs(spec, spec.pretrain, false, trouble);
-    description = "pretraining: " + std::to_string(programs.size()) + " programs of " + spec.pretrain;
+    description =
+        "pretraining: " + std::to_string(programs.size()) + " programs of " + spec.pretrain;
   }
   if (spec.sft_pairs == kDesignSpace) {
     const std::vector<std::string> all = design_space_programs(spec, 0, &space);
@@ -166,13 +167,13 @@ const ProgramCorpus& CorpusLibrary::get(const CorpusSpec& spec, const std::strin
   } else if (!spec.sft_pairs.empty()) {
     const std::vector<std::string> pairs = dataset_programs(spec, spec.sft_pairs, true, trouble);
     programs.insert(programs.end(), pairs.begin(), pairs.end());
-    description += std::string(description.empty() ? "" : "; ") + "SFT pairs: " +
-                   std::to_string(pairs.size()) + " programs of " + spec.sft_pairs;
+    description += std::string(description.empty() ? "" : "; ") +
+                   "SFT pairs: " + std::to_string(pairs.size()) + " programs of " + spec.sft_pairs;
   }
   if (spec.pretrain.empty() && spec.sft_pairs.empty()) {
     programs = design_space_programs(spec, 0, &space);
-    description = "the design space of " + what + " (" + std::to_string(programs.size()) +
-                  " programs)";
+    description =
+        "the design space of " + what + " (" + std::to_string(programs.size()) + " programs)";
   }
   std::vector<TokenSequence> sequences;
   std::size_t unencodable = 0;

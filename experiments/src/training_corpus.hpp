@@ -30,10 +30,10 @@
 namespace sparserl::experiments {
 
 struct CorpusSpec {
-  std::string pretrain;        // "design-space", a dataset.h5 path, or ""
+  std::string pretrain;  // "design-space", a dataset.h5 path, or ""
   std::int64_t corpus_programs = 0;
   std::uint64_t seed = 0;
-  std::string sft_pairs;       // "design-space", a dataset.h5 path, or ""
+  std::string sft_pairs;  // "design-space", a dataset.h5 path, or ""
   std::string op = "spmv";
   std::string dtype = "f32";
 

@@ -81,7 +81,8 @@ inline BenchSplitFixture write_bench_split(const std::filesystem::path& root) {
 }
 
 // A config over the fixture: its split, the shared index, the data directory; TOML text.
-inline std::string bench_split_config(const BenchSplitFixture& f, const std::string& shared_matrices,
+inline std::string bench_split_config(const BenchSplitFixture& f,
+                                      const std::string& shared_matrices,
                                       const std::string& extra = "") {
   return "[experiment]\nname = \"t2\"\nseed = 1\nroot = \"" + f.root.string() +
          "\"\n[data]\nsplit = \"datasets/splits/bench-t2.split\"\nindex_dirs = [\"" +

@@ -52,10 +52,10 @@ TEST_CASE("sparserl bench on a version-2 split: regimes, oracle and novelty colu
       "[bench]\nagents = [\"template\", \"random\"]\nsamples = 2\ntemplate_budget = 1\n"
       "[env]\nmax_tokens = 300\n");
   int status = 0;
-  const std::string output = sparserl::testing::run_command(
-      std::string(SPARSERL_CLI_PATH) + " bench " + config.string() + " --runs-dir " +
-          (f.root / "runs").string(),
-      status);
+  const std::string output =
+      sparserl::testing::run_command(std::string(SPARSERL_CLI_PATH) + " bench " + config.string() +
+                                         " --runs-dir " + (f.root / "runs").string(),
+                                     status);
   INFO(output);
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);

@@ -27,8 +27,8 @@ std::size_t brute_force(const TokenSequence& a, const TokenSequence& b) {
   for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
     }
   }
   return d[a.size()][b.size()];
@@ -42,24 +42,32 @@ TokenSequence random_sequence(std::mt19937& rng, std::size_t max_length, int alp
   return s;
 }
 
-// The example of DESIGN.md: one thread per row, CSR.
+// The example of DESIGN.md, one thread per row over CSR, with its three locals and its block size
+// filled in.
 std::string csr_program(const std::string& row, const std::string& sum, const std::string& k,
                         int block) {
-  return "//@format csr\n"
-         "//@launch spmv grid=ceil_div(M, " +
-         std::to_string(block) + ") block=" + std::to_string(block) +
-         "\n"
-         "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr,\n"
-         "    const int* __restrict__ col_idx, const value_t* __restrict__ val,\n"
-         "    const value_t* __restrict__ x, value_t* __restrict__ y) {\n"
-         "  int " + row + " = blockIdx.x * blockDim.x + threadIdx.x;  // one row each\n"
-         "  if (" + row + " < M) {\n"
-         "    value_t " + sum + " = 0;\n"
-         "    for (int " + k + " = row_ptr[" + row + "]; " + k + " < row_ptr[" + row + " + 1]; ++" +
-         k + ") " + sum + " += val[" + k + "] * x[col_idx[" + k + "]];\n"
-         "    y[" + row + "] = " + sum + ";\n"
-         "  }\n"
-         "}\n";
+  std::string text = R"(//@format csr
+//@launch spmv grid=ceil_div(M, BLOCK) block=BLOCK
+extern "C" __global__ void spmv(const int* __restrict__ row_ptr,
+    const int* __restrict__ col_idx, const value_t* __restrict__ val,
+    const value_t* __restrict__ x, value_t* __restrict__ y) {
+  int ROW = blockIdx.x * blockDim.x + threadIdx.x;  // one row each
+  if (ROW < M) {
+    value_t SUM = 0;
+    for (int KK = row_ptr[ROW]; KK < row_ptr[ROW + 1]; ++KK) SUM += val[KK] * x[col_idx[KK]];
+    y[ROW] = SUM;
+  }
+}
+)";
+  const std::pair<std::string, std::string> fill[] = {
+      {"BLOCK", std::to_string(block)}, {"ROW", row}, {"SUM", sum}, {"KK", k}};
+  for (const auto& [name, value] : fill) {
+    for (std::size_t at = text.find(name); at != std::string::npos;
+         at = text.find(name, at + value.size())) {
+      text.replace(at, name.size(), value);
+    }
+  }
+  return text;
 }
 
 }  // namespace
@@ -124,8 +132,9 @@ TEST_CASE("the nearest corpus program is the minimum over the corpus", "[experim
     for (int i = 0; i < n; ++i) programs.push_back(random_sequence(rng, 30, 5));
     const ProgramCorpus corpus("random", programs);
     for (int q = 0; q < 5; ++q) {
-      const TokenSequence query = q == 0 ? programs[static_cast<std::size_t>(trial) % programs.size()]
-                                         : random_sequence(rng, 30, 5);
+      const TokenSequence query = q == 0
+                                      ? programs[static_cast<std::size_t>(trial) % programs.size()]
+                                      : random_sequence(rng, 30, 5);
       std::size_t expected = std::numeric_limits<std::size_t>::max();
       for (const TokenSequence& p : programs) expected = std::min(expected, brute_force(query, p));
       INFO("trial " << trial << " query " << q);

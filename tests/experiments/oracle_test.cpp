@@ -109,7 +109,8 @@ TEST_CASE("the oracle cache round-trips and replaces entries by matrix", "[exper
 
 TEST_CASE("a malformed oracle cache is named by file and line", "[experiments][oracle]") {
   const fs::path file = scratch_dir("oracle_malformed") / "spmv-f32-k1-b16.csv";
-  const std::string header = "matrix,oracle_us,baseline_us,oracle_speedup,program,design,protocol\n";
+  const std::string header =
+      "matrix,oracle_us,baseline_us,oracle_speedup,program,design,protocol\n";
   struct Case {
     std::string text;
     std::string message;
@@ -136,7 +137,7 @@ TEST_CASE("the oracle fraction: speedup over the oracle's, 0 for a failure, n/a 
           "[experiments][oracle]") {
   const double nan = std::nan("");
   CHECK(oracle_fraction(answer(true, true, 1.5), 2.0) == 0.75);
-  CHECK(oracle_fraction(answer(true, true, 3.0), 2.0) == 1.5);  // above the oracle: more than 1
+  CHECK(oracle_fraction(answer(true, true, 3.0), 2.0) == 1.5);   // above the oracle: more than 1
   CHECK(oracle_fraction(answer(true, false, nan), 2.0) == 0.0);  // failed
   CHECK(oracle_fraction(answer(true, true, nan), 2.0) == 0.0);   // correct, never timed
   CHECK(std::isnan(oracle_fraction(answer(false, false, nan), 2.0)));  // no GPU stages

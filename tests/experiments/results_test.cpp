@@ -52,8 +52,9 @@ TEST_CASE("results.csv round-trips", "[experiments][results]") {
         "matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_"
         "fraction,tested,samples,samples_compiled,samples_correct,best_speedup,program,regime,"
         "family,oracle_speedup,oracle_fraction,novel,corpus_distance");
-  CHECK(first ==
-        "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5,1,0,0,0,2.5,3a07ff,,,,,,");
+  CHECK(
+      first ==
+      "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5,1,0,0,0,2.5,3a07ff,,,,,,");
 
   const auto back = read_results_csv(file);
   REQUIRE(back.size() == 3);

@@ -128,10 +128,11 @@ TEST_CASE("catalogue matrices that are not on this machine are skipped with the 
   CHECK(uris_of(cat) == std::vector<std::string>{"suitesparse-v1/Cat/present"});
   CHECK(cat.selected == 2);
   CHECK(cat.absent == 1);
-  CHECK(cat.note == "data.split bench-t2, part val: 1 of the 2 selected matrices are catalogue "
-                    "matrices not on this machine: skipped. Fetch them: sparserl data fetch "
-                    "--split " +
-                        f.split.string() + " --part val --data-dir " + f.data_dir.string());
+  CHECK(cat.note ==
+        "data.split bench-t2, part val: 1 of the 2 selected matrices are catalogue "
+        "matrices not on this machine: skipped. Fetch them: sparserl data fetch "
+        "--split " +
+            f.split.string() + " --part val --data-dir " + f.data_dir.string());
   fs::remove(f.data_dir / "suitesparse" / "Cat" / "present.mtx");
   CHECK_THROWS_WITH(
       ex::part_tasks(fixture_config(f, {"data.sources=[\"catalogue\"]"}), f.root, "val", 0),
@@ -153,14 +154,16 @@ TEST_CASE("bench and eval read the test part only with --part test on the comman
       sparserl::testing::bench_split_config(f, "/nonexistent", "[bench]\npart = \"test\"\n"),
       "t2.toml");
   CHECK_THROWS_WITH(ex::run_bench(file, options),
-                    has_substring("bench.part = \"test\": " + refused + " - `sparserl bench "
+                    has_substring("bench.part = \"test\": " + refused +
+                                  " - `sparserl bench "
                                   "CONFIG --part test`; a config file or --set cannot ask for it"));
   CHECK_THROWS_WITH(ex::run_bench(fixture_config(f, {"bench.part=test"}), options),
                     has_substring("bench.part = \"test\": " + refused));
   if (ex::have_learned_agents()) {
     CHECK_THROWS_WITH(
         ex::run_checkpoint_evaluation(fixture_config(f, {"eval.part=test"}), f.root, options),
-        has_substring("eval.part = \"test\": " + refused + " - `sparserl eval CONFIG --part test`"));
+        has_substring("eval.part = \"test\": " + refused +
+                      " - `sparserl eval CONFIG --part test`"));
   }
   // A data.uris list holding a test matrix of a project split is the test part too.
   const Config uris = Config::parse(

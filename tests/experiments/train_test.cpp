@@ -14,9 +14,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -494,7 +494,8 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
           "template-search programs, stood for by all 183 design-space programs of spmv f32");
     CHECK(novelty->find("sft-again")->as_string() == novelty->find("sft")->as_string());
     CHECK(novelty->find("template")->as_string() == "the design space of spmv f32 (183 programs)");
-    const RunInfo trained = read_run_info(fs::path(policy).parent_path().parent_path() / "run.json");
+    const RunInfo trained =
+        read_run_info(fs::path(policy).parent_path().parent_path() / "run.json");
     REQUIRE(trained.extra.find("corpus") != nullptr);
     CHECK(trained.extra.find("corpus")->find("pretrain")->as_string() == "design-space");
     CHECK(trained.extra.find("corpus")->find("corpus_programs")->as_integer() == 24);
@@ -551,11 +552,11 @@ TEST_CASE("sparserl eval reads the test part only with --part test, and says so"
   const std::string policy = tiny_sft_policy(dir);
   const auto f = sparserl::testing::write_bench_split(dir / "project");
   std::ofstream(dir / "t2.toml") << sparserl::testing::bench_split_config(
-      f, shared.string(),
-      "[eval]\nsamples = 1\ntasks_per_batch = 4\n[agent]\ndevice = \"cpu\"\n");
+      f, shared.string(), "[eval]\nsamples = 1\ntasks_per_batch = 4\n[agent]\ndevice = \"cpu\"\n");
   const auto eval = [&](const std::string& name, const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"eval", (dir / "t2.toml").string(), "--checkpoint", policy,
-                                     "--runs-dir", (dir / name).string()};
+    std::vector<std::string> args = {"eval",         (dir / "t2.toml").string(),
+                                     "--checkpoint", policy,
+                                     "--runs-dir",   (dir / name).string()};
     args.insert(args.end(), extra.begin(), extra.end());
     return finish(start_cli(args, dir / (name + ".log")), std::chrono::seconds(180));
   };

@@ -13,10 +13,12 @@ namespace sparserl::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sparserl bench CONFIG [--part train|val|test] [--set section.key=value]... [--root DIR]\n"
+    "usage: sparserl bench CONFIG [--part train|val|test] [--set section.key=value]... [--root "
+    "DIR]\n"
     "                      [--runs-dir DIR]\n"
     "\n"
-    "Every agent of bench.agents answers for every matrix of bench.part of data.split (narrowed by\n"
+    "Every agent of bench.agents answers for every matrix of bench.part of data.split (narrowed "
+    "by\n"
     "data.regimes, data.sources, data.families; catalogue matrices not on this machine skipped):\n"
     "  template   the template search's best program (bench.template_budget measurements)\n"
     "  random     uniform tokens under the action mask (bench.samples episodes)\n"

@@ -36,7 +36,7 @@ class OracleError : public std::runtime_error {
 };
 
 struct OracleEntry {
-  std::string matrix;  // canonical URI
+  std::string matrix;                                             // canonical URI
   double oracle_us = std::numeric_limits<double>::quiet_NaN();    // the best program's median
   double baseline_us = std::numeric_limits<double>::quiet_NaN();  // cuSPARSE's, same protocol
   double oracle_speedup = std::numeric_limits<double>::quiet_NaN();

@@ -80,7 +80,7 @@ class TestParts {
       std::string_view uri) const;
 
  private:
-  std::map<std::string, std::string> uris_;  // canonical URI -> split
+  std::map<std::string, std::string> uris_;                               // canonical URI -> split
   std::map<std::string, std::pair<std::string, std::string>> generated_;  // URI sans seed= -> both
 };
 
