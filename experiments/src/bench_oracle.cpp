@@ -104,16 +104,11 @@ void BenchOracle::finish(std::vector<MatrixResult>& rows,
   const Config& c = s_.config;
   const auto& agents = c.string_list("bench.agents");
   const bool template_ran = std::find(agents.begin(), agents.end(), "template") != agents.end();
-  std::vector<OracleEntry> fresh;
-  if (template_ran && c.integer("bench.template_budget") >= budget_) {
-    for (const auto& [uri, entry] : template_entries) {
-      const OracleEntry* known = cache_->find(uri);
-      if (entry.protocol == protocol_ && (known == nullptr || known->protocol != protocol_)) {
-        fresh.push_back(entry);
-      }
-    }
-    filled_ = fresh.size();
-  }
+  const std::vector<OracleEntry> fresh =
+      template_ran ? entries_to_fill(*cache_, template_entries, c.integer("bench.template_budget"),
+                                     budget_, protocol_)
+                   : std::vector<OracleEntry>();
+  filled_ = fresh.size();
   if (!fresh.empty()) cache_->store(fresh);
   std::string compute_note;
   if (mode_ == "compute") {

@@ -152,6 +152,21 @@ void OracleCache::store(const std::vector<OracleEntry>& entries) {
   }
 }
 
+std::vector<OracleEntry> entries_to_fill(const OracleCache& cache,
+                                         const std::map<std::string, OracleEntry>& template_answers,
+                                         std::int64_t template_budget, std::int64_t oracle_budget,
+                                         const std::string& protocol) {
+  std::vector<OracleEntry> out;
+  if (template_budget < oracle_budget) return out;
+  for (const auto& [matrix, entry] : template_answers) {
+    const OracleEntry* known = cache.find(matrix);
+    if (entry.protocol == protocol && (known == nullptr || known->protocol != protocol)) {
+      out.push_back(entry);
+    }
+  }
+  return out;
+}
+
 double oracle_fraction(const MatrixResult& row, double oracle_speedup) {
   if (!row.tested || !std::isfinite(oracle_speedup) || !(oracle_speedup > 0)) {
     return std::numeric_limits<double>::quiet_NaN();

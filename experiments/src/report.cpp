@@ -65,7 +65,11 @@ double seconds_between(const std::string& from, const std::string& to) {
 // and selection, and what was skipped.
 void split_rows(std::ostringstream& md, const SplitRecord& split) {
   if (split.name.empty()) {
-    md << "| split | none: the matrices of data.uris (" << split.matrices << ") |\n";
+    md << "| split | none"
+       << (split.matrices > 0
+               ? ": the matrices of data.uris (" + std::to_string(split.matrices) + ")"
+               : std::string())
+       << " |\n";
     return;
   }
   md << "| split | " << cell(split.name) << ", digest " << code(split.digest) << " ("

@@ -537,7 +537,10 @@ RunOutcome train_in(const RunDirectory& run, Session& session, std::ostream& log
 std::optional<SplitRecord> training_split(const Config& config, const fs::path& root,
                                           std::ostream& log) {
   if (config.string("data.split").empty() && config.string_list("data.uris").empty()) {
-    return std::nullopt;  // pretraining alone needs no matrices
+    SplitRecord none;  // pretraining alone needs no matrices
+    none.part = config.string("data.part");
+    none.selection = split_selection(config).describe();
+    return none;
   }
   const PartTasks tasks =
       part_tasks(config, root, config.string("data.part"), config.integer("data.max_tasks"));

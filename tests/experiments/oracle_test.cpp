@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -164,4 +165,33 @@ TEST_CASE("the oracle fraction: speedup over the oracle's, 0 for a failure, n/a 
   apply_oracle(other, cache, "seed=0 inputs=1 warmup=0 reps=5 flush_l2=0 time=1");
   CHECK(std::isnan(other[0].oracle_speedup));
   CHECK(std::isnan(other[0].oracle_fraction));
+}
+
+TEST_CASE("the template agent fills the cache when it searched with at least the oracle's budget",
+          "[experiments][oracle]") {
+  const fs::path file = scratch_dir("oracle_fill") / "o.csv";
+  OracleCache cache(file);
+  const OracleEntry kept = entry("a", 1.0, 2.0);
+  OracleEntry stale = entry("b", 1.0, 2.0);
+  stale.protocol = "seed=0 inputs=1 warmup=0 reps=5 flush_l2=0 time=1";
+  cache.store({kept, stale});
+  const std::string protocol = kept.protocol;
+  std::map<std::string, OracleEntry> answers = {
+      {"a", entry("a", 0.5, 2.0)}, {"b", entry("b", 0.8, 2.0)}, {"c", entry("c", 1.0, 3.0)}};
+  OracleEntry screened = entry("d", 1.0, 1.0);
+  screened.protocol = "screen screen";  // a screening figure is no oracle
+  answers.emplace("d", screened);
+  CHECK(entries_to_fill(cache, answers, 8, 16, protocol).empty());  // a smaller search
+  const std::vector<OracleEntry> fill = entries_to_fill(cache, answers, 16, 16, protocol);
+  REQUIRE(fill.size() == 2);  // "a" is known and stays; "b" was timed under another protocol
+  CHECK(fill[0].matrix == "b");
+  CHECK(fill[1].matrix == "c");
+  CHECK(entries_to_fill(cache, answers, 32, 16, protocol).size() == 2);
+  cache.store(fill);
+  const OracleCache back(file);
+  CHECK(back.find("a")->oracle_speedup == 2.0);
+  CHECK(back.find("b")->oracle_speedup == 2.5);
+  CHECK(back.find("b")->protocol == protocol);
+  CHECK(back.find("c")->oracle_speedup == 3.0);
+  CHECK(back.find("d") == nullptr);
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -81,6 +82,14 @@ class OracleCache {
   std::filesystem::path file_;
   std::vector<OracleEntry> entries_;
 };
+
+// The template agent's answers that go into the cache: none unless it searched with at least the
+// oracle's budget; else those timed under `protocol` for matrices the cache lacks (or holds under
+// another protocol). An entry already there is kept: the oracle of a matrix stays what it was.
+std::vector<OracleEntry> entries_to_fill(const OracleCache& cache,
+                                         const std::map<std::string, OracleEntry>& template_answers,
+                                         std::int64_t template_budget, std::int64_t oracle_budget,
+                                         const std::string& protocol);
 
 // The answer's speedup as a fraction of the oracle's: NaN when the row was not tested or the
 // oracle's speedup is not a positive number; 0 when the answer failed (not correct, or correct
