@@ -493,11 +493,20 @@ Comparison compare_agents(const std::vector<fs::path>& run_dirs, const CompareOp
   c.agents = group_agents(c.runs, options.seeds_in_names);
   c.reference = resolve_reference(c.agents, options.reference);
   const Layout layout = lay_out(c);
+  // A yardstick is shown when every run has its column and some row holds a value (benches write
+  // the columns always, empty where no oracle or novelty was measured).
   c.oracle_fraction = c.novel = true;
+  bool any_oracle = false, any_novel = false;
   for (const ComparedRun& run : c.runs) {
     c.oracle_fraction = c.oracle_fraction && run.results.has_column("oracle_fraction");
     c.novel = c.novel && run.results.has_column("novel");
+    for (const MatrixResult& r : run.results.rows) {
+      any_oracle = any_oracle || std::isfinite(r.oracle_fraction);
+      any_novel = any_novel || r.novel.has_value();
+    }
   }
+  c.oracle_fraction = c.oracle_fraction && any_oracle;
+  c.novel = c.novel && any_novel;
   choose_k(c, layout);
   describe_runs(c, layout);
   const auto ref = static_cast<std::size_t>(

@@ -1,7 +1,8 @@
 // `sparserl bench CONFIG`: every agent of bench.agents (and every NAME=CHECKPOINT of
 // bench.policies) answers for every matrix of bench.part, and the answers are evaluated by the same
 // evaluator and protocol, matrix by matrix (Bench says why). One row per (matrix, agent) goes to
-// results.csv, one per agent to summary.csv, and report.md shows both; every program the learned
+// results.csv (tagged with the matrix's regime and family), one per (regime, agent) to
+// summary.csv, and report.md shows them, the large regime first; every program the learned
 // and random agents wrote goes to trajectories.h5 (bench.record_trajectories).
 //
 // What each agent answers with, and what pass@k counts:
@@ -24,6 +25,7 @@
 #include <span>
 #include <sstream>
 
+#include "bench_oracle.hpp"
 #include "session.hpp"
 #include "sparserl/env/agent.hpp"
 #include "sparserl/env/seeding.hpp"
@@ -32,6 +34,8 @@
 #include "sparserl/experiments/metrics.hpp"
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/experiments/split_tasks.hpp"
+#include "training_corpus.hpp"
 #if __has_include("sparserl/kernels/template_search.hpp")
 #include "sparserl/kernels/evaluator_backend.hpp"
 #include "sparserl/kernels/template_search.hpp"
@@ -87,33 +91,6 @@ void count_sample(MatrixResult& row, const std::optional<reward::EvalResult>& ev
   }
 }
 
-std::string csv_cell(double v) { return std::isfinite(v) ? json_number(v) : std::string(); }
-
-// summary.csv; the last two columns compare each agent with `reference` (report.reference),
-// empty for the reference itself or when there is none.
-void write_summary_csv(const fs::path& file, const std::vector<MatrixResult>& rows,
-                       const std::string& reference) {
-  std::map<std::string, PairedComparison> paired;
-  for (const PairedComparison& p : compare_with_reference(rows, reference)) paired[p.agent] = p;
-  std::ostringstream out;
-  out << "agent,matrices,tested,compile_rate,pass@1,pass@k,k,geomean_speedup,"
-         "geomean_speedup_fallback,faster_share,median_gflops,mean_bandwidth_fraction,"
-         "sample_compile_rate,geomean_best_speedup,speedup_vs_reference,answers_differing\n";
-  for (const AgentSummary& s : summarize_results(rows)) {
-    const auto p = paired.find(s.agent);
-    out << s.agent << ',' << s.matrices << ',' << (s.tested ? 1 : 0) << ','
-        << csv_cell(s.compile_rate) << ',' << csv_cell(s.pass_at_1) << ',' << csv_cell(s.pass_at_k)
-        << ',' << s.k << ',' << csv_cell(s.geomean_speedup) << ','
-        << csv_cell(s.geomean_speedup_fallback) << ',' << csv_cell(s.faster_share) << ','
-        << csv_cell(s.median_gflops) << ',' << csv_cell(s.mean_bandwidth_fraction) << ','
-        << csv_cell(s.sample_compile_rate) << ',' << csv_cell(s.geomean_best_speedup) << ','
-        << (p == paired.end() ? std::string() : csv_cell(p->second.speedup_ratio)) << ','
-        << (p == paired.end() ? std::string() : std::to_string(p->second.different_programs))
-        << '\n';
-  }
-  write_file_atomically(file, out.str());
-}
-
 // One agent of the comparison: its table name and what it answers with.
 struct Contender {
   enum class Kind { template_search, random, learned };
@@ -129,6 +106,8 @@ struct Contender {
   std::vector<agents::Completion> answers, samples;
 #endif
   std::vector<MatrixResult> rows;
+  // What its answers' novelty is measured against (training_corpus.hpp).
+  const ProgramCorpus* corpus = nullptr;
 };
 
 // bench.agents, then bench.policies' NAME=CHECKPOINT entries, in table order.
@@ -171,6 +150,14 @@ class Bench {
     for (const datasets::Task& t : tasks_) nnz_.push_back(s_.store->load(t.uri)->nnz());
   }
 
+  // Per agent, what its answers' novelty was measured against (run.json "novelty").
+  [[nodiscard]] const Json& novelty_corpora() const { return novelty_corpora_; }
+
+  // The template agent's answers as oracle entries (correct and timed ones), by matrix.
+  [[nodiscard]] const std::map<std::string, OracleEntry>& template_entries() const {
+    return template_entries_;
+  }
+
   std::vector<MatrixResult> run() {
     std::vector<Contender> contenders = contenders_of(config_);
     for (Contender& c : contenders) prepare(c);
@@ -205,7 +192,23 @@ class Bench {
   }
 
  private:
+  // The corpus an agent was trained on: a checkpoint's as its run recorded it, else (and for the
+  // template and random agents) the design space.
+  const ProgramCorpus& corpus_of(const Contender& c) {
+    if (c.kind == Contender::Kind::learned) {
+      if (auto spec = recorded_corpus(resolve_path(s_.root, c.checkpoint))) {
+        return corpora_.get(*spec);
+      }
+      return corpora_.get(design_space_corpus(config_),
+                          "the checkpoint's run recorded no corpus, so the design space stands "
+                          "for it");
+    }
+    return corpora_.get(design_space_corpus(config_));
+  }
+
   void prepare(Contender& c) {
+    c.corpus = &corpus_of(c);
+    novelty_corpora_.set(c.name, c.corpus->description());
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
     switch (c.kind) {
       case Contender::Kind::template_search:
@@ -274,25 +277,45 @@ class Bench {
   }
 
   // Agent c's row for task i (b: the task's place in the current batch).
+  // With the answer's novelty against the agent's training corpus.
   MatrixResult answer(Contender& c, std::size_t i, std::size_t b) {
+    std::optional<TokenSequence> program;
+    MatrixResult row;
     switch (c.kind) {
-      case Contender::Kind::template_search: return template_answer(i);
-      case Contender::Kind::random: return random_answer(c, i);
-      case Contender::Kind::learned: break;
+      case Contender::Kind::template_search:
+        row = template_answer(i, program);
+        break;
+      case Contender::Kind::random:
+        row = random_answer(c, i, program);
+        break;
+      case Contender::Kind::learned:
+        row = learned_answer(c, i, b, program);
+        break;
     }
-    return learned_answer(c, i, b);
+    const Novelty novelty = novelty_of(*c.corpus, program, row.correct);
+    row.novel = novelty.novel;
+    row.corpus_distance = novelty.distance;
+    return row;
   }
 
-  MatrixResult template_answer(std::size_t i) {
+  MatrixResult template_answer(std::size_t i, std::optional<TokenSequence>& program) {
     std::optional<reward::EvalResult> eval;
 #ifdef SPARSERL_BENCH_HAVE_KERNELS
     const kernels::SearchResult result = search_->search(tasks_[i]);
-    if (const kernels::CandidateResult* best = result.best_candidate()) eval = best->result;
+    if (const kernels::CandidateResult* best = result.best_candidate()) {
+      eval = best->result;
+      program = normalised_program(*s_.tokenizer, best->program);
+    }
+    if (auto entry = oracle_entry(result, gpu_protocol(config_))) {
+      template_entries_[tasks_[i].uri] = std::move(*entry);
+    }
+#else
+    (void)program;
 #endif
     return answer_row(tasks_[i], nnz_[i], "template", eval, s_.gpu);
   }
 
-  MatrixResult random_answer(Contender& c, std::size_t i) {
+  MatrixResult random_answer(Contender& c, std::size_t i, std::optional<TokenSequence>& program) {
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
     const auto k = static_cast<std::uint64_t>(config_.integer("bench.samples"));
     MatrixResult row;
@@ -311,13 +334,17 @@ class Bench {
       const std::optional<reward::EvalResult> eval =
           episode != nullptr ? episode->eval : std::nullopt;
       if (episode != nullptr && trajectories_ != nullptr) trajectories_->append(*episode, "random");
-      if (j == 0) row = answer_row(tasks_[i], nnz_[i], "random", eval, s_.gpu);
+      if (j == 0) {
+        row = answer_row(tasks_[i], nnz_[i], "random", eval, s_.gpu);
+        if (episode != nullptr) program = normalised_episode(*s_.tokenizer, *episode);
+      }
       count_sample(row, eval, s_.gpu);
     }
     return row;
   }
 
-  MatrixResult learned_answer(Contender& c, std::size_t i, std::size_t b) {
+  MatrixResult learned_answer(Contender& c, std::size_t i, std::size_t b,
+                              std::optional<TokenSequence>& program) {
 #if defined(SPARSERL_HAVE_AGENTS)
     const auto k = c.samples.size() / std::max<std::size_t>(1, c.answers.size());
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
@@ -362,13 +389,14 @@ class Bench {
       }
     }
     MatrixResult row = answer_row(tasks_[i], nnz_[i], c.name, episodes[0].eval, s_.gpu);
+    program = normalised_episode(*s_.tokenizer, episodes[0]);
     for (std::size_t j = 1; j < episodes.size(); ++j) count_sample(row, episodes[j].eval, s_.gpu);
     if (trajectories_ != nullptr) {
       for (const env::Episode& e : episodes) trajectories_->append(e);
     }
     return row;
 #else
-    (void)c, (void)b;
+    (void)c, (void)b, (void)program;
     return answer_row(tasks_[i], nnz_[i], c.name, std::nullopt, s_.gpu);
 #endif
   }
@@ -380,6 +408,9 @@ class Bench {
   const StopSignals& stop_;
   env::TrajectoryWriter* trajectories_;
   std::uint64_t next_episode_ = 0;
+  std::map<std::string, OracleEntry> template_entries_;
+  CorpusLibrary corpora_{s_.tokenizer};
+  Json novelty_corpora_ = Json::object();
   std::unique_ptr<env::RandomAgent> random_;
 #ifdef SPARSERL_BENCH_HAVE_KERNELS
   std::unique_ptr<kernels::EvaluatorBackend> candidates_;
@@ -433,11 +464,19 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
   std::ostream& log = log_stream(options);
   const fs::path root = resolve_root(config, options.root);
   pin_paths(config, root, options);
+  const bool explicit_test = options.part == "test";
+  if (options.part) config.set("bench.part", Value(*options.part));
+  check_test_part("bench.part", config.string("bench.part"), explicit_test, "sparserl bench");
   check_bench_config(config, root);
-  std::vector<datasets::Task> tasks =
-      config_tasks(config, root, config.string("bench.part"), config.integer("bench.max_tasks"));
+  PartTasks part =
+      part_tasks(config, root, config.string("bench.part"), config.integer("bench.max_tasks"));
+  check_test_matrices(part, config, root, explicit_test, "sparserl bench");
+  if (!part.note.empty()) log << part.note << "\n";
+  std::vector<datasets::Task> tasks = part.tasks;
   auto session = Session::open(config, root, log);
+  BenchOracle oracle(*session, part);
   RunStart start = run_start(*session, options);
+  start.split = split_record(part);
   const RunDirectory run = RunDirectory::create(session->config, start);
   session->record_to(run.root());
   session->say("run directory: " + run.root().string());
@@ -445,7 +484,10 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
                std::to_string(config.string_list("bench.agents").size() +
                               config.string_list("bench.policies").size()) +
                " agents x " + std::to_string(tasks.size()) + " matrices (" +
-               config.string("bench.part") + " part), matrix by matrix");
+               config.string("bench.part") + " part" +
+               (part.split ? " of " + part.split->name + ", selection " + part.selection.describe()
+                           : std::string()) +
+               "), matrix by matrix");
   RunStatus status = RunStatus::running;
   try {
     status = run.run([&](const StopSignals& stop) {
@@ -460,7 +502,13 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
         trajectories = std::make_unique<env::TrajectoryWriter>(run.trajectories_path(), info);
       }
       Bench bench(*session, std::move(tasks), stop, trajectories.get());
-      const std::vector<MatrixResult> rows = bench.run();
+      std::vector<MatrixResult> rows = bench.run();
+      tag_results(rows, part);
+      oracle.finish(rows, bench.template_entries(), stop);
+      RunInfo info = run.info();
+      info.extra.set("oracle", oracle.record());
+      info.extra.set("novelty", bench.novelty_corpora());
+      run.write_info(info);
       write_results_csv(run.results_path(), rows);
       write_summary_csv(run.root() / "summary.csv", rows,
                         session->config.string("report.reference"));

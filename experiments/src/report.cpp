@@ -16,6 +16,7 @@
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 #include "sparserl/experiments/run_info.hpp"
+#include "sparserl/experiments/split_tasks.hpp"
 #include "text_format.hpp"
 
 namespace fs = std::filesystem;
@@ -36,6 +37,28 @@ double seconds_between(const std::string& from, const std::string& to) {
   }
 }
 
+// The split the run read: its name and digest (two runs compare only on equal digests), the part
+// and selection, and what was skipped.
+void split_rows(std::ostringstream& md, const SplitRecord& split) {
+  if (split.name.empty()) {
+    md << "| split | none"
+       << (split.matrices > 0
+               ? ": the matrices of data.uris (" + std::to_string(split.matrices) + ")"
+               : std::string())
+       << " |\n";
+    return;
+  }
+  md << "| split | " << cell(split.name) << ", digest " << code(split.digest) << " ("
+     << code(split.file) << ") |\n";
+  md << "| part | " << cell(split.part) << ", selection " << cell(split.selection) << ": "
+     << split.matrices << (split.matrices == 1 ? " matrix" : " matrices");
+  if (split.absent > 0) {
+    md << " (" << split.absent << (split.absent == 1 ? " catalogue matrix" : " catalogue matrices")
+       << " not on this machine skipped)";
+  }
+  md << " |\n";
+}
+
 void run_section(std::ostringstream& md, const RunInfo& info) {
   md << "**" << to_string(info.status) << "**";
   if (!info.start_time.empty()) md << " · started " << info.start_time;
@@ -47,8 +70,27 @@ void run_section(std::ostringstream& md, const RunInfo& info) {
   if (!info.resumed_at.empty()) md << " · resumed " << info.resumed_at.size() << "x";
   md << "\n\n";
   if (!info.description.empty()) md << info.description << "\n\n";
+  if (info.split) {
+    md << test_part_line(*info.split) << ".\n\n";
+  } else {
+    md << "Test part: not recorded (this run.json has no \"split\").\n\n";
+  }
+  if (const Json* oracle = info.extra.find("oracle"); oracle != nullptr && oracle->is_object()) {
+    if (const Json* summary = oracle->find("summary"); summary != nullptr && summary->is_string()) {
+      md << "Oracle: " << summary->as_string() << ".\n\n";
+    }
+  }
+  if (const Json* novelty = info.extra.find("novelty");
+      novelty != nullptr && novelty->is_object()) {
+    md << "Novelty is measured against the training corpus of each agent:";
+    for (const auto& [agent, corpus] : novelty->as_object()) {
+      md << "\n- " << cell(agent) << ": " << (corpus.is_string() ? cell(corpus.as_string()) : "?");
+    }
+    md << "\n\n";
+  }
   md << "| | |\n|---|---|\n";
   md << "| experiment | " << cell(info.experiment) << " |\n";
+  if (info.split) split_rows(md, *info.split);
   if (!info.command.empty()) md << "| command | " << code(info.command) << " |\n";
   std::string seeds;
   for (const auto& [name, seed] : info.seeds)
@@ -180,6 +222,83 @@ void metrics_section(std::ostringstream& md, const fs::path& file, const ReportO
   }
 }
 
+// The heading of a regime's tables; the large regime is the headline (small matrices are
+// launch-bound and say little about kernel quality).
+std::string regime_heading(const std::string& regime) {
+  if (regime == "large") return "### Large matrices (>= 1,000,000 nonzeros): the headline";
+  if (regime == "medium") return "### Medium matrices (200,000 to 999,999 nonzeros)";
+  if (regime == "small") return "### Small matrices (< 200,000 nonzeros, launch-bound)";
+  return "### All matrices";
+}
+
+// The per-agent table of one regime's rows, and their comparison with the reference agent.
+void summary_tables(std::ostringstream& md, const std::vector<MatrixResult>& rows,
+                    const ReportOptions& options) {
+  const std::vector<AgentSummary> summaries = summarize_results(rows);
+  std::int64_t k = 0;
+  for (const AgentSummary& s : summaries) k = std::max(k, s.k);
+  const std::string pass_k = k > 0 ? "pass@" + std::to_string(k) : std::string("pass@k");
+  const std::string best_k = k > 0 ? "best of " + std::to_string(k + 1) : std::string("best of k");
+  md << "| agent | matrices | compile rate | correct rate (pass@1) | " << pass_k
+     << " | sample compile rate | geomean speedup (correct) | geomean speedup (failures as 1) | "
+     << best_k
+     << " (failures as 1) | faster than cuSPARSE | median GFLOP/s | mean roofline fraction "
+        "(bandwidth) | geomean oracle fraction (correct) | novel (of correct) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const AgentSummary& s : summaries) {
+    md << "| " << cell(s.agent) << " | " << s.matrices << " | " << percent(s.compile_rate) << " | "
+       << percent(s.correct_rate) << " | " << percent(s.pass_at_k) << " | "
+       << percent(s.sample_compile_rate) << " | " << num(s.geomean_speedup) << " | "
+       << num(s.geomean_speedup_fallback) << " | " << num(s.geomean_best_speedup) << " | "
+       << percent(s.faster_share) << " | " << num(s.median_gflops) << " | "
+       << percent(s.mean_bandwidth_fraction) << " | " << percent(s.geomean_oracle_fraction) << " | "
+       << percent(s.novel_share) << " |\n";
+  }
+  md << "\n";
+  const std::vector<PairedComparison> paired = compare_with_reference(rows, options.reference);
+  if (paired.empty()) return;
+  md << "Against " << cell(options.reference)
+     << ", matrix by matrix (in one `sparserl bench` an answer that is the reference's program "
+        "has the reference's measurement, so only the matrices answered differently move the "
+        "ratio):\n\n"
+        "| agent | matrices | answered with another program | faster / slower than "
+     << cell(options.reference) << " | speedup vs " << cell(options.reference)
+     << " (geomean of ratios, failures as 1) |\n|---|---|---|---|---|\n";
+  for (const PairedComparison& p : paired) {
+    md << "| " << cell(p.agent) << " | " << p.matrices << " | " << p.different_programs << " | "
+       << p.faster << " / " << p.slower << " | " << num(p.speedup_ratio) << " |\n";
+  }
+  md << "\n";
+}
+
+std::string novelty_cell(const MatrixResult& r) {
+  if (!r.novel) return "-";
+  return *r.novel ? "yes" : "no";
+}
+
+void matrix_table(std::ostringstream& md, const std::vector<MatrixResult>& rows,
+                  const ReportOptions& options) {
+  md << "| matrix | regime | family | nnz | agent | compiled | correct | kernel (us) | cuSPARSE "
+        "(us) | speedup | GFLOP/s | roofline fraction (bandwidth) | oracle speedup | oracle "
+        "fraction | novel | corpus distance | program |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  const std::size_t shown = std::min(rows.size(), options.table_rows);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const MatrixResult& r = rows[i];
+    const char* correct = !r.tested ? "n/a" : r.correct ? "yes" : "no";
+    md << "| " << code(r.matrix) << " | " << cell(regime_name(r)) << " | "
+       << cell(r.family.empty() ? std::string("-") : r.family) << " | " << r.nnz << " | "
+       << cell(r.agent) << " | " << (r.compiled ? "yes" : "no") << " | " << correct << " | "
+       << num(r.candidate_us) << " | " << num(r.cusparse_us) << " | " << num(r.speedup) << " | "
+       << num(r.gflops) << " | " << percent(r.bandwidth_fraction) << " | " << num(r.oracle_speedup)
+       << " | " << percent(r.oracle_fraction) << " | " << novelty_cell(r) << " | "
+       << num(r.corpus_distance) << " | "
+       << (r.program.empty() ? std::string("-") : code(r.program.substr(0, 12))) << " |\n";
+  }
+  if (shown < rows.size()) md << "\n" << rows.size() - shown << " more rows in results.csv.\n";
+  md << "\n";
+}
+
 void results_section(std::ostringstream& md, const fs::path& file, const ReportOptions& options,
                      const PlotContext& ctx) {
   md << "## Results per matrix\n\n";
@@ -194,46 +313,26 @@ void results_section(std::ostringstream& md, const fs::path& file, const ReportO
     md << "results.csv has a header and no rows.\n\n";
     return;
   }
-  md << "Speedup = cuSPARSE median time / kernel median time, both timed by the evaluator's "
-        "protocol in the "
-        "same GPU worker (docs/reward.md); GFLOP/s and bandwidth fraction are of the agent's "
-        "kernel.\n\n";
+  md << "Every answer is measured three ways. Speedup = cuSPARSE median time / kernel median "
+        "time, both timed by the evaluator's protocol in the same GPU worker (docs/reward.md). "
+        "Roofline fraction = the kernel's effective bandwidth (compulsory bytes / time) over the "
+        "device's measured copy bandwidth. Oracle fraction = speedup / the oracle's speedup, the "
+        "oracle being the template search's best program for the matrix (a failed answer counts "
+        "0 in results.csv; the tables take the geometric mean over correct answers). Novel = a "
+        "correct answer whose normalised program is not in the training corpus; corpus distance "
+        "= token edit distance to the nearest corpus program. Regimes by nonzeros; the large "
+        "regime is the headline.\n\n";
+  const std::vector<RegimeSummary> regimes = summarize_by_regime(rows);
+  for (const char* regime : {"large", "medium", "small", "all"}) {
+    const bool present = std::any_of(regimes.begin(), regimes.end(),
+                                     [&](const RegimeSummary& r) { return r.regime == regime; });
+    if (!present) continue;
+    md << regime_heading(regime) << "\n\n";
+    summary_tables(md, rows_of_regime(rows, regime), options);
+  }
   const std::vector<AgentSummary> summaries = summarize_results(rows);
   const bool any_tested = std::any_of(summaries.begin(), summaries.end(),
                                       [](const AgentSummary& s) { return s.tested; });
-  std::int64_t k = 0;
-  for (const AgentSummary& s : summaries) k = std::max(k, s.k);
-  const std::string pass_k = k > 0 ? "pass@" + std::to_string(k) : std::string("pass@k");
-  const std::string best_k = k > 0 ? "best of " + std::to_string(k + 1) : std::string("best of k");
-  md << "| agent | matrices | compile rate | correct rate (pass@1) | " << pass_k
-     << " | sample compile rate | geomean speedup (correct) | geomean speedup (failures as 1) | "
-     << best_k
-     << " (failures as 1) | faster than cuSPARSE | median GFLOP/s | mean bandwidth fraction |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const AgentSummary& s : summaries) {
-    md << "| " << cell(s.agent) << " | " << s.matrices << " | " << percent(s.compile_rate) << " | "
-       << percent(s.correct_rate) << " | " << percent(s.pass_at_k) << " | "
-       << percent(s.sample_compile_rate) << " | " << num(s.geomean_speedup) << " | "
-       << num(s.geomean_speedup_fallback) << " | " << num(s.geomean_best_speedup) << " | "
-       << percent(s.faster_share) << " | " << num(s.median_gflops) << " | "
-       << percent(s.mean_bandwidth_fraction) << " |\n";
-  }
-  md << "\n";
-  const std::vector<PairedComparison> paired = compare_with_reference(rows, options.reference);
-  if (!paired.empty()) {
-    md << "Against " << cell(options.reference)
-       << ", matrix by matrix (in one `sparserl bench` an answer that is the reference's program "
-          "has the reference's measurement, so only the matrices answered differently move the "
-          "ratio):\n\n"
-          "| agent | matrices | answered with another program | faster / slower than "
-       << cell(options.reference) << " | speedup vs " << cell(options.reference)
-       << " (geomean of ratios, failures as 1) |\n|---|---|---|---|---|\n";
-    for (const PairedComparison& p : paired) {
-      md << "| " << cell(p.agent) << " | " << p.matrices << " | " << p.different_programs << " | "
-         << p.faster << " / " << p.slower << " | " << num(p.speedup_ratio) << " |\n";
-    }
-    md << "\n";
-  }
   if (!any_tested) {
     md << "No GPU stages ran (no GPU, or compile only): correctness, pass@k and every speed "
           "figure are n/a, not zero. Only the compile rate was measured.\n\n";
@@ -246,22 +345,8 @@ void results_section(std::ostringstream& md, const fs::path& file, const ReportO
     md << try_plot(ctx, "time_vs_nnz", "kernel time against nnz",
                    [&](const Gnuplot& g, const fs::path& png) { draw_time_vs_nnz(g, rows, png); });
   }
-
-  md << "| matrix | nnz | agent | compiled | correct | kernel (us) | cuSPARSE (us) | speedup | "
-        "GFLOP/s | bandwidth fraction | program |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  const std::size_t shown = std::min(rows.size(), options.table_rows);
-  for (std::size_t i = 0; i < shown; ++i) {
-    const MatrixResult& r = rows[i];
-    md << "| " << code(r.matrix) << " | " << r.nnz << " | " << cell(r.agent) << " | "
-       << (r.compiled ? "yes" : "no") << " | "
-       << (!r.tested ? "n/a" : r.correct ? "yes" : "no") << " | "
-       << num(r.candidate_us) << " | " << num(r.cusparse_us) << " | " << num(r.speedup) << " | "
-       << num(r.gflops) << " | " << percent(r.bandwidth_fraction) << " | "
-       << (r.program.empty() ? std::string("-") : code(r.program.substr(0, 12))) << " |\n";
-  }
-  if (shown < rows.size()) md << "\n" << rows.size() - shown << " more rows in results.csv.\n";
-  md << "\n";
+  md << "### Per matrix\n\n";
+  matrix_table(md, rows, options);
 }
 
 void checkpoints_section(std::ostringstream& md, const fs::path& dir,

@@ -12,6 +12,8 @@
 #include <optional>
 #include <sstream>
 
+#include "csv.hpp"
+#include "sparserl/datasets/splits.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/run_info.hpp"
 #include "text_format.hpp"
@@ -24,45 +26,14 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 using detail::csv_field;
 using detail::csv_number;
 
-// Splits one CSV record starting at `pos`; quoted fields may hold commas, quotes and newlines (the
-// line counter follows them).
+// A record, with the reader's errors as ResultsErrors.
 std::vector<std::string> next_record(const std::string& text, std::size_t& pos, std::size_t& line,
                                      const std::string& file) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  const std::size_t start_line = line;
-  while (pos < text.size()) {
-    const char c = text[pos++];
-    if (quoted) {
-      if (c == '"') {
-        if (pos < text.size() && text[pos] == '"') {
-          fields.back() += '"';
-          ++pos;
-        } else {
-          quoted = false;
-        }
-      } else {
-        if (c == '\n') ++line;
-        fields.back() += c;
-      }
-    } else if (c == '"') {
-      if (!fields.back().empty()) {
-        throw ResultsError(file + ":" + std::to_string(line) +
-                           ": a quote inside an unquoted field");
-      }
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-    } else if (c == '\n') {
-      ++line;
-      break;
-    } else if (c != '\r') {
-      fields.back() += c;
-    }
+  try {
+    return detail::next_csv_record(text, pos, line, file);
+  } catch (const std::runtime_error& e) {
+    throw ResultsError(e.what());
   }
-  if (quoted)
-    throw ResultsError(file + ":" + std::to_string(start_line) + ": unterminated quoted field");
-  return fields;
 }
 
 double parse_number(const std::string& s, const std::string& where) {
@@ -105,26 +76,27 @@ double median(std::vector<double> v) {
 }  // namespace
 
 const std::vector<std::string>& results_columns() {
+  // The benchmark's yardsticks (DESIGN.md, "Benchmark and statistics") come last.
+  // clang-format off
   static const std::vector<std::string> columns = {
-      "matrix",       "nnz",         "agent",   "compiled", "correct",
-      "candidate_us", "cusparse_us", "speedup", "gflops",   "bandwidth_fraction",
-      "tested",       "samples",     "samples_compiled",    "samples_correct",
-      "best_speedup", "program"};
+      "matrix",          "nnz",          "agent",           "compiled",        "correct",
+      "candidate_us",    "cusparse_us",  "speedup",         "gflops",          "bandwidth_fraction",
+      "tested",          "samples",      "samples_compiled", "samples_correct", "best_speedup",
+      "program",         "regime",       "family",          "oracle_speedup",  "oracle_fraction",
+      "novel",           "corpus_distance"};
+  // clang-format on
   return columns;
+}
+
+std::string regime_name(const MatrixResult& row) {
+  if (!row.regime.empty()) return row.regime;
+  return std::string(datasets::to_string(datasets::regime_of(row.nnz)));
 }
 
 void write_results_csv(const std::filesystem::path& file, const std::vector<MatrixResult>& rows) {
   std::ostringstream out;
   const auto& cols = results_columns();
   for (std::size_t i = 0; i < cols.size(); ++i) out << (i ? "," : "") << cols[i];
-  // The benchmark's optional columns, only when a row has them (older readers see the old table).
-  auto any = [&](auto has) { return std::any_of(rows.begin(), rows.end(), has); };
-  const bool regime = any([](const MatrixResult& r) { return !r.regime.empty(); });
-  const bool oracle = any([](const MatrixResult& r) { return std::isfinite(r.oracle_fraction); });
-  const bool novel = any([](const MatrixResult& r) { return r.novel.has_value(); });
-  if (regime) out << ",regime";
-  if (oracle) out << ",oracle_fraction";
-  if (novel) out << ",novel";
   out << '\n';
   for (const MatrixResult& r : rows) {
     out << csv_field(r.matrix) << ',' << r.nnz << ',' << csv_field(r.agent) << ','
@@ -132,11 +104,10 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
         << ',' << csv_number(r.cusparse_us) << ',' << csv_number(r.speedup) << ','
         << csv_number(r.gflops) << ',' << csv_number(r.bandwidth_fraction) << ','
         << (r.tested ? 1 : 0) << ',' << r.samples << ',' << r.samples_compiled << ','
-        << r.samples_correct << ',' << csv_number(r.best_speedup) << ',' << csv_field(r.program);
-    if (regime) out << ',' << csv_field(r.regime);
-    if (oracle) out << ',' << csv_number(r.oracle_fraction);
-    if (novel) out << ',' << (r.novel ? (*r.novel ? "1" : "0") : "");
-    out << '\n';
+        << r.samples_correct << ',' << csv_number(r.best_speedup) << ',' << csv_field(r.program)
+        << ',' << csv_field(r.regime) << ',' << csv_field(r.family) << ','
+        << csv_number(r.oracle_speedup) << ',' << csv_number(r.oracle_fraction) << ','
+        << (r.novel ? (*r.novel ? "1" : "0") : "") << ',' << csv_number(r.corpus_distance) << '\n';
   }
   try {
     write_file_atomically(file, out.str());
@@ -227,13 +198,16 @@ ResultsTable read_results_table(const std::filesystem::path& file) {
     r.bandwidth_fraction = number("bandwidth_fraction");
     r.best_speedup = number("best_speedup");
     if (const auto f = field("program")) r.program = *f;
-    if (const auto f = field("regime")) {
-      if (!f->empty() && *f != "small" && *f != "medium" && *f != "large")
+    if (const auto f = field("regime"); f && !f->empty()) {
+      if (!datasets::parse_regime(*f))
         throw ResultsError(where("regime") + ": '" + *f + "' is not small, medium or large");
       r.regime = *f;
     }
+    if (const auto f = field("family")) r.family = *f;
+    r.oracle_speedup = number("oracle_speedup");
     r.oracle_fraction = number("oracle_fraction");
     if (const auto f = field("novel"); f && !f->empty()) r.novel = parse_bool(*f, where("novel"));
+    r.corpus_distance = number("corpus_distance");
     rows.push_back(std::move(r));
     table.lines.push_back(record_line);
   }
@@ -270,6 +244,20 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
       }
       fallback.push_back(speedup_or_one(*r));
     }
+    std::vector<double> oracle;
+    std::int64_t novel = 0, novelty_known = 0;
+    for (const MatrixResult* r : rs) {
+      if (std::isfinite(r->oracle_fraction) && r->oracle_fraction > 0) {
+        oracle.push_back(r->oracle_fraction);
+      }
+      if (r->correct && r->novel) {
+        ++novelty_known;
+        novel += *r->novel ? 1 : 0;
+      }
+    }
+    s.geomean_oracle_fraction = geomean(oracle);
+    s.novel_share =
+        novelty_known > 0 ? static_cast<double>(novel) / static_cast<double>(novelty_known) : kNaN;
     std::int64_t pass_k = 0, samples = 0, samples_compiled = 0;
     std::vector<double> best;
     for (const MatrixResult* r : rs) {
@@ -300,7 +288,8 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
     if (!s.tested) {
       for (double* v : {&s.correct_rate, &s.pass_at_1, &s.pass_at_k, &s.geomean_speedup,
                         &s.geomean_speedup_fallback, &s.faster_share, &s.median_gflops,
-                        &s.mean_bandwidth_fraction, &s.geomean_best_speedup}) {
+                        &s.mean_bandwidth_fraction, &s.geomean_best_speedup,
+                        &s.geomean_oracle_fraction, &s.novel_share}) {
         *v = kNaN;
       }
     }
@@ -349,6 +338,61 @@ std::vector<PairedComparison> compare_with_reference(const std::vector<MatrixRes
     out.push_back(std::move(p));
   }
   return out;
+}
+
+std::vector<MatrixResult> rows_of_regime(const std::vector<MatrixResult>& rows,
+                                         const std::string& regime) {
+  if (regime == "all") return rows;
+  std::vector<MatrixResult> out;
+  for (const MatrixResult& r : rows) {
+    if (regime_name(r) == regime) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<RegimeSummary> summarize_by_regime(const std::vector<MatrixResult>& rows) {
+  std::vector<RegimeSummary> out;
+  for (const char* regime : {"all", "large", "medium", "small"}) {
+    const std::vector<MatrixResult> part = rows_of_regime(rows, regime);
+    if (part.empty()) continue;
+    out.push_back({regime, summarize_results(part)});
+  }
+  return out;
+}
+
+void write_summary_csv(const std::filesystem::path& file, const std::vector<MatrixResult>& rows,
+                       const std::string& reference) {
+  std::ostringstream out;
+  out << "regime,agent,matrices,tested,compile_rate,pass@1,pass@k,k,geomean_speedup,"
+         "geomean_speedup_fallback,faster_share,median_gflops,mean_bandwidth_fraction,"
+         "sample_compile_rate,geomean_best_speedup,speedup_vs_reference,answers_differing,"
+         "geomean_oracle_fraction,novel_share\n";
+  for (const RegimeSummary& regime : summarize_by_regime(rows)) {
+    std::map<std::string, PairedComparison> paired;
+    for (const PairedComparison& p :
+         compare_with_reference(rows_of_regime(rows, regime.regime), reference)) {
+      paired[p.agent] = p;
+    }
+    for (const AgentSummary& s : regime.agents) {
+      const auto p = paired.find(s.agent);
+      out << regime.regime << ',' << csv_field(s.agent) << ',' << s.matrices << ','
+          << (s.tested ? 1 : 0) << ',' << csv_number(s.compile_rate) << ','
+          << csv_number(s.pass_at_1) << ',' << csv_number(s.pass_at_k) << ',' << s.k << ','
+          << csv_number(s.geomean_speedup) << ',' << csv_number(s.geomean_speedup_fallback) << ','
+          << csv_number(s.faster_share) << ',' << csv_number(s.median_gflops) << ','
+          << csv_number(s.mean_bandwidth_fraction) << ',' << csv_number(s.sample_compile_rate)
+          << ',' << csv_number(s.geomean_best_speedup) << ','
+          << (p == paired.end() ? std::string() : csv_number(p->second.speedup_ratio)) << ','
+          << (p == paired.end() ? std::string() : std::to_string(p->second.different_programs))
+          << ',' << csv_number(s.geomean_oracle_fraction) << ',' << csv_number(s.novel_share)
+          << '\n';
+    }
+  }
+  try {
+    write_file_atomically(file, out.str());
+  } catch (const std::runtime_error& e) {
+    throw ResultsError(e.what());
+  }
 }
 
 }  // namespace sparserl::experiments

@@ -117,6 +117,7 @@ RunDirectory RunDirectory::create(const Config& config, const RunStart& start) {
   info.seeds.emplace_back("experiment", seed);
   for (const auto& s : start.seeds) info.seeds.push_back(s);
   info.start_time = iso_utc(start.now);
+  info.split = start.split;
 
   try {
     write_file_atomically(prepared / "config.resolved.toml", config.to_toml());

@@ -92,6 +92,9 @@ class Fields {
     if (const Json* v = get(key))
       out = static_cast<int>(wrap(key, [&] { return v->as_integer(); }));
   }
+  void integer64(std::string_view key, std::int64_t& out) const {
+    if (const Json* v = get(key)) out = wrap(key, [&] { return v->as_integer(); });
+  }
   [[nodiscard]] const Json* get(std::string_view key) const {
     const Json* v = object_.find(key);
     return v != nullptr && !v->is_null() ? v : nullptr;
@@ -312,6 +315,20 @@ Json RunInfo::to_json() const {
   gi.set("dirty", git.dirty ? Json(*git.dirty) : Json());
   gi.set("describe", git.describe);
   j.set("git", std::move(gi));
+  if (split) {
+    Json sp = Json::object();
+    sp.set("name", split->name);
+    sp.set("file", split->file);
+    sp.set("digest", split->digest);
+    sp.set("part", split->part);
+    sp.set("selection", split->selection);
+    sp.set("test_touched", split->test_touched);
+    sp.set("test_matrices", Json(split->test_matrices));
+    sp.set("test_split", split->test_split);
+    sp.set("matrices", Json(split->matrices));
+    sp.set("absent", Json(split->absent));
+    j.set("split", std::move(sp));
+  }
   j.set("extra", extra.is_object() ? extra : Json::object());
   return j;
 }
@@ -384,6 +401,21 @@ RunInfo RunInfo::from_json(const Json& json, const std::string& source) {
   gi.str("commit", r.git.commit);
   if (const Json* d = gi.get("dirty")) r.git.dirty = gi.wrap("dirty", [&] { return d->as_bool(); });
   gi.str("describe", r.git.describe);
+  if (f.get("split") != nullptr) {
+    const Fields sp = f.nested("split");
+    SplitRecord& out = r.split.emplace();
+    sp.str("name", out.name);
+    sp.str("file", out.file);
+    sp.str("digest", out.digest);
+    sp.str("part", out.part);
+    sp.str("selection", out.selection);
+    if (const Json* t = sp.get("test_touched"))
+      out.test_touched = sp.wrap("test_touched", [&] { return t->as_bool(); });
+    sp.integer64("test_matrices", out.test_matrices);
+    sp.str("test_split", out.test_split);
+    sp.integer64("matrices", out.matrices);
+    sp.integer64("absent", out.absent);
+  }
   if (const Json* e = f.get("extra")) {
     if (!e->is_object()) throw RunInfoError(source + ": member 'extra': expected an object");
     r.extra = *e;

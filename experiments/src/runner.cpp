@@ -3,7 +3,6 @@
 // what each stage gets (its AgentConfig, data, environment, where it starts from), files the
 // checkpoints the stages save into checkpoints/ with a stage.json, numbers steps through the
 // stages, and picks up where a stopped run left off.
-#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/runner.hpp"
 
 #include <algorithm>
@@ -13,7 +12,9 @@
 #include <map>
 #include <sstream>
 
+#include "policy_evaluation.hpp"
 #include "session.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/checkpoints.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/metrics.hpp"
@@ -21,6 +22,8 @@
 #include "sparserl/experiments/report.hpp"
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_directory.hpp"
+#include "sparserl/experiments/split_tasks.hpp"
+#include "training_corpus.hpp"
 
 #if defined(SPARSERL_HAVE_AGENTS)
 #include "sparserl/agents/policy_agent.hpp"
@@ -438,58 +441,14 @@ class Trainer {
   void evaluate(const fs::path& policy) {
     s_.say("eval: " + policy.string());
     auto agent = agents::PolicyAgent::from_checkpoint(policy, config_.string("agent.device"));
-    const std::vector<datasets::Task> tasks = config_tasks(
-        config_, s_.root, config_.string("eval.part"), config_.integer("eval.max_tasks"));
-    evaluate_policy(s_, *agent, tasks, policy_label(config_, plan_), total_steps(plan_), *metrics_,
-                    run_.results_path());
-  }
-
- public:
-  // Greedy and pass@k of a policy on `tasks`: eval/ statistics to metrics.jsonl at `step` and
-  // one results.csv row per task.
-  static void evaluate_policy(Session& s, agents::PolicyAgent& agent,
-                              const std::vector<datasets::Task>& tasks, const std::string& label,
-                              std::int64_t step, MetricsWriter& metrics, const fs::path& results) {
-    // The env shows what this policy was trained to read.
-    env::EnvConfig e = env_config(s.config);
-    e.max_tokens = agent.config().policy.max_tokens;
-    e.mask = agent.config().mask;
-    e.observation.nnz_samples = agent.config().policy.nnz_samples;
-    e.observation.embedding_dim = agent.config().policy.embedding_dim;
-    auto env = s.make_env(e, env::TaskSource::from_tasks(tasks, env::TaskOrder::sequential));
-    agents::EvaluationConfig c;
-    c.greedy = s.config.boolean("eval.greedy");
-    c.samples = static_cast<int>(s.config.integer("eval.samples"));
-    c.sampling.temperature = s.config.real("eval.temperature");
-    c.tasks_per_batch = static_cast<int>(s.config.integer("eval.tasks_per_batch"));
-    c.seed = static_cast<std::uint64_t>(s.config.integer("experiment.seed"));
-    const agents::EvaluationSummary summary = agents::run_evaluation(agent, *env, tasks, c);
-    metrics.append(step, "eval", summary.statistics);
-    std::vector<MatrixResult> rows;
-    for (const agents::TaskEvaluation& t : summary.tasks) {
-      MatrixResult r;
-      r.matrix = t.task.uri;
-      r.nnz = s.store->load(t.task.uri)->nnz();
-      r.agent = label;
-      r.compiled = t.greedy_compiled;
-      r.correct = t.greedy_correct;
-      r.tested = s.gpu;
-      r.candidate_us = r.cusparse_us = r.gflops = r.bandwidth_fraction = std::nan("");
-      r.speedup = t.greedy_correct && t.greedy_speedup > 0 ? t.greedy_speedup : std::nan("");
-      r.samples = t.sampled;
-      r.samples_compiled = t.sampled_compiled;
-      r.samples_correct = t.sampled_correct;
-      rows.push_back(r);
-    }
-    write_results_csv(results, rows);
-    std::string line = "eval: " + std::to_string(tasks.size()) + " tasks";
-    for (const auto& [name, value] : summary.statistics) {
-      if (name == "eval/greedy_compile_rate" || name == "eval/greedy_correct_rate" ||
-          name.rfind("eval/pass@", 0) == 0) {
-        line += "  " + name + " " + json_number(value);
-      }
-    }
-    s.say(line);
+    const PartTasks tasks = part_tasks(config_, s_.root, config_.string("eval.part"),
+                                       config_.integer("eval.max_tasks"));
+    const Json extra = evaluate_policy(s_, *agent, tasks, policy_label(config_, plan_),
+                                       total_steps(plan_), *metrics_, run_.results_path(),
+                                       training_corpus(config_, s_.root), {}, stop_);
+    RunInfo info = run_.info();
+    for (const auto& [key, value] : extra.as_object()) info.extra.set(key, value);
+    run_.write_info(info);
   }
 
  private:
@@ -517,6 +476,7 @@ void check_training_config(const Config& config, const fs::path& root) {
 #else
   env_config(config);
   (void)sandbox_limits(config);
+  check_training_data(config, root);
   bool has_policy = !config.string("train.init_checkpoint").empty();
   for (const StagePlan& stage : plan) {
     if (learning(stage.name)) {
@@ -532,6 +492,11 @@ void check_training_config(const Config& config, const fs::path& root) {
       config_tasks(config, root, config.string("data.part"), config.integer("data.max_tasks"));
     }
     if (stage.name == "eval") {
+      if (config.string("eval.part") == "test") {
+        throw RunnerError(
+            "eval.part = \"test\": the eval stage of `sparserl train` never reads the test part; "
+            "evaluate the trained policy with `sparserl eval CONFIG --checkpoint DIR --part test`");
+      }
       config_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
     }
   }
@@ -568,6 +533,21 @@ RunOutcome train_in(const RunDirectory& run, Session& session, std::ostream& log
   return finish_run(run, session.config, status, log);
 }
 
+// run.json's "split" of a training run: the part its learning stages read (data.part).
+std::optional<SplitRecord> training_split(const Config& config, const fs::path& root,
+                                          std::ostream& log) {
+  if (config.string("data.split").empty() && config.string_list("data.uris").empty()) {
+    SplitRecord none;  // pretraining alone needs no matrices
+    none.part = config.string("data.part");
+    none.selection = split_selection(config).describe();
+    return none;
+  }
+  const PartTasks tasks =
+      part_tasks(config, root, config.string("data.part"), config.integer("data.max_tasks"));
+  if (!tasks.note.empty()) log << tasks.note << "\n";
+  return split_record(tasks);
+}
+
 }  // namespace
 
 RunOutcome run_training(Config config, const RunnerOptions& options) {
@@ -575,8 +555,17 @@ RunOutcome run_training(Config config, const RunnerOptions& options) {
   const fs::path root = resolve_root(config, options.root);
   pin_paths(config, root, options);
   check_training_config(config, root);
+  std::optional<SplitRecord> split = training_split(config, root, log);
   auto session = Session::open(config, root, log);
-  const RunDirectory run = RunDirectory::create(session->config, run_start(*session, options));
+  RunStart start = run_start(*session, options);
+  start.split = std::move(split);
+  const RunDirectory run = RunDirectory::create(session->config, start);
+  {
+    // What the policy is trained on, for the novelty of its answers in later benches.
+    RunInfo info = run.info();
+    info.extra.set("corpus", training_corpus(session->config, root).to_json());
+    run.write_info(info);
+  }
   session->record_to(run.root());
   session->say("run directory: " + run.root().string());
   return train_in(run, *session, log);
@@ -613,26 +602,38 @@ RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
   std::ostream& log = log_stream(options);
   const fs::path root = resolve_root(config, options.root);
   pin_paths(config, root, options);
+  const bool explicit_test = options.part == "test";
+  if (options.part) config.set("eval.part", Value(*options.part));
+  check_test_part("eval.part", config.string("eval.part"), explicit_test, "sparserl eval");
   const fs::path policy = fs::absolute(checkpoint).lexically_normal();
   if (!fs::exists(policy / "checkpoint.txt")) {
     throw RunnerError(policy.string() + ": not a policy checkpoint (no checkpoint.txt)");
   }
-  const std::vector<datasets::Task> tasks =
-      config_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
+  PartTasks part =
+      part_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
+  check_test_matrices(part, config, root, explicit_test, "sparserl eval");
+  if (!part.note.empty()) log << part.note << "\n";
   auto session = Session::open(config, root, log);
   RunStart start = run_start(*session, options);
+  start.split = split_record(part);
   start.seeds.clear();
   const RunDirectory run = RunDirectory::create(session->config, start);
   session->record_to(run.root());
   session->say("run directory: " + run.root().string());
   RunStatus status = RunStatus::running;
   try {
-    status = run.run([&](const StopSignals&) {
+    status = run.run([&](const StopSignals& stop) {
       auto agent = agents::PolicyAgent::from_checkpoint(policy, config.string("agent.device"));
       MetricsWriter metrics(run.metrics_path());
-      Trainer::evaluate_policy(*session, *agent, tasks, agent->name(), agent->counters().updates,
-                               metrics, run.results_path());
+      const std::optional<CorpusSpec> recorded = recorded_corpus(policy);
+      const Json extra = evaluate_policy(
+          *session, *agent, part, agent->name(), agent->counters().updates, metrics,
+          run.results_path(), recorded ? *recorded : design_space_corpus(session->config),
+          recorded ? std::string()
+                   : "the checkpoint's run recorded no corpus, so the design space stands for it",
+          stop);
       RunInfo info = run.info();
+      for (const auto& [key, value] : extra.as_object()) info.extra.set(key, value);
       info.extra.set("policy", policy.string());
       run.write_info(info);
     });

@@ -124,7 +124,8 @@ Schema build_schema() {
 
   s.section("data", "Which matrices the run trains on and which operation it asks for.")
       .string("split", "", "split file (datasets/splits/*.split); empty: use `uris`")
-      .string("part", "train", "part of the split the training stages use",
+      .string("part", "train",
+              "part of the split the training stages use (never test: training refuses it)",
               {"train", "val", "test"})
       .string_list("uris", {},
                    "task matrix URIs (suitesparse-v1/..., gen-v1/..., file:...) used when `split` "
@@ -146,7 +147,20 @@ Schema build_schema() {
       .validate(generator_uris)
       .real("generated_share", 0.5,
             "share of the rl stage's tasks that are generated matrices when `generators` is set",
-            1e-9, 1.0);
+            1e-9, 1.0)
+      .string_list("regimes", {},
+                   "take only the split's matrices of these regimes (small < 200,000 <= medium < "
+                   "1,000,000 <= large nonzeros; version-2 splits only); empty: all",
+                   {"small", "medium", "large"})
+      .string_list(
+          "sources", {},
+          "take only the split's matrices from these sources (shared: real matrices at "
+          "hand, catalogue: the collection's, present where fetched, generated); empty: all",
+          {"shared", "catalogue", "generated"})
+      .string_list("families", {},
+                   "take only the split's matrices of these families (the collection group, or the "
+                   "generator family of version-2 entries; checked against the split's); empty: "
+                   "all");
 
   s.section("env",
             "The environment (env::EnvConfig and its ObservationConfig). The policy reads what the "
@@ -337,7 +351,9 @@ Schema build_schema() {
   s.section("eval",
             "The eval stage of `sparserl train` and `sparserl eval`: greedy and pass@k on a part "
             "of the split (or on data.uris).")
-      .string("part", "val", "part of data.split evaluated", {"train", "val", "test"})
+      .string("part", "val",
+              "part of data.split evaluated (test only by `sparserl eval --part test`)",
+              {"train", "val", "test"})
       .boolean("greedy", true, "one greedy completion per task")
       .integer("samples", 8, "k sampled completions per task for pass@k (0: none)", 0, 1 << 20)
       .real("temperature", 1.0, "temperature of the k samples", 1e-6, 100)
@@ -348,12 +364,22 @@ Schema build_schema() {
             "`sparserl bench`: agents x matrices of a split part -> per-matrix and summary tables.")
       .string_list("agents", {"template", "sft"}, "agents compared, in table order",
                    {"template", "random", "sft", "reinforce", "ppo", "grpo"})
-      .string("part", "val", "part of data.split benchmarked", {"train", "val", "test"})
+      .string("part", "val",
+              "part of data.split benchmarked (test only by `sparserl bench --part test`)",
+              {"train", "val", "test"})
       .integer("samples", 8,
                "k: sampled programs per matrix for pass@k (learned and random agents; the "
                "template search answers once)",
                1, 1 << 20)
       .integer("template_budget", 16, "programs the template search measures per matrix", 1, 100000)
+      .string("oracle", "cache",
+              "the oracle every answer is measured against, the template search's best program "
+              "per matrix (DATA_DIR/oracle/<split digest>/<device>/): cache (read what is there; "
+              "a template agent with at least oracle_budget fills it), compute (also search the "
+              "missing matrices; needs a GPU) or off",
+              {"cache", "compute", "off"})
+      .integer("oracle_budget", 16, "programs the oracle's template search measures per matrix", 1,
+               100000)
       .string("sft_checkpoint", "", "policy checkpoint of the sft agent")
       .string("reinforce_checkpoint", "", "policy checkpoint of the reinforce agent")
       .string("ppo_checkpoint", "", "policy checkpoint of the ppo agent")

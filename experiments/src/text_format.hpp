@@ -1,12 +1,13 @@
 // How sparserl::experiments spells numbers and text in the files it writes, internal to the
-// library: Markdown tables (report.md, compare.md) and CSV (results.csv, compare.csv). One home, so
-// a figure reads the same in every report and an n/a is never a made-up 0.
+// library: Markdown tables (report.md, compare.md); CSV fields and numbers come from csv.hpp. One
+// home, so a figure reads the same in every report and an n/a is never a made-up 0.
 #pragma once
 
 #include <cmath>
 #include <cstdio>
 #include <string>
 
+#include "csv.hpp"  // csv_field, csv_number: the CSV side
 #include "sparserl/experiments/json.hpp"
 
 namespace sparserl::experiments::detail {
@@ -44,22 +45,6 @@ inline std::string cell(const std::string& s) {
 // Inline code in a table cell (empty stays empty).
 inline std::string code(const std::string& s) {
   return s.empty() ? std::string() : "`" + cell(s) + "`";
-}
-
-// An RFC 4180 field: quoted when it holds a comma, a quote or a line break.
-inline std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-// The shortest text that reads back to the same double; empty (a missing value) when not finite.
-inline std::string csv_number(double v) {
-  return std::isfinite(v) ? json_number(v) : std::string();
 }
 
 }  // namespace sparserl::experiments::detail

@@ -180,45 +180,6 @@ env::TaskTemplate task_template(const Config& config) {
   return what;
 }
 
-std::vector<datasets::Task> config_tasks(const Config& config, const fs::path& root,
-                                         std::string_view part, std::int64_t max_tasks) {
-  std::vector<datasets::Task> tasks;
-  const std::string& split = config.string("data.split");
-  try {
-    if (!split.empty()) {
-      const fs::path file = resolve_path(root, split);
-      std::error_code ec;
-      if (!fs::is_regular_file(file, ec)) {
-        throw RunnerError("data.split: " + file.string() +
-                          " is not a file (relative paths start "
-                          "at the root " +
-                          root.string() + ")");
-      }
-      const auto which = datasets::parse_split_part(part);
-      tasks = env::TaskSource::from_split(file, *which, task_template(config),
-                                          env::TaskOrder::sequential)
-                  .tasks();
-    } else {
-      const auto& uris = config.string_list("data.uris");
-      if (uris.empty()) {
-        throw RunnerError("data.split and data.uris are both empty: name the matrices to use");
-      }
-      tasks = env::TaskSource::from_uris(uris, task_template(config), env::TaskOrder::sequential)
-                  .tasks();
-    }
-  } catch (const RunnerError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw RunnerError((split.empty() ? std::string("data.uris: ")
-                                     : "data.split (part " + std::string(part) + "): ") +
-                      e.what());
-  }
-  if (max_tasks > 0 && static_cast<std::int64_t>(tasks.size()) > max_tasks) {
-    tasks.resize(static_cast<std::size_t>(max_tasks));
-  }
-  return tasks;
-}
-
 #if defined(SPARSERL_HAVE_AGENTS)
 agents::AgentConfig agent_config(const Config& config, std::string_view stage) {
   if (stage != "pretrain" && stage != "sft" && stage != "rl") {

@@ -75,6 +75,11 @@ RunDirectory make_run(const fs::path& out) {
       r.speedup = r.correct ? r.cusparse_us / r.candidate_us : std::nan("");
       r.gflops = 2.0 * static_cast<double>(r.nnz) / (r.candidate_us * 1e3);
       r.bandwidth_fraction = 0.3 + 0.02 * i;
+      if (i >= 10) r.regime = "large";  // as a benchmark split tags them
+      r.family = "Group";
+      r.oracle_speedup = 2.0;
+      r.oracle_fraction = r.correct ? r.speedup / 2.0 : 0.0;
+      if (r.correct) r.novel = a == 1 && i % 2 == 0;
       rows.push_back(r);
     }
   }
@@ -106,7 +111,26 @@ TEST_CASE("the report has its tables, and plots where gnuplot exists", "[experim
   CHECK_THAT(md, has_substring("Not logged by this run: `never/logged`."));
   CHECK_THAT(md, has_substring("| template | 12 | 100.0% | 100.0% |"));
   CHECK_THAT(md, has_substring("| grpo | 12 | 91.7% | 83.3% |"));
-  CHECK_THAT(md, has_substring("| `suitesparse-v1/Group/matrix_3` | 16000 | grpo | no | no |"));
+  CHECK_THAT(md, has_substring("| `suitesparse-v1/Group/matrix_3` | small | Group | 16000 | grpo "
+                               "| no | no |"));
+  // Per regime, the large regime first (the headline), then small, then all matrices.
+  const auto large = md.find("### Large matrices (>= 1,000,000 nonzeros): the headline");
+  const auto small = md.find("### Small matrices (< 200,000 nonzeros, launch-bound)");
+  const auto all = md.find("### All matrices");
+  REQUIRE(large != std::string::npos);
+  REQUIRE(small != std::string::npos);
+  REQUIRE(all != std::string::npos);
+  CHECK(large < small);
+  CHECK(small < all);
+  CHECK(md.find("### Medium matrices") == std::string::npos);  // no medium rows
+  CHECK(md.find("| template | 2 | 100.0% | 100.0% |", large) < small);
+  CHECK(md.find("| template | 10 | 100.0% | 100.0% |", small) < all);
+  CHECK_THAT(md, has_substring("mean roofline fraction (bandwidth) | geomean oracle fraction "
+                               "(correct) | novel (of correct) |"));
+  // grpo over all matrices: 10 correct answers (3 did not compile, 5 failed), 6 of them novel
+  // (the even ones); the template search's answers are never novel.
+  CHECK(md.find(" | 60.0% |\n", all) != std::string::npos);
+  CHECK(md.find(" | 0.0% |\n", all) != std::string::npos);
   CHECK_THAT(md, has_substring("| checkpoints/step-000120 (best) | 120 | 0.7 |"));
   // No sft agent in these results: no comparison table; with template as the reference, one.
   CHECK(md.find("Against ") == std::string::npos);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "catch.hpp"
@@ -49,9 +50,11 @@ TEST_CASE("results.csv round-trips", "[experiments][results]") {
   std::getline(in, first);
   CHECK(header ==
         "matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_"
-        "fraction,tested,samples,samples_compiled,samples_correct,best_speedup,program");
-  CHECK(first ==
-        "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5,1,0,0,0,2.5,3a07ff");
+        "fraction,tested,samples,samples_compiled,samples_correct,best_speedup,program,regime,"
+        "family,oracle_speedup,oracle_fraction,novel,corpus_distance");
+  CHECK(
+      first ==
+      "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5,1,0,0,0,2.5,3a07ff,,,,,,");
 
   const auto back = read_results_csv(file);
   REQUIRE(back.size() == 3);
@@ -208,38 +211,108 @@ TEST_CASE("agents compared with a reference agent, matrix by matrix", "[experime
   CHECK(untested[0].different_programs == 2);
 }
 
-TEST_CASE("the benchmark's optional columns: regime, oracle fraction, novelty",
-          "[experiments][results]") {
-  const auto file = scratch_dir("results_optional") / "results.csv";
+TEST_CASE("the benchmark's columns: regime, family, oracle, novelty", "[experiments][results]") {
+  const auto file = scratch_dir("results_bench_columns") / "results.csv";
   std::vector<MatrixResult> rows = {row("m1", 10, "sft", true, true, 2.0, 4.0),
-                                    row("m2", 2000000, "sft", true, false, 2.0, 4.0)};
-  write_results_csv(file, rows);
-  ResultsTable table = read_results_table(file);
-  CHECK_FALSE(table.has_column("regime"));  // none of the rows had one: the old table
-  CHECK(table.columns.size() == results_columns().size());
-  CHECK(table.lines == std::vector<std::size_t>{2, 3});
-
+                                    row("m2", 2'000'000, "sft", true, false, 2.0, 4.0)};
   rows[0].regime = "small";
-  rows[1].regime = "large";
-  rows[0].oracle_fraction = 0.75;
+  rows[0].family = "HB";
+  rows[0].oracle_speedup = 2.5;
+  rows[0].oracle_fraction = 0.8;
   rows[0].novel = true;
+  rows[0].corpus_distance = 3;
+  rows[1].oracle_speedup = 1.25;
+  rows[1].oracle_fraction = 0;  // failed
+  rows[1].corpus_distance = 0;
   write_results_csv(file, rows);
-  table = read_results_table(file);
-  CHECK(table.has_column("regime"));
+  const auto back = read_results_csv(file);
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].regime == "small");
+  CHECK(back[0].family == "HB");
+  CHECK(back[0].oracle_speedup == 2.5);
+  CHECK(back[0].oracle_fraction == 0.8);
+  CHECK(back[0].novel == std::optional<bool>(true));
+  CHECK(back[0].corpus_distance == 3);
+  CHECK(back[1].regime.empty());
+  CHECK(regime_name(back[1]) == "large");  // from its nonzeros
+  CHECK(back[1].oracle_fraction == 0);
+  CHECK_FALSE(back[1].novel.has_value());  // an incorrect answer: empty
+  // The table form keeps the header and each row's line (for errors that name them).
+  const ResultsTable table = read_results_table(file);
+  CHECK(table.columns == results_columns());
   CHECK(table.has_column("oracle_fraction"));
-  CHECK(table.has_column("novel"));
-  REQUIRE(table.rows.size() == 2);
-  CHECK(table.rows[0].regime == "small");
-  CHECK(table.rows[1].regime == "large");
-  CHECK(table.rows[0].oracle_fraction == 0.75);
-  CHECK(std::isnan(table.rows[1].oracle_fraction));  // the failed answer: empty
-  CHECK(table.rows[0].novel == std::optional<bool>(true));
-  CHECK_FALSE(table.rows[1].novel.has_value());  // not applicable: empty
-
+  CHECK(table.lines == std::vector<std::size_t>{2, 3});
+  // A file of an older build: no such columns, no tags, no oracle, no novelty.
+  std::ofstream(file) << "matrix,nnz,agent,correct,speedup\nm,300000,a,1,2\n";
+  const auto old = read_results_csv(file);
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].regime.empty());
+  CHECK(regime_name(old[0]) == "medium");
+  CHECK(std::isnan(old[0].oracle_speedup));
+  CHECK(std::isnan(old[0].oracle_fraction));
+  CHECK_FALSE(old[0].novel.has_value());
+  CHECK(std::isnan(old[0].corpus_distance));
   std::ofstream(file) << "matrix,agent,regime\nm,a,huge\n";
   CHECK_THROWS_WITH(read_results_csv(file),
                     has_substring(":2: column 'regime': 'huge' is not small, medium or large"));
   std::ofstream(file) << "matrix,agent,novel\nm,a,maybe\n";
   CHECK_THROWS_WITH(read_results_csv(file),
                     has_substring(":2: column 'novel': 'maybe' is not a boolean"));
+}
+
+TEST_CASE("summaries per regime: all, then large, medium, small where they have matrices",
+          "[experiments][results]") {
+  std::vector<MatrixResult> rows;
+  // Agent a: correct everywhere (speedups 2, 4, 1); b: fails on the large matrix.
+  const struct {
+    const char* matrix;
+    std::int64_t nnz;
+    const char* regime;
+  } matrices[] = {{"big", 5'000'000, "large"}, {"mid", 10, "medium"}, {"tiny", 10, ""}};
+  const double speed[] = {2.0, 4.0, 1.0};
+  for (const char* agent : {"a", "b"}) {
+    for (int i = 0; i < 3; ++i) {
+      const bool ok = !(std::string(agent) == "b" && i == 0);
+      MatrixResult r = row(matrices[i].matrix, matrices[i].nnz, agent, true, ok,
+                           ok ? 4.0 / speed[i] : std::nan(""), 4.0);
+      r.regime = matrices[i].regime;
+      r.oracle_speedup = 4.0;
+      r.oracle_fraction = ok ? speed[i] / 4.0 : 0.0;
+      if (ok) r.novel = i == 1;
+      rows.push_back(r);
+    }
+  }
+  const std::vector<RegimeSummary> regimes = summarize_by_regime(rows);
+  REQUIRE(regimes.size() == 4);
+  CHECK(regimes[0].regime == "all");
+  CHECK(regimes[1].regime == "large");
+  CHECK(regimes[2].regime == "medium");
+  CHECK(regimes[3].regime == "small");  // "tiny" has no tag: by its nonzeros
+  REQUIRE(regimes[1].agents.size() == 2);
+  CHECK(regimes[1].agents[0].matrices == 1);
+  CHECK(regimes[1].agents[0].geomean_speedup == Approx(2.0));
+  CHECK(regimes[1].agents[1].pass_at_1 == 0.0);
+  CHECK(std::isnan(regimes[1].agents[1].geomean_oracle_fraction));  // no correct answer
+  CHECK(std::isnan(regimes[1].agents[1].novel_share));
+  CHECK(regimes[0].agents[0].geomean_oracle_fraction == Approx(std::cbrt(0.5 * 1.0 * 0.25)));
+  CHECK(regimes[0].agents[0].novel_share == Approx(1.0 / 3));
+  CHECK(regimes[0].agents[1].novel_share == Approx(0.5));
+  CHECK(rows_of_regime(rows, "medium").size() == 2);
+  CHECK(summarize_by_regime({row("x", 10, "a", true, true, 1.0, 1.0)}).size() == 2);  // all, small
+
+  const auto file = scratch_dir("summary_regimes") / "summary.csv";
+  write_summary_csv(file, rows, "a");
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  REQUIRE(lines.size() == 1 + 4 * 2);
+  CHECK(lines[0].rfind("regime,agent,matrices,tested,compile_rate,pass@1,", 0) == 0);
+  CHECK(lines[0].find(",speedup_vs_reference,answers_differing,geomean_oracle_fraction,"
+                      "novel_share") != std::string::npos);
+  CHECK(lines[1].rfind("all,a,3,1,", 0) == 0);
+  CHECK(lines[3].rfind("large,a,1,1,1.0,1.0,", 0) == 0);
+  CHECK(lines[4].rfind("large,b,1,1,1.0,0.0,", 0) == 0);
+  // b against a on the large matrix: b failed (1) where a reached 2: ratio 0.5.
+  CHECK(lines[4].ends_with(",0.5,0,,"));
+  CHECK(lines[7].rfind("small,a,1,", 0) == 0);
 }

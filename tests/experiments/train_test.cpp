@@ -14,14 +14,15 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_split_fixture.hpp"
 #include "catch.hpp"
 #include "sparserl/env/trajectory.hpp"
 #include "sparserl/experiments/checkpoints.hpp"
@@ -470,10 +471,11 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
     }
     const std::string summary = read_text(run / "summary.csv");
     CHECK_THAT(summary, has_substring("sample_compile_rate"));
-    CHECK_THAT(summary, has_substring("\nsft-again,4,0,"));
-    // Compared with report.reference (sft): the same programs; no ratio without a GPU.
-    CHECK_THAT(summary, has_substring("speedup_vs_reference,answers_differing\n"));
-    CHECK_THAT(summary, has_substring(",,0\n"));  // sft-again: no ratio, 0 answers differ
+    CHECK_THAT(summary, has_substring("\nall,sft-again,4,0,"));
+    // Compared with report.reference (sft): the same programs; no ratio without a GPU (and so no
+    // oracle fraction or novelty of correct answers either).
+    CHECK_THAT(summary, has_substring("speedup_vs_reference,answers_differing,"));
+    CHECK_THAT(summary, has_substring(",,0,,\n"));  // sft-again: no ratio, 0 answers differ
     CHECK_THAT(read_text(run / "report.md"), has_substring("| sft-again | 4 | 0 | 0 / 0 | n/a |"));
     const std::vector<AgentSummary> s = summarize_results(rows);
     REQUIRE(s.size() == 3);
@@ -481,6 +483,27 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
     CHECK(std::isnan(s[0].sample_compile_rate));  // the template search answers once
     CHECK(std::isnan(s[1].geomean_best_speedup));  // nothing timed without a GPU
     CHECK_THAT(read_text(run / "report.md"), has_substring("| sft-again | 4 |"));
+    // Novelty: the checkpoints' run recorded its corpus (24 sampled design-space programs for
+    // pretraining, template-search pairs for SFT); the template search is measured against the
+    // design space.
+    const RunInfo info = read_run_info(run / "run.json");
+    const Json* novelty = info.extra.find("novelty");
+    REQUIRE(novelty != nullptr);
+    CHECK(novelty->find("sft")->as_string() ==
+          "pretraining: 24 of the 183 design-space programs of spmv f32 (seed 3); SFT pairs: "
+          "template-search programs, stood for by all 183 design-space programs of spmv f32");
+    CHECK(novelty->find("sft-again")->as_string() == novelty->find("sft")->as_string());
+    CHECK(novelty->find("template")->as_string() == "the design space of spmv f32 (183 programs)");
+    const RunInfo trained =
+        read_run_info(fs::path(policy).parent_path().parent_path() / "run.json");
+    REQUIRE(trained.extra.find("corpus") != nullptr);
+    CHECK(trained.extra.find("corpus")->find("pretrain")->as_string() == "design-space");
+    CHECK(trained.extra.find("corpus")->find("corpus_programs")->as_integer() == 24);
+    for (const MatrixResult& r : rows) {
+      CHECK_FALSE(r.novel.has_value());  // nothing is correct without a GPU
+      if (!r.program.empty()) CHECK(std::isfinite(r.corpus_distance));
+      if (r.agent == "template") CHECK(r.corpus_distance == 0);
+    }
     // Every program of the two learned agents, answers and samples, is in trajectories.h5.
     const sparserl::env::TrajectoryFile t =
         sparserl::env::read_trajectories(run / "trajectories.h5");
@@ -519,4 +542,54 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
                has_substring("bench.policies[0] 'seed2=" + (dir / "nowhere").string() +
                              "': " + (dir / "nowhere").string() + " is not a policy checkpoint"));
   }
+}
+
+TEST_CASE("sparserl eval reads the test part only with --part test, and says so",
+          "[experiments][train][eval]") {
+  require_agents();
+  const fs::path shared = sparserl::testing::shared_matrices_dir();
+  const fs::path dir = sparserl::testing::scratch_dir("eval_test_part");
+  const std::string policy = tiny_sft_policy(dir);
+  const auto f = sparserl::testing::write_bench_split(dir / "project");
+  std::ofstream(dir / "t2.toml") << sparserl::testing::bench_split_config(
+      f, shared.string(), "[eval]\nsamples = 1\ntasks_per_batch = 4\n[agent]\ndevice = \"cpu\"\n");
+  const auto eval = [&](const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"eval",         (dir / "t2.toml").string(),
+                                     "--checkpoint", policy,
+                                     "--runs-dir",   (dir / name).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return finish(start_cli(args, dir / (name + ".log")), std::chrono::seconds(180));
+  };
+  CHECK(eval("set", {"--set", "eval.part=test"}) == 1);
+  CHECK_THAT(read_text(dir / "set.log"),
+             has_substring("eval.part = \"test\": the test part is read only when the command "
+                           "line says so - `sparserl eval CONFIG --part test`"));
+  CHECK_FALSE(fs::exists(dir / "set"));
+
+  const int code = eval("test", {"--part", "test"});
+  INFO(read_text(dir / "test.log"));
+  REQUIRE(code == 0);
+  const fs::path run = only_run(dir / "test");
+  const RunInfo info = read_run_info(run / "run.json");
+  REQUIRE(info.split);
+  CHECK(info.split->part == "test");
+  CHECK(info.split->test_touched);
+  CHECK(info.split->test_matrices == 3);
+  CHECK_THAT(read_text(run / "report.md"),
+             has_substring("Test part: 3 matrices of bench-t2 test read (--part test)."));
+  // The policy's novelty is measured against the corpus its run recorded.
+  CHECK_THAT(info.extra.find("novelty")->find("sft")->as_string(),
+             has_substring("pretraining: 24 of the 183 design-space programs of spmv f32"));
+  const std::vector<MatrixResult> rows = read_results_csv(run / "results.csv");
+  REQUIRE(rows.size() == 3);
+  std::set<std::string> families;
+  for (const MatrixResult& r : rows) {
+    families.insert(r.family);
+    CHECK(r.regime == "small");
+    if (r.compiled) {
+      CHECK(r.program.size() == 64);
+      CHECK(std::isfinite(r.corpus_distance));
+    }
+  }
+  CHECK(families == std::set<std::string>{"arrow", "stencil", "Gset"});
 }

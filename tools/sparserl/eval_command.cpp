@@ -13,8 +13,8 @@ namespace sparserl::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sparserl eval CONFIG --checkpoint DIR [--set section.key=value]... [--root DIR]\n"
-    "                     [--runs-dir DIR]\n"
+    "usage: sparserl eval CONFIG --checkpoint DIR [--part train|val|test]\n"
+    "                     [--set section.key=value]... [--root DIR] [--runs-dir DIR]\n"
     "\n"
     "Evaluates the policy checkpoint DIR (a run's policies/<stage>/ or checkpoints/step-N/) on\n"
     "eval.part of data.split (or data.uris): one greedy program and eval.samples sampled ones\n"
@@ -23,8 +23,9 @@ constexpr const char* kUsage =
     "report.md. The env is shaped after the checkpoint (max_tokens, mask, K, D).\n"
     "\n"
     "  --checkpoint DIR  the policy to evaluate (required)\n"
-    "  --set KEY=VALUE   override one key (repeatable): --set eval.part=test --set "
-    "eval.samples=16\n"
+    "  --part PART       the part of data.split to evaluate (over eval.part); the test part is\n"
+    "                    read only this way: a config or --set asking for it is refused\n"
+    "  --set KEY=VALUE   override one key (repeatable): --set eval.samples=16\n"
     "  --root DIR        the folder relative paths of the config start from\n"
     "  --runs-dir DIR    where the run directory goes (default: experiment.output_dir)\n"
     "\n"
@@ -32,11 +33,17 @@ constexpr const char* kUsage =
 
 int run_eval(const std::vector<std::string>& argv) {
   const Args args(argv, {});
-  args.allow_only({"set", "root", "runs-dir", "checkpoint"});
+  args.allow_only({"set", "root", "runs-dir", "checkpoint", "part"});
   if (args.positional().size() != 1) throw UsageError("expected one CONFIG file");
   experiments::RunnerOptions options;
   if (auto root = args.option("root")) options.root = *root;
   if (auto runs = args.option("runs-dir")) options.runs_dir = *runs;
+  if (auto part = args.option("part")) {
+    if (*part != "train" && *part != "val" && *part != "test") {
+      throw UsageError("--part takes train, val or test, not '" + *part + "'");
+    }
+    options.part = *part;
+  }
   options.command = "sparserl eval";
   for (const std::string& a : argv) options.command += " " + a;
   const std::string checkpoint = args.required("checkpoint");

@@ -2,8 +2,16 @@
 // the kernel that agent answered with for that matrix - and the per-agent summary the report shows:
 //
 //   matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_fraction,
-//     tested,samples,samples_compiled,samples_correct,best_speedup,program
-//   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012,1,0,0,0,1.168,3a07...
+//     tested,samples,samples_compiled,samples_correct,best_speedup,program,regime,family,
+//     oracle_speedup,oracle_fraction,novel,corpus_distance
+//   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012,1,0,0,0,1.168,3a07...,
+//     small,HB,1.168,1,0,0
+//
+// Each answer is measured three ways (DESIGN.md, "Benchmark and statistics"): against cuSPARSE
+// (speedup), against the roofline (bandwidth_fraction: compulsory bytes over the device's measured
+// copy bandwidth) and against the oracle, the template search's best program for the matrix
+// (oracle_fraction = speedup / oracle_speedup); and its program against the training corpus
+// (novel, corpus_distance; novelty.hpp).
 //
 // Plain RFC 4180 CSV with a header; columns are found by name, so their order is free and extra
 // columns (op, dtype, ...) are allowed and ignored here. Three optional columns of the benchmark
@@ -12,9 +20,10 @@
 // best speed) and `novel` (1 / 0: the program is not in the training corpus; empty where that does
 // not apply). `matrix` and `agent` are required; a
 // missing or empty number is NaN (a kernel that did not compile has no time); a file without the
-// sample columns reads as tested, without samples, and one without best_speedup / program as
-// having neither. Booleans are 1/0 or true/false. Bad input is a ResultsError naming the file, the
-// line and the column.
+// sample columns reads as tested, without samples, one without best_speedup / program as having
+// neither, and one without the benchmark's columns (regime ... corpus_distance) as having no tags,
+// no oracle and no novelty (regime_name() then falls back to the nonzeros). Booleans are 1/0 or
+// true/false. Bad input is a ResultsError naming the file, the line and the column.
 #pragma once
 
 #include <cstdint>
@@ -54,14 +63,24 @@ struct MatrixResult {
   // The answer's program digest (empty when no program reached the evaluator): two agents with the
   // same digest for a matrix answered with the same kernel.
   std::string program;
-  // The benchmark's regime tag of the matrix: "small", "medium", "large", or empty (no tag).
+  // The matrix's regime ("small", "medium", "large": the split entry's tag, else by nnz) and
+  // family (the entry's; else the collection group or the generator kind); "" when unknown.
   std::string regime;
-  // The answer's speed as a share of the oracle's (the template search's best program); NaN when
-  // absent or the answer failed.
+  std::string family;
+  // The oracle's speedup over cuSPARSE for the matrix (the template search's best program under
+  // bench.oracle_budget; NaN when unknown), and the answer's speedup as a fraction of it: 0 for a
+  // failed answer, NaN when there is no oracle or the answer was not tested.
+  double oracle_speedup = std::numeric_limits<double>::quiet_NaN();
   double oracle_fraction = std::numeric_limits<double>::quiet_NaN();
-  // Whether the answer is absent from the training corpus (nullopt: not applicable or not known).
+  // For a correct answer: whether its normalised program is absent from the training corpus
+  // (nullopt for an incorrect answer, or when no corpus was measured).
   std::optional<bool> novel;
+  // Token edit distance from the answer to the nearest corpus program (NaN when no program).
+  double corpus_distance = std::numeric_limits<double>::quiet_NaN();
 };
+
+// The row's regime: its tag, else the regime of its nonzeros.
+std::string regime_name(const MatrixResult& row);
 
 // The column names in the order write_results_csv uses.
 const std::vector<std::string>& results_columns();
@@ -107,10 +126,27 @@ struct AgentSummary {
   // Geometric mean over all matrices of best_speedup, a matrix without a correct program counted
   // as 1.0 (NaN when no row has samples or nothing was tested).
   double geomean_best_speedup = 0;
+  // Geometric mean of oracle_fraction over the correct answers that have one (NaN when none):
+  // how close the agent comes to the template search where it succeeds (failures are in pass@1).
+  double geomean_oracle_fraction = 0;
+  // Correct answers whose program is novel, over the correct answers whose novelty was measured
+  // (NaN when none).
+  double novel_share = 0;
 };
 
 // One summary per agent, in order of first appearance.
 std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& rows);
+
+// The summaries of one regime's rows ("all": every row).
+struct RegimeSummary {
+  std::string regime;  // "all", "large", "medium", "small"
+  std::vector<AgentSummary> agents;
+};
+// "all", then large, medium and small where some row is of that regime (regime_name()).
+std::vector<RegimeSummary> summarize_by_regime(const std::vector<MatrixResult>& rows);
+// The rows of one regime ("all": every row), in order.
+std::vector<MatrixResult> rows_of_regime(const std::vector<MatrixResult>& rows,
+                                         const std::string& regime);
 
 // One agent against a reference agent over the matrices both answered: a paired comparison, which
 // means something when both were timed in one bench (docs/experiments.md, "Matrix by matrix").
@@ -130,5 +166,13 @@ struct PairedComparison {
 // empty, absent from the rows or the only agent.
 std::vector<PairedComparison> compare_with_reference(const std::vector<MatrixResult>& rows,
                                                      const std::string& reference);
+
+// summary.csv of a benchmark: one row per (regime, agent) - every figure of AgentSummary and the
+// comparison with `reference` computed over that regime's rows - regimes in summarize_by_regime's
+// order:
+//   regime,agent,matrices,tested,compile_rate,pass@1,pass@k,k,geomean_speedup,...,
+//     speedup_vs_reference,answers_differing,geomean_oracle_fraction,novel_share
+void write_summary_csv(const std::filesystem::path& file, const std::vector<MatrixResult>& rows,
+                       const std::string& reference);
 
 }  // namespace sparserl::experiments

@@ -52,6 +52,8 @@ struct RunStart {
   std::vector<std::pair<std::string, std::uint64_t>> seeds;
   // The project tree whose git commit is recorded; empty: the tree this build came from.
   std::filesystem::path project_dir;
+  // The split the run reads (run.json "split"); nullopt: none recorded.
+  std::optional<SplitRecord> split;
   std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
 };
 

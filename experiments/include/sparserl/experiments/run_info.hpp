@@ -72,6 +72,25 @@ struct GitState {
   std::string describe;            // `git describe --always --dirty`, or ""
 };
 
+// The split a run read (run.json "split", the report's header): which file, its content digest
+// (datasets::Split::digest()), the part and the selection (data.regimes / sources / families) the
+// run took, and whether it read test matrices. A run over data.uris has no split: name, file and
+// digest are empty. `sparserl compare` reads name and digest to refuse comparing runs on different
+// splits.
+struct SplitRecord {
+  std::string name;       // "bench-v2"
+  std::string file;       // the split file, absolute
+  std::string digest;     // 16 hex digits
+  std::string part;       // "val"
+  std::string selection;  // datasets::SplitSelection::describe(): "all", "regime large"
+  bool test_touched = false;
+  std::int64_t test_matrices = 0;  // test matrices the run read (only with `--part test`)
+  std::string test_split;          // the split whose test part they belong to
+  std::int64_t matrices = 0;       // matrices the run took
+  std::int64_t absent = 0;         // catalogue matrices of the part not on this machine, skipped
+  friend bool operator==(const SplitRecord&, const SplitRecord&) = default;
+};
+
 struct RunInfo {
   std::string run_id;       // the run directory's name
   std::string experiment;   // experiment.name
@@ -87,6 +106,7 @@ struct RunInfo {
   std::vector<std::string> resumed_at;  // one time per resume
   RunStatus status = RunStatus::running;
   std::string error;            // failed: the message
+  std::optional<SplitRecord> split;  // absent in run.json files written before splits were recorded
   Json extra = Json::object();  // what a runner adds (steps done, checkpoints, ...), kept as is
 
   [[nodiscard]] Json to_json() const;

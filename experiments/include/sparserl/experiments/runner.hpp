@@ -72,8 +72,10 @@ reward::EvaluatorConfig evaluator_config(const Config& config, const std::filesy
 // [env] and [reward]; the seed is experiment.seed.
 env::EnvConfig env_config(const Config& config);
 env::TaskTemplate task_template(const Config& config);  // data.op, dtype, k
-// The tasks of a part of data.split (or data.uris when the split is empty), at most `max_tasks`
-// (0: all), in file order. RunnerError naming the key when there are none.
+// The tasks of a part of data.split (or data.uris when the split is empty), selected by
+// data.regimes / sources / families, catalogue matrices absent from this machine skipped, at most
+// `max_tasks` (0: all), in file order (split_tasks.hpp: part_tasks, which also says what was
+// skipped). RunnerError naming the key when there are none.
 std::vector<datasets::Task> config_tasks(const Config& config, const std::filesystem::path& root,
                                          std::string_view part, std::int64_t max_tasks);
 
@@ -94,6 +96,9 @@ struct RunnerOptions {
   std::optional<std::filesystem::path> root;      // --root
   std::optional<std::filesystem::path> runs_dir;  // --runs-dir (relative to the working directory)
   std::string command;                            // the command line, for run.json
+  // --part of `sparserl bench` / `eval`: the part to read, over bench.part / eval.part. Only this
+  // way may a run read the test part (split_tasks.hpp).
+  std::optional<std::string> part;
   std::ostream* log = nullptr;                    // notices and progress; nullptr: std::cerr
 };
 

@@ -1,0 +1,193 @@
+// The training corpus of a policy, recorded and rebuilt for novelty (training_corpus.hpp).
+#include "training_corpus.hpp"
+
+#include <algorithm>
+
+#include "sparserl/experiments/run_info.hpp"
+#include "sparserl/experiments/runner.hpp"
+#if __has_include("sparserl/kernels/design_space.hpp")
+#include "sparserl/kernels/design_space.hpp"
+#define SPARSERL_CORPUS_HAVE_KERNELS 1
+#endif
+#if defined(SPARSERL_HAVE_AGENTS)
+#include "sparserl/agents/tuning_data.hpp"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace sparserl::experiments {
+namespace {
+
+constexpr const char* kDesignSpace = "design-space";
+
+std::string stage_source(const Config& config, const fs::path& root, const char* key) {
+  const std::string& value = config.string(key);
+  return value == kDesignSpace ? value : resolve_path(root, value).string();
+}
+
+// The design-space programs of the spec's op and dtype: all of them, or n drawn with the seed.
+std::vector<std::string> design_space_programs([[maybe_unused]] const CorpusSpec& spec,
+                                               [[maybe_unused]] std::int64_t n,
+                                               std::size_t* space_size) {
+  std::vector<std::string> out;
+  *space_size = 0;
+#ifdef SPARSERL_CORPUS_HAVE_KERNELS
+  const kernels::DesignSpace space(*datasets::parse_op(spec.op),
+                                   *datasets::parse_dtype(spec.dtype));
+  *space_size = space.size();
+  const std::vector<kernels::DesignPoint> points =
+      n > 0 ? space.sample(static_cast<std::size_t>(n), spec.seed) : space.points();
+  for (const kernels::DesignPoint& p : points) out.push_back(space.render(p));
+#endif
+  return out;
+}
+
+// The programs of a dataset.h5 of `sparserl tune`: its /corpus (pretraining) or /sft programs.
+std::vector<std::string> dataset_programs([[maybe_unused]] const CorpusSpec& spec,
+                                          [[maybe_unused]] const std::string& file, bool sft,
+                                          std::string& trouble) {
+  std::vector<std::string> out;
+#if defined(SPARSERL_HAVE_AGENTS)
+  try {
+    if (sft) {
+      for (const agents::SftPair& p : agents::read_sft_pairs(file)) out.push_back(p.program);
+    } else {
+      out = agents::read_corpus(file, datasets::parse_op(spec.op));
+    }
+  } catch (const std::exception& e) {
+    trouble += "; " + file + " unreadable (" + e.what() + ")";
+  }
+#else
+  (void)sft;
+  trouble += "; " + file + " not read (this build has no agents library)";
+#endif
+  return out;
+}
+
+}  // namespace
+
+Json CorpusSpec::to_json() const {
+  Json j = Json::object();
+  j.set("pretrain", pretrain);
+  j.set("corpus_programs", Json(corpus_programs));
+  j.set("seed", Json(seed));
+  j.set("sft_pairs", sft_pairs);
+  j.set("op", op);
+  j.set("dtype", dtype);
+  return j;
+}
+
+std::optional<CorpusSpec> CorpusSpec::from_json(const Json& json) {
+  if (!json.is_object()) return std::nullopt;
+  try {
+    CorpusSpec s;
+    s.pretrain = json.find("pretrain")->as_string();
+    s.corpus_programs = json.find("corpus_programs")->as_integer();
+    s.seed = static_cast<std::uint64_t>(json.find("seed")->as_integer());
+    s.sft_pairs = json.find("sft_pairs")->as_string();
+    s.op = json.find("op")->as_string();
+    s.dtype = json.find("dtype")->as_string();
+    if (!datasets::parse_op(s.op) || !datasets::parse_dtype(s.dtype)) return std::nullopt;
+    return s;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string CorpusSpec::key() const { return to_json().dump(); }
+
+CorpusSpec design_space_corpus(const Config& config) {
+  CorpusSpec s;
+  s.op = config.string("data.op");
+  s.dtype = config.string("data.dtype");
+  return s;
+}
+
+CorpusSpec training_corpus(const Config& config, const fs::path& root) {
+  CorpusSpec s = design_space_corpus(config);
+  const auto& stages = config.string_list("train.stages");
+  const auto has = [&](const char* stage) {
+    return std::find(stages.begin(), stages.end(), stage) != stages.end();
+  };
+  if (has("pretrain")) {
+    s.pretrain = stage_source(config, root, "train.corpus");
+    s.corpus_programs = config.integer("train.corpus_programs");
+    s.seed = static_cast<std::uint64_t>(config.integer("experiment.seed"));
+  }
+  if (has("sft")) s.sft_pairs = stage_source(config, root, "train.sft_pairs");
+  const std::string& init = config.string("train.init_checkpoint");
+  if (s.pretrain.empty() && s.sft_pairs.empty() && !init.empty()) {
+    if (auto inherited = recorded_corpus(resolve_path(root, init))) return *inherited;
+  }
+  return s;
+}
+
+std::optional<CorpusSpec> recorded_corpus(const fs::path& checkpoint) {
+  fs::path dir = fs::absolute(checkpoint).lexically_normal();
+  for (int up = 0; up < 4 && !dir.empty(); ++up, dir = dir.parent_path()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(dir / "run.json", ec)) continue;
+    try {
+      const RunInfo info = read_run_info(dir / "run.json");
+      const Json* corpus = info.extra.find("corpus");
+      return corpus != nullptr ? CorpusSpec::from_json(*corpus) : std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+const ProgramCorpus& CorpusLibrary::get(const CorpusSpec& spec, const std::string& note) {
+  auto& slot = built_[spec.key() + "\n" + note];
+  if (slot) return *slot;
+  std::vector<std::string> programs;
+  std::string description, trouble;
+  std::size_t space = 0;
+  const std::string what = spec.op + " " + spec.dtype;
+  if (spec.pretrain == kDesignSpace) {
+    programs = design_space_programs(spec, spec.corpus_programs, &space);
+    description =
+        "pretraining: " +
+        (spec.corpus_programs > 0 && static_cast<std::size_t>(spec.corpus_programs) < space
+             ? std::to_string(programs.size()) + " of the " + std::to_string(space) +
+                   " design-space programs of " + what + " (seed " + std::to_string(spec.seed) + ")"
+             : "the " + std::to_string(programs.size()) + " design-space programs of " + what);
+  } else if (!spec.pretrain.empty()) {
+    programs = dataset_programs(spec, spec.pretrain, false, trouble);
+    description =
+        "pretraining: " + std::to_string(programs.size()) + " programs of " + spec.pretrain;
+  }
+  if (spec.sft_pairs == kDesignSpace) {
+    const std::vector<std::string> all = design_space_programs(spec, 0, &space);
+    programs.insert(programs.end(), all.begin(), all.end());
+    description += std::string(description.empty() ? "" : "; ") +
+                   "SFT pairs: template-search programs, stood for by all " +
+                   std::to_string(all.size()) + " design-space programs of " + what;
+  } else if (!spec.sft_pairs.empty()) {
+    const std::vector<std::string> pairs = dataset_programs(spec, spec.sft_pairs, true, trouble);
+    programs.insert(programs.end(), pairs.begin(), pairs.end());
+    description += std::string(description.empty() ? "" : "; ") +
+                   "SFT pairs: " + std::to_string(pairs.size()) + " programs of " + spec.sft_pairs;
+  }
+  if (spec.pretrain.empty() && spec.sft_pairs.empty()) {
+    programs = design_space_programs(spec, 0, &space);
+    description =
+        "the design space of " + what + " (" + std::to_string(programs.size()) + " programs)";
+  }
+  std::vector<TokenSequence> sequences;
+  std::size_t unencodable = 0;
+  for (const std::string& p : programs) {
+    if (auto s = normalised_program(*tokenizer_, p)) {
+      sequences.push_back(std::move(*s));
+    } else {
+      ++unencodable;
+    }
+  }
+  if (unencodable > 0) trouble += "; " + std::to_string(unencodable) + " did not tokenize";
+  slot = std::make_unique<ProgramCorpus>(description + trouble + (note.empty() ? "" : "; " + note),
+                                         std::move(sequences));
+  return *slot;
+}
+
+}  // namespace sparserl::experiments
