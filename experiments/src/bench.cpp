@@ -70,6 +70,8 @@ MatrixResult answer_row(const datasets::Task& task, std::int64_t nnz, const std:
   if (eval) r.program = eval->program_digest;
   if (eval && eval->timed) {
     r.cusparse_us = eval->timing.baseline_median_us;
+    r.cusparse_path = eval->timing.baseline_algorithm;
+    r.cusparse_paths = eval->timing.baseline_paths;
     if (eval->correct) {
       r.candidate_us = eval->timing.median_us;
       r.speedup = r.best_speedup = eval->timing.speedup;

@@ -27,6 +27,8 @@ void fill_figures(MatrixResult& r, const GreedyAnswer& answer) {
   r.program = e.program_digest;
   if (!e.timed) return;
   r.cusparse_us = e.timing.baseline_median_us;
+  r.cusparse_path = e.timing.baseline_algorithm;
+  r.cusparse_paths = e.timing.baseline_paths;
   if (e.correct) {
     r.candidate_us = e.timing.median_us;
     r.gflops = e.timing.gflops;

@@ -279,9 +279,9 @@ std::string novelty_cell(const MatrixResult& r) {
 void matrix_table(std::ostringstream& md, const std::vector<MatrixResult>& rows,
                   const ReportOptions& options) {
   md << "| matrix | regime | family | nnz | agent | compiled | correct | kernel (us) | cuSPARSE "
-        "(us) | speedup | GFLOP/s | roofline fraction (bandwidth) | oracle speedup | oracle "
-        "fraction | novel | corpus distance | program |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "(us) | cuSPARSE path | speedup | GFLOP/s | roofline fraction (bandwidth) | oracle speedup "
+        "| oracle fraction | novel | corpus distance | program |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   const std::size_t shown = std::min(rows.size(), options.table_rows);
   for (std::size_t i = 0; i < shown; ++i) {
     const MatrixResult& r = rows[i];
@@ -289,7 +289,9 @@ void matrix_table(std::ostringstream& md, const std::vector<MatrixResult>& rows,
     md << "| " << code(r.matrix) << " | " << cell(regime_name(r)) << " | "
        << cell(r.family.empty() ? std::string("-") : r.family) << " | " << r.nnz << " | "
        << cell(r.agent) << " | " << (r.compiled ? "yes" : "no") << " | " << correct << " | "
-       << num(r.candidate_us) << " | " << num(r.cusparse_us) << " | " << num(r.speedup) << " | "
+       << num(r.candidate_us) << " | " << num(r.cusparse_us) << " | "
+       << cell(r.cusparse_path.empty() ? std::string("-") : r.cusparse_path) << " | "
+       << num(r.speedup) << " | "
        << num(r.gflops) << " | " << percent(r.bandwidth_fraction) << " | " << num(r.oracle_speedup)
        << " | " << percent(r.oracle_fraction) << " | " << novelty_cell(r) << " | "
        << num(r.corpus_distance) << " | "

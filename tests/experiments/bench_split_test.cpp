@@ -144,3 +144,54 @@ TEST_CASE("sparserl bench on a version-2 split: regimes, oracle and novelty colu
   CHECK_THAT(report, has_substring("| `gen-v1/diagonal?n=1000001` | large | diagonal | 1000001 | "
                                    "template | yes | n/a |"));
 }
+
+TEST_CASE("bench then compare: three seeds of two agents on bench-v2's small real val matrices",
+          "[experiments][bench][bench_v2][compare]") {
+  // The path a researcher takes, as shipped: experiments/configs/bench-v2-small.toml on the
+  // committed bench-v2 split, one bench per seed, then `sparserl compare` over the runs. Shortened
+  // (3 matrices, one template program, two random samples) and compile stage only here.
+  const fs::path shared = sparserl::testing::shared_matrices_dir();
+  if (!fs::exists(shared / "real" / "INDEX.csv")) sparserl::testing::skip("no shared real matrices");
+  const fs::path root = sparserl::testing::scratch_dir("bench_then_compare");
+  const fs::path config = sparserl::testing::source_dir() / "experiments" / "configs" /
+                          "bench-v2-small.toml";
+  const std::string common =
+      " --root " + sparserl::testing::source_dir().string() + " --runs-dir " +
+      (root / "runs").string() + " --set 'data.index_dirs=[\"" + shared.string() + "\",\"" +
+      (shared / "real").string() + "\"]' --set bench.max_tasks=3 --set bench.template_budget=1" +
+      " --set bench.samples=2 --set env.max_tokens=300";
+  for (int seed = 1; seed <= 3; ++seed) {
+    int status = 0;
+    const std::string output = sparserl::testing::run_command(
+        std::string(SPARSERL_CLI_PATH) + " bench " + config.string() + common +
+            " --set experiment.seed=" + std::to_string(seed),
+        status);
+    INFO(output);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    CHECK_THAT(output, has_substring("val part of bench-v2, selection regime small; source shared"));
+  }
+  std::vector<fs::path> runs;
+  for (const auto& e : fs::directory_iterator(root / "runs")) runs.push_back(e.path());
+  REQUIRE(runs.size() == 3);
+  std::string command = std::string(SPARSERL_CLI_PATH) + " compare";
+  for (const fs::path& r : runs) command += " " + r.string();
+  command += " --out " + (root / "compare").string() + " --reps 200 --no-plots";
+  int status = 0;
+  const std::string output = sparserl::testing::run_command(command, status);
+  INFO(output);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK_THAT(output, has_substring("compared 2 agents over 3 run directories on 3 matrices"));
+  const std::string md = read_text(root / "compare" / "compare.md");
+  // Each run names the split by digest; every agent has three runs; without a GPU the speed
+  // figures are n/a and the compile rate has an interval over the seeds.
+  const auto split = sparserl::datasets::read_split(sparserl::testing::source_dir() / "datasets" /
+                                                    "splits" / "bench-v2.split");
+  CHECK_THAT(md, has_substring("| bench-v2 " + split.digest().substr(0, 12) + " |"));
+  CHECK_THAT(md, has_substring("| template | 3 | n/a |"));
+  CHECK_THAT(md, has_substring("| random | 3 | n/a |"));
+  const std::string csv = read_text(root / "compare" / "compare.csv");
+  CHECK_THAT(csv, has_substring("random"));
+  CHECK_THAT(csv, has_substring("compile_rate"));
+}

@@ -3,7 +3,7 @@
 //
 //   matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_fraction,
 //     tested,samples,samples_compiled,samples_correct,best_speedup,program,regime,family,
-//     oracle_speedup,oracle_fraction,novel,corpus_distance
+//     oracle_speedup,oracle_fraction,novel,corpus_distance,cusparse_path,cusparse_paths
 //   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012,1,0,0,0,1.168,3a07...,
 //     small,HB,1.168,1,0,0
 //
@@ -48,7 +48,7 @@ struct MatrixResult {
   bool compiled = false;
   bool correct = false;
   double candidate_us = 0;        // the agent's kernel, median time per run (us)
-  double cusparse_us = 0;         // cuSPARSE's best algorithm, same protocol (us)
+  double cusparse_us = 0;         // cuSPARSE's best path, same protocol (us)
   double speedup = 0;             // cusparse_us / candidate_us
   double gflops = 0;              // of the agent's kernel
   double bandwidth_fraction = 0;  // of the device's measured copy bandwidth
@@ -77,6 +77,11 @@ struct MatrixResult {
   std::optional<bool> novel;
   // Token edit distance from the answer to the nearest corpus program (NaN when no program).
   double corpus_distance = std::numeric_limits<double>::quiet_NaN();
+  // The cuSPARSE path that set cusparse_us ("CSR_ALG2", "SELL_ALG1", "BSR_ALG1(4x4)", ...) and every
+  // path the baseline tried with its median in us (reward::TimingFigures::baseline_paths); empty
+  // when nothing was timed.
+  std::string cusparse_path;
+  std::string cusparse_paths;
 };
 
 // The row's regime: its tag, else the regime of its nonzeros.
