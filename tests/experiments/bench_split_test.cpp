@@ -95,7 +95,7 @@ TEST_CASE("sparserl bench on a version-2 split: regimes, oracle and novelty colu
   CHECK(families == std::set<std::string>{"diagonal", "uniform", "Pajek", "Cat"});
   const std::string csv = read_text(run / "results.csv");
   CHECK_THAT(csv, has_substring(",regime,family,oracle_speedup,oracle_fraction,novel,"
-                                "corpus_distance\n"));
+                                "corpus_distance,cusparse_path,cusparse_paths\n"));
 
   const std::string summary = read_text(run / "summary.csv");
   std::vector<std::string> lines;

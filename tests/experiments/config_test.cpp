@@ -140,7 +140,8 @@ TEST_CASE("every config in experiments/configs is accepted", "[experiments][conf
     CHECK(Config::parse(c.to_toml(), "resolved.toml") == c);
   }
   std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{"bench-spmm.toml", "bench-spmv.toml", "grpo.toml",
-                                          "ppo.toml", "quickstart.toml", "reinforce.toml",
-                                          "sft.toml"});
+  CHECK(names == std::vector<std::string>{"bench-spmm.toml", "bench-spmv.toml",
+                                          "bench-v2-large.toml", "bench-v2-small.toml",
+                                          "grpo.toml", "ppo.toml", "quickstart.toml",
+                                          "reinforce.toml", "sft.toml"});
 }
