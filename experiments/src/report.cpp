@@ -239,15 +239,16 @@ void summary_tables(std::ostringstream& md, const std::vector<MatrixResult>& row
   for (const AgentSummary& s : summaries) k = std::max(k, s.k);
   const std::string pass_k = k > 0 ? "pass@" + std::to_string(k) : std::string("pass@k");
   const std::string best_k = k > 0 ? "best of " + std::to_string(k + 1) : std::string("best of k");
-  md << "| agent | matrices | compile rate | correct rate (pass@1) | " << pass_k
+  md << "| agent | matrices | compile rate | correct rate (answers) | pass@1 | " << pass_k
      << " | sample compile rate | geomean speedup (correct) | geomean speedup (failures as 1) | "
      << best_k
      << " (failures as 1) | faster than cuSPARSE | median GFLOP/s | mean roofline fraction "
         "(bandwidth) | geomean oracle fraction (correct) | novel (of correct) |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const AgentSummary& s : summaries) {
     md << "| " << cell(s.agent) << " | " << s.matrices << " | " << percent(s.compile_rate) << " | "
-       << percent(s.correct_rate) << " | " << percent(s.pass_at_k) << " | "
+       << percent(s.correct_rate) << " | " << percent(s.pass_at_1) << " | "
+       << percent(s.pass_at_k) << " | "
        << percent(s.sample_compile_rate) << " | " << num(s.geomean_speedup) << " | "
        << num(s.geomean_speedup_fallback) << " | " << num(s.geomean_best_speedup) << " | "
        << percent(s.faster_share) << " | " << num(s.median_gflops) << " | "

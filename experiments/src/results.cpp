@@ -16,6 +16,7 @@
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/run_info.hpp"
+#include "sparserl/experiments/statistics.hpp"
 #include "text_format.hpp"
 
 namespace sparserl::experiments {
@@ -217,6 +218,12 @@ ResultsTable read_results_table(const std::filesystem::path& file) {
   return table;
 }
 
+double row_pass_at_k(const MatrixResult& row, std::int64_t k) {
+  const std::int64_t n = 1 + row.samples;
+  const std::int64_t c = std::min<std::int64_t>(n, (row.correct ? 1 : 0) + row.samples_correct);
+  return pass_at_k(n, c, std::clamp<std::int64_t>(k, 1, n));
+}
+
 std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& rows) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const MatrixResult*>> by_agent;
@@ -261,19 +268,23 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
     s.geomean_oracle_fraction = geomean(oracle);
     s.novel_share =
         novelty_known > 0 ? static_cast<double>(novel) / static_cast<double>(novelty_known) : kNaN;
-    std::int64_t pass_k = 0, samples = 0, samples_compiled = 0;
+    std::int64_t samples = 0, samples_compiled = 0;
     std::vector<double> best;
     for (const MatrixResult* r : rs) {
       s.tested = s.tested && r->tested;
       s.k = std::max(s.k, r->samples);
       samples += r->samples;
       samples_compiled += r->samples_compiled;
-      pass_k += r->correct || r->samples_correct > 0 ? 1 : 0;
       best.push_back(counts(r->best_speedup) ? r->best_speedup : 1.0);
     }
     const bool sampled = samples > 0;
     const auto n = static_cast<double>(rs.size());
-    s.pass_at_k = sampled ? static_cast<double>(pass_k) / n : kNaN;
+    double pass_1 = 0, pass_k = 0;
+    for (const MatrixResult* r : rs) {
+      pass_1 += row_pass_at_k(*r, 1);
+      if (sampled) pass_k += row_pass_at_k(*r, s.k);
+    }
+    s.pass_at_k = sampled ? pass_k / n : kNaN;
     s.sample_compile_rate =
         sampled ? static_cast<double>(samples_compiled) / static_cast<double>(samples) : kNaN;
     s.geomean_best_speedup = sampled ? geomean(best) : kNaN;
@@ -287,7 +298,7 @@ std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& row
     s.mean_bandwidth_fraction =
         bandwidth.empty() ? kNaN : bw / static_cast<double>(bandwidth.size());
     s.compile_rate = static_cast<double>(compiled) / n;
-    s.pass_at_1 = s.correct_rate;
+    s.pass_at_1 = pass_1 / n;
     if (!s.tested) {
       for (double* v : {&s.correct_rate, &s.pass_at_1, &s.pass_at_k, &s.geomean_speedup,
                         &s.geomean_speedup_fallback, &s.faster_share, &s.median_gflops,

@@ -80,7 +80,7 @@ const std::vector<std::pair<std::string, std::int64_t>> kMatrices = {
 // grpo's speedups per seed (0: a compile error, counting 1.0); sft answers 2.0 everywhere.
 const double kGrpo[3][4] = {{0, 3, 4, 6}, {2, 3, 4, 6}, {2, 3, 5, 6}};
 
-// Three seeds of a bench of sft and grpo, with samples (pass@5), the oracle fraction and novelty.
+// Three seeds of a bench of sft and grpo, with 4 samples (pass@4), the oracle fraction and novelty.
 std::vector<fs::path> write_seeds(const fs::path& root) {
   std::vector<fs::path> dirs;
   for (int seed = 0; seed < 3; ++seed) {
@@ -90,7 +90,7 @@ std::vector<fs::path> write_seeds(const fs::path& root) {
       MatrixResult sft = answer(matrix, nnz, "sft", 2.0);
       sft.samples = 4;
       sft.samples_compiled = 4;
-      sft.samples_correct = 2;  // n = 5, c = 3: pass@1 = 0.6, pass@5 = 1
+      sft.samples_correct = 2;  // n = 5, c = 3: pass@1 = 0.6, pass@4 = 1
       sft.oracle_fraction = 0.5;
       rows.push_back(sft);
       MatrixResult grpo = answer(matrix, nnz, "grpo", kGrpo[seed][m]);
@@ -152,7 +152,7 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   CHECK(c.reference == "sft");
   CHECK(c.matrices.size() == 4);
   CHECK(c.dropped.empty());
-  CHECK(c.k == 5);
+  CHECK(c.k == 4);  // the samples of a row: pass@4 over its n = 5 programs
   CHECK(c.oracle_fraction);
   CHECK(c.novel);
   REQUIRE(c.sections.size() == 4);  // all, large, medium, small
@@ -202,11 +202,12 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   // The oracle fraction: the failure counts 0, the other 11 are 0.9.
   CHECK(point("grpo all oracle_fraction_iqm") == Approx(0.9));
   CHECK(point("sft all oracle_fraction_iqm") == 0.5);
-  // pass@k with n = 5: sft c = 3 everywhere; grpo c = 5 on 11 rows, 0 on the failure.
+  // pass@k with n = 5 programs (answer + 4 samples), k = 4: sft c = 3 everywhere (1 - C(2, 4) /
+  // C(5, 4) = 1); grpo c = 5 on 11 rows, 0 on the failure.
   CHECK(point("sft all pass@1") == Approx(0.6));
-  CHECK(point("sft all pass@5") == 1.0);
+  CHECK(point("sft all pass@4") == 1.0);
   CHECK(point("grpo all pass@1") == Approx(11.0 / 12));
-  CHECK(point("grpo all pass@5") == Approx(11.0 / 12));
+  CHECK(point("grpo all pass@4") == Approx(11.0 / 12));
   CHECK(point("grpo all compile_rate") == Approx(11.0 / 12));
   CHECK(point("grpo all novel_correct_share") == Approx(3.0 / 12));
   CHECK(csv.at("sft all novel_correct_share")[3].empty());  // no novel value: n/a
@@ -219,7 +220,7 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   CHECK_THAT(md, has_substring("| grpo | 3 | 3.667 ["));
   CHECK_THAT(md,
              has_substring("| sft | 3 | 2 [2, 2] | 0.5 [0.5, 0.5] | 2 [2, 2] | (reference) | |"));
-  CHECK_THAT(md, has_substring("| agent | runs | pass@1 | pass@5 | compile rate | novel correct "
+  CHECK_THAT(md, has_substring("| agent | runs | pass@1 | pass@4 | compile rate | novel correct "
                                "answers |"));
   CHECK_THAT(md, has_substring("| sft | 3 | 60.0% [60.0%, 60.0%] | 100.0% [100.0%, 100.0%] | "
                                "100.0% [100.0%, 100.0%] | n/a |"));

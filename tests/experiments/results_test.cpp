@@ -158,8 +158,14 @@ TEST_CASE("pass@k and untested rows in the summary", "[experiments][results]") {
   REQUIRE(s.size() == 2);
   CHECK(s[0].tested);
   CHECK(s[0].k == 8);
-  CHECK(s[0].pass_at_1 == 0.25);
-  CHECK(s[0].pass_at_k == 0.5);
+  // The unbiased estimator over each row's 9 programs (answer + 8 samples): m1 holds 1 correct,
+  // m2 2, m3 and m4 none. pass@1 = mean c/n; pass@8 = mean of 1 - C(9-c, 8) / C(9, 8).
+  CHECK(s[0].correct_rate == 0.25);  // the answers alone
+  CHECK(s[0].pass_at_1 == Approx((1.0 / 9 + 2.0 / 9) / 4));
+  CHECK(s[0].pass_at_k == Approx((8.0 / 9 + 1.0) / 4));
+  CHECK(row_pass_at_k(back[0], 8) == Approx(8.0 / 9));
+  CHECK(row_pass_at_k(back[0], 100) == 1.0);  // k above n: all nine programs
+  CHECK(row_pass_at_k(back[2], 1) == 0.0);
   CHECK(s[0].compile_rate == 0.75);
   CHECK(s[0].sample_compile_rate == Approx(5.0 / 32));
   CHECK(s[0].geomean_best_speedup == Approx(std::pow(4.0 * 3.0, 0.25)));  // m3, m4 count as 1

@@ -122,10 +122,12 @@ struct AgentSummary {
   // Every row was tested on a GPU. When not, everything that needs the GPU stages (correct rate,
   // pass@1, pass@k, speedups, faster share, GFLOP/s, bandwidth) is NaN: n/a, never a made-up 0.
   bool tested = true;
-  double pass_at_1 = 0;  // the answer (the row's own kernel) correct, over all matrices
-  // The answer or one of the k samples correct, over all matrices (NaN when no row has samples).
+  // pass@1 and pass@k by the unbiased estimator over each row's programs (row_pass_at_k), the
+  // mean over all matrices; pass@k is NaN when no row has samples. k = the largest number of
+  // samples of a row (bench.samples / eval.samples).
+  double pass_at_1 = 0;
   double pass_at_k = 0;
-  std::int64_t k = 0;  // the largest number of samples of a row
+  std::int64_t k = 0;
   // Sampled programs that compiled, over all samples (NaN when no row has samples).
   double sample_compile_rate = 0;
   // Geometric mean over all matrices of best_speedup, a matrix without a correct program counted
@@ -138,6 +140,11 @@ struct AgentSummary {
   // (NaN when none).
   double novel_share = 0;
 };
+
+// pass@k of one row by the unbiased estimator 1 - C(n-c, k) / C(n, k) (statistics.hpp): the row's
+// programs are its answer and its samples (n = 1 + samples), c of them correct; a k above n is
+// taken as n. The one definition the bench's and eval's summaries and `sparserl compare` share.
+double row_pass_at_k(const MatrixResult& row, std::int64_t k);
 
 // One summary per agent, in order of first appearance.
 std::vector<AgentSummary> summarize_results(const std::vector<MatrixResult>& rows);
