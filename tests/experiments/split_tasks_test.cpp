@@ -4,10 +4,13 @@
 // each way it could meet one; the split recorded in run.json and named in the report.
 #include "sparserl/experiments/split_tasks.hpp"
 
+#include <sys/wait.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "bench_split_fixture.hpp"
 #include "catch.hpp"
@@ -296,4 +299,27 @@ TEST_CASE("a bench given --part test reads it and says so in run.json and the re
   CHECK_THAT(read_text(val.report), has_substring("Test part: not touched."));
   CHECK_THAT(log.str(), has_substring("1 of the 4 selected matrices are catalogue matrices not on "
                                       "this machine: skipped"));
+}
+
+TEST_CASE("tune, agent and rollout never read the test part", "[experiments][split_tasks]") {
+  const fs::path split =
+      sparserl::testing::source_dir() / "datasets" / "splits" / "bench-v2.split";
+  const std::string refused = "does not read the test part: only `sparserl bench` and `sparserl "
+                              "eval` given --part test do";
+  std::vector<std::string> commands = {
+      "tune --split " + split.string() + " --part test",
+      "rollout --agent random --episodes 1 --split " + split.string() + " --part test"};
+  if (ex::have_learned_agents()) {
+    commands.push_back("agent eval --checkpoint /nonexistent --split " + split.string() +
+                       " --part test");
+  }
+  for (const std::string& command : commands) {
+    int status = 0;
+    const std::string output =
+        sparserl::testing::run_command(std::string(SPARSERL_CLI_PATH) + " " + command, status);
+    INFO(command << "\n" << output);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK_THAT(output, has_substring(refused));
+  }
 }

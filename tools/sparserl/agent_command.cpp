@@ -219,9 +219,8 @@ env::TaskSource task_source(const Args& args, env::TaskOrder order,
   }
   env::TaskSource fixed = [&] {
     if (split) {
-      const auto part = datasets::parse_split_part(args.option_or("part", default_part));
-      if (!part) throw UsageError("--part must be train, val or test");
-      return env::TaskSource::from_split(*split, *part, what, order);
+      const auto part = non_test_part(args, "agent", default_part);
+      return env::TaskSource::from_split(*split, part, what, order);
     }
     return env::TaskSource::from_uris(uris, what, order);
   }();
@@ -458,6 +457,7 @@ int run_agent(const std::vector<std::string>& argv) {
   if (args.positional().size() != 1)
     throw UsageError("expected one subcommand: pretrain, sft, rl or eval");
   const std::string& sub = args.positional(0, "subcommand");
+  if (args.option("part")) (void)non_test_part(args, "agent");  // before any checkpoint is read
   if (sub == "pretrain") return run_pretrain(args);
   if (sub == "sft") return run_sft_command(args);
   if (sub == "rl") return run_rl_command(args);

@@ -127,4 +127,17 @@ void register_command(Command command) {
 
 const std::map<std::string, Command>& commands() { return registry(); }
 
+datasets::SplitPart non_test_part(const Args& args, const std::string& command,
+                                  const std::string& fallback) {
+  const std::string text = args.option_or("part", fallback);
+  const auto part = datasets::parse_split_part(text);
+  if (!part) throw UsageError("--part must be train, val or test, got '" + text + "'");
+  if (*part == datasets::SplitPart::test) {
+    throw UsageError("sparserl " + command +
+                     " does not read the test part: only `sparserl bench` and `sparserl eval` "
+                     "given --part test do, once per study (docs/benchmark.md)");
+  }
+  return *part;
+}
+
 }  // namespace sparserl::tools

@@ -3,6 +3,8 @@
 // with --flag value / --flag=value / boolean switches, and the usage error that prints help and exits 2.
 #pragma once
 
+#include "sparserl/datasets/splits.hpp"
+
 #include <functional>
 #include <map>
 #include <optional>
@@ -47,6 +49,12 @@ class Args {
   std::vector<std::string> switches_given_;
   std::vector<std::string> switches_;
 };
+
+// The train or val part named by --part (default `fallback`) for a command other than `sparserl
+// bench` / `sparserl eval`: the test part of a split is read only by those two, given --part test
+// (docs/benchmark.md), so anything else asking for it is a UsageError saying so.
+datasets::SplitPart non_test_part(const Args& args, const std::string& command,
+                                  const std::string& fallback = "train");
 
 struct Command {
   std::string name;     // "data", "check", ...

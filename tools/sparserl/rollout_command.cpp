@@ -54,7 +54,7 @@ constexpr const char* kUsage =
     "  --agent random|template  random: uniform over the action mask; template: the kernel design\n"
     "                           space's template search (its best program per task, token by "
     "token)\n"
-    "  --split FILE             tasks from a split file (--part train|val|test, default train)\n"
+    "  --split FILE             tasks from a split file (--part train|val, default train)\n"
     "  --matrix URI             a task matrix (suitesparse-v1/..., gen-v1/..., file:...); may "
     "repeat\n"
     "  --episodes N             episodes to finish\n"
@@ -183,9 +183,8 @@ int run_rollout(const std::vector<std::string>& argv) {
     throw UsageError("give either --split FILE or --matrix URI (not both)");
   env::TaskSource tasks = [&] {
     if (split) {
-      const auto part = datasets::parse_split_part(args.option_or("part", "train"));
-      if (!part) throw UsageError("--part must be train, val or test");
-      return env::TaskSource::from_split(*split, *part, what, *order);
+      const auto part = non_test_part(args, "rollout");
+      return env::TaskSource::from_split(*split, part, what, *order);
     }
     return env::TaskSource::from_uris(uris, what, *order);
   }();

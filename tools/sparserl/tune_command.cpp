@@ -50,7 +50,7 @@ const char* const kUsage =
     "Without a GPU every candidate is only checked and compiled, nothing is ranked by time.\n"
     "\n"
     "  --split FILE      a split file (datasets/splits/*.split); its SuiteSparse matrices\n"
-    "  --part P          train (default), val or test\n"
+    "  --part P          train (default) or val (the test part: sparserl bench --part test)\n"
     "  --matrix URI      a matrix URI or Matrix Market file (repeatable)\n"
     "  --op OPS          spmv (default), spmm, or both comma-separated\n"
     "  --dtype TYPES     f32 (default), f64, or both comma-separated\n"
@@ -206,10 +206,9 @@ int run_tune(const std::vector<std::string>& argv) {
   std::string source;
   if (split_file) {
     const std::string part_text = args.option_or("part", "train");
-    const auto part = datasets::parse_split_part(part_text);
-    if (!part) throw UsageError("--part must be train, val or test, got '" + part_text + "'");
+    const auto part = non_test_part(args, "tune");
     const datasets::Split split = datasets::read_split(*split_file);
-    uris = split.uris(*part);
+    uris = split.uris(part);
     source = "split " + split.name + " part " + part_text;
   } else {
     if (args.option("part")) throw UsageError("--part applies to --split only");
