@@ -33,10 +33,7 @@ std::string_view to_string(Regime regime) {
 }
 
 std::optional<Regime> parse_regime(std::string_view text) {
-  for (Regime r : kRegimes) {
-    if (to_string(r) == text) return r;
-  }
-  return std::nullopt;
+  return detail::parse_by_name(text, kRegimes);
 }
 
 std::string_view to_string(MatrixSource source) {
@@ -52,10 +49,9 @@ std::string_view to_string(MatrixSource source) {
 }
 
 std::optional<MatrixSource> parse_matrix_source(std::string_view text) {
-  for (MatrixSource s : {MatrixSource::shared, MatrixSource::catalogue, MatrixSource::generated}) {
-    if (to_string(s) == text) return s;
-  }
-  return std::nullopt;
+  static constexpr std::array<MatrixSource, 3> kSources = {
+      MatrixSource::shared, MatrixSource::catalogue, MatrixSource::generated};
+  return detail::parse_by_name(text, kSources);
 }
 
 bool SplitSelection::accepts(const SplitEntry& e) const {

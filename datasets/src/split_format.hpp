@@ -4,9 +4,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -35,6 +37,15 @@ inline bool valid_name(std::string_view name) {
 inline std::string shortest(double v) {
   char buf[32];
   return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
+}
+
+// The value of `all` whose to_string() is `text`; nullopt for none (the parse_* of splits.hpp).
+template <typename Enum, std::size_t N>
+std::optional<Enum> parse_by_name(std::string_view text, const std::array<Enum, N>& all) {
+  for (Enum e : all) {
+    if (to_string(e) == text) return e;
+  }
+  return std::nullopt;
 }
 
 // Version 1: the entries of each part made from its GROUP/NAME keys.

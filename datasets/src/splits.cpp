@@ -33,10 +33,7 @@ std::string_view to_string(SplitPart part) {
 }
 
 std::optional<SplitPart> parse_split_part(std::string_view text) {
-  for (SplitPart p : kSplitParts) {
-    if (to_string(p) == text) return p;
-  }
-  return std::nullopt;
+  return detail::parse_by_name(text, kSplitParts);
 }
 
 namespace {

@@ -26,12 +26,14 @@ inline void write_bytes(const std::filesystem::path& path, const std::string& by
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-inline std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// Regular files anywhere under `dir` (0 when it does not exist): what a failed download left.
+inline std::size_t files_under(const std::filesystem::path& dir) {
+  std::size_t n = 0;
+  if (!std::filesystem::exists(dir)) return 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    n += e.is_regular_file() ? 1 : 0;
+  }
+  return n;
 }
 
 // One gzip member holding `bytes`.

@@ -22,17 +22,11 @@
 
 namespace ds = sparserl::datasets;
 namespace fs = std::filesystem;
+using sparserl::testing::files_under;
 using sparserl::testing::has_substring;
 using sparserl::testing::HttpTestServer;
 
 namespace {
-
-std::size_t files_under(const fs::path& dir) {
-  std::size_t n = 0;
-  if (!fs::exists(dir)) return 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file() ? 1 : 0;
-  return n;
-}
 
 // A scratch folder with www/MM/GROUP/NAME.tar.gz written from real shared matrices, and the
 // matrices as the store loads them from ../shared.

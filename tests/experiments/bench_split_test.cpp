@@ -26,13 +26,6 @@ using sparserl::testing::has_substring;
 
 namespace {
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 fs::path only_run(const fs::path& runs) {
   std::vector<fs::path> found;
   for (const auto& e : fs::directory_iterator(runs)) found.push_back(e.path());
@@ -93,11 +86,11 @@ TEST_CASE("sparserl bench on a version-2 split: regimes, oracle and novelty colu
     }
   }
   CHECK(families == std::set<std::string>{"diagonal", "uniform", "Pajek", "Cat"});
-  const std::string csv = read_text(run / "results.csv");
+  const std::string csv = sparserl::testing::read_bytes(run / "results.csv");
   CHECK_THAT(csv, has_substring(",regime,family,oracle_speedup,oracle_fraction,novel,"
                                 "corpus_distance,cusparse_path,cusparse_paths\n"));
 
-  const std::string summary = read_text(run / "summary.csv");
+  const std::string summary = sparserl::testing::read_bytes(run / "summary.csv");
   std::vector<std::string> lines;
   for (std::istringstream in(summary); std::getline(in, lines.emplace_back());) {
   }
@@ -125,7 +118,7 @@ TEST_CASE("sparserl bench on a version-2 split: regimes, oracle and novelty colu
   REQUIRE(info.extra.find("oracle") != nullptr);
   CHECK(info.extra.find("oracle")->find("mode")->as_string() == "cache");
 
-  const std::string report = read_text(run / "report.md");
+  const std::string report = sparserl::testing::read_bytes(run / "report.md");
   CHECK_THAT(report, has_substring("Test part: not touched."));
   CHECK_THAT(report, has_substring("| split | bench-t2, digest `" + info.split->digest + "`"));
   CHECK_THAT(report, has_substring("(1 catalogue matrix not on this machine skipped)"));
@@ -183,7 +176,7 @@ TEST_CASE("bench then compare: three seeds of two agents on bench-v2's small rea
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   CHECK_THAT(output, has_substring("compared 2 agents over 3 run directories on 3 matrices"));
-  const std::string md = read_text(root / "compare" / "compare.md");
+  const std::string md = sparserl::testing::read_bytes(root / "compare" / "compare.md");
   // Each run names the split by digest; every agent has three runs; without a GPU the speed
   // figures are n/a and the compile rate has an interval over the seeds.
   const auto split = sparserl::datasets::read_split(sparserl::testing::source_dir() / "datasets" /
@@ -191,7 +184,7 @@ TEST_CASE("bench then compare: three seeds of two agents on bench-v2's small rea
   CHECK_THAT(md, has_substring("| bench-v2 " + split.digest().substr(0, 12) + " |"));
   CHECK_THAT(md, has_substring("| template | 3 | n/a |"));
   CHECK_THAT(md, has_substring("| random | 3 | n/a |"));
-  const std::string csv = read_text(root / "compare" / "compare.csv");
+  const std::string csv = sparserl::testing::read_bytes(root / "compare" / "compare.csv");
   CHECK_THAT(csv, has_substring("random"));
   CHECK_THAT(csv, has_substring("compile_rate"));
 }

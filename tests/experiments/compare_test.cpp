@@ -22,15 +22,8 @@ using sparserl::testing::scratch_dir;
 
 namespace {
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 bool is_png(const fs::path& file) {
-  return read_text(file).substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8);
+  return sparserl::testing::read_bytes(file).substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8);
 }
 
 // One answer: correct with `speedup` (> 0), or a compile error (0).
@@ -111,7 +104,7 @@ std::vector<fs::path> write_seeds(const fs::path& root) {
 // compare.csv as (agent, regime, metric) -> its fields.
 std::map<std::string, std::vector<std::string>> read_csv(const fs::path& file) {
   std::map<std::string, std::vector<std::string>> out;
-  std::istringstream in(read_text(file));
+  std::istringstream in(sparserl::testing::read_bytes(file));
   std::string line;
   std::getline(in, line);
   REQUIRE(line == "agent,regime,metric,point,low,high,runs,matrices,versus,paired");
@@ -212,7 +205,7 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   CHECK(point("grpo all novel_correct_share") == Approx(3.0 / 12));
   CHECK(csv.at("sft all novel_correct_share")[3].empty());  // no novel value: n/a
 
-  const std::string md = read_text(out / "compare.md");
+  const std::string md = sparserl::testing::read_bytes(out / "compare.md");
   CHECK_THAT(md, has_substring("2 agents, 3 run directories, 4 matrices answered in every run; "
                                "reference agent **sft**"));
   CHECK_THAT(md, has_substring("## Headline: Large matrices (>= 1,000,000 nonzeros)"));
@@ -236,7 +229,7 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   const fs::path again = root / "again";
   run_command(cli() + quoted(dirs) + "--reps 500 --no-plots --quiet --out '" + again.string() + "'",
               status);
-  CHECK(read_text(again / "compare.csv") == read_text(out / "compare.csv"));
+  CHECK(sparserl::testing::read_bytes(again / "compare.csv") == sparserl::testing::read_bytes(out / "compare.csv"));
   const fs::path large = root / "large";
   const std::string large_text = run_command(
       cli() + quoted(dirs) + "--regime large --reps 200 --no-plots --out '" + large.string() + "'",
@@ -291,7 +284,7 @@ TEST_CASE("compare: matrices some run lacks are left out, and said so", "[compar
                   "' --no-plots --quiet --out '" + (root / "out").string() + "'",
               status);
   CHECK(WEXITSTATUS(status) == 0);
-  const std::string md = read_text(root / "out" / "compare.md");
+  const std::string md = sparserl::testing::read_bytes(root / "out" / "compare.md");
   CHECK_THAT(md,
              has_substring("2 matrices answered in every run (1 others left out: see the notes)"));
   CHECK_THAT(md, has_substring("1 of 3 matrices are not answered in every run of every agent and "
@@ -323,7 +316,7 @@ TEST_CASE("compare: without a GPU everything but the compile rate is n/a", "[com
     CHECK(csv.at(std::string("grpo all ") + metric)[3].empty());  // n/a, never 0
   }
   CHECK(csv.at("grpo all compile_rate")[3] == "0.5");
-  const std::string md = read_text(out / "compare.md");
+  const std::string md = sparserl::testing::read_bytes(out / "compare.md");
   CHECK_THAT(md, has_substring("| grpo | 1 | n/a | n/a | n/a | yes |"));
   CHECK_THAT(md, has_substring("| grpo | 1 | n/a | 50.0% [50.0%, 50.0%] |"));
   CHECK_THAT(md, has_substring("sft, grpo: rows not tested on a GPU (tested = 0), so everything "
@@ -382,7 +375,7 @@ TEST_CASE("compare: the interval plot", "[compare]") {
   plot.panels.push_back({"large (1 matrix)", {{"sft", NAN, NAN, NAN}, {"grpo", NAN, NAN, NAN}}});
   draw_interval_plot(*probe.gnuplot, plot, root / "intervals.png");
   CHECK(is_png(root / "intervals.png"));
-  CHECK_THAT(read_text(root / "intervals.gp"), has_substring("'grpo (n/a)' 1"));
+  CHECK_THAT(sparserl::testing::read_bytes(root / "intervals.gp"), has_substring("'grpo (n/a)' 1"));
   plot.panels.erase(plot.panels.begin());
   CHECK_THROWS_WITH(draw_interval_plot(*probe.gnuplot, plot, root / "none.png"),
                     has_substring("has no interval to draw"));
@@ -395,7 +388,7 @@ TEST_CASE("compare: the interval plot", "[compare]") {
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_THAT(text, has_substring("drew  " + (root / "out" / "intervals.png").string()));
   CHECK(is_png(root / "out" / "intervals.png"));
-  CHECK_THAT(read_text(root / "out" / "compare.md"), has_substring("](intervals.png)"));
+  CHECK_THAT(sparserl::testing::read_bytes(root / "out" / "compare.md"), has_substring("](intervals.png)"));
 }
 
 TEST_CASE("compare: bad input names the run directory and the file", "[compare]") {

@@ -25,15 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 bool is_png(const fs::path& file) {
-  const std::string head = read_text(file).substr(0, 8);
+  const std::string head = sparserl::testing::read_bytes(file).substr(0, 8);
   return head == std::string("\x89PNG\r\n\x1a\n", 8);
 }
 
@@ -100,7 +93,7 @@ TEST_CASE("the report has its tables, and plots where gnuplot exists", "[experim
   ReportOptions options = report_options(run.config());
   options.curves.push_back("never/logged");
   const ReportOutcome outcome = write_report(run.root(), options);
-  const std::string md = read_text(run.report_path());
+  const std::string md = sparserl::testing::read_bytes(run.report_path());
   INFO(md);
   CHECK(outcome.report == run.report_path());
   CHECK_THAT(md, has_substring("# Run " + run.run_id()));
@@ -136,7 +129,7 @@ TEST_CASE("the report has its tables, and plots where gnuplot exists", "[experim
   CHECK(md.find("Against ") == std::string::npos);
   options.reference = "template";
   (void)write_report(run.root(), options);
-  const std::string against = read_text(run.report_path());
+  const std::string against = sparserl::testing::read_bytes(run.report_path());
   CHECK_THAT(against, has_substring("Against template, matrix by matrix"));
   CHECK_THAT(against, has_substring("| grpo | 12 | "));
 
@@ -169,7 +162,7 @@ TEST_CASE("without gnuplot the report keeps its tables and says why plots are mi
   ReportOptions options = report_options(run.config());
   options.gnuplot = "/nonexistent/gnuplot";
   const ReportOutcome outcome = write_report(run.root(), options);
-  const std::string md = read_text(run.report_path());
+  const std::string md = sparserl::testing::read_bytes(run.report_path());
   CHECK(outcome.plots.empty());
   CHECK_THAT(md, has_substring("Plots skipped: '/nonexistent/gnuplot' not found (Debian / Ubuntu: "
                                "apt-get install gnuplot-nox"));
@@ -187,7 +180,7 @@ TEST_CASE("a bare run directory and bad inputs", "[experiments][report]") {
   ReportOptions options;
   options.plots = false;
   write_report(run.root(), options);
-  std::string md = read_text(run.report_path());
+  std::string md = sparserl::testing::read_bytes(run.report_path());
   CHECK_THAT(md, has_substring("**running**"));
   CHECK_THAT(md, has_substring("metrics.jsonl holds no records yet."));
   CHECK_THAT(md, has_substring("No results.csv in this run directory"));
@@ -235,7 +228,7 @@ TEST_CASE("plot helpers reject what they cannot draw", "[experiments][report]") 
   }
   CHECK(draw_speedup_bars(*probe.gnuplot, many, 10, dir / "bars.png") == 10);
   CHECK(is_png(dir / "bars.png"));
-  const std::string data = read_text(dir / "bars.dat");
+  const std::string data = sparserl::testing::read_bytes(dir / "bars.dat");
   CHECK_THAT(data, has_substring(" 0.5 "));         // the slowest
   CHECK_THAT(data, has_substring(" 3.5625 "));      // the fastest
   CHECK(data.find(" 1.75 ") == std::string::npos);  // a middle one left out
@@ -251,7 +244,7 @@ TEST_CASE("plot helpers reject what they cannot draw", "[experiments][report]") 
     agents.push_back(r);
   }
   CHECK(draw_speedup_bars(*probe.gnuplot, agents, 10, dir / "agents.png") == 1);
-  const std::string script = read_text(dir / "agents.gp");
+  const std::string script = sparserl::testing::read_bytes(dir / "agents.gp");
   std::set<std::string> colours;
   for (int a = 0; a < 8; ++a) {
     const std::size_t title = script.find("title 'agent" + std::to_string(a) + "'");
@@ -281,7 +274,7 @@ TEST_CASE("a gnuplot without pngcairo falls back to the png terminal", "[experim
   plot.series.push_back({"rl", {{1, 0.5}, {2, 0.75}, {3, 0.625}}});
   draw_line_plot(*probe.gnuplot, plot, dir / "curve.png");
   CHECK(is_png(dir / "curve.png"));
-  CHECK_THAT(read_text(dir / "curve.gp"), has_substring("set terminal png noenhanced"));
+  CHECK_THAT(sparserl::testing::read_bytes(dir / "curve.gp"), has_substring("set terminal png noenhanced"));
 
   std::ofstream(fake) << "#!/bin/sh\nexit 1\n";
   CHECK_THAT(find_gnuplot(fake.string()).reason,
@@ -296,13 +289,13 @@ TEST_CASE("sparserl plot re-renders a run directory", "[experiments][report]") {
   INFO(out);
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_THAT(out, has_substring("wrote " + run.report_path().string()));
-  CHECK_THAT(read_text(run.report_path()), has_substring("| grpo | 12 |"));
+  CHECK_THAT(sparserl::testing::read_bytes(run.report_path()), has_substring("| grpo | 12 |"));
 
   out = run_command(
       cli + "'" + run.root().string() + "' --gnuplot /nonexistent/gnuplot --curve loss", status);
   CHECK(WEXITSTATUS(status) == 0);
   CHECK_THAT(out, has_substring("skipped plots: '/nonexistent/gnuplot' not found"));
-  CHECK_THAT(read_text(run.report_path()), has_substring("| `loss` | sft |"));
+  CHECK_THAT(sparserl::testing::read_bytes(run.report_path()), has_substring("| `loss` | sft |"));
 
   out = run_command(cli + "--help", status);
   CHECK(WEXITSTATUS(status) == 0);

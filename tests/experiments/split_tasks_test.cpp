@@ -27,13 +27,6 @@ using sparserl::testing::has_substring;
 
 namespace {
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::vector<std::string> uris_of(const ex::PartTasks& tasks) {
   std::vector<std::string> out;
   for (const auto& t : tasks.tasks) out.push_back(t.uri);
@@ -285,7 +278,7 @@ TEST_CASE("a bench given --part test reads it and says so in run.json and the re
   CHECK(info.split->digest == sparserl::datasets::read_split(f.split).digest());
   CHECK(info.split->test_touched);
   CHECK(info.split->test_matrices == 3);
-  const std::string report = read_text(outcome.report);
+  const std::string report = sparserl::testing::read_bytes(outcome.report);
   CHECK_THAT(report, has_substring("Test part: 3 matrices of bench-t2 test read (--part test)."));
   CHECK_THAT(report, has_substring("| split | bench-t2, digest `" + info.split->digest + "`"));
   CHECK_THAT(report, has_substring("| part | test, selection regime small: 3 matrices |"));
@@ -296,7 +289,7 @@ TEST_CASE("a bench given --part test reads it and says so in run.json and the re
   const ex::RunOutcome val = ex::run_bench(config, options);
   REQUIRE(val.status == ex::RunStatus::completed);
   CHECK_FALSE(ex::read_run_info(val.run_dir / "run.json").split->test_touched);
-  CHECK_THAT(read_text(val.report), has_substring("Test part: not touched."));
+  CHECK_THAT(sparserl::testing::read_bytes(val.report), has_substring("Test part: not touched."));
   CHECK_THAT(log.str(), has_substring("1 of the 4 selected matrices are catalogue matrices not on "
                                       "this machine: skipped"));
 }

@@ -136,11 +136,9 @@ int finish(pid_t pid, std::chrono::seconds limit) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// A log's text, or "" while the child has not written it (INFO lines print what there is).
+std::string read_if_present(const fs::path& file) {
+  return fs::exists(file) ? sparserl::testing::read_bytes(file) : std::string();
 }
 
 // The one run directory under RUNS.
@@ -174,7 +172,7 @@ std::string tiny_sft_policy(const fs::path& dir) {
   const pid_t sft = start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir",
                                (dir / "runs").string(), "--set", R"(train.stages=["pretrain","sft"])"},
                               dir / "sft.log");
-  INFO(read_text(dir / "sft.log"));
+  INFO(read_if_present(dir / "sft.log"));
   REQUIRE(finish(sft, std::chrono::seconds(120)) == 0);
   return (only_run(dir / "runs") / "policies" / "sft").string();
 }
@@ -195,7 +193,7 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   const pid_t whole =
       start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / "whole").string()},
                 dir / "whole.log");
-  INFO(read_text(dir / "whole.log"));
+  INFO(read_if_present(dir / "whole.log"));
   REQUIRE(finish(whole, std::chrono::seconds(120)) == 0);
   const fs::path reference = only_run(dir / "whole");
   CHECK(read_run_info(reference / "run.json").status == RunStatus::completed);
@@ -213,7 +211,7 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
           if (e.path().filename().string().front() == '.') continue;
           run = e.path();
           for (const CheckpointInfo& c : CheckpointStore(run / "checkpoints").list()) {
-            if (read_text(c.dir / "stage.json").find("\"rl\"") != std::string::npos) return true;
+            if (read_if_present(c.dir / "stage.json").find("\"rl\"") != std::string::npos) return true;
           }
         }
         return false;
@@ -223,7 +221,7 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   REQUIRE(in_rl);
   ::kill(first, SIGINT);
   const int code = finish(first, std::chrono::seconds(60));
-  INFO(read_text(dir / "cut.log"));
+  INFO(read_if_present(dir / "cut.log"));
   CHECK(code == 130);
 
   // Everything readable, and it says how it ended.
@@ -238,7 +236,7 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   REQUIRE(latest);
   CHECK(latest->step == cut.records.back().step);  // the stop saved the step it ended on
   CHECK(latest->step < 2 + 3 + 12);
-  const Json stage = Json::parse(read_text(latest->dir / "stage.json"), "stage.json");
+  const Json stage = Json::parse(read_if_present(latest->dir / "stage.json"), "stage.json");
   CHECK(stage.find("stage")->as_string() == "rl");
   CHECK_FALSE(stage.find("done")->as_bool());
   const sparserl::env::TrajectoryFile episodes =
@@ -247,13 +245,13 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   CHECK(fs::exists(run / "policies" / "pretrain" / "checkpoint.txt"));
   CHECK(fs::exists(run / "policies" / "sft" / "checkpoint.txt"));
   CHECK(fs::exists(run / "report.md"));
-  CHECK_THAT(read_text(run / "report.md"), has_substring("**interrupted**"));
-  CHECK_THAT(read_text(dir / "cut.log"), has_substring("sparserl train --resume " + run.string()));
+  CHECK_THAT(read_if_present(run / "report.md"), has_substring("**interrupted**"));
+  CHECK_THAT(read_if_present(dir / "cut.log"), has_substring("sparserl train --resume " + run.string()));
 
   // Resume to the end: the same numbers as the run that was never stopped.
   const pid_t second = start_cli({"train", "--resume", run.string()}, dir / "resume.log");
   const int resumed = finish(second, std::chrono::seconds(120));
-  INFO(read_text(dir / "resume.log"));
+  INFO(read_if_present(dir / "resume.log"));
   REQUIRE(resumed == 0);
   CHECK(read_run_info(run / "run.json").status == RunStatus::completed);
   CHECK(read_run_info(run / "run.json").resumed_at.size() == 1);
@@ -283,7 +281,7 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   // A completed run has nothing to resume.
   const pid_t again = start_cli({"train", "--resume", run.string()}, dir / "again.log");
   CHECK(finish(again, std::chrono::seconds(60)) == 1);
-  CHECK_THAT(read_text(dir / "again.log"), has_substring("the run completed"));
+  CHECK_THAT(read_if_present(dir / "again.log"), has_substring("the run completed"));
 }
 
 TEST_CASE("sparserl quickstart runs end to end (shortened)", "[experiments][train]") {
@@ -314,20 +312,20 @@ TEST_CASE("sparserl quickstart runs end to end (shortened)", "[experiments][trai
                                "report.plots=false"},
                               dir / "quickstart.log");
   const int code = finish(pid, std::chrono::seconds(240));
-  const std::string log = read_text(dir / "quickstart.log");
+  const std::string log = read_if_present(dir / "quickstart.log");
   INFO(log);
   REQUIRE(code == 0);
   const fs::path run = only_run(dir / "runs");
   CHECK_THAT(log, has_substring("The quickstart's report: " + (run / "report.md").string()));
   CHECK_THAT(log, has_substring("no GPU: only the compile stage of the reward runs"));
   CHECK(read_run_info(run / "run.json").status == RunStatus::completed);
-  const std::string report = read_text(run / "report.md");
+  const std::string report = read_if_present(run / "report.md");
   CHECK_THAT(report, has_substring("**completed**"));
   CHECK_THAT(report, has_substring("| grpo | 1 |"));
   const MetricsLog metrics = read_metrics(run / "metrics.jsonl");
   CHECK(metrics.records.back().stage == "eval");
   CHECK(metrics.records.back().step == 2 + 2 + 1);
-  const std::string resolved = read_text(run / "config.resolved.toml");
+  const std::string resolved = read_if_present(run / "config.resolved.toml");
   CHECK_THAT(resolved, has_substring("root = \"" + sparserl::testing::source_dir().string()));
   CHECK_THAT(resolved, has_substring("split = \"datasets/splits/shared-v1.split\""));
 }
@@ -358,7 +356,7 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
   SECTION("only generated matrices") {
     const int code = rl("alone", {"--generator", "gen-v1/banded?n=40&bandwidth=2&seed=9",
                                   "--generator", "gen-v1/uniform?rows=30&nnz_per_row=3"});
-    INFO(read_text(dir / "alone.log"));
+    INFO(read_if_present(dir / "alone.log"));
     REQUIRE(code == 0);
     const std::vector<std::string> seen = uris("alone");
     CHECK(seen.size() == 3 * 2 * 2);
@@ -374,9 +372,9 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
     const int code =
         rl("mixed", {"--matrix", "gen-v1/diagonal?n=48", "--generator", "gen-v1/arrow?n=30&width=2",
                      "--generated-share", "0.5", "--updates", "8"});
-    INFO(read_text(dir / "mixed.log"));
+    INFO(read_if_present(dir / "mixed.log"));
     REQUIRE(code == 0);
-    CHECK_THAT(read_text(dir / "mixed.log"),
+    CHECK_THAT(read_if_present(dir / "mixed.log"),
                has_substring("tasks: 1 task, shuffled; 50% generated from 1 generator"));
     int listed = 0, generated = 0;
     for (const std::string& uri : uris("mixed")) {
@@ -395,37 +393,37 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
                              "gen-v1/uniform?rows=30&nnz_per_row=3"});
     const pid_t pid = start_cli(args, dir / "cut.log");
     const bool running = wait_for(
-        [&] { return read_text(metrics).find("\"step\": 2,") != std::string::npos; },
+        [&] { return read_if_present(metrics).find("\"step\": 2,") != std::string::npos; },
         std::chrono::seconds(120));
     if (!running) ::kill(pid, SIGKILL);
     REQUIRE(running);
     ::kill(pid, SIGINT);
     const int code = finish(pid, std::chrono::seconds(60));
-    INFO(read_text(dir / "cut.log"));
+    INFO(read_if_present(dir / "cut.log"));
     CHECK(code == 130);
-    CHECK_THAT(read_text(dir / "cut.log"), has_substring("rl: stopped by SIGINT"));
+    CHECK_THAT(read_if_present(dir / "cut.log"), has_substring("rl: stopped by SIGINT"));
     const MetricsLog cut = read_metrics(metrics);
     REQUIRE_FALSE(cut.records.empty());
-    const std::string saved = read_text(dir / "cut" / "latest" / "checkpoint.txt");
+    const std::string saved = read_if_present(dir / "cut" / "latest" / "checkpoint.txt");
     CHECK_THAT(saved, has_substring("counters.updates = " +
                                     std::to_string(cut.records.back().step) + "\n"));
     // The same command with a budget just past the stop resumes there and finishes.
     args[args.size() - 7] = std::to_string(cut.records.back().step + 1);  // --updates
     REQUIRE(finish(start_cli(args, dir / "resume.log"), std::chrono::seconds(60)) == 0);
-    CHECK_THAT(read_text(dir / "resume.log"), has_substring("(resumed)"));
+    CHECK_THAT(read_if_present(dir / "resume.log"), has_substring("(resumed)"));
     CHECK(read_metrics(metrics).records.back().step == cut.records.back().step + 1);
   }
   SECTION("bad generator options are usage errors") {
     CHECK(rl("bad1", {"--generator", "suitesparse-v1/HB/west0067"}) == 2);
-    CHECK_THAT(read_text(dir / "bad1.log"), has_substring("--generator: generated task source: "
+    CHECK_THAT(read_if_present(dir / "bad1.log"), has_substring("--generator: generated task source: "
                                                           "'suitesparse-v1/HB/west0067' is not"));
     CHECK(rl("bad2", {"--matrix", "gen-v1/diagonal?n=48", "--generated-share", "0.5"}) == 2);
-    CHECK_THAT(read_text(dir / "bad2.log"), has_substring("--generated-share needs --generator"));
+    CHECK_THAT(read_if_present(dir / "bad2.log"), has_substring("--generated-share needs --generator"));
     CHECK(rl("bad3", {"--matrix", "gen-v1/diagonal?n=48", "--generator", "gen-v1/diagonal?n=9",
                       "--generated-share", "1.5"}) == 2);
-    CHECK_THAT(read_text(dir / "bad3.log"), has_substring("--generated-share must be in (0, 1]"));
+    CHECK_THAT(read_if_present(dir / "bad3.log"), has_substring("--generated-share must be in (0, 1]"));
     CHECK(rl("bad4", {"--generator", "gen-v1/diagonal?n=9", "--generated-share", "0.5"}) == 2);
-    CHECK_THAT(read_text(dir / "bad4.log"), has_substring("needs --split or --matrix"));
+    CHECK_THAT(read_if_present(dir / "bad4.log"), has_substring("needs --split or --matrix"));
   }
 }
 
@@ -446,9 +444,9 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
 
   SECTION("every agent answers every matrix; one checkpoint twice answers the same programs") {
     const int code = bench("cmp", R"(["sft-again=)" + policy + R"("])");
-    INFO(read_text(dir / "cmp.log"));
+    INFO(read_if_present(dir / "cmp.log"));
     REQUIRE(code == 0);
-    CHECK_THAT(read_text(dir / "cmp.log"), has_substring("bench: 3 agents x 4 matrices"));
+    CHECK_THAT(read_if_present(dir / "cmp.log"), has_substring("bench: 3 agents x 4 matrices"));
     const fs::path run = only_run(dir / "cmp");
     const std::vector<MatrixResult> rows = read_results_csv(run / "results.csv");
     REQUIRE(rows.size() == 3 * 4);
@@ -469,20 +467,20 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
       CHECK(a.program == b.program);
       CHECK(a.compiled == b.compiled);
     }
-    const std::string summary = read_text(run / "summary.csv");
+    const std::string summary = read_if_present(run / "summary.csv");
     CHECK_THAT(summary, has_substring("sample_compile_rate"));
     CHECK_THAT(summary, has_substring("\nall,sft-again,4,0,"));
     // Compared with report.reference (sft): the same programs; no ratio without a GPU (and so no
     // oracle fraction or novelty of correct answers either).
     CHECK_THAT(summary, has_substring("speedup_vs_reference,answers_differing,"));
     CHECK_THAT(summary, has_substring(",,0,,\n"));  // sft-again: no ratio, 0 answers differ
-    CHECK_THAT(read_text(run / "report.md"), has_substring("| sft-again | 4 | 0 | 0 / 0 | n/a |"));
+    CHECK_THAT(read_if_present(run / "report.md"), has_substring("| sft-again | 4 | 0 | 0 / 0 | n/a |"));
     const std::vector<AgentSummary> s = summarize_results(rows);
     REQUIRE(s.size() == 3);
     CHECK(s[1].sample_compile_rate == s[2].sample_compile_rate);
     CHECK(std::isnan(s[0].sample_compile_rate));  // the template search answers once
     CHECK(std::isnan(s[1].geomean_best_speedup));  // nothing timed without a GPU
-    CHECK_THAT(read_text(run / "report.md"), has_substring("| sft-again | 4 |"));
+    CHECK_THAT(read_if_present(run / "report.md"), has_substring("| sft-again | 4 |"));
     // Novelty: the checkpoints' run recorded its corpus (24 sampled design-space programs for
     // pretraining, template-search pairs for SFT); the template search is measured against the
     // design space.
@@ -527,18 +525,18 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
   }
   SECTION("a bad entry is named before anything runs") {
     CHECK(bench("bad1", R"(["grpo=)" + policy + R"("])") == 1);
-    CHECK_THAT(read_text(dir / "bad1.log"),
+    CHECK_THAT(read_if_present(dir / "bad1.log"),
                has_substring("override 'bench.policies=[\"grpo=" + policy +
                              "\"]': element 0 'grpo=" + policy +
                              "': 'grpo' is a bench.agents name"));
     CHECK(bench("bad2", R"(["seed2"])") == 1);
-    CHECK_THAT(read_text(dir / "bad2.log"),
+    CHECK_THAT(read_if_present(dir / "bad2.log"),
                has_substring("element 0 'seed2': not NAME=CHECKPOINT"));
     CHECK(bench("bad3", R"(["a=)" + policy + R"(", "a=)" + policy + R"("])") == 1);
-    CHECK_THAT(read_text(dir / "bad3.log"), has_substring("the name 'a' is given twice"));
+    CHECK_THAT(read_if_present(dir / "bad3.log"), has_substring("the name 'a' is given twice"));
     const int missing = bench("bad4", R"(["seed2=)" + (dir / "nowhere").string() + R"("])");
     CHECK(missing == 1);
-    CHECK_THAT(read_text(dir / "bad4.log"),
+    CHECK_THAT(read_if_present(dir / "bad4.log"),
                has_substring("bench.policies[0] 'seed2=" + (dir / "nowhere").string() +
                              "': " + (dir / "nowhere").string() + " is not a policy checkpoint"));
   }
@@ -561,13 +559,13 @@ TEST_CASE("sparserl eval reads the test part only with --part test, and says so"
     return finish(start_cli(args, dir / (name + ".log")), std::chrono::seconds(180));
   };
   CHECK(eval("set", {"--set", "eval.part=test"}) == 1);
-  CHECK_THAT(read_text(dir / "set.log"),
+  CHECK_THAT(read_if_present(dir / "set.log"),
              has_substring("eval.part = \"test\": the test part is read only when the command "
                            "line says so - `sparserl eval CONFIG --part test`"));
   CHECK_FALSE(fs::exists(dir / "set"));
 
   const int code = eval("test", {"--part", "test"});
-  INFO(read_text(dir / "test.log"));
+  INFO(read_if_present(dir / "test.log"));
   REQUIRE(code == 0);
   const fs::path run = only_run(dir / "test");
   const RunInfo info = read_run_info(run / "run.json");
@@ -575,7 +573,7 @@ TEST_CASE("sparserl eval reads the test part only with --part test, and says so"
   CHECK(info.split->part == "test");
   CHECK(info.split->test_touched);
   CHECK(info.split->test_matrices == 3);
-  CHECK_THAT(read_text(run / "report.md"),
+  CHECK_THAT(read_if_present(run / "report.md"),
              has_substring("Test part: 3 matrices of bench-t2 test read (--part test)."));
   // The policy's novelty is measured against the corpus its run recorded.
   CHECK_THAT(info.extra.find("novelty")->find("sft")->as_string(),

@@ -26,6 +26,9 @@ std::filesystem::path scratch_dir(std::string_view test_name);
 std::filesystem::path source_dir();
 std::filesystem::path binary_dir();
 
+// A file's bytes (std::runtime_error naming it when it cannot be read).
+std::string read_bytes(const std::filesystem::path& path);
+
 // Runs COMMAND through the shell with stderr joined to stdout: its output, and in `status` its wait
 // status as pclose() returns it (WEXITSTATUS for the exit code). Throws std::runtime_error when the
 // shell cannot be started.
