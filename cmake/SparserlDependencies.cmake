@@ -41,6 +41,12 @@ endif()
 
 find_package(tomlplusplus 3 REQUIRED)
 
+# nlohmann-json (header-only) reads and writes every JSON file and line: run.json, metrics.jsonl,
+# EvalResult and the env's info. 3.11 for lookups by std::string_view; Debian 12 has 3.11.2, the
+# Ubuntu GPU hosts 3.11.3.
+find_package(nlohmann_json 3.11 REQUIRED)
+message(STATUS "sparserl: nlohmann-json ${nlohmann_json_VERSION}")
+
 find_package(CURL QUIET)
 if(CURL_FOUND)
   set(SPARSERL_HAVE_CURL ON)
