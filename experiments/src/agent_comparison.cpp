@@ -52,7 +52,7 @@ void read_run_json(ComparedRun& run) {
   std::ostringstream text;
   text << in.rdbuf();
   try {
-    const Json json = Json::parse(text.str(), file.string());
+    const Json json = parse_json(text.str(), file.string());
     const RunInfo info = RunInfo::from_json(json, file.string());
     run.has_run_json = true;
     if (!info.run_id.empty()) run.run_id = info.run_id;
@@ -64,11 +64,11 @@ void read_run_json(ComparedRun& run) {
     run.dirty = info.git.dirty;
     run.device = info.gpu.name;
     // The split the run read, where the runner records it; tolerated in any shape or absent.
-    if (const Json* split = json.find("split"); split != nullptr && split->is_object()) {
-      if (const Json* n = split->find("name"); n != nullptr && n->is_string())
-        run.split_name = n->as_string();
-      if (const Json* d = split->find("digest"); d != nullptr && d->is_string())
-        run.split_digest = d->as_string();
+    if (const Json* split = find_member(json, "split"); split != nullptr && split->is_object()) {
+      if (const Json* n = find_member(*split, "name"); n != nullptr && n->is_string())
+        run.split_name = as_string(*n);
+      if (const Json* d = find_member(*split, "digest"); d != nullptr && d->is_string())
+        run.split_digest = as_string(*d);
     }
   } catch (const JsonError& e) {
     throw ComparisonError(e.what());

@@ -210,7 +210,7 @@ class Bench {
 
   void prepare(Contender& c) {
     c.corpus = &corpus_of(c);
-    novelty_corpora_.set(c.name, c.corpus->description());
+    novelty_corpora_[c.name] = c.corpus->description();
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
     switch (c.kind) {
       case Contender::Kind::template_search:
@@ -508,8 +508,8 @@ RunOutcome run_bench(Config config, const RunnerOptions& options) {
       tag_results(rows, part);
       oracle.finish(rows, bench.template_entries(), stop);
       RunInfo info = run.info();
-      info.extra.set("oracle", oracle.record());
-      info.extra.set("novelty", bench.novelty_corpora());
+      info.extra["oracle"] = oracle.record();
+      info.extra["novelty"] = bench.novelty_corpora();
       run.write_info(info);
       write_results_csv(run.results_path(), rows);
       write_summary_csv(run.root() / "summary.csv", rows,

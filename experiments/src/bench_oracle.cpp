@@ -138,14 +138,14 @@ void BenchOracle::finish(std::vector<MatrixResult>& rows,
 
 Json BenchOracle::record() const {
   Json j = Json::object();
-  j.set("mode", mode_);
-  j.set("budget", Json(budget_));
-  j.set("device", device_);
-  j.set("file", cache_ ? cache_->file().string() : std::string());
-  j.set("known", Json(known_));
-  j.set("filled", Json(filled_));
-  j.set("computed", Json(computed_));
-  j.set("summary", summary_);
+  j["mode"] = mode_;
+  j["budget"] = budget_;
+  j["device"] = device_;
+  j["file"] = cache_ ? cache_->file().string() : std::string();
+  j["known"] = known_;
+  j["filled"] = filled_;
+  j["computed"] = computed_;
+  j["summary"] = summary_;
   return j;
 }
 

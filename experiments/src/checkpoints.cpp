@@ -58,16 +58,15 @@ CheckpointInfo read_checkpoint(const fs::path& dir) {
   CheckpointInfo info;
   info.dir = dir;
   try {
-    const Json json = Json::parse(text.str(), meta.string());
+    const Json json = parse_json(text.str(), meta.string());
     if (!json.is_object()) throw CheckpointError(meta.string() + ": expected a JSON object");
-    const Json* step = json.find("step");
+    const Json* step = find_member(json, "step");
     if (step == nullptr) throw CheckpointError(meta.string() + ": missing member 'step'");
-    info.step = step->as_integer();
-    if (const Json* t = json.find("time")) info.time = t->as_number();
-    if (const Json* m = json.find("metrics")) {
-      for (const auto& [name, value] : m->as_object()) {
-        if (value.is_number() || value.is_null())
-          info.metrics.emplace_back(name, value.as_number());
+    info.step = as_integer(*step);
+    if (const Json* t = find_member(json, "time")) info.time = as_number(*t);
+    if (const Json* m = find_member(json, "metrics")) {
+      for (const auto& [name, value] : as_object(*m)) {
+        if (value.is_number() || value.is_null()) info.metrics.emplace_back(name, as_number(value));
       }
     }
   } catch (const JsonError& e) {
@@ -105,15 +104,15 @@ CheckpointInfo CheckpointStore::save(std::int64_t step, const Statistics& metric
   try {
     if (write_files) write_files(temp);
     Json meta = Json::object();
-    meta.set("step", step);
-    meta.set("time", info.time);
-    meta.set("saved_at", iso_utc(std::chrono::system_clock::now()));
+    meta["step"] = step;
+    meta["time"] = info.time;
+    meta["saved_at"] = iso_utc(std::chrono::system_clock::now());
     Json m = Json::object();
     for (const auto& [n, v] : metrics) {
-      if (m.find(n) == nullptr) m.set(n, v);
+      if (!m.contains(n)) m[n] = v;
     }
-    meta.set("metrics", std::move(m));
-    write_file_atomically(temp / "meta.json", meta.dump(2) + "\n");
+    meta["metrics"] = std::move(m);
+    write_file_atomically(temp / "meta.json", dump_json(meta, 2) + "\n");
   } catch (...) {
     datasets::remove_tree(temp, ec);
     throw;

@@ -31,29 +31,28 @@ std::string read_all(const std::filesystem::path& file) {
 
 MetricsRecord record_from(const Json& json, const std::string& where) {
   if (!json.is_object())
-    throw MetricsError(where + ": expected a JSON object, found " +
-                       std::string(to_string(json.kind())));
+    throw MetricsError(where + ": expected a JSON object, found " + std::string(kind_name(json)));
   MetricsRecord r;
-  const Json* step = json.find("step");
+  const Json* step = find_member(json, "step");
   if (step == nullptr) throw MetricsError(where + ": missing member 'step'");
   try {
-    r.step = step->as_integer();
+    r.step = as_integer(*step);
   } catch (const JsonError& e) {
     throw MetricsError(where + ": member 'step': " + e.what());
   }
-  for (const auto& [name, value] : json.as_object()) {
+  for (const auto& [name, value] : as_object(json)) {
     if (name == "step") continue;
     if (name == "time") {
       if (!value.is_number() && !value.is_null())
         throw MetricsError(where + ": member 'time': expected a number");
-      r.time = value.as_number();
+      r.time = as_number(value);
     } else if (name == "stage") {
       if (!value.is_string()) throw MetricsError(where + ": member 'stage': expected a string");
-      r.stage = value.as_string();
+      r.stage = as_string(value);
     } else if (value.is_number() || value.is_null()) {
-      r.values.emplace_back(name, value.as_number());
-    } else if (value.kind() == Json::Kind::boolean) {
-      r.values.emplace_back(name, value.as_bool() ? 1.0 : 0.0);
+      r.values.emplace_back(name, as_number(value));
+    } else if (value.is_boolean()) {
+      r.values.emplace_back(name, as_bool(value) ? 1.0 : 0.0);
     }
   }
   return r;
@@ -164,7 +163,7 @@ MetricsLog read_metrics(const std::filesystem::path& file, bool missing_ok) {
     const std::string where = file.string() + ":" + std::to_string(log.lines);
     if (line.find_first_not_of(" \t") != std::string_view::npos) {
       try {
-        log.records.push_back(record_from(Json::parse(line, file.string(), log.lines), where));
+        log.records.push_back(record_from(parse_json(line, file.string(), log.lines), where));
       } catch (const JsonError& e) {
         // Only a last line without its newline can be a write cut short by a kill.
         if (complete) throw MetricsError(e.what());
@@ -193,7 +192,7 @@ std::size_t rewind_metrics(const std::filesystem::path& file, std::int64_t step,
     const std::string_view line(text.data() + start, end - start);
     if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
       try {
-        const MetricsRecord r = record_from(Json::parse(line, file.string(), line_no),
+        const MetricsRecord r = record_from(parse_json(line, file.string(), line_no),
                                             file.string() + ":" + std::to_string(line_no));
         if (r.step <= step && (drop_stage.empty() || r.stage != drop_stage)) {
           kept.append(line);

@@ -104,10 +104,10 @@ Json evaluate_policy(Session& s, agents::PolicyAgent& agent, const PartTasks& pa
   }
   s.say(line);
   Json extra = Json::object();
-  extra.set("oracle", oracle.record());
+  extra["oracle"] = oracle.record();
   Json novelty = Json::object();
-  novelty.set(label, trained_on.description());
-  extra.set("novelty", std::move(novelty));
+  novelty[label] = trained_on.description();
+  extra["novelty"] = std::move(novelty);
   return extra;
 }
 

@@ -75,16 +75,18 @@ void run_section(std::ostringstream& md, const RunInfo& info) {
   } else {
     md << "Test part: not recorded (this run.json has no \"split\").\n\n";
   }
-  if (const Json* oracle = info.extra.find("oracle"); oracle != nullptr && oracle->is_object()) {
-    if (const Json* summary = oracle->find("summary"); summary != nullptr && summary->is_string()) {
-      md << "Oracle: " << summary->as_string() << ".\n\n";
+  if (const Json* oracle = find_member(info.extra, "oracle");
+      oracle != nullptr && oracle->is_object()) {
+    if (const Json* summary = find_member(*oracle, "summary");
+        summary != nullptr && summary->is_string()) {
+      md << "Oracle: " << as_string(*summary) << ".\n\n";
     }
   }
-  if (const Json* novelty = info.extra.find("novelty");
+  if (const Json* novelty = find_member(info.extra, "novelty");
       novelty != nullptr && novelty->is_object()) {
     md << "Novelty is measured against the training corpus of each agent:";
-    for (const auto& [agent, corpus] : novelty->as_object()) {
-      md << "\n- " << cell(agent) << ": " << (corpus.is_string() ? cell(corpus.as_string()) : "?");
+    for (const auto& [agent, corpus] : as_object(*novelty)) {
+      md << "\n- " << cell(agent) << ": " << (corpus.is_string() ? cell(as_string(corpus)) : "?");
     }
     md << "\n\n";
   }

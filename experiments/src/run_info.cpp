@@ -66,7 +66,7 @@ std::string first_field(const std::filesystem::path& file, const std::vector<std
 }
 
 const Json& member(const Json& object, std::string_view key, const std::string& source) {
-  const Json* v = object.find(key);
+  const Json* v = find_member(object, key);
   if (v == nullptr) throw RunInfoError(source + ": missing member '" + std::string(key) + "'");
   return *v;
 }
@@ -86,17 +86,16 @@ class Fields {
     }
   }
   void str(std::string_view key, std::string& out) const {
-    if (const Json* v = get(key)) out = wrap(key, [&] { return v->as_string(); });
+    if (const Json* v = get(key)) out = wrap(key, [&] { return as_string(*v); });
   }
   void integer(std::string_view key, int& out) const {
-    if (const Json* v = get(key))
-      out = static_cast<int>(wrap(key, [&] { return v->as_integer(); }));
+    if (const Json* v = get(key)) out = static_cast<int>(wrap(key, [&] { return as_integer(*v); }));
   }
   void integer64(std::string_view key, std::int64_t& out) const {
-    if (const Json* v = get(key)) out = wrap(key, [&] { return v->as_integer(); });
+    if (const Json* v = get(key)) out = wrap(key, [&] { return as_integer(*v); });
   }
   [[nodiscard]] const Json* get(std::string_view key) const {
-    const Json* v = object_.find(key);
+    const Json* v = find_member(object_, key);
     return v != nullptr && !v->is_null() ? v : nullptr;
   }
   [[nodiscard]] Fields nested(std::string_view key) const {
@@ -104,7 +103,7 @@ class Fields {
     const Json* v = get(key);
     if (v != nullptr && !v->is_object()) {
       throw RunInfoError(source_ + ": member '" + prefix_ + std::string(key) +
-                         "': expected an object, found " + std::string(to_string(v->kind())));
+                         "': expected an object, found " + std::string(kind_name(*v)));
     }
     return Fields(v != nullptr ? *v : kEmpty, source_, prefix_ + std::string(key) + ".");
   }
@@ -268,75 +267,73 @@ std::chrono::system_clock::time_point parse_iso_utc(std::string_view text) {
 
 Json RunInfo::to_json() const {
   Json j = Json::object();
-  j.set("format", std::string(kFormat));
-  j.set("format_version", kFormatVersion);
-  j.set("run_id", run_id);
-  j.set("experiment", experiment);
-  j.set("description", description);
-  j.set("command", command);
-  j.set("status", std::string(to_string(status)));
-  j.set("error", error);
-  j.set("start_time", start_time);
-  j.set("end_time", end_time.empty() ? Json() : Json(end_time));
-  Json resumes = Json::array();
-  for (const std::string& t : resumed_at) resumes.push_back(t);
-  j.set("resumed_at", std::move(resumes));
+  j["format"] = std::string(kFormat);
+  j["format_version"] = kFormatVersion;
+  j["run_id"] = run_id;
+  j["experiment"] = experiment;
+  j["description"] = description;
+  j["command"] = command;
+  j["status"] = std::string(to_string(status));
+  j["error"] = error;
+  j["start_time"] = start_time;
+  j["end_time"] = end_time.empty() ? Json() : Json(end_time);
+  j["resumed_at"] = resumed_at;
   Json s = Json::object();
-  for (const auto& [name, seed] : seeds) s.set(name, Json(seed));
-  j.set("seeds", std::move(s));
+  for (const auto& [name, seed] : seeds) s[name] = seed;
+  j["seeds"] = std::move(s);
 
   Json h = Json::object();
-  h.set("name", host.host_name);
-  h.set("os", host.os);
-  h.set("cpu_model", host.cpu_model);
-  h.set("cpu_cores", host.cpu_cores);
-  j.set("host", std::move(h));
+  h["name"] = host.host_name;
+  h["os"] = host.os;
+  h["cpu_model"] = host.cpu_model;
+  h["cpu_cores"] = host.cpu_cores;
+  j["host"] = std::move(h);
 
   Json g = Json::object();
-  g.set("name", gpu.name);
-  g.set("arch", gpu.arch);
-  g.set("count", gpu.count);
-  g.set("driver_version", gpu.driver_version);
-  g.set("cuda_runtime_version", gpu.runtime_version);
-  g.set("note", gpu.note);
-  j.set("gpu", std::move(g));
+  g["name"] = gpu.name;
+  g["arch"] = gpu.arch;
+  g["count"] = gpu.count;
+  g["driver_version"] = gpu.driver_version;
+  g["cuda_runtime_version"] = gpu.runtime_version;
+  g["note"] = gpu.note;
+  j["gpu"] = std::move(g);
 
   Json v = Json::object();
-  v.set("sparserl", versions.sparserl);
-  v.set("cuda_toolkit", versions.cuda_toolkit);
-  v.set("nvrtc", versions.nvrtc);
-  v.set("cusparse", versions.cusparse);
-  v.set("libtorch", versions.libtorch);
-  v.set("compiler", versions.compiler);
-  j.set("versions", std::move(v));
+  v["sparserl"] = versions.sparserl;
+  v["cuda_toolkit"] = versions.cuda_toolkit;
+  v["nvrtc"] = versions.nvrtc;
+  v["cusparse"] = versions.cusparse;
+  v["libtorch"] = versions.libtorch;
+  v["compiler"] = versions.compiler;
+  j["versions"] = std::move(v);
 
   Json gi = Json::object();
-  gi.set("commit", git.commit);
-  gi.set("dirty", git.dirty ? Json(*git.dirty) : Json());
-  gi.set("describe", git.describe);
-  j.set("git", std::move(gi));
+  gi["commit"] = git.commit;
+  gi["dirty"] = git.dirty ? Json(*git.dirty) : Json();
+  gi["describe"] = git.describe;
+  j["git"] = std::move(gi);
   if (split) {
     Json sp = Json::object();
-    sp.set("name", split->name);
-    sp.set("file", split->file);
-    sp.set("digest", split->digest);
-    sp.set("part", split->part);
-    sp.set("selection", split->selection);
-    sp.set("test_touched", split->test_touched);
-    sp.set("test_matrices", Json(split->test_matrices));
-    sp.set("test_split", split->test_split);
-    sp.set("matrices", Json(split->matrices));
-    sp.set("absent", Json(split->absent));
-    j.set("split", std::move(sp));
+    sp["name"] = split->name;
+    sp["file"] = split->file;
+    sp["digest"] = split->digest;
+    sp["part"] = split->part;
+    sp["selection"] = split->selection;
+    sp["test_touched"] = split->test_touched;
+    sp["test_matrices"] = split->test_matrices;
+    sp["test_split"] = split->test_split;
+    sp["matrices"] = split->matrices;
+    sp["absent"] = split->absent;
+    j["split"] = std::move(sp);
   }
-  j.set("extra", extra.is_object() ? extra : Json::object());
+  j["extra"] = extra.is_object() ? extra : Json::object();
   return j;
 }
 
 RunInfo RunInfo::from_json(const Json& json, const std::string& source) {
   if (!json.is_object()) throw RunInfoError(source + ": expected a JSON object");
   const Json& format = member(json, "format", source);
-  if (!format.is_string() || format.as_string() != kFormat) {
+  if (!format.is_string() || as_string(format) != kFormat) {
     throw RunInfoError(source + ": member 'format' is not \"" + std::string(kFormat) +
                        "\": not a run.json");
   }
@@ -366,14 +363,14 @@ RunInfo RunInfo::from_json(const Json& json, const std::string& source) {
   f.str("end_time", r.end_time);
   if (const Json* a = f.get("resumed_at")) {
     f.wrap("resumed_at", [&] {
-      for (const Json& t : a->as_array()) r.resumed_at.push_back(t.as_string());
+      for (const Json& t : as_array(*a)) r.resumed_at.push_back(as_string(t));
       return 0;
     });
   }
   if (const Json* s = f.get("seeds")) {
     f.wrap("seeds", [&] {
-      for (const auto& [name, seed] : s->as_object()) {
-        r.seeds.emplace_back(name, static_cast<std::uint64_t>(seed.as_integer()));
+      for (const auto& [name, seed] : as_object(*s)) {
+        r.seeds.emplace_back(name, as_unsigned(seed));
       }
       return 0;
     });
@@ -399,7 +396,7 @@ RunInfo RunInfo::from_json(const Json& json, const std::string& source) {
   v.str("compiler", r.versions.compiler);
   const Fields gi = f.nested("git");
   gi.str("commit", r.git.commit);
-  if (const Json* d = gi.get("dirty")) r.git.dirty = gi.wrap("dirty", [&] { return d->as_bool(); });
+  if (const Json* d = gi.get("dirty")) r.git.dirty = gi.wrap("dirty", [&] { return as_bool(*d); });
   gi.str("describe", r.git.describe);
   if (f.get("split") != nullptr) {
     const Fields sp = f.nested("split");
@@ -410,7 +407,7 @@ RunInfo RunInfo::from_json(const Json& json, const std::string& source) {
     sp.str("part", out.part);
     sp.str("selection", out.selection);
     if (const Json* t = sp.get("test_touched"))
-      out.test_touched = sp.wrap("test_touched", [&] { return t->as_bool(); });
+      out.test_touched = sp.wrap("test_touched", [&] { return as_bool(*t); });
     sp.integer64("test_matrices", out.test_matrices);
     sp.str("test_split", out.test_split);
     sp.integer64("matrices", out.matrices);
@@ -455,7 +452,7 @@ void write_file_atomically(const std::filesystem::path& file, std::string_view t
 }
 
 void write_run_info(const std::filesystem::path& file, const RunInfo& info) {
-  write_file_atomically(file, info.to_json().dump(2) + "\n");
+  write_file_atomically(file, dump_json(info.to_json(), 2) + "\n");
 }
 
 RunInfo read_run_info(const std::filesystem::path& file) {
@@ -466,7 +463,7 @@ RunInfo read_run_info(const std::filesystem::path& file) {
   text << in.rdbuf();
   Json json;
   try {
-    json = Json::parse(text.str(), file.string());
+    json = parse_json(text.str(), file.string());
   } catch (const JsonError& e) {
     throw RunInfoError(e.what());
   }

@@ -116,13 +116,13 @@ std::optional<Position> read_position(const CheckpointStore& store) {
   if (!in) throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
   std::ostringstream text;
   text << in.rdbuf();
-  const Json json = Json::parse(text.str(), file.string());
+  const Json json = parse_json(text.str(), file.string());
   Position p;
   p.checkpoint = *latest;
   try {
-    p.stage = json.find("stage")->as_string();
-    p.stage_step = json.find("stage_step")->as_integer();
-    p.done = json.find("done")->as_bool();
+    p.stage = as_string(json.at("stage"));
+    p.stage_step = as_integer(json.at("stage_step"));
+    p.done = as_bool(json.at("done"));
   } catch (const std::exception& e) {
     throw RunnerError(file.string() + ": expected stage, stage_step and done (" + e.what() + ")");
   }
@@ -201,8 +201,8 @@ class Trainer {
     datasets::remove_tree(run_.root() / "work");
     if (previous) {
       RunInfo info = run_.info();
-      info.extra.set("policy", fs::relative(*previous, run_.root()).string());
-      info.extra.set("steps", Json(total_steps(plan_)));
+      info.extra["policy"] = fs::relative(*previous, run_.root()).string();
+      info.extra["steps"] = total_steps(plan_);
       run_.write_info(info);
     }
   }
@@ -255,11 +255,11 @@ class Trainer {
       store_.save(stage.offset + steps, statistics, [&](const fs::path& dir) {
         copy_folder_contents(latest, dir);
         Json json = Json::object();
-        json.set("stage", stage.name);
-        json.set("stage_step", Json(steps));
-        json.set("stage_steps", Json(stage.steps));
-        json.set("done", steps >= stage.steps);
-        write_file_atomically(dir / "stage.json", json.dump(2) + "\n");
+        json["stage"] = stage.name;
+        json["stage_step"] = steps;
+        json["stage_steps"] = stage.steps;
+        json["done"] = steps >= stage.steps;
+        write_file_atomically(dir / "stage.json", dump_json(json, 2) + "\n");
       });
     };
     return h;
@@ -447,7 +447,7 @@ class Trainer {
                                        total_steps(plan_), *metrics_, run_.results_path(),
                                        training_corpus(config_, s_.root), {}, stop_);
     RunInfo info = run_.info();
-    for (const auto& [key, value] : extra.as_object()) info.extra.set(key, value);
+    for (const auto& [key, value] : as_object(extra)) info.extra[key] = value;
     run_.write_info(info);
   }
 
@@ -563,7 +563,7 @@ RunOutcome run_training(Config config, const RunnerOptions& options) {
   {
     // What the policy is trained on, for the novelty of its answers in later benches.
     RunInfo info = run.info();
-    info.extra.set("corpus", training_corpus(session->config, root).to_json());
+    info.extra["corpus"] = training_corpus(session->config, root).to_json();
     run.write_info(info);
   }
   session->record_to(run.root());
@@ -633,8 +633,8 @@ RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
                    : "the checkpoint's run recorded no corpus, so the design space stands for it",
           stop);
       RunInfo info = run.info();
-      for (const auto& [key, value] : extra.as_object()) info.extra.set(key, value);
-      info.extra.set("policy", policy.string());
+      for (const auto& [key, value] : as_object(extra)) info.extra[key] = value;
+      info.extra["policy"] = policy.string();
       run.write_info(info);
     });
   } catch (const std::exception&) {

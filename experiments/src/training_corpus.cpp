@@ -68,12 +68,12 @@ std::vector<std::string> dataset_programs([[maybe_unused]] const CorpusSpec& spe
 
 Json CorpusSpec::to_json() const {
   Json j = Json::object();
-  j.set("pretrain", pretrain);
-  j.set("corpus_programs", Json(corpus_programs));
-  j.set("seed", Json(seed));
-  j.set("sft_pairs", sft_pairs);
-  j.set("op", op);
-  j.set("dtype", dtype);
+  j["pretrain"] = pretrain;
+  j["corpus_programs"] = corpus_programs;
+  j["seed"] = seed;
+  j["sft_pairs"] = sft_pairs;
+  j["op"] = op;
+  j["dtype"] = dtype;
   return j;
 }
 
@@ -81,12 +81,12 @@ std::optional<CorpusSpec> CorpusSpec::from_json(const Json& json) {
   if (!json.is_object()) return std::nullopt;
   try {
     CorpusSpec s;
-    s.pretrain = json.find("pretrain")->as_string();
-    s.corpus_programs = json.find("corpus_programs")->as_integer();
-    s.seed = static_cast<std::uint64_t>(json.find("seed")->as_integer());
-    s.sft_pairs = json.find("sft_pairs")->as_string();
-    s.op = json.find("op")->as_string();
-    s.dtype = json.find("dtype")->as_string();
+    s.pretrain = json.at("pretrain").get<std::string>();
+    s.corpus_programs = as_integer(json.at("corpus_programs"));
+    s.seed = as_unsigned(json.at("seed"));
+    s.sft_pairs = json.at("sft_pairs").get<std::string>();
+    s.op = json.at("op").get<std::string>();
+    s.dtype = json.at("dtype").get<std::string>();
     if (!datasets::parse_op(s.op) || !datasets::parse_dtype(s.dtype)) return std::nullopt;
     return s;
   } catch (const std::exception&) {
@@ -94,7 +94,7 @@ std::optional<CorpusSpec> CorpusSpec::from_json(const Json& json) {
   }
 }
 
-std::string CorpusSpec::key() const { return to_json().dump(); }
+std::string CorpusSpec::key() const { return dump_json(to_json()); }
 
 CorpusSpec design_space_corpus(const Config& config) {
   CorpusSpec s;
@@ -129,7 +129,7 @@ std::optional<CorpusSpec> recorded_corpus(const fs::path& checkpoint) {
     if (!fs::is_regular_file(dir / "run.json", ec)) continue;
     try {
       const RunInfo info = read_run_info(dir / "run.json");
-      const Json* corpus = info.extra.find("corpus");
+      const Json* corpus = find_member(info.extra, "corpus");
       return corpus != nullptr ? CorpusSpec::from_json(*corpus) : std::nullopt;
     } catch (const std::exception&) {
       return std::nullopt;

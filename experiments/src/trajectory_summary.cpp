@@ -209,11 +209,11 @@ ValueStats stats_of(const std::vector<double>& v) {
 
 Json stats_json(const ValueStats& s) {
   Json j = Json::object();
-  j.set("count", s.count);
-  j.set("mean", s.mean);
-  j.set("std", s.std);
-  j.set("min", s.min);
-  j.set("max", s.max);
+  j["count"] = s.count;
+  j["mean"] = s.mean;
+  j["std"] = s.std;
+  j["min"] = s.min;
+  j["max"] = s.max;
   return j;
 }
 
@@ -382,57 +382,57 @@ TrajectorySummary summarize_trajectories(const std::filesystem::path& file) {
 
 Json TrajectorySummary::to_json(bool per_task) const {
   Json j = Json::object();
-  j.set("file", file.string());
-  j.set("format", format);
-  j.set("format_version", format_version);
-  j.set("run_id", run_id);
-  j.set("vocabulary_name", vocabulary_name);
-  j.set("created_by", created_by);
-  j.set("rows_attribute", rows_attribute >= 0 ? Json(rows_attribute) : Json());
-  j.set("episodes", episodes);
-  j.set("tasks", static_cast<std::int64_t>(tasks.size()));
-  j.set("truncated", truncated);
-  j.set("evaluated", evaluated);
-  j.set("compiled", compiled);
-  j.set("correct", correct);
-  j.set("timed", timed);
-  j.set("gpu", gpu);
-  j.set("compile_rate", compile_rate);
-  j.set("correct_rate", correct_rate);
-  j.set("reward", stats_json(reward));
-  j.set("length", stats_json(length));
-  j.set("speedup", stats_json(speedup));
-  j.set("speedup_geomean", speedup_geomean);
-  j.set("faster_share", faster_share);
+  j["file"] = file.string();
+  j["format"] = format;
+  j["format_version"] = format_version;
+  j["run_id"] = run_id;
+  j["vocabulary_name"] = vocabulary_name;
+  j["created_by"] = created_by;
+  j["rows_attribute"] = rows_attribute >= 0 ? Json(rows_attribute) : Json();
+  j["episodes"] = episodes;
+  j["tasks"] = static_cast<std::int64_t>(tasks.size());
+  j["truncated"] = truncated;
+  j["evaluated"] = evaluated;
+  j["compiled"] = compiled;
+  j["correct"] = correct;
+  j["timed"] = timed;
+  j["gpu"] = gpu;
+  j["compile_rate"] = compile_rate;
+  j["correct_rate"] = correct_rate;
+  j["reward"] = stats_json(reward);
+  j["length"] = stats_json(length);
+  j["speedup"] = stats_json(speedup);
+  j["speedup_geomean"] = speedup_geomean;
+  j["faster_share"] = faster_share;
   Json e = Json::object();
-  for (const auto& [k, v] : errors) e.set(k, v);
-  j.set("errors", std::move(e));
+  for (const auto& [k, v] : errors) e[k] = v;
+  j["errors"] = std::move(e);
   Json p = Json::object();
-  for (const auto& [k, v] : policies) p.set(k, v);
-  j.set("policies", std::move(p));
+  for (const auto& [k, v] : policies) p[k] = v;
+  j["policies"] = std::move(p);
   Json missing = Json::array();
   for (const std::string& m : missing_columns) missing.push_back(m);
-  j.set("missing_columns", std::move(missing));
+  j["missing_columns"] = std::move(missing);
   Json ns = Json::array();
   for (const std::string& m : notes) ns.push_back(m);
-  j.set("notes", std::move(ns));
+  j["notes"] = std::move(ns);
   if (per_task) {
     Json ts = Json::array();
     for (const TaskTrajectorySummary& t : this->tasks) {
       Json tj = Json::object();
-      tj.set("task", t.task);
-      tj.set("episodes", t.episodes);
-      tj.set("evaluated", t.evaluated);
-      tj.set("compiled", t.compiled);
-      tj.set("correct", t.correct);
-      tj.set("timed", t.timed);
-      tj.set("compile_rate", ratio(t.compiled, t.evaluated));
-      tj.set("correct_rate", gpu ? ratio(t.correct, t.evaluated) : kNaN);
-      tj.set("reward", stats_json(t.reward));
-      tj.set("best_speedup", t.best_speedup);
+      tj["task"] = t.task;
+      tj["episodes"] = t.episodes;
+      tj["evaluated"] = t.evaluated;
+      tj["compiled"] = t.compiled;
+      tj["correct"] = t.correct;
+      tj["timed"] = t.timed;
+      tj["compile_rate"] = ratio(t.compiled, t.evaluated);
+      tj["correct_rate"] = gpu ? ratio(t.correct, t.evaluated) : kNaN;
+      tj["reward"] = stats_json(t.reward);
+      tj["best_speedup"] = t.best_speedup;
       ts.push_back(std::move(tj));
     }
-    j.set("per_task", std::move(ts));
+    j["per_task"] = std::move(ts);
   }
   return j;
 }

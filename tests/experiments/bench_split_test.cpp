@@ -111,12 +111,11 @@ TEST_CASE("sparserl bench on a version-2 split: regimes, oracle and novelty colu
   CHECK_FALSE(info.split->test_touched);
   CHECK(info.split->matrices == 5);
   CHECK(info.split->absent == 1);
-  const Json* novelty = info.extra.find("novelty");
-  REQUIRE(novelty != nullptr);
-  CHECK_THAT(novelty->find("template")->as_string(),
+  REQUIRE(info.extra.contains("novelty"));
+  CHECK_THAT(info.extra.at("novelty").at("template").get<std::string>(),
              has_substring("the design space of spmv f32 ("));
-  REQUIRE(info.extra.find("oracle") != nullptr);
-  CHECK(info.extra.find("oracle")->find("mode")->as_string() == "cache");
+  REQUIRE(info.extra.contains("oracle"));
+  CHECK(info.extra.at("oracle").at("mode") == "cache");
 
   const std::string report = sparserl::testing::read_bytes(run / "report.md");
   CHECK_THAT(report, has_substring("Test part: not touched."));

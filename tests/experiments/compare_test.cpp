@@ -59,11 +59,11 @@ void write_run(const fs::path& dir, const std::string& experiment, std::uint64_t
   Json json = info.to_json();
   if (!split.empty()) {
     Json s = Json::object();
-    s.set("name", split);
-    s.set("digest", std::string("feedface") + std::string(56, '0'));
-    json.set("split", s);
+    s["name"] = split;
+    s["digest"] = std::string("feedface") + std::string(56, '0');
+    json["split"] = s;
   }
-  write_file_atomically(dir / "run.json", json.dump(2));
+  write_file_atomically(dir / "run.json", dump_json(json, 2));
 }
 
 // The matrices: m1, m2 small, m3 medium, m4 large (by nnz).

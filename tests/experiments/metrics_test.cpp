@@ -166,6 +166,7 @@ TEST_CASE("rewinding keeps the lines up to a step", "[experiments][metrics]") {
   CHECK(rewind_metrics(file, 10) == 0);
   CHECK(rewind_metrics(dir / "absent.jsonl", 3) == 0);
   write_text(file, "{\"step\":1}\nnot json\n{\"step\":3}\n");
-  CHECK_THROWS_WITH(rewind_metrics(file, 2), has_substring(file.string() + ":2:1:"));
+  // Column 2: nlohmann's reader stops at the 'o' that cannot continue a literal null.
+  CHECK_THROWS_WITH(rewind_metrics(file, 2), has_substring(file.string() + ":2:2:"));
   CHECK(read_text(file) == "{\"step\":1}\nnot json\n{\"step\":3}\n");  // left as it was
 }

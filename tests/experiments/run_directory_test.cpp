@@ -152,20 +152,22 @@ TEST_CASE("run.json round-trips and records the GPU the evaluator saw", "[experi
   RunInfo info;
   info.run_id = "x__1__20240314T153012Z";
   info.gpu = s;
-  info.seeds = {{"experiment", 9200000000000000000ULL}};
+  // Seeds use all 64 bits: one above INT64_MAX stays exact (nlohmann keeps uint64).
+  info.seeds = {{"experiment", 9200000000000000000ULL}, {"agent", 18446744073709551615ULL}};
   info.start_time = iso_utc(fixed_time());
   info.end_time = iso_utc(fixed_time() + std::chrono::seconds(90));
   info.status = RunStatus::failed;
   info.error = "out of memory \"here\"\n";
   info.git.commit = std::string(40, 'a');
   info.git.dirty = true;
-  info.extra.set("steps", 12);
+  info.extra["steps"] = 12;
   info.resumed_at = {"2024-03-14T16:00:00.000Z"};
   write_run_info(dir / "run.json", info);
   const RunInfo back = read_run_info(dir / "run.json");
   CHECK(back.to_json() == info.to_json());
   CHECK(back.git.dirty == std::optional<bool>(true));
   CHECK(back.seeds[0].second == 9200000000000000000ULL);
+  CHECK(back.seeds[1].second == 18446744073709551615ULL);
   CHECK(parse_iso_utc(back.end_time) - parse_iso_utc(back.start_time) == std::chrono::seconds(90));
 
   std::ofstream(dir / "bad.json")

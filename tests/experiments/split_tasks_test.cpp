@@ -241,16 +241,16 @@ TEST_CASE("run.json records the split; an older run.json reads without one",
   s.absent = 3;
   info.split = s;
   const ex::Json json = info.to_json();
-  REQUIRE(json.find("split") != nullptr);
-  CHECK(json.find("split")->find("name")->as_string() == "bench-v2");
-  CHECK(json.find("split")->find("digest")->as_string() == "0123456789abcdef");
-  CHECK(json.find("split")->find("test_touched")->as_bool());
+  REQUIRE(json.contains("split"));
+  CHECK(json.at("split").at("name") == "bench-v2");
+  CHECK(json.at("split").at("digest") == "0123456789abcdef");
+  CHECK(json.at("split").at("test_touched") == true);
   const ex::RunInfo back = ex::RunInfo::from_json(json, "run.json");
   REQUIRE(back.split);
   CHECK(*back.split == s);
   info.split.reset();
   const ex::Json old = info.to_json();
-  CHECK(old.find("split") == nullptr);
+  CHECK_FALSE(old.contains("split"));
   CHECK_FALSE(ex::RunInfo::from_json(old, "run.json").split);
 }
 

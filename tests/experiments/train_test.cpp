@@ -236,9 +236,9 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   REQUIRE(latest);
   CHECK(latest->step == cut.records.back().step);  // the stop saved the step it ended on
   CHECK(latest->step < 2 + 3 + 12);
-  const Json stage = Json::parse(read_if_present(latest->dir / "stage.json"), "stage.json");
-  CHECK(stage.find("stage")->as_string() == "rl");
-  CHECK_FALSE(stage.find("done")->as_bool());
+  const Json stage = parse_json(read_if_present(latest->dir / "stage.json"), "stage.json");
+  CHECK(stage.at("stage") == "rl");
+  CHECK_FALSE(stage.at("done").get<bool>());
   const sparserl::env::TrajectoryFile episodes =
       sparserl::env::read_trajectories(run / "trajectories.h5");
   CHECK(episodes.rows == 2 * (latest->step - 5));  // two samples per update so far
@@ -485,18 +485,17 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
     // pretraining, template-search pairs for SFT); the template search is measured against the
     // design space.
     const RunInfo info = read_run_info(run / "run.json");
-    const Json* novelty = info.extra.find("novelty");
-    REQUIRE(novelty != nullptr);
-    CHECK(novelty->find("sft")->as_string() ==
+    const Json& novelty = info.extra.at("novelty");
+    CHECK(novelty.at("sft") ==
           "pretraining: 24 of the 183 design-space programs of spmv f32 (seed 3); SFT pairs: "
           "template-search programs, stood for by all 183 design-space programs of spmv f32");
-    CHECK(novelty->find("sft-again")->as_string() == novelty->find("sft")->as_string());
-    CHECK(novelty->find("template")->as_string() == "the design space of spmv f32 (183 programs)");
+    CHECK(novelty.at("sft-again") == novelty.at("sft"));
+    CHECK(novelty.at("template") == "the design space of spmv f32 (183 programs)");
     const RunInfo trained =
         read_run_info(fs::path(policy).parent_path().parent_path() / "run.json");
-    REQUIRE(trained.extra.find("corpus") != nullptr);
-    CHECK(trained.extra.find("corpus")->find("pretrain")->as_string() == "design-space");
-    CHECK(trained.extra.find("corpus")->find("corpus_programs")->as_integer() == 24);
+    REQUIRE(trained.extra.contains("corpus"));
+    CHECK(trained.extra.at("corpus").at("pretrain") == "design-space");
+    CHECK(trained.extra.at("corpus").at("corpus_programs") == 24);
     for (const MatrixResult& r : rows) {
       CHECK_FALSE(r.novel.has_value());  // nothing is correct without a GPU
       if (!r.program.empty()) CHECK(std::isfinite(r.corpus_distance));
@@ -576,7 +575,7 @@ TEST_CASE("sparserl eval reads the test part only with --part test, and says so"
   CHECK_THAT(read_if_present(run / "report.md"),
              has_substring("Test part: 3 matrices of bench-t2 test read (--part test)."));
   // The policy's novelty is measured against the corpus its run recorded.
-  CHECK_THAT(info.extra.find("novelty")->find("sft")->as_string(),
+  CHECK_THAT(info.extra.at("novelty").at("sft").get<std::string>(),
              has_substring("pretraining: 24 of the 183 design-space programs of spmv f32"));
   const std::vector<MatrixResult> rows = read_results_csv(run / "results.csv");
   REQUIRE(rows.size() == 3);

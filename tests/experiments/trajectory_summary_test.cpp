@@ -172,11 +172,11 @@ TEST_CASE("inspect summarises a file written by env's recorder", "[experiments][
   CHECK_THAT(out, has_substring("compile rate    "));
   out = run_command(cli + "'" + path.string() + "' --json --per-task", status);
   CHECK(status == 0);
-  const Json json = Json::parse(out, "inspect --json");
-  CHECK(json.find("episodes")->as_integer() == 20);
-  CHECK(json.find("correct")->as_integer() == correct);
-  CHECK(json.find("per_task")->as_array().size() == 2);
-  CHECK(json.find("reward")->find("mean")->as_number() == Approx(reward_sum / 20));
+  const Json json = parse_json(out, "inspect --json");
+  CHECK(json.at("episodes") == 20);
+  CHECK(json.at("correct") == correct);
+  CHECK(json.at("per_task").size() == 2);
+  CHECK(json.at("reward").at("mean").get<double>() == Approx(reward_sum / 20));
 }
 #endif
 

@@ -115,43 +115,43 @@ std::vector<std::pair<std::string, std::size_t>> by_count(
 // {"KEY": VALUE, "matrices": .., "families": .., "present": ..}
 Json tally_json(std::string_view key, Json value, const Tally& t) {
   Json j = Json::object();
-  j.set(key, std::move(value));
-  j.set("matrices", t.matrices);
-  j.set("families", t.families.size());
-  j.set("present", t.present);
+  j[key] = std::move(value);
+  j["matrices"] = t.matrices;
+  j["families"] = t.families.size();
+  j["present"] = t.present;
   return j;
 }
 
 std::string report_json(const fs::path& file, const ds::Split& split,
                         const std::vector<PartReport>& parts, const ds::MatrixStore& store) {
   Json j = Json::object();
-  j.set("file", file.string());
-  j.set("split", split.name);
-  j.set("version", split.version);
-  j.set("digest", split.digest());
-  j.set("seed", split.seed);
-  j.set("ratios", Json(Json::Array{split.ratios[0], split.ratios[1], split.ratios[2]}));
+  j["file"] = file.string();
+  j["split"] = split.name;
+  j["version"] = split.version;
+  j["digest"] = split.digest();
+  j["seed"] = split.seed;
+  j["ratios"] = Json::array({split.ratios[0], split.ratios[1], split.ratios[2]});
   if (split.version == ds::Split::kFormatVersion) {
     Json index = Json::object();
-    index.set("file", split.index_file);
-    index.set("matrices", split.index_size);
-    index.set("digest", split.index_digest);
-    j.set("index", index);
+    index["file"] = split.index_file;
+    index["matrices"] = split.index_size;
+    index["digest"] = split.index_digest;
+    j["index"] = index;
   }
   Json sources = Json::array();
   for (const ds::SplitSource& s : split.sources) {
     Json src = Json::object();
-    src.set("source", ds::to_string(s.source));
-    src.set("name", s.name);
-    src.set("matrices", s.size);
-    src.set("digest", s.digest);
+    src["source"] = ds::to_string(s.source);
+    src["name"] = s.name;
+    src["matrices"] = s.size;
+    src["digest"] = s.digest;
     sources.push_back(src);
   }
-  j.set("sources", sources);
-  j.set("data_dir", store.data_dir().string());
+  j["sources"] = sources;
+  j["data_dir"] = store.data_dir().string();
   Json indexes = Json::array();
   for (const ds::SuiteSparseIndex& index : store.indexes()) indexes.push_back(index.source());
-  j.set("indexes", indexes);
+  j["indexes"] = indexes;
   Json part_list = Json::array();
   Tally total;
   for (const PartReport& r : parts) {
@@ -162,23 +162,23 @@ std::string report_json(const fs::path& file, const ds::Split& split,
       regimes.push_back(tally_json(
           "regime", slot == kUnknownRegime ? Json() : Json(regime_label(slot)), r.regimes[slot]));
     }
-    p.set("regimes", regimes);
+    p["regimes"] = regimes;
     Json large = Json::array();
     for (const auto& [family, n] : by_count(r.large_families)) {
       Json f = Json::object();
-      f.set("family", family);
-      f.set("matrices", n);
+      f["family"] = family;
+      f["matrices"] = n;
       large.push_back(f);
     }
-    p.set("large_families", large);
+    p["large_families"] = large;
     part_list.push_back(p);
     total.matrices += r.all.matrices;
     total.present += r.all.present;
     total.families.insert(r.all.families.begin(), r.all.families.end());
   }
-  j.set("parts", part_list);
-  j.set("total", tally_json("part", "all", total));
-  return j.dump(2) + "\n";
+  j["parts"] = part_list;
+  j["total"] = tally_json("part", "all", total);
+  return experiments::dump_json(j, 2) + "\n";
 }
 
 std::string report_text(const fs::path& file, const ds::Split& split,

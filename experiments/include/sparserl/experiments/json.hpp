@@ -1,97 +1,60 @@
-// The small JSON the run directory speaks: run.json, metrics.jsonl lines and checkpoints'
-// meta.json. A Json value is null, a boolean, an integer (int64, kept exact: seeds and steps), a
-// number (double), a string, an array or an object whose members keep the order they were added in
-// (so files read the way they were written). dump() escapes strings per RFC 8259 and prints doubles
-// in the shortest form that reads back to the same bits (always with a '.' or an exponent, so a
-// number stays a number); NaN and infinities, which JSON cannot spell, become null. parse() reads
-// any RFC 8259 text and throws JsonError "SOURCE:LINE:COLUMN: what was expected". No third-party
-// JSON library: the GPU hosts and the CI image would both have to carry it, and this is all the
-// project needs.
+// The JSON the run directory speaks (run.json, metrics.jsonl lines, checkpoints' meta.json and
+// stage.json, `--json` reports) is nlohmann::ordered_json: members keep the order they were added
+// in, so files read the way they were written. This header adds only what the project wants the
+// same everywhere and nlohmann leaves open:
+//   - parse_json: errors name the input and the place, "metrics.jsonl:17:5: <what nlohmann found>"
+//     (nlohmann gives a byte offset; the line counts from where the text starts in its file), and
+//     nesting deeper than 256 levels is refused (copying and writing a value recurse).
+//   - dump_json: bytes that are not UTF-8 become U+FFFD instead of an exception mid-write.
+//   - typed reads that say what they found ("expected an integer, found a string"), for readers
+//     that prefix the file and the key path (run_info.cpp, metrics.cpp).
+// Doubles print as nlohmann prints them: a form that reads back to the same bits, always with a '.'
+// or an exponent (so a number stays a number), NaN and infinities as null.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
-#include <vector>
 
 namespace sparserl::experiments {
+
+using Json = nlohmann::ordered_json;
 
 class JsonError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-class Json {
- public:
-  enum class Kind { null, boolean, integer, number, string, array, object };
-  using Array = std::vector<Json>;
-  using Object = std::vector<std::pair<std::string, Json>>;
+// Parses one JSON text (RFC 8259; white space around it, nothing else). `source` and `first_line`
+// name the input in messages: "metrics.jsonl:17:11: syntax error while parsing object key -
+// unexpected ','; expected string literal". The column is the byte, counted from 1, where the
+// reader stopped.
+Json parse_json(std::string_view text, const std::string& source, std::size_t first_line = 1);
 
-  Json() = default;  // null
-  Json(std::nullptr_t) {}
-  Json(bool b) : value_(b) {}
-  Json(int i) : value_(static_cast<std::int64_t>(i)) {}
-  Json(long i) : value_(static_cast<std::int64_t>(i)) {}
-  Json(long long i) : value_(static_cast<std::int64_t>(i)) {}
-  Json(unsigned i) : value_(static_cast<std::int64_t>(i)) {}
-  // Values above INT64_MAX are kept as a (rounded) number.
-  Json(unsigned long i);
-  Json(unsigned long long i);
-  Json(double d) : value_(d) {}
-  Json(const char* s) : value_(std::string(s)) {}
-  Json(std::string s) : value_(std::move(s)) {}
-  Json(std::string_view s) : value_(std::string(s)) {}
-  Json(Array a) : value_(std::move(a)) {}
-  Json(Object o) : value_(std::move(o)) {}
+// indent < 0: one line without spaces; otherwise pretty-printed with that many spaces per level.
+std::string dump_json(const Json& value, int indent = -1);
 
-  static Json array() { return Json(Array{}); }
-  static Json object() { return Json(Object{}); }
-
-  [[nodiscard]] Kind kind() const { return static_cast<Kind>(value_.index()); }
-  [[nodiscard]] bool is_null() const { return kind() == Kind::null; }
-  [[nodiscard]] bool is_number() const { return kind() == Kind::integer || kind() == Kind::number; }
-  [[nodiscard]] bool is_string() const { return kind() == Kind::string; }
-  [[nodiscard]] bool is_object() const { return kind() == Kind::object; }
-  [[nodiscard]] bool is_array() const { return kind() == Kind::array; }
-
-  // Accessors throw JsonError naming the kind found when the value is of another kind.
-  [[nodiscard]] bool as_bool() const;
-  [[nodiscard]] std::int64_t as_integer() const;  // an integer, or a number with an integral value
-  [[nodiscard]] double as_number() const;         // an integer or a number; null reads as NaN
-  [[nodiscard]] const std::string& as_string() const;
-  [[nodiscard]] const Array& as_array() const;
-  [[nodiscard]] const Object& as_object() const;
-
-  // Object members: find returns nullptr when absent (or when this is not an object).
-  [[nodiscard]] const Json* find(std::string_view key) const;
-  // Replaces the member `key` or appends it; turns a null into an object.
-  Json& set(std::string_view key, Json value);
-  // Appends to an array; turns a null into an array.
-  void push_back(Json value);
-
-  // indent < 0: one line; otherwise pretty-printed with that many spaces per level.
-  [[nodiscard]] std::string dump(int indent = -1) const;
-
-  // Parses one JSON text (surrounding white space allowed, nothing else). `source` and `first_line`
-  // name the input in messages: "metrics.jsonl:17:5: expected ':' after an object key".
-  static Json parse(std::string_view text, const std::string& source, std::size_t first_line = 1);
-
-  friend bool operator==(const Json& a, const Json& b) { return a.value_ == b.value_; }
-
- private:
-  std::variant<std::nullptr_t, bool, std::int64_t, double, std::string, Array, Object> value_;
-};
-
-std::string_view to_string(Json::Kind kind);  // "null", "a boolean", "an integer", ...
-
-// A JSON string literal with quotes; control characters, '"' and '\' escaped, UTF-8 passed through.
+// A JSON string literal with quotes ("a\"b"): '"', '\' and control characters escaped, UTF-8 as is.
 std::string json_quote(std::string_view text);
-// The shortest text that reads back to the same double ("0.1", "1e+300", "3.0"); "null" when not
-// finite.
+// A double as dump_json writes it ("0.1", "1e+300", "3.0"); "null" when not finite.
 std::string json_number(double value);
+
+// "null", "a boolean", "an integer" (signed or unsigned), "a number", "a string", "an array", ...
+std::string_view kind_name(const Json& value);
+
+// Typed reads: JsonError "expected an integer, found a string" when the value is of another kind.
+bool as_bool(const Json& value);
+std::int64_t as_integer(const Json& value);    // an integer, or a number with an integral value
+std::uint64_t as_unsigned(const Json& value);  // the same, >= 0 (seeds use all 64 bits)
+double as_number(const Json& value);           // an integer or a number; null reads as NaN
+const std::string& as_string(const Json& value);
+const Json::array_t& as_array(const Json& value);
+const Json::object_t& as_object(const Json& value);  // iterates as (name, value) pairs, in order
+
+// The member `key` of an object; nullptr when absent or when `value` is not an object.
+const Json* find_member(const Json& value, std::string_view key);
 
 }  // namespace sparserl::experiments
