@@ -68,19 +68,12 @@ std::optional<double> MetricsRecord::get(std::string_view name) const {
 }
 
 std::string metrics_line(const MetricsRecord& record) {
-  std::string out =
-      "{\"step\":" + std::to_string(record.step) + ",\"time\":" + json_number(record.time);
-  if (!record.stage.empty()) out += ",\"stage\":" + json_quote(record.stage);
-  std::set<std::string_view> seen;
+  Json line = {{"step", record.step}, {"time", record.time}};
+  if (!record.stage.empty()) line["stage"] = record.stage;
   for (const auto& [name, value] : record.values) {
-    if (reserved(name) || !seen.insert(name).second) continue;
-    out += ',';
-    out += json_quote(name);
-    out += ':';
-    out += json_number(value);
+    if (!reserved(name) && !line.contains(name)) line[name] = value;  // the first of a name wins
   }
-  out += '}';
-  return out;
+  return dump_json(line);
 }
 
 MetricsWriter::MetricsWriter(std::filesystem::path file) : file_(std::move(file)) {
