@@ -1,10 +1,10 @@
 // The info dictionary and the flattening of EvalResult and RewardBreakdown into it. The EvalResult
 // keys follow EvalResult::to_json() field for field; tests/env/env_test.cpp checks that none is
-// missing.
+// missing. to_json() is nlohmann-json's, written as EvalResult's (NaN as null, invalid UTF-8 as
+// U+FFFD).
 #include "sparserl/env/info.hpp"
 
-#include <charconv>
-#include <cmath>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace sparserl::env {
@@ -62,31 +62,11 @@ const std::string& Info::get_string(std::string_view key) const {
 }
 
 std::string Info::to_json() const {
-  std::string out = "{";
-  bool first = true;
-  for (const auto& [k, v] : entries_) {
-    if (!first) out += ",";
-    first = false;
-    reward::append_json_string(out, k);
-    out += ":";
-    if (std::holds_alternative<bool>(v)) {
-      out += std::get<bool>(v) ? "true" : "false";
-    } else if (std::holds_alternative<std::int64_t>(v)) {
-      out += std::to_string(std::get<std::int64_t>(v));
-    } else if (std::holds_alternative<double>(v)) {
-      const double d = std::get<double>(v);
-      if (!std::isfinite(d)) {
-        out += "null";
-      } else {
-        char buf[32];
-        out.append(buf, std::to_chars(buf, buf + sizeof buf, d).ptr);
-      }
-    } else {
-      reward::append_json_string(out, std::get<std::string>(v));
-    }
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : entries_) {
+    std::visit([&j, &key = key](const auto& v) { j[key] = v; }, value);
   }
-  out += "}";
-  return out;
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 void add_eval_result(Info& info, const reward::EvalResult& r) {

@@ -1,56 +1,16 @@
 // Names of the evaluation stages and error kinds, and EvalResult's JSON form. The JSON key names
 // are a published interface (`sparserl check --json`, the environment's info, run logs): they are
 // the C++ field names, nested objects for the compile / check / timing figures, and never change
-// silently. Non-finite doubles become null (JSON has no NaN), strings are escaped byte-exactly
-// (control bytes as \u00XX, other bytes as they are).
+// silently. nlohmann-json writes it: non-finite doubles become null (JSON has no NaN), a double
+// keeps its '.0' ("12.0"), control characters are escaped, and bytes that are not UTF-8 (a compiler
+// log) become U+FFFD.
 #include "sparserl/reward/eval_result.hpp"
 
 #include <array>
-#include <charconv>
-#include <cmath>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 namespace sparserl::reward {
-
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (u < 0x20 || u == 0x7f) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[u >> 4];
-          out += kHex[u & 15];
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
 
 namespace {
 
@@ -79,60 +39,6 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 14> kErrorKinds = {
     {ErrorKind::no_gpu, "no_gpu"},
     {ErrorKind::internal_error, "internal_error"},
 }};
-
-// A tiny JSON object writer: keys in insertion order, comma handling, nested objects.
-class JsonObject {
- public:
-  explicit JsonObject(std::string& out) : out_(out) { out_ += '{'; }
-  ~JsonObject() { out_ += '}'; }
-  JsonObject(const JsonObject&) = delete;
-  JsonObject& operator=(const JsonObject&) = delete;
-
-  void field(std::string_view key, std::string_view value) {
-    name(key);
-    quote(value);
-  }
-  void field(std::string_view key, const std::string& value) {
-    field(key, std::string_view(value));
-  }
-  void field(std::string_view key, const char* value) { field(key, std::string_view(value)); }
-  void field(std::string_view key, bool value) {
-    name(key);
-    out_ += value ? "true" : "false";
-  }
-  void field(std::string_view key, int value) { field(key, static_cast<std::int64_t>(value)); }
-  void field(std::string_view key, std::int64_t value) {
-    name(key);
-    out_ += std::to_string(value);
-  }
-  void field(std::string_view key, double value) {
-    name(key);
-    if (!std::isfinite(value)) {
-      out_ += "null";
-      return;
-    }
-    std::array<char, 32> buf{};
-    auto [ptr, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), value);
-    out_.append(buf.data(), ec == std::errc() ? ptr : buf.data());
-  }
-  // Starts a nested object under `key`; the returned object closes it when destroyed.
-  JsonObject object(std::string_view key) {
-    name(key);
-    return JsonObject(out_);
-  }
-
- private:
-  void name(std::string_view key) {
-    if (!first_) out_ += ',';
-    first_ = false;
-    quote(key);
-    out_ += ':';
-  }
-  void quote(std::string_view text) { append_json_string(out_, text); }
-
-  std::string& out_;
-  bool first_ = true;
-};
 
 }  // namespace
 
@@ -165,65 +71,62 @@ std::optional<Stage> parse_stage(std::string_view text) {
 }
 
 std::string EvalResult::to_json() const {
-  std::string out;
-  out.reserve(1024 + message.size() + compile.log.size());
-  {
-    JsonObject o(out);
-    o.field("stage", to_string(stage));
-    o.field("error", to_string(error));
-    o.field("ok", ok());
-    o.field("message", message);
-    o.field("static_reason", static_reason);
-    o.field("compiled", compiled);
-    o.field("correct", correct);
-    o.field("timed", timed);
-    o.field("gpu_available", gpu_available);
-    {
-      JsonObject c = o.object("compile");
-      c.field("compile_ms", compile.compile_ms);
-      c.field("max_registers", compile.max_registers);
-      c.field("static_smem_bytes", compile.static_smem_bytes);
-      c.field("spill_bytes", compile.spill_bytes);
-      c.field("local_bytes", compile.local_bytes);
-      c.field("arch", compile.arch);
-      c.field("log", compile.log);
-      c.field("cached", compile.cached);
-    }
-    {
-      JsonObject k = o.object("check");
-      k.field("inputs", check.inputs);
-      k.field("max_error_ratio", check.max_error_ratio);
-      k.field("bad_outputs", check.bad_outputs);
-      k.field("first_bad_row", check.first_bad_row);
-      k.field("unchecked_outputs", check.unchecked_outputs);
-    }
-    {
-      JsonObject t = o.object("timing");
-      t.field("median_us", timing.median_us);
-      t.field("p10_us", timing.p10_us);
-      t.field("p90_us", timing.p90_us);
-      t.field("launches_per_run", timing.launches_per_run);
-      t.field("repetitions", timing.repetitions);
-      t.field("baseline_median_us", timing.baseline_median_us);
-      t.field("baseline_p10_us", timing.baseline_p10_us);
-      t.field("baseline_p90_us", timing.baseline_p90_us);
-      t.field("baseline_algorithm", timing.baseline_algorithm);
-      t.field("baseline_paths", timing.baseline_paths);
-      t.field("speedup", timing.speedup);
-      t.field("gflops", timing.gflops);
-      t.field("bandwidth_gbs", timing.bandwidth_gbs);
-      t.field("bandwidth_fraction", timing.bandwidth_fraction);
-      t.field("baseline_gflops", timing.baseline_gflops);
-      t.field("baseline_bandwidth_fraction", timing.baseline_bandwidth_fraction);
-    }
-    o.field("conversion_ms", conversion_ms);
-    o.field("wall_ms", wall_ms);
-    o.field("device", device);
-    o.field("program_digest", program_digest);
-    o.field("matrix_digest", matrix_digest);
-    o.field("result_cached", result_cached);
-  }
-  return out;
+  const nlohmann::ordered_json j = {
+      {"stage", to_string(stage)},
+      {"error", to_string(error)},
+      {"ok", ok()},
+      {"message", message},
+      {"static_reason", static_reason},
+      {"compiled", compiled},
+      {"correct", correct},
+      {"timed", timed},
+      {"gpu_available", gpu_available},
+      {"compile",
+       {
+           {"compile_ms", compile.compile_ms},
+           {"max_registers", compile.max_registers},
+           {"static_smem_bytes", compile.static_smem_bytes},
+           {"spill_bytes", compile.spill_bytes},
+           {"local_bytes", compile.local_bytes},
+           {"arch", compile.arch},
+           {"log", compile.log},
+           {"cached", compile.cached},
+       }},
+      {"check",
+       {
+           {"inputs", check.inputs},
+           {"max_error_ratio", check.max_error_ratio},
+           {"bad_outputs", check.bad_outputs},
+           {"first_bad_row", check.first_bad_row},
+           {"unchecked_outputs", check.unchecked_outputs},
+       }},
+      {"timing",
+       {
+           {"median_us", timing.median_us},
+           {"p10_us", timing.p10_us},
+           {"p90_us", timing.p90_us},
+           {"launches_per_run", timing.launches_per_run},
+           {"repetitions", timing.repetitions},
+           {"baseline_median_us", timing.baseline_median_us},
+           {"baseline_p10_us", timing.baseline_p10_us},
+           {"baseline_p90_us", timing.baseline_p90_us},
+           {"baseline_algorithm", timing.baseline_algorithm},
+           {"baseline_paths", timing.baseline_paths},
+           {"speedup", timing.speedup},
+           {"gflops", timing.gflops},
+           {"bandwidth_gbs", timing.bandwidth_gbs},
+           {"bandwidth_fraction", timing.bandwidth_fraction},
+           {"baseline_gflops", timing.baseline_gflops},
+           {"baseline_bandwidth_fraction", timing.baseline_bandwidth_fraction},
+       }},
+      {"conversion_ms", conversion_ms},
+      {"wall_ms", wall_ms},
+      {"device", device},
+      {"program_digest", program_digest},
+      {"matrix_digest", matrix_digest},
+      {"result_cached", result_cached},
+  };
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace sparserl::reward

@@ -2,6 +2,7 @@
 // reproduce, a reset without a seed does not reseed, truncation at max_tokens (with its reward and
 // no evaluation), every EvalResult field in info, the mask in the observation, spaces, replay,
 // whole- sequence evaluation, and task sources.
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -202,6 +203,21 @@ TEST_CASE("an episode ending with <eos> is evaluated and info carries every Eval
   CHECK_THROWS_AS(env.step(tokens[0]), std::logic_error);
   // info as JSON is one object.
   CHECK(r.info.to_json().front() == '{');
+}
+
+TEST_CASE("info as JSON is one flat object, keys in insertion order", "[env][gym]") {
+  Info info;
+  info.set("eval.ok", true);
+  info.set("episode.length", 12);
+  info.set("reward.total", 0.5);
+  info.set("eval.timing.median_us", 12.0);  // a double keeps its '.0' (nlohmann; "12" before)
+  info.set("eval.timing.p90_us", std::nan(""));
+  info.set("eval.message", std::string("a \"b\"\n\x01 \xff"));
+  info.set("episode.length", 13);  // replaces in place
+  CHECK(info.to_json() ==
+        R"({"eval.ok":true,"episode.length":13,"reward.total":0.5,"eval.timing.median_us":12.0,)"
+        R"("eval.timing.p90_us":null,"eval.message":"a \"b\"\n\u0001 )"
+        "\xef\xbf\xbd\"}");
 }
 
 TEST_CASE("max_tokens truncates without an evaluation and with the documented reward",

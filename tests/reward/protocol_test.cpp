@@ -408,6 +408,9 @@ TEST_CASE("EvalResult::to_json has every field under stable keys", "[reward][eva
   r.timing.p90_us = std::nan("");
   r.compile.log = std::string("tab\there \x01 \\ end");
   const std::string j = r.to_json();
+  // Keys in this order, each once. A double keeps its '.0' (12.0, 0.0: nlohmann writes a double so
+  // that it reads back as one; the hand-written writer printed 12 and 0).
+  std::size_t last = 0;
   for (const char* key : {"\"stage\":\"time\"",
                           "\"error\":\"none\"",
                           "\"ok\":true",
@@ -437,28 +440,35 @@ TEST_CASE("EvalResult::to_json has every field under stable keys", "[reward][eva
                           "\"p90_us\":null",
                           "\"launches_per_run\":2",
                           "\"repetitions\":50",
-                          "\"baseline_median_us\":12",
-                          "\"baseline_p10_us\":0",
-                          "\"baseline_p90_us\":0",
+                          "\"baseline_median_us\":12.0",
+                          "\"baseline_p10_us\":0.0",
+                          "\"baseline_p90_us\":0.0",
                           "\"baseline_algorithm\":\"CSR_ALG2\"",
                           "\"baseline_paths\":\"CSR_ALG1=12.5 CSR_ALG2=12 SELL_ALG1=wrong\"",
                           "\"speedup\":",
-                          "\"gflops\":123",
-                          "\"bandwidth_gbs\":2500",
+                          "\"gflops\":123.0",
+                          "\"bandwidth_gbs\":2500.0",
                           "\"bandwidth_fraction\":0.83",
-                          "\"baseline_gflops\":100",
+                          "\"baseline_gflops\":100.0",
                           "\"baseline_bandwidth_fraction\":0.7",
                           "\"conversion_ms\":3.5",
-                          "\"wall_ms\":40",
+                          "\"wall_ms\":40.0",
                           "\"device\":\"NVIDIA H100 80GB HBM3\"",
                           "\"program_digest\":\"aaaa",
                           "\"matrix_digest\":\"0123456789abcdef\"",
                           "\"result_cached\":false"}) {
     INFO(key);
     REQUIRE_THAT(j, has_substring(key));
+    const std::size_t at = j.find(key);
+    REQUIRE(at >= last);
+    REQUIRE(j.find(key, at + 1) == std::string::npos);
+    last = at;
   }
   REQUIRE_THAT(j, has_substring(R"("all good \"quoted\"\nnext line")"));
   REQUIRE_THAT(j, has_substring(R"("tab\there \u0001 \\ end")"));
+  // A log that is not UTF-8 is still written, as valid JSON: the bad byte becomes U+FFFD.
+  r.compile.log = std::string("bad \xff") + " byte";
+  REQUIRE_THAT(r.to_json(), has_substring("\"log\":\"bad \xef\xbf\xbd byte\""));
   REQUIRE(j.front() == '{');
   REQUIRE(j.back() == '}');
   REQUIRE(j.find('\n') == std::string::npos);

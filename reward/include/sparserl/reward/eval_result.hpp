@@ -41,11 +41,6 @@ enum class ErrorKind {
   internal_error,    // the evaluator's own fault (protocol error, missing matrix): not the program's
 };
 
-// Appends `text` as a JSON string literal: quotes, '"' and '\\' escaped, control characters as
-// \n, \t, ... or \u00XX, other bytes (UTF-8) as they are. EvalResult::to_json and the env's info
-// writer share it.
-void append_json_string(std::string& out, std::string_view text);
-
 std::string_view to_string(Stage stage);
 std::string_view to_string(ErrorKind kind);
 std::optional<ErrorKind> parse_error_kind(std::string_view text);
