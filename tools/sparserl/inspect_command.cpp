@@ -31,7 +31,7 @@ int run_inspect(const std::vector<std::string>& argv) {
   const experiments::TrajectorySummary summary =
       experiments::summarize_trajectories(args.positional(0, "FILE.h5"));
   if (args.flag("json")) {
-    std::cout << summary.to_json(args.flag("per-task")).dump(2) << "\n";
+    std::cout << experiments::dump_json(summary.to_json(args.flag("per-task")), 2) << "\n";
   } else {
     std::cout << summary.to_text(args.flag("per-task"));
   }
