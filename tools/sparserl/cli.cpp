@@ -1,9 +1,13 @@
-// Argument parsing and the subcommand registry declared in cli.hpp.
+// The command registry and the parse-run-exit status path declared in cli.hpp
+// (and, until every command declares its options, the hand-written Args).
 #include "cli.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <iostream>
+
+#include "help.hpp"
 
 namespace sparserl::tools {
 
@@ -127,6 +131,86 @@ void register_command(Command command) {
 
 const std::map<std::string, Command>& commands() { return registry(); }
 
+std::unique_ptr<CLI::App> make_parser(const Command& command, Run& run) {
+  auto app = std::make_unique<CLI::App>(command.summary, "sparserl " + command.name);
+  app->formatter(std::make_shared<HelpLayout>());
+  app->set_help_flag("-h,--help", "print this help");
+  // As before CLI11: an option given twice takes its last value (repeatable options keep all).
+  app->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  run = command.declare(*app);
+  return app;
+}
+
+namespace {
+
+// The usage printed with a usage error: the command's whole help (a command
+// group's lists every subcommand), whichever subcommand was given.
+std::string usage(const CLI::App& app) {
+  return app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
+}
+
+int run_legacy(const Command& command, const std::vector<std::string>& argv) {
+  for (const std::string& a : argv) {
+    if (a == "--help" || a == "-h") {
+      std::cout << command.usage;
+      return 0;
+    }
+  }
+  try {
+    return command.run(argv);
+  } catch (const UsageError& e) {
+    std::cerr << "sparserl " << command.name << ": " << e.what() << "\n\n" << command.usage;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "sparserl " << command.name << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+
+int run_command(const Command& command, const std::vector<std::string>& argv) {
+  if (!command.declare) return run_legacy(command, argv);
+  const std::string prefix = "sparserl " + command.name + ": ";
+  Run run;
+  const std::unique_ptr<CLI::App> app = make_parser(command, run);
+  try {
+    app->parse(std::vector<std::string>(argv.rbegin(), argv.rend()));  // CLI11 takes them reversed
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app->help();  // the help of the subcommand given, if any
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << prefix << e.what() << "\n\n" << usage(*app);
+    return 2;
+  }
+  try {
+    return run(argv);
+  } catch (const UsageError& e) {
+    std::cerr << prefix << e.what() << "\n\n" << usage(*app);
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << prefix << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+Subcommands::Subcommands(CLI::App& group) : group_(group) { group_.require_subcommand(1); }
+
+void Subcommands::add(const std::string& name, const std::string& description,
+                      const Declare& declare) {
+  CLI::App* sub = group_.add_subcommand(name, description);
+  subcommands_.emplace_back(sub, declare(*sub));
+}
+
+Run Subcommands::run() const {
+  return [subcommands = subcommands_](const std::vector<std::string>& argv) {
+    for (const auto& [sub, run] : subcommands) {
+      if (sub->parsed()) return run(argv);
+    }
+    throw std::logic_error("no subcommand parsed");  // require_subcommand(1) makes this unreachable
+  };
+}
+
 datasets::SplitPart non_test_part(const Args& args, const std::string& command,
                                   const std::string& fallback) {
   const std::string text = args.option_or("part", fallback);
@@ -134,7 +218,8 @@ datasets::SplitPart non_test_part(const Args& args, const std::string& command,
   if (!part) throw UsageError("--part must be train, val or test, got '" + text + "'");
   if (*part == datasets::SplitPart::test) {
     throw UsageError("sparserl " + command +
-                     " does not read the test part: only `sparserl bench` and `sparserl eval` "
+                     " does not read the test part: only `sparserl bench` and `sparserl "
+                     "eval` "
                      "given --part test do, once per study (docs/benchmark.md)");
   }
   return *part;

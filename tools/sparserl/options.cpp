@@ -1,0 +1,63 @@
+// The option shapes declared in options.hpp.
+#include "options.hpp"
+
+#include <algorithm>
+
+namespace sparserl::tools {
+
+CLI::Option* one_of(CLI::Option* option, const std::vector<std::string>& values) {
+  std::string shown;
+  for (const std::string& v : values) shown += (shown.empty() ? "" : "|") + v;
+  // The set is the placeholder (--op spmv|spmm); the validator adds nothing more to it.
+  return option->type_name(shown)->check(CLI::IsMember(values).description(""));
+}
+
+CLI::Option* repeatable(CLI::Option* option) { return option->allow_extra_args(false); }
+
+CLI::Option* non_negative(CLI::Option* option) {
+  return option->check([](const std::string& text) {
+    const bool digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+    return digits ? std::string() : text + " is not an unsigned integer";
+  });
+}
+
+CLI::Option* add_non_test_part(CLI::App& app, datasets::SplitPart& part,
+                               const std::string& command) {
+  return app
+      .add_option_function<std::string>(
+          "--part", [&part](const std::string& text) { part = *datasets::parse_split_part(text); },
+          "the part of the split (the test part: sparserl bench --part test)")
+      ->type_name("train|val")
+      ->default_str(std::string(datasets::to_string(part)))
+      ->check([command](const std::string& text) {
+        if (text == "test") {
+          return "sparserl " + command +
+                 " does not read the test part: only `sparserl bench` and "
+                 "`sparserl eval` given "
+                 "--part test do, once per study (docs/benchmark.md)";
+        }
+        return datasets::parse_split_part(text) ? std::string() : text + " not in {train,val}";
+      });
+}
+
+void add_run_options(CLI::App& app, experiments::RunnerOptions& options,
+                     std::vector<std::string>& overrides, const std::string& example) {
+  repeatable(
+      app.add_option("--set", overrides,
+                     "override one key (repeatable), checked like the file: --set " + example))
+      ->type_name("KEY=VALUE");
+  app.add_option("--root", options.root, "the folder relative paths of the config start from")
+      ->type_name("DIR");
+  app.add_option("--runs-dir", options.runs_dir,
+                 "where the run directory goes (default: experiment.output_dir)")
+      ->type_name("DIR");
+}
+
+std::string command_line(const std::string& name, const std::vector<std::string>& argv) {
+  std::string line = "sparserl " + name;
+  for (const std::string& a : argv) line += " " + a;
+  return line;
+}
+
+}  // namespace sparserl::tools
