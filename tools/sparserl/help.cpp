@@ -24,11 +24,16 @@ std::string placeholder(const CLI::Option* o) {
   return type.substr(0, type.find(':'));
 }
 
-// What validators append to the type name: the accepted values of a checked option.
+// What validators append to the type name: the accepted values of a checked option, without the
+// type a range names ("in [1 - 10]", not "INT in [1 - 10]").
 std::string accepted(const CLI::Option* o) {
   const std::string type = o->get_type_name();
   const std::size_t colon = type.find(':');
-  return colon == std::string::npos ? std::string() : type.substr(colon + 1);
+  if (colon == std::string::npos) return {};
+  std::string text = type.substr(colon + 1);
+  const std::size_t in = text.find(" in [");
+  if (in != std::string::npos && text.find(' ') == in) text.erase(0, in + 1);
+  return text;
 }
 
 // An argument as a usage line spells it: "--out DIR", "--json", "CONFIG", "RUN_DIR...".

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "sparserl/datasets/matrix_store.hpp"
+
 namespace sparserl::tools {
 
 CLI::Option* one_of(CLI::Option* option, const std::vector<std::string>& values) {
@@ -39,6 +41,35 @@ CLI::Option* add_non_test_part(CLI::App& app, datasets::SplitPart& part,
         }
         return datasets::parse_split_part(text) ? std::string() : text + " not in {train,val}";
       });
+}
+
+std::filesystem::path MatrixLocations::data_dir_or_default() const {
+  return data_dir ? std::filesystem::path(*data_dir) : datasets::default_data_dir();
+}
+
+std::vector<std::filesystem::path> MatrixLocations::index_paths() const {
+  return {indexes.begin(), indexes.end()};
+}
+
+CLI::Option* add_data_dir(CLI::App& app, MatrixLocations& where) {
+  return app
+      .add_option("--data-dir", where.data_dir,
+                  "where suitesparse-v1 matrices are found (and fetched to) (default: "
+                  "$SPARSERL_DATA_DIR, else ./data)")
+      ->type_name("DIR");
+}
+
+CLI::Option* add_indexes(CLI::App& app, MatrixLocations& where) {
+  return repeatable(app.add_option("--index", where.indexes,
+                                   "also look suitesparse-v1 matrices up in this SuiteSparse "
+                                   "index (a folder with an INDEX.csv, or the CSV itself), e.g. "
+                                   "../shared/matrices (repeatable)"))
+      ->type_name("PATH");
+}
+
+void add_matrix_locations(CLI::App& app, MatrixLocations& where) {
+  add_data_dir(app, where);
+  add_indexes(app, where);
 }
 
 void add_run_options(CLI::App& app, experiments::RunnerOptions& options,

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,19 @@ CLI::Option* non_negative(CLI::Option* option);
 // (docs/benchmark.md), so asking `command` for it is a usage error that says so.
 CLI::Option* add_non_test_part(CLI::App& app, datasets::SplitPart& part,
                                const std::string& command);
+
+// Where suitesparse-v1 matrices are found: --data-dir DIR (default: $SPARSERL_DATA_DIR, else
+// ./data) and --index PATH (repeatable: SuiteSparse indexes to look matrices up in as well).
+struct MatrixLocations {
+  std::optional<std::string> data_dir;
+  std::vector<std::string> indexes;
+  [[nodiscard]] std::filesystem::path data_dir_or_default() const;
+  [[nodiscard]] std::vector<std::filesystem::path> index_paths() const;
+};
+CLI::Option* add_data_dir(CLI::App& app, MatrixLocations& where);
+CLI::Option* add_indexes(CLI::App& app, MatrixLocations& where);
+// Both.
+void add_matrix_locations(CLI::App& app, MatrixLocations& where);
 
 // The options of the commands that make a run directory (train, bench, eval, quickstart): --set
 // KEY=VALUE (repeatable, into `overrides`; `example` is one for the help), --root DIR and
