@@ -149,6 +149,16 @@ std::string usage(const CLI::App& app) {
   return app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
 }
 
+// "sparserl data fetch": the command and the subcommands given (as far as the parse got).
+std::string given_name(const CLI::App& app) {
+  std::string name = app.get_name();
+  for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
+    sub = sub->get_subcommands().front();
+    name += " " + sub->get_name();
+  }
+  return name;
+}
+
 int run_legacy(const Command& command, const std::vector<std::string>& argv) {
   for (const std::string& a : argv) {
     if (a == "--help" || a == "-h") {
@@ -171,7 +181,6 @@ int run_legacy(const Command& command, const std::vector<std::string>& argv) {
 
 int run_command(const Command& command, const std::vector<std::string>& argv) {
   if (!command.declare) return run_legacy(command, argv);
-  const std::string prefix = "sparserl " + command.name + ": ";
   Run run;
   const std::unique_ptr<CLI::App> app = make_parser(command, run);
   try {
@@ -180,9 +189,10 @@ int run_command(const Command& command, const std::vector<std::string>& argv) {
     std::cout << app->help();  // the help of the subcommand given, if any
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::cerr << prefix << e.what() << "\n\n" << usage(*app);
+    std::cerr << given_name(*app) << ": " << e.what() << "\n\n" << usage(*app);
     return 2;
   }
+  const std::string prefix = given_name(*app) + ": ";
   try {
     return run(argv);
   } catch (const UsageError& e) {
