@@ -9,14 +9,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
-
-#include "sparserl/datasets/splits.hpp"
 
 namespace sparserl::tools {
 
@@ -28,56 +24,17 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Transitional, until every command declares its options: the hand-written argument parser.
-class Args {
- public:
-  // `switches` are options that take no value (e.g. --json); every other --name takes one.
-  Args(std::vector<std::string> argv, std::vector<std::string> switches);
-
-  [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
-  // The i-th positional argument, or a UsageError naming `what`.
-  [[nodiscard]] const std::string& positional(std::size_t i, std::string_view what) const;
-
-  [[nodiscard]] bool flag(const std::string& name) const;
-  [[nodiscard]] std::optional<std::string> option(const std::string& name) const;
-  [[nodiscard]] std::string option_or(const std::string& name, std::string fallback) const;
-  [[nodiscard]] std::string required(const std::string& name) const;
-  [[nodiscard]] long long integer(const std::string& name, long long fallback, long long min,
-                                  long long max) const;
-  [[nodiscard]] double real(const std::string& name, double fallback) const;
-  // Every option given more than once, in order (e.g. --set a=b --set c=d).
-  [[nodiscard]] std::vector<std::string> all(const std::string& name) const;
-
-  // Throws UsageError if an option was given that is not in `known` (switches are always known).
-  void allow_only(const std::vector<std::string>& known) const;
-
- private:
-  std::vector<std::string> positional_;
-  std::multimap<std::string, std::string> options_;
-  std::vector<std::string> switches_given_;
-  std::vector<std::string> switches_;
-};
-
-// Transitional: --part for a command other than bench / eval (options.hpp's add_non_test_part).
-datasets::SplitPart non_test_part(const Args& args, const std::string& command,
-                                  const std::string& fallback = "train");
-
 // Runs a command once its arguments have parsed; `argv` are the arguments after
 // the command name, as given (a run records them).
 using Run = std::function<int(const std::vector<std::string>& argv)>;
-// Declares the arguments of a command (or of one of its subcommands) on `app`,
-// bound to state that the returned Run owns.
+// Declares the arguments of a command (or of one of its subcommands) on `app`, bound to state that
+// the returned Run owns; it may set the help's description and footer (app.description(...)).
 using Declare = std::function<Run(CLI::App& app)>;
 
 struct Command {
   std::string name;     // "data", "check", ...
-  std::string summary;  // one line for `sparserl --help`; the help's description
-                        // unless `declare` sets a longer one
-                        // (app.description(...), app.footer(...))
-  // Transitional, until every command declares its options: the hand-written usage and runner.
-  std::string usage = {};
-  std::function<int(const std::vector<std::string>& args)> run = {};
-  Declare declare = {};
+  std::string summary;  // one line for `sparserl --help` (and the help's description by default)
+  Declare declare;
 };
 
 // Adds a command to the registry; call through a static CommandRegistration in the command's file.

@@ -2,6 +2,7 @@
 #include "options.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include "sparserl/datasets/matrix_store.hpp"
 
@@ -15,6 +16,18 @@ CLI::Option* one_of(CLI::Option* option, const std::vector<std::string>& values)
 }
 
 CLI::Option* repeatable(CLI::Option* option) { return option->allow_extra_args(false); }
+
+CLI::Validator at_least(long long min) {
+  return {[min](std::string& text) {
+            long long value = 0;
+            const char* end = text.data() + text.size();
+            const auto [stop, error] = std::from_chars(text.data(), end, value);
+            const bool ok = error == std::errc() && stop == end && value >= min;
+            return ok ? std::string()
+                      : text + " is not an integer of at least " + std::to_string(min);
+          },
+          "at least " + std::to_string(min)};
+}
 
 CLI::Option* non_negative(CLI::Option* option) {
   return option->check([](const std::string& text) {

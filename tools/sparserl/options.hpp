@@ -23,6 +23,9 @@ CLI::Option* one_of(CLI::Option* option, const std::vector<std::string>& values)
 // container option would also take the words that follow its value.
 CLI::Option* repeatable(CLI::Option* option);
 
+// An integer of at least `min`, up to whatever the option's type holds (a count of steps).
+CLI::Validator at_least(long long min);
+
 // An unsigned integer option (a seed): "-1" is refused, not wrapped around (as CLI11 2.1 does).
 CLI::Option* non_negative(CLI::Option* option);
 
