@@ -390,33 +390,26 @@ int run_eval(const AgentArgs& a) {
 // --preset and --max-tokens (the shape of a new policy: not with --init), --steps and --batch: the
 // options of pretrain and sft.
 void add_new_policy_options(CLI::App& sub, AgentArgs& a, CLI::Option* init) {
-  one_of(sub.add_option("--preset", a.preset, "policy size of a new policy")->capture_default_str(),
+  one_of(sub.add_option("--preset", a.preset, "policy size of a new policy"),
          {"tiny", "small", "medium"})
       ->excludes(init);
   sub.add_option("--max-tokens", a.max_tokens,
                  "code tokens per program of a new policy (the env's max_tokens)")
       ->type_name("N")
-      ->capture_default_str()
       ->check(CLI::Range(16, 1 << 20))
       ->excludes(init);
-  sub.add_option("--steps", a.steps, "optimiser steps")
-      ->type_name("N")
-      ->capture_default_str()
-      ->check(at_least(1));
+  sub.add_option("--steps", a.steps, "optimiser steps")->type_name("N")->check(at_least(1));
   sub.add_option("--batch", a.batch, "sequences per step")
       ->type_name("N")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
 }
 
 // --device, --seed: the policy's device and seed (every subcommand).
 void add_device_options(CLI::App& sub, AgentArgs& a) {
   sub.add_option("--device", a.device, "auto (CUDA when LibTorch sees it), cpu, cuda, cuda:N")
-      ->type_name("D")
-      ->capture_default_str();
+      ->type_name("D");
   non_negative(sub.add_option("--seed", a.seed, "weights, sampling and data order"))
-      ->type_name("N")
-      ->capture_default_str();
+      ->type_name("N");
 }
 
 // The training options of pretrain, sft and rl: --out, --init, --lr, --set, --metrics, --log-every,
@@ -438,12 +431,10 @@ CLI::Option* add_training_options(CLI::App& sub, AgentArgs& a, const std::string
       ->type_name("FILE");
   sub.add_option("--log-every", a.log_every, "statistics every N steps")
       ->type_name("N")
-      ->capture_default_str()
       ->check(at_least(1));
   sub.add_option("--checkpoint-every", a.checkpoint_every,
                  "DIR/latest every N steps (0: at the end)")
       ->type_name("N")
-      ->capture_default_str()
       ->check(at_least(0));
   one_of(sub.add_option("--mask", a.mask, "the action mask (default: syntax, or the checkpoint's)"),
          {"syntax", "none"});
@@ -458,15 +449,11 @@ void add_env_options(CLI::App& sub, AgentArgs& a) {
   repeatable(sub.add_option("--matrix", a.matrices, "a task matrix URI (repeatable)"))
       ->type_name("URI")
       ->excludes(split);
-  one_of(
-      sub.add_option("--op", a.op, "the operation of split / matrix tasks")->capture_default_str(),
-      {"spmv", "spmm"});
-  one_of(sub.add_option("--dtype", a.dtype, "the value type of split / matrix tasks")
-             ->capture_default_str(),
+  one_of(sub.add_option("--op", a.op, "the operation of split / matrix tasks"), {"spmv", "spmm"});
+  one_of(sub.add_option("--dtype", a.dtype, "the value type of split / matrix tasks"),
          {"f32", "f64"});
   sub.add_option("--k", a.k, "dense columns of SpMM tasks")
       ->type_name("K")
-      ->capture_default_str()
       ->check(CLI::Range(datasets::Index{1}, datasets::Index{1 << 20}));
   add_matrix_locations(sub, a.where);
   sub.add_option("--worker", a.worker, "the sparserl-worker executable (default: beside sparserl)")
@@ -514,17 +501,12 @@ Run declare_rl(CLI::App& sub) {
   add_training_options(sub, *a, "1e-5")
       ->description("the SFT checkpoint: the policy and the KL reference")
       ->required();
-  sub.add_option("--updates", a->updates, "policy updates")
-      ->type_name("N")
-      ->capture_default_str()
-      ->check(at_least(1));
+  sub.add_option("--updates", a->updates, "policy updates")->type_name("N")->check(at_least(1));
   sub.add_option("--tasks-per-update", a->tasks_per_update, "tasks per update")
       ->type_name("N")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   sub.add_option("--samples", a->samples, "episodes per task (the group of GRPO)")
       ->type_name("G")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   add_env_options(sub, *a);
   repeatable(sub.add_option("--generator", a->generators,
@@ -546,12 +528,9 @@ Run declare_eval(CLI::App& sub) {
       ->required();
   sub.add_option("--samples", a->samples, "sampled programs per task, for pass@k")
       ->type_name("K")
-      ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   sub.add_flag("--no-greedy", a->no_greedy, "no greedy program");
-  sub.add_option("--temperature", a->temperature, "the sampling temperature")
-      ->type_name("T")
-      ->capture_default_str();
+  sub.add_option("--temperature", a->temperature, "the sampling temperature")->type_name("T");
   sub.add_option("--tasks-out", a->tasks_out, "one CSV row per task")->type_name("FILE.csv");
   sub.add_flag("--json", a->json, "print the statistics as one JSON line");
   add_device_options(sub, *a);

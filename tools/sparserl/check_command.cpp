@@ -200,9 +200,8 @@ Run declare_check(CLI::App& app) {
                  "suitesparse-v1/GROUP/NAME, gen-v1/KIND?key=value&..., file:PATH")
       ->type_name("FILE|URI")
       ->required();
-  one_of(app.add_option("--op", a->op, "the operation")->capture_default_str(), {"spmv", "spmm"});
-  one_of(app.add_option("--dtype", a->dtype, "the value type")->capture_default_str(),
-         {"f32", "f64"});
+  one_of(app.add_option("--op", a->op, "the operation"), {"spmv", "spmm"});
+  one_of(app.add_option("--dtype", a->dtype, "the value type"), {"f32", "f64"});
   app.add_option("--k", a->k, "dense columns of SpMM (default 32; SpMV has 1)")
       ->type_name("K")
       ->check(CLI::Range(datasets::Index{1}, datasets::Index{65536}));
@@ -213,7 +212,6 @@ Run declare_check(CLI::App& app) {
                  "architecture to compile for where no GPU is present; with a GPU its own "
                  "architecture is used")
       ->type_name("sm_XX")
-      ->capture_default_str()
       ->check(check_arch);
   add_matrix_locations(app, a->where);
   app.add_flag("--verbose", a->verbose,

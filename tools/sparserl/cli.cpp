@@ -26,7 +26,10 @@ std::unique_ptr<CLI::App> make_parser(const Command& command, Run& run) {
   app->formatter(std::make_shared<HelpLayout>());
   app->set_help_flag("-h,--help", "print this help");
   // As before CLI11: an option given twice takes its last value (repeatable options keep all).
-  app->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  // Every option's help shows its default, taken from the variable it is bound to.
+  app->option_defaults()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->always_capture_default();
   run = command.declare(*app);
   return app;
 }

@@ -134,11 +134,9 @@ Run declare_compare(CLI::App& app) {
       ->type_name("AGENT");
   app.add_option("--reps", a->options.bootstrap.replicates, "bootstrap replicates")
       ->type_name("N")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{10'000'000}))
-      ->capture_default_str();
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{10'000'000}));
   non_negative(app.add_option("--seed", a->options.bootstrap.seed, "the bootstrap's seed"))
-      ->type_name("S")
-      ->capture_default_str();
+      ->type_name("S");
   one_of(app.add_option("--regime", a->regime,
                         "report only this section: all (every matrix), small, "
                         "medium or large "

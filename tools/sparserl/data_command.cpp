@@ -557,9 +557,8 @@ Run declare_split(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
   CLI::Option* name = sub.add_option("--name", a->name, "the split's name")->type_name("NAME");
   CLI::Option* seed = non_negative(sub.add_option("--seed", a->seed, "the seed of the assignment"))
                           ->type_name("SEED");
-  CLI::Option* ratios = sub.add_option("--ratios", a->ratios, "the parts' shares")
-                            ->type_name("TRAIN,VAL,TEST")
-                            ->capture_default_str();
+  CLI::Option* ratios =
+      sub.add_option("--ratios", a->ratios, "the parts' shares")->type_name("TRAIN,VAL,TEST");
   CLI::Option* out = sub.add_option("--out", a->out, "the split file to write (never overwritten)")
                          ->type_name("FILE");
   sub.add_flag("--json", a->json, "with FILE: print the report as JSON")->needs(file);
@@ -590,18 +589,19 @@ Run declare_fetch(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
                  "which collection matrices: catalogue (default; every matrix of a version-1 "
                  "split), shared or all")
       ->type_name("catalogue|shared|all")
-      ->check([](const std::string& source) {
-        if (source == "generated") {
-          return std::string("generated matrices are made where they are used, not downloaded");
-        }
-        return source == "catalogue" || source == "shared" || source == "all"
-                   ? std::string()
-                   : source + " not in {catalogue,shared,all}";
-      })
+      ->check(
+          [](const std::string& source) {
+            if (source == "generated") {
+              return std::string("generated matrices are made where they are used, not downloaded");
+            }
+            return source == "catalogue" || source == "shared" || source == "all"
+                       ? std::string()
+                       : source + " not in {catalogue,shared,all}";
+          },
+          "", "choice")
       ->needs(split);
   sub.add_option("--base-url", a->base_url, "where the collection's archives are")
-      ->type_name("URL")
-      ->capture_default_str();
+      ->type_name("URL");
   sub.add_option("--max", a->max, "fetch at most N matrices")
       ->type_name("N")
       ->check(CLI::Range(0LL, std::numeric_limits<long long>::max()))

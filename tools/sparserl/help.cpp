@@ -94,7 +94,7 @@ std::string wrap_text(const std::string& text, std::size_t indent) {
   return out;
 }
 
-// The left column of the argument and option list: " -h, --help", " --out DIR", " CONFIG".
+// The left column of the argument and option list: "-h, --help", "--out DIR", "CONFIG", indented.
 std::string left_column(const CLI::Option* o) {
   if (!o->nonpositional()) return "  " + word(o);
   std::string names;
@@ -103,17 +103,22 @@ std::string left_column(const CLI::Option* o) {
   return "  " + names + (takes_value(o) ? " " + placeholder(o) : "");
 }
 
-// One line (or more) of the argument and option list: "  --out DIR    the
-// output folder (...)", the help starting at `column`.
+// One line (or more) of the argument and option list, the help starting at `column`: the left
+// column, the description, then its default, accepted values and whether it is required.
 std::string entry(const CLI::Option* o, std::size_t column) {
   const std::string left = left_column(o);
   std::string text = o->get_description();
   std::vector<std::string> notes;
-  if (takes_value(o) && !o->get_default_str().empty()) {
-    notes.push_back("default " + o->get_default_str());
+  // The default taken from the bound variable, unless the help says it in words (default: the
+  // checkpoint's) or there is none to speak of (a required option, an empty list: [] in CLI11
+  // 2.1, {} in 2.4).
+  const std::string fallback = o->get_default_str();
+  if (takes_value(o) && !o->get_required() && !fallback.empty() && fallback != "[]" &&
+      fallback != "{}" && text.find("default") == std::string::npos) {
+    notes.push_back("default " + fallback);
   }
   if (!accepted(o).empty()) notes.push_back(accepted(o));
-  if (o->get_required()) notes.push_back("required");
+  if (o->get_required()) notes.emplace_back("required");
   if (!notes.empty()) {
     std::string joined;
     for (const std::string& n : notes) joined += (joined.empty() ? "" : "; ") + n;
@@ -139,8 +144,8 @@ std::string with_newline(std::string text) {
   return text;
 }
 
-}  // namespace
-
+// The usage line of `app` called `name` ("sparserl compare RUN_DIR... [--out DIR] ..."), for a line
+// where `name` starts at `column`: wrapped at kWidth, continuation lines aligned after the name.
 std::string synopsis(const CLI::App& app, const std::string& name, std::size_t column) {
   const std::vector<const CLI::Option*> args = arguments(app);
   std::set<const CLI::Option*> done;
@@ -173,6 +178,8 @@ std::string synopsis(const CLI::App& app, const std::string& name, std::size_t c
   }
   return wrap_words(name, column + name.size(), false, words, column + name.size() + 1);
 }
+
+}  // namespace
 
 std::string HelpLayout::make_help(const CLI::App* app, std::string name,
                                   CLI::AppFormatMode /*mode*/) const {

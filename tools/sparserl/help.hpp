@@ -7,7 +7,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <cstddef>
 #include <string>
 
 namespace sparserl::tools {
@@ -17,10 +16,5 @@ class HelpLayout : public CLI::FormatterBase {
   std::string make_help(const CLI::App* app, std::string name,
                         CLI::AppFormatMode mode) const override;
 };
-
-// The usage line of `app` called `name` ("sparserl compare RUN_DIR... [--out
-// DIR] ..."), for a line where `name` starts at `column`: wrapped at 100
-// columns, continuation lines aligned after the name.
-std::string synopsis(const CLI::App& app, const std::string& name, std::size_t column);
 
 }  // namespace sparserl::tools

@@ -11,8 +11,9 @@ namespace sparserl::tools {
 CLI::Option* one_of(CLI::Option* option, const std::vector<std::string>& values) {
   std::string shown;
   for (const std::string& v : values) shown += (shown.empty() ? "" : "|") + v;
-  // The set is the placeholder (--op spmv|spmm); the validator adds nothing more to it.
-  return option->type_name(shown)->check(CLI::IsMember(values).description(""));
+  // The set is the placeholder (--op spmv|spmm); the validator adds nothing more to it. Every
+  // closed set's validator is named "choice" (tests/tools finds them by it).
+  return option->type_name(shown)->check(CLI::IsMember(values).description(""), "choice");
 }
 
 CLI::Option* repeatable(CLI::Option* option) { return option->allow_extra_args(false); }
@@ -45,15 +46,17 @@ CLI::Option* add_non_test_part(CLI::App& app, datasets::SplitPart& part,
           "the part of the split (the test part: sparserl bench --part test)")
       ->type_name("train|val")
       ->default_str(std::string(datasets::to_string(part)))
-      ->check([command](const std::string& text) {
-        if (text == "test") {
-          return "sparserl " + command +
-                 " does not read the test part: only `sparserl bench` and "
-                 "`sparserl eval` given "
-                 "--part test do, once per study (docs/benchmark.md)";
-        }
-        return datasets::parse_split_part(text) ? std::string() : text + " not in {train,val}";
-      });
+      ->check(
+          [command](const std::string& text) {
+            if (text == "test") {
+              return "sparserl " + command +
+                     " does not read the test part: only `sparserl bench` and "
+                     "`sparserl eval` given "
+                     "--part test do, once per study (docs/benchmark.md)";
+            }
+            return datasets::parse_split_part(text) ? std::string() : text + " not in {train,val}";
+          },
+          "", "choice");
 }
 
 std::filesystem::path MatrixLocations::data_dir_or_default() const {

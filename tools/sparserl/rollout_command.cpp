@@ -387,33 +387,26 @@ Run declare_rollout(CLI::App& app) {
       ->type_name("N")
       ->required()
       ->check(CLI::Range(1LL, 100'000'000LL));
-  one_of(app.add_option("--mask", a->mask, "the action mask")->capture_default_str(),
-         {"none", "syntax"});
+  one_of(app.add_option("--mask", a->mask, "the action mask"), {"none", "syntax"});
   app.add_flag("--compile-only", a->compile_only,
                "stop after the compile stage even where a GPU is present");
   app.add_option("--out", a->out, "record every episode (docs/trajectories.md)")
       ->type_name("FILE.h5");
   app.add_flag("--json", a->json, "print the summary as one JSON object");
   non_negative(app.add_option("--seed", a->seed, "base seed (environment i uses S + i)"))
-      ->type_name("S")
-      ->capture_default_str();
+      ->type_name("S");
   app.add_option("--envs", a->envs, "environments (default min(4, N))")
       ->type_name("N")
       ->check(CLI::Range(1, 4096));
   app.add_option("--max-tokens", a->max_tokens, "tokens per episode")
       ->type_name("T")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  one_of(app.add_option("--op", a->op, "the operation of the tasks")->capture_default_str(),
-         {"spmv", "spmm"});
-  one_of(app.add_option("--dtype", a->dtype, "the value type of the tasks")->capture_default_str(),
-         {"f32", "f64"});
+  one_of(app.add_option("--op", a->op, "the operation of the tasks"), {"spmv", "spmm"});
+  one_of(app.add_option("--dtype", a->dtype, "the value type of the tasks"), {"f32", "f64"});
   app.add_option("--k", a->k, "dense columns of SpMM tasks")
       ->type_name("K")
-      ->capture_default_str()
       ->check(CLI::Range(datasets::Index{1}, datasets::Index{1 << 20}));
-  one_of(app.add_option("--order", a->order, "task order")->capture_default_str(),
-         {"sequential", "shuffled"});
+  one_of(app.add_option("--order", a->order, "task order"), {"sequential", "shuffled"});
   add_matrix_locations(app, a->where);
   app.add_option("--worker", a->worker, "the sparserl-worker executable (default: beside sparserl)")
       ->type_name("PATH");
@@ -429,7 +422,6 @@ Run declare_rollout(CLI::App& app) {
   app.add_option("--template-budget", a->template_budget,
                  "programs the template search measures per task")
       ->type_name("B")
-      ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   return [a](const std::vector<std::string>& argv) { return run_rollout(*a, argv); };
 }

@@ -313,11 +313,9 @@ Run declare_tune(CLI::App& app) {
                  "programs measured per task in the first round; spaces pruned to N or fewer "
                  "are measured exhaustively with the full protocol")
       ->type_name("N")
-      ->capture_default_str()
       ->check(CLI::Range(1, 10000));
   app.add_option("--finalists", a->finalists, "re-measured with the full protocol after screening")
       ->type_name("N")
-      ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   CLI::Option* per_task =
       app.add_option("--sft-per-task", a->sft_per_task,

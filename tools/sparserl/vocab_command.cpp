@@ -237,12 +237,9 @@ Run declare_vocab(CLI::App& app) {
         sub.add_option("--out", a->out, "the vocabulary file to write")
             ->type_name("FILE")
             ->required();
-        sub.add_option("--name", a->options.name, "the vocabulary's name")
-            ->type_name("NAME")
-            ->capture_default_str();
+        sub.add_option("--name", a->options.name, "the vocabulary's name")->type_name("NAME");
         sub.add_option("--locals", a->options.locals, "local-variable tokens")
             ->type_name("N")
-            ->capture_default_str()
             ->check(CLI::Range(1, 4096));
         add_corpus(sub, *a);
         return [a](const std::vector<std::string>&) { return run_build(*a); };
