@@ -46,6 +46,10 @@ find_package(tomlplusplus 3 REQUIRED)
 # Ubuntu GPU hosts 3.11.3.
 find_package(nlohmann_json 3.11 REQUIRED)
 message(STATUS "sparserl: nlohmann-json ${nlohmann_json_VERSION}")
+# CLI11 parses the `sparserl` command line (header-only; Debian 12 has 2.1, the Ubuntu GPU hosts
+# 2.4: tools/sparserl uses only what both have). Both packages ship a CMake config with CLI11::CLI11.
+find_package(CLI11 2.1 REQUIRED CONFIG)
+message(STATUS "sparserl: CLI11 ${CLI11_VERSION}")
 
 find_package(CURL QUIET)
 if(CURL_FOUND)

@@ -75,7 +75,7 @@ TEST_CASE("sparserl rollout refuses bad arguments with exit status 2", "[env][ro
   CHECK_THAT(output, sparserl::testing::has_substring("--split FILE or --matrix URI"));
   output = run(cli() + " --agent clever --matrix gen-v1/diagonal --episodes 3", status);
   CHECK(status == 2);
-  CHECK_THAT(output, sparserl::testing::has_substring("random or template"));
+  CHECK_THAT(output, sparserl::testing::has_substring("--agent: clever not in {random,template}"));
   output =
       run(cli() + " --agent random --matrix gen-v1/diagonal --episodes 3 --mask grammar", status);
   CHECK(status == 2);

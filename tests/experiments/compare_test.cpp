@@ -396,17 +396,20 @@ TEST_CASE("compare: bad input names the run directory and the file", "[compare]"
   write_run(root / "good", "bench", 0, {answer("m1", 10, "sft", 2), answer("m1", 10, "grpo", 3)});
   fs::create_directories(root / "empty");
   const std::string good = "'" + (root / "good").string() + "' ";
-  auto fails = [&](const std::string& args, int code, const std::string& message) {
+  auto fails = [&](const std::string& args, int code, const std::string& message,
+                   const std::string& also = "") {
     int status = 0;
     const std::string out =
         run_command(cli() + args + " --no-plots --out '" + (root / "out").string() + "'", status);
     INFO(args << "\n" << out);
     CHECK(WEXITSTATUS(status) == code);
     CHECK_THAT(out, has_substring(message));
+    CHECK_THAT(out, has_substring(also));
   };
-  fails("", 2, "expected at least one run directory (RUN_DIR)");
-  fails(good + "--regime huge", 2, "--regime: regime 'huge' is not all, small, medium or large");
-  fails(good + "--reps 0", 2, "--reps must lie in");
+  // Bad arguments are CLI11's messages (the option, the value and what is accepted).
+  fails("", 2, "RUN_DIR is required");
+  fails(good + "--regime huge", 2, "--regime: huge not in {all,small,medium,large}");
+  fails(good + "--reps 0", 2, "--reps: Value 0 not in range", "10000000");
   fails(good + "'" + (root / "absent").string() + "'", 1,
         (root / "absent").string() + ": not a run directory (no such folder)");
   fails(good + "'" + (root / "empty").string() + "'", 1,

@@ -7,8 +7,8 @@
 // file. Built only with LibTorch (sparserl::agents).
 #if defined(SPARSERL_HAVE_AGENTS)
 
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/agents/tuning_data.hpp"
@@ -34,70 +35,6 @@ namespace sparserl::tools {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kUsage =
-    "usage: sparserl agent pretrain --corpus DATASET.h5 --out DIR [common options]\n"
-    "       sparserl agent sft --pairs DATASET.h5 --out DIR [--init CKPT] [--val-pairs "
-    "DATASET.h5]\n"
-    "                          [--fixed-observations] [common options] [data options]\n"
-    "       sparserl agent rl --algorithm reinforce|ppo|grpo --init CKPT --out DIR\n"
-    "                         (--split FILE [--part P] | --matrix URI...) [--generator URI...]\n"
-    "                         [--generated-share X] [--updates N]\n"
-    "                         [--tasks-per-update N] [--samples G] [--trajectories FILE.h5]\n"
-    "                         [common options] [env options]\n"
-    "       sparserl agent eval --checkpoint CKPT (--split FILE [--part P] | --matrix URI...)\n"
-    "                           [--samples K] [--no-greedy] [--temperature T] [--tasks-out "
-    "FILE.csv]\n"
-    "                           [--trajectories FILE.h5] [--json] [env options]\n"
-    "\n"
-    "The learned agents' stages (docs/agents.md). DATASET.h5 is what `sparserl tune` writes\n"
-    "(/corpus: the pretraining programs, /sft: the best program per task). Every stage writes\n"
-    "DIR/latest and DIR/final checkpoints and resumes from DIR/latest when it exists. Ctrl-C or\n"
-    "SIGTERM ends a stage at the next step with DIR/latest saved (exit status 130 / 143).\n"
-    "\n"
-    "Common options:\n"
-    "  --preset P          policy size of a new policy: tiny, small (default) or medium\n"
-    "  --max-tokens N      code tokens per program (default 1024; the env's max_tokens)\n"
-    "  --device D          auto (default: CUDA when LibTorch sees it), cpu, cuda, cuda:N\n"
-    "  --seed N            weights, sampling and data order (default 0)\n"
-    "  --steps N           optimiser steps of pretrain / sft (default 1000)\n"
-    "  --batch N           sequences per step of pretrain / sft (default 32)\n"
-    "  --lr X              peak learning rate (default 3e-4 pretrain / sft, 1e-5 rl)\n"
-    "  --set KEY=VALUE     any agent key (repeatable): policy.layers, optimizer.warmup_steps,\n"
-    "                      sampling.temperature, ppo.kl_coef, grpo.beta, reinforce.kl_coef, ...\n"
-    "  --metrics FILE      append the statistics as JSON lines (default: print them)\n"
-    "  --log-every N       statistics every N steps (default 10; rl 1)\n"
-    "  --checkpoint-every N  DIR/latest every N steps (default 0: at the end; rl 10)\n"
-    "Data options (sft) and env options (rl, eval):\n"
-    "  --op spmv|spmm --dtype f32|f64 --k K   the operation of split / matrix tasks (default spmv "
-    "f32)\n"
-    "  --mask syntax|none  the action mask (default syntax)\n"
-    "  --data-dir DIR      where suitesparse-v1 matrices are (default $SPARSERL_DATA_DIR or "
-    "./data)\n"
-    "  --index DIR         a folder with an INDEX.csv (repeatable), e.g. ../shared/matrices\n"
-    "  --worker PATH --compile-workers N --compile-only   the evaluator (as `sparserl rollout`)\n"
-    "  --generator URI     (rl) a gen-v1 URI (repeatable): tasks are also fresh matrices of\n"
-    "                      these generators, each with a drawn seed= (alone: only generated)\n"
-    "  --generated-share X (rl) the share of tasks that are generated when a split or\n"
-    "                      --matrix list is given too (default 0.5)\n"
-    "  --trajectories FILE.h5  (rl, eval) record every scored episode (docs/trajectories.md);\n"
-    "                      eval's policy ids end in :greedy or :sampled\n"
-    "\n"
-    "A full run on the GPU host:\n"
-    "  sparserl tune --split datasets/splits/shared-v1.split --part train --index "
-    "../shared/matrices \\\n"
-    "      --out runs/tune\n"
-    "  sparserl agent pretrain --corpus runs/tune/dataset.h5 --out runs/pretrain --steps 2000\n"
-    "  sparserl agent sft --pairs runs/tune/dataset.h5 --init runs/pretrain/final --out runs/sft "
-    "\\\n"
-    "      --index ../shared/matrices\n"
-    "  sparserl agent rl --algorithm grpo --init runs/sft/final --out runs/grpo \\\n"
-    "      --split datasets/splits/shared-v1.split --part train --index ../shared/matrices\n"
-    "  sparserl agent eval --checkpoint runs/grpo/final --split datasets/splits/shared-v1.split "
-    "\\\n"
-    "      --part val --samples 8 --index ../shared/matrices\n"
-    "\n"
-    "Exit status: 0 on success, 1 on an error, 2 for bad arguments.\n";
 
 std::string statistics_json(std::string_view stage, std::int64_t step,
                             const env::Statistics& stats) {
@@ -144,31 +81,73 @@ class MetricsSink {
   std::ofstream out_;
 };
 
+// The arguments of the four subcommands; each declares the ones it takes (with its own defaults)
+// on its own AgentArgs.
+struct AgentArgs {
+  // The policy and its training (pretrain, sft, rl; eval: --device, --seed).
+  std::string preset = "small";
+  int max_tokens = 1024;
+  std::string device = "auto";
+  std::uint64_t seed = 0;
+  int steps = 1000;
+  int batch = 32;
+  std::optional<double> lr;
+  std::vector<std::string> overrides;  // --set KEY=VALUE
+  std::optional<std::string> metrics;
+  int log_every = 10;
+  int checkpoint_every = 0;
+  std::string out;
+  std::optional<std::string> init;
+  std::optional<std::string> mask;
+  // The tasks and the environment (rl, eval; sft: --data-dir, --index).
+  std::optional<std::string> split;
+  datasets::SplitPart part = datasets::SplitPart::train;
+  std::vector<std::string> matrices;
+  std::vector<std::string> generators;
+  std::optional<double> generated_share;
+  std::string op = "spmv";
+  std::string dtype = "f32";
+  datasets::Index k = 8;
+  MatrixLocations where;
+  std::optional<std::string> worker;
+  int compile_workers = 0;
+  bool compile_only = false;
+  std::optional<std::string> trajectories;
+  // pretrain, sft
+  std::string corpus;
+  std::string pairs;
+  std::optional<std::string> val_pairs;
+  bool fixed_observations = false;
+  // rl, eval
+  std::string algorithm;
+  int updates = 100;
+  int tasks_per_update = 8;
+  int samples = 8;
+  std::string checkpoint;
+  bool no_greedy = false;
+  double temperature = 1.0;
+  std::optional<std::string> tasks_out;
+  bool json = false;
+};
+
 // The agent config of a stage: the init checkpoint's (its shape must be kept) or a preset, then the
 // command line's options and --set overrides.
-agents::AgentConfig agent_config(const Args& args, const std::optional<std::string>& init,
-                                 double default_lr) {
+agents::AgentConfig agent_config(const AgentArgs& a, double default_lr) {
   agents::AgentConfig config;
-  if (init) {
-    config = agents::PolicyAgent::checkpoint_config(*init);
+  if (a.init) {
+    config = agents::PolicyAgent::checkpoint_config(*a.init);
     config.optimizer = agents::OptimizerConfig{};
     config.optimizer.lr = default_lr;
   } else {
-    config.policy = agents::PolicyConfig::preset(args.option_or("preset", "small"));
-    config.policy.max_tokens = static_cast<int>(args.integer("max-tokens", 1024, 16, 1 << 20));
+    config.policy = agents::PolicyConfig::preset(a.preset);
+    config.policy.max_tokens = a.max_tokens;
     config.optimizer.lr = default_lr;
   }
-  if (init && args.option("preset"))
-    throw UsageError("--preset applies to new policies, not to --init");
-  config.device = args.option_or("device", "auto");
-  config.seed = static_cast<std::uint64_t>(args.integer("seed", 0, 0, 9200000000000000000LL));
-  if (auto lr = args.option("lr")) config.optimizer.lr = args.real("lr", default_lr);
-  if (auto mask = args.option("mask")) {
-    const auto m = env::parse_mask_mode(*mask);
-    if (!m) throw UsageError("--mask must be none or syntax");
-    config.mask = *m;
-  }
-  for (const std::string& assignment : args.all("set")) {
+  config.device = a.device;
+  config.seed = a.seed;
+  if (a.lr) config.optimizer.lr = *a.lr;
+  if (a.mask) config.mask = *env::parse_mask_mode(*a.mask);
+  for (const std::string& assignment : a.overrides) {
     const auto eq = assignment.find('=');
     if (eq == std::string::npos) throw UsageError("--set " + assignment + ": expected KEY=VALUE");
     try {
@@ -181,28 +160,21 @@ agents::AgentConfig agent_config(const Args& args, const std::optional<std::stri
   return config;
 }
 
-env::TaskTemplate task_template(const Args& args) {
+env::TaskTemplate task_template(const AgentArgs& a) {
   env::TaskTemplate what;
-  const auto op = datasets::parse_op(args.option_or("op", "spmv"));
-  const auto dtype = datasets::parse_dtype(args.option_or("dtype", "f32"));
-  if (!op) throw UsageError("--op must be spmv or spmm");
-  if (!dtype) throw UsageError("--dtype must be f32 or f64");
-  what.op = *op;
-  what.dtype = *dtype;
-  what.k = static_cast<datasets::Index>(args.integer("k", 8, 1, 1 << 20));
+  what.op = *datasets::parse_op(a.op);
+  what.dtype = *datasets::parse_dtype(a.dtype);
+  what.k = a.k;
   return what;
 }
 
 // The tasks of rl / eval: a split part or a URI list; for rl also --generator URIs, alone (only
 // generated matrices) or mixed into the list at --generated-share.
-env::TaskSource task_source(const Args& args, env::TaskOrder order,
-                            const std::string& default_part) {
-  const std::vector<std::string> uris = args.all("matrix");
-  const std::vector<std::string> generators = args.all("generator");
-  const auto split = args.option("split");
-  if (!uris.empty() && split) throw UsageError("give either --split FILE or --matrix URI (not both)");
-  const env::TaskTemplate what = task_template(args);
-  const bool share_given = args.option("generated-share").has_value();
+env::TaskSource task_source(const AgentArgs& a, env::TaskOrder order) {
+  const std::vector<std::string>& uris = a.matrices;
+  const std::vector<std::string>& generators = a.generators;
+  const env::TaskTemplate what = task_template(a);
+  const bool share_given = a.generated_share.has_value();
   // A bad generator URI is a usage error that names it.
   const auto generated = [&](std::optional<env::TaskSource> fixed, double share) {
     try {
@@ -212,46 +184,39 @@ env::TaskSource task_source(const Args& args, env::TaskOrder order,
       throw UsageError(std::string("--generator: ") + e.what());
     }
   };
-  if (uris.empty() && !split) {
+  if (uris.empty() && !a.split) {
     if (generators.empty()) throw UsageError("give --split FILE or --matrix URI");
     if (share_given) throw UsageError("--generated-share needs --split or --matrix to mix into");
     return generated(std::nullopt, 1.0);
   }
-  env::TaskSource fixed = [&] {
-    if (split) {
-      const auto part = non_test_part(args, "agent", default_part);
-      return env::TaskSource::from_split(*split, part, what, order);
-    }
-    return env::TaskSource::from_uris(uris, what, order);
-  }();
+  env::TaskSource fixed = a.split ? env::TaskSource::from_split(*a.split, a.part, what, order)
+                                  : env::TaskSource::from_uris(uris, what, order);
   if (generators.empty()) {
     if (share_given) throw UsageError("--generated-share needs --generator URI");
     return fixed;
   }
-  const double share = args.real("generated-share", 0.5);
+  const double share = a.generated_share.value_or(0.5);
   if (!(share > 0 && share <= 1)) throw UsageError("--generated-share must be in (0, 1]");
   return generated(std::move(fixed), share);
 }
 
-std::shared_ptr<datasets::MatrixStore> matrix_store(const Args& args) {
-  const fs::path data_dir =
-      args.option("data-dir") ? fs::path(*args.option("data-dir")) : datasets::default_data_dir();
+std::shared_ptr<datasets::MatrixStore> matrix_store(const AgentArgs& a) {
   datasets::StoreOptions options;
-  for (const std::string& index : args.all("index")) options.indexes.emplace_back(index);
+  options.indexes = a.where.index_paths();
   options.cache_capacity = 16;
-  return std::make_shared<datasets::MatrixStore>(data_dir, options);
+  return std::make_shared<datasets::MatrixStore>(a.where.data_dir_or_default(), options);
 }
 
 // The environment of rl and eval, shaped after the agent (mask, max_tokens, K, D).
-std::unique_ptr<env::SparseCudaEnv> make_env(const Args& args, const agents::AgentConfig& agent,
+std::unique_ptr<env::SparseCudaEnv> make_env(const AgentArgs& a, const agents::AgentConfig& agent,
                                              env::TaskSource tasks,
                                              std::shared_ptr<datasets::MatrixStore> store) {
   env::EvaluatorBackendOptions evaluator;
-  if (auto worker = args.option("worker")) evaluator.worker = *worker;
-  evaluator.compile_workers = static_cast<int>(args.integer("compile-workers", 0, 0, 1024));
-  evaluator.compile_only = args.flag("compile-only");
+  if (a.worker) evaluator.worker = *a.worker;
+  evaluator.compile_workers = a.compile_workers;
+  evaluator.compile_only = a.compile_only;
   evaluator.data_dir = store->data_dir();
-  for (const std::string& index : args.all("index")) evaluator.indexes.emplace_back(index);
+  evaluator.indexes = a.where.index_paths();
   auto backend = env::make_evaluator_backend(evaluator);
   std::cerr << "evaluator: " << backend->describe() << "\ntasks: " << tasks.describe() << "\n";
   env::EnvConfig config;
@@ -286,85 +251,68 @@ int print_result(const std::string& stage, const agents::StageResult& result,
   return 128 + sig;
 }
 
-const std::vector<std::string> kCommon = {
-    "preset",  "max-tokens", "device",           "seed", "steps", "batch", "lr", "set",
-    "metrics", "log-every",  "checkpoint-every", "out",  "init",  "mask"};
-const std::vector<std::string> kEnv = {"split", "part",     "matrix", "op",     "dtype",
-                                       "k",     "data-dir", "index",  "worker", "compile-workers"};
-
-std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b,
-                                const std::vector<std::string>& c = {}) {
-  a.insert(a.end(), b.begin(), b.end());
-  a.insert(a.end(), c.begin(), c.end());
-  return a;
-}
-
-int run_pretrain(const Args& args) {
-  args.allow_only(joined(kCommon, {"corpus"}));
+int run_pretrain(const AgentArgs& a) {
   agents::PretrainConfig config;
-  const auto init = args.option("init");
-  config.agent = agent_config(args, init, 3e-4);
-  config.steps = static_cast<int>(args.integer("steps", 1000, 1, 1LL << 40));
-  config.batch_size = static_cast<int>(args.integer("batch", 32, 1, 1 << 20));
-  config.log_every = static_cast<int>(args.integer("log-every", 10, 1, 1LL << 40));
-  config.checkpoint_every = static_cast<int>(args.integer("checkpoint-every", 0, 0, 1LL << 40));
-  config.output_dir = args.required("out");
-  if (init) config.init_checkpoint = *init;
-  const std::vector<std::string> corpus = agents::read_corpus(args.required("corpus"));
-  std::cerr << "pretraining corpus: " << corpus.size() << " programs from "
-            << args.required("corpus") << "\n";
-  MetricsSink sink(args.option("metrics"));
+  config.agent = agent_config(a, 3e-4);
+  config.steps = a.steps;
+  config.batch_size = a.batch;
+  config.log_every = a.log_every;
+  config.checkpoint_every = a.checkpoint_every;
+  config.output_dir = a.out;
+  if (a.init) config.init_checkpoint = *a.init;
+  const std::vector<std::string> corpus = agents::read_corpus(a.corpus);
+  std::cerr << "pretraining corpus: " << corpus.size() << " programs from " << a.corpus << "\n";
+  MetricsSink sink(a.metrics);
   const env::Tokenizer tokenizer;
   const experiments::StopSignals stop;
   config.hooks = stop_hooks(stop);
-  return print_result(
-      "pretrain", agents::run_pretraining(config, corpus, tokenizer, sink.callback()), stop);
+  return print_result("pretrain",
+                      agents::run_pretraining(config, corpus, tokenizer, sink.callback()), stop);
 }
 
-int run_sft_command(const Args& args) {
-  args.allow_only(joined(kCommon, kEnv, {"pairs", "val-pairs"}));
+int run_sft_command(const AgentArgs& a) {
   agents::SftConfig config;
-  const auto init = args.option("init");
-  config.agent = agent_config(args, init, 3e-4);
-  config.steps = static_cast<int>(args.integer("steps", 1000, 1, 1LL << 40));
-  config.batch_size = static_cast<int>(args.integer("batch", 32, 1, 1 << 20));
-  config.log_every = static_cast<int>(args.integer("log-every", 10, 1, 1LL << 40));
-  config.checkpoint_every = static_cast<int>(args.integer("checkpoint-every", 0, 0, 1LL << 40));
-  config.output_dir = args.required("out");
-  config.resample_observations = !args.flag("fixed-observations");
+  config.agent = agent_config(a, 3e-4);
+  config.steps = a.steps;
+  config.batch_size = a.batch;
+  config.log_every = a.log_every;
+  config.checkpoint_every = a.checkpoint_every;
+  config.output_dir = a.out;
+  config.resample_observations = !a.fixed_observations;
   config.observation_seed = config.agent.seed;
-  if (init) config.init_checkpoint = *init;
-  const std::vector<agents::SftPair> pairs = agents::read_sft_pairs(args.required("pairs"));
+  if (a.init) config.init_checkpoint = *a.init;
+  const std::vector<agents::SftPair> pairs = agents::read_sft_pairs(a.pairs);
   std::vector<agents::SftPair> validation;
-  if (auto val = args.option("val-pairs")) validation = agents::read_sft_pairs(*val);
+  if (a.val_pairs) validation = agents::read_sft_pairs(*a.val_pairs);
   std::cerr << "SFT pairs: " << pairs.size() << " (validation " << validation.size() << ")\n";
   env::ObservationConfig observation;
   observation.nnz_samples = config.agent.policy.nnz_samples;
   observation.embedding_dim = config.agent.policy.embedding_dim;
-  MetricsSink sink(args.option("metrics"));
+  MetricsSink sink(a.metrics);
   const env::Tokenizer tokenizer;
   const experiments::StopSignals stop;
   config.hooks = stop_hooks(stop);
   return print_result(
       "sft",
-      agents::run_sft(config, pairs, agents::store_observer(matrix_store(args), observation),
+      agents::run_sft(config, pairs, agents::store_observer(matrix_store(a), observation),
                       tokenizer, sink.callback(), validation),
       stop);
 }
 
 // --trajectories FILE.h5: a recorder of every scored episode (appended to when FILE exists), or
 // null without the option.
-std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const Args& args,
+std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const AgentArgs& a,
                                                          const env::SparseCudaEnv& env,
                                                          const agents::AgentConfig& agent,
                                                          const std::string& run_id,
                                                          const std::string& created_by) {
-  const auto file = args.option("trajectories");
+  const std::optional<std::string>& file = a.trajectories;
   if (!file) return nullptr;
   env::TrajectoryFileInfo info;
   info.run_id = run_id;
   std::ostringstream text;
-  for (const auto& [key, value] : agents::to_key_values(agent)) text << key << " = " << value << "\n";
+  for (const auto& [key, value] : agents::to_key_values(agent))
+    text << key << " = " << value << "\n";
   info.config = text.str();
   info.vocabulary_name = env.tokenizer().vocabulary().name();
   info.vocabulary_digest = env.tokenizer().vocabulary().digest();
@@ -372,34 +320,25 @@ std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const Args& args,
   return std::make_unique<env::TrajectoryWriter>(*file, info, fs::exists(*file));
 }
 
-int run_rl_command(const Args& args) {
-  args.allow_only(joined(kCommon, kEnv,
-                         {"algorithm", "updates", "tasks-per-update", "samples", "trajectories",
-                          "generator", "generated-share"}));
-  const auto algorithm = agents::parse_algorithm(args.required("algorithm"));
-  if (!algorithm || *algorithm == agents::Algorithm::sft)
-    throw UsageError("--algorithm must be reinforce, ppo or grpo");
+int run_rl_command(const AgentArgs& a) {
+  const auto algorithm = agents::parse_algorithm(a.algorithm);
   agents::RlConfig config;
-  const auto init = args.option("init");
-  if (!init)
-    throw UsageError("rl needs --init CKPT (the SFT checkpoint: the policy and the KL reference)");
-  config.agent = agent_config(args, init, 1e-5);
+  config.agent = agent_config(a, 1e-5);
   config.agent.algorithm = *algorithm;
-  config.updates = static_cast<int>(args.integer("updates", 100, 1, 1LL << 40));
-  config.tasks_per_update = static_cast<int>(args.integer("tasks-per-update", 8, 1, 1 << 20));
-  config.samples_per_task = static_cast<int>(args.integer("samples", 8, 1, 1 << 20));
-  config.log_every = static_cast<int>(args.integer("log-every", 1, 1, 1LL << 40));
-  config.checkpoint_every = static_cast<int>(args.integer("checkpoint-every", 10, 0, 1LL << 40));
-  config.output_dir = args.required("out");
-  config.init_checkpoint = *init;
+  config.updates = a.updates;
+  config.tasks_per_update = a.tasks_per_update;
+  config.samples_per_task = a.samples;
+  config.log_every = a.log_every;
+  config.checkpoint_every = a.checkpoint_every;
+  config.output_dir = a.out;
+  config.init_checkpoint = *a.init;
   config.seed = config.agent.seed;
-  auto env = make_env(args, config.agent, task_source(args, env::TaskOrder::shuffled, "train"),
-                      matrix_store(args));
+  auto env = make_env(a, config.agent, task_source(a, env::TaskOrder::shuffled), matrix_store(a));
   std::unique_ptr<env::TrajectoryWriter> writer = trajectory_writer(
-      args, *env, config.agent,
+      a, *env, config.agent,
       "agent-rl-" + std::string(agents::to_string(*algorithm)) + "-" + std::to_string(config.seed),
       "sparserl agent rl");
-  MetricsSink sink(args.option("metrics"));
+  MetricsSink sink(a.metrics);
   agents::EpisodeCallback on_episode;
   if (writer) on_episode = [&](const env::Episode& e) { writer->append(e); };
   const experiments::StopSignals stop;
@@ -407,28 +346,24 @@ int run_rl_command(const Args& args) {
   return print_result("rl", agents::run_rl(config, *env, sink.callback(), on_episode), stop);
 }
 
-int run_eval(const Args& args) {
-  args.allow_only(joined(
-      kEnv, {"checkpoint", "samples", "temperature", "tasks-out", "device", "seed", "mask",
-             "trajectories"}));
-  auto agent = agents::PolicyAgent::from_checkpoint(args.required("checkpoint"),
-                                                    args.option_or("device", "auto"));
+int run_eval(const AgentArgs& a) {
+  auto agent = agents::PolicyAgent::from_checkpoint(a.checkpoint, a.device);
   agents::EvaluationConfig config;
-  config.greedy = !args.flag("no-greedy");
-  config.samples = static_cast<int>(args.integer("samples", 8, 0, 1 << 20));
-  config.sampling.temperature = args.real("temperature", 1.0);
-  config.seed = static_cast<std::uint64_t>(args.integer("seed", 0, 0, 9200000000000000000LL));
-  const env::TaskSource tasks = task_source(args, env::TaskOrder::sequential, "val");
-  auto env = make_env(args, agent->config(), tasks, matrix_store(args));
+  config.greedy = !a.no_greedy;
+  config.samples = a.samples;
+  config.sampling.temperature = a.temperature;
+  config.seed = a.seed;
+  const env::TaskSource tasks = task_source(a, env::TaskOrder::sequential);
+  auto env = make_env(a, agent->config(), tasks, matrix_store(a));
   std::unique_ptr<env::TrajectoryWriter> writer =
-      trajectory_writer(args, *env, agent->config(),
+      trajectory_writer(a, *env, agent->config(),
                         "agent-eval-" + agent->policy_id() + "-" + std::to_string(config.seed),
                         "sparserl agent eval");
   agents::EpisodeCallback on_episode;
   if (writer) on_episode = [&](const env::Episode& e) { writer->append(e); };
   const agents::EvaluationSummary summary =
       agents::run_evaluation(*agent, *env, tasks.tasks(), config, on_episode);
-  if (auto file = args.option("tasks-out")) {
+  if (const auto& file = a.tasks_out) {
     std::ofstream out(*file);
     out << "task,greedy_compiled,greedy_correct,greedy_speedup,sampled,sampled_compiled,sampled_"
            "correct,best_speedup\n";
@@ -440,11 +375,11 @@ int run_eval(const Args& args) {
     }
     if (!out) throw std::runtime_error(*file + ": cannot write");
   }
-  if (args.flag("json")) {
+  if (a.json) {
     std::cout << statistics_json("eval", agent->counters().optimizer_steps, summary.statistics)
               << "\n";
   } else {
-    std::cout << "checkpoint " << args.required("checkpoint") << " (" << agent->policy_id() << ", "
+    std::cout << "checkpoint " << a.checkpoint << " (" << agent->policy_id() << ", "
               << agent->parameter_count() << " parameters, " << agent->device() << ")\n";
     for (const auto& [name, value] : summary.statistics)
       std::cout << name << " " << experiments::json_number(value) << "\n";
@@ -452,21 +387,199 @@ int run_eval(const Args& args) {
   return 0;
 }
 
-int run_agent(const std::vector<std::string>& argv) {
-  const Args args(argv, {"compile-only", "json", "no-greedy", "fixed-observations"});
-  if (args.positional().size() != 1)
-    throw UsageError("expected one subcommand: pretrain, sft, rl or eval");
-  const std::string& sub = args.positional(0, "subcommand");
-  if (args.option("part")) (void)non_test_part(args, "agent");  // before any checkpoint is read
-  if (sub == "pretrain") return run_pretrain(args);
-  if (sub == "sft") return run_sft_command(args);
-  if (sub == "rl") return run_rl_command(args);
-  if (sub == "eval") return run_eval(args);
-  throw UsageError("unknown subcommand '" + sub + "': expected pretrain, sft, rl or eval");
+// --preset and --max-tokens (the shape of a new policy: not with --init), --steps and --batch: the
+// options of pretrain and sft.
+void add_new_policy_options(CLI::App& sub, AgentArgs& a, CLI::Option* init) {
+  one_of(sub.add_option("--preset", a.preset, "policy size of a new policy"),
+         {"tiny", "small", "medium"})
+      ->excludes(init);
+  sub.add_option("--max-tokens", a.max_tokens,
+                 "code tokens per program of a new policy (the env's max_tokens)")
+      ->type_name("N")
+      ->check(CLI::Range(16, 1 << 20))
+      ->excludes(init);
+  sub.add_option("--steps", a.steps, "optimiser steps")->type_name("N")->check(at_least(1));
+  sub.add_option("--batch", a.batch, "sequences per step")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 20));
+}
+
+// --device, --seed: the policy's device and seed (every subcommand).
+void add_device_options(CLI::App& sub, AgentArgs& a) {
+  sub.add_option("--device", a.device, "auto (CUDA when LibTorch sees it), cpu, cuda, cuda:N")
+      ->type_name("D");
+  non_negative(sub.add_option("--seed", a.seed, "weights, sampling and data order"))
+      ->type_name("N");
+}
+
+// The training options of pretrain, sft and rl: --out, --init, --lr, --set, --metrics, --log-every,
+// --checkpoint-every, --mask, with the stage's defaults (already in `a`). Returns --init.
+CLI::Option* add_training_options(CLI::App& sub, AgentArgs& a, const std::string& default_lr) {
+  sub.add_option("--out", a.out, "DIR/latest and DIR/final checkpoints; resumes from DIR/latest")
+      ->type_name("DIR")
+      ->required();
+  CLI::Option* init =
+      sub.add_option("--init", a.init, "the checkpoint to start from")->type_name("CKPT");
+  add_device_options(sub, a);
+  sub.add_option("--lr", a.lr, "peak learning rate (default " + default_lr + ")")->type_name("X");
+  repeatable(sub.add_option("--set", a.overrides,
+                            "any agent key (repeatable): policy.layers, optimizer.warmup_steps, "
+                            "sampling.temperature, ppo.kl_coef, grpo.beta, reinforce.kl_coef, ..."))
+      ->type_name("KEY=VALUE");
+  sub.add_option("--metrics", a.metrics,
+                 "append the statistics as JSON lines (default: print them)")
+      ->type_name("FILE");
+  sub.add_option("--log-every", a.log_every, "statistics every N steps")
+      ->type_name("N")
+      ->check(at_least(1));
+  sub.add_option("--checkpoint-every", a.checkpoint_every,
+                 "DIR/latest every N steps (0: at the end)")
+      ->type_name("N")
+      ->check(at_least(0));
+  one_of(sub.add_option("--mask", a.mask, "the action mask (default: syntax, or the checkpoint's)"),
+         {"syntax", "none"});
+  return init;
+}
+
+// The tasks and the environment of rl and eval (--part's default already in `a`).
+void add_env_options(CLI::App& sub, AgentArgs& a) {
+  CLI::Option* split =
+      sub.add_option("--split", a.split, "tasks from a split file (its --part)")->type_name("FILE");
+  add_non_test_part(sub, a.part, "agent " + sub.get_name())->needs(split);
+  repeatable(sub.add_option("--matrix", a.matrices, "a task matrix URI (repeatable)"))
+      ->type_name("URI")
+      ->excludes(split);
+  one_of(sub.add_option("--op", a.op, "the operation of split / matrix tasks"), {"spmv", "spmm"});
+  one_of(sub.add_option("--dtype", a.dtype, "the value type of split / matrix tasks"),
+         {"f32", "f64"});
+  sub.add_option("--k", a.k, "dense columns of SpMM tasks")
+      ->type_name("K")
+      ->check(CLI::Range(datasets::Index{1}, datasets::Index{1 << 20}));
+  add_matrix_locations(sub, a.where);
+  sub.add_option("--worker", a.worker, "the sparserl-worker executable (default: beside sparserl)")
+      ->type_name("PATH");
+  sub.add_option("--compile-workers", a.compile_workers,
+                 "compile worker processes (default 0: one per core)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1024));
+  sub.add_flag("--compile-only", a.compile_only, "stop every evaluation after the compile stage");
+  sub.add_option("--trajectories", a.trajectories,
+                 "record every scored episode (docs/trajectories.md; appended to when FILE exists)")
+      ->type_name("FILE.h5");
+}
+
+Run declare_pretrain(CLI::App& sub) {
+  auto a = std::make_shared<AgentArgs>();
+  sub.add_option("--corpus", a->corpus, "the tuning dataset (its /corpus programs)")
+      ->type_name("DATASET.h5")
+      ->required();
+  add_new_policy_options(sub, *a, add_training_options(sub, *a, "3e-4"));
+  return [a](const std::vector<std::string>&) { return run_pretrain(*a); };
+}
+
+Run declare_sft(CLI::App& sub) {
+  auto a = std::make_shared<AgentArgs>();
+  sub.add_option("--pairs", a->pairs, "the tuning dataset (its /sft pairs)")
+      ->type_name("DATASET.h5")
+      ->required();
+  sub.add_option("--val-pairs", a->val_pairs, "SFT pairs to report the validation loss on")
+      ->type_name("DATASET.h5");
+  sub.add_flag("--fixed-observations", a->fixed_observations,
+               "one observation per pair (default: resampled every epoch)");
+  add_new_policy_options(sub, *a, add_training_options(sub, *a, "3e-4"));
+  add_matrix_locations(sub, a->where);
+  return [a](const std::vector<std::string>&) { return run_sft_command(*a); };
+}
+
+Run declare_rl(CLI::App& sub) {
+  auto a = std::make_shared<AgentArgs>();
+  a->log_every = 1;
+  a->checkpoint_every = 10;
+  one_of(sub.add_option("--algorithm", a->algorithm, "the RL algorithm"),
+         {"reinforce", "ppo", "grpo"})
+      ->required();
+  add_training_options(sub, *a, "1e-5")
+      ->description("the SFT checkpoint: the policy and the KL reference")
+      ->required();
+  sub.add_option("--updates", a->updates, "policy updates")->type_name("N")->check(at_least(1));
+  sub.add_option("--tasks-per-update", a->tasks_per_update, "tasks per update")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 20));
+  sub.add_option("--samples", a->samples, "episodes per task (the group of GRPO)")
+      ->type_name("G")
+      ->check(CLI::Range(1, 1 << 20));
+  add_env_options(sub, *a);
+  repeatable(sub.add_option("--generator", a->generators,
+                            "a gen-v1 URI (repeatable): tasks are also fresh matrices of these "
+                            "generators, each with a drawn seed= (alone: only generated)"))
+      ->type_name("URI");
+  sub.add_option("--generated-share", a->generated_share,
+                 "the share of tasks that are generated when a split or --matrix list is given "
+                 "too (default 0.5)")
+      ->type_name("X");
+  return [a](const std::vector<std::string>&) { return run_rl_command(*a); };
+}
+
+Run declare_eval(CLI::App& sub) {
+  auto a = std::make_shared<AgentArgs>();
+  a->part = datasets::SplitPart::val;
+  sub.add_option("--checkpoint", a->checkpoint, "the policy to evaluate")
+      ->type_name("CKPT")
+      ->required();
+  sub.add_option("--samples", a->samples, "sampled programs per task, for pass@k")
+      ->type_name("K")
+      ->check(CLI::Range(0, 1 << 20));
+  sub.add_flag("--no-greedy", a->no_greedy, "no greedy program");
+  sub.add_option("--temperature", a->temperature, "the sampling temperature")->type_name("T");
+  sub.add_option("--tasks-out", a->tasks_out, "one CSV row per task")->type_name("FILE.csv");
+  sub.add_flag("--json", a->json, "print the statistics as one JSON line");
+  add_device_options(sub, *a);
+  add_env_options(sub, *a);
+  return [a](const std::vector<std::string>&) { return run_eval(*a); };
+}
+
+Run declare_agent(CLI::App& app) {
+  app.description(
+      "The learned agents' stages (docs/agents.md). DATASET.h5 is what `sparserl tune` writes\n"
+      "(/corpus: the pretraining programs, /sft: the best program per task). Every stage writes\n"
+      "DIR/latest and DIR/final checkpoints and resumes from DIR/latest when it exists. Ctrl-C or\n"
+      "SIGTERM ends a stage at the next step with DIR/latest saved (exit status 130 / 143).");
+  app.footer(
+      "A full run on the GPU host:\n"
+      "  sparserl tune --split datasets/splits/shared-v1.split --part train --index "
+      "../shared/matrices \\\n"
+      "      --out runs/tune\n"
+      "  sparserl agent pretrain --corpus runs/tune/dataset.h5 --out runs/pretrain --steps 2000\n"
+      "  sparserl agent sft --pairs runs/tune/dataset.h5 --init runs/pretrain/final --out runs/sft "
+      "\\\n"
+      "      --index ../shared/matrices\n"
+      "  sparserl agent rl --algorithm grpo --init runs/sft/final --out runs/grpo \\\n"
+      "      --split datasets/splits/shared-v1.split --part train --index ../shared/matrices\n"
+      "  sparserl agent eval --checkpoint runs/grpo/final --split datasets/splits/shared-v1.split "
+      "\\\n"
+      "      --part val --samples 8 --index ../shared/matrices\n"
+      "\n"
+      "Exit status: 0 on success, 1 on an error, 2 for bad arguments.");
+  Subcommands subcommands(app);
+  subcommands.add("pretrain", "pretrains a new policy (or --init) on the tuning corpus",
+                  declare_pretrain);
+  subcommands.add("sft",
+                  "supervised fine-tuning on the (matrix -> best program) pairs, observing each "
+                  "pair's matrix",
+                  declare_sft);
+  subcommands.add("rl",
+                  "REINFORCE, PPO or GRPO against the environment and its evaluator, from the "
+                  "SFT checkpoint",
+                  declare_rl);
+  subcommands.add("eval", "the greedy program and pass@k of a checkpoint on a split or matrices",
+                  declare_eval);
+  return subcommands.run();
 }
 
 const CommandRegistration kRegistration(Command{
-    "agent", "train and evaluate the learned agents (pretrain, sft, rl, eval)", kUsage, run_agent});
+    .name = "agent",
+    .summary = "train and evaluate the learned agents (pretrain, sft, rl, eval)",
+    .declare = declare_agent});
 
 }  // namespace
 }  // namespace sparserl::tools

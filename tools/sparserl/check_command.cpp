@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/reward/evaluator.hpp"
@@ -23,33 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using reward::EvalResult;
-
-const char* const kUsage =
-    "usage: sparserl check PROGRAM --matrix FILE|URI [--op spmv|spmm] [--dtype f32|f64] [--k K]\n"
-    "                      [--compile-only] [--json] [--arch sm_XX] [--data-dir DIR]\n"
-    "                      [--index DIR]... [--verbose]\n"
-    "\n"
-    "Evaluates one program (CUDA device code with //@format and //@launch directives) on one\n"
-    "matrix, with the sandboxed workers, checks and timing protocol of a training run, and prints\n"
-    "its EvalResult.\n"
-    "\n"
-    "  PROGRAM          the program file\n"
-    "  --matrix M       a Matrix Market file (.mtx, .mtx.gz, .tar.gz) or a matrix URI:\n"
-    "                   suitesparse-v1/GROUP/NAME, gen-v1/KIND?key=value&..., file:PATH\n"
-    "  --op OP          spmv (default) or spmm\n"
-    "  --dtype T        f32 (default) or f64\n"
-    "  --k K            dense columns of SpMM (default 32; SpMV has 1)\n"
-    "  --compile-only   stop after the compile stage (no GPU worker is started)\n"
-    "  --json           print the EvalResult as one JSON object\n"
-    "  --arch sm_XX     architecture to compile for where no GPU is present (default sm_90);\n"
-    "                   with a GPU its own architecture is used\n"
-    "  --data-dir DIR   where suitesparse-v1 matrices are found (default $SPARSERL_DATA_DIR or\n"
-    "                   ./data)\n"
-    "  --index DIR      a folder with an INDEX.csv of SuiteSparse matrices (repeatable)\n"
-    "  --verbose        print the evaluator's log (sandbox limits, worker events) to stderr\n"
-    "\n"
-    "Exit status: 0 when an evaluation was made (whatever its verdict), 1 when the program or the\n"
-    "matrix cannot be read, 2 for bad arguments.\n";
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -136,50 +112,46 @@ void print_summary(std::ostream& out, const std::string& program_path, const dat
   row("wall", fixed(r.wall_ms, 1) + " ms");
 }
 
-int run_check(const std::vector<std::string>& argv) {
-  const Args args(argv, {"compile-only", "json", "verbose"});
-  args.allow_only({"matrix", "op", "dtype", "k", "arch", "data-dir", "index"});
-  const std::string program_path = args.positional(0, "PROGRAM");
-  if (args.positional().size() > 1) {
-    throw UsageError("one PROGRAM at a time, got '" + args.positional()[1] + "' too");
-  }
-  const std::string matrix = args.required("matrix");
+struct CheckArgs {
+  std::string program;
+  std::string matrix;
+  std::string op = "spmv";
+  std::string dtype = "f32";
+  std::optional<datasets::Index> k;
+  std::string arch{reward::kDefaultArch};
+  bool compile_only = false;
+  bool json = false;
+  bool verbose = false;
+  MatrixLocations where;
+};
 
+int run_check(const CheckArgs& a) {
+  const std::string& program_path = a.program;
   datasets::Task task;
-  const std::string op = args.option_or("op", "spmv");
-  const std::string dtype = args.option_or("dtype", "f32");
-  auto parsed_op = datasets::parse_op(op);
-  if (!parsed_op) throw UsageError("--op must be spmv or spmm, got '" + op + "'");
-  auto parsed_dtype = datasets::parse_dtype(dtype);
-  if (!parsed_dtype) throw UsageError("--dtype must be f32 or f64, got '" + dtype + "'");
-  task.op = *parsed_op;
-  task.dtype = *parsed_dtype;
+  task.op = *datasets::parse_op(a.op);
+  task.dtype = *datasets::parse_dtype(a.dtype);
   if (task.op == datasets::Op::spmm) {
-    task.k = static_cast<datasets::Index>(args.integer("k", 32, 1, 65536));
-  } else if (args.integer("k", 1, 1, 1) != 1) {
+    task.k = a.k.value_or(32);
+  } else if (a.k.value_or(1) != 1) {
     throw UsageError("--k applies to spmm only");
   }
 
   reward::EvaluatorConfig config;
-  config.arch = args.option_or("arch", std::string(reward::kDefaultArch));
-  if (config.arch.rfind("sm_", 0) != 0 || config.arch.size() < 5 ||
-      config.arch.find_first_not_of("0123456789", 3) != std::string::npos) {
-    throw UsageError("--arch must look like sm_90, got '" + config.arch + "'");
-  }
-  const bool compile_only = args.flag("compile-only");
+  config.arch = a.arch;
+  const bool compile_only = a.compile_only;
   config.compile_workers = 1;
   config.gpu_workers = compile_only ? 0 : -1;
   config.evaluation_threads = 1;
-  if (auto dir = args.option("data-dir")) config.data_dir = *dir;
-  for (const std::string& index : args.all("index")) config.index_dirs.emplace_back(index);
-  const bool verbose = args.flag("verbose");
+  if (a.where.data_dir) config.data_dir = *a.where.data_dir;
+  config.index_dirs = a.where.index_paths();
+  const bool verbose = a.verbose;
   config.log = [verbose](std::string_view line) {
     if (verbose) std::cerr << "sparserl check: " << line << '\n';
   };
 
   // Unreadable inputs stop here, before any worker starts.
   const std::string program = read_file(program_path);
-  task.uri = matrix_uri(matrix);
+  task.uri = matrix_uri(a.matrix);
   {
     datasets::StoreOptions store_options;
     store_options.indexes = config.index_dirs;
@@ -197,7 +169,7 @@ int run_check(const std::vector<std::string>& argv) {
       r.message.rfind(reward::kMatrixLoadFailure, 0) == 0) {
     throw std::runtime_error(r.message);  // the matrix file exists but does not read
   }
-  if (args.flag("json")) {
+  if (a.json) {
     std::cout << r.to_json() << '\n';
   } else {
     print_summary(std::cout, program_path, task, r);
@@ -205,8 +177,52 @@ int run_check(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const CommandRegistration kCheck({"check", "evaluate one program on one matrix (EvalResult)",
-                                  kUsage, run_check});
+// "sm_" and at least two digits: an architecture NVRTC compiles for.
+std::string check_arch(const std::string& arch) {
+  const bool ok = arch.rfind("sm_", 0) == 0 && arch.size() >= 5 &&
+                  arch.find_first_not_of("0123456789", 3) == std::string::npos;
+  return ok ? std::string() : arch + " does not look like sm_90";
+}
+
+Run declare_check(CLI::App& app) {
+  app.description(
+      "Evaluates one program (CUDA device code with //@format and //@launch directives) on one\n"
+      "matrix, with the sandboxed workers, checks and timing protocol of a training run, and "
+      "prints\n"
+      "its EvalResult.");
+  app.footer(
+      "Exit status: 0 when an evaluation was made (whatever its verdict), 1 when the program or "
+      "the\nmatrix cannot be read, 2 for bad arguments.");
+  auto a = std::make_shared<CheckArgs>();
+  app.add_option("PROGRAM", a->program, "the program file")->required();
+  app.add_option("--matrix", a->matrix,
+                 "a Matrix Market file (.mtx, .mtx.gz, .tar.gz) or a matrix URI: "
+                 "suitesparse-v1/GROUP/NAME, gen-v1/KIND?key=value&..., file:PATH")
+      ->type_name("FILE|URI")
+      ->required();
+  one_of(app.add_option("--op", a->op, "the operation"), {"spmv", "spmm"});
+  one_of(app.add_option("--dtype", a->dtype, "the value type"), {"f32", "f64"});
+  app.add_option("--k", a->k, "dense columns of SpMM (default 32; SpMV has 1)")
+      ->type_name("K")
+      ->check(CLI::Range(datasets::Index{1}, datasets::Index{65536}));
+  app.add_flag("--compile-only", a->compile_only,
+               "stop after the compile stage (no GPU worker is started)");
+  app.add_flag("--json", a->json, "print the EvalResult as one JSON object");
+  app.add_option("--arch", a->arch,
+                 "architecture to compile for where no GPU is present; with a GPU its own "
+                 "architecture is used")
+      ->type_name("sm_XX")
+      ->check(check_arch);
+  add_matrix_locations(app, a->where);
+  app.add_flag("--verbose", a->verbose,
+               "print the evaluator's log (sandbox limits, worker events) to stderr");
+  return [a](const std::vector<std::string>&) { return run_check(*a); };
+}
+
+const CommandRegistration kCheck(Command{
+    .name = "check",
+    .summary = "evaluate one program on one matrix (EvalResult)",
+    .declare = declare_check});
 
 }  // namespace
 }  // namespace sparserl::tools

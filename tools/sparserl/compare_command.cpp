@@ -7,9 +7,13 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
-#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "sparserl/experiments/agent_comparison.hpp"
 
 namespace fs = std::filesystem;
@@ -41,29 +45,25 @@ std::string interval_text(const experiments::MetricEstimate& m, int digits) {
   return f(m.value.point) + " [" + f(m.value.low) + ", " + f(m.value.high) + "]";
 }
 
-int run_compare(const std::vector<std::string>& argv) {
-  Args args(argv, {"no-plots", "quiet", "seeds-in-names"});
-  args.allow_only({"out", "reference", "reps", "seed", "regime", "gnuplot"});
-  if (args.positional().empty()) throw UsageError("expected at least one run directory (RUN_DIR)");
+struct CompareArgs {
+  std::vector<std::string> dirs;
+  std::optional<std::string> out;
+  std::optional<std::string> regime;
+  std::string gnuplot = "gnuplot";
+  bool no_plots = false;
+  bool quiet = false;
   experiments::CompareOptions options;
-  options.reference = args.option_or("reference", "");
-  options.seeds_in_names = args.flag("seeds-in-names");
-  options.bootstrap.replicates = args.integer("reps", 2000, 1, 10'000'000);
-  options.bootstrap.seed =
-      static_cast<std::uint64_t>(args.integer("seed", 0, 0, std::numeric_limits<long long>::max()));
-  if (const auto r = args.option("regime")) {
-    try {
-      options.regime = experiments::parse_regime(*r);
-    } catch (const experiments::ComparisonError& e) {
-      throw UsageError(std::string("--regime: ") + e.what());
-    }
-  }
-  std::vector<fs::path> dirs(args.positional().begin(), args.positional().end());
+};
+
+int run_compare(const CompareArgs& a) {
+  experiments::CompareOptions options = a.options;
+  if (a.regime) options.regime = experiments::parse_regime(*a.regime);
+  const std::vector<fs::path> dirs(a.dirs.begin(), a.dirs.end());
   const experiments::Comparison c = experiments::compare_agents(dirs, options);
-  const fs::path out = args.option("out") ? fs::path(*args.option("out")) : default_out_dir();
-  const experiments::ComparisonOutcome o = experiments::write_comparison(
-      c, out, args.option_or("gnuplot", "gnuplot"), !args.flag("no-plots"));
-  if (args.flag("quiet")) return 0;
+  const fs::path out = a.out ? fs::path(*a.out) : default_out_dir();
+  const experiments::ComparisonOutcome o =
+      experiments::write_comparison(c, out, a.gnuplot, !a.no_plots);
+  if (a.quiet) return 0;
   std::cout << "compared " << c.agents.size() << " agent" << (c.agents.size() == 1 ? "" : "s")
             << " over " << c.runs.size() << " run director" << (c.runs.size() == 1 ? "y" : "ies")
             << " on " << c.matrices.size() << " matri" << (c.matrices.size() == 1 ? "x" : "ces");
@@ -71,7 +71,8 @@ int run_compare(const std::vector<std::string>& argv) {
   std::cout << ", reference " << c.reference << "\n";
   for (const experiments::RegimeSection& s : c.sections) {
     // A regime that holds every matrix repeats the section of all matrices.
-    const bool repeats = s.regime != experiments::RegimeScope::all && s.matrices == c.matrices.size() &&
+    const bool repeats = s.regime != experiments::RegimeScope::all &&
+                         s.matrices == c.matrices.size() &&
                          c.sections.front().regime == experiments::RegimeScope::all;
     if (s.agents.empty() || repeats) continue;
     std::cout << "\n"
@@ -95,37 +96,67 @@ int run_compare(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const CommandRegistration kCompare(
-    {"compare", "compare agents over seeds (IQM, bootstrap intervals, P(improvement))",
-     "usage: sparserl compare RUN_DIR... [--out DIR] [--reference AGENT] [--reps N] [--seed S]\n"
-     "                        [--regime all|small|medium|large] [--seeds-in-names]\n"
-     "                        [--gnuplot PROGRAM] [--no-plots] [--quiet]\n\n"
-     "Compares the agents of several `sparserl bench` or `sparserl eval` run\n"
-     "directories with rliable's statistics. An agent's rows from different run\n"
-     "directories are its runs (seeds); the matrices every run answered are the\n"
-     "tasks. When runs of different experiments hold an agent of one name, each is\n"
-     "labelled EXPERIMENT/AGENT. Per agent and regime (all matrices, then large,\n"
-     "medium, small; large is the headline): the interquartile mean of the speedup\n"
-     "over cuSPARSE (failures as 1) and of the oracle fraction (failures as 0, when\n"
-     "results.csv has it), the geomean speedup, unbiased pass@1 and pass@k, the\n"
-     "compile rate, the share of novel correct answers (when results.csv has a\n"
-     "`novel` column), each with a stratified bootstrap 95% interval, and the\n"
-     "probability that the agent beats the reference on a random matrix. Without a\n"
-     "GPU (tested = 0) everything but the compile rate is n/a.\n\n"
-     "Writes DIR/compare.md (tables, notes, method, the runs read), DIR/compare.csv\n"
-     "(agent,regime,metric,point,low,high,...) and DIR/intervals.png (with gnuplot).\n\n"
-     "  --out DIR            the output folder (default: ./compare-<UTC time>)\n"
-     "  --reference AGENT    the agent others are compared with (default: the first)\n"
-     "  --reps N             bootstrap replicates (default 2000)\n"
-     "  --seed S             the bootstrap's seed (default 0)\n"
-     "  --regime R           report only this section: all (every matrix), small,\n"
-     "                       medium or large (default: all four sections)\n"
-     "  --seeds-in-names     an agent named NAME-sN is run N of NAME (seeds benched\n"
-     "                       side by side through bench.policies, e.g. grpo-s1, grpo-s2)\n"
-     "  --gnuplot PROGRAM    the gnuplot to use (default: gnuplot on PATH)\n"
-     "  --no-plots           write compare.md and compare.csv only\n"
-     "  --quiet              print nothing on success\n",
-     run_compare});
+Run declare_compare(CLI::App& app) {
+  app.description(
+      "Compares the agents of several `sparserl bench` or `sparserl eval` run\n"
+      "directories with rliable's statistics. An agent's rows from different "
+      "run\n"
+      "directories are its runs (seeds); the matrices every run answered are "
+      "the\n"
+      "tasks. When runs of different experiments hold an agent of one name, "
+      "each is\n"
+      "labelled EXPERIMENT/AGENT. Per agent and regime (all matrices, then "
+      "large,\n"
+      "medium, small; large is the headline): the interquartile mean of the "
+      "speedup\n"
+      "over cuSPARSE (failures as 1) and of the oracle fraction (failures as "
+      "0, when\n"
+      "results.csv has it), the geomean speedup, unbiased pass@1 and pass@k, "
+      "the\n"
+      "compile rate, the share of novel correct answers (when results.csv has "
+      "a\n"
+      "`novel` column), each with a stratified bootstrap 95% interval, and "
+      "the\n"
+      "probability that the agent beats the reference on a random matrix. "
+      "Without a\n"
+      "GPU (tested = 0) everything but the compile rate is n/a.\n"
+      "\n"
+      "Writes DIR/compare.md (tables, notes, method, the runs read), "
+      "DIR/compare.csv\n"
+      "(agent,regime,metric,point,low,high,...) and DIR/intervals.png (with "
+      "gnuplot).");
+  auto a = std::make_shared<CompareArgs>();
+  app.add_option("RUN_DIR", a->dirs, "the bench or eval run directories")->required();
+  app.add_option("--out", a->out, "the output folder (default: ./compare-<UTC time>)")
+      ->type_name("DIR");
+  app.add_option("--reference", a->options.reference,
+                 "the agent others are compared with (default: the first)")
+      ->type_name("AGENT");
+  app.add_option("--reps", a->options.bootstrap.replicates, "bootstrap replicates")
+      ->type_name("N")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{10'000'000}));
+  non_negative(app.add_option("--seed", a->options.bootstrap.seed, "the bootstrap's seed"))
+      ->type_name("S");
+  one_of(app.add_option("--regime", a->regime,
+                        "report only this section: all (every matrix), small, "
+                        "medium or large "
+                        "(default: all four sections)"),
+         {"all", "small", "medium", "large"});
+  app.add_flag("--seeds-in-names", a->options.seeds_in_names,
+               "an agent named NAME-sN is run N of NAME (seeds benched side by "
+               "side through "
+               "bench.policies, e.g. grpo-s1, grpo-s2)");
+  app.add_option("--gnuplot", a->gnuplot, "the gnuplot to use (default: gnuplot on PATH)")
+      ->type_name("PROGRAM");
+  app.add_flag("--no-plots", a->no_plots, "write compare.md and compare.csv only");
+  app.add_flag("--quiet", a->quiet, "print nothing on success");
+  return [a](const std::vector<std::string>&) { return run_compare(*a); };
+}
+
+const CommandRegistration kCompare(Command{
+    .name = "compare",
+    .summary = "compare agents over seeds (IQM, bootstrap intervals, P(improvement))",
+    .declare = declare_compare});
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -1,38 +1,56 @@
 // `sparserl config`: checks an experiment config and prints it resolved (every key with the value a
 // run would use), or prints the reference of every key as Markdown (docs/config.md).
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "sparserl/experiments/config.hpp"
 
 namespace sparserl::tools {
 namespace {
 
-int run_config(const std::vector<std::string>& argv) {
-  Args args(argv, {"markdown"});
-  args.allow_only({"set"});
-  if (args.flag("markdown")) {
-    std::cout << experiments::experiment_schema().render_markdown();
+struct ConfigArgs {
+  std::optional<std::string> file;
+  std::vector<std::string> overrides;
+  bool markdown = false;
+};
+
+Run declare_config(CLI::App& app) {
+  app.description(
+      "Reads CONFIG (or the defaults), applies the overrides, "
+      "checks every key and prints the\n"
+      "resolved config. --markdown prints the reference of every "
+      "key (docs/config.md).");
+  auto a = std::make_shared<ConfigArgs>();
+  CLI::Option* file = app.add_option("CONFIG", a->file, "the config file (default: the defaults)");
+  CLI::Option* set =
+      repeatable(app.add_option("--set", a->overrides, "override one key (repeatable)"))
+          ->type_name("KEY=VALUE");
+  app.add_flag("--markdown", a->markdown, "print the reference of every key as Markdown")
+      ->excludes(file)
+      ->excludes(set);
+  return [a](const std::vector<std::string>&) {
+    if (a->markdown) {
+      std::cout << experiments::experiment_schema().render_markdown();
+      return 0;
+    }
+    experiments::Config config =
+        a->file ? experiments::Config::load(*a->file, a->overrides) : experiments::Config();
+    if (!a->file) {
+      for (const std::string& o : a->overrides) config.set(o);
+    }
+    std::cout << config.to_toml();
     return 0;
-  }
-  if (args.positional().size() > 1) throw UsageError("expected at most one CONFIG file");
-  const std::vector<std::string> overrides = args.all("set");
-  experiments::Config config = args.positional().empty()
-                                   ? experiments::Config()
-                                   : experiments::Config::load(args.positional(0, "CONFIG"), overrides);
-  if (args.positional().empty()) {
-    for (const std::string& o : overrides) config.set(o);
-  }
-  std::cout << config.to_toml();
-  return 0;
+  };
 }
 
-const CommandRegistration kConfig({"config", "check a config file and print it resolved",
-                                   "usage: sparserl config [CONFIG] [--set section.key=value ...]\n"
-                                   "       sparserl config --markdown\n\n"
-                                   "Reads CONFIG (or the defaults), applies the overrides, checks every key and\n"
-                                   "prints the resolved config. --markdown prints the reference of every key.\n",
-                                   run_config});
+const CommandRegistration kConfig(Command{.name = "config",
+                                          .summary = "check a config file and print it resolved",
+                                          .declare = declare_config});
 
 }  // namespace
 }  // namespace sparserl::tools

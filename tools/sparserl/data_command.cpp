@@ -5,6 +5,8 @@
 // through a MatrixStore over --data-dir and the --index folders. This file holds the usage text,
 // the dispatch and the shared helpers (data_command.hpp); the benchmark split and the split report
 // are in data_split_command.cpp, fetching in data_fetch_command.cpp.
+#include "data_command.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -19,7 +22,7 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "data_command.hpp"
+#include "options.hpp"
 #include "sparserl/datasets/features.hpp"
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
@@ -33,70 +36,8 @@ namespace sparserl::tools::data {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
-    "usage: sparserl data SUBCOMMAND [ARGS...]\n"
-    "\n"
-    "Matrices, task URIs and splits. FILE is a Matrix Market file (.mtx, .mtx.gz, or a "
-    "SuiteSparse\n"
-    ".tar.gz archive); URI is suitesparse-v1/GROUP/NAME, gen-v1/KIND?key=value&... or file:PATH.\n"
-    "\n"
-    "  info FILE|URI [--json] [--member NAME] [--allow-non-finite]\n"
-    "      rows, cols, nnz, digest, the pattern features and (for files) what the reader saw\n"
-    "  convert IN OUT [--field real|integer|pattern] [--symmetric | --general] [--comment "
-    "TEXT]...\n"
-    "      Matrix Market to Matrix Market; IN is a FILE or URI; OUT ending in .gz is compressed,\n"
-    "      OUT ending in .tar.gz is a collection-style archive. Field and symmetry default to "
-    "IN's.\n"
-    "  generate URI --out FILE\n"
-    "      write the matrix of a gen-v1 URI as a Matrix Market file (kron finds its base matrix\n"
-    "      through --data-dir and --index)\n"
-    "  split --index INDEX.csv --name NAME --seed SEED [--ratios TRAIN,VAL,TEST] --out FILE\n"
-    "      make a version-1 split file of one index (ratios default 0.6,0.2,0.2); never\n"
-    "      overwrites\n"
-    "  split --benchmark --name NAME --seed SEED [--ratios TRAIN,VAL,TEST] --index PATH...\n"
-    "        [--catalogue CSV] --out FILE\n"
-    "      make a version-2 benchmark split: every matrix of each --index (source shared) and of\n"
-    "      the catalogue CSV (id,group,name,rows,cols,nnz; source catalogue), collection groups\n"
-    "      assigned whole to one part; never overwrites\n"
-    "  split FILE [--json]\n"
-    "      a split file's name, version, digest and sources; per part and regime its matrices,\n"
-    "      families and how many are present here (in DATA_DIR or an --index); the large\n"
-    "      regime's families per part\n"
-    "  fetch URI [--base-url URL] [--overwrite]\n"
-    "      download a suitesparse-v1 matrix into DATA_DIR/suitesparse/GROUP/NAME.tar.gz\n"
-    "      (base URL default: https://suitesparse-collection-website.herokuapp.com/MM)\n"
-    "  fetch --split FILE --part train|val|test [--regime small|medium|large]...\n"
-    "        [--source catalogue|shared|all] [--base-url URL] [--max N] [--dry-run]\n"
-    "      download the part's collection matrices that are not present (source catalogue by\n"
-    "      default; every matrix of a version-1 split); a failure is reported and the run goes\n"
-    "      on; exit 1 if any failed\n"
-    "  summary [DIR | --index INDEX.csv] [--json] [--strict]\n"
-    "      one line per matrix of a folder (every .mtx, .mtx.gz, .tar.gz under it) or of an "
-    "index:\n"
-    "      size, row lengths, bandwidth, diagonal share, read time, and whether it matches the "
-    "index.\n"
-    "      Without DIR or --index: the data directory. --strict: exit 1 if any matrix fails.\n"
-    "\n"
-    "common options:\n"
-    "  --data-dir DIR   where suitesparse-v1 URIs are found and fetched to\n"
-    "                   (default: $SPARSERL_DATA_DIR, else ./data)\n"
-    "  --index PATH     also look up suitesparse-v1 URIs in this SuiteSparse index (a folder with "
-    "an\n"
-    "                   INDEX.csv, or the CSV itself), e.g. ../shared/matrices; may be repeated\n"
-    "\n"
-    "exit status: 0 done, 1 an input could not be read or written, 2 bad arguments\n";
-
 // ---- shared helpers (data_command.hpp)
 // ------------------------------------------------------------------
-
-void allow_switches(const Args& args, std::string_view sub,
-                    const std::vector<std::string>& allowed) {
-  for (const std::string& name : kSwitches) {
-    if (args.flag(name) && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      throw UsageError("--" + name + " is not an option of `data " + std::string(sub) + "`");
-    }
-  }
-}
 
 ds::MatrixUri parse_uri_argument(const std::string& text) {
   try {
@@ -116,30 +57,25 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-ds::StoreOptions store_options(const Args& args) {
+ds::StoreOptions store_options(const DataArgs& args) {
   ds::StoreOptions options;
-  for (const std::string& index : args.all("index")) options.indexes.emplace_back(index);
+  options.indexes = args.where.index_paths();
   options.read = ds::ReadOptions();
-  options.read.allow_non_finite = args.flag("allow-non-finite");
-  options.read.archive_member = args.option_or("member", "");
+  options.read.allow_non_finite = args.allow_non_finite;
+  options.read.archive_member = args.member;
   return options;
 }
 
-fs::path data_dir(const Args& args) {
-  if (auto dir = args.option("data-dir")) return *dir;
-  return ds::default_data_dir();
-}
+fs::path data_dir(const DataArgs& args) { return args.where.data_dir_or_default(); }
 
-ds::SplitSpec split_spec(const Args& args) {
+ds::SplitSpec split_spec(const DataArgs& args) {
   ds::SplitSpec spec;
-  spec.name = args.required("name");
-  const std::string seed = args.required("seed");
-  auto [p, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), spec.seed);
-  if (ec != std::errc() || p != seed.data() + seed.size()) {
-    throw UsageError("--seed expects an unsigned 64-bit integer, got '" + seed + "'");
-  }
+  if (args.name.empty()) throw UsageError("--name is required");
+  if (!args.seed) throw UsageError("--seed is required");
+  spec.name = args.name;
+  spec.seed = *args.seed;
   try {
-    spec.ratios = ds::parse_ratios(args.option_or("ratios", "0.6,0.2,0.2"));
+    spec.ratios = ds::parse_ratios(args.ratios);
   } catch (const ds::SplitError& e) {
     throw UsageError(std::string("--ratios: ") + e.what());
   }
@@ -191,7 +127,7 @@ struct Input {
   double read_seconds = 0.0;
 };
 
-Input load_input(const std::string& what, const Args& args) {
+Input load_input(const std::string& what, const DataArgs& args) {
   Input in;
   in.label = what;
   const auto start = std::chrono::steady_clock::now();
@@ -216,16 +152,13 @@ Input load_input(const std::string& what, const Args& args) {
 // ---- info
 // ------------------------------------------------------------------------------------------
 
-int run_info(const Args& args) {
-  args.allow_only({"data-dir", "index", "member"});
-  allow_switches(args, "info", {"json", "allow-non-finite"});
-  if (args.positional().size() != 2) throw UsageError("info takes one FILE or URI");
-  const Input in = load_input(args.positional(1, "FILE or URI"), args);
+int run_info(const DataArgs& args) {
+  const Input in = load_input(*args.input, args);
   const ds::SparseMatrix& a = *in.matrix;
   const ds::MatrixFeatures features = ds::compute_features(a);
   const auto names = ds::feature_names();
   const auto values = features.to_vector();
-  if (args.flag("json")) {
+  if (args.json) {
     std::ostringstream out;
     out << "{\n  \"input\": " << experiments::json_quote(in.label) << ",\n";
     if (in.uri) out << "  \"uri\": " << experiments::json_quote(*in.uri) << ",\n";
@@ -302,38 +235,25 @@ void write_output(const fs::path& out, const ds::SparseMatrix& a, const ds::Writ
   }
 }
 
-int run_convert(const Args& args) {
-  args.allow_only({"data-dir", "index", "member", "field", "comment"});
-  allow_switches(args, "convert", {"symmetric", "general", "allow-non-finite"});
-  if (args.positional().size() != 3) throw UsageError("convert takes IN and OUT");
-  if (args.flag("symmetric") && args.flag("general")) {
-    throw UsageError("--symmetric and --general exclude each other");
-  }
+int run_convert(const DataArgs& args) {
   std::optional<ds::MmField> field;
-  if (auto f = args.option("field")) {
-    if (*f == "real")
-      field = ds::MmField::real;
-    else if (*f == "integer")
-      field = ds::MmField::integer;
-    else if (*f == "pattern")
-      field = ds::MmField::pattern;
-    else
-      throw UsageError("--field expects real, integer or pattern, got '" + *f + "'");
-  }
-  const Input in = load_input(args.positional(1, "IN"), args);
-  const fs::path out = args.positional(2, "OUT");
+  if (args.field == "real") field = ds::MmField::real;
+  if (args.field == "integer") field = ds::MmField::integer;
+  if (args.field == "pattern") field = ds::MmField::pattern;
+  const Input in = load_input(*args.input, args);
+  const fs::path out = args.output;
   ds::WriteOptions options;
   options.field = field.value_or(in.report ? in.report->field : ds::MmField::real);
-  if (args.flag("symmetric")) {
+  if (args.symmetric) {
     options.symmetric = true;
-  } else if (!args.flag("general") && in.report) {
+  } else if (!args.general && in.report) {
     const auto sym = in.report->symmetry;
     options.symmetric = (sym == ds::MmSymmetry::symmetric || sym == ds::MmSymmetry::hermitian) &&
                         ds::is_symmetric(*in.matrix);
   }
   if (in.report) options.comments = in.report->comments;
   options.comments.push_back("converted from " + in.label + " by sparserl data convert");
-  for (const std::string& c : args.all("comment")) options.comments.push_back(c);
+  for (const std::string& c : args.comments) options.comments.push_back(c);
   try {
     write_output(out, *in.matrix, options);
   } catch (const std::invalid_argument& e) {
@@ -345,16 +265,13 @@ int run_convert(const Args& args) {
   return 0;
 }
 
-int run_generate(const Args& args) {
-  args.allow_only({"out", "comment", "data-dir", "index"});
-  allow_switches(args, "generate", {});
-  if (args.positional().size() != 2) throw UsageError("generate takes one gen-v1 URI");
-  const ds::MatrixUri uri = parse_uri_argument(args.positional(1, "URI"));
+int run_generate(const DataArgs& args) {
+  const ds::MatrixUri uri = parse_uri_argument(*args.input);
   if (uri.scheme != ds::MatrixUri::Scheme::generated) {
     throw UsageError("generate takes a gen-v1 URI; for '" + uri.str() +
                      "' use `sparserl data convert`");
   }
-  const fs::path out = args.required("out");
+  const fs::path out = *args.out;
   const auto start = std::chrono::steady_clock::now();
   // The store is the loader of the real matrix a generator builds on (kron).
   ds::MatrixStore store(data_dir(args), store_options(args));
@@ -364,7 +281,7 @@ int run_generate(const Args& args) {
   ds::WriteOptions options;
   options.comments = {"generated by sparserl data generate", "uri: " + uri.str(),
                       "digest: " + a.digest()};
-  for (const std::string& c : args.all("comment")) options.comments.push_back(c);
+  for (const std::string& c : args.comments) options.comments.push_back(c);
   write_output(out, a, options);
   std::cout << "wrote " << out.string() << ": " << uri.str() << ", " << a.rows() << " x "
             << a.cols() << ", " << a.nnz() << " entries, digest " << a.digest() << " (generated in "
@@ -376,16 +293,12 @@ int run_generate(const Args& args) {
 // -----------------------------------------------------------------------------------------
 
 // data split --index INDEX.csv ... --out FILE: the version-1 split of one index.
-int run_split(const Args& args) {
-  args.allow_only({"index", "name", "seed", "ratios", "out"});
-  allow_switches(args, "split", {});
-  if (args.positional().size() != 1) {
-    throw UsageError("split takes one FILE to report on, or options to make a split (no FILE)");
-  }
-  const std::vector<std::string> indexes = args.all("index");
+int run_split(const DataArgs& args) {
+  const std::vector<std::string>& indexes = args.where.indexes;
   if (indexes.size() != 1) throw UsageError("split needs exactly one --index INDEX.csv");
   const ds::SplitSpec spec = split_spec(args);
-  const fs::path out = args.required("out");
+  if (!args.out) throw UsageError("--out is required");
+  const fs::path out = *args.out;
   const ds::SuiteSparseIndex index = ds::SuiteSparseIndex::read(ds::index_csv_path(indexes[0]));
   const ds::Split split = ds::make_split(index, spec);
   ds::write_split(out, split);
@@ -456,20 +369,12 @@ void summarise(SummaryRow& row, const ds::ReadOptions& read) {
   }
 }
 
-int run_summary(const Args& args) {
-  args.allow_only({"data-dir", "index", "member"});
-  allow_switches(args, "summary", {"json", "strict", "allow-non-finite"});
-  if (args.positional().size() > 2) throw UsageError("summary takes at most one DIR");
-  const std::vector<std::string> indexes = args.all("index");
-  if (args.positional().size() == 2 && !indexes.empty()) {
-    throw UsageError("summary takes a DIR or --index, not both");
-  }
+int run_summary(const DataArgs& args) {
   std::vector<SummaryRow> rows;
   std::optional<ds::SuiteSparseIndex> index;
   std::string what;
-  if (!indexes.empty()) {
-    if (indexes.size() != 1) throw UsageError("summary takes one --index");
-    index = ds::SuiteSparseIndex::read(ds::index_csv_path(indexes[0]));
+  if (args.summary_index) {
+    index = ds::SuiteSparseIndex::read(ds::index_csv_path(*args.summary_index));
     what = index->source();
     for (const ds::IndexEntry& e : index->entries()) {
       SummaryRow row;
@@ -479,8 +384,7 @@ int run_summary(const Args& args) {
       rows.push_back(std::move(row));
     }
   } else {
-    const fs::path dir =
-        args.positional().size() == 2 ? fs::path(args.positional(1, "DIR")) : data_dir(args);
+    const fs::path dir = args.input ? fs::path(*args.input) : data_dir(args);
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
       throw std::runtime_error(dir.string() +
@@ -517,7 +421,7 @@ int run_summary(const Args& args) {
     total_bytes += row.bytes;
     total_nnz += row.nnz;
   }
-  if (args.flag("json")) {
+  if (args.json) {
     std::ostringstream out;
     out << "[\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -580,33 +484,203 @@ int run_summary(const Args& args) {
     out << "\n";
     std::cout << out.str();
   }
-  if (args.flag("strict") && (failed > 0 || differs > 0)) return 1;
+  if (args.strict && (failed > 0 || differs > 0)) return 1;
   return 0;
 }
 
 // ---- dispatch
 // --------------------------------------------------------------------------------------
 
-int run_data(const std::vector<std::string>& argv) {
-  Args args(argv, kSwitches);
-  if (args.positional().empty()) throw UsageError("missing SUBCOMMAND");
-  const std::string& sub = args.positional(0, "SUBCOMMAND");
-  if (sub == "info") return run_info(args);
-  if (sub == "convert") return run_convert(args);
-  if (sub == "generate") return run_generate(args);
-  if (sub == "split") {
-    // A split FILE to report on, --benchmark to make a version-2 split, else a version-1 split.
-    if (args.flag("benchmark")) return run_benchmark_split(args);
-    if (args.positional().size() == 2 && !args.option("out")) return run_split_report(args);
-    return run_split(args);
-  }
-  if (sub == "fetch") return run_fetch(args);
-  if (sub == "summary") return run_summary(args);
-  throw UsageError("unknown subcommand '" + sub + "'");
+// --member NAME and --allow-non-finite: how a Matrix Market file is read.
+void add_read_options(CLI::App& sub, DataArgs& a) {
+  sub.add_option("--member", a.member, "the member of a .tar.gz archive to read")
+      ->type_name("NAME");
+  sub.add_flag("--allow-non-finite", a.allow_non_finite, "accept inf and nan values");
 }
 
-const CommandRegistration kData({"data", "matrices: info, convert, generate, split, fetch, summary",
-                                 kUsage, run_data});
+CLI::Option* add_comments(CLI::App& sub, DataArgs& a) {
+  return repeatable(
+             sub.add_option("--comment", a.comments, "a comment line for the output (repeatable)"))
+      ->type_name("TEXT");
+}
+
+Run declare_info(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
+  sub.add_option("FILE|URI", a->input, "a Matrix Market file or a matrix URI")->required();
+  sub.add_flag("--json", a->json, "print it as JSON");
+  add_read_options(sub, *a);
+  add_matrix_locations(sub, a->where);
+  return [a](const std::vector<std::string>&) { return run_info(*a); };
+}
+
+Run declare_convert(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
+  sub.add_option("IN", a->input, "a Matrix Market file or a matrix URI")->required();
+  sub.add_option("OUT", a->output,
+                 "the file to write: .gz is compressed, .tar.gz a collection-style archive")
+      ->required();
+  one_of(sub.add_option("--field", a->field, "the output's field (default: IN's)"),
+         {"real", "integer", "pattern"});
+  CLI::Option* symmetric =
+      sub.add_flag("--symmetric", a->symmetric, "write the lower triangle of a symmetric matrix");
+  sub.add_flag("--general", a->general, "write every entry (default: IN's symmetry)")
+      ->excludes(symmetric);
+  add_comments(sub, *a);
+  add_read_options(sub, *a);
+  add_matrix_locations(sub, a->where);
+  return [a](const std::vector<std::string>&) { return run_convert(*a); };
+}
+
+Run declare_generate(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
+  sub.add_option("URI", a->input, "a gen-v1 URI")->required();
+  sub.add_option("--out", a->out, "the Matrix Market file to write")->type_name("FILE")->required();
+  add_comments(sub, *a);
+  add_matrix_locations(sub, a->where);
+  return [a](const std::vector<std::string>&) { return run_generate(*a); };
+}
+
+// One subcommand, three forms: a split FILE to report on, --benchmark to make a version-2 split,
+// else a version-1 split of one index.
+Run declare_split(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
+  CLI::Option* file = sub.add_option("FILE", a->input, "a split file to report on");
+  CLI::Option* benchmark =
+      sub.add_flag("--benchmark", a->benchmark, "make a version-2 benchmark split");
+  repeatable(sub.add_option("--index", a->where.indexes,
+                            "a SuiteSparse index (INDEX.csv, or its folder): the one index of a "
+                            "version-1 split; with --benchmark one or more (source shared); with "
+                            "FILE where matrices are also looked up"))
+      ->type_name("PATH");
+  CLI::Option* catalogue = sub.add_option("--catalogue", a->catalogue,
+                                          "with --benchmark: the SuiteSparse catalogue CSV "
+                                          "(id,group,name,rows,cols,nnz; source catalogue)")
+                               ->type_name("CSV")
+                               ->multi_option_policy(CLI::MultiOptionPolicy::Throw)
+                               ->needs(benchmark);
+  CLI::Option* name = sub.add_option("--name", a->name, "the split's name")->type_name("NAME");
+  CLI::Option* seed = non_negative(sub.add_option("--seed", a->seed, "the seed of the assignment"))
+                          ->type_name("SEED");
+  CLI::Option* ratios =
+      sub.add_option("--ratios", a->ratios, "the parts' shares")->type_name("TRAIN,VAL,TEST");
+  CLI::Option* out = sub.add_option("--out", a->out, "the split file to write (never overwritten)")
+                         ->type_name("FILE");
+  sub.add_flag("--json", a->json, "with FILE: print the report as JSON")->needs(file);
+  add_data_dir(sub, a->where)->needs(file);
+  for (CLI::Option* making : {benchmark, catalogue, name, seed, ratios, out})
+    file->excludes(making);
+  return [a](const std::vector<std::string>&) {
+    if (a->benchmark) return run_benchmark_split(*a);
+    if (a->input) return run_split_report(*a);
+    return run_split(*a);
+  };
+}
+
+Run declare_fetch(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
+  CLI::Option* uri = sub.add_option("URI", a->input, "a suitesparse-v1 URI to download");
+  CLI::Option* split =
+      sub.add_option("--split", a->split, "download the missing matrices of a split's part")
+          ->type_name("FILE")
+          ->excludes(uri);
+  one_of(sub.add_option("--part", a->part, "the part of --split"), {"train", "val", "test"})
+      ->needs(split);
+  split->needs("--part");
+  one_of(repeatable(sub.add_option("--regime", a->regimes,
+                                   "only the matrices of this regime (repeatable)")),
+         {"small", "medium", "large"})
+      ->needs(split);
+  sub.add_option("--source", a->source,
+                 "which collection matrices: catalogue (default; every matrix of a version-1 "
+                 "split), shared or all")
+      ->type_name("catalogue|shared|all")
+      ->check(
+          [](const std::string& source) {
+            if (source == "generated") {
+              return std::string("generated matrices are made where they are used, not downloaded");
+            }
+            return source == "catalogue" || source == "shared" || source == "all"
+                       ? std::string()
+                       : source + " not in {catalogue,shared,all}";
+          },
+          "", "choice")
+      ->needs(split);
+  sub.add_option("--base-url", a->base_url, "where the collection's archives are")
+      ->type_name("URL");
+  sub.add_option("--max", a->max, "fetch at most N matrices")
+      ->type_name("N")
+      ->check(CLI::Range(0LL, std::numeric_limits<long long>::max()))
+      ->needs(split);
+  sub.add_flag("--dry-run", a->dry_run, "say what would be fetched, fetch nothing")->needs(split);
+  sub.add_flag("--overwrite", a->overwrite, "download URI again when it is present")
+      ->excludes(split);
+  add_data_dir(sub, a->where);
+  add_indexes(sub, a->where)->needs(split);
+  return [a](const std::vector<std::string>&) { return run_fetch(*a); };
+}
+
+Run declare_summary(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
+  CLI::Option* dir = sub.add_option(
+      "DIR", a->input, "a folder: every .mtx, .mtx.gz and .tar.gz under it (default: DATA_DIR)");
+  sub.add_option("--index", a->summary_index, "the matrices of a SuiteSparse index instead")
+      ->type_name("INDEX.csv")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Throw)
+      ->excludes(dir);
+  sub.add_flag("--json", a->json, "print the table as JSON");
+  sub.add_flag("--strict", a->strict, "exit 1 if any matrix fails or differs from the index");
+  add_read_options(sub, *a);
+  add_data_dir(sub, a->where);
+  return [a](const std::vector<std::string>&) { return run_summary(*a); };
+}
+
+Run declare_data(CLI::App& app) {
+  app.description(
+      "Matrices, task URIs and splits. FILE is a Matrix Market file (.mtx, .mtx.gz, or a "
+      "SuiteSparse\n.tar.gz archive); URI is suitesparse-v1/GROUP/NAME, "
+      "gen-v1/KIND?key=value&... or file:PATH.");
+  app.footer("exit status: 0 done, 1 an input could not be read or written, 2 bad arguments");
+  auto a = std::make_shared<DataArgs>();
+  Subcommands subcommands(app);
+  const auto with = [a](Run (*declare)(CLI::App&, const std::shared_ptr<DataArgs>&)) {
+    return [a, declare](CLI::App& sub) { return declare(sub, a); };
+  };
+  subcommands.add("info",
+                  "rows, cols, nnz, digest, the pattern features and (for files) what the reader "
+                  "saw",
+                  with(declare_info));
+  subcommands.add("convert",
+                  "Matrix Market to Matrix Market; IN is a FILE or URI; OUT ending in .gz is\n"
+                  "compressed, OUT ending in .tar.gz is a collection-style archive. Field and\n"
+                  "symmetry default to IN's.",
+                  with(declare_convert));
+  subcommands.add("generate",
+                  "write the matrix of a gen-v1 URI as a Matrix Market file (kron finds its base\n"
+                  "matrix through --data-dir and --index)",
+                  with(declare_generate));
+  subcommands.add(
+      "split",
+      "With FILE: a split file's name, version, digest and sources; per part and regime its\n"
+      "matrices, families and how many are present here (in DATA_DIR or an --index); the large\n"
+      "regime's families per part. With --benchmark: makes a version-2 benchmark split of every\n"
+      "matrix of each --index (source shared) and of the --catalogue CSV (source catalogue),\n"
+      "collection groups assigned whole to one part. Otherwise: makes a version-1 split of one\n"
+      "--index. A split file is never overwritten.",
+      with(declare_split));
+  subcommands.add(
+      "fetch",
+      "With URI: downloads a suitesparse-v1 matrix into DATA_DIR/suitesparse/GROUP/NAME.tar.gz.\n"
+      "With --split FILE --part P: downloads the part's collection matrices that are not present\n"
+      "(source catalogue by default; every matrix of a version-1 split); a failure is reported\n"
+      "and the run goes on; exit 1 if any failed.",
+      with(declare_fetch));
+  subcommands.add(
+      "summary",
+      "one line per matrix of a folder (every .mtx, .mtx.gz, .tar.gz under it) or of an index:\n"
+      "size, row lengths, bandwidth, diagonal share, read time, and whether it matches the index.\n"
+      "Without DIR or --index: the data directory. --strict: exit 1 if any matrix fails.",
+      with(declare_summary));
+  return subcommands.run();
+}
+
+const CommandRegistration kData(Command{
+    .name = "data",
+    .summary = "matrices: info, convert, generate, split, fetch, summary",
+    .declare = declare_data});
 
 }  // namespace
 }  // namespace sparserl::tools::data

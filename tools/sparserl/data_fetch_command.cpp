@@ -30,18 +30,15 @@ std::string megabytes(std::uintmax_t bytes) {
   return fixed(static_cast<double>(bytes) / 1e6, bytes < 100'000'000 ? 2 : 1) + " MB";
 }
 
-ds::DownloadOptions download_options(const Args& args) {
+ds::DownloadOptions download_options(const DataArgs& args) {
   ds::DownloadOptions options;
-  options.base_url = args.option_or("base-url", std::string(ds::kDefaultSuiteSparseBaseUrl));
-  options.overwrite = args.flag("overwrite");
+  options.base_url = args.base_url;
+  options.overwrite = args.overwrite;
   return options;
 }
 
-int run_fetch_uri(const Args& args) {
-  args.allow_only({"data-dir", "base-url"});
-  allow_switches(args, "fetch", {"overwrite"});
-  if (args.positional().size() != 2) throw UsageError("fetch takes one suitesparse-v1 URI");
-  const ds::MatrixUri uri = parse_uri_argument(args.positional(1, "URI"));
+int run_fetch_uri(const DataArgs& args) {
+  const ds::MatrixUri uri = parse_uri_argument(*args.input);
   if (uri.scheme != ds::MatrixUri::Scheme::suitesparse) {
     throw UsageError("fetch takes a suitesparse-v1 URI, not '" + uri.str() + "'");
   }
@@ -76,45 +73,31 @@ int run_fetch_uri(const Args& args) {
 
 // Which entries of the part to fetch: --regime (repeatable) and --source. A version-1 split has
 // no regimes and lists the matrices of its one index, so its default source is every entry.
-ds::SplitSelection fetch_selection(const Args& args, const ds::Split& split) {
+ds::SplitSelection fetch_selection(const DataArgs& args, const ds::Split& split) {
   ds::SplitSelection selection;
   const bool v1 = split.version == ds::Split::kFormatVersion;
-  for (const std::string& text : args.all("regime")) {
+  for (const std::string& text : args.regimes) {
     const auto regime = ds::parse_regime(text);
-    if (!regime) throw UsageError("--regime expects small, medium or large, got '" + text + "'");
     if (v1) {
       throw UsageError("--regime: " + split.name +
                        " is a version-1 split file, which records no regimes");
     }
     selection.regimes.push_back(*regime);
   }
-  const std::string source = args.option_or("source", v1 ? "all" : "catalogue");
+  const std::string source = args.source.value_or(v1 ? "all" : "catalogue");
   if (source == "all") {
     selection.sources = {ds::MatrixSource::shared, ds::MatrixSource::catalogue};
-  } else if (source == "shared" || source == "catalogue") {
-    selection.sources = {*ds::parse_matrix_source(source)};
-  } else if (source == "generated") {
-    throw UsageError(
-        "--source generated: generated matrices are made where they are used, "
-        "not downloaded");
   } else {
-    throw UsageError("--source expects catalogue, shared or all, got '" + source + "'");
+    selection.sources = {*ds::parse_matrix_source(source)};  // shared or catalogue
   }
   return selection;
 }
 
 // data fetch --split FILE --part P: the part's missing collection matrices, one after another.
-int run_fetch_split(const Args& args) {
-  args.allow_only({"data-dir", "index", "split", "part", "regime", "source", "base-url", "max"});
-  allow_switches(args, "fetch", {"dry-run"});
-  if (args.positional().size() != 1)
-    throw UsageError("fetch takes a URI or --split FILE, not both");
-  const std::string part_text = args.required("part");
-  const auto part = ds::parse_split_part(part_text);
-  if (!part) throw UsageError("--part expects train, val or test, got '" + part_text + "'");
-  const long long max = args.integer("max", std::numeric_limits<long long>::max(), 0,
-                                     std::numeric_limits<long long>::max());
-  const ds::Split split = ds::read_split(args.required("split"));
+int run_fetch_split(const DataArgs& args) {
+  const auto part = ds::parse_split_part(args.part);
+  const long long max = args.max;
+  const ds::Split split = ds::read_split(*args.split);
   const ds::SplitSelection selection = fetch_selection(args, split);
   const ds::DownloadOptions options = download_options(args);
   const fs::path dir = data_dir(args);
@@ -132,12 +115,12 @@ int run_fetch_split(const Args& args) {
     }
   }
   const std::size_t attempt = std::min<std::size_t>(missing.size(), static_cast<std::size_t>(max));
-  std::cout << "split " << split.name << " (" << args.required("split") << "), part "
-            << ds::to_string(*part) << ", " << selection.describe() << ": " << selected
-            << " collection matrices, " << already << " present, " << missing.size() << " missing";
+  std::cout << "split " << split.name << " (" << *args.split << "), part " << ds::to_string(*part)
+            << ", " << selection.describe() << ": " << selected << " collection matrices, "
+            << already << " present, " << missing.size() << " missing";
   if (attempt < missing.size()) std::cout << ", " << attempt << " to fetch (--max " << max << ")";
   std::cout << "\nfrom " << options.base_url << " into " << dir.string() << std::endl;
-  if (args.flag("dry-run")) {
+  if (args.dry_run) {
     for (std::size_t i = 0; i < attempt; ++i) {
       const ds::MatrixUri uri = ds::MatrixUri::parse(missing[i].uri);
       std::cout << "would fetch " << uri.str() << " (" << missing[i].nnz << " nonzeros) from "
@@ -179,9 +162,9 @@ int run_fetch_split(const Args& args) {
 
 }  // namespace
 
-int run_fetch(const Args& args) {
-  if (args.option("split")) return run_fetch_split(args);
-  if (args.option("part")) throw UsageError("--part goes with --split FILE");
+int run_fetch(const DataArgs& args) {
+  if (args.split) return run_fetch_split(args);
+  if (!args.input) throw UsageError("fetch takes a suitesparse-v1 URI or --split FILE --part P");
   return run_fetch_uri(args);
 }
 

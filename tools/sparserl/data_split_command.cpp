@@ -248,15 +248,13 @@ std::string report_text(const fs::path& file, const ds::Split& split,
 
 }  // namespace
 
-int run_split_report(const Args& args) {
-  args.allow_only({"data-dir", "index"});
-  allow_switches(args, "split", {"json"});
-  const fs::path file = args.positional(1, "FILE");
+int run_split_report(const DataArgs& args) {
+  const fs::path file = *args.input;
   const ds::Split split = ds::read_split(file);
   const ds::MatrixStore store(data_dir(args), store_options(args));
   const std::vector<PartReport> parts = tally_split(split, store);
-  std::cout << (args.flag("json") ? report_json(file, split, parts, store)
-                                  : report_text(file, split, parts, store));
+  std::cout << (args.json ? report_json(file, split, parts, store)
+                          : report_text(file, split, parts, store));
   return 0;
 }
 
@@ -471,17 +469,12 @@ std::string benchmark_summary(const fs::path& out_file, const ds::Split& split,
 
 }  // namespace
 
-int run_benchmark_split(const Args& args) {
-  args.allow_only({"index", "catalogue", "name", "seed", "ratios", "out"});
-  allow_switches(args, "split --benchmark", {"benchmark"});
-  if (args.positional().size() != 1)
-    throw UsageError("split --benchmark takes no FILE (use --out)");
+int run_benchmark_split(const DataArgs& args) {
   const ds::SplitSpec spec = split_spec(args);
-  const fs::path out = args.required("out");
-  const std::vector<std::string> indexes = args.all("index");
-  const std::vector<std::string> catalogues = args.all("catalogue");
+  if (!args.out) throw UsageError("--out is required");
+  const fs::path out = *args.out;
+  const std::vector<std::string>& indexes = args.where.indexes;
   if (indexes.empty()) throw UsageError("split --benchmark needs at least one --index");
-  if (catalogues.size() > 1) throw UsageError("split --benchmark takes one --catalogue");
   std::error_code ec;
   if (fs::exists(out, ec)) {  // before minutes of reading; write_split checks again atomically
     throw ds::SplitError(out.string() +
@@ -491,7 +484,7 @@ int run_benchmark_split(const Args& args) {
   BenchmarkInputs in;
   // The cheap checks of every input first, then the minutes of reading.
   read_shared_indexes(indexes, in);
-  if (!catalogues.empty()) add_catalogue(catalogues[0], in);
+  if (args.catalogue) add_catalogue(*args.catalogue, in);
   load_shared(in);
   add_generated(in);
   std::vector<ds::SplitSource> sources = in.sources;

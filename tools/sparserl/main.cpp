@@ -1,6 +1,7 @@
 // `sparserl`: the project's command line. Each command group lives in its own file and registers
-// itself (cli.hpp); this file only dispatches, prints help, and turns exceptions into exit codes:
-// 0 success, 1 a failure with a message naming the input, 2 bad arguments (usage printed). A fatal
+// itself (cli.hpp); this file only prints the list of commands and hands the arguments to the one
+// named, whose parse and run (cli.cpp) turn failures into exit codes: 0 success, 1 a failure with
+// a message naming the input, 2 bad arguments (usage printed). A fatal
 // signal (a bug of ours, or of a library) prints a raw backtrace before the process dies the way
 // it would have, so a crash in a long run leaves something to report.
 #include <execinfo.h>
@@ -145,21 +146,5 @@ int main(int argc, char** argv) {
     print_overview(std::cerr);
     return 2;
   }
-  const sparserl::tools::Command& command = it->second;
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  for (const std::string& a : rest) {
-    if (a == "--help" || a == "-h") {
-      std::cout << command.usage;
-      return 0;
-    }
-  }
-  try {
-    return command.run(rest);
-  } catch (const sparserl::tools::UsageError& e) {
-    std::cerr << "sparserl " << command.name << ": " << e.what() << "\n\n" << command.usage;
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "sparserl " << command.name << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  return sparserl::tools::run_command(it->second, {args.begin() + 1, args.end()});
 }

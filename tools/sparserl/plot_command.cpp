@@ -3,39 +3,49 @@
 // after a run was interrupted. Options come from the run's config.resolved.toml ([report],
 // [checkpoints]); flags override them.
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "sparserl/experiments/config.hpp"
 #include "sparserl/experiments/report.hpp"
 
 namespace sparserl::tools {
 namespace {
 
-int run_plot(const std::vector<std::string>& argv) {
-  Args args(argv, {"no-plots", "quiet"});
-  args.allow_only({"gnuplot", "curve", "set"});
-  if (args.positional().size() != 1) throw UsageError("expected one run directory (RUN_DIR)");
-  const std::filesystem::path dir = args.positional(0, "RUN_DIR");
+struct PlotArgs {
+  std::string dir;
+  std::optional<std::string> gnuplot;
+  std::vector<std::string> curves;
+  std::vector<std::string> overrides;
+  bool no_plots = false;
+  bool quiet = false;
+};
+
+int run_plot(const PlotArgs& a) {
+  const std::filesystem::path dir = a.dir;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     throw std::runtime_error(dir.string() + ": not a folder");
 
   const std::filesystem::path resolved = dir / "config.resolved.toml";
   experiments::ReportOptions options;
-  const std::vector<std::string> overrides = args.all("set");
   if (std::filesystem::exists(resolved, ec)) {
-    options = experiments::report_options(experiments::Config::load(resolved, overrides));
+    options = experiments::report_options(experiments::Config::load(resolved, a.overrides));
   } else {
     experiments::Config config;
-    for (const std::string& o : overrides) config.set(o);
+    for (const std::string& o : a.overrides) config.set(o);
     options = experiments::report_options(config);
   }
-  if (const auto g = args.option("gnuplot")) options.gnuplot = *g;
-  if (const auto curves = args.all("curve"); !curves.empty()) options.curves = curves;
-  if (args.flag("no-plots")) options.plots = false;
+  if (a.gnuplot) options.gnuplot = *a.gnuplot;
+  if (!a.curves.empty()) options.curves = a.curves;
+  if (a.no_plots) options.plots = false;
 
   const experiments::ReportOutcome outcome = experiments::write_report(dir, options);
-  if (!args.flag("quiet")) {
+  if (!a.quiet) {
     std::cout << "wrote " << outcome.report.string() << "\n";
     for (const auto& png : outcome.plots) std::cout << "drew  " << png.string() << "\n";
     for (const auto& s : outcome.skipped) std::cout << "skipped " << s << "\n";
@@ -43,23 +53,39 @@ int run_plot(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const CommandRegistration kPlot(
-    {"plot", "re-render a run directory's report.md and plots",
-     "usage: sparserl plot RUN_DIR [--gnuplot PROGRAM] [--curve NAME ...] [--no-plots]\n"
-     "                    [--set section.key=value ...] [--quiet]\n\n"
-     "Writes RUN_DIR/report.md (run facts from run.json, training curves from\n"
-     "metrics.jsonl, per-agent and per-matrix tables from results.csv, checkpoints)\n"
-     "and draws RUN_DIR/plots/*.png with gnuplot (each with its .dat and .gp).\n"
-     "Without gnuplot the report is written with its tables and says the plots\n"
-     "were skipped. Options default to the run's config.resolved.toml ([report],\n"
-     "[checkpoints]).\n\n"
-     "  --gnuplot PROGRAM   the gnuplot to use (default: report.gnuplot)\n"
-     "  --curve NAME        a statistic of metrics.jsonl to plot (repeatable;\n"
-     "                      replaces report.curves)\n"
-     "  --no-plots          write report.md only\n"
-     "  --set KEY=VALUE     override a key of the run's config for the report\n"
-     "  --quiet             print nothing on success\n",
-     run_plot});
+Run declare_plot(CLI::App& app) {
+  app.description(
+      "Writes RUN_DIR/report.md (run facts from run.json, training "
+      "curves from\n"
+      "metrics.jsonl, per-agent and per-matrix tables from "
+      "results.csv, checkpoints)\n"
+      "and draws RUN_DIR/plots/*.png with gnuplot (each with its "
+      ".dat and .gp).\n"
+      "Without gnuplot the report is written with its tables and "
+      "says the plots\n"
+      "were skipped. Options default to the run's "
+      "config.resolved.toml ([report],\n"
+      "[checkpoints]).");
+  auto a = std::make_shared<PlotArgs>();
+  app.add_option("RUN_DIR", a->dir, "the run directory")->required();
+  app.add_option("--gnuplot", a->gnuplot, "the gnuplot to use (default: report.gnuplot)")
+      ->type_name("PROGRAM");
+  repeatable(app.add_option("--curve", a->curves,
+                            "a statistic of metrics.jsonl to plot (repeatable; replaces "
+                            "report.curves)"))
+      ->type_name("NAME");
+  app.add_flag("--no-plots", a->no_plots, "write report.md only");
+  repeatable(app.add_option("--set", a->overrides,
+                            "override a key of the run's config for the report (repeatable)"))
+      ->type_name("KEY=VALUE");
+  app.add_flag("--quiet", a->quiet, "print nothing on success");
+  return [a](const std::vector<std::string>&) { return run_plot(*a); };
+}
+
+const CommandRegistration kPlot(Command{
+    .name = "plot",
+    .summary = "re-render a run directory's report.md and plots",
+    .declare = declare_plot});
 
 }  // namespace
 }  // namespace sparserl::tools

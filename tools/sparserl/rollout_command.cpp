@@ -15,11 +15,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/env/agent.hpp"
@@ -38,47 +40,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-constexpr const char* kUsage =
-    "usage: sparserl rollout --agent random|template (--split FILE | --matrix URI...) --episodes "
-    "N\n"
-    "                        [--mask none|syntax] [--compile-only] [--out FILE.h5] [--json] "
-    "[--seed S]\n"
-    "\n"
-    "Runs N episodes of an agent through SparseCudaEnv (a VectorEnv of --envs environments, "
-    "evaluations\n"
-    "in the evaluator's sandboxed worker pool) and prints: episodes, compile rate, correct rate, "
-    "mean\n"
-    "reward, steps/s, evaluations/s.\n"
-    "\n"
-    "  --agent random|template  random: uniform over the action mask; template: the kernel design\n"
-    "                           space's template search (its best program per task, token by "
-    "token)\n"
-    "  --split FILE             tasks from a split file (--part train|val, default train)\n"
-    "  --matrix URI             a task matrix (suitesparse-v1/..., gen-v1/..., file:...); may "
-    "repeat\n"
-    "  --episodes N             episodes to finish\n"
-    "  --mask none|syntax       the action mask (default syntax)\n"
-    "  --compile-only           stop after the compile stage even where a GPU is present\n"
-    "  --out FILE.h5            record every episode (docs/trajectories.md)\n"
-    "  --json                   print the summary as one JSON object\n"
-    "  --seed S                 base seed (environment i uses S + i; default 0)\n"
-    "\n"
-    "more options:\n"
-    "  --envs N                 environments (default min(4, N))\n"
-    "  --max-tokens T           tokens per episode (default 4096)\n"
-    "  --op spmv|spmm --dtype f32|f64 --k K   the task (default spmv f32, k 8 for spmm)\n"
-    "  --order sequential|shuffled            task order (default sequential)\n"
-    "  --data-dir DIR           where suitesparse-v1 matrices are (default $SPARSERL_DATA_DIR or "
-    "./data)\n"
-    "  --index DIR              a SuiteSparse index folder, e.g. ../shared/matrices; may repeat\n"
-    "  --worker PATH            the sparserl-worker executable (default: beside sparserl)\n"
-    "  --compile-workers N      compile worker processes (default: one per core)\n"
-    "  --vocab FILE             a vocabulary file (default: the standard cuda-c-v1)\n"
-    "  --run-id ID              recorded in the trajectory file (default rollout-AGENT-SEED-TIME)\n"
-    "  --template-budget B      programs the template search measures per task (default 8)\n"
-    "\n"
-    "exit status: 0 done, 1 a failure (named), 2 bad arguments\n";
 
 // The template search as an env::Agent: the first action of an episode runs (or looks up) the
 // search for the task; the episode then spells the best program's tokens.
@@ -144,136 +105,105 @@ std::string number(double v, int digits = 4) {
   return buf;
 }
 
-int run_rollout(const std::vector<std::string>& argv) {
-  const Args args(argv, {"compile-only", "json"});
-  args.allow_only({"agent", "split",  "part",           "matrix",     "episodes", "mask",
-                   "out",   "seed",   "envs",           "max-tokens", "op",       "dtype",
-                   "k",     "order",  "data-dir",       "index",      "worker",   "compile-workers",
-                   "vocab", "run-id", "template-budget"});
-  if (!args.positional().empty())
-    throw UsageError("unexpected argument '" + args.positional().front() + "'");
-  const std::string agent_name = args.required("agent");
-  if (agent_name != "random" && agent_name != "template") {
-    throw UsageError("--agent must be random or template, not '" + agent_name + "'");
-  }
-  const long long episodes = args.integer("episodes", -1, 1, 100000000);
-  if (episodes < 1) throw UsageError("--episodes N is required");
-  const auto mask = env::parse_mask_mode(args.option_or("mask", "syntax"));
-  if (!mask) throw UsageError("--mask must be none or syntax");
-  const auto seed = static_cast<std::uint64_t>(args.integer("seed", 0, 0, 9200000000000000000LL));
-  const int envs =
-      static_cast<int>(args.integer("envs", std::min<long long>(4, episodes), 1, 4096));
-  const bool compile_only = args.flag("compile-only");
+struct RolloutArgs {
+  std::string agent;
+  std::optional<std::string> split;
+  datasets::SplitPart part = datasets::SplitPart::train;
+  std::vector<std::string> matrices;
+  long long episodes = 0;
+  std::string mask = "syntax";
+  bool compile_only = false;
+  std::optional<std::string> out;
+  bool json = false;
+  std::uint64_t seed = 0;
+  std::optional<int> envs;
+  int max_tokens = env::EnvConfig{}.max_tokens;
+  std::string op = "spmv";
+  std::string dtype = "f32";
+  datasets::Index k = 8;
+  std::string order = "sequential";
+  MatrixLocations where;
+  std::optional<std::string> worker;
+  int compile_workers = 0;
+  std::optional<std::string> vocab;
+  std::optional<std::string> run_id;
+  int template_budget = 8;
+};
+
+env::TaskSource rollout_tasks(const RolloutArgs& a) {
   env::TaskTemplate what;
-  const auto op = datasets::parse_op(args.option_or("op", "spmv"));
-  const auto dtype = datasets::parse_dtype(args.option_or("dtype", "f32"));
-  if (!op) throw UsageError("--op must be spmv or spmm");
-  if (!dtype) throw UsageError("--dtype must be f32 or f64");
-  what.op = *op;
-  what.dtype = *dtype;
-  what.k = static_cast<datasets::Index>(args.integer("k", 8, 1, 1 << 20));
-  const auto order = env::parse_task_order(args.option_or("order", "sequential"));
-  if (!order || *order == env::TaskOrder::weighted)
-    throw UsageError("--order must be sequential or shuffled");
+  what.op = *datasets::parse_op(a.op);
+  what.dtype = *datasets::parse_dtype(a.dtype);
+  what.k = a.k;
+  const env::TaskOrder order = *env::parse_task_order(a.order);
+  if (a.split) return env::TaskSource::from_split(*a.split, a.part, what, order);
+  if (a.matrices.empty()) throw UsageError("give --split FILE or --matrix URI");
+  return env::TaskSource::from_uris(a.matrices, what, order);
+}
 
-  // Tasks.
-  const std::vector<std::string> uris = args.all("matrix");
-  const auto split = args.option("split");
-  if (uris.empty() == !split)
-    throw UsageError("give either --split FILE or --matrix URI (not both)");
-  env::TaskSource tasks = [&] {
-    if (split) {
-      const auto part = non_test_part(args, "rollout");
-      return env::TaskSource::from_split(*split, part, what, *order);
-    }
-    return env::TaskSource::from_uris(uris, what, *order);
-  }();
-
-  env::EnvConfig config;
-  config.max_tokens = static_cast<int>(args.integer("max-tokens", config.max_tokens, 1, 1 << 20));
-  config.mask = *mask;
-  config.seed = seed;
-  if (auto problem = config.validate()) throw UsageError(*problem);
-
-  // The pieces.
-  const fs::path data_dir =
-      args.option("data-dir") ? fs::path(*args.option("data-dir")) : datasets::default_data_dir();
-  datasets::StoreOptions store_options;
-  for (const std::string& index : args.all("index")) store_options.indexes.emplace_back(index);
-  store_options.cache_capacity = 4;
-  auto store = std::make_shared<datasets::MatrixStore>(data_dir, store_options);
-  auto vocabulary =
-      args.option("vocab")
-          ? std::make_shared<const env::Vocabulary>(env::Vocabulary::load(*args.option("vocab")))
-          : std::make_shared<const env::Vocabulary>(env::Vocabulary::standard());
-  auto tokenizer = std::make_shared<const env::Tokenizer>(vocabulary);
-
-  env::EvaluatorBackendOptions evaluator;
-  if (auto worker = args.option("worker")) evaluator.worker = *worker;
-  evaluator.compile_workers = static_cast<int>(args.integer("compile-workers", 0, 0, 1024));
-  evaluator.compile_only = compile_only;
-  evaluator.data_dir = data_dir;
-  evaluator.indexes = store_options.indexes;
-  auto backend = env::make_evaluator_backend(evaluator);
-
-
-  // The agent.
-  std::unique_ptr<env::Agent> agent;
+// The agent and, for the template agent, the search it spells out (which must outlive it).
+struct RolloutAgent {
 #ifdef SPARSERL_ROLLOUT_HAVE_KERNELS
   std::unique_ptr<kernels::EvaluatorBackend> search_evaluator;
   std::unique_ptr<kernels::TemplateSearchAgent> search;
 #endif
-  if (agent_name == "random") {
-    agent = std::make_unique<env::RandomAgent>(seed, vocabulary);
-  } else {
+  std::unique_ptr<env::Agent> agent;
+};
+
+RolloutAgent make_agent(const RolloutArgs& a, env::EvaluatorBackend& backend,
+                        datasets::MatrixStore& store,
+                        const std::shared_ptr<const env::Vocabulary>& vocabulary,
+                        const std::shared_ptr<const env::Tokenizer>& tokenizer) {
+  RolloutAgent out;
+  if (a.agent == "random") {
+    out.agent = std::make_unique<env::RandomAgent>(a.seed, vocabulary);
+    return out;
+  }
 #ifdef SPARSERL_ROLLOUT_HAVE_KERNELS
     // The search measures its candidates on the same Evaluator (one worker pool).
-    search_evaluator = std::make_unique<kernels::EvaluatorBackend>(backend->evaluator());
-    kernels::SearchOptions so;
-    so.budget = static_cast<int>(args.integer("template-budget", 8, 1, 100000));
-    so.finalists = std::min(so.finalists, so.budget);
-    search = std::make_unique<kernels::TemplateSearchAgent>(*search_evaluator, *store, so);
-    agent = std::make_unique<TemplateAgent>(*search, tokenizer);
+  out.search_evaluator = std::make_unique<kernels::EvaluatorBackend>(backend.evaluator());
+  kernels::SearchOptions so;
+  so.budget = a.template_budget;
+  so.finalists = std::min(so.finalists, so.budget);
+  out.search = std::make_unique<kernels::TemplateSearchAgent>(*out.search_evaluator, store, so);
+  out.agent = std::make_unique<TemplateAgent>(*out.search, tokenizer);
+  return out;
 #else
-    throw std::runtime_error(
-        "--agent template needs the kernel design space (agents/kernels), which "
-        "this build does not have");
+  (void)backend;
+  (void)store;
+  (void)tokenizer;
+  throw std::runtime_error(
+      "--agent template needs the kernel design space (agents/kernels), which "
+      "this build does not have");
 #endif
-  }
+}
 
-  // The recorder.
-  const std::string run_id =
-      args.option_or("run-id", "rollout-" + agent_name + "-" + std::to_string(seed) + "-" +
-                                   std::to_string(static_cast<long long>(std::time(nullptr))));
-  std::unique_ptr<env::TrajectoryWriter> writer;
-  if (auto out = args.option("out")) {
-    env::TrajectoryFileInfo info;
-    info.run_id = run_id;
-    std::ostringstream cmd;
-    cmd << "sparserl rollout";
-    for (const std::string& a : argv) cmd << " " << a;
-    cmd << "\n# evaluator: " << backend->describe() << "\n# tasks: " << tasks.describe()
-        << "\n# max_tokens " << config.max_tokens << ", mask " << env::to_string(config.mask)
-        << ", K " << config.observation.nnz_samples << ", D " << config.observation.embedding_dim
-        << "\n";
-    info.config = cmd.str();
-    info.vocabulary_name = vocabulary->name();
-    info.vocabulary_digest = vocabulary->digest();
-    info.created_by = "sparserl rollout";
-    writer = std::make_unique<env::TrajectoryWriter>(*out, info);
-  }
+// --out FILE.h5: a recorder of every episode, or null without the option.
+std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const RolloutArgs& a,
+                                                         const std::vector<std::string>& argv,
+                                                         const env::EvaluatorBackend& backend,
+                                                         const env::TaskSource& tasks,
+                                                         const env::EnvConfig& config,
+                                                         const env::Vocabulary& vocabulary) {
+  if (!a.out) return nullptr;
+  env::TrajectoryFileInfo info;
+  info.run_id = a.run_id.value_or("rollout-" + a.agent + "-" + std::to_string(a.seed) + "-" +
+                                  std::to_string(static_cast<long long>(std::time(nullptr))));
+  std::ostringstream cmd;
+  cmd << command_line("rollout", argv) << "\n# evaluator: " << backend.describe()
+      << "\n# tasks: " << tasks.describe() << "\n# max_tokens " << config.max_tokens << ", mask "
+      << env::to_string(config.mask) << ", K " << config.observation.nnz_samples << ", D "
+      << config.observation.embedding_dim << "\n";
+  info.config = cmd.str();
+  info.vocabulary_name = vocabulary.name();
+  info.vocabulary_digest = vocabulary.digest();
+  info.created_by = "sparserl rollout";
+  return std::make_unique<env::TrajectoryWriter>(*a.out, info);
+}
 
-  // The run.
-  env::VectorEnvConfig vc;
-  vc.num_envs = envs;
-  vc.batch_size = 1;
-  vc.autoreset = env::AutoReset::same_step;
-  vc.seed = seed;
-  env::VectorEnv venv(vc, [&](int id) {
-    env::TaskSource mine = tasks;
-    if (mine.order() == env::TaskOrder::sequential) mine.shard(id, envs);
-    return std::make_unique<env::SparseCudaEnv>(config, tokenizer, mine, store, backend, id);
-  });
+// Drives `episodes` episodes of `agent` through `venv` (each recorded to `writer`, if any).
+Summary run_episodes(env::VectorEnv& venv, env::Agent& agent, long long episodes, int envs,
+                     std::uint64_t seed, env::TrajectoryWriter* writer) {
   Summary summary;
   venv.on_episode([&](const env::Episode& e) {
     if (summary.episodes >= episodes) return;  // an extra episode of the last round
@@ -292,9 +222,8 @@ int run_rollout(const std::vector<std::string>& argv) {
       }
       ++summary.errors[std::string(reward::to_string(e.eval->error))];
     }
-    if (writer) writer->append(e, agent->policy_id());
+    if (writer != nullptr) writer->append(e, agent.policy_id());
   });
-  const auto start = Clock::now();
   env::VectorStep step = venv.reset(seed);
   long long started = envs;
   while (summary.episodes < episodes) {
@@ -310,7 +239,7 @@ int run_rollout(const std::vector<std::string>& argv) {
       observations.push_back(std::move(step.observations[i]));
     }
     if (!ids.empty()) {
-      const env::ActionBatch actions = agent->act(observations);
+      const env::ActionBatch actions = agent.act(observations);
       std::vector<env::StepAnnotation> notes;
       for (std::size_t i = 0; i < actions.size(); ++i) notes.push_back(actions.annotation(i));
       venv.send(actions.tokens, ids, notes);
@@ -320,6 +249,54 @@ int run_rollout(const std::vector<std::string>& argv) {
       throw std::logic_error("rollout stalled: no environment has a step in flight");
     }
   }
+  return summary;
+}
+
+int run_rollout(const RolloutArgs& a, const std::vector<std::string>& argv) {
+  const int envs = a.envs.value_or(static_cast<int>(std::min<long long>(4, a.episodes)));
+  env::TaskSource tasks = rollout_tasks(a);
+  env::EnvConfig config;
+  config.max_tokens = a.max_tokens;
+  config.mask = *env::parse_mask_mode(a.mask);
+  config.seed = a.seed;
+  if (auto problem = config.validate()) throw UsageError(*problem);
+
+  // The pieces.
+  const fs::path data_dir = a.where.data_dir_or_default();
+  datasets::StoreOptions store_options;
+  store_options.indexes = a.where.index_paths();
+  store_options.cache_capacity = 4;
+  auto store = std::make_shared<datasets::MatrixStore>(data_dir, store_options);
+  auto vocabulary = a.vocab
+                        ? std::make_shared<const env::Vocabulary>(env::Vocabulary::load(*a.vocab))
+                        : std::make_shared<const env::Vocabulary>(env::Vocabulary::standard());
+  auto tokenizer = std::make_shared<const env::Tokenizer>(vocabulary);
+
+  env::EvaluatorBackendOptions evaluator;
+  if (a.worker) evaluator.worker = *a.worker;
+  evaluator.compile_workers = a.compile_workers;
+  evaluator.compile_only = a.compile_only;
+  evaluator.data_dir = data_dir;
+  evaluator.indexes = store_options.indexes;
+  auto backend = env::make_evaluator_backend(evaluator);
+  const RolloutAgent made = make_agent(a, *backend, *store, vocabulary, tokenizer);
+  const std::unique_ptr<env::Agent>& agent = made.agent;
+  const std::unique_ptr<env::TrajectoryWriter> writer =
+      trajectory_writer(a, argv, *backend, tasks, config, *vocabulary);
+
+  // The run.
+  env::VectorEnvConfig vc;
+  vc.num_envs = envs;
+  vc.batch_size = 1;
+  vc.autoreset = env::AutoReset::same_step;
+  vc.seed = a.seed;
+  env::VectorEnv venv(vc, [&](int id) {
+    env::TaskSource mine = tasks;
+    if (mine.order() == env::TaskOrder::sequential) mine.shard(id, envs);
+    return std::make_unique<env::SparseCudaEnv>(config, tokenizer, mine, store, backend, id);
+  });
+  const auto start = Clock::now();
+  const Summary summary = run_episodes(venv, *agent, a.episodes, envs, a.seed, writer.get());
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   const auto steps = static_cast<double>(venv.stats().steps);
   const bool gpu = backend->gpu_available();
@@ -331,7 +308,7 @@ int run_rollout(const std::vector<std::string>& argv) {
   const double geomean_speedup =
       summary.timed > 0 ? std::exp(summary.speedup_log_sum / static_cast<double>(summary.timed))
                         : 0.0;
-  if (args.flag("json")) {
+  if (a.json) {
     std::cout << "{\"agent\":" << experiments::json_quote(agent->policy_id())
               << ",\"episodes\":" << summary.episodes << ",\"terminated\":" << summary.terminated
               << ",\"truncated\":" << summary.truncated << ",\"evaluated\":" << summary.evaluated
@@ -387,9 +364,72 @@ int run_rollout(const std::vector<std::string>& argv) {
   return 0;
 }
 
+Run declare_rollout(CLI::App& app) {
+  app.description(
+      "Runs N episodes of an agent through SparseCudaEnv (a VectorEnv of --envs environments,\n"
+      "evaluations in the evaluator's sandboxed worker pool) and prints: episodes, compile rate,\n"
+      "correct rate, mean reward, steps/s, evaluations/s.");
+  app.footer("exit status: 0 done, 1 a failure (named), 2 bad arguments");
+  auto a = std::make_shared<RolloutArgs>();
+  one_of(app.add_option("--agent", a->agent,
+                        "random: uniform over the action mask; template: the kernel design "
+                        "space's template search (its best program per task, token by token)"),
+         {"random", "template"})
+      ->required();
+  CLI::Option* split = app.add_option("--split", a->split, "tasks from a split file (its --part)")
+                           ->type_name("FILE");
+  add_non_test_part(app, a->part, "rollout")->needs(split);
+  repeatable(app.add_option("--matrix", a->matrices,
+                            "a task matrix (suitesparse-v1/..., gen-v1/..., file:...); may repeat"))
+      ->type_name("URI")
+      ->excludes(split);
+  app.add_option("--episodes", a->episodes, "episodes to finish")
+      ->type_name("N")
+      ->required()
+      ->check(CLI::Range(1LL, 100'000'000LL));
+  one_of(app.add_option("--mask", a->mask, "the action mask"), {"none", "syntax"});
+  app.add_flag("--compile-only", a->compile_only,
+               "stop after the compile stage even where a GPU is present");
+  app.add_option("--out", a->out, "record every episode (docs/trajectories.md)")
+      ->type_name("FILE.h5");
+  app.add_flag("--json", a->json, "print the summary as one JSON object");
+  non_negative(app.add_option("--seed", a->seed, "base seed (environment i uses S + i)"))
+      ->type_name("S");
+  app.add_option("--envs", a->envs, "environments (default min(4, N))")
+      ->type_name("N")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--max-tokens", a->max_tokens, "tokens per episode")
+      ->type_name("T")
+      ->check(CLI::Range(1, 1 << 20));
+  one_of(app.add_option("--op", a->op, "the operation of the tasks"), {"spmv", "spmm"});
+  one_of(app.add_option("--dtype", a->dtype, "the value type of the tasks"), {"f32", "f64"});
+  app.add_option("--k", a->k, "dense columns of SpMM tasks")
+      ->type_name("K")
+      ->check(CLI::Range(datasets::Index{1}, datasets::Index{1 << 20}));
+  one_of(app.add_option("--order", a->order, "task order"), {"sequential", "shuffled"});
+  add_matrix_locations(app, a->where);
+  app.add_option("--worker", a->worker, "the sparserl-worker executable (default: beside sparserl)")
+      ->type_name("PATH");
+  app.add_option("--compile-workers", a->compile_workers,
+                 "compile worker processes (default 0: one per core)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--vocab", a->vocab, "a vocabulary file (default: the standard cuda-c-v1)")
+      ->type_name("FILE");
+  app.add_option("--run-id", a->run_id,
+                 "recorded in the trajectory file (default rollout-AGENT-SEED-TIME)")
+      ->type_name("ID");
+  app.add_option("--template-budget", a->template_budget,
+                 "programs the template search measures per task")
+      ->type_name("B")
+      ->check(CLI::Range(1, 100000));
+  return [a](const std::vector<std::string>& argv) { return run_rollout(*a, argv); };
+}
+
 const CommandRegistration kRegistration(Command{
-    "rollout", "run an agent's episodes through the environment and summarise them", kUsage,
-    run_rollout});
+    .name = "rollout",
+    .summary = "run an agent's episodes through the environment and summarise them",
+    .declare = declare_rollout});
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -10,11 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/datasets/task.hpp"
@@ -29,102 +32,37 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kUsage =
-    "usage: sparserl tune (--split FILE [--part train|val|test] | --matrix URI...)\n"
-    "                     [--op spmv|spmm[,..]] [--dtype f32|f64[,..]] [--k K[,..]] --out DIR\n"
-    "                     [--budget N] [--finalists N] [--sft-per-task N [--sft-within F]]\n"
-    "                     [--limit N] [--data-dir DIR] [--index DIR]...\n"
-    "                     [--compile-workers N] [--compile-only] [--verbose]\n"
-    "       sparserl tune --list [--op spmv|spmm] [--dtype f32|f64]\n"
-    "       sparserl tune --show ID [--op spmv|spmm] [--dtype f32|f64]\n"
-    "\n"
-    "Searches the kernel design space for the fastest correct program of every task with the\n"
-    "evaluator (sandboxed workers, cuSPARSE as the baseline) and writes, under DIR:\n"
-    "  best/NAME.cu      the best program of each task\n"
-    "  candidates.csv    every evaluated candidate: design, verdict, times, speedup, bandwidth\n"
-    "  summary.md        per task: cuSPARSE time, best time, speedup, bandwidth fraction, design;\n"
-    "                    geomean speedups of small (< 200k nonzeros) and large matrices\n"
-    "  dataset.h5        HDF5: /candidates (every evaluation), /sft (SFT pairs: the best program\n"
-    "                    per task, and with --sft-per-task more near-best ones),\n"
-    "                    /corpus (every distinct correct program)\n"
-    "Without a GPU every candidate is only checked and compiled, nothing is ranked by time.\n"
-    "\n"
-    "  --split FILE      a split file (datasets/splits/*.split); its SuiteSparse matrices\n"
-    "  --part P          train (default) or val (the test part: sparserl bench --part test)\n"
-    "  --matrix URI      a matrix URI or Matrix Market file (repeatable)\n"
-    "  --op OPS          spmv (default), spmm, or both comma-separated\n"
-    "  --dtype TYPES     f32 (default), f64, or both comma-separated\n"
-    "  --k KS            dense columns of SpMM (default 32), comma-separated for several\n"
-    "  --out DIR         the output folder (created; files in it are replaced)\n"
-    "  --budget N        programs measured per task in the first round (default 16); spaces\n"
-    "                    pruned to N or fewer are measured exhaustively with the full protocol\n"
-    "  --finalists N     re-measured with the full protocol after screening (default 4)\n"
-    "  --sft-per-task N  SFT pairs per task (default 1: the best); the others are the next\n"
-    "                    fastest distinct correct programs timed like the best, within F\n"
-    "  --sft-within F    of the best's speedup (default 0.9: at most best time / 0.9)\n"
-    "  --limit N         only the first N matrices\n"
-    "  --data-dir DIR    where suitesparse-v1 matrices are found (default $SPARSERL_DATA_DIR or\n"
-    "                    ./data)\n"
-    "  --index DIR       a folder with an INDEX.csv of SuiteSparse matrices (repeatable), e.g.\n"
-    "                    ../shared/matrices\n"
-    "  --compile-workers N  compile workers (default one per core)\n"
-    "  --compile-only    stop every evaluation after the compile stage\n"
-    "  --verbose         print the evaluator's log to stderr\n"
-    "\n"
-    "The corpus and SFT pairs of the shared train split:\n"
-    "  sparserl tune --split datasets/splits/shared-v1.split --part train --op spmv,spmm \\\n"
-    "      --dtype f32,f64 --k 8,32 --index ../shared/matrices --out runs/tune-shared-v1-train\n"
-    "\n"
-    "Exit status: 0 when every task was searched, 1 when a matrix could not be loaded (the other\n"
-    "tasks are still searched and written), 2 for bad arguments.\n";
+struct TuneArgs {
+  std::optional<std::string> split;
+  datasets::SplitPart part = datasets::SplitPart::train;
+  std::vector<std::string> matrices;
+  std::vector<std::string> ops = {"spmv"};
+  std::vector<std::string> dtypes = {"f32"};
+  std::vector<datasets::Index> ks;  // empty: 32
+  std::string out;
+  int budget = 16;
+  int finalists = 4;
+  std::optional<int> sft_per_task;
+  std::optional<double> sft_within;
+  int limit = 0;
+  MatrixLocations where;
+  int compile_workers = 0;
+  bool compile_only = false;
+  bool verbose = false;
+  bool list = false;
+  std::optional<std::string> show;
+};
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream s(text);
-  std::string item;
-  while (std::getline(s, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-std::vector<datasets::Op> parse_ops(const std::string& text) {
+// The values of --op and --dtype, checked by the parser.
+std::vector<datasets::Op> ops_of(const TuneArgs& a) {
   std::vector<datasets::Op> out;
-  for (const std::string& item : split_commas(text)) {
-    auto op = datasets::parse_op(item);
-    if (!op)
-      throw UsageError("--op must be spmv, spmm or both comma-separated, got '" + text + "'");
-    out.push_back(*op);
-  }
-  if (out.empty()) throw UsageError("--op is empty");
+  for (const std::string& op : a.ops) out.push_back(*datasets::parse_op(op));
   return out;
 }
 
-std::vector<datasets::DType> parse_dtypes(const std::string& text) {
+std::vector<datasets::DType> dtypes_of(const TuneArgs& a) {
   std::vector<datasets::DType> out;
-  for (const std::string& item : split_commas(text)) {
-    auto d = datasets::parse_dtype(item);
-    if (!d)
-      throw UsageError("--dtype must be f32, f64 or both comma-separated, got '" + text + "'");
-    out.push_back(*d);
-  }
-  if (out.empty()) throw UsageError("--dtype is empty");
-  return out;
-}
-
-std::vector<datasets::Index> parse_ks(const std::string& text) {
-  std::vector<datasets::Index> out;
-  for (const std::string& item : split_commas(text)) {
-    try {
-      std::size_t used = 0;
-      const long long k = std::stoll(item, &used);
-      if (used != item.size() || k < 1 || k > 4096) throw std::out_of_range(item);
-      out.push_back(static_cast<datasets::Index>(k));
-    } catch (const std::exception&) {
-      throw UsageError("--k must be integers in 1..4096, comma-separated, got '" + text + "'");
-    }
-  }
-  if (out.empty()) throw UsageError("--k is empty");
+  for (const std::string& dtype : a.dtypes) out.push_back(*datasets::parse_dtype(dtype));
   return out;
 }
 
@@ -167,11 +105,11 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write '" + path.string() + "'");
 }
 
-int list_space(const Args& args, bool show) {
-  const auto ops = parse_ops(args.option_or("op", "spmv"));
-  const auto dtypes = parse_dtypes(args.option_or("dtype", "f32"));
-  if (show) {
-    const std::string id = *args.option("show");
+int list_space(const TuneArgs& a) {
+  const auto ops = ops_of(a);
+  const auto dtypes = dtypes_of(a);
+  if (a.show && !a.list) {
+    const std::string& id = *a.show;
     std::cout << kernels::render_program(kernels::DesignPoint::parse(ops[0], dtypes[0], id));
     return 0;
   }
@@ -186,45 +124,28 @@ int list_space(const Args& args, bool show) {
   return 0;
 }
 
-int run_tune(const std::vector<std::string>& argv) {
-  const Args args(argv, {"compile-only", "verbose", "list"});
-  args.allow_only({"split", "part", "matrix", "op", "dtype", "k", "out", "budget", "finalists",
-                   "sft-per-task", "sft-within", "limit", "data-dir", "index", "compile-workers",
-                   "show"});
-  if (args.flag("list") || args.option("show")) return list_space(args, !args.flag("list"));
-  if (!args.positional().empty()) {
-    throw UsageError("unexpected argument '" + args.positional()[0] + "'");
-  }
-
-  // The matrices.
+// The tasks of the run, grouped by matrix (the GPU worker keeps one matrix loaded at a time), and
+// where their matrices come from (for the log).
+std::vector<datasets::Task> tune_tasks(const TuneArgs& a, std::string& source) {
   std::vector<std::string> uris;
-  const auto split_file = args.option("split");
-  const auto matrices = args.all("matrix");
-  if (split_file.has_value() == !matrices.empty()) {
-    throw UsageError("give either --split FILE or one or more --matrix URI");
-  }
-  std::string source;
-  if (split_file) {
-    const std::string part_text = args.option_or("part", "train");
-    const auto part = non_test_part(args, "tune");
-    const datasets::Split split = datasets::read_split(*split_file);
-    uris = split.uris(part);
-    source = "split " + split.name + " part " + part_text;
+  if (a.split) {
+    const datasets::Split split = datasets::read_split(*a.split);
+    uris = split.uris(a.part);
+    source = "split " + split.name + " part " + std::string(datasets::to_string(a.part));
   } else {
-    if (args.option("part")) throw UsageError("--part applies to --split only");
-    for (const std::string& m : matrices) uris.push_back(matrix_uri(m));
+    if (a.matrices.empty())
+      throw UsageError("give either --split FILE or one or more --matrix URI");
+    for (const std::string& m : a.matrices) uris.push_back(matrix_uri(m));
     source = std::to_string(uris.size()) + " matrices";
   }
-  const long long limit = args.integer("limit", 0, 0, 1'000'000);
-  if (limit > 0 && static_cast<std::size_t>(limit) < uris.size()) uris.resize(limit);
+  if (a.limit > 0 && static_cast<std::size_t>(a.limit) < uris.size()) uris.resize(a.limit);
 
-  const auto ops = parse_ops(args.option_or("op", "spmv"));
-  const auto dtypes = parse_dtypes(args.option_or("dtype", "f32"));
-  const auto ks = parse_ks(args.option_or("k", "32"));
-  if (args.option("k") && std::find(ops.begin(), ops.end(), datasets::Op::spmm) == ops.end()) {
+  const auto ops = ops_of(a);
+  const auto dtypes = dtypes_of(a);
+  const std::vector<datasets::Index> ks = a.ks.empty() ? std::vector<datasets::Index>{32} : a.ks;
+  if (!a.ks.empty() && std::find(ops.begin(), ops.end(), datasets::Op::spmm) == ops.end()) {
     throw UsageError("--k applies to spmm only");
   }
-  // Tasks grouped by matrix: the GPU worker keeps one matrix loaded at a time.
   std::vector<datasets::Task> tasks;
   for (const std::string& uri : uris) {
     for (auto op : ops) {
@@ -237,28 +158,33 @@ int run_tune(const std::vector<std::string>& argv) {
       }
     }
   }
+  return tasks;
+}
 
-  const fs::path out_dir = args.required("out");
+int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
+  if (a.list || a.show) return list_space(a);
+  std::string source;
+  const std::vector<datasets::Task> tasks = tune_tasks(a, source);
+  const fs::path out_dir = a.out;
+  if (out_dir.empty()) throw UsageError("--out DIR is required");
   kernels::SearchOptions options;
-  options.budget = static_cast<int>(args.integer("budget", 16, 1, 10000));
-  options.finalists = static_cast<int>(args.integer("finalists", 4, 1, 1000));
+  options.budget = a.budget;
+  options.finalists = a.finalists;
   kernels::SftSelection selection;
-  selection.per_task = static_cast<int>(args.integer("sft-per-task", 1, 1, 1000));
-  selection.within = args.real("sft-within", 0.9);
+  selection.per_task = a.sft_per_task.value_or(1);
+  selection.within = a.sft_within.value_or(0.9);
   if (!(selection.within > 0 && selection.within <= 1)) {
-    throw UsageError("--sft-within must be in (0, 1], got " + *args.option("sft-within"));
-  }
-  if (args.option("sft-within") && !args.option("sft-per-task")) {
-    throw UsageError("--sft-within applies with --sft-per-task N (N > 1)");
+    std::ostringstream message;
+    message << "--sft-within must be in (0, 1], got " << selection.within;
+    throw UsageError(message.str());
   }
 
   reward::EvaluatorConfig config;
-  if (auto dir = args.option("data-dir")) config.data_dir = *dir;
-  for (const std::string& index : args.all("index")) config.index_dirs.emplace_back(index);
-  config.compile_workers = static_cast<int>(args.integer("compile-workers", 0, 0, 1024));
-  const bool compile_only = args.flag("compile-only");
-  if (compile_only) config.gpu_workers = 0;
-  const bool verbose = args.flag("verbose");
+  if (a.where.data_dir) config.data_dir = *a.where.data_dir;
+  config.index_dirs = a.where.index_paths();
+  config.compile_workers = a.compile_workers;
+  if (a.compile_only) config.gpu_workers = 0;
+  const bool verbose = a.verbose;
   config.log = [verbose](std::string_view line) {
     if (verbose) std::cerr << "sparserl tune: " << line << '\n';
   };
@@ -273,10 +199,8 @@ int run_tune(const std::vector<std::string>& argv) {
   kernels::EvaluatorBackend backend(evaluator);
   kernels::TemplateSearch search(backend, store, options);
 
-  std::string command = "sparserl tune";
-  for (const std::string& a : argv) command += " " + a;
   kernels::TuningRunInfo info;
-  info.command = command;
+  info.command = command_line("tune", argv);
   info.device = backend.gpu_available() ? backend.device() : std::string();
   info.started_utc = utc_now();
   info.protocol = "screen (" + options.screen.str() + "), full (" + options.full.str() + ")";
@@ -340,8 +264,89 @@ int run_tune(const std::vector<std::string>& argv) {
   return 0;
 }
 
-const CommandRegistration kTune{
-    {"tune", "search the kernel design space per matrix (template search)", kUsage, run_tune}};
+Run declare_tune(CLI::App& app) {
+  app.description(
+      "Searches the kernel design space for the fastest correct program of every task with the\n"
+      "evaluator (sandboxed workers, cuSPARSE as the baseline) and writes, under DIR:\n"
+      "  best/NAME.cu      the best program of each task\n"
+      "  candidates.csv    every evaluated candidate: design, verdict, times, speedup, bandwidth\n"
+      "  summary.md        per task: cuSPARSE time, best time, speedup, bandwidth fraction, "
+      "design;\n"
+      "                    geomean speedups of small (< 200k nonzeros) and large matrices\n"
+      "  dataset.h5        HDF5: /candidates (every evaluation), /sft (SFT pairs: the best "
+      "program\n"
+      "                    per task, and with --sft-per-task more near-best ones),\n"
+      "                    /corpus (every distinct correct program)\n"
+      "Without a GPU every candidate is only checked and compiled, nothing is ranked by time.\n"
+      "`sparserl tune --list` and `sparserl tune --show ID` (with --op and --dtype) print the\n"
+      "design space and one point's program instead.");
+  app.footer(
+      "The corpus and SFT pairs of the shared train split:\n"
+      "  sparserl tune --split datasets/splits/shared-v1.split --part train --op spmv,spmm \\\n"
+      "      --dtype f32,f64 --k 8,32 --index ../shared/matrices --out runs/tune-shared-v1-train\n"
+      "\n"
+      "Exit status: 0 when every task was searched, 1 when a matrix could not be loaded (the "
+      "other\ntasks are still searched and written), 2 for bad arguments.");
+  auto a = std::make_shared<TuneArgs>();
+  CLI::Option* split = app.add_option("--split", a->split,
+                                      "a split file (datasets/splits/*.split); its SuiteSparse "
+                                      "matrices")
+                           ->type_name("FILE");
+  add_non_test_part(app, a->part, "tune")->needs(split);
+  repeatable(
+      app.add_option("--matrix", a->matrices, "a matrix URI or Matrix Market file (repeatable)"))
+      ->type_name("URI")
+      ->excludes(split);
+  one_of(app.add_option("--op", a->ops, "spmv (default), spmm, or both comma-separated"),
+         {"spmv", "spmm"})
+      ->delimiter(',');
+  one_of(app.add_option("--dtype", a->dtypes, "f32 (default), f64, or both comma-separated"),
+         {"f32", "f64"})
+      ->delimiter(',');
+  app.add_option("--k", a->ks, "dense columns of SpMM (default 32), comma-separated for several")
+      ->type_name("K")
+      ->delimiter(',')
+      ->check(CLI::Range(datasets::Index{1}, datasets::Index{4096}));
+  app.add_option("--out", a->out, "the output folder (created; files in it are replaced)")
+      ->type_name("DIR");
+  app.add_option("--budget", a->budget,
+                 "programs measured per task in the first round; spaces pruned to N or fewer "
+                 "are measured exhaustively with the full protocol")
+      ->type_name("N")
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--finalists", a->finalists, "re-measured with the full protocol after screening")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000));
+  CLI::Option* per_task =
+      app.add_option("--sft-per-task", a->sft_per_task,
+                     "SFT pairs per task (default 1: the best); the others are the next fastest "
+                     "distinct correct programs timed like the best, within F")
+          ->type_name("N")
+          ->check(CLI::Range(1, 1000));
+  app.add_option("--sft-within", a->sft_within,
+                 "of the best's speedup (default 0.9: at most best time / 0.9)")
+      ->type_name("F")
+      ->needs(per_task);
+  app.add_option("--limit", a->limit, "only the first N matrices (default 0: all)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1'000'000));
+  add_matrix_locations(app, a->where);
+  app.add_option("--compile-workers", a->compile_workers,
+                 "compile workers (default 0: one per core)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1024));
+  app.add_flag("--compile-only", a->compile_only, "stop every evaluation after the compile stage");
+  app.add_flag("--verbose", a->verbose, "print the evaluator's log to stderr");
+  app.add_flag("--list", a->list, "print the design space's points (of --op and --dtype)");
+  app.add_option("--show", a->show, "print the program of design point ID (of --op and --dtype)")
+      ->type_name("ID");
+  return [a](const std::vector<std::string>& argv) { return run_tune(*a, argv); };
+}
+
+const CommandRegistration kTune(Command{
+    .name = "tune",
+    .summary = "search the kernel design space per matrix (template search)",
+    .declare = declare_tune});
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -9,11 +9,14 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
+#include "options.hpp"
 #include "sparserl/env/action_mask.hpp"
 #include "sparserl/env/tokenizer.hpp"
 #if __has_include("sparserl/kernels/design_space.hpp")
@@ -25,26 +28,6 @@ namespace sparserl::tools {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kUsage =
-    "usage: sparserl vocab SUBCOMMAND [ARGS...]\n"
-    "\n"
-    "The environment's token vocabularies (env/vocab/NAME.vocab).\n"
-    "\n"
-    "  build --out FILE [--name NAME] [--locals N] [--corpus DIR]... [--no-design-space]\n"
-    "      a vocabulary from the fixed token lists, the kernel ABI registry and the corpus: every\n"
-    "      .cu file under each --corpus DIR (default: reward/programs under the source tree, when\n"
-    "      found) and the kernel design space's programs. Builtins the corpus calls without\n"
-    "      declaring them are added. Name default cuda-c-v1, locals default 128.\n"
-    "  show [FILE] [--json]\n"
-    "      name, size, digest and the tokens by class (default: the standard vocabulary)\n"
-    "  encode PROGRAM [--vocab FILE]\n"
-    "      the program's token ids, then its decoded (canonical) text\n"
-    "  check [--vocab FILE] [--corpus DIR]... [--no-design-space]\n"
-    "      encodes every corpus program: round trip, syntax-mask acceptance, longest sequence,\n"
-    "      most locals; exit 1 when a program fails\n"
-    "\n"
-    "exit status: 0 done, 1 a failure (named), 2 bad arguments\n";
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -72,9 +55,11 @@ std::vector<fs::path> default_corpus_dirs() {
   return dirs;
 }
 
-std::vector<CorpusProgram> load_corpus(const Args& args) {
-  std::vector<fs::path> dirs;
-  for (const std::string& d : args.all("corpus")) dirs.emplace_back(d);
+// The programs of the --corpus folders (or the default one) and, with `design_space`, of the
+// kernel design space.
+std::vector<CorpusProgram> load_corpus(const std::vector<std::string>& corpus_dirs,
+                                       bool design_space) {
+  std::vector<fs::path> dirs(corpus_dirs.begin(), corpus_dirs.end());
   if (dirs.empty()) dirs = default_corpus_dirs();
   std::vector<CorpusProgram> corpus;
   for (const fs::path& dir : dirs) {
@@ -88,7 +73,7 @@ std::vector<CorpusProgram> load_corpus(const Args& args) {
     for (const fs::path& f : files) corpus.push_back({f.string(), read_file(f)});
   }
 #ifdef SPARSERL_VOCAB_HAVE_KERNELS
-  if (!args.flag("no-design-space")) {
+  if (design_space) {
     for (datasets::Op op : {datasets::Op::spmv, datasets::Op::spmm}) {
       for (datasets::DType dtype : {datasets::DType::f32, datasets::DType::f64}) {
         const kernels::DesignSpace space(op, dtype);
@@ -104,20 +89,25 @@ std::vector<CorpusProgram> load_corpus(const Args& args) {
   return corpus;
 }
 
-std::shared_ptr<const env::Vocabulary> vocabulary_of(const Args& args) {
-  if (auto file = args.option("vocab")) {
-    return std::make_shared<const env::Vocabulary>(env::Vocabulary::load(*file));
-  }
+std::shared_ptr<const env::Vocabulary> vocabulary_of(const std::optional<std::string>& file) {
+  if (file) return std::make_shared<const env::Vocabulary>(env::Vocabulary::load(*file));
   return std::make_shared<const env::Vocabulary>(env::Vocabulary::standard());
 }
 
-int run_build(const Args& args) {
-  args.allow_only({"out", "name", "locals", "corpus"});
-  env::VocabularyOptions options;
-  options.name = args.option_or("name", std::string(env::Vocabulary::kStandardName));
-  options.locals = static_cast<int>(args.integer("locals", options.locals, 1, 4096));
-  const fs::path out = args.required("out");
-  const std::vector<CorpusProgram> corpus = load_corpus(args);
+struct VocabArgs {
+  std::string out;                   // build
+  env::VocabularyOptions options;    // build: --name, --locals
+  std::vector<std::string> corpus;   // build, check
+  bool no_design_space = false;      // build, check
+  std::optional<std::string> file;   // show FILE, encode PROGRAM
+  std::optional<std::string> vocab;  // encode, check
+  bool json = false;                 // show
+};
+
+int run_build(const VocabArgs& a) {
+  env::VocabularyOptions options = a.options;
+  const fs::path out = a.out;
+  const std::vector<CorpusProgram> corpus = load_corpus(a.corpus, !a.no_design_space);
   const env::Tokenizer lists(
       std::make_shared<const env::Vocabulary>(env::Vocabulary::build(options)));
   for (const CorpusProgram& p : corpus) {
@@ -138,15 +128,12 @@ int run_build(const Args& args) {
   return 0;
 }
 
-int run_show(const Args& args) {
-  args.allow_only({});
-  const env::Vocabulary v = args.positional().size() > 1
-                                ? env::Vocabulary::load(args.positional()[1])
-                                : env::Vocabulary::standard();
+int run_show(const VocabArgs& a) {
+  const env::Vocabulary v = a.file ? env::Vocabulary::load(*a.file) : env::Vocabulary::standard();
   std::map<std::string, std::vector<std::string>> by_class;
   for (const env::TokenSpec& t : v.tokens())
     by_class[std::string(env::to_string(t.cls))].push_back(t.text);
-  if (args.flag("json")) {
+  if (a.json) {
     std::cout << "{\"name\":\"" << v.name() << "\",\"size\":" << v.size() << ",\"digest\":\""
               << v.digest() << "\",\"classes\":{";
     bool first = true;
@@ -174,10 +161,9 @@ int run_show(const Args& args) {
   return 0;
 }
 
-int run_encode(const Args& args) {
-  args.allow_only({"vocab"});
-  const std::string& file = args.positional(1, "the program file");
-  const env::Tokenizer tokenizer(vocabulary_of(args));
+int run_encode(const VocabArgs& a) {
+  const std::string& file = *a.file;
+  const env::Tokenizer tokenizer(vocabulary_of(a.vocab));
   const std::string text = read_file(file);
   env::EncodedProgram encoded;
   try {
@@ -194,11 +180,10 @@ int run_encode(const Args& args) {
   return 0;
 }
 
-int run_check(const Args& args) {
-  args.allow_only({"vocab", "corpus"});
-  const auto vocabulary = vocabulary_of(args);
+int run_check(const VocabArgs& a) {
+  const auto vocabulary = vocabulary_of(a.vocab);
   const env::Tokenizer tokenizer(vocabulary);
-  const std::vector<CorpusProgram> corpus = load_corpus(args);
+  const std::vector<CorpusProgram> corpus = load_corpus(a.corpus, !a.no_design_space);
   int failures = 0;
   std::size_t longest = 0, most_locals = 0;
   for (const CorpusProgram& p : corpus) {
@@ -229,18 +214,66 @@ int run_check(const Args& args) {
   return failures == 0 ? 0 : 1;
 }
 
-int run_vocab(const std::vector<std::string>& argv) {
-  const Args args(argv, {"json", "no-design-space"});
-  const std::string& sub = args.positional(0, "a subcommand: build, show, encode or check");
-  if (sub == "build") return run_build(args);
-  if (sub == "show") return run_show(args);
-  if (sub == "encode") return run_encode(args);
-  if (sub == "check") return run_check(args);
-  throw UsageError("unknown subcommand '" + sub + "': expected build, show, encode or check");
+CLI::Option* add_corpus(CLI::App& app, VocabArgs& a) {
+  app.add_flag("--no-design-space", a.no_design_space,
+               "leave the kernel design space's programs out of the corpus");
+  return repeatable(app.add_option("--corpus", a.corpus,
+                                   "every .cu file under DIR is a corpus program (repeatable; "
+                                   "default: reward/programs under the source tree, when found)"))
+      ->type_name("DIR");
+}
+
+Run declare_vocab(CLI::App& app) {
+  app.description("The environment's token vocabularies (env/vocab/NAME.vocab).");
+  app.footer("exit status: 0 done, 1 a failure (named), 2 bad arguments");
+  auto a = std::make_shared<VocabArgs>();
+  Subcommands subcommands(app);
+  subcommands.add(
+      "build",
+      "a vocabulary from the fixed token lists, the kernel ABI registry and the corpus: every\n"
+      ".cu file under each --corpus DIR and the kernel design space's programs. Builtins the\n"
+      "corpus calls without declaring them are added.",
+      [a](CLI::App& sub) -> Run {
+        sub.add_option("--out", a->out, "the vocabulary file to write")
+            ->type_name("FILE")
+            ->required();
+        sub.add_option("--name", a->options.name, "the vocabulary's name")->type_name("NAME");
+        sub.add_option("--locals", a->options.locals, "local-variable tokens")
+            ->type_name("N")
+            ->check(CLI::Range(1, 4096));
+        add_corpus(sub, *a);
+        return [a](const std::vector<std::string>&) { return run_build(*a); };
+      });
+  subcommands.add("show", "name, size, digest and the tokens by class", [a](CLI::App& sub) -> Run {
+    sub.add_option("FILE", a->file, "the vocabulary file (default: the standard vocabulary)");
+    sub.add_flag("--json", a->json, "print name, size, digest and class sizes as JSON");
+    return [a](const std::vector<std::string>&) { return run_show(*a); };
+  });
+  subcommands.add("encode", "the program's token ids, then its decoded (canonical) text",
+                  [a](CLI::App& sub) -> Run {
+                    sub.add_option("PROGRAM", a->file, "the program file")->required();
+                    sub.add_option("--vocab", a->vocab,
+                                   "the vocabulary (default: the standard one)")
+                        ->type_name("FILE");
+                    return [a](const std::vector<std::string>&) { return run_encode(*a); };
+                  });
+  subcommands.add(
+      "check",
+      "encodes every corpus program: round trip, syntax-mask acceptance, longest sequence,\n"
+      "most locals; exit 1 when a program fails",
+      [a](CLI::App& sub) -> Run {
+        sub.add_option("--vocab", a->vocab, "the vocabulary (default: the standard one)")
+            ->type_name("FILE");
+        add_corpus(sub, *a);
+        return [a](const std::vector<std::string>&) { return run_check(*a); };
+      });
+  return subcommands.run();
 }
 
 const CommandRegistration kRegistration(Command{
-    "vocab", "build, show and check the tokenizer's vocabularies", kUsage, run_vocab});
+    .name = "vocab",
+    .summary = "build, show and check the tokenizer's vocabularies",
+    .declare = declare_vocab});
 
 }  // namespace
 }  // namespace sparserl::tools
