@@ -657,9 +657,10 @@ Run declare_data(CLI::App& app) {
       "With FILE: a split file's name, version, digest and sources; per part and regime its\n"
       "matrices, families and how many are present here (in DATA_DIR or an --index); the large\n"
       "regime's families per part. With --benchmark: makes a version-2 benchmark split of every\n"
-      "matrix of each --index (source shared) and of the --catalogue CSV (source catalogue),\n"
-      "collection groups assigned whole to one part. Otherwise: makes a version-1 split of one\n"
-      "--index. A split file is never overwritten.",
+      "matrix of each --index (source shared), of the --catalogue CSV (source catalogue) and of\n"
+      "the generated large regime (large_regime_v1, source generated), collection groups\n"
+      "assigned whole to one part (datasets/splits/bench-v2.split is made so). Otherwise: makes\n"
+      "a version-1 split of one --index. A split file is never overwritten.",
       with(declare_split));
   subcommands.add(
       "fetch",
