@@ -4,6 +4,7 @@
 #include "sparserl/datasets/task.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <vector>
 
 namespace sparserl::datasets {
@@ -57,6 +58,23 @@ bool is_param_value(std::string_view s) {
 }
 
 }  // namespace
+
+MatrixUri MatrixUri::from_argument(std::string_view text) {
+  std::error_code ec;
+  const std::filesystem::path path{std::string(text)};
+  if (!text.empty() && text.rfind("file:", 0) != 0 && std::filesystem::is_regular_file(path, ec)) {
+    MatrixUri out;
+    out.scheme = Scheme::file;
+    out.path = std::filesystem::absolute(path).lexically_normal().string();
+    return out;
+  }
+  try {
+    return parse(text);
+  } catch (const InvalidUri& e) {
+    throw InvalidUri("'" + std::string(text) + "' is neither a file nor a matrix URI (" +
+                     e.what() + ")");
+  }
+}
 
 MatrixUri MatrixUri::parse(std::string_view uri) {
   MatrixUri out;

@@ -1,5 +1,6 @@
-// SparseCudaEnv's bookkeeping: seeds, the current episode, the pending evaluation, info
-// dictionaries and replay. The contract is in the header.
+// SparseCudaEnv's bookkeeping: seeds, the task order, the current episode's tokens and mask, the
+// pending step and replay. An episode starts and ends in the EpisodePipeline, as the trainer's and
+// the bench's do. The contract is in the header.
 #include "sparserl/env/sparse_cuda_env.hpp"
 
 #include <algorithm>
@@ -11,10 +12,6 @@
 
 namespace sparserl::env {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::string shape(std::initializer_list<long long> dims) {
   std::string s = "[";
@@ -29,27 +26,6 @@ std::string shape(std::initializer_list<long long> dims) {
 
 }  // namespace
 
-std::optional<std::string> EnvConfig::validate() const {
-  if (max_tokens < 1 || max_tokens > (1 << 20)) {
-    return "max_tokens = " + std::to_string(max_tokens) + ": must be in 1..1048576";
-  }
-  if (mask == MaskMode::syntax && max_tokens < kMinSyntaxTokens) {
-    return "max_tokens = " + std::to_string(max_tokens) + ": the syntax mask needs at least " +
-           std::to_string(kMinSyntaxTokens) + " (the shortest complete program)";
-  }
-  if (auto problem = observation.validate()) return "observation." + *problem;
-  if (auto problem = reward.validate()) return "reward: " + *problem;
-  if (truncation_reward && !std::isfinite(*truncation_reward)) {
-    return "truncation_reward must be finite";
-  }
-  return std::nullopt;
-}
-
-double EnvConfig::resolved_truncation_reward() const {
-  return std::clamp(truncation_reward.value_or(reward.compile_fail), reward.clip_min,
-                    reward.clip_max);
-}
-
 std::string Spaces::describe() const {
   return "actions: Discrete(" + std::to_string(actions) + "); observation: matrix.rows " +
          shape({nnz_samples}) + " int32, matrix.cols " + shape({nnz_samples}) +
@@ -59,110 +35,61 @@ std::string Spaces::describe() const {
          std::string(to_string(mask)) + ")";
 }
 
-std::string observation_digest(const MatrixObservation& observation) {
-  reward::Sha256 sha;
-  const auto bytes = [](const std::vector<std::int32_t>& v) {
-    return std::string_view(reinterpret_cast<const char*>(v.data()),
-                            v.size() * sizeof(std::int32_t));
-  };
-  sha.update_field(std::to_string(observation.count));
-  sha.update_field(bytes(observation.rows));
-  sha.update_field(bytes(observation.cols));
-  return sha.finish_hex();
-}
-
 SparseCudaEnv::SparseCudaEnv(EnvConfig config, std::shared_ptr<const Tokenizer> tokenizer,
                              TaskSource tasks, std::shared_ptr<datasets::MatrixStore> store,
                              std::shared_ptr<EvaluationBackend> backend, int env_id)
-    : config_(std::move(config)),
-      tokenizer_(std::move(tokenizer)),
+    : pipeline_(std::make_shared<EpisodePipeline>(std::move(config), std::move(tokenizer),
+                                                  std::move(store), std::move(backend))),
       tasks_(std::move(tasks)),
-      store_(std::move(store)),
-      backend_(std::move(backend)),
-      reward_([this] {
-        if (auto problem = config_.validate())
-          throw std::invalid_argument("env config: " + *problem);
-        return reward::HierarchicalReward(config_.reward);
-      }()),
-      mask_(tokenizer_ ? tokenizer_->vocabulary_ptr() : nullptr, config_.mask, config_.max_tokens),
-      env_id_(env_id) {
-  if (!tokenizer_ || !store_ || !backend_) {
-    throw std::invalid_argument(
-        "SparseCudaEnv needs a tokenizer, a matrix store and an evaluation backend");
-  }
-}
+      mask_(pipeline_->tokenizer().vocabulary_ptr(), pipeline_->config().mask,
+            pipeline_->config().max_tokens),
+      env_id_(env_id) {}
 
 SparseCudaEnv::~SparseCudaEnv() {
   // An evaluation still in flight is waited for: its worker writes into the future's shared state.
-  if (pending_eval_ && pending_eval_->valid()) pending_eval_->wait();
+  if (pending_episode_ && pending_episode_->evaluation && pending_episode_->evaluation->valid()) {
+    pending_episode_->evaluation->wait();
+  }
 }
 
 ResetResult SparseCudaEnv::reset(std::optional<std::uint64_t> seed, const ResetOptions& options) {
   if (step_pending_)
     throw std::logic_error("reset() while a step is pending: call finish_step() first");
   if (seed || !seeded_) {
-    env_seed_ = seed.value_or(config_.seed);
+    env_seed_ = seed.value_or(config().seed);
     tasks_.seed(env_seed_);
     next_episode_index_ = 0;
     seeded_ = true;
   }
-  const datasets::Task task = options.task ? *options.task : tasks_.next();
-  const std::uint64_t index = next_episode_index_++;
-  const std::uint64_t eseed = options.episode_seed.value_or(episode_seed(env_seed_, index));
-
-  const auto matrix = store_->load(task.uri);
-  auto found = features_.find(task.uri);
-  if (found == features_.end()) {
-    if (features_.size() > 4096) features_.clear();
-    found = features_.emplace(task.uri, datasets::compute_features(*matrix)).first;
-  }
-  matrix_obs_ = std::make_shared<const MatrixObservation>(
-      observe_matrix(*matrix, found->second, task, config_.observation, eseed));
-
-  episode_ = Episode{};
-  episode_.task = task;
-  episode_.env_id = env_id_;
-  episode_.env_seed = env_seed_;
-  episode_.episode_index = index;
-  episode_.episode_seed = eseed;
-  episode_.observation_digest = observation_digest(*matrix_obs_);
-  episode_.tokens.reserve(static_cast<std::size_t>(std::min(config_.max_tokens, 4096)));
+  EpisodeStart start;
+  start.task = options.task ? *options.task : tasks_.next();
+  start.env_id = env_id_;
+  start.env_seed = env_seed_;
+  start.episode_index = next_episode_index_++;
+  start.episode_seed =
+      options.episode_seed.value_or(episode_seed(env_seed_, start.episode_index));
+  prompt_ = pipeline_->start(start);
+  completion_ = Completion{};
+  completion_.tokens.reserve(static_cast<std::size_t>(std::min(config().max_tokens, 4096)));
   mask_.reset();
   active_ = true;
-  have_last_episode_ = false;
-  episode_start_ = std::chrono::steady_clock::now();
+  last_episode_.reset();
 
   ResetResult r;
   r.observation = observe();
-  r.info = episode_info();
-  r.info.set("matrix.rows", static_cast<std::int64_t>(matrix->rows()));
-  r.info.set("matrix.cols", static_cast<std::int64_t>(matrix->cols()));
-  r.info.set("matrix.nnz", matrix->nnz());
-  r.info.set("observation.count", matrix_obs_->count);
-  r.info.set("mask", std::string(to_string(config_.mask)));
+  r.info = pipeline_->start_info(prompt_);
   return r;
 }
 
 Observation SparseCudaEnv::observe() {
   Observation o;
-  o.matrix = matrix_obs_;
-  o.tokens = episode_.tokens;
-  o.action_mask.assign(tokenizer_->vocabulary().size(), 0);
+  o.matrix = prompt_.matrix;
+  o.tokens = completion_.tokens;
+  o.action_mask.assign(tokenizer().vocabulary().size(), 0);
   if (active_) mask_.fill(o.action_mask);
-  o.task = episode_.task;
-  o.remaining_tokens = config_.max_tokens - static_cast<int>(episode_.tokens.size());
+  o.task = prompt_.start.task;
+  o.remaining_tokens = config().max_tokens - static_cast<int>(completion_.tokens.size());
   return o;
-}
-
-Info SparseCudaEnv::episode_info() const {
-  Info info;
-  info.set("task", episode_.task.str());
-  info.set("task.uri", episode_.task.uri);
-  info.set("env.id", env_id_);
-  info.set("env.seed", static_cast<std::int64_t>(episode_.env_seed));
-  info.set("episode.index", static_cast<std::int64_t>(episode_.episode_index));
-  info.set("episode.seed", static_cast<std::int64_t>(episode_.episode_seed));
-  return info;
 }
 
 void SparseCudaEnv::begin_step(TokenId token, StepAnnotation annotation) {
@@ -173,71 +100,47 @@ void SparseCudaEnv::begin_step(TokenId token, StepAnnotation annotation) {
         "step() without an active episode: call reset() first (after the episode "
         "ended, too)");
   }
-  const Vocabulary& v = tokenizer_->vocabulary();
+  const Vocabulary& v = tokenizer().vocabulary();
   if (token < 0 || static_cast<std::size_t>(token) >= v.size()) {
     throw std::invalid_argument("action " + std::to_string(token) + " is outside Discrete(" +
                                 std::to_string(v.size()) + ")");
   }
   mask_.advance(token);  // std::invalid_argument naming the token when the mask forbids it
-  episode_.tokens.push_back(token);
-  episode_.log_probs.push_back(annotation.log_prob);
-  episode_.values.push_back(annotation.value);
+  completion_.tokens.push_back(token);
+  completion_.log_probs.push_back(annotation.log_prob);
+  completion_.values.push_back(annotation.value);
   step_pending_ = true;
-  StepResult r;
-  if (token == v.eos()) {
-    episode_.source = tokenizer_->decode(episode_.tokens);
-    eval_start_ = std::chrono::steady_clock::now();
-    try {
-      pending_eval_ = backend_->submit(episode_.task, episode_.source);
-    } catch (const std::exception& e) {
-      std::promise<reward::EvalResult> failed;
-      reward::EvalResult result;
-      result.error = reward::ErrorKind::internal_error;
-      result.message = std::string("the evaluation backend refused the request: ") + e.what();
-      failed.set_value(std::move(result));
-      pending_eval_ = failed.get_future();
-    }
-    pending_result_ = std::move(r);
+  pending_result_.emplace();
+  const bool ends = token == v.eos();
+  if (ends || static_cast<int>(completion_.tokens.size()) >= config().max_tokens) {
+    // The episode is complete: the pipeline decodes it and evaluates it (or applies the
+    // truncation rule), exactly as for a completion the trainer hands it.
+    active_ = false;
+    completion_.terminated = ends;
+    pending_episode_ = pipeline_->submit(prompt_, std::move(completion_));
+    completion_ = Completion{};
     return;
   }
-  if (static_cast<int>(episode_.tokens.size()) >= config_.max_tokens) {
-    episode_.source = tokenizer_->decode(episode_.tokens);
-    reward::RewardBreakdown breakdown;
-    breakdown.total = breakdown.unclipped = config_.resolved_truncation_reward();
-    breakdown.compile = breakdown.total;
-    finish_episode(false, std::nullopt, breakdown.total, breakdown, r);
-    r.info.set("truncated.reason", "max_tokens");
-    pending_result_ = std::move(r);
-    return;
-  }
-  r.observation = observe();
-  r.step_type = episode_.tokens.size() == 1 ? StepType::first : StepType::mid;
-  pending_result_ = std::move(r);
+  pending_result_->observation = observe();
+  pending_result_->step_type =
+      completion_.tokens.size() == 1 ? StepType::first : StepType::mid;
 }
 
 bool SparseCudaEnv::step_ready() const {
   if (!step_pending_) return false;
-  if (!pending_eval_) return true;
-  return pending_eval_->wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  return !pending_episode_ || EpisodePipeline::ready(*pending_episode_);
 }
 
 bool SparseCudaEnv::wait_step(std::chrono::microseconds timeout) const {
   if (!step_pending_) return false;
-  if (!pending_eval_) return true;
-  return pending_eval_->wait_for(timeout) == std::future_status::ready;
+  return !pending_episode_ || EpisodePipeline::wait(*pending_episode_, timeout);
 }
 
 StepResult SparseCudaEnv::finish_step() {
   if (!step_pending_) throw std::logic_error("finish_step() without begin_step()");
   StepResult r = std::move(*pending_result_);
   pending_result_.reset();
-  if (pending_eval_) {
-    reward::EvalResult result = take_result(*pending_eval_);
-    pending_eval_.reset();
-    episode_.evaluation_seconds = seconds_since(eval_start_);
-    const reward::RewardBreakdown breakdown = reward_.breakdown(result);
-    finish_episode(true, std::move(result), breakdown.total, breakdown, r);
-  }
+  if (pending_episode_) end_episode(r);
   step_pending_ = false;
   return r;
 }
@@ -247,105 +150,61 @@ StepResult SparseCudaEnv::step(TokenId token, StepAnnotation annotation) {
   return finish_step();
 }
 
-void SparseCudaEnv::finish_episode(bool terminated, std::optional<reward::EvalResult> eval,
-                                   double reward, const reward::RewardBreakdown& breakdown,
-                                   StepResult& r) {
-  active_ = false;
-  have_last_episode_ = true;
-  episode_.terminated = terminated;
-  episode_.truncated = !terminated;
-  episode_.reward = reward;
-  episode_.breakdown = breakdown;
-  episode_.eval = std::move(eval);
-  episode_.episode_seconds = seconds_since(episode_start_);
+void SparseCudaEnv::end_episode(StepResult& r) {
+  PendingEpisode pending = std::move(*pending_episode_);
+  pending_episode_.reset();
+  last_episode_ = pipeline_->finish(std::move(pending));
+  const Episode& e = *last_episode_;
+  // The tokens stay in the last observation; its mask is all zero (the episode ended).
+  completion_.tokens = e.tokens;
   r.observation = observe();
-  r.reward = reward;
-  r.terminated = terminated;
-  r.truncated = !terminated;
+  r.reward = e.reward;
+  r.terminated = e.terminated;
+  r.truncated = e.truncated;
   r.step_type = StepType::last;
-  r.info = episode_info();
-  r.info.set("episode.length", static_cast<std::int64_t>(episode_.tokens.size()));
-  r.info.set("episode.source", episode_.source);
-  r.info.set("episode.seconds", episode_.episode_seconds);
-  if (episode_.eval) {
-    add_eval_result(r.info, *episode_.eval);
-    r.info.set("evaluation.seconds", episode_.evaluation_seconds);
-  }
-  add_reward_breakdown(r.info, breakdown);
+  r.info = EpisodePipeline::final_info(e);
 }
 
 Spaces SparseCudaEnv::spaces() const {
   Spaces s;
-  s.actions = static_cast<std::int64_t>(tokenizer_->vocabulary().size());
-  s.nnz_samples = config_.observation.nnz_samples;
-  s.embedding_dim = config_.observation.embedding_dim;
+  s.actions = static_cast<std::int64_t>(tokenizer().vocabulary().size());
+  s.nnz_samples = config().observation.nnz_samples;
+  s.embedding_dim = config().observation.embedding_dim;
   s.feature_dim = static_cast<int>(feature_names().size());
-  s.max_tokens = config_.max_tokens;
-  s.mask = config_.mask;
+  s.max_tokens = config().max_tokens;
+  s.mask = config().mask;
   return s;
 }
 
 EnvState SparseCudaEnv::state() const {
   EnvState s;
-  s.task = episode_.task;
+  s.task = prompt_.start.task;
   s.env_id = env_id_;
-  s.env_seed = episode_.env_seed;
-  s.episode_index = episode_.episode_index;
-  s.episode_seed = episode_.episode_seed;
-  s.tokens = episode_.tokens;
+  s.env_seed = prompt_.start.env_seed;
+  s.episode_index = prompt_.start.episode_index;
+  s.episode_seed = prompt_.start.episode_seed;
+  s.tokens = completion_.tokens;
   s.active = active_;
   return s;
 }
 
 const Episode* SparseCudaEnv::last_episode() const {
-  return have_last_episode_ ? &episode_ : nullptr;
-}
-
-EpisodeOutcome SparseCudaEnv::evaluate(const datasets::Task& task,
-                                       std::span<const TokenId> tokens) {
-  return std::move(
-      evaluate_group(task, {std::vector<TokenId>(tokens.begin(), tokens.end())}).front());
-}
-
-std::vector<EpisodeOutcome> SparseCudaEnv::evaluate_group(
-    const datasets::Task& task, const std::vector<std::vector<TokenId>>& sequences) {
-  std::vector<EpisodeOutcome> outcomes(sequences.size());
-  std::vector<std::future<reward::EvalResult>> futures;
-  futures.reserve(sequences.size());
-  for (std::size_t i = 0; i < sequences.size(); ++i) {
-    outcomes[i].source = tokenizer_->decode(sequences[i]);
-    try {
-      futures.push_back(backend_->submit(task, outcomes[i].source));
-    } catch (const std::exception& e) {
-      std::promise<reward::EvalResult> failed;
-      reward::EvalResult result;
-      result.error = reward::ErrorKind::internal_error;
-      result.message = std::string("the evaluation backend refused the request: ") + e.what();
-      failed.set_value(std::move(result));
-      futures.push_back(failed.get_future());
-    }
-  }
-  for (std::size_t i = 0; i < sequences.size(); ++i) {
-    outcomes[i].eval = take_result(futures[i]);
-    outcomes[i].breakdown = reward_.breakdown(outcomes[i].eval);
-  }
-  return outcomes;
+  return last_episode_ ? &*last_episode_ : nullptr;
 }
 
 ReplayReport SparseCudaEnv::replay(const Episode& recorded) {
   ReplayReport report;
-  SparseCudaEnv fresh(config_, tokenizer_,
-                      TaskSource::from_tasks({recorded.task}, TaskOrder::sequential), store_,
-                      backend_, recorded.env_id);
+  SparseCudaEnv fresh(config(), pipeline_->tokenizer_ptr(),
+                      TaskSource::from_tasks({recorded.task}, TaskOrder::sequential),
+                      pipeline_->store(), pipeline_->backend(), recorded.env_id);
   ResetOptions options;
   options.task = recorded.task;
   options.episode_seed = recorded.episode_seed;
   (void)fresh.reset(recorded.env_seed, options);
-  const Episode& now = fresh.episode_;
   if (!recorded.observation_digest.empty() &&
-      now.observation_digest != recorded.observation_digest) {
-    report.mismatches.push_back("observation digest " + now.observation_digest + " != recorded " +
-                                recorded.observation_digest);
+      fresh.prompt_.observation_digest != recorded.observation_digest) {
+    report.mismatches.push_back("observation digest " + fresh.prompt_.observation_digest +
+                                " != recorded " + recorded.observation_digest);
   }
   StepResult last;
   for (std::size_t i = 0; i < recorded.tokens.size(); ++i) {
@@ -366,6 +225,7 @@ ReplayReport SparseCudaEnv::replay(const Episode& recorded) {
     return report;
   }
   report.reward = last.reward;
+  const Episode& now = *fresh.last_episode();
   if (last.terminated != recorded.terminated || last.truncated != recorded.truncated) {
     report.mismatches.push_back("termination differs (terminated " +
                                 std::to_string(last.terminated) + ", truncated " +

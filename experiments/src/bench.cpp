@@ -104,7 +104,7 @@ struct Contender {
   std::unique_ptr<agents::PolicyAgent> policy;
   // The current batch of tasks' observations and completions: one greedy answer and k samples
   // per task.
-  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+  std::vector<env::Prompt> prompts;
   std::vector<agents::Completion> answers, samples;
 #endif
   std::vector<MatrixResult> rows;
@@ -258,14 +258,18 @@ class Bench {
   void generate(Contender& c, std::size_t first, std::size_t last) {
 #if defined(SPARSERL_HAVE_AGENTS)
     const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
-    std::vector<std::shared_ptr<const env::MatrixObservation>>& prompts = c.prompts;
-    prompts.clear();
+    std::vector<env::EpisodeStart> starts;
     for (std::size_t i = first; i < last; ++i) {
-      env::ResetOptions options;
-      options.task = tasks_[i];
-      options.episode_seed = env::episode_seed(seed, i);
-      prompts.push_back(c.env->reset(std::nullopt, options).observation.matrix);
+      env::EpisodeStart& s = starts.emplace_back();
+      s.task = tasks_[i];
+      s.env_id = c.env->env_id();
+      s.env_seed = seed;
+      s.episode_index = i;
+      s.episode_seed = env::episode_seed(seed, i);
     }
+    c.prompts = c.env->pipeline().start(starts);
+    std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+    for (const env::Prompt& p : c.prompts) prompts.push_back(p.matrix);
     agents::SamplingConfig greedy;
     greedy.greedy = true;
     agents::SamplingConfig sampled;
@@ -348,47 +352,15 @@ class Bench {
   MatrixResult learned_answer(Contender& c, std::size_t i, std::size_t b,
                               std::optional<TokenSequence>& program) {
 #if defined(SPARSERL_HAVE_AGENTS)
+    // The greedy answer and its k samples are one group of the task's prompt, finished by the
+    // env's pipeline as in training (a program cut at max_tokens is not evaluated).
     const auto k = c.samples.size() / std::max<std::size_t>(1, c.answers.size());
-    const auto seed = static_cast<std::uint64_t>(config_.integer("experiment.seed"));
-    const std::string observation = env::observation_digest(*c.prompts[b]);
-    std::vector<const agents::Completion*> completions = {&c.answers[b]};
-    for (std::size_t j = 0; j < k; ++j) completions.push_back(&c.samples[b * k + j]);
-    // Those that ended with <eos> are evaluated together; a program cut at max_tokens has no
-    // evaluation and the env's truncation reward (as in RL).
-    std::vector<env::Episode> episodes(completions.size());
-    std::vector<std::vector<env::TokenId>> sequences;
-    std::vector<std::size_t> where;
-    for (std::size_t j = 0; j < completions.size(); ++j) {
-      env::Episode& e = episodes[j];
-      e.task = tasks_[i];
-      e.env_id = c.env->env_id();
-      e.episode_index = next_episode_++;
-      e.episode_seed = env::episode_seed(seed, i);
-      e.observation_digest = observation;
-      e.tokens = completions[j]->tokens;
-      e.log_probs = completions[j]->log_probs;
-      e.values = completions[j]->values;
-      e.terminated = completions[j]->terminated;
-      e.truncated = !e.terminated;
-      e.policy_id = c.name + (j == 0 ? ":greedy" : ":sampled");
-      if (e.terminated) {
-        sequences.push_back(completions[j]->tokens);
-        where.push_back(j);
-      } else {
-        e.source = c.env->tokenizer().decode(e.tokens);
-        e.reward = e.breakdown.total = e.breakdown.unclipped =
-            c.env->config().resolved_truncation_reward();
-      }
-    }
-    if (!sequences.empty()) {
-      std::vector<env::EpisodeOutcome> evaluated = c.env->evaluate_group(tasks_[i], sequences);
-      for (std::size_t j = 0; j < where.size(); ++j) {
-        env::Episode& e = episodes[where[j]];
-        e.source = std::move(evaluated[j].source);
-        e.breakdown = evaluated[j].breakdown;
-        e.reward = e.breakdown.total;
-        e.eval = std::move(evaluated[j].eval);
-      }
+    std::vector<agents::Completion> completions = {std::move(c.answers[b])};
+    for (std::size_t j = 0; j < k; ++j) completions.push_back(std::move(c.samples[b * k + j]));
+    std::vector<env::Episode> episodes = c.env->pipeline().run(
+        std::span<const env::Prompt>(&c.prompts[b], 1), std::move(completions));
+    for (std::size_t j = 0; j < episodes.size(); ++j) {
+      episodes[j].policy_id = c.name + (j == 0 ? ":greedy" : ":sampled");
     }
     MatrixResult row = answer_row(tasks_[i], nnz_[i], c.name, episodes[0].eval, s_.gpu);
     program = normalised_episode(*s_.tokenizer, episodes[0]);
@@ -409,7 +381,6 @@ class Bench {
   std::vector<std::int64_t> nnz_;
   const StopSignals& stop_;
   env::TrajectoryWriter* trajectories_;
-  std::uint64_t next_episode_ = 0;
   std::map<std::string, OracleEntry> template_entries_;
   CorpusLibrary corpora_{s_.tokenizer};
   Json novelty_corpora_ = Json::object();

@@ -541,7 +541,9 @@ TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][r
         Approx(weight).epsilon(1e-9));
   CHECK(find_statistic(stats, "env/compile_rate") == 1.0);
 
+  // An episode that does not carry its prompt must be of an observation act() saw.
   env::Episode stranger = episodes.front();
+  stranger.matrix = nullptr;
   stranger.observation_digest = "0000";
   CHECK_THROWS_WITH(agent.update(std::vector<env::Episode>{stranger}),
                     sparserl::testing::has_substring("not acted on"));

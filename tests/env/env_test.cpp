@@ -311,21 +311,31 @@ TEST_CASE("a recorded episode replays and validates; a tampered one does not", "
   CHECK_FALSE(env.replay(other_reward).ok());
 }
 
-TEST_CASE("evaluate() scores whole sequences with the same reward", "[env][gym]") {
+TEST_CASE("the episode pipeline scores whole completions with the same reward", "[env][gym]") {
   Fixture f;
   SparseCudaEnv env = f.make();
   const std::vector<TokenId> tokens = program_tokens();
-  datasets::Task t;
-  t.uri = kUris[0];
-  const EpisodeOutcome one = env.evaluate(t, tokens);
-  CHECK(one.breakdown.total == Approx(0.5));
-  CHECK(one.source == tokenizer()->decode(tokens));
-  std::vector<std::vector<TokenId>> group = {tokens, {tokenizer()->vocabulary().eos()}, tokens};
-  const std::vector<EpisodeOutcome> outcomes = env.evaluate_group(t, group);
-  REQUIRE(outcomes.size() == 3);
-  CHECK(outcomes[0].breakdown.total == Approx(0.5));
-  CHECK(outcomes[1].eval.error == reward::ErrorKind::bad_program);
-  CHECK(outcomes[1].breakdown.total == Approx(-0.5));
+  EpisodeStart start;
+  start.task.uri = kUris[0];
+  const std::vector<Prompt> prompts = {env.pipeline().start(start)};
+  auto completion = [](std::vector<TokenId> t) {
+    Completion c;
+    c.tokens = std::move(t);
+    c.terminated = true;
+    return c;
+  };
+  const std::vector<Episode> one = env.pipeline().run(prompts, {completion(tokens)});
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].breakdown.total == Approx(0.5));
+  CHECK(one[0].source == tokenizer()->decode(tokens));
+  const std::vector<Episode> group = env.pipeline().run(
+      prompts, {completion(tokens), completion({tokenizer()->vocabulary().eos()}),
+                completion(tokens)});
+  REQUIRE(group.size() == 3);
+  CHECK(group[0].breakdown.total == Approx(0.5));
+  REQUIRE(group[1].eval);
+  CHECK(group[1].eval->error == reward::ErrorKind::bad_program);
+  CHECK(group[1].breakdown.total == Approx(-0.5));
   CHECK(f.backend->calls == 4);
 }
 

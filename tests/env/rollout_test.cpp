@@ -2,6 +2,8 @@
 // the summary's counts, the trajectory file's rows through h5dump and the HDF5 API, and argument
 // errors.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "catch.hpp"
@@ -66,6 +68,42 @@ TEST_CASE("sparserl rollout records one row per episode, readable by h5dump", "[
   INFO(dump);
   CHECK(status == 0);
   CHECK(std::regex_search(dump, std::regex(R"(SIMPLE \{ \( 7 \) / \( H5S_UNLIMITED \) \})")));
+}
+
+TEST_CASE("sparserl rollout takes a matrix as a path, a file: URI or a matrix URI alike",
+          "[env][rollout]") {
+  const auto dir = sparserl::testing::scratch_dir("rollout_cli_paths");
+  const auto matrix = dir / "small.mtx";
+  {
+    std::ofstream out(matrix);
+    out << "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 1.0\n2 2 2.0\n3 1 0.5\n"
+           "3 3 3.0\n";
+  }
+  for (const std::string& given :
+       {matrix.string(), "file:" + matrix.string(), std::string("gen-v1/diagonal?n=16")}) {
+    INFO(given);
+    const auto out = dir / "trajectories.h5";
+    std::filesystem::remove(out);
+    int status = 0;
+    const std::string output =
+        run(cli() + " --agent random --matrix '" + given +
+                "' --episodes 2 --max-tokens 96 --compile-only --compile-workers 1 --json"
+                " --data-dir '" + dir.string() + "' --out '" + out.string() + "'",
+            status);
+    INFO(output);
+    REQUIRE(status == 0);
+    const sparserl::env::TrajectoryFile file = sparserl::env::read_trajectories(out);
+    REQUIRE(file.episodes.size() == 2);
+    const std::string expected =
+        given.rfind("gen-v1", 0) == 0 ? given : "file:" + matrix.string();
+    CHECK(file.episodes.front().task.uri == expected);
+  }
+  int status = 0;
+  const std::string output =
+      run(cli() + " --agent random --matrix '" + (dir / "absent.mtx").string() + "' --episodes 1",
+          status);
+  CHECK(status == 2);
+  CHECK_THAT(output, sparserl::testing::has_substring("neither a file nor a matrix URI"));
 }
 
 TEST_CASE("sparserl rollout refuses bad arguments with exit status 2", "[env][rollout]") {

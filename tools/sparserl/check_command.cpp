@@ -36,15 +36,13 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-// A path that exists is a file: URI; anything else must parse as a URI. Returns the canonical URI.
+// The canonical URI of --matrix (a path, a file: URI or a matrix URI). One that is none of them is
+// a matrix that cannot be read (exit 1), as a file that does not parse is.
 std::string matrix_uri(const std::string& text) {
-  std::error_code ec;
-  if (fs::is_regular_file(text, ec)) return "file:" + fs::absolute(text).string();
   try {
-    return datasets::MatrixUri::parse(text).str();
+    return datasets::MatrixUri::from_argument(text).str();
   } catch (const datasets::InvalidUri& e) {
-    throw std::runtime_error("--matrix '" + text + "' is neither a file nor a matrix URI (" +
-                             e.what() + ")");
+    throw std::runtime_error(std::string("--matrix ") + e.what());
   }
 }
 

@@ -38,6 +38,19 @@ CLI::Option* non_negative(CLI::Option* option) {
   });
 }
 
+CLI::Option* matrix_argument(CLI::Option* option) {
+  return option->type_name("FILE|URI")->transform(CLI::Validator(
+      [](std::string& text) {
+        try {
+          text = datasets::MatrixUri::from_argument(text).str();
+          return std::string();
+        } catch (const datasets::InvalidUri& e) {
+          return std::string(e.what());
+        }
+      },
+      "", "matrix"));
+}
+
 CLI::Option* add_non_test_part(CLI::App& app, datasets::SplitPart& part,
                                const std::string& command) {
   return app

@@ -28,6 +28,9 @@ CLI::Validator at_least(long long min);
 
 // An unsigned integer option (a seed): "-1" is refused, not wrapped around (as CLI11 2.1 does).
 CLI::Option* non_negative(CLI::Option* option);
+// A matrix option: a path, a file: URI or a matrix URI alike, each value turned into the canonical
+// URI as it is parsed; one that is none of them is refused naming the option and why.
+CLI::Option* matrix_argument(CLI::Option* option);
 
 // --part train|val (default: `part` as it is) for a command other than `sparserl bench` and
 // `sparserl eval`: the test part of a split is read only by those two, given --part test

@@ -379,9 +379,10 @@ Run declare_rollout(CLI::App& app) {
   CLI::Option* split = app.add_option("--split", a->split, "tasks from a split file (its --part)")
                            ->type_name("FILE");
   add_non_test_part(app, a->part, "rollout")->needs(split);
-  repeatable(app.add_option("--matrix", a->matrices,
-                            "a task matrix (suitesparse-v1/..., gen-v1/..., file:...); may repeat"))
-      ->type_name("URI")
+  matrix_argument(repeatable(app.add_option(
+      "--matrix", a->matrices,
+      "a task matrix: a Matrix Market file, file:PATH, suitesparse-v1/... or gen-v1/...; may "
+      "repeat")))
       ->excludes(split);
   app.add_option("--episodes", a->episodes, "episodes to finish")
       ->type_name("N")

@@ -66,17 +66,6 @@ std::vector<datasets::DType> dtypes_of(const TuneArgs& a) {
   return out;
 }
 
-std::string matrix_uri(const std::string& text) {
-  std::error_code ec;
-  if (fs::is_regular_file(text, ec)) return "file:" + fs::absolute(text).string();
-  try {
-    return datasets::MatrixUri::parse(text).str();
-  } catch (const datasets::InvalidUri& e) {
-    throw UsageError("--matrix '" + text + "' is neither a file nor a matrix URI (" + e.what() +
-                     ")");
-  }
-}
-
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -135,7 +124,7 @@ std::vector<datasets::Task> tune_tasks(const TuneArgs& a, std::string& source) {
   } else {
     if (a.matrices.empty())
       throw UsageError("give either --split FILE or one or more --matrix URI");
-    for (const std::string& m : a.matrices) uris.push_back(matrix_uri(m));
+    uris = a.matrices;  // canonical URIs (matrix_argument)
     source = std::to_string(uris.size()) + " matrices";
   }
   if (a.limit > 0 && static_cast<std::size_t>(a.limit) < uris.size()) uris.resize(a.limit);
@@ -293,9 +282,8 @@ Run declare_tune(CLI::App& app) {
                                       "matrices")
                            ->type_name("FILE");
   add_non_test_part(app, a->part, "tune")->needs(split);
-  repeatable(
-      app.add_option("--matrix", a->matrices, "a matrix URI or Matrix Market file (repeatable)"))
-      ->type_name("URI")
+  matrix_argument(repeatable(app.add_option(
+                      "--matrix", a->matrices, "a Matrix Market file or a matrix URI (repeatable)")))
       ->excludes(split);
   one_of(app.add_option("--op", a->ops, "spmv (default), spmm, or both comma-separated"),
          {"spmv", "spmm"})

@@ -958,28 +958,35 @@ env::Statistics PolicyAgent::update(std::span<const env::Episode> episodes) {
   std::vector<Rollout> rollouts;
   std::map<std::string, int> groups;
   for (const env::Episode& e : episodes) {
-    auto found = l.observed.find(e.observation_digest);
-    if (found == l.observed.end()) {
-      throw std::invalid_argument(
-          "update: episode " + std::to_string(e.episode_index) + " of " + e.task.str() + " (env " +
-          std::to_string(e.env_id) +
-          ") was not acted on by this agent: its matrix observation is unknown");
+    std::shared_ptr<const env::MatrixObservation> matrix = e.matrix;
+    if (!matrix) {
+      auto found = l.observed.find(e.observation_digest);
+      if (found == l.observed.end()) {
+        throw std::invalid_argument(
+            "update: episode " + std::to_string(e.episode_index) + " of " + e.task.str() +
+            " (env " + std::to_string(e.env_id) +
+            ") was not acted on by this agent: its matrix observation is unknown");
+      }
+      matrix = found->second;
     }
     if (e.tokens.empty()) continue;
+    const std::string group_key =
+        e.group >= 0 ? "#" + std::to_string(e.group) : "task " + e.task.str();
     Rollout r;
     r.task = e.task;
-    r.matrix = found->second;
-    r.group = groups.try_emplace(e.task.str(), static_cast<int>(groups.size())).first->second;
+    r.matrix = std::move(matrix);
+    r.group = groups.try_emplace(group_key, static_cast<int>(groups.size())).first->second;
     r.completion.tokens = e.tokens;
     r.completion.log_probs = e.log_probs;
     r.completion.values = e.values;
+    r.completion.action_masks = e.action_masks;
     r.completion.terminated = e.terminated;
     r.reward = e.reward;
     r.evaluated = e.eval.has_value();
     if (e.eval) {
       r.compiled = e.eval->compiled;
       r.correct = e.eval->correct;
-      r.speedup = e.eval->timed ? e.eval->timing.speedup : 0.0;
+      r.speedup = e.eval->correct && e.eval->timed ? e.eval->timing.speedup : 0.0;
     }
     rollouts.push_back(std::move(r));
   }

@@ -1,7 +1,8 @@
 // The RL stage and the evaluation of a policy against the environment, and the checkpoint helpers
-// every stage uses. No LibTorch here: the loop drives PolicyAgent's public calls (generate,
-// update_rollouts) and the env's reset / evaluate_group, so it reads as the algorithm's outer loop:
-// pick tasks, observe them, sample G completions each, score them with the evaluator, update.
+// every stage uses. No LibTorch here: the loop drives PolicyAgent's public calls (generate, update)
+// and the env's EpisodePipeline, so it reads as the algorithm's outer loop: start a batch of
+// episodes (tasks in, prompts out), generate G completions each, finish them (the env decodes,
+// evaluates and rewards them), update.
 #include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/agents/training.hpp"
 
@@ -47,78 +48,17 @@ void check_env_matches(const env::SparseCudaEnv& env, const AgentConfig& agent,
   }
 }
 
-struct Outcome {
-  reward::EvalResult eval;
-  reward::RewardBreakdown breakdown;
-  std::string source;
-  double reward = 0;
-  bool evaluated = false;
-  double seconds = 0;
-};
-
-// Rewards of one task's completions: evaluated together when they ended with <eos>, the env's
-// truncation reward otherwise.
-std::vector<Outcome> score_group(env::SparseCudaEnv& env, const datasets::Task& task,
-                                 std::span<const Completion> completions) {
-  std::vector<Outcome> out(completions.size());
-  std::vector<std::vector<env::TokenId>> sequences;
-  std::vector<std::size_t> where;
-  for (std::size_t i = 0; i < completions.size(); ++i) {
-    if (completions[i].terminated) {
-      sequences.push_back(completions[i].tokens);
-      where.push_back(i);
-    } else {
-      out[i].source = env.tokenizer().decode(completions[i].tokens);
-      out[i].reward = env.config().resolved_truncation_reward();
-      out[i].breakdown.total = out[i].reward;
-      out[i].breakdown.unclipped = out[i].reward;
-    }
-  }
-  if (sequences.empty()) return out;
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<env::EpisodeOutcome> outcomes = env.evaluate_group(task, sequences);
-  const double seconds = seconds_since(start);
-  for (std::size_t j = 0; j < outcomes.size(); ++j) {
-    Outcome& o = out[where[j]];
-    o.eval = std::move(outcomes[j].eval);
-    o.breakdown = outcomes[j].breakdown;
-    o.source = std::move(outcomes[j].source);
-    o.reward = o.breakdown.total;
-    o.evaluated = true;
-    o.seconds = seconds;
-  }
-  return out;
+// The episodes' prompts, for generate().
+std::vector<std::shared_ptr<const env::MatrixObservation>> prompt_matrices(
+    std::span<const env::Prompt> prompts) {
+  std::vector<std::shared_ptr<const env::MatrixObservation>> matrices;
+  matrices.reserve(prompts.size());
+  for (const env::Prompt& p : prompts) matrices.push_back(p.matrix);
+  return matrices;
 }
 
-double speedup_of(const Outcome& o) {
-  return o.evaluated && o.eval.correct && o.eval.timed ? o.eval.timing.speedup : 0.0;
-}
-
-// The trajectory record of one scored completion (RL and evaluation episodes alike).
-env::Episode make_episode(const env::SparseCudaEnv& env, std::uint64_t env_seed,
-                          std::uint64_t episode_index, std::uint64_t episode_seed,
-                          const env::MatrixObservation& matrix, const datasets::Task& task,
-                          const Completion& completion, const Outcome& outcome,
-                          const std::string& policy) {
-  env::Episode e;
-  e.task = task;
-  e.env_id = env.env_id();
-  e.env_seed = env_seed;
-  e.episode_index = episode_index;
-  e.episode_seed = episode_seed;
-  e.observation_digest = env::observation_digest(matrix);
-  e.tokens = completion.tokens;
-  e.log_probs = completion.log_probs;
-  e.values = completion.values;
-  e.source = outcome.source;
-  e.terminated = completion.terminated;
-  e.truncated = !completion.terminated;
-  e.reward = outcome.reward;
-  e.breakdown = outcome.breakdown;
-  if (outcome.evaluated) e.eval = outcome.eval;
-  e.evaluation_seconds = outcome.seconds;
-  e.policy_id = policy;
-  return e;
+double speedup_of(const env::Episode& e) {
+  return e.eval && e.eval->correct && e.eval->timed ? e.eval->timing.speedup : 0.0;
 }
 
 }  // namespace
@@ -228,63 +168,38 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
   const std::int64_t start_update = agent->counters().updates;
   for (std::int64_t i = 0; i < start_update * config.tasks_per_update; ++i) (void)tasks.next();
 
+  const env::EpisodePipeline& pipeline = env.pipeline();
   for (std::int64_t update = start_update; update < config.updates; ++update) {
     const auto step_start = std::chrono::steady_clock::now();
-    std::vector<datasets::Task> update_tasks;
-    std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
-    std::vector<std::uint64_t> seeds;
-    for (int i = 0; i < config.tasks_per_update; ++i) {
-      const auto index = static_cast<std::uint64_t>(update * config.tasks_per_update + i);
-      env::ResetOptions options;
-      options.task = tasks.next();
-      options.episode_seed = env::episode_seed(config.seed, index);
-      env::ResetResult reset = env.reset(std::nullopt, options);
-      update_tasks.push_back(reset.observation.task);
-      prompts.push_back(reset.observation.matrix);
-      seeds.push_back(*options.episode_seed);
+    std::vector<env::EpisodeStart> starts(static_cast<std::size_t>(config.tasks_per_update));
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      env::EpisodeStart& s = starts[i];
+      s.task = tasks.next();
+      s.env_id = env.env_id();
+      s.env_seed = config.seed;
+      s.episode_index = static_cast<std::uint64_t>(update * config.tasks_per_update) + i;
+      s.episode_seed = env::episode_seed(config.seed, s.episode_index);
     }
+    const std::vector<env::Prompt> prompts = pipeline.start(starts);
+
     const std::int64_t tokens_before = agent->counters().generated_tokens;
     const auto generation_start = std::chrono::steady_clock::now();
-    std::vector<Completion> completions =
-        agent->generate(prompts, config.samples_per_task, agent->config().sampling);
+    std::vector<Completion> completions = agent->generate(
+        prompt_matrices(prompts), config.samples_per_task, agent->config().sampling);
     const double generation_seconds = seconds_since(generation_start);
     const double generated =
         static_cast<double>(agent->counters().generated_tokens - tokens_before);
 
     const auto evaluation_start = std::chrono::steady_clock::now();
-    std::vector<Rollout> rollouts;
-    std::vector<Outcome> outcomes;
-    const auto g = static_cast<std::size_t>(config.samples_per_task);
-    for (std::size_t i = 0; i < update_tasks.size(); ++i) {
-      std::span<const Completion> group(completions.data() + i * g, g);
-      std::vector<Outcome> scored = score_group(env, update_tasks[i], group);
-      for (std::size_t s = 0; s < g; ++s) {
-        Rollout r;
-        r.task = update_tasks[i];
-        r.matrix = prompts[i];
-        r.group = static_cast<int>(i);
-        r.completion = std::move(completions[i * g + s]);
-        r.reward = scored[s].reward;
-        r.evaluated = scored[s].evaluated;
-        r.compiled = scored[s].evaluated && scored[s].eval.compiled;
-        r.correct = scored[s].evaluated && scored[s].eval.correct;
-        r.speedup = speedup_of(scored[s]);
-        rollouts.push_back(std::move(r));
-        outcomes.push_back(std::move(scored[s]));
-      }
-    }
+    std::vector<env::Episode> episodes = pipeline.run(prompts, std::move(completions));
     const double evaluation_seconds = seconds_since(evaluation_start);
-
-    if (on_episode) {
-      const std::string policy = agent->policy_id();
-      for (std::size_t k = 0; k < rollouts.size(); ++k) {
-        const auto index = static_cast<std::uint64_t>(update * config.tasks_per_update) * g + k;
-        on_episode(make_episode(env, config.seed, index, seeds[k / g], *rollouts[k].matrix,
-                                rollouts[k].task, rollouts[k].completion, outcomes[k], policy));
-      }
+    const std::string policy = agent->policy_id();
+    for (env::Episode& e : episodes) {
+      e.policy_id = policy;
+      if (on_episode) on_episode(e);
     }
 
-    env::Statistics stats = agent->update_rollouts(rollouts);
+    env::Statistics stats = agent->update(episodes);
     stats.emplace_back("perf/generation_seconds", generation_seconds);
     stats.emplace_back("perf/evaluation_seconds", evaluation_seconds);
     stats.emplace_back("perf/tokens_per_second",
@@ -322,58 +237,54 @@ EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
   const std::uint64_t per_task =
       (config.greedy ? 1 : 0) + static_cast<std::uint64_t>(std::max(0, config.samples));
   const std::string policy = on_episode ? agent.policy_id() : std::string();
+  const env::EpisodePipeline& pipeline = env.pipeline();
   for (std::size_t first = 0; first < tasks.size(); first += per_batch) {
     const std::size_t last = std::min(tasks.size(), first + per_batch);
-    std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
-    std::vector<datasets::Task> batch_tasks;
-    std::vector<std::uint64_t> seeds;
+    std::vector<env::EpisodeStart> starts;
     for (std::size_t i = first; i < last; ++i) {
-      env::ResetOptions options;
-      options.task = tasks[i];
-      options.episode_seed = env::episode_seed(config.seed, i);
-      seeds.push_back(*options.episode_seed);
-      env::ResetResult reset = env.reset(std::nullopt, options);
-      prompts.push_back(reset.observation.matrix);
-      batch_tasks.push_back(reset.observation.task);
+      env::EpisodeStart& s = starts.emplace_back();
+      s.task = tasks[i];
+      s.env_id = env.env_id();
+      s.env_seed = config.seed;
+      s.episode_index = i;
+      s.episode_seed = env::episode_seed(config.seed, i);
     }
+    const std::vector<env::Prompt> prompts = pipeline.start(starts);
+    const auto matrices = prompt_matrices(prompts);
     const std::int64_t tokens_before = agent.counters().generated_tokens;
     const auto generation_start = std::chrono::steady_clock::now();
     std::vector<Completion> greedy_out, sampled_out;
-    if (config.greedy) greedy_out = agent.generate(prompts, 1, greedy);
-    if (config.samples > 0) sampled_out = agent.generate(prompts, config.samples, config.sampling);
+    if (config.greedy) greedy_out = agent.generate(matrices, 1, greedy);
+    if (config.samples > 0) sampled_out = agent.generate(matrices, config.samples, config.sampling);
     generation_seconds += seconds_since(generation_start);
     generated += agent.counters().generated_tokens - tokens_before;
 
-    auto record = [&](std::size_t i, std::uint64_t within, const Completion& c, const Outcome& o) {
-      if (!on_episode) return;
-      on_episode(make_episode(env, config.seed, (first + i) * per_task + within, seeds[i],
-                              *prompts[i], batch_tasks[i], c, o,
-                              policy + (within == 0 && config.greedy ? ":greedy" : ":sampled")));
+    std::vector<env::Episode> greedy_episodes = pipeline.run(prompts, std::move(greedy_out));
+    std::vector<env::Episode> sampled_episodes = pipeline.run(prompts, std::move(sampled_out));
+    const auto k = static_cast<std::size_t>(std::max(0, config.samples));
+    auto record = [&](env::Episode& e, std::size_t i, std::uint64_t within) {
+      e.episode_index = (first + i) * per_task + within;
+      e.policy_id = policy + (within == 0 && config.greedy ? ":greedy" : ":sampled");
+      if (on_episode) on_episode(e);
     };
-    for (std::size_t i = 0; i < batch_tasks.size(); ++i) {
+    for (std::size_t i = 0; i < prompts.size(); ++i) {
       TaskEvaluation t;
-      t.task = batch_tasks[i];
+      t.task = prompts[i].start.task;
       if (config.greedy) {
-        const Outcome o =
-            score_group(env, t.task, std::span<const Completion>(&greedy_out[i], 1)).front();
-        record(i, 0, greedy_out[i], o);
-        t.greedy_compiled = o.evaluated && o.eval.compiled;
-        t.greedy_correct = o.evaluated && o.eval.correct;
-        t.greedy_speedup = speedup_of(o);
+        env::Episode& e = greedy_episodes[i];
+        record(e, i, 0);
+        t.greedy_compiled = e.eval && e.eval->compiled;
+        t.greedy_correct = e.eval && e.eval->correct;
+        t.greedy_speedup = speedup_of(e);
         t.best_speedup = t.greedy_speedup;
       }
-      if (config.samples > 0) {
-        const auto k = static_cast<std::size_t>(config.samples);
-        const std::vector<Outcome> outs =
-            score_group(env, t.task, std::span<const Completion>(sampled_out.data() + i * k, k));
-        for (std::size_t j = 0; j < outs.size(); ++j) {
-          const Outcome& o = outs[j];
-          record(i, (config.greedy ? 1 : 0) + j, sampled_out[i * k + j], o);
-          ++t.sampled;
-          t.sampled_compiled += o.evaluated && o.eval.compiled ? 1 : 0;
-          t.sampled_correct += o.evaluated && o.eval.correct ? 1 : 0;
-          t.best_speedup = std::max(t.best_speedup, speedup_of(o));
-        }
+      for (std::size_t j = 0; j < k; ++j) {
+        env::Episode& e = sampled_episodes[i * k + j];
+        record(e, i, (config.greedy ? 1 : 0) + j);
+        ++t.sampled;
+        t.sampled_compiled += e.eval && e.eval->compiled ? 1 : 0;
+        t.sampled_correct += e.eval && e.eval->correct ? 1 : 0;
+        t.best_speedup = std::max(t.best_speedup, speedup_of(e));
       }
       summary.tasks.push_back(std::move(t));
     }

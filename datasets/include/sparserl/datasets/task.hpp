@@ -47,6 +47,9 @@ struct MatrixUri {
 
   // Throws InvalidUri naming the URI and what is wrong with it.
   static MatrixUri parse(std::string_view uri);
+  // A matrix as a command line names it: the path of an existing file (made absolute, a file:
+  // URI), a file: URI or a matrix URI alike. InvalidUri naming the argument when it is none.
+  static MatrixUri from_argument(std::string_view text);
   // The canonical spelling (generator parameters sorted): equal matrices have equal URIs.
   [[nodiscard]] std::string str() const;
 };

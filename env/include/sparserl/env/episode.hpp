@@ -1,15 +1,17 @@
 // Episode: one finished episode as the environment records it - what an agent's update() consumes
 // and what the trajectory recorder writes as one HDF5 row. It holds enough to replay and validate
 // the episode (task, episode seed, tokens, observation digest) and every outcome (the EvalResult
-// and the reward breakdown).
+// and the reward breakdown). env/episode_pipeline.hpp makes every one of them.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sparserl/datasets/task.hpp"
+#include "sparserl/env/observation.hpp"
 #include "sparserl/env/vocabulary.hpp"
 #include "sparserl/reward/eval_result.hpp"
 #include "sparserl/reward/reward.hpp"
@@ -38,6 +40,13 @@ struct Episode {
   double episode_seconds = 0;     // reset() to the final step's result
   double evaluation_seconds = 0;  // submit to result, as the env saw it
   std::string policy_id;          // set by whoever acted (the recorder writes it)
+
+  // For the agent's update(), not recorded: the prompt, the group of samples it belongs to (the
+  // prompt's index in its batch; -1: an episode on its own, as step() plays them) and the masks
+  // its tokens were sampled under (empty: replayed from the tokens).
+  std::shared_ptr<const MatrixObservation> matrix;
+  std::int64_t group = -1;
+  std::vector<std::uint8_t> action_masks;
 };
 
 }  // namespace sparserl::env

@@ -28,8 +28,8 @@
 //   episode
 //     again on a fresh environment and reports every difference (observation digest, mask,
 //     termination, program text, evaluation outcome and reward).
-//   evaluate(task, tokens) / evaluate_group(...): the reward of whole sequences without stepping
-//     (agents that sample a group at once, GRPO), through the same backend and reward.
+//   pipeline(): the EpisodePipeline that reset() and the last step() go through - the same one the
+//     trainer and the bench hand whole completions to (episode_pipeline.hpp).
 //   begin_step() / step_ready() / finish_step(): step() in two halves, so that VectorEnv can keep
 //     stepping the other environments while an evaluation is in flight.
 #pragma once
@@ -44,31 +44,17 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sparserl/datasets/features.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/env/action_mask.hpp"
 #include "sparserl/env/episode.hpp"
+#include "sparserl/env/episode_pipeline.hpp"
 #include "sparserl/env/evaluation.hpp"
 #include "sparserl/env/info.hpp"
 #include "sparserl/env/observation.hpp"
 #include "sparserl/env/task_source.hpp"
 #include "sparserl/env/tokenizer.hpp"
-#include "sparserl/reward/reward.hpp"
 
 namespace sparserl::env {
-
-struct EnvConfig {
-  int max_tokens = 4096;  // tokens per episode, <eos> included (design-space programs: <= 2259)
-  MaskMode mask = MaskMode::syntax;
-  ObservationConfig observation;
-  reward::RewardConfig reward;
-  std::uint64_t seed = 0;  // used by the first reset() that names no seed
-  // The reward of a truncated episode; default reward.compile_fail, clipped like any reward.
-  std::optional<double> truncation_reward;
-
-  [[nodiscard]] std::optional<std::string> validate() const;
-  [[nodiscard]] double resolved_truncation_reward() const;
-};
 
 struct ResetOptions {
   std::optional<datasets::Task> task;         // instead of the task source's next task
@@ -125,12 +111,6 @@ struct EnvState {
   bool active = false;  // reset and not yet ended
 };
 
-struct EpisodeOutcome {
-  std::string source;
-  reward::EvalResult eval;
-  reward::RewardBreakdown breakdown;
-};
-
 struct ReplayReport {
   std::vector<std::string> mismatches;  // empty: the episode replays exactly
   double reward = 0;                    // the replayed reward
@@ -162,30 +142,23 @@ class SparseCudaEnv {
   // The episode that ended with the last step, until the next reset (nullptr otherwise).
   [[nodiscard]] const Episode* last_episode() const;
 
-  EpisodeOutcome evaluate(const datasets::Task& task, std::span<const TokenId> tokens);
-  // All sequences are submitted before any is waited for.
-  std::vector<EpisodeOutcome> evaluate_group(const datasets::Task& task,
-                                             const std::vector<std::vector<TokenId>>& sequences);
   ReplayReport replay(const Episode& recorded);
 
-  [[nodiscard]] const EnvConfig& config() const { return config_; }
-  [[nodiscard]] const Tokenizer& tokenizer() const { return *tokenizer_; }
+  [[nodiscard]] const EnvConfig& config() const { return pipeline_->config(); }
+  [[nodiscard]] const Tokenizer& tokenizer() const { return pipeline_->tokenizer(); }
+  [[nodiscard]] const EpisodePipeline& pipeline() const { return *pipeline_; }
   [[nodiscard]] const TaskSource& task_source() const { return tasks_; }
   [[nodiscard]] int env_id() const { return env_id_; }
-  [[nodiscard]] const reward::HierarchicalReward& reward_function() const { return reward_; }
+  [[nodiscard]] const reward::HierarchicalReward& reward_function() const {
+    return pipeline_->reward_function();
+  }
 
  private:
   Observation observe();
-  Info episode_info() const;
-  void finish_episode(bool terminated, std::optional<reward::EvalResult> eval, double reward,
-                      const reward::RewardBreakdown& breakdown, StepResult& result);
+  void end_episode(StepResult& result);
 
-  EnvConfig config_;
-  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<EpisodePipeline> pipeline_;
   TaskSource tasks_;
-  std::shared_ptr<datasets::MatrixStore> store_;
-  std::shared_ptr<EvaluationBackend> backend_;
-  reward::HierarchicalReward reward_;
   ActionMask mask_;
   int env_id_ = 0;
 
@@ -193,23 +166,16 @@ class SparseCudaEnv {
   std::uint64_t env_seed_ = 0;
   std::uint64_t next_episode_index_ = 0;
 
-  // The current episode.
+  // The current episode: its prompt and the tokens so far.
   bool active_ = false;
-  Episode episode_;
-  std::shared_ptr<const MatrixObservation> matrix_obs_;
-  std::chrono::steady_clock::time_point episode_start_;
-  // A step whose evaluation is in flight.
+  Prompt prompt_;
+  Completion completion_;
+  // The last step, between begin_step() and finish_step(); an ended episode's evaluation.
   bool step_pending_ = false;
-  std::optional<std::future<reward::EvalResult>> pending_eval_;
-  std::chrono::steady_clock::time_point eval_start_;
   std::optional<StepResult> pending_result_;
-  bool have_last_episode_ = false;
-
-  // Matrix features by URI (computing them is a pass over the matrix).
-  std::unordered_map<std::string, datasets::MatrixFeatures> features_;
+  std::optional<PendingEpisode> pending_episode_;
+  // The episode that ended with the last step.
+  std::optional<Episode> last_episode_;
 };
-
-// SHA-256 of a matrix observation's sampled indices (rows and cols), for replay validation.
-std::string observation_digest(const MatrixObservation& observation);
 
 }  // namespace sparserl::env

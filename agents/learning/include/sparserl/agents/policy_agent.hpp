@@ -32,6 +32,7 @@
 #include "sparserl/agents/config.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/env/agent.hpp"
+#include "sparserl/env/episode_pipeline.hpp"
 #include "sparserl/env/observation.hpp"
 #include "sparserl/env/vocabulary.hpp"
 
@@ -40,15 +41,9 @@ namespace sparserl::agents {
 struct Learner;  // torch/learner.hpp
 
 // One generated program: tokens (with <eos> when it ended), the log-probability and value estimate
-// of each, and the action masks it was sampled under (tokens.size() x vocabulary rows; empty when
-// they are to be replayed from the tokens).
-struct Completion {
-  std::vector<env::TokenId> tokens;
-  std::vector<float> log_probs;
-  std::vector<float> values;
-  std::vector<std::uint8_t> action_masks;
-  bool terminated = false;  // ended with <eos>; otherwise cut at max_tokens
-};
+// of each, and the action masks it was sampled under - the env's Completion, which its
+// EpisodePipeline turns into an episode.
+using Completion = env::Completion;
 
 // What an RL update learns from: one completion of one task with its reward and outcome.
 struct Rollout {
@@ -95,8 +90,10 @@ class PolicyAgent final : public env::Agent {
   [[nodiscard]] std::string name() const override;       // the algorithm: "sft", "ppo", ...
   [[nodiscard]] std::string policy_id() const override;  // "ppo:step=120"
   env::ActionBatch act(std::span<const env::Observation> observations) override;
-  // Episodes of tasks seen by act(); episodes of one task in the batch form a group. Runs the
-  // configured algorithm (std::logic_error for Algorithm::sft, which learns from examples).
+  // One update of the configured algorithm (std::logic_error for Algorithm::sft, which learns from
+  // examples). Episodes of one prompt form a group (Episode::group; episodes without one, as
+  // step() plays them, are grouped by task). An episode without its prompt (Episode::matrix) must
+  // be of a matrix observation act() saw.
   env::Statistics update(std::span<const env::Episode> episodes) override;
   void save(const std::filesystem::path& dir) const override;
   // Restores everything save() wrote. std::runtime_error naming the file for a missing or malformed

@@ -148,11 +148,12 @@ struct RlConfig {
   StageHooks hooks;
 };
 
-// Each update: the next tasks_per_update tasks of a copy of the env's task source (seeded with
-// config.seed), their observations through env.reset(task, episode seed), samples_per_task
-// completions each from the policy (batched, under the env's mask), rewards from
-// env.evaluate_group (a completion without <eos> gets the env's truncation reward), then one
-// update of the algorithm. The env's mask mode and max_tokens must match the agent's.
+// Each update, CleanRL's loop over the env's EpisodePipeline: start the next tasks_per_update
+// tasks of a copy of the env's task source (seeded with config.seed; episode seeds from
+// config.seed and the episode's index) -> prompts; generate samples_per_task completions each
+// (batched, under the env's mask) -> finish them through the pipeline (decoded, evaluated,
+// rewarded; a completion without <eos> gets the env's truncation reward) -> episodes, one group per
+// prompt -> agent.update(episodes). The env's mask mode and max_tokens must match the agent's.
 StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
                    const StatisticsCallback& on_statistics = {},
                    const EpisodeCallback& on_episode = {});
