@@ -250,13 +250,12 @@ enum class Num : std::uint8_t {
 };
 constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 
-constexpr int kMaxCodeDepth = 48;
-constexpr int kMaxPpDepth = 16;
-constexpr int kMaxExprFrames = 8;
-constexpr int kMaxExprUnary = 8;
-constexpr int kMaxExprDigits = 18;
-constexpr int kMaxNumberChars = 20;
-constexpr int kMaxUnrollDigits = 5;
+// Brackets open at once in code and on a preprocessor line (the State's stacks).
+constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
+// A launch expression's open parentheses and calls, unary minus signs, and a literal's digits.
+constexpr int kMaxExprFrames = 8, kMaxExprUnary = 8, kMaxExprDigits = 18;
+// Characters of a number in code; digits of #pragma unroll's count.
+constexpr int kMaxNumberChars = 20, kMaxUnrollDigits = 5;
 // The most any token can raise min_completion, but for those that add a declaration to it (a format
 // name, a new kernel's launch name): Tables::max_delta adds the longest declaration. The budget
 // check runs whenever the slack is below max_delta.
