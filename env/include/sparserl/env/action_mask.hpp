@@ -94,7 +94,7 @@ class ActionMask {
   // mode (an upper bound of the shortest completion); 1 under mode none.
   [[nodiscard]] int min_completion() const;
 
-  // Implementation types (defined in action_mask.cpp).
+  // Implementation types (defined in src/action_mask_internal.hpp).
   struct Tables;
   struct State;
 

@@ -1,0 +1,420 @@
+// The code-token rules: what each category of token may do in code and on a preprocessor line
+// (kCodeRules, one row per category: its checks and how taking it moves brackets and lines), the
+// type-word rules per context (role_checks), the names a scope holds (new_local_allowed,
+// known_local_allowed) and the checks that look at the state (passes). The lexicon turns the rows
+// into per-token Check bits per row; code_word_allowed() judges a token by them, and fill()'s fast
+// path (fill_code_tokens) copies a row's mask of unchecked tokens and runs the checks of the rest.
+// After `.` / `->` a field alone may come (kFieldRules).
+#include <algorithm>
+#include <cstring>
+
+#include "action_mask_internal.hpp"
+
+namespace sparserl::env::detail {
+namespace {
+
+// --- type-specifier runs ---
+
+// May a type word of part `bits` join the run `run` (0: a run starts)? `unsigned long long int`
+// and `signed char` may; `long long long`, `int int`, `value_t float` may not.
+bool type_run_takes(std::uint8_t run, std::uint8_t bits) {
+  if (run == 0) return true;
+  const int longs = run & 3;
+  if ((run & kRunSingle) != 0) return false;
+  switch (bits) {
+    case kRunLong:
+      return longs < 2 && (run & (kRunShort | kRunChar)) == 0;
+    case kRunShort:
+      return longs == 0 && (run & (kRunShort | kRunChar)) == 0;
+    case kRunInt:
+      return (run & (kRunInt | kRunChar)) == 0;
+    case kRunChar:
+      return longs == 0 && (run & (kRunInt | kRunChar | kRunShort)) == 0;
+    case kRunSign:
+      return (run & kRunSign) == 0;
+    default:
+      return false;  // float, value_t, ...: a run of one
+  }
+}
+std::uint8_t type_run_join(std::uint8_t run, std::uint8_t bits) {
+  return static_cast<std::uint8_t>(bits == kRunLong ? run + 1 : run | bits);
+}
+
+// The type-word rules' part of a token's checks in context `ctx`.
+std::uint8_t role_checks(const TokenInfo& k, int ctx) {
+  if (k.role == role_type) {
+    switch (ctx) {
+      case ctx_start:
+      case ctx_expr:
+        return 0;
+      case ctx_qual:
+      case ctx_type:
+        return kCheckRun;
+      default:
+        return kRefused;
+    }
+  }
+  return ((k.follows >> ctx) & 1u) != 0 ? 0 : kRefused;
+}
+
+// The context after a code token; `declares`: the token is a local that a declaration declares,
+// `macro`: a local #defined (it may name a type or a qualifier).
+void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
+  const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+  switch (k.role) {
+    case role_type:
+      if (s.ctx == ctx_expr) {
+        s.ctx = ctx_cast_call;
+        s.run = k.type_bits;
+      } else {
+        s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
+        s.ctx = ctx_type;
+      }
+      return;
+    case role_qual:
+      if (!in_type) s.run = 0;
+      if (s.ctx != ctx_ptr) s.ctx = ctx_qual;
+      return;
+    case role_ptr:
+      s.ctx = in_type ? ctx_ptr : ctx_expr;
+      return;
+    case role_cast_kw:
+      s.ctx = ctx_cast_kw;
+      return;
+    case role_lt:
+      s.ctx = s.ctx == ctx_cast_kw ? ctx_start : ctx_expr;
+      return;
+    case role_start:
+      s.ctx = ctx_start;
+      s.run = 0;
+      return;
+    case role_operand:
+      s.ctx = ctx_operand;
+      return;
+    default:
+      break;
+  }
+  if (k.cat == Cat::local && macro) {
+    if (!in_type) s.run = 0;
+    s.ctx = ctx_qual;
+  } else if (k.cat == Cat::local) {
+    s.ctx = declares ? ctx_declared : ctx_operand;
+  } else {
+    s.ctx = ctx_expr;
+  }
+}
+
+// --- scopes ---
+// A name used in code must be in scope, and a block must not declare a name twice (the two
+// commonest compile errors of sampled programs after undeclared names). The model is C++'s, kept
+// lenient wherever it cannot be sure: a name declared inside parentheses (a for statement's, a
+// function's parameters) is bound to the block that follows, or else held by the enclosing block
+// until it closes; the file scope and parenthesised declarations may redeclare; macros and tags
+// (struct, enum, goto, ...) are allowed everywhere; locals past kScopedLocals are not tracked.
+
+bool free_scope(std::uint8_t scope) { return scope == kScopeTag || scope == kScopeMacro; }
+int block_level(std::uint8_t scope) { return (scope & ~kScopeSoft) - 1; }
+bool in_parens(const State& s) { return s.depth > 0 && s.stack[s.depth - 1u] == '('; }
+
+// A known local in code (not after `.` / `->`): where a name is used, one in scope; where one is
+// declared, anything but a second declaration in the same block.
+bool known_local_allowed(const State& s, int local) {
+  const std::uint8_t scope = scope_of(s, local);
+  if (!new_local_allowed(s)) return scope != kScopeDead;
+  if (scope == kScopeDead || free_scope(scope) || (scope & kScopeSoft) != 0) return true;
+  if (s.declarator == kTagDeclarator || in_parens(s) || s.braces == 0) return true;
+  return block_level(scope) != s.braces;
+}
+
+// Soft names at `level` move to `to` (their parenthesis was followed by no block).
+void move_soft_names(State& s, int level, int to) {
+  const int n = std::min<int>(s.locals_used, kScopedLocals);
+  for (int i = 0; i < n; ++i) {
+    if (s.scope[static_cast<std::size_t>(i)] == block_scope(level, true)) {
+      s.scope[static_cast<std::size_t>(i)] = block_scope(to, true);
+    }
+  }
+}
+
+// The block at level s.braces closes: its names, and those bound to it, leave scope.
+void close_block(State& s) {
+  const int n = std::min<int>(s.locals_used, kScopedLocals);
+  for (int i = 0; i < n; ++i) {
+    const std::uint8_t scope = s.scope[static_cast<std::size_t>(i)];
+    if (scope != kScopeDead && !free_scope(scope) && block_level(scope) >= s.braces) {
+      s.scope[static_cast<std::size_t>(i)] = kScopeDead;
+    }
+  }
+  --s.braces;
+}
+
+// The scopes before a plain code token (outside a preprocessor line and a kernel declaration;
+// s.declarator and s.last still those before the token). Braces move in take_open / take_close.
+void advance_scopes(State& s, const TokenInfo& k) {
+  if (s.soft_closed) {
+    s.soft_closed = false;
+    if (k.cat != Cat::open_brace) move_soft_names(s, s.braces + 1, s.braces);
+  }
+  if (k.cat == Cat::close_paren && s.soft_depth == static_cast<int>(s.depth)) {
+    s.soft_closed = true;
+    s.soft_depth = -1;
+  }
+  if (k.cat != Cat::local || !new_local_allowed(s)) return;  // a use, or a field
+  if (scope_of(s, k.local) == kScopeMacro) return;           // a macro naming a type or a qualifier
+  if (s.declarator == kTagDeclarator) {
+    set_scope(s, k.local, kScopeTag);
+  } else if (in_parens(s)) {
+    set_scope(s, k.local, block_scope(s.braces + 1, true));
+    s.soft_depth = static_cast<std::int8_t>(s.depth);
+  } else {
+    set_scope(s, k.local, block_scope(s.braces, false));
+  }
+}
+
+// The declarator state after a code token (outside preprocessor lines; brackets already moved).
+// After a local only a name may follow directly: `v3 * v9` stays an expression (a pointer to a
+// user type is `T* name` only for built-in types and value_t here).
+void advance_declarator(State& s, const TokenInfo& k) {
+  const std::uint8_t was = s.declarator;
+  if (k.naming == TokenInfo::naming_type) {
+    s.declarator = kTypeDeclarator;
+  } else if (k.naming == TokenInfo::naming_tag) {
+    s.declarator = kTagDeclarator;
+  } else if (k.cat == Cat::local) {
+    s.declarator = kNameDeclarator;
+  } else if (was != kTypeDeclarator || k.naming != TokenInfo::naming_keep) {
+    s.declarator = 0;
+  }
+  if (k.cat == Cat::local && was != 0) s.list_depth = static_cast<std::int8_t>(s.depth);  // a name
+  if (k.cat == Cat::comma && s.depth == s.list_depth) s.declarator = kTypeDeclarator;
+  if (s.list_depth >= 0 &&
+      (s.depth < s.list_depth || (k.cat == Cat::semi && s.depth == s.list_depth))) {
+    s.list_depth = -1;
+  }
+}
+
+// --- the checks ---
+
+// A prelude constant in code: one the program's format defines (BSR_C in a CSR program would be an
+// undeclared identifier; M, N, NNZ, value_t, ... are every format's). Preprocessor lines may name
+// any (`#if BSR_C > 2` is 0 where it is undefined; a macro body counts only where expanded).
+bool constant_in_format(const State& s, const TokenInfo& k) {
+  return k.param == 0 || ((k.param >> s.format) & 1u) != 0;
+}
+
+// Locals in canonical order (the next new one is v<locals_used>); in code a new one only where a
+// name is declared, a known one where it is in scope; a preprocessor line may name any of them.
+bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
+  if (k.local >= t.locals || k.local > s.locals_used) return false;
+  if (on_line(s)) return true;
+  return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
+}
+
+std::uint8_t closer_for(std::uint8_t open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
+std::uint8_t close_char(Cat c) {
+  return c == Cat::close_paren ? ')' : c == Cat::close_bracket ? ']' : '}';
+}
+std::uint8_t opener(Cat c) {
+  return c == Cat::open_paren ? '(' : c == Cat::open_bracket ? '[' : '{';
+}
+
+bool closes_innermost(const State& s, const TokenInfo& k) {
+  if (on_line(s)) {
+    return s.pp_depth > 0 && closer_for(s.pp_stack[s.pp_depth - 1u]) == close_char(k.cat);
+  }
+  return s.depth > 0 && closer_for(s.stack[s.depth - 1u]) == close_char(k.cat);
+}
+
+// <eos>: every bracket and #if closed, every launched kernel declared, the code ending well.
+bool program_complete(const State& s) {
+  return s.depth == 0 && s.if_depth == 0 && pending_kernel_bits(s) == 0 &&
+         (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
+}
+
+// Whether the state passes a token's checks (Check bits of its row).
+bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInfo& k) {
+  if (checks == 0) return true;
+  if ((checks & kRefused) != 0) return false;
+  if ((checks & kCheckRun) != 0 && !type_run_takes(s.run, k.type_bits)) return false;
+  if ((checks & kCheckFormat) != 0 && !constant_in_format(s, k)) return false;
+  if ((checks & kCheckLocal) != 0 && !local_allowed(t, s, k)) return false;
+  if ((checks & kCheckOpen) != 0 &&
+      (on_line(s) ? s.pp_depth >= kMaxPpDepth : s.depth >= kMaxCodeDepth)) {
+    return false;
+  }
+  if ((checks & kCheckClose) != 0 && !closes_innermost(s, k)) return false;
+  if ((checks & kCheckLineEnd) != 0 && (s.pp_depth != 0 || s.pp != Pp::body)) return false;
+  if ((checks & kCheckEnd) != 0 && !program_complete(s)) return false;
+  return true;
+}
+
+// The row of the code-token rules the state stands in.
+std::size_t code_row(const State& s) {
+  return static_cast<std::size_t>(on_line(s) ? kLineRow : declaring(s) ? kDeclarationRow : s.ctx);
+}
+
+// --- taking a code word (in code, or in a preprocessor line's body) ---
+
+void take_other(State& s, const TokenInfo&) { s.last = Last::other; }
+void take_open(State& s, const TokenInfo& k) {
+  if (on_line(s)) {
+    s.pp_stack[s.pp_depth++] = opener(k.cat);
+  } else {
+    s.stack[s.depth++] = opener(k.cat);
+    if (k.cat == Cat::open_brace) ++s.braces;
+  }
+  s.last = Last::other;
+}
+void take_close(State& s, const TokenInfo& k) {
+  const bool line = on_line(s);
+  if (line) {
+    --s.pp_depth;
+  } else {
+    --s.depth;
+    if (k.cat == Cat::close_brace) close_block(s);
+  }
+  s.last = k.cat == Cat::close_brace && !line ? Last::brace_close : Last::other;
+}
+void take_semi(State& s, const TokenInfo&) { s.last = on_line(s) ? Last::other : Last::semi; }
+void take_access(State& s, const TokenInfo&) { s.last = Last::access; }
+void take_number(State& s, const TokenInfo&) {
+  s.num = Num::start;
+  s.num_len = 0;
+  s.num_u = false;
+  s.num_l = 0;
+  s.num_lcase = 0;
+  s.last = Last::other;
+}
+void take_hash(State& s, const TokenInfo&) {
+  s.pp = Pp::hash;
+  s.pp_depth = 0;
+  s.last = Last::other;
+}
+
+// What each category of token may do as a code word: its checks in code and on a preprocessor
+// line (kNoCheck: none; categories without a row are refused), and how taking it moves the state.
+struct CodeRule {
+  Cat cat;
+  std::uint8_t in_code;
+  std::uint8_t on_line;
+  void (*take)(State&, const TokenInfo&);
+};
+constexpr std::uint8_t kNoCheck = 0;
+// clang-format off
+constexpr CodeRule kCodeRules[] = {
+    // category          in code        on a # line     taken
+    {Cat::keyword,       kNoCheck,      kNoCheck,       take_other},
+    {Cat::builtin,       kNoCheck,      kNoCheck,       take_other},
+    {Cat::literal,       kNoCheck,      kNoCheck,       take_other},
+    {Cat::constant,      kCheckFormat,  kNoCheck,       take_other},
+    {Cat::local,         kCheckLocal,   kCheckLocal,    take_other},
+    {Cat::num,           kNoCheck,      kNoCheck,       take_number},
+    {Cat::open_paren,    kCheckOpen,    kCheckOpen,     take_open},
+    {Cat::open_bracket,  kCheckOpen,    kCheckOpen,     take_open},
+    {Cat::open_brace,    kCheckOpen,    kCheckOpen,     take_open},
+    {Cat::close_paren,   kCheckClose,   kCheckClose,    take_close},
+    {Cat::close_bracket, kCheckClose,   kCheckClose,    take_close},
+    {Cat::close_brace,   kCheckClose,   kCheckClose,    take_close},
+    {Cat::semi,          kNoCheck,      kNoCheck,       take_semi},
+    {Cat::comma,         kNoCheck,      kNoCheck,       take_other},
+    {Cat::access,        kNoCheck,      kNoCheck,       take_access},
+    {Cat::plus,          kNoCheck,      kNoCheck,       take_other},
+    {Cat::minus,         kNoCheck,      kNoCheck,       take_other},
+    {Cat::star,          kNoCheck,      kNoCheck,       take_other},
+    {Cat::slash,         kNoCheck,      kNoCheck,       take_other},
+    {Cat::punct_other,   kNoCheck,      kNoCheck,       take_other},
+    {Cat::hash,          kNoCheck,      kRefused,       take_hash},
+    {Cat::eol,           kRefused,      kCheckLineEnd,  take_other},  // taken by the line's rules
+    {Cat::eos,           kCheckEnd,     kRefused,       take_other},  // taken as the program's end
+};
+// clang-format on
+constexpr std::array<const CodeRule*, kCats> kCodeRuleOf = [] {
+  std::array<const CodeRule*, kCats> of{};
+  for (const CodeRule& rule : kCodeRules) of[static_cast<std::size_t>(rule.cat)] = &rule;
+  return of;
+}();
+const CodeRule* code_rule(Cat c) { return kCodeRuleOf[static_cast<std::size_t>(c)]; }
+
+// After `.` / `->` a field: a member, or a known local (a new name there would be undeclared; a
+// preprocessor line may name the next new one). Judged only: a field is taken as a code word.
+Verdict known_field(const Tables& t, const State& s, const TokenInfo& k) {
+  const bool known = k.local < s.locals_used || (on_line(s) && k.local == s.locals_used);
+  return allow_if(k.local < t.locals && known);
+}
+constexpr Rule kFieldRules[] = {
+    {on(0), cats(Cat::member), allow, nullptr},
+    {on(0), cats(Cat::local), known_field, nullptr},
+};
+
+}  // namespace
+
+std::span<const Rule> field_rules() { return kFieldRules; }
+
+// The next new local (the canonical v<locals_used>) in code: only where C++ declares a name -
+// after a type word or an earlier local (a user type or macro), through `const`, `*`, `&`,
+// `__restrict__`, ..., or after `,` in a declaration list - never inside an expression, where it
+// would be an undeclared identifier (the commonest compile error of sampled programs). Preprocessor
+// lines keep every local: a macro may name what the code declares later.
+bool new_local_allowed(const State& s) { return s.declarator != 0 && s.last != Last::access; }
+
+std::uint8_t code_checks(const TokenInfo& k, int row) {
+  const CodeRule* rule = code_rule(k.cat);
+  const bool line = row == kLineRow;
+  if (rule == nullptr) return kRefused;
+  // The kernel-declaration words ("C", __global__, __launch_bounds__) only where a declaration's
+  // rules take them, before these; no extern on a preprocessor line (the static check's
+  // macro_abuse). Preprocessor-only words (define, endif, pragma, unroll, ...) are no C++
+  // keywords: in code they would be undeclared names.
+  if (k.word == w_linkage || k.word == w_global || k.word == w_bounds ||
+      (line && k.word == w_extern)) {
+    return kRefused;
+  }
+  if (!line && pp_only_word(k)) return kRefused;
+  std::uint8_t checks = line ? rule->on_line : rule->in_code;
+  if (row < kContexts) checks |= role_checks(k, row);
+  return checks;
+}
+
+bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
+  if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
+  return passes(k.checks[code_row(s)], t, s, k);
+}
+
+void take_code_word(State& s, const TokenInfo& k) {
+  count_local(s, k);
+  const CodeRule* rule = code_rule(k.cat);
+  (rule != nullptr ? rule->take : take_other)(s, k);
+}
+
+// A code token outside a preprocessor line: scopes, brackets and locals, the kernel declaration,
+// the declarator, the type-word context.
+void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
+  const bool macro = k.cat == Cat::local && scope_of(s, k.local) == kScopeMacro;
+  const bool declares =
+      k.cat == Cat::local && new_local_allowed(s) && s.declarator == kTypeDeclarator && !macro;
+  if (!declaring(s)) advance_scopes(s, k);
+  take_code_word(s, k);
+  t.declarations.take(static_cast<int>(s.decl), t, s, k);
+  if (s.pp == Pp::none) {
+    advance_declarator(s, k);
+    advance_role(s, k, declares, macro);
+  }
+}
+
+void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> mask) {
+  const std::size_t row = code_row(s);
+  std::memcpy(mask.data(), t.unchecked[row].data(), mask.size());
+  for (TokenId id : t.checked[row]) {
+    const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
+    mask[static_cast<std::size_t>(id)] = passes(k.checks[row], t, s, k) ? 1 : 0;
+  }
+  // Locals come in canonical order: those past the next new one are refused (their 0 stays).
+  const int last = std::min<int>(s.locals_used, t.locals - 1);
+  for (int i = 0; i <= last; ++i) {
+    const TokenId id = t.local_ids[static_cast<std::size_t>(i)];
+    const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
+    mask[static_cast<std::size_t>(id)] = passes(k.checks[row], t, s, k) ? 1 : 0;
+  }
+}
+
+}  // namespace sparserl::env::detail

@@ -1,0 +1,500 @@
+// The syntax mask's machinery, shared by its source files (a private header). The mask is a stack
+// of small automata, each a table of rules (Rule) keyed by its own sub-state and the token's
+// category: the directive lines (Phase), launch expressions (Expr), numbers in code (Num),
+// preprocessor lines (Pp), kernel declarations (Decl) and fields after `.` / `->`; beneath them the
+// code-token rules, one row per category (action_mask_code.cpp) refined by the type-word rules of
+// the context the code stands in (Ctx). Each rule is written once, its judge (may the token come
+// here?) beside its take (how the state moves when it does): allows() asks the judges, advance()
+// runs the takes, and ActionMask::Tables derives from the same rows what fill() needs - per
+// sub-state the candidate tokens, and per context the mask of code tokens that need no look at the
+// state plus the list of those that do.
+//
+// Files: action_mask_lexicon.cpp (tokens into categories, words and roles; the tables),
+// action_mask_directives.cpp (the //@format and //@launch lines), action_mask_code.cpp (code
+// tokens: categories, type words, scopes; fill()'s fast path), action_mask_lines.cpp (numbers in
+// code, preprocessor lines), action_mask_declaration.cpp (kernel declarations),
+// action_mask_completion.cpp (min_completion), action_mask.cpp (the class, fill(), the budget).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sparserl/env/action_mask.hpp"
+#include "sparserl/reward/abi.hpp"
+
+namespace sparserl::env {
+namespace detail {
+
+enum class Cat : std::uint8_t {
+  pad,
+  bos,
+  eos,
+  num,
+  eol,
+  macro_open,
+  format,
+  launch,
+  format_name,
+  key_c,
+  key_sigma,
+  key_r,
+  key_grid,
+  key_block,
+  key_smem,
+  constant,
+  keyword,
+  builtin,
+  member,
+  local,
+  literal,
+  digit,
+  open_paren,
+  open_bracket,
+  open_brace,
+  close_paren,
+  close_bracket,
+  close_brace,
+  semi,
+  comma,
+  hash,
+  access,
+  plus,
+  minus,
+  star,
+  slash,
+  punct_other,
+};
+constexpr int kCats = static_cast<int>(Cat::punct_other) + 1;
+
+// Keyword roles on a preprocessor line.
+enum PpRole : std::uint8_t {
+  pp_none,
+  pp_define,
+  pp_undef,
+  pp_if,
+  pp_ifdef,
+  pp_ifndef,
+  pp_elif,
+  pp_else,
+  pp_endif,
+  pp_pragma,
+  pp_unroll,
+  pp_nounroll,
+};
+
+// Builtin roles in launch expressions.
+enum FuncRole : std::uint8_t { fn_none, fn_ceil_div, fn_min, fn_max };
+
+// Words with a role in a kernel declaration (extern "C" __global__ void [__launch_bounds__(..)]
+// NAME(params) {): the declaration automaton matches them by role, whatever their category.
+enum DeclWord : std::uint8_t {
+  w_none,
+  w_extern,
+  w_linkage,  // the literal "C"
+  w_global,
+  w_void,
+  w_bounds,  // __launch_bounds__
+  w_const,
+  w_int,
+  w_value_t,
+  w_restrict,
+};
+
+// The type-word rules. C++ takes a type word only where a declaration, a cast or a template
+// argument may start (a statement's start, after `(` `,` a qualifier, or `<` of a *_cast), or as
+// a functional cast in an expression (`value_t(0)`); after a type-specifier run comes what a
+// declaration or a cast goes on with (more of the run, a qualifier, `*` / `&`, the declared
+// name, `)` `>` `(`), and after a declared name what a declarator goes on with (`=` `;` `,` `[`
+// `(` `{` `:` `>`). Sampled programs broke each of these (`if (v9 < long long long`, `int = -256;`,
+// `value_t* 0`, `value_t v12 + 0;`, `const int v13 ceil_div(`): the rules refuse them. They never
+// refuse a token of the completion path (closers, `;`, `#`, <eol>, <eos>), so the budget keeps
+// its guarantee, and they apply in code only, outside preprocessor lines and kernel declarations.
+enum Role : std::uint8_t {
+  role_other,    // an operator, `=`, `[`, `?`, return, if, sizeof, ...: an expression goes on
+  role_type,     // a type word: int, long, value_t, float4, ...
+  role_qual,     // a qualifier or specifier: const, static, __shared__, __restrict__, typedef, ...
+  role_ptr,      // `*` or `&`
+  role_cast_kw,  // static_cast, reinterpret_cast, const_cast, template: `<` opens types
+  role_lt,       // `<`
+  role_start,    // ( , ; { } ) : else do - a declaration or a cast may start after it
+  role_operand,  // a number, a constant, a member, a literal, a builtin, `]`, ++, --, true, ...
+};
+// Where code stands for the type-word rules (State::ctx).
+enum Ctx : std::uint8_t {
+  ctx_start,      // a type may start a run
+  ctx_qual,       // after a qualifier: a type may start or go on with the run
+  ctx_type,       // after a type word of a declaration or a cast
+  ctx_ptr,        // after `*` / `&` inside a type
+  ctx_cast_call,  // after a type word in an expression: a functional cast, `(` or `{` next
+  ctx_declared,   // after the name a declaration declares
+  ctx_expr,       // inside an expression, before an operand: a type only as a functional cast
+  ctx_operand,    // after an operand: no type
+  ctx_cast_kw,    // after static_cast & co.
+  kContexts,
+};
+// The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
+// expression (no type-word rules there) and a preprocessor line.
+constexpr int kDeclarationRow = kContexts, kLineRow = kContexts + 1, kRows = kContexts + 2;
+
+// A type-specifier run: the count of `long` (bits 0-1), then one bit per other part.
+constexpr std::uint8_t kRunLong = 1, kRunShort = 4, kRunSign = 8, kRunInt = 16, kRunChar = 32,
+                       kRunSingle = 64;
+
+// What a code token needs of the state beyond its row (TokenInfo::checks): nothing (0), refusal,
+// or the checks whose bits are set (action_mask_code.cpp).
+enum Check : std::uint8_t {
+  kCheckFormat = 1,    // a prelude constant of the program's format
+  kCheckRun = 2,       // a type word that the type-specifier run under way takes
+  kCheckLocal = 4,     // a local: canonical order, in scope, declared where a name may be
+  kCheckOpen = 8,      // an opening bracket: below the nesting limit
+  kCheckClose = 16,    // a closing bracket: the innermost open one's
+  kCheckLineEnd = 32,  // <eol>: the preprocessor line's brackets closed
+  kCheckEnd = 64,      // <eos>: the program complete
+  kRefused = 128,
+};
+
+struct TokenInfo {
+  Cat cat = Cat::punct_other;
+  std::uint8_t word = w_none;  // DeclWord
+  std::uint8_t param = 0;      // format index, pp role, function role, digit character, format mask
+  std::uint8_t width = 0;      // characters in a rendered launch expression (names)
+  int local = -1;              // local index
+  int effect = 0;              // effect class (budget check cache)
+  // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
+  // that so (const, *, &, __restrict__, __shared__, ...), or it names a tag, namespace or label
+  // (struct, enum, goto, ...: a name that scopes do not track). See new_local_allowed.
+  enum : std::uint8_t { naming_none, naming_type, naming_keep, naming_tag };
+  std::uint8_t naming = naming_none;
+  // Its part in the type-word rules: a Role, a type word's part of a type-specifier run (kRun*),
+  // and the contexts (bits of Ctx) it may follow in code.
+  std::uint8_t role = 0;
+  std::uint8_t type_bits = 0;
+  std::uint16_t follows = 0;
+  // Per row of the code-token rules, what it needs of the state there (Check bits).
+  std::array<std::uint8_t, kRows> checks{};
+};
+
+enum class Phase : std::uint8_t {
+  start,
+  format_name,
+  format_key,
+  format_num_start,
+  format_num,
+  format_eol,
+  launch_start,
+  launch_name,
+  launch_key,
+  expr,
+  code,
+};
+constexpr int kPhases = static_cast<int>(Phase::code) + 1;
+enum class Expr : std::uint8_t { operand, after_func, number_start, number, after_operand };
+constexpr int kExprStates = static_cast<int>(Expr::after_operand) + 1;
+enum class Pp : std::uint8_t {
+  none,
+  hash,
+  define_name,
+  after_macro_name,
+  macro_param_first,
+  macro_param_next,
+  macro_param_sep,
+  body,
+  undef_name,
+  ifdef_name,
+  if_expr_start,
+  eol_only,
+  pragma,
+  unroll,
+  unroll_num_start,
+  unroll_num,
+};
+constexpr int kPpStates = static_cast<int>(Pp::unroll_num) + 1;
+enum class Last : std::uint8_t { none, brace_close, semi, pp_eol, access, other };
+// Where a top-level kernel declaration stands. `external` is a top-level `extern` (it may still be
+// `extern __shared__ ...`); from `linkage` on the declaration is committed and runs to its `{`.
+enum class Decl : std::uint8_t {
+  none,
+  external,      // extern
+  linkage,       // extern "C"                       -> __global__
+  global,        // extern "C" __global__            -> void
+  result,        // ... void                         -> __launch_bounds__ | a launched kernel's name
+  bounds_open,   // ... __launch_bounds__            -> (
+  bounds_first,  // ... __launch_bounds__(           -> an operand
+  bounds,        // ... __launch_bounds__(256        -> ... )
+  params,        // ... NAME                         -> the format's parameter list, ) {
+};
+constexpr int kDeclStates = static_cast<int>(Decl::params) + 1;
+// One token of a kernel's forced parameter list: a category, a word, or (Cat::local) a parameter's
+// name: a local not yet named in this declaration (new, or one an earlier kernel's parameter
+// used: the tokenizer gives equal names the same local).
+struct Forced {
+  Cat cat;
+  std::uint8_t word = w_none;
+};
+enum class Num : std::uint8_t {
+  off,
+  start,
+  zero,
+  dec,
+  dot_start,
+  frac,
+  exp_start,
+  exp_sign,
+  exp,
+  hex_start,
+  hex,
+  int_suffix,
+  float_suffix,
+};
+constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
+
+// Brackets open at once in code and on a preprocessor line (the State's stacks).
+constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
+// A launch expression's open parentheses and calls, unary minus signs, and a literal's digits.
+constexpr int kMaxExprFrames = 8, kMaxExprUnary = 8, kMaxExprDigits = 18;
+// Characters of a number in code; digits of #pragma unroll's count.
+constexpr int kMaxNumberChars = 20, kMaxUnrollDigits = 5;
+// The most any token can raise min_completion, but for those that add a declaration to it (a format
+// name, a new kernel's launch name): Tables::max_delta adds the longest declaration. The budget
+// check runs whenever the slack is below max_delta.
+constexpr int kMaxDelta = 16;
+// Kernel names are launch names, the first locals: a bit per local below this.
+constexpr int kMaxKernelLocal = 16;
+// A declaration's names: the kernel's and its parameters' (at most 6 in any format).
+constexpr int kMaxDeclNames = 8;
+// Locals whose scope is tracked (State::scope); a vocabulary's locals past these are allowed
+// wherever a known name is.
+constexpr int kScopedLocals = 128;
+// The shortest launch line: <launch> v grid= M block= M <eol>.
+constexpr int kLaunchLineTokens = 7;
+// Launch expression pieces: `(0, 0)` after a function name, `, 0)` to close a first argument.
+constexpr int kFuncFrame0 = 1, kFuncFrame1 = 2, kGroupFrame = 0;
+// Where a local's name stands (State::scope; see known_local_allowed): kScopeDead (not in scope),
+// kScopeMacro / kScopeTag (anywhere), or a block level (block_scope; kScopeSoft: bound to the block
+// that follows the parentheses that declared it).
+constexpr std::uint8_t kScopeDead = 0, kScopeSoft = 0x80, kScopeTag = 0xFE, kScopeMacro = 0xFF;
+// State::declarator: where a new local may stand (see new_local_allowed).
+constexpr std::uint8_t kNameDeclarator = 1, kTypeDeclarator = 2, kTagDeclarator = 3;
+
+// Sets of sub-states (bits of an automaton's state enum) and of categories, for the rule tables.
+using CatSet = std::uint64_t;
+template <class... C>
+constexpr CatSet cats(C... c) {
+  return ((CatSet{1} << static_cast<unsigned>(c)) | ...);
+}
+constexpr CatSet kAnyCat = ~CatSet{0};
+template <class... S>
+constexpr std::uint32_t on(S... s) {
+  return ((std::uint32_t{1} << static_cast<unsigned>(s)) | ...);
+}
+
+}  // namespace detail
+
+struct ActionMask::State {
+  detail::Phase phase = detail::Phase::start;
+  std::uint8_t format = 0;
+  std::uint8_t key = 0;  // format key index
+  std::uint8_t launches = 0;
+  std::uint8_t digits = 0;  // digits of the directive number or expression literal
+  std::int64_t value = 0;   // format directive number
+  // launch expression
+  detail::Expr es = detail::Expr::operand;
+  std::uint8_t which = 0;  // 0 grid, 1 block, 2 smem
+  std::array<std::uint8_t, detail::kMaxExprFrames> frames{};
+  std::uint8_t nframes = 0, unary = 0;
+  std::uint16_t chars = 0;
+  // code
+  std::array<std::uint8_t, detail::kMaxCodeDepth> stack{};
+  std::uint8_t depth = 0;
+  std::array<std::uint8_t, detail::kMaxPpDepth> pp_stack{};
+  std::uint8_t pp_depth = 0;
+  detail::Pp pp = detail::Pp::none;
+  std::uint8_t if_depth = 0;
+  detail::Last last = detail::Last::none;
+  detail::Num num = detail::Num::off;
+  std::uint8_t num_len = 0;
+  bool num_u = false;
+  std::uint8_t num_l = 0;
+  char num_lcase = 0;
+  std::uint16_t locals_used = 0;
+  // kernel declarations
+  detail::Decl decl = detail::Decl::none;
+  std::uint8_t decl_pos = 0;  // next token of the forced parameter list
+  std::array<std::uint8_t, detail::kMaxDeclNames> decl_names{};  // the kernel's, its parameters'
+  std::uint8_t decl_named = 0;
+  bool bounds_used = false;
+  std::uint16_t launched = 0, defined = 0;  // kernel names (bits of locals) launched / declared
+  // Where a new local may appear in code: after a type (kTypeDeclarator, kept through declarator
+  // prefixes), right after a local (kNameDeclarator: a user type or a macro naming one), or after
+  // `,` in a declaration list opened at list_depth.
+  std::uint8_t declarator = 0;
+  std::int8_t list_depth = -1;
+  // Scopes (see known_local_allowed): per local, where its name stands now - kScopeDead (not in
+  // scope: unseen, a launched kernel not yet declared, a block's name after the block, a macro's
+  // parameter), kScopeMacro / kScopeTag (a macro, a tag: anywhere), or the block level it was
+  // declared at (block_scope; kScopeSoft for a name declared inside parentheses - a for
+  // statement's or a function's - bound to the block that follows them).
+  std::array<std::uint8_t, detail::kScopedLocals> scope{};
+  std::uint8_t braces = 0;      // `{` open in code
+  std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
+  bool soft_closed = false;     // ... which has just closed
+  // The type-word rules: where code stands, and the type-specifier run under way.
+  std::uint8_t ctx = detail::ctx_start;
+  std::uint8_t run = 0;
+  std::int32_t tokens = 0;
+  bool done = false;  // <eos> consumed
+};
+
+namespace detail {
+
+using Tables = ActionMask::Tables;
+using State = ActionMask::State;
+
+// A rule's verdict on a token: refused, allowed, or passed to the rules beneath (a preprocessor
+// line's body to the code-token rules, a number's end to the line's rules, ...).
+enum class Verdict : std::uint8_t { refuse, allow, pass };
+using Judge = Verdict (*)(const Tables&, const State&, const TokenInfo&);
+using Take = void (*)(const Tables&, State&, const TokenInfo&);
+
+// One rule of an automaton: at the sub-states `at` (bits), a token of a category in `cats` is
+// judged by `judge` and, when taken, moves the state by `take`. Where several rules match, the
+// first in the table holds; where none does, the token is refused.
+struct Rule {
+  std::uint32_t at;
+  CatSet cats;
+  Judge judge;
+  Take take;
+};
+
+Verdict allow(const Tables&, const State&, const TokenInfo&);
+Verdict pass(const Tables&, const State&, const TokenInfo&);
+inline Verdict allow_if(bool allowed) { return allowed ? Verdict::allow : Verdict::refuse; }
+
+// An automaton's rules indexed by (sub-state, category), with what fill() derives from them: per
+// sub-state the tokens some rule may allow, and whether every token passes to the rules beneath.
+class RuleIndex {
+ public:
+  RuleIndex() = default;
+  RuleIndex(std::span<const Rule> rules, int states, const std::vector<TokenInfo>& info);
+  [[nodiscard]] const Rule* find(int at, Cat cat) const {
+    return rules_[static_cast<std::size_t>(at * kCats + static_cast<int>(cat))];
+  }
+  [[nodiscard]] std::span<const TokenId> candidates(int at) const {
+    return candidates_[static_cast<std::size_t>(at)];
+  }
+  [[nodiscard]] bool passes_all(int at) const { return passes_all_[static_cast<std::size_t>(at)]; }
+  // The verdict on a token at `at` (refused where no rule matches).
+  [[nodiscard]] Verdict judge(int at, const Tables& t, const State& s, const TokenInfo& k) const {
+    const Rule* rule = find(at, k.cat);
+    return rule != nullptr ? rule->judge(t, s, k) : Verdict::refuse;
+  }
+  // Takes a token that judge() allowed or passed.
+  void take(int at, const Tables& t, State& s, const TokenInfo& k) const {
+    find(at, k.cat)->take(t, s, k);
+  }
+
+ private:
+  std::vector<const Rule*> rules_;
+  std::vector<std::vector<TokenId>> candidates_;
+  std::vector<bool> passes_all_;
+};
+
+// The automata's rule tables.
+std::span<const Rule> directive_rules();    // by Phase (the //@format and //@launch lines)
+std::span<const Rule> expression_rules();   // by Expr
+std::span<const Rule> number_rules();       // by Num
+std::span<const Rule> line_rules();         // by Pp
+std::span<const Rule> declaration_rules();  // by Decl
+std::span<const Rule> field_rules();        // one sub-state: after `.` / `->`
+
+// The code-token rules' Check bits for a token in a row (action_mask_code.cpp).
+std::uint8_t code_checks(const TokenInfo& k, int row);
+
+// The automaton as a whole: may the token come next (the budget aside), and taking it.
+bool token_allowed(const Tables& t, const State& s, const TokenInfo& k);
+void take_token(const Tables& t, State& s, const TokenInfo& k);
+// The layers beneath the directive lines, from a number under way down to a code word.
+bool code_allowed(const Tables& t, const State& s, const TokenInfo& k);
+void take_code(const Tables& t, State& s, const TokenInfo& k);
+bool line_allowed(const Tables& t, const State& s, const TokenInfo& k);
+void take_line_token(const Tables& t, State& s, const TokenInfo& k);
+bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k);
+void take_code_token(const Tables& t, State& s, const TokenInfo& k);
+void take_code_word(State& s, const TokenInfo& k);
+// fill() where every token passes to the code-token rules: their row's mask and checks.
+void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> mask);
+
+bool expression_allowed(const Tables& t, const State& s, const TokenInfo& k);
+int completion(const Tables& t, const State& s);
+// The shortest close of a launch expression from here: an operand where one is due, a called
+// function's arguments `(M, M)`, then per open frame `, M)` after a call's first argument or `)`;
+// in tokens (min_completion) and in the characters decode() renders (the length limit).
+struct ExprClose {
+  int tokens = 0;
+  int chars = 0;
+};
+ExprClose expr_close(const State& s);
+bool num_accepting(Num n);
+bool new_local_allowed(const State& s);
+
+// Formats whose //@format line has keys (sell C= sigma=, bsr R= C=).
+inline bool is_param_format(int format) {
+  return format == static_cast<int>(reward::Format::sell) ||
+         format == static_cast<int>(reward::Format::bsr);
+}
+inline bool is_dec(char c) { return c >= '0' && c <= '9'; }
+// A local named where a name is declared or used (not a field) counts as used.
+inline void count_local(State& s, const TokenInfo& k) {
+  if (k.cat == Cat::local && k.local == s.locals_used) ++s.locals_used;
+}
+inline bool declaring(const State& s) { return s.decl != Decl::none && s.decl != Decl::external; }
+inline bool on_line(const State& s) { return s.pp != Pp::none; }
+// A keyword of preprocessor lines alone (`if` and `else` are C++'s too).
+inline bool pp_only_word(const TokenInfo& k) {
+  return k.cat == Cat::keyword && k.param != pp_none && k.param != pp_if && k.param != pp_else;
+}
+inline std::uint8_t scope_of(const State& s, int local) {
+  return local < kScopedLocals ? s.scope[static_cast<std::size_t>(local)] : kScopeMacro;
+}
+inline bool is_macro(const State& s, int local) {
+  return local < kScopedLocals && s.scope[static_cast<std::size_t>(local)] == kScopeMacro;
+}
+inline void set_scope(State& s, int local, std::uint8_t scope) {
+  if (local >= 0 && local < kScopedLocals) s.scope[static_cast<std::size_t>(local)] = scope;
+}
+inline std::uint8_t block_scope(int level, bool soft) {
+  return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
+}
+// Launched kernels not declared yet: each needs its (empty) declaration before <eos>.
+inline std::uint16_t pending_kernel_bits(const State& s) {
+  return static_cast<std::uint16_t>(s.launched & ~s.defined);
+}
+
+}  // namespace detail
+
+struct ActionMask::Tables {
+  std::vector<detail::TokenInfo> info;
+  // Per row of the code-token rules: 1 for the tokens allowed there whatever the state, and the
+  // tokens but locals whose checks the state decides; locals in canonical order (local_ids).
+  std::array<std::vector<std::uint8_t>, detail::kRows> unchecked;
+  std::array<std::vector<TokenId>, detail::kRows> checked;
+  std::vector<TokenId> local_ids;
+  detail::RuleIndex directives, expressions, numbers, lines, declarations, fields;
+  TokenId eos = -1;
+  int effects = 0;
+  int locals = 0;
+  // Per format: a launched kernel's declaration after its name, `(` to `{`, as the ABI's signature
+  // spells it (agents/kernels' kernel_head): `const int* __restrict__ NAME`, ... Op-independent:
+  // SpMV and SpMM share every format's argument kinds (checked when the tables are built).
+  std::array<std::vector<detail::Forced>, 5> kernel_params;
+  // Per format: tokens of a whole empty kernel, `extern "C" __global__ void NAME` + the parameter
+  // list + `}`: what each launched but undeclared kernel adds to min_completion.
+  std::array<int, 5> declaration_tokens{};
+  int max_delta = detail::kMaxDelta;
+
+  explicit Tables(const Vocabulary& v);
+};
+
+}  // namespace sparserl::env

@@ -1,0 +1,356 @@
+// The syntax mask's tables (ActionMask::Tables), built once per vocabulary: every token sorted into
+// a category with its words and roles (the lexicon: which spelling is a type word, a qualifier, a
+// preprocessor keyword, a kernel-declaration word, ...), then what the rule tables of the other
+// action_mask_*.cpp files give for it - its checks per row of the code-token rules, the masks and
+// check lists that fill()'s fast path starts from, and each automaton's rule index with its
+// candidate tokens - and the kernel declarations the ABI spells per format. Nothing here decides
+// what is allowed: it files tokens and indexes rules.
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "action_mask_internal.hpp"
+#include "sparserl/reward/abi.hpp"
+#include "sparserl/reward/program.hpp"
+
+namespace sparserl::env {
+namespace detail {
+namespace {
+
+// A spelling's part in the lexicon: its category, kernel-declaration word and parameter (pp role,
+// function role) within its class. A class's row of empty text gives its other tokens' category.
+struct Spelling {
+  TokenClass cls;
+  std::string_view text;
+  Cat cat;
+  std::uint8_t word = w_none;
+  std::uint8_t param = 0;
+};
+constexpr Spelling kSpellings[] = {
+    {TokenClass::special, "<pad>", Cat::pad},
+    {TokenClass::special, "<bos>", Cat::bos},
+    {TokenClass::special, "<eos>", Cat::eos},
+    {TokenClass::special, "<num>", Cat::num},
+    {TokenClass::special, "<eol>", Cat::eol},
+    {TokenClass::special, "", Cat::macro_open},
+    {TokenClass::directive, "<format>", Cat::format},
+    {TokenClass::directive, "<launch>", Cat::launch},
+    {TokenClass::directive, "C=", Cat::key_c},
+    {TokenClass::directive, "sigma=", Cat::key_sigma},
+    {TokenClass::directive, "R=", Cat::key_r},
+    {TokenClass::directive, "grid=", Cat::key_grid},
+    {TokenClass::directive, "block=", Cat::key_block},
+    {TokenClass::directive, "", Cat::key_smem},
+    {TokenClass::constant, "value_t", Cat::constant, w_value_t},
+    {TokenClass::constant, "", Cat::constant},
+    {TokenClass::keyword, "extern", Cat::keyword, w_extern},
+    {TokenClass::keyword, "__global__", Cat::keyword, w_global},
+    {TokenClass::keyword, "void", Cat::keyword, w_void},
+    {TokenClass::keyword, "__launch_bounds__", Cat::keyword, w_bounds},
+    {TokenClass::keyword, "const", Cat::keyword, w_const},
+    {TokenClass::keyword, "int", Cat::keyword, w_int},
+    {TokenClass::keyword, "__restrict__", Cat::keyword, w_restrict},
+    {TokenClass::keyword, "define", Cat::keyword, w_none, pp_define},
+    {TokenClass::keyword, "undef", Cat::keyword, w_none, pp_undef},
+    {TokenClass::keyword, "if", Cat::keyword, w_none, pp_if},
+    {TokenClass::keyword, "ifdef", Cat::keyword, w_none, pp_ifdef},
+    {TokenClass::keyword, "ifndef", Cat::keyword, w_none, pp_ifndef},
+    {TokenClass::keyword, "elif", Cat::keyword, w_none, pp_elif},
+    {TokenClass::keyword, "else", Cat::keyword, w_none, pp_else},
+    {TokenClass::keyword, "endif", Cat::keyword, w_none, pp_endif},
+    {TokenClass::keyword, "pragma", Cat::keyword, w_none, pp_pragma},
+    {TokenClass::keyword, "unroll", Cat::keyword, w_none, pp_unroll},
+    {TokenClass::keyword, "nounroll", Cat::keyword, w_none, pp_nounroll},
+    {TokenClass::keyword, "", Cat::keyword},
+    {TokenClass::builtin, "ceil_div", Cat::builtin, w_none, fn_ceil_div},
+    {TokenClass::builtin, "min", Cat::builtin, w_none, fn_min},
+    {TokenClass::builtin, "max", Cat::builtin, w_none, fn_max},
+    {TokenClass::builtin, "", Cat::builtin},
+    {TokenClass::member, "", Cat::member},
+    {TokenClass::local, "", Cat::local},
+    {TokenClass::literal, "\"C\"", Cat::literal, w_linkage},
+    {TokenClass::literal, "", Cat::literal},
+    {TokenClass::digit, "", Cat::digit},
+    {TokenClass::punct, "(", Cat::open_paren},
+    {TokenClass::punct, "[", Cat::open_bracket},
+    {TokenClass::punct, "{", Cat::open_brace},
+    {TokenClass::punct, ")", Cat::close_paren},
+    {TokenClass::punct, "]", Cat::close_bracket},
+    {TokenClass::punct, "}", Cat::close_brace},
+    {TokenClass::punct, ";", Cat::semi},
+    {TokenClass::punct, ",", Cat::comma},
+    {TokenClass::punct, "#", Cat::hash},
+    {TokenClass::punct, ".", Cat::access},
+    {TokenClass::punct, "->", Cat::access},
+    {TokenClass::punct, "+", Cat::plus},
+    {TokenClass::punct, "-", Cat::minus},
+    {TokenClass::punct, "*", Cat::star},
+    {TokenClass::punct, "/", Cat::slash},
+    {TokenClass::punct, "", Cat::punct_other},
+};
+
+// Where a new name may be declared in code (after a type, through declarator prefixes).
+constexpr std::string_view kTypeWords[] = {
+    "auto",    "bool",     "char",    "double",    "float",      "int",       "long",   "short",
+    "signed",  "unsigned", "void",    "typedef",   "size_t",     "ptrdiff_t", "int8_t", "int16_t",
+    "int32_t", "int64_t",  "uint8_t", "uint16_t",  "uint32_t",   "uint64_t",  "uint",   "dim3",
+    "char2",   "char4",    "short2",  "short4",    "int2",       "int3",      "int4",   "uint2",
+    "uint3",   "uint4",    "long2",   "longlong2", "ulonglong2", "float2",    "float3", "float4",
+    "double2", "double3",  "double4", "value_t"};
+constexpr std::string_view kTagWords[] = {"typename", "class", "struct",    "union",
+                                          "enum",     "using", "namespace", "goto"};
+constexpr std::string_view kKeepWords[] = {
+    "const",    "volatile",   "__restrict__",    "static",       "constexpr",
+    "register", "inline",     "__forceinline__", "__noinline__", "__device__",
+    "__host__", "__shared__", "__constant__",    "extern",       "*",
+    "&"};
+
+template <std::size_t N>
+bool listed(const std::string_view (&words)[N], std::string_view text) {
+  return std::find(std::begin(words), std::end(words), text) != std::end(words);
+}
+
+// A token's category, words and parameters from the lexicon (kSpellings), the format names and
+// the formats' prelude constants.
+TokenInfo classify(const Vocabulary& v, TokenId id) {
+  const TokenSpec& t = v.token(id);
+  TokenInfo k;
+  for (const Spelling& s : kSpellings) {
+    if (s.cls == t.cls && (s.text == t.text || s.text.empty())) {
+      k.cat = s.cat;
+      k.word = s.word;
+      k.param = s.param;
+      break;
+    }
+  }
+  if (t.cls == TokenClass::directive && t.text != "<format>" && t.text != "<launch>") {
+    if (auto f = reward::parse_format(t.text)) {
+      k.cat = Cat::format_name;
+      k.param = static_cast<std::uint8_t>(*f);
+    }
+  }
+  if (k.cat == Cat::constant) {
+    for (reward::Format f : reward::kFormats) {
+      const auto names = reward::constant_names(f);
+      if (std::find(names.begin(), names.end(), t.text) != names.end()) {
+        k.param |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(f));
+      }
+    }
+  }
+  if (k.cat == Cat::constant || k.cat == Cat::builtin) {
+    k.width = static_cast<std::uint8_t>(std::min<std::size_t>(t.text.size(), 255));
+  }
+  if (k.cat == Cat::local) k.local = v.local_index(id);
+  if (k.cat == Cat::digit) k.param = static_cast<std::uint8_t>(t.text[0]);
+  if (t.cls == TokenClass::keyword || t.cls == TokenClass::builtin ||
+      t.cls == TokenClass::constant || t.cls == TokenClass::punct) {
+    k.naming = listed(kTagWords, t.text)    ? TokenInfo::naming_tag
+               : listed(kKeepWords, t.text) ? TokenInfo::naming_keep
+               : listed(kTypeWords, t.text) ? TokenInfo::naming_type
+                                            : TokenInfo::naming_none;
+  }
+  return k;
+}
+
+// A token's role, type part and follow set in the type-word rules. After its category and naming.
+void assign_role(const TokenSpec& spec, TokenInfo& k) {
+  constexpr std::uint16_t kFree = (1u << ctx_start) | (1u << ctx_qual) | (1u << ctx_expr) |
+                                  (1u << ctx_operand) | (1u << ctx_cast_kw);
+  constexpr std::uint16_t kType = 1u << ctx_type, kPtr = 1u << ctx_ptr, kCall = 1u << ctx_cast_call,
+                          kDeclared = 1u << ctx_declared;
+  constexpr std::uint16_t kAlways = kFree | kType | kPtr | kCall | kDeclared;
+  const std::string& w = spec.text;
+  const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
+                    spec.cls == TokenClass::constant;
+  const bool punct = spec.cls == TokenClass::punct;
+  k.follows = kFree;
+  if (word && k.naming == TokenInfo::naming_type && w != "typedef") {
+    k.role = role_type;
+    k.type_bits = w == "long"                        ? kRunLong
+                  : w == "short"                     ? kRunShort
+                  : w == "signed" || w == "unsigned" ? kRunSign
+                  : w == "int"                       ? kRunInt
+                  : w == "char"                      ? kRunChar
+                                                     : kRunSingle;
+    return;
+  }
+  if (w == "*" || w == "&") {
+    k.role = role_ptr;
+    k.follows |= kType | kPtr;
+  } else if (word && (k.naming == TokenInfo::naming_keep || w == "typedef")) {
+    k.role = role_qual;
+    k.follows |= kType | kPtr;
+  } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
+                      w == "dynamic_cast" || w == "template")) {
+    k.role = role_cast_kw;
+  } else if (w == "<" && punct) {
+    k.role = role_lt;
+  } else if (punct &&
+             (w == "(" || w == "," || w == ";" || w == "{" || w == "}" || w == ")" || w == ":")) {
+    k.role = role_start;
+  } else if (spec.cls == TokenClass::keyword && (w == "else" || w == "do")) {
+    k.role = role_start;
+  } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
+             k.cat == Cat::constant || k.cat == Cat::builtin ||
+             (punct && (w == "]" || w == "++" || w == "--")) ||
+             (spec.cls == TokenClass::keyword &&
+              (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {
+    k.role = role_operand;
+  } else {
+    k.role = role_other;
+  }
+  // What may follow a type, a pointer, a functional cast's type, a declared name.
+  if (k.cat == Cat::local) k.follows |= kType | kPtr;
+  if (w == "(" && punct) k.follows |= kType | kPtr | kCall | kDeclared;
+  if (w == "{" && punct) k.follows |= kType | kCall | kDeclared;
+  if ((w == ">" || w == ",") && punct) k.follows |= kType | kPtr | kDeclared;  // `<int>`, `<int G>`
+  if ((w == "=" || w == "[" || w == ":") && punct) k.follows |= kDeclared;
+  // The completion path's tokens follow anything.
+  if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket || k.cat == Cat::close_brace ||
+      k.cat == Cat::semi || k.cat == Cat::hash || k.cat == Cat::eol || k.cat == Cat::eos) {
+    k.follows = kAlways;
+  }
+}
+
+// Effect classes: tokens that change the state alike, whatever their text (the budget check
+// tries one of each). Returns the number of classes.
+int assign_effects(std::vector<TokenInfo>& info) {
+  std::map<std::tuple<int, int, int, int>, int> effect_of;
+  for (TokenInfo& k : info) {
+    int param = k.param;
+    int width = 0;
+    if (k.cat == Cat::local || k.cat == Cat::member || k.cat == Cat::literal) param = 0;
+    if (k.cat == Cat::keyword && k.param == pp_none) param = 0;
+    if (k.cat == Cat::builtin && k.param != fn_none) width = k.width;
+    if (k.cat == Cat::builtin && k.param == fn_none) param = 0;
+    if (k.cat == Cat::constant) width = k.width;  // its format mask (param) and width matter
+    const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word});
+    k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
+  }
+  return static_cast<int>(effect_of.size());
+}
+
+}  // namespace
+
+Verdict allow(const Tables&, const State&, const TokenInfo&) { return Verdict::allow; }
+Verdict pass(const Tables&, const State&, const TokenInfo&) { return Verdict::pass; }
+
+RuleIndex::RuleIndex(std::span<const Rule> rules, int states, const std::vector<TokenInfo>& info)
+    : rules_(static_cast<std::size_t>(states * kCats), nullptr),
+      candidates_(static_cast<std::size_t>(states)),
+      passes_all_(static_cast<std::size_t>(states), true) {
+  for (int at = 0; at < states; ++at) {
+    for (int c = 0; c < kCats; ++c) {
+      const Rule*& slot = rules_[static_cast<std::size_t>(at * kCats + c)];
+      for (const Rule& rule : rules) {
+        if (((rule.at >> at) & 1u) != 0 && ((rule.cats >> c) & 1u) != 0) {
+          slot = &rule;
+          break;
+        }
+      }
+      if (slot == nullptr || slot->judge != &pass) {
+        passes_all_[static_cast<std::size_t>(at)] = false;
+      }
+    }
+    for (std::size_t i = 0; i < info.size(); ++i) {
+      if (find(at, info[i].cat) != nullptr) {
+        candidates_[static_cast<std::size_t>(at)].push_back(static_cast<TokenId>(i));
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+namespace {
+
+// The kernel declarations the ABI spells per format (Tables::kernel_params, declaration_tokens,
+// max_delta), and the check that the shortest program is kMinSyntaxTokens long.
+void declare_kernels(Tables& t) {
+  for (reward::Format f : reward::kFormats) {
+    const auto& args = reward::signature(reward::Op::spmv, f).args;
+    const auto& spmm = reward::signature(reward::Op::spmm, f).args;
+    if (args.size() != spmm.size() ||
+        !std::equal(args.begin(), args.end(), spmm.begin(),
+                    [](const auto& a, const auto& b) { return a.kind == b.kind; })) {
+      throw std::logic_error("action mask: SpMV and SpMM kernels of format " +
+                             std::string(reward::to_string(f)) +
+                             " differ in argument kinds; the mask's declaration needs the op");
+    }
+    std::vector<Forced>& seq = t.kernel_params[static_cast<std::size_t>(f)];
+    seq.push_back({Cat::open_paren});
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      if (a > 0) seq.push_back({Cat::comma});
+      if (args[a].kind != reward::ArgKind::output_array) seq.push_back({Cat::keyword, w_const});
+      if (args[a].kind == reward::ArgKind::index_array) {
+        seq.push_back({Cat::keyword, w_int});
+      } else {
+        seq.push_back({Cat::constant, w_value_t});
+      }
+      seq.push_back({Cat::star});
+      seq.push_back({Cat::keyword, w_restrict});
+      seq.push_back({Cat::local});
+    }
+    seq.push_back({Cat::close_paren});
+    seq.push_back({Cat::open_brace});
+    if (args.size() + 1 > static_cast<std::size_t>(kMaxDeclNames)) {
+      throw std::logic_error("action mask: a kernel of more than 7 parameters");
+    }
+    int& tokens = t.declaration_tokens[static_cast<std::size_t>(f)];
+    tokens = 5 + static_cast<int>(seq.size()) + 1;
+    t.max_delta = std::max(t.max_delta, tokens + kMaxDelta);
+  }
+  // The shortest program: a format line, one launch line, the launched kernel empty, <eos>.
+  int shortest = std::numeric_limits<int>::max();
+  for (reward::Format f : reward::kFormats) {
+    const int format_line = is_param_format(static_cast<int>(f)) ? 9 : 3;
+    const int declaration = t.declaration_tokens[static_cast<std::size_t>(f)];
+    shortest = std::min(shortest, format_line + kLaunchLineTokens + declaration + 1);
+  }
+  if (shortest != kMinSyntaxTokens) {
+    throw std::logic_error("action mask: the shortest program is " + std::to_string(shortest) +
+                           " tokens, kMinSyntaxTokens says " + std::to_string(kMinSyntaxTokens));
+  }
+}
+
+}  // namespace
+
+ActionMask::Tables::Tables(const Vocabulary& v) {
+  const std::size_t n = v.size();
+  locals = v.locals();
+  for (std::size_t i = 0; i < n; ++i) {
+    info.push_back(classify(v, static_cast<TokenId>(i)));
+    assign_role(v.token(static_cast<TokenId>(i)), info.back());
+  }
+  effects = assign_effects(info);
+  // fill()'s fast path: per row the tokens that need no look at the state, and those that do.
+  for (int row = 0; row < kRows; ++row) {
+    unchecked[static_cast<std::size_t>(row)].assign(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      TokenInfo& k = info[i];
+      const std::uint8_t checks = code_checks(k, row);
+      k.checks[static_cast<std::size_t>(row)] = checks;
+      if (checks == 0) unchecked[static_cast<std::size_t>(row)][i] = 1;
+      if (checks != 0 && (checks & kRefused) == 0 && k.cat != Cat::local) {
+        checked[static_cast<std::size_t>(row)].push_back(static_cast<TokenId>(i));
+      }
+    }
+  }
+  for (int i = 0; i < locals; ++i) local_ids.push_back(v.local(i));
+  directives = RuleIndex(directive_rules(), kPhases, info);
+  expressions = RuleIndex(expression_rules(), kExprStates, info);
+  numbers = RuleIndex(number_rules(), kNumStates, info);
+  lines = RuleIndex(line_rules(), kPpStates, info);
+  declarations = RuleIndex(declaration_rules(), kDeclStates, info);
+  fields = RuleIndex(field_rules(), 1, info);
+  declare_kernels(*this);
+  eos = v.eos();
+}
+
+}  // namespace sparserl::env

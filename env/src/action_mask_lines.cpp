@@ -1,0 +1,286 @@
+// The automata between the directive lines and the code words: a number under way in code
+// (kNumberRules: well-formed C literals - no octal, suffixes u / l / ll / f in order - at most
+// kMaxNumberChars characters), then the line it stands on - a preprocessor line (kLineRules:
+// #define NAME[(params)] body, #undef, #if / #ifdef / #ifndef / #elif / #else / #endif nested,
+// #pragma unroll [N] | nounroll, each ended by <eol>) or, in code, the kernel declaration
+// automaton (action_mask_declaration.cpp). What these rules pass on, the code-token rules judge.
+#include "action_mask_internal.hpp"
+
+namespace sparserl::env::detail {
+namespace {
+
+// --- numbers ---
+
+constexpr std::uint32_t kAcceptingNumbers =
+    on(Num::zero, Num::dec, Num::frac, Num::exp, Num::hex, Num::int_suffix, Num::float_suffix);
+
+bool is_hex(char c) { return is_dec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// A number after one more character: its state (Num::off when the character cannot follow) and
+// its integer suffix. Integer suffixes: u once; l or ll (the two l's adjacent and of one case); in
+// either order. l: 0 none, 1 one l just read, 2 one l earlier, 3 ll.
+struct NumberStep {
+  Num num;
+  bool u;
+  std::uint8_t l;
+  char lcase;
+};
+NumberStep num_next(const State& s, char c) {
+  NumberStep next{Num::off, s.num_u, s.num_l, s.num_lcase};
+  const auto int_suffix = [&]() -> Num {
+    if (c == 'u' || c == 'U') {
+      if (next.u) return Num::off;
+      next.u = true;
+      if (next.l == 1) next.l = 2;
+      return Num::int_suffix;
+    }
+    if (c == 'l' || c == 'L') {
+      if (next.l == 0) {
+        next.l = 1;
+        next.lcase = c;
+        return Num::int_suffix;
+      }
+      if (next.l == 1 && next.lcase == c) {
+        next.l = 3;
+        return Num::int_suffix;
+      }
+    }
+    return Num::off;
+  };
+  next.num = [&] {
+    const bool exponent = c == 'e' || c == 'E';
+    const bool float_suffix = c == 'f' || c == 'F' || c == 'l' || c == 'L';
+    switch (s.num) {
+      case Num::start:
+        if (c == '0') return Num::zero;
+        if (is_dec(c)) return Num::dec;
+        if (c == '.') return Num::dot_start;
+        return Num::off;
+      case Num::zero:
+        if (c == 'x' || c == 'X') return Num::hex_start;
+        if (c == '.') return Num::frac;
+        if (exponent) return Num::exp_start;
+        return int_suffix();
+      case Num::dec:
+        if (is_dec(c)) return Num::dec;
+        if (c == '.') return Num::frac;
+        if (exponent) return Num::exp_start;
+        return int_suffix();
+      case Num::dot_start:
+        return is_dec(c) ? Num::frac : Num::off;
+      case Num::frac:
+        if (is_dec(c)) return Num::frac;
+        if (exponent) return Num::exp_start;
+        return float_suffix ? Num::float_suffix : Num::off;
+      case Num::exp_start:
+        if (c == '+' || c == '-') return Num::exp_sign;
+        return is_dec(c) ? Num::exp : Num::off;
+      case Num::exp_sign:
+        return is_dec(c) ? Num::exp : Num::off;
+      case Num::exp:
+        if (is_dec(c)) return Num::exp;
+        return float_suffix ? Num::float_suffix : Num::off;
+      case Num::hex_start:
+        return is_hex(c) ? Num::hex : Num::off;
+      case Num::hex:
+        if (is_hex(c)) return Num::hex;
+        return int_suffix();
+      case Num::int_suffix:
+        return int_suffix();
+      default:
+        return Num::off;
+    }
+  }();
+  return next;
+}
+
+// A digit token may go on with the number if it keeps the literal completable within the cap.
+Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
+  if (s.num_len + 1 > kMaxNumberChars) return Verdict::refuse;
+  const Num next = num_next(s, static_cast<char>(k.param)).num;
+  if (next == Num::off) return Verdict::refuse;
+  return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
+}
+void take_number_digit(const Tables&, State& s, const TokenInfo& k) {
+  const NumberStep next = num_next(s, static_cast<char>(k.param));
+  s.num = next.num;
+  s.num_u = next.u;
+  s.num_l = next.l;
+  s.num_lcase = next.lcase;
+  ++s.num_len;
+}
+void end_number(State& s) {
+  s.num = Num::off;
+  s.last = Last::other;
+}
+void take_after_number(const Tables& t, State& s, const TokenInfo& k) {
+  end_number(s);
+  take_line_token(t, s, k);
+}
+
+constexpr Rule kNumberRules[] = {
+    // at                 categories          judge          take
+    {~on(Num::off), cats(Cat::digit), number_digit, take_number_digit},
+    // A complete number ends at any other token, which the line's rules judge.
+    {kAcceptingNumbers, kAnyCat, pass, take_after_number},
+};
+
+// --- preprocessor lines ---
+
+// The directives after `#`: whether one needs an #if open, how it moves the #if depth, and what
+// the line goes on with.
+struct Directive {
+  std::uint8_t role;
+  bool needs_if;
+  int if_change;
+  Pp next;
+};
+constexpr Directive kDirectives[] = {
+    {pp_define, false, 0, Pp::define_name}, {pp_undef, false, 0, Pp::undef_name},
+    {pp_if, false, 1, Pp::if_expr_start},   {pp_ifdef, false, 1, Pp::ifdef_name},
+    {pp_ifndef, false, 1, Pp::ifdef_name},  {pp_elif, true, 0, Pp::if_expr_start},
+    {pp_else, true, 0, Pp::eol_only},       {pp_endif, true, -1, Pp::eol_only},
+    {pp_pragma, false, 0, Pp::pragma},
+};
+const Directive* directive(const TokenInfo& k) {
+  for (const Directive& d : kDirectives) {
+    if (d.role == k.param) return &d;
+  }
+  return nullptr;
+}
+
+Verdict directive_word(const Tables&, const State& s, const TokenInfo& k) {
+  const Directive* d = directive(k);
+  return allow_if(d != nullptr && (!d->needs_if || s.if_depth > 0));
+}
+void start_directive(const Tables&, State& s, const TokenInfo& k) {
+  const Directive* d = directive(k);
+  s.if_depth = static_cast<std::uint8_t>(s.if_depth + d->if_change);
+  s.pp = d->next;
+}
+
+// A local up to the next new one.
+Verdict new_name(const Tables& t, const State& s, const TokenInfo& k) {
+  return allow_if(k.local <= s.locals_used && k.local < t.locals);
+}
+// #define / #undef never name a launched kernel (the static check's macro_abuse); the next new
+// local is never one, so a name always remains.
+Verdict macro_name(const Tables& t, const State& s, const TokenInfo& k) {
+  return allow_if(new_name(t, s, k) == Verdict::allow &&
+                  (k.local >= kMaxKernelLocal || ((s.launched >> k.local) & 1u) == 0));
+}
+void name_macro(const Tables&, State& s, const TokenInfo& k) {
+  set_scope(s, k.local, kScopeMacro);
+  s.pp = Pp::after_macro_name;
+}
+// #undef / #ifdef / #ifndef NAME: a name not in scope is taken for a macro from here on.
+void name_tested(const Tables&, State& s, const TokenInfo& k) {
+  if (k.cat == Cat::local && scope_of(s, k.local) == kScopeDead) set_scope(s, k.local, kScopeMacro);
+  s.pp = Pp::eol_only;
+}
+
+template <Pp kNext>
+void line_goes_on(const Tables&, State& s, const TokenInfo&) {
+  s.pp = kNext;
+}
+// Macro parameters: names, `,` between them, `)` to the body.
+template <Pp kNext>
+void macro_params_go_on(const Tables&, State& s, const TokenInfo&) {
+  s.pp = kNext;
+  s.last = Last::other;
+}
+void into_body(const Tables&, State& s, const TokenInfo& k) {
+  s.pp = Pp::body;
+  take_code_word(s, k);
+}
+void end_line(const Tables&, State& s, const TokenInfo&) {
+  s.pp = Pp::none;
+  s.pp_depth = 0;
+  s.digits = 0;
+  s.last = Last::pp_eol;
+  s.ctx = ctx_start;  // the completion path may go on with `extern` or <eos>
+  s.run = 0;
+}
+
+Verdict unroll_word(const Tables&, const State&, const TokenInfo& k) {
+  return allow_if(k.param == pp_unroll || k.param == pp_nounroll);
+}
+void start_unroll(const Tables&, State& s, const TokenInfo& k) {
+  s.pp = k.param == pp_unroll ? Pp::unroll : Pp::eol_only;
+}
+void start_unroll_count(const Tables&, State& s, const TokenInfo&) {
+  s.pp = Pp::unroll_num_start;
+  s.digits = 0;
+}
+Verdict leading_digit(const Tables&, const State&, const TokenInfo& k) {
+  return allow_if(k.param >= '1' && k.param <= '9');
+}
+void first_unroll_digit(const Tables&, State& s, const TokenInfo&) {
+  s.pp = Pp::unroll_num;
+  s.digits = 1;
+}
+Verdict unroll_digit(const Tables&, const State& s, const TokenInfo& k) {
+  return allow_if(is_dec(static_cast<char>(k.param)) && s.digits < kMaxUnrollDigits);
+}
+void next_unroll_digit(const Tables&, State& s, const TokenInfo&) { ++s.digits; }
+
+constexpr Rule kLineRules[] = {
+    // at, categories, judge, take
+    {on(Pp::hash), cats(Cat::keyword), directive_word, start_directive},
+    {on(Pp::define_name), cats(Cat::local), macro_name, name_macro},
+    {on(Pp::after_macro_name), cats(Cat::macro_open), allow, line_goes_on<Pp::macro_param_first>},
+    {on(Pp::after_macro_name, Pp::eol_only, Pp::unroll, Pp::unroll_num), cats(Cat::eol), allow,
+     end_line},
+    // In a body <eol> passes to the code-token rules, which want its brackets closed.
+    {on(Pp::body), cats(Cat::eol), pass, end_line},
+    {on(Pp::after_macro_name, Pp::body), kAnyCat, pass, into_body},
+    {on(Pp::if_expr_start), ~cats(Cat::eol), pass, into_body},  // #if / #elif: not empty
+    {on(Pp::macro_param_first, Pp::macro_param_next), cats(Cat::local), new_name,
+     macro_params_go_on<Pp::macro_param_sep>},
+    {on(Pp::macro_param_first, Pp::macro_param_sep), cats(Cat::close_paren), allow,
+     macro_params_go_on<Pp::body>},
+    {on(Pp::macro_param_sep), cats(Cat::comma), allow, macro_params_go_on<Pp::macro_param_next>},
+    {on(Pp::undef_name), cats(Cat::local), macro_name, name_tested},
+    {on(Pp::ifdef_name), cats(Cat::local), new_name, name_tested},
+    {on(Pp::ifdef_name), cats(Cat::constant), allow, name_tested},
+    {on(Pp::pragma), cats(Cat::keyword), unroll_word, start_unroll},
+    {on(Pp::unroll), cats(Cat::num), allow, start_unroll_count},
+    {on(Pp::unroll_num_start), cats(Cat::digit), leading_digit, first_unroll_digit},
+    {on(Pp::unroll_num), cats(Cat::digit), unroll_digit, next_unroll_digit},
+};
+
+}  // namespace
+
+std::span<const Rule> number_rules() { return kNumberRules; }
+std::span<const Rule> line_rules() { return kLineRules; }
+
+bool num_accepting(Num n) { return ((kAcceptingNumbers >> static_cast<unsigned>(n)) & 1u) != 0; }
+
+bool code_allowed(const Tables& t, const State& s, const TokenInfo& k) {
+  if (s.num == Num::off) return line_allowed(t, s, k);
+  const Verdict verdict = t.numbers.judge(static_cast<int>(s.num), t, s, k);
+  if (verdict != Verdict::pass) return verdict == Verdict::allow;
+  State after = s;
+  end_number(after);
+  return line_allowed(t, after, k);
+}
+
+void take_code(const Tables& t, State& s, const TokenInfo& k) {
+  if (s.num == Num::off) return take_line_token(t, s, k);
+  t.numbers.take(static_cast<int>(s.num), t, s, k);
+}
+
+bool line_allowed(const Tables& t, const State& s, const TokenInfo& k) {
+  const Verdict verdict = on_line(s) ? t.lines.judge(static_cast<int>(s.pp), t, s, k)
+                                     : t.declarations.judge(static_cast<int>(s.decl), t, s, k);
+  if (verdict != Verdict::pass) return verdict == Verdict::allow;
+  return code_word_allowed(t, s, k);
+}
+
+void take_line_token(const Tables& t, State& s, const TokenInfo& k) {
+  if (!on_line(s)) return take_code_token(t, s, k);
+  count_local(s, k);
+  t.lines.take(static_cast<int>(s.pp), t, s, k);
+}
+
+}  // namespace sparserl::env::detail
