@@ -60,6 +60,32 @@ std::string observation_digest(const MatrixObservation& observation) {
   return sha.finish_hex();
 }
 
+TaskObserver::TaskObserver(std::shared_ptr<datasets::MatrixStore> store, ObservationConfig config)
+    : store_(std::move(store)), config_(config) {
+  if (auto problem = config_.validate()) {
+    throw std::invalid_argument("observation config: " + *problem);
+  }
+  if (!store_) throw std::invalid_argument("TaskObserver needs a matrix store");
+}
+
+TaskObserver::Observed TaskObserver::observe(const datasets::Task& task, std::uint64_t seed) const {
+  Observed out;
+  out.matrix = store_->load(task.uri);
+  datasets::MatrixFeatures features;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = features_.find(task.uri);
+    if (found == features_.end()) {
+      if (features_.size() > 4096) features_.clear();
+      found = features_.emplace(task.uri, datasets::compute_features(*out.matrix)).first;
+    }
+    features = found->second;
+  }
+  out.observation = std::make_shared<const MatrixObservation>(
+      observe_matrix(*out.matrix, features, task, config_, seed));
+  return out;
+}
+
 EpisodePipeline::EpisodePipeline(EnvConfig config, std::shared_ptr<const Tokenizer> tokenizer,
                                  std::shared_ptr<datasets::MatrixStore> store,
                                  std::shared_ptr<EvaluationBackend> backend)
@@ -71,7 +97,8 @@ EpisodePipeline::EpisodePipeline(EnvConfig config, std::shared_ptr<const Tokeniz
         if (auto problem = config_.validate())
           throw std::invalid_argument("env config: " + *problem);
         return reward::HierarchicalReward(config_.reward);
-      }()) {
+      }()),
+      observer_(store_, config_.observation) {
   if (!tokenizer_ || !store_ || !backend_) {
     throw std::invalid_argument(
         "SparseCudaEnv needs a tokenizer, a matrix store and an evaluation backend");
@@ -79,25 +106,14 @@ EpisodePipeline::EpisodePipeline(EnvConfig config, std::shared_ptr<const Tokeniz
 }
 
 Prompt EpisodePipeline::start(const EpisodeStart& start) const {
-  const auto matrix = store_->load(start.task.uri);
-  datasets::MatrixFeatures features;
-  {
-    std::lock_guard<std::mutex> lock(features_mutex_);
-    auto found = features_.find(start.task.uri);
-    if (found == features_.end()) {
-      if (features_.size() > 4096) features_.clear();
-      found = features_.emplace(start.task.uri, datasets::compute_features(*matrix)).first;
-    }
-    features = found->second;
-  }
+  const TaskObserver::Observed observed = observer_.observe(start.task, start.episode_seed);
   Prompt p;
   p.start = start;
-  p.matrix = std::make_shared<const MatrixObservation>(
-      observe_matrix(*matrix, features, start.task, config_.observation, start.episode_seed));
+  p.matrix = observed.observation;
   p.observation_digest = observation_digest(*p.matrix);
-  p.rows = matrix->rows();
-  p.cols = matrix->cols();
-  p.nnz = matrix->nnz();
+  p.rows = observed.matrix->rows();
+  p.cols = observed.matrix->cols();
+  p.nnz = observed.matrix->nnz();
   p.started = std::chrono::steady_clock::now();
   return p;
 }

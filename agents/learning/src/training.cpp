@@ -3,17 +3,15 @@
 // and the env's EpisodePipeline, so it reads as the algorithm's outer loop: start a batch of
 // episodes (tasks in, prompts out), generate G completions each, finish them (the env decodes,
 // evaluates and rewards them), update.
-#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/agents/training.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <mutex>
 #include <stdexcept>
-#include <unordered_map>
 
-#include "sparserl/datasets/features.hpp"
+#include "sparserl/datasets/file_tree.hpp"
+#include "sparserl/env/episode_pipeline.hpp"
 #include "sparserl/env/seeding.hpp"
 
 namespace sparserl::agents {
@@ -117,25 +115,10 @@ StageResult finish_stage(const PolicyAgent& agent, const std::filesystem::path& 
 
 ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
                              env::ObservationConfig config) {
-  if (auto error = config.validate()) throw std::invalid_argument("observation config: " + *error);
-  struct Cache {
-    std::mutex mutex;
-    std::unordered_map<std::string, datasets::MatrixFeatures> features;
-  };
-  auto cache = std::make_shared<Cache>();
-  return [store = std::move(store), config, cache](const datasets::Task& task, std::uint64_t seed) {
-    const auto matrix = store->load(task.uri);
-    datasets::MatrixFeatures features;
-    {
-      std::lock_guard<std::mutex> lock(cache->mutex);
-      auto found = cache->features.find(task.uri);
-      if (found == cache->features.end()) {
-        found = cache->features.emplace(task.uri, datasets::compute_features(*matrix)).first;
-      }
-      features = found->second;
-    }
-    return std::make_shared<const env::MatrixObservation>(
-        env::observe_matrix(*matrix, features, task, config, seed));
+  // The env's own observer: SFT's examples are sampled as RL's episodes are.
+  auto observer = std::make_shared<const env::TaskObserver>(std::move(store), config);
+  return [observer](const datasets::Task& task, std::uint64_t seed) {
+    return observer->observe(task, seed).observation;
   };
 }
 

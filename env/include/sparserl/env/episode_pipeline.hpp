@@ -66,6 +66,26 @@ struct EpisodeStart {
   std::uint64_t episode_seed = 0;  // what the observation is sampled with
 };
 
+// The observation of a task as every episode shows it: the matrix from the store, its features
+// (computed once per URI), sampled with the episode seed. Thread-safe. EpisodePipeline::start uses
+// it, and so does SFT (agents' store_observer), so that its examples look as RL's episodes do.
+class TaskObserver {
+ public:
+  // std::invalid_argument naming the observation field that is invalid.
+  TaskObserver(std::shared_ptr<datasets::MatrixStore> store, ObservationConfig config);
+  struct Observed {
+    std::shared_ptr<const datasets::SparseMatrix> matrix;
+    std::shared_ptr<const MatrixObservation> observation;
+  };
+  [[nodiscard]] Observed observe(const datasets::Task& task, std::uint64_t seed) const;
+
+ private:
+  std::shared_ptr<datasets::MatrixStore> store_;
+  ObservationConfig config_;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<std::string, datasets::MatrixFeatures> features_;
+};
+
 // A started episode: what the agent sees before its first token.
 struct Prompt {
   EpisodeStart start;
@@ -100,7 +120,7 @@ class EpisodePipeline {
                   std::shared_ptr<datasets::MatrixStore> store,
                   std::shared_ptr<EvaluationBackend> backend);
 
-  // Thread-safe (the features cache is locked).
+  // Thread-safe.
   [[nodiscard]] Prompt start(const EpisodeStart& start) const;
   [[nodiscard]] std::vector<Prompt> start(std::span<const EpisodeStart> starts) const;
 
@@ -137,9 +157,7 @@ class EpisodePipeline {
   std::shared_ptr<datasets::MatrixStore> store_;
   std::shared_ptr<EvaluationBackend> backend_;
   reward::HierarchicalReward reward_;
-  // Matrix features by URI (computing them is a pass over the matrix).
-  mutable std::mutex features_mutex_;
-  mutable std::unordered_map<std::string, datasets::MatrixFeatures> features_;
+  TaskObserver observer_;
 };
 
 // The info keys every episode carries ("task", "env.id", "episode.seed", ...).
