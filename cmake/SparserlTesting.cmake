@@ -28,3 +28,27 @@ function(sparserl_add_test)
     TEST_PREFIX "${T_NAME}:"
     PROPERTIES LABELS ${T_LABEL} SKIP_RETURN_CODE 77 TIMEOUT ${T_TIMEOUT})
 endfunction()
+
+# A test that is a script, not a Catch2 executable (tools/check_sizes.py and its own unit test):
+# sparserl_add_script_test(NAME n LABEL cpu|gpu COMMAND ...), with the same labels, skip code (77)
+# and timeout as sparserl_add_test. Python 3 (standard library only) runs the project's scripts.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+
+function(sparserl_add_script_test)
+  cmake_parse_arguments(T "" "NAME;LABEL;TIMEOUT" "COMMAND" ${ARGN})
+  if(NOT T_NAME OR NOT T_COMMAND)
+    message(FATAL_ERROR "sparserl_add_script_test needs NAME and COMMAND")
+  endif()
+  if(NOT T_LABEL STREQUAL "cpu" AND NOT T_LABEL STREQUAL "gpu")
+    message(FATAL_ERROR
+      "sparserl_add_script_test(${T_NAME}): LABEL must be cpu or gpu, not '${T_LABEL}'")
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
+  get_filename_component(_folder "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+  set_property(DIRECTORY APPEND PROPERTY LABELS ${_folder})
+  set_tests_properties(${T_NAME} PROPERTIES LABELS ${T_LABEL} SKIP_RETURN_CODE 77
+                       TIMEOUT ${T_TIMEOUT})
+endfunction()
