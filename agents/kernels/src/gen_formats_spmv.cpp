@@ -12,12 +12,6 @@
 namespace sparserl::kernels::detail {
 namespace {
 
-FormatSpec plain(Format f) {
-  FormatSpec s;
-  s.format = f;
-  return s;
-}
-
 // -------------------------------------------------------------------------------------------------
 // coo_segmented
 
@@ -340,7 +334,7 @@ std::vector<GeneratorDef> format_spmv_generators() {
                     return product({{"items", {"1", "4", "8"}}, {"block", {"128", "256"}}});
                   },
                   render_coo_segmented,
-                  [](const DesignPoint&) { return plain(Format::coo); },
+                  [](const DesignPoint&) { return plain_format(Format::coo); },
                   {"items"}});
   defs.push_back({{"ell",
                    Op::spmv,
@@ -353,7 +347,7 @@ std::vector<GeneratorDef> format_spmv_generators() {
                                     {"ldg", {"0", "1"}}});
                   },
                   render_ell,
-                  [](const DesignPoint&) { return plain(Format::ell); },
+                  [](const DesignPoint&) { return plain_format(Format::ell); },
                   {"unroll"}});
   defs.push_back({{"sell",
                    Op::spmv,

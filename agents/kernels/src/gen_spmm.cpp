@@ -14,12 +14,6 @@
 namespace sparserl::kernels::detail {
 namespace {
 
-FormatSpec plain(Format f) {
-  FormatSpec s;
-  s.format = f;
-  return s;
-}
-
 // The column-tile defines: LANES, COLS and VECTOR_COLUMNS (K % COLS == 0, from the prelude).
 std::string column_defines(const DesignPoint& p) {
   return "#define LANES " + p.param("lanes") + "\n#define COLS " + p.param("cols") +
@@ -500,7 +494,7 @@ ParamValues with(ParamValues base, const ParamValues& extra) {
 
 std::vector<GeneratorDef> spmm_generators() {
   std::vector<GeneratorDef> defs;
-  auto csr = [](const DesignPoint&) { return plain(Format::csr); };
+  auto csr = [](const DesignPoint&) { return plain_format(Format::csr); };
   defs.push_back({{"spmm_csr_rowgroup",
                    Op::spmm,
                    Format::csr,
@@ -542,7 +536,7 @@ std::vector<GeneratorDef> spmm_generators() {
                         nullptr);
                   },
                   render_spmm_coo,
-                  [](const DesignPoint&) { return plain(Format::coo); },
+                  [](const DesignPoint&) { return plain_format(Format::coo); },
                   {"cols"}});
   defs.push_back(
       {{"spmm_ell", Op::spmm, Format::ell, "ELL, a group of lanes per row", {"lanes", "cols"}},
@@ -550,7 +544,7 @@ std::vector<GeneratorDef> spmm_generators() {
          return product(lanes_cols(dtype, {"1", "2", "8", "32"}));
        },
        render_spmm_ell,
-       [](const DesignPoint&) { return plain(Format::ell); },
+       [](const DesignPoint&) { return plain_format(Format::ell); },
        {"cols"}});
   defs.push_back({{"spmm_sell",
                    Op::spmm,

@@ -120,6 +120,12 @@ std::string kernel_head(Op op, Format format, std::string_view name, std::string
   return out;
 }
 
+FormatSpec plain_format(Format format) {
+  FormatSpec spec;
+  spec.format = format;
+  return spec;
+}
+
 std::string load(bool ldg, std::string_view array, std::string_view index) {
   if (ldg) return "__ldg(&" + std::string(array) + "[" + std::string(index) + "])";
   return std::string(array) + "[" + std::string(index) + "]";
