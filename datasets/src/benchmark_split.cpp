@@ -8,9 +8,10 @@
 #include <sstream>
 
 #include "fnv1a.hpp"
-#include "split_format.hpp"
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "split_format.hpp"
 
 namespace sparserl::datasets {
 
@@ -20,38 +21,22 @@ Regime regime_of(std::int64_t nnz) {
   return Regime::small;
 }
 
-std::string_view to_string(Regime regime) {
-  switch (regime) {
-    case Regime::small:
-      return "small";
-    case Regime::medium:
-      return "medium";
-    case Regime::large:
-      return "large";
-  }
-  return "?";
-}
+namespace {
 
-std::optional<Regime> parse_regime(std::string_view text) {
-  return detail::parse_by_name(text, kRegimes);
-}
+constexpr auto kRegimeNames = enum_names<Regime>(
+    {{Regime::small, "small"}, {Regime::medium, "medium"}, {Regime::large, "large"}});
+constexpr auto kMatrixSourceNames =
+    enum_names<MatrixSource>({{MatrixSource::shared, "shared"},
+                              {MatrixSource::catalogue, "catalogue"},
+                              {MatrixSource::generated, "generated"}});
 
-std::string_view to_string(MatrixSource source) {
-  switch (source) {
-    case MatrixSource::shared:
-      return "shared";
-    case MatrixSource::catalogue:
-      return "catalogue";
-    case MatrixSource::generated:
-      return "generated";
-  }
-  return "?";
-}
+}  // namespace
 
+std::string_view to_string(Regime regime) { return kRegimeNames.name(regime); }
+std::optional<Regime> parse_regime(std::string_view text) { return kRegimeNames.parse(text); }
+std::string_view to_string(MatrixSource source) { return kMatrixSourceNames.name(source); }
 std::optional<MatrixSource> parse_matrix_source(std::string_view text) {
-  static constexpr std::array<MatrixSource, 3> kSources = {
-      MatrixSource::shared, MatrixSource::catalogue, MatrixSource::generated};
-  return detail::parse_by_name(text, kSources);
+  return kMatrixSourceNames.parse(text);
 }
 
 bool SplitSelection::accepts(const SplitEntry& e) const {

@@ -16,6 +16,7 @@
 
 #include "compressed_input.hpp"
 #include "compressed_output.hpp"
+#include "sparserl/datasets/enum_names.hpp"
 
 namespace sparserl::datasets {
 
@@ -25,35 +26,23 @@ MatrixMarketError::MatrixMarketError(std::string file, std::int64_t line, const 
       file_(std::move(file)),
       line_(line) {}
 
-std::string_view to_string(MmFormat format) {
-  return format == MmFormat::coordinate ? "coordinate" : "array";
-}
+namespace {
 
-std::string_view to_string(MmField field) {
-  switch (field) {
-    case MmField::real:
-      return "real";
-    case MmField::integer:
-      return "integer";
-    case MmField::pattern:
-      return "pattern";
-  }
-  return "?";
-}
+constexpr auto kMmFormatNames =
+    enum_names<MmFormat>({{MmFormat::coordinate, "coordinate"}, {MmFormat::array, "array"}});
+constexpr auto kMmFieldNames = enum_names<MmField>(
+    {{MmField::real, "real"}, {MmField::integer, "integer"}, {MmField::pattern, "pattern"}});
+constexpr auto kMmSymmetryNames =
+    enum_names<MmSymmetry>({{MmSymmetry::general, "general"},
+                            {MmSymmetry::symmetric, "symmetric"},
+                            {MmSymmetry::skew_symmetric, "skew-symmetric"},
+                            {MmSymmetry::hermitian, "hermitian"}});
 
-std::string_view to_string(MmSymmetry symmetry) {
-  switch (symmetry) {
-    case MmSymmetry::general:
-      return "general";
-    case MmSymmetry::symmetric:
-      return "symmetric";
-    case MmSymmetry::skew_symmetric:
-      return "skew-symmetric";
-    case MmSymmetry::hermitian:
-      return "hermitian";
-  }
-  return "?";
-}
+}  // namespace
+
+std::string_view to_string(MmFormat format) { return kMmFormatNames.name(format); }
+std::string_view to_string(MmField field) { return kMmFieldNames.name(field); }
+std::string_view to_string(MmSymmetry symmetry) { return kMmSymmetryNames.name(symmetry); }
 
 namespace {
 

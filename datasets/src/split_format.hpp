@@ -39,15 +39,6 @@ inline std::string shortest(double v) {
   return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
 }
 
-// The value of `all` whose to_string() is `text`; nullopt for none (the parse_* of splits.hpp).
-template <typename Enum, std::size_t N>
-std::optional<Enum> parse_by_name(std::string_view text, const std::array<Enum, N>& all) {
-  for (Enum e : all) {
-    if (to_string(e) == text) return e;
-  }
-  return std::nullopt;
-}
-
 // Version 1: the entries of each part made from its GROUP/NAME keys.
 void fill_v1_entries(Split& s);
 

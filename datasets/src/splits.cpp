@@ -11,8 +11,9 @@
 
 #include "compressed_output.hpp"
 #include "fnv1a.hpp"
-#include "split_format.hpp"
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "split_format.hpp"
 
 namespace sparserl::datasets {
 
@@ -20,20 +21,16 @@ using detail::shortest;
 using detail::splitmix64;
 using detail::valid_name;
 
-std::string_view to_string(SplitPart part) {
-  switch (part) {
-    case SplitPart::train:
-      return "train";
-    case SplitPart::val:
-      return "val";
-    case SplitPart::test:
-      return "test";
-  }
-  return "?";
-}
+namespace {
 
+constexpr auto kSplitPartNames = enum_names<SplitPart>(
+    {{SplitPart::train, "train"}, {SplitPart::val, "val"}, {SplitPart::test, "test"}});
+
+}  // namespace
+
+std::string_view to_string(SplitPart part) { return kSplitPartNames.name(part); }
 std::optional<SplitPart> parse_split_part(std::string_view text) {
-  return detail::parse_by_name(text, kSplitParts);
+  return kSplitPartNames.parse(text);
 }
 
 namespace {

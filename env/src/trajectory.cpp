@@ -11,6 +11,8 @@
 #include <utility>
 #include <variant>
 
+#include "sparserl/datasets/enum_names.hpp"
+
 namespace sparserl::env {
 namespace {
 
@@ -487,25 +489,16 @@ hsize_t dataset_length(hid_t dataset) {
 }  // namespace
 
 std::string_view to_string(ColumnType type) {
-  switch (type) {
-    case ColumnType::i32:
-      return "int32";
-    case ColumnType::i64:
-      return "int64";
-    case ColumnType::u64:
-      return "uint64";
-    case ColumnType::u8:
-      return "uint8 (0/1)";
-    case ColumnType::f64:
-      return "float64";
-    case ColumnType::str:
-      return "string (vlen UTF-8)";
-    case ColumnType::vlen_i32:
-      return "vlen int32";
-    case ColumnType::vlen_f32:
-      return "vlen float32";
-  }
-  return "?";
+  static constexpr auto kNames =
+      datasets::enum_names<ColumnType>({{ColumnType::i32, "int32"},
+                                        {ColumnType::i64, "int64"},
+                                        {ColumnType::u64, "uint64"},
+                                        {ColumnType::u8, "uint8 (0/1)"},
+                                        {ColumnType::f64, "float64"},
+                                        {ColumnType::str, "string (vlen UTF-8)"},
+                                        {ColumnType::vlen_i32, "vlen int32"},
+                                        {ColumnType::vlen_f32, "vlen float32"}});
+  return kNames.name(type);
 }
 
 const std::vector<ColumnInfo>& trajectory_columns() {
