@@ -23,12 +23,10 @@ Regime regime_of(std::int64_t nnz) {
 
 namespace {
 
-constexpr auto kRegimeNames = enum_names<Regime>(
-    {{Regime::small, "small"}, {Regime::medium, "medium"}, {Regime::large, "large"}});
+constexpr auto kRegimeNames =
+    enum_names<Regime::small, Regime::large>({"small", "medium", "large"});
 constexpr auto kMatrixSourceNames =
-    enum_names<MatrixSource>({{MatrixSource::shared, "shared"},
-                              {MatrixSource::catalogue, "catalogue"},
-                              {MatrixSource::generated, "generated"}});
+    enum_names<MatrixSource::shared, MatrixSource::generated>({"shared", "catalogue", "generated"});
 
 }  // namespace
 

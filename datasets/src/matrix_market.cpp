@@ -29,14 +29,11 @@ MatrixMarketError::MatrixMarketError(std::string file, std::int64_t line, const 
 namespace {
 
 constexpr auto kMmFormatNames =
-    enum_names<MmFormat>({{MmFormat::coordinate, "coordinate"}, {MmFormat::array, "array"}});
-constexpr auto kMmFieldNames = enum_names<MmField>(
-    {{MmField::real, "real"}, {MmField::integer, "integer"}, {MmField::pattern, "pattern"}});
-constexpr auto kMmSymmetryNames =
-    enum_names<MmSymmetry>({{MmSymmetry::general, "general"},
-                            {MmSymmetry::symmetric, "symmetric"},
-                            {MmSymmetry::skew_symmetric, "skew-symmetric"},
-                            {MmSymmetry::hermitian, "hermitian"}});
+    enum_names<MmFormat::coordinate, MmFormat::array>({"coordinate", "array"});
+constexpr auto kMmFieldNames =
+    enum_names<MmField::real, MmField::pattern>({"real", "integer", "pattern"});
+constexpr auto kMmSymmetryNames = enum_names<MmSymmetry::general, MmSymmetry::hermitian>(
+    {"general", "symmetric", "skew-symmetric", "hermitian"});
 
 }  // namespace
 

@@ -23,8 +23,8 @@ using detail::valid_name;
 
 namespace {
 
-constexpr auto kSplitPartNames = enum_names<SplitPart>(
-    {{SplitPart::train, "train"}, {SplitPart::val, "val"}, {SplitPart::test, "test"}});
+constexpr auto kSplitPartNames =
+    enum_names<SplitPart::train, SplitPart::test>({"train", "val", "test"});
 
 }  // namespace
 

@@ -11,8 +11,8 @@
 namespace sparserl::datasets {
 namespace {
 
-constexpr auto kOpNames = enum_names<Op>({{Op::spmv, "spmv"}, {Op::spmm, "spmm"}});
-constexpr auto kDTypeNames = enum_names<DType>({{DType::f32, "f32"}, {DType::f64, "f64"}});
+constexpr auto kOpNames = enum_names<Op::spmv, Op::spmm>({"spmv", "spmm"});
+constexpr auto kDTypeNames = enum_names<DType::f32, DType::f64>({"f32", "f64"});
 
 }  // namespace
 

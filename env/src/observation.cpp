@@ -21,10 +21,10 @@ std::int32_t row_of(std::span<const Index> row_ptr, std::int64_t e) {
   return static_cast<std::int32_t>(it - row_ptr.begin() - 1);
 }
 
-constexpr auto kIndexScalingNames = datasets::enum_names<IndexScaling>(
-    {{IndexScaling::raw, "raw"}, {IndexScaling::normalized, "normalized"}});
-constexpr auto kStratificationNames = datasets::enum_names<Stratification>(
-    {{Stratification::nonzeros, "nonzeros"}, {Stratification::rows, "rows"}});
+constexpr auto kIndexScalingNames =
+    datasets::enum_names<IndexScaling::raw, IndexScaling::normalized>({"raw", "normalized"});
+constexpr auto kStratificationNames =
+    datasets::enum_names<Stratification::nonzeros, Stratification::rows>({"nonzeros", "rows"});
 
 }  // namespace
 

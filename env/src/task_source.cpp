@@ -51,10 +51,8 @@ std::size_t draw(const std::vector<double>& cumulative_weights, datasets::Rng& r
                                cumulative_weights.size() - 1);
 }
 
-constexpr auto kTaskOrderNames =
-    datasets::enum_names<TaskOrder>({{TaskOrder::sequential, "sequential"},
-                                     {TaskOrder::shuffled, "shuffled"},
-                                     {TaskOrder::weighted, "weighted"}});
+constexpr auto kTaskOrderNames = datasets::enum_names<TaskOrder::sequential, TaskOrder::weighted>(
+    {"sequential", "shuffled", "weighted"});
 
 }  // namespace
 

@@ -100,17 +100,9 @@ VocabularyLists make_lists() {
 
 constexpr std::string_view kFileMagic = "sparserl-vocab";
 
-constexpr auto kTokenClassNames =
-    datasets::enum_names<TokenClass>({{TokenClass::special, "special"},
-                                      {TokenClass::directive, "directive"},
-                                      {TokenClass::constant, "constant"},
-                                      {TokenClass::keyword, "keyword"},
-                                      {TokenClass::builtin, "builtin"},
-                                      {TokenClass::member, "member"},
-                                      {TokenClass::punct, "punct"},
-                                      {TokenClass::digit, "digit"},
-                                      {TokenClass::literal, "literal"},
-                                      {TokenClass::local, "local"}});
+constexpr auto kTokenClassNames = datasets::enum_names<TokenClass::special, TokenClass::local>(
+    {"special", "directive", "constant", "keyword", "builtin", "member", "punct", "digit",
+     "literal", "local"});
 
 }  // namespace
 

@@ -162,10 +162,7 @@ ScoreTable score_table(const std::vector<std::map<std::string, const MatrixResul
 }
 
 constexpr auto kRegimeScopeNames =
-    datasets::enum_names<RegimeScope>({{RegimeScope::all, "all"},
-                                       {RegimeScope::large, "large"},
-                                       {RegimeScope::medium, "medium"},
-                                       {RegimeScope::small, "small"}});
+    datasets::enum_names<RegimeScope::all, RegimeScope::small>({"all", "large", "medium", "small"});
 
 }  // namespace
 

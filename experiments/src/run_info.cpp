@@ -115,11 +115,8 @@ class Fields {
   std::string prefix_;
 };
 
-constexpr auto kRunStatusNames =
-    datasets::enum_names<RunStatus>({{RunStatus::running, "running"},
-                                     {RunStatus::completed, "completed"},
-                                     {RunStatus::failed, "failed"},
-                                     {RunStatus::interrupted, "interrupted"}});
+constexpr auto kRunStatusNames = datasets::enum_names<RunStatus::running, RunStatus::interrupted>(
+    {"running", "completed", "failed", "interrupted"});
 
 }  // namespace
 

@@ -14,27 +14,12 @@ namespace sparserl::reward {
 
 namespace {
 
-constexpr auto kStageNames = datasets::enum_names<Stage>({{Stage::parse, "parse"},
-                                                          {Stage::static_check, "static_check"},
-                                                          {Stage::compile, "compile"},
-                                                          {Stage::run, "run"},
-                                                          {Stage::check, "check"},
-                                                          {Stage::time, "time"}});
-constexpr auto kErrorKindNames =
-    datasets::enum_names<ErrorKind>({{ErrorKind::none, "none"},
-                                     {ErrorKind::bad_program, "bad_program"},
-                                     {ErrorKind::static_check, "static_check"},
-                                     {ErrorKind::compile_error, "compile_error"},
-                                     {ErrorKind::resource_limit, "resource_limit"},
-                                     {ErrorKind::launch_error, "launch_error"},
-                                     {ErrorKind::illegal_address, "illegal_address"},
-                                     {ErrorKind::timeout, "timeout"},
-                                     {ErrorKind::crash, "crash"},
-                                     {ErrorKind::wrong_answer, "wrong_answer"},
-                                     {ErrorKind::unwritten_output, "unwritten_output"},
-                                     {ErrorKind::input_mutated, "input_mutated"},
-                                     {ErrorKind::no_gpu, "no_gpu"},
-                                     {ErrorKind::internal_error, "internal_error"}});
+constexpr auto kStageNames = datasets::enum_names<Stage::parse, Stage::time>(
+    {"parse", "static_check", "compile", "run", "check", "time"});
+constexpr auto kErrorKindNames = datasets::enum_names<ErrorKind::none, ErrorKind::internal_error>(
+    {"none", "bad_program", "static_check", "compile_error", "resource_limit", "launch_error",
+     "illegal_address", "timeout", "crash", "wrong_answer", "unwritten_output", "input_mutated",
+     "no_gpu", "internal_error"});
 
 }  // namespace
 

@@ -17,36 +17,17 @@ namespace sparserl::reward {
 namespace {
 
 constexpr auto kWorkerRoleNames =
-    datasets::enum_names<WorkerRole>({{WorkerRole::compile, "compile"}, {WorkerRole::gpu, "gpu"}});
-constexpr auto kMessageTypeNames =
-    datasets::enum_names<MessageType>({{MessageType::hello, "Hello"},
-                                       {MessageType::compile_request, "CompileRequest"},
-                                       {MessageType::compile_response, "CompileResponse"},
-                                       {MessageType::gpu_request, "GpuRequest"},
-                                       {MessageType::gpu_response, "GpuResponse"},
-                                       {MessageType::test_request, "TestRequest"},
-                                       {MessageType::test_response, "TestResponse"},
-                                       {MessageType::error_response, "ErrorResponse"},
-                                       {MessageType::shutdown, "Shutdown"}});
+    datasets::enum_names<WorkerRole::compile, WorkerRole::gpu>({"compile", "gpu"});
+constexpr auto kMessageTypeNames = datasets::enum_names<MessageType::hello, MessageType::shutdown>(
+    {"Hello", "CompileRequest", "CompileResponse", "GpuRequest", "GpuResponse", "TestRequest",
+     "TestResponse", "ErrorResponse", "Shutdown"});
 constexpr auto kTestActionNames =
-    datasets::enum_names<TestAction>({{TestAction::echo, "echo"},
-                                      {TestAction::crash_segv, "crash_segv"},
-                                      {TestAction::crash_abort, "crash_abort"},
-                                      {TestAction::hang_busy, "hang_busy"},
-                                      {TestAction::hang_sleep, "hang_sleep"},
-                                      {TestAction::flood_protocol, "flood_protocol"},
-                                      {TestAction::flood_stderr, "flood_stderr"},
-                                      {TestAction::noise_stdout, "noise_stdout"},
-                                      {TestAction::exit_early, "exit_early"},
-                                      {TestAction::reply_then_exit, "reply_then_exit"},
-                                      {TestAction::spawn_grandchild, "spawn_grandchild"},
-                                      {TestAction::report, "report"},
-                                      {TestAction::write_file, "write_file"},
-                                      {TestAction::open_files, "open_files"},
-                                      {TestAction::burn_cpu, "burn_cpu"},
-                                      {TestAction::stderr_then_crash, "stderr_then_crash"}});
+    datasets::enum_names<TestAction::echo, TestAction::stderr_then_crash>(
+        {"echo", "crash_segv", "crash_abort", "hang_busy", "hang_sleep", "flood_protocol",
+         "flood_stderr", "noise_stdout", "exit_early", "reply_then_exit", "spawn_grandchild",
+         "report", "write_file", "open_files", "burn_cpu", "stderr_then_crash"});
 constexpr auto kBaselineModeNames =
-    datasets::enum_names<BaselineMode>({{BaselineMode::best, "best"}, {BaselineMode::csr, "csr"}});
+    datasets::enum_names<BaselineMode::best, BaselineMode::csr>({"best", "csr"});
 
 }  // namespace
 

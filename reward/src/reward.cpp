@@ -39,8 +39,8 @@ void compile_only_notice_given() {
 
 namespace {
 
-constexpr auto kSpeedShapeNames = datasets::enum_names<SpeedShape>(
-    {{SpeedShape::linear, "linear"}, {SpeedShape::log2, "log2"}, {SpeedShape::tiers, "tiers"}});
+constexpr auto kSpeedShapeNames =
+    datasets::enum_names<SpeedShape::linear, SpeedShape::tiers>({"linear", "log2", "tiers"});
 
 }  // namespace
 
