@@ -14,6 +14,7 @@
 
 #include "gpu/cuda_errors.hpp"
 #include "sparserl/datasets/random.hpp"
+#include "sparserl/datasets/text.hpp"
 
 namespace sparserl::reward::gpu {
 namespace {
@@ -171,13 +172,7 @@ void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType
 // Raised inside evaluate() when the candidate's run fails: unwinds to the one place that fills the
 // result.
 // "12.34": a median in us as baseline_paths spells it.
-std::string format_us(double us) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(2);
-  o << us;
-  return o.str();
-}
+std::string format_us(double us) { return datasets::fixed(us, 2); }
 
 struct CandidateFailure {
   ErrorKind error;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
 #include "sparserl/kernels/template_search.hpp"
 #include "sparserl/kernels/tuning_output.hpp"
@@ -58,27 +59,8 @@ const std::vector<std::string> kSpmm = {
     "gen-v1/rmat?scale=18&edge_factor=16&seed=1",  // ~4M, power law
 };
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string clock_text(double seconds) {
-  const long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+using datasets::fixed;
+using datasets::minutes_seconds;
 
 struct Phase {
   std::string name;
@@ -181,7 +163,7 @@ void print_report(const std::vector<Phase>& phases,
                   const fs::path& summary) {
   std::printf("\nTemplate search vs cuSPARSE on %s, %s (wall %s)\n",
               device.empty() ? "no GPU (compile-only)" : device.c_str(), started_utc.c_str(),
-              clock_text(elapsed).c_str());
+              minutes_seconds(elapsed).c_str());
   for (std::size_t pi = 0; pi < phases.size(); ++pi) {
     if (phases[pi].name == "small") continue;  // too long for the console: see summary.md
     print_table(phases[pi].name == "large" ? "SpMV, generated 1M-50M nonzeros (bandwidth-bound)"
@@ -277,7 +259,7 @@ int main(int argc, char** argv) {
   info.command = "design_space_bench";
   for (int i = 1; i < argc; ++i) info.command += std::string(" ") + argv[i];
   info.device = device;
-  info.started_utc = utc_now();
+  info.started_utc = datasets::utc_text(std::chrono::system_clock::now());
   info.protocol = "screen (" + kernels::SearchOptions{}.screen.str() + "), full (" +
                   kernels::SearchOptions{}.full.str() + ")";
   info.budget = budget_large;
@@ -313,8 +295,9 @@ int main(int argc, char** argv) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       std::fprintf(stderr, "[%zu/%zu %s elapsed, ~%s left] %s: %s %s\n", done, total,
-                   clock_text(elapsed).c_str(), clock_text(elapsed / done * (total - done)).c_str(),
-                   task.str().c_str(), s.best_design.empty() ? "none" : s.best_design.c_str(),
+                   minutes_seconds(elapsed).c_str(),
+                   minutes_seconds(elapsed / done * (total - done)).c_str(), task.str().c_str(),
+                   s.best_design.empty() ? "none" : s.best_design.c_str(),
                    s.timed ? (fixed(s.best_us, 2) + " us vs " + fixed(s.baseline_us, 2) +
                               " us = " + fixed(s.speedup, 2) + "x")
                                  .c_str()

@@ -27,10 +27,8 @@ Run declare_abi(CLI::App& app) {
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "abi",
-    .summary = "print the kernel ABI registry (--markdown: docs/kernel-abi.md)",
-    .declare = declare_abi});
+const CommandRegistration kRegistration(
+    "abi", "print the kernel ABI registry (--markdown: docs/kernel-abi.md)", declare_abi);
 
 }  // namespace
 }  // namespace sparserl::tools

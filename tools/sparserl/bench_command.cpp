@@ -49,32 +49,21 @@ Run declare_bench(CLI::App& app) {
       "speedup bars and time against nnz). Without a GPU only the compile "
       "stage runs:\n"
       "correctness, pass@k and every speed figure are n/a, not numbers.");
-  app.footer(
-      "exit status: 0 completed, 130 interrupted, 1 failed (the error "
-      "is named), 2 bad arguments");
+  app.footer(kRunExitStatus);
   auto a = std::make_shared<BenchArgs>();
   app.add_option("CONFIG", a->config, "the experiment config")->required();
-  one_of(app.add_option("--part", a->options.part,
-                        "the part of data.split to benchmark (over bench.part); the test "
-                        "part is "
-                        "read only this way: a config or --set asking for it is refused"),
-         {"train", "val", "test"});
+  add_part_with_test(app, a->options.part, "benchmark", "bench.part");
   add_run_options(app, a->options, a->overrides, "bench.agents='[\"template\"]'");
   return [a](const std::vector<std::string>& argv) {
-    experiments::RunnerOptions options = a->options;
-    options.command = command_line("bench", argv);
+    const experiments::RunnerOptions options = run_options("bench", argv, a->options);
     experiments::Config config = experiments::Config::load(a->config, a->overrides);
-    const experiments::RunOutcome outcome = experiments::run_bench(std::move(config), options);
-    std::cout << experiments::describe_outcome(outcome, false);
-    return experiments::exit_status(outcome);
+    return report_outcome(experiments::run_bench(std::move(config), options), false);
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "bench",
-    .summary = "compare agents on a split: per-matrix and summary tables in a "
-               "run directory",
-    .declare = declare_bench});
+const CommandRegistration kRegistration(
+    "bench", "compare agents on a split: per-matrix and summary tables in a run directory",
+    declare_bench);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -18,6 +18,7 @@
 #include "options.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/reward/evaluator.hpp"
 #include "sparserl/reward/reward.hpp"
 
@@ -36,25 +37,7 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-// A path that exists is a file: URI; anything else must parse as a URI. Returns the canonical URI.
-std::string matrix_uri(const std::string& text) {
-  std::error_code ec;
-  if (fs::is_regular_file(text, ec)) return "file:" + fs::absolute(text).string();
-  try {
-    return datasets::MatrixUri::parse(text).str();
-  } catch (const datasets::InvalidUri& e) {
-    throw std::runtime_error("--matrix '" + text + "' is neither a file nor a matrix URI (" +
-                             e.what() + ")");
-  }
-}
-
-std::string fixed(double v, int digits) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(digits);
-  s << v;
-  return s.str();
-}
+using datasets::fixed;
 
 void print_summary(std::ostream& out, const std::string& program_path, const datasets::Task& task,
                    const EvalResult& r) {
@@ -151,7 +134,7 @@ int run_check(const CheckArgs& a) {
 
   // Unreadable inputs stop here, before any worker starts.
   const std::string program = read_file(program_path);
-  task.uri = matrix_uri(a.matrix);
+  task.uri = matrix_uri<std::runtime_error>(a.matrix);
   {
     datasets::StoreOptions store_options;
     store_options.indexes = config.index_dirs;
@@ -219,10 +202,8 @@ Run declare_check(CLI::App& app) {
   return [a](const std::vector<std::string>&) { return run_check(*a); };
 }
 
-const CommandRegistration kCheck(Command{
-    .name = "check",
-    .summary = "evaluate one program on one matrix (EvalResult)",
-    .declare = declare_check});
+const CommandRegistration kCheck("check", "evaluate one program on one matrix (EvalResult)",
+                                 declare_check);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -14,6 +14,7 @@
 
 #include "cli.hpp"
 #include "options.hpp"
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/experiments/agent_comparison.hpp"
 
 namespace fs = std::filesystem;
@@ -23,12 +24,8 @@ namespace {
 
 // ./compare-<UTC time>, with -2, -3 ... when that folder exists already.
 fs::path default_out_dir() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  const fs::path base = fs::path("compare-" + std::string(stamp));
+  const fs::path base = fs::path(
+      "compare-" + datasets::utc_text(std::chrono::system_clock::now(), datasets::kCompactUtc));
   fs::path out = base;
   std::error_code ec;
   for (int i = 2; fs::exists(out, ec); ++i) out = base.string() + "-" + std::to_string(i);
@@ -153,10 +150,9 @@ Run declare_compare(CLI::App& app) {
   return [a](const std::vector<std::string>&) { return run_compare(*a); };
 }
 
-const CommandRegistration kCompare(Command{
-    .name = "compare",
-    .summary = "compare agents over seeds (IQM, bootstrap intervals, P(improvement))",
-    .declare = declare_compare});
+const CommandRegistration kCompare(
+    "compare", "compare agents over seeds (IQM, bootstrap intervals, P(improvement))",
+    declare_compare);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -48,9 +48,8 @@ Run declare_config(CLI::App& app) {
   };
 }
 
-const CommandRegistration kConfig(Command{.name = "config",
-                                          .summary = "check a config file and print it resolved",
-                                          .declare = declare_config});
+const CommandRegistration kConfig("config", "check a config file and print it resolved",
+                                  declare_config);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -51,12 +51,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 ds::StoreOptions store_options(const DataArgs& args) {
   ds::StoreOptions options;
   options.indexes = args.where.index_paths();
@@ -678,10 +672,8 @@ Run declare_data(CLI::App& app) {
   return subcommands.run();
 }
 
-const CommandRegistration kData(Command{
-    .name = "data",
-    .summary = "matrices: info, convert, generate, split, fetch, summary",
-    .declare = declare_data});
+const CommandRegistration kData("data", "matrices: info, convert, generate, split, fetch, summary",
+                                declare_data);
 
 }  // namespace
 }  // namespace sparserl::tools::data

@@ -33,36 +33,25 @@ Run declare_eval(CLI::App& app) {
       "eval/pass@k_correct, ...) and\n"
       "report.md. The env is shaped after the checkpoint "
       "(max_tokens, mask, K, D).");
-  app.footer(
-      "exit status: 0 completed, 130 interrupted, 1 failed (the error "
-      "is named), 2 bad arguments");
+  app.footer(kRunExitStatus);
   auto a = std::make_shared<EvalArgs>();
   app.add_option("CONFIG", a->config, "the experiment config")->required();
   app.add_option("--checkpoint", a->checkpoint, "the policy to evaluate")
       ->type_name("DIR")
       ->required();
-  one_of(app.add_option("--part", a->options.part,
-                        "the part of data.split to evaluate (over eval.part); the test "
-                        "part is "
-                        "read only this way: a config or --set asking for it is refused"),
-         {"train", "val", "test"});
+  add_part_with_test(app, a->options.part, "evaluate", "eval.part");
   add_run_options(app, a->options, a->overrides, "eval.samples=16");
   return [a](const std::vector<std::string>& argv) {
-    experiments::RunnerOptions options = a->options;
-    options.command = command_line("eval", argv);
+    const experiments::RunnerOptions options = run_options("eval", argv, a->options);
     experiments::Config config = experiments::Config::load(a->config, a->overrides);
-    const experiments::RunOutcome outcome =
-        experiments::run_checkpoint_evaluation(std::move(config), a->checkpoint, options);
-    std::cout << experiments::describe_outcome(outcome, false);
-    return experiments::exit_status(outcome);
+    return report_outcome(
+        experiments::run_checkpoint_evaluation(std::move(config), a->checkpoint, options), false);
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "eval",
-    .summary = "evaluate a policy checkpoint (greedy, pass@k) on a split into "
-               "a run directory",
-    .declare = declare_eval});
+const CommandRegistration kRegistration(
+    "eval", "evaluate a policy checkpoint (greedy, pass@k) on a split into a run directory",
+    declare_eval);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -77,10 +77,9 @@ Run declare_inspect(CLI::App& app) {
   return [a](const std::vector<std::string>&) { return run_inspect(*a); };
 }
 
-const CommandRegistration kInspect(Command{
-    .name = "inspect",
-    .summary = "summarise a trajectory file (episodes, rates, rewards)",
-    .declare = declare_inspect});
+const CommandRegistration kInspect("inspect",
+                                   "summarise a trajectory file (episodes, rates, rewards)",
+                                   declare_inspect);
 
 }  // namespace
 }  // namespace sparserl::tools

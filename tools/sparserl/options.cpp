@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iostream>
 
 #include "sparserl/datasets/matrix_store.hpp"
 
@@ -101,10 +102,31 @@ void add_run_options(CLI::App& app, experiments::RunnerOptions& options,
       ->type_name("DIR");
 }
 
+CLI::Option* add_part_with_test(CLI::App& app, std::optional<std::string>& part,
+                                const std::string& what, const std::string& key) {
+  return one_of(app.add_option("--part", part,
+                               "the part of data.split to " + what + " (over " + key +
+                                   "); the test part is read only this way: a config or --set "
+                                   "asking for it is refused"),
+                {"train", "val", "test"});
+}
+
 std::string command_line(const std::string& name, const std::vector<std::string>& argv) {
   std::string line = "sparserl " + name;
   for (const std::string& a : argv) line += " " + a;
   return line;
+}
+
+experiments::RunnerOptions run_options(const std::string& name,
+                                       const std::vector<std::string>& argv,
+                                       experiments::RunnerOptions options) {
+  options.command = command_line(name, argv);
+  return options;
+}
+
+int report_outcome(const experiments::RunOutcome& outcome, bool resumable) {
+  std::cout << experiments::describe_outcome(outcome, resumable);
+  return experiments::exit_status(outcome);
 }
 
 }  // namespace sparserl::tools

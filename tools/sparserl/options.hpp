@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "sparserl/datasets/splits.hpp"
+#include "sparserl/datasets/task.hpp"
 #include "sparserl/experiments/runner.hpp"
 
 namespace sparserl::tools {
@@ -54,7 +56,41 @@ void add_matrix_locations(CLI::App& app, MatrixLocations& where);
 void add_run_options(CLI::App& app, experiments::RunnerOptions& options,
                      std::vector<std::string>& overrides, const std::string& example);
 
+// --part train|val|test of `sparserl bench` and `sparserl eval`, the only way a run reads a split's
+// test part: `what` the command does with the part ("benchmark"), over the config key `key`.
+CLI::Option* add_part_with_test(CLI::App& app, std::optional<std::string>& part,
+                                const std::string& what, const std::string& key);
+
+// The exit statuses of the commands that make a run directory, for their help's footer.
+inline constexpr const char* kRunExitStatus =
+    "exit status: 0 completed, 130 interrupted, 1 failed (the error is named), 2 bad arguments";
+
+// The matrix URI of a --matrix value: file:ABSOLUTE_PATH for an existing file, else the canonical
+// spelling of a matrix URI. Neither throws Error naming the option and the value: UsageError (exit
+// status 2) by default, std::runtime_error (1) for a command that counts it an unreadable input.
+template <class Error = UsageError>
+std::string matrix_uri(const std::string& text) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(text, ec)) {
+    return "file:" + std::filesystem::absolute(text).string();
+  }
+  try {
+    return datasets::MatrixUri::parse(text).str();
+  } catch (const datasets::InvalidUri& e) {
+    throw Error("--matrix '" + text + "' is neither a file nor a matrix URI (" + e.what() + ")");
+  }
+}
+
 // "sparserl NAME ARG...": the command line a run records (run.json, a trajectory file's config).
 std::string command_line(const std::string& name, const std::vector<std::string>& argv);
+
+// The runner options of one invocation of a command: `options` with its command line recorded.
+experiments::RunnerOptions run_options(const std::string& name,
+                                       const std::vector<std::string>& argv,
+                                       experiments::RunnerOptions options);
+
+// Prints how a run ended (experiments::describe_outcome; `resumable` for train) and returns the
+// command's exit status.
+int report_outcome(const experiments::RunOutcome& outcome, bool resumable);
 
 }  // namespace sparserl::tools

@@ -82,10 +82,8 @@ Run declare_plot(CLI::App& app) {
   return [a](const std::vector<std::string>&) { return run_plot(*a); };
 }
 
-const CommandRegistration kPlot(Command{
-    .name = "plot",
-    .summary = "re-render a run directory's report.md and plots",
-    .declare = declare_plot});
+const CommandRegistration kPlot("plot", "re-render a run directory's report.md and plots",
+                                declare_plot);
 
 }  // namespace
 }  // namespace sparserl::tools

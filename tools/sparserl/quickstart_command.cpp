@@ -36,9 +36,7 @@ Run declare_quickstart(CLI::App& app) {
       "the run directory and its report.md are. About 3 minutes on a 2-core "
       "CPU, where the reward\n"
       "is the compile stage alone.");
-  app.footer(
-      "exit status: 0 completed, 130 interrupted, 1 failed (the error "
-      "is named), 2 bad arguments");
+  app.footer(kRunExitStatus);
   auto a = std::make_shared<QuickstartArgs>();
   add_run_options(app, a->options, a->overrides, "train.rl_updates=2");
   app.get_option("--root")->description(
@@ -58,22 +56,20 @@ Run declare_quickstart(CLI::App& app) {
     if (!fs::is_regular_file(config_file, ec)) {
       throw UsageError(config_file.string() + " not found: give the project root with --root DIR");
     }
-    options.command = command_line("quickstart", argv);
     experiments::Config config = experiments::Config::load(config_file, a->overrides);
-    const experiments::RunOutcome outcome = experiments::run_training(std::move(config), options);
-    std::cout << experiments::describe_outcome(outcome, true);
+    const experiments::RunOutcome outcome =
+        experiments::run_training(std::move(config), run_options("quickstart", argv, options));
+    const int status = report_outcome(outcome, true);
     if (outcome.status == experiments::RunStatus::completed && !outcome.report.empty()) {
       std::cout << "\nThe quickstart's report: " << outcome.report.string() << "\n";
     }
-    return experiments::exit_status(outcome);
+    return status;
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "quickstart",
-    .summary = "train and evaluate a tiny policy end to end; prints where the "
-               "report is",
-    .declare = declare_quickstart});
+const CommandRegistration kRegistration(
+    "quickstart", "train and evaluate a tiny policy end to end; prints where the report is",
+    declare_quickstart);
 
 }  // namespace
 }  // namespace sparserl::tools

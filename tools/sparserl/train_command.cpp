@@ -43,9 +43,8 @@ Run declare_train(CLI::App& app) {
       "Ctrl-C kills at once.\n"
       "Without a GPU the reward is the compile stage alone (said once "
       "on stderr).\n"
-      "\n"
-      "exit status: 0 completed, 130 interrupted, 1 failed (the error "
-      "is named), 2 bad arguments");
+      "\n" +
+      std::string(kRunExitStatus));
   auto a = std::make_shared<TrainArgs>();
   CLI::Option* config_file = app.add_option("CONFIG", a->config, "the experiment config");
   add_run_options(app, a->options, a->overrides, "train.rl_updates=10 --set agent.algorithm=ppo");
@@ -59,26 +58,17 @@ Run declare_train(CLI::App& app) {
                             ->type_name("RUN_DIR");
   resume->excludes(config_file)->excludes("--set")->excludes("--runs-dir");
   return [a](const std::vector<std::string>& argv) {
-    experiments::RunnerOptions options = a->options;
-    options.command = command_line("train", argv);
-    experiments::RunOutcome outcome;
-    if (a->resume) {
-      outcome = experiments::resume_training(*a->resume, options);
-    } else {
-      if (!a->config) throw UsageError("expected one CONFIG file (or --resume RUN_DIR)");
-      experiments::Config config = experiments::Config::load(*a->config, a->overrides);
-      outcome = experiments::run_training(std::move(config), options);
-    }
-    std::cout << experiments::describe_outcome(outcome, true);
-    return experiments::exit_status(outcome);
+    const experiments::RunnerOptions options = run_options("train", argv, a->options);
+    if (a->resume) return report_outcome(experiments::resume_training(*a->resume, options), true);
+    if (!a->config) throw UsageError("expected one CONFIG file (or --resume RUN_DIR)");
+    experiments::Config config = experiments::Config::load(*a->config, a->overrides);
+    return report_outcome(experiments::run_training(std::move(config), options), true);
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "train",
-    .summary = "run an experiment config (pretrain, SFT, RL, eval) into a run "
-               "directory",
-    .declare = declare_train});
+const CommandRegistration kRegistration(
+    "train", "run an experiment config (pretrain, SFT, RL, eval) into a run directory",
+    declare_train);
 
 }  // namespace
 }  // namespace sparserl::tools
