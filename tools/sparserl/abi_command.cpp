@@ -15,8 +15,7 @@ namespace {
 
 Run declare_abi(CLI::App& app) {
   app.description(
-      "Prints the kernel ABI registry: per (op, format) the kernel's argument "
-      "list with types and\n"
+      "Prints the kernel ABI registry: per (op, format) the kernel's argument list with types and\n"
       "lengths, the prelude constants, and the static-check reasons.");
   auto markdown = std::make_shared<bool>(false);
   app.add_flag("--markdown", *markdown,

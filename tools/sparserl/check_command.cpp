@@ -175,7 +175,8 @@ Run declare_check(CLI::App& app) {
       "its EvalResult.");
   app.footer(
       "Exit status: 0 when an evaluation was made (whatever its verdict), 1 when the program or "
-      "the\nmatrix cannot be read, 2 for bad arguments.");
+      "the\n"
+      "matrix cannot be read, 2 for bad arguments.");
   auto a = std::make_shared<CheckArgs>();
   app.add_option("PROGRAM", a->program, "the program file")->required();
   app.add_option("--matrix", a->matrix,

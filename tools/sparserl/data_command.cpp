@@ -625,8 +625,9 @@ Run declare_summary(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
 Run declare_data(CLI::App& app) {
   app.description(
       "Matrices, task URIs and splits. FILE is a Matrix Market file (.mtx, .mtx.gz, or a "
-      "SuiteSparse\n.tar.gz archive); URI is suitesparse-v1/GROUP/NAME, "
-      "gen-v1/KIND?key=value&... or file:PATH.");
+      "SuiteSparse\n"
+      ".tar.gz archive); URI is suitesparse-v1/GROUP/NAME, gen-v1/KIND?key=value&... or "
+      "file:PATH.");
   app.footer("exit status: 0 done, 1 an input could not be read or written, 2 bad arguments");
   auto a = std::make_shared<DataArgs>();
   Subcommands subcommands(app);

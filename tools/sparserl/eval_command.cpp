@@ -14,38 +14,31 @@
 namespace sparserl::tools {
 namespace {
 
-struct EvalArgs {
-  std::string config;
+struct EvalArgs : RunArgs {
+  std::string config_file;
   std::string checkpoint;
-  std::vector<std::string> overrides;
-  experiments::RunnerOptions options;
 };
 
 Run declare_eval(CLI::App& app) {
   app.description(
-      "Evaluates the policy checkpoint DIR (a run's "
-      "policies/<stage>/ or checkpoints/step-N/) on\n"
-      "eval.part of data.split (or data.uris): one greedy program "
-      "and eval.samples sampled ones\n"
-      "per matrix, all through the evaluator. Writes a new run "
-      "directory with results.csv (one\n"
-      "row per matrix), metrics.jsonl (eval/greedy_compile_rate, "
-      "eval/pass@k_correct, ...) and\n"
-      "report.md. The env is shaped after the checkpoint "
-      "(max_tokens, mask, K, D).");
+      "Evaluates the policy checkpoint DIR (a run's policies/<stage>/ or checkpoints/step-N/) on\n"
+      "eval.part of data.split (or data.uris): one greedy program and eval.samples sampled ones\n"
+      "per matrix, all through the evaluator. Writes a new run directory with results.csv (one\n"
+      "row per matrix), metrics.jsonl (eval/greedy_compile_rate, eval/pass@k_correct, ...) and\n"
+      "report.md. The env is shaped after the checkpoint (max_tokens, mask, K, D).");
   app.footer(kRunExitStatus);
   auto a = std::make_shared<EvalArgs>();
-  app.add_option("CONFIG", a->config, "the experiment config")->required();
+  app.add_option("CONFIG", a->config_file, "the experiment config")->required();
   app.add_option("--checkpoint", a->checkpoint, "the policy to evaluate")
       ->type_name("DIR")
       ->required();
   add_part_with_test(app, a->options.part, "evaluate", "eval.part");
-  add_run_options(app, a->options, a->overrides, "eval.samples=16");
+  add_run_options(app, *a, "eval.samples=16");
   return [a](const std::vector<std::string>& argv) {
-    const experiments::RunnerOptions options = run_options("eval", argv, a->options);
-    experiments::Config config = experiments::Config::load(a->config, a->overrides);
     return report_outcome(
-        experiments::run_checkpoint_evaluation(std::move(config), a->checkpoint, options), false);
+        experiments::run_checkpoint_evaluation(a->config(a->config_file), a->checkpoint,
+                                               a->runner_options("eval", argv)),
+        false);
   };
 }
 

@@ -13,6 +13,7 @@
 #include "cli.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "sparserl/experiments/config.hpp"
 #include "sparserl/experiments/runner.hpp"
 
 namespace sparserl::tools {
@@ -50,11 +51,21 @@ CLI::Option* add_indexes(CLI::App& app, MatrixLocations& where);
 // Both.
 void add_matrix_locations(CLI::App& app, MatrixLocations& where);
 
-// The options of the commands that make a run directory (train, bench, eval, quickstart): --set
-// KEY=VALUE (repeatable, into `overrides`; `example` is one for the help), --root DIR and
-// --runs-dir DIR (into `options`).
-void add_run_options(CLI::App& app, experiments::RunnerOptions& options,
-                     std::vector<std::string>& overrides, const std::string& example);
+// What the commands that make a run directory (train, bench, eval, quickstart) share: --set
+// KEY=VALUE (repeatable, into `overrides`), --root DIR and --runs-dir DIR (into `options`).
+struct RunArgs {
+  std::vector<std::string> overrides;
+  experiments::RunnerOptions options;
+
+  // The config file with the overrides applied.
+  [[nodiscard]] experiments::Config config(const std::filesystem::path& file) const;
+  // The runner options of one invocation of the command: its command line recorded (run.json).
+  [[nodiscard]] experiments::RunnerOptions runner_options(
+      const std::string& name, const std::vector<std::string>& argv) const;
+};
+
+// Declares RunArgs' options; `example` is an override for the help of --set.
+void add_run_options(CLI::App& app, RunArgs& args, const std::string& example);
 
 // --part train|val|test of `sparserl bench` and `sparserl eval`, the only way a run reads a split's
 // test part: `what` the command does with the part ("benchmark"), over the config key `key`.
@@ -83,11 +94,6 @@ std::string matrix_uri(const std::string& text) {
 
 // "sparserl NAME ARG...": the command line a run records (run.json, a trajectory file's config).
 std::string command_line(const std::string& name, const std::vector<std::string>& argv);
-
-// The runner options of one invocation of a command: `options` with its command line recorded.
-experiments::RunnerOptions run_options(const std::string& name,
-                                       const std::vector<std::string>& argv,
-                                       experiments::RunnerOptions options);
 
 // Prints how a run ended (experiments::describe_outcome; `resumable` for train) and returns the
 // command's exit status.

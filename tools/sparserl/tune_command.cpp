@@ -255,7 +255,8 @@ Run declare_tune(CLI::App& app) {
       "      --dtype f32,f64 --k 8,32 --index ../shared/matrices --out runs/tune-shared-v1-train\n"
       "\n"
       "Exit status: 0 when every task was searched, 1 when a matrix could not be loaded (the "
-      "other\ntasks are still searched and written), 2 for bad arguments.");
+      "other\n"
+      "tasks are still searched and written), 2 for bad arguments.");
   auto a = std::make_shared<TuneArgs>();
   CLI::Option* split = app.add_option("--split", a->split,
                                       "a split file (datasets/splits/*.split); its SuiteSparse "
