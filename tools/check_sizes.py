@@ -60,6 +60,19 @@ class Function:
         return self.last_line - self.first_line + 1
 
 
+def comment_end(source, i):
+    """Where the comment that starts at source[i] ends: after its `*/`, or at the end of its line
+    (a backslash continuing it); None where no comment starts there."""
+    if source.startswith("/*", i):
+        end = source.find("*/", i + 2)
+        return len(source) if end < 0 else end + 2
+    if source.startswith("//", i):
+        while i < len(source) and source[i] != "\n":
+            i += 2 if source.startswith("\\\n", i) else 1
+        return i
+    return None
+
+
 def tokenize(source):
     """The tokens of C++ source text, without comments and preprocessor lines."""
     tokens = []
@@ -82,32 +95,15 @@ def tokenize(source):
         if c == "#" and at_line_start:
             # A directive runs to the end of the line, longer where a backslash continues it.
             while i < n and source[i] != "\n":
-                if source[i] == "\\" and source.startswith("\n", i + 1):
-                    line += 1
-                    i += 1
-                elif source.startswith("/*", i):
-                    end = source.find("*/", i + 2)
-                    end = n if end < 0 else end + 2
-                    line += source.count("\n", i, end)
-                    i = end
-                    continue
-                elif source.startswith("//", i):
-                    while i < n and source[i] != "\n":
-                        i += 1
-                    break
-                i += 1
+                end = comment_end(source, i)
+                if end is None:
+                    end = i + (2 if source.startswith("\\\n", i) else 1)
+                line += source.count("\n", i, end)
+                i = end
             continue
         at_line_start = False
-        if source.startswith("//", i):
-            while i < n and source[i] != "\n":
-                if source[i] == "\\" and source.startswith("\n", i + 1):
-                    line += 1
-                    i += 1
-                i += 1
-            continue
-        if source.startswith("/*", i):
-            end = source.find("*/", i + 2)
-            end = n if end < 0 else end + 2
+        end = comment_end(source, i)
+        if end is not None:
             line += source.count("\n", i, end)
             i = end
             continue

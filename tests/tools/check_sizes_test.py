@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,6 +25,11 @@ def function_of(lines, name="f", signature=None):
     assert lines >= 2
     body = ["  x += %d;" % k for k in range(lines - 2)]
     return "\n".join([signature or "int %s(int x) {" % name] + body + ["}"]) + "\n"
+
+
+def sample(text):
+    """C++ text written indented in a triple-quoted string, from its first line."""
+    return textwrap.dedent(text).lstrip("\n")
 
 
 def found(source):
@@ -42,24 +48,24 @@ class FunctionLengthTest(unittest.TestCase):
         self.assertEqual(found(source), [("make", 3, 5)])
 
     def test_braces_in_strings_chars_comments_and_directives_are_ignored(self):
-        source = "\n".join([
-            "#define OPEN {",
-            "#define CLOSE \\",
-            "  }",
-            "int f() {",
-            '  const char* s = "}}} {";',
-            "  char c = '}';",
-            "  char e = '\\'';",
-            '  const char* t = "\\" }";',
-            "  // }",
-            "  /* } {",
-            "     } */",
-            '  const char* raw = R"x(} "} )" {{)x";',
-            "  int n = 1'000'000;",
-            "  return 0;",
-            "}",
-            "int g() { return 1; }",
-        ]) + "\n"
+        source = sample(r"""
+            #define OPEN {
+            #define CLOSE \
+              }
+            int f() {
+              const char* s = "}}} {";
+              char c = '}';
+              char e = '\'';
+              const char* t = "\" }";
+              // }
+              /* } {
+                 } */
+              const char* raw = R"x(} "} )" {{)x";
+              int n = 1'000'000;
+              return 0;
+            }
+            int g() { return 1; }
+            """)
         self.assertEqual(found(source), [("f", 4, 12), ("g", 16, 1)])
 
     def test_a_long_raw_string_counts_towards_its_function(self):
@@ -68,31 +74,31 @@ class FunctionLengthTest(unittest.TestCase):
         self.assertEqual(found(source), [("tmpl", 1, 162)])
 
     def test_namespaces_classes_and_extern_blocks_are_looked_into_not_counted(self):
-        source = "\n".join([
-            "namespace a::b {",
-            'extern "C" {',
-            "int c_function(void) { return 0; }",
-            "}",
-            "namespace {",
-            "struct Point final : Base<decltype(f())> {",
-            "  Point() : x_{1}, y_(2) {}",
-            "  explicit Point(int v) noexcept : x_{v} { y_ = v; }",
-            "  int norm() const noexcept { return x_; }",
-            "  auto sum() const -> int { return x_ + y_; }",
-            "  bool operator==(const Point& o) const { return x_ == o.x_; }",
-            "  Point& operator=(const Point& o) { x_ = o.x_; return *this; }",
-            "  int operator()(int v) const { return v; }",
-            " private:",
-            "  int x_{0};",
-            "  int y_ = 0;",
-            "};",
-            "enum class Kind { a, b };",
-            "const int kTable[] = {1, 2, 3};",
-            "}  // namespace",
-            "Point::~Point() {",
-            "}",
-            "}  // namespace a::b",
-        ]) + "\n"
+        source = sample("""
+            namespace a::b {
+            extern "C" {
+            int c_function(void) { return 0; }
+            }
+            namespace {
+            struct Point final : Base<decltype(f())> {
+              Point() : x_{1}, y_(2) {}
+              explicit Point(int v) noexcept : x_{v} { y_ = v; }
+              int norm() const noexcept { return x_; }
+              auto sum() const -> int { return x_ + y_; }
+              bool operator==(const Point& o) const { return x_ == o.x_; }
+              Point& operator=(const Point& o) { x_ = o.x_; return *this; }
+              int operator()(int v) const { return v; }
+             private:
+              int x_{0};
+              int y_ = 0;
+            };
+            enum class Kind { a, b };
+            const int kTable[] = {1, 2, 3};
+            }  // namespace
+            Point::~Point() {
+            }
+            }  // namespace a::b
+            """)
         self.assertEqual([name for name, _, _ in found(source)], [
             "c_function", "Point", "Point", "norm", "sum", "operator==", "operator=",
             "operator()", "Point::~Point"])
