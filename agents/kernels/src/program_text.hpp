@@ -57,8 +57,11 @@ std::string fill(std::string_view tmpl,
 // point's (op, format); no __launch_bounds__ when bounds is empty.
 std::string kernel_head(Op op, Format format, std::string_view name, std::string_view bounds);
 
-// The //@format of a format without parameters (csr, coo, ell).
+// The //@format of a point: a format without parameters (csr, coo, ell); SELL-C-sigma from the
+// point's C and sigma; BSR from its shape "RxC".
 FormatSpec plain_format(Format format);
+FormatSpec sell_format(const DesignPoint& p);
+FormatSpec bsr_format(const DesignPoint& p);
 
 // `__ldg(&array[index])` or `array[index]`.
 std::string load(bool ldg, std::string_view array, std::string_view index);
