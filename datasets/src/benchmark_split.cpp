@@ -227,11 +227,7 @@ namespace detail {
 
 std::string format_benchmark_split(const Split& s) {
   std::ostringstream out;
-  out << "# split " << s.name << "\n";
-  out << "# version " << s.version << "\n";
-  out << "# seed " << s.seed << "\n";
-  out << "# ratios " << shortest(s.ratios[0]) << "," << shortest(s.ratios[1]) << ","
-      << shortest(s.ratios[2]) << "\n";
+  write_split_preamble(out, s);
   for (const SplitSource& src : s.sources) {
     out << "# source " << to_string(src.source) << " " << src.name << " " << src.size << " "
         << src.digest << "\n";

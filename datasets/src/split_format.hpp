@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <string_view>
@@ -38,6 +39,9 @@ inline std::string shortest(double v) {
   char buf[32];
   return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
 }
+
+// The lines both versions open with: # split, # version, # seed, # ratios.
+void write_split_preamble(std::ostream& out, const Split& s);
 
 // Version 1: the entries of each part made from its GROUP/NAME keys.
 void fill_v1_entries(Split& s);

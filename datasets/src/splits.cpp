@@ -162,14 +162,22 @@ Split make_split(const SuiteSparseIndex& index, const SplitSpec& spec) {
   return s;
 }
 
-std::string format_split(const Split& s) {
-  if (s.version == Split::kBenchmarkFormatVersion) return detail::format_benchmark_split(s);
-  std::ostringstream out;
+namespace detail {
+
+void write_split_preamble(std::ostream& out, const Split& s) {
   out << "# split " << s.name << "\n";
   out << "# version " << s.version << "\n";
   out << "# seed " << s.seed << "\n";
   out << "# ratios " << shortest(s.ratios[0]) << "," << shortest(s.ratios[1]) << ","
       << shortest(s.ratios[2]) << "\n";
+}
+
+}  // namespace detail
+
+std::string format_split(const Split& s) {
+  if (s.version == Split::kBenchmarkFormatVersion) return detail::format_benchmark_split(s);
+  std::ostringstream out;
+  detail::write_split_preamble(out, s);
   out << "# index " << s.index_file << " " << s.index_size << " " << s.index_digest << "\n";
   out << "# counts train " << s.parts[0].size() << " val " << s.parts[1].size() << " test "
       << s.parts[2].size() << "\n";
