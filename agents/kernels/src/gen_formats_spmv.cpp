@@ -239,6 +239,10 @@ ${head} {
   y[row] = sum;
 }
 )cuda";
+const char* kBsrRowSummary =
+    "SpMV on BSR with one thread per matrix row: the thread walks the blocks of its block row "
+    "and the BSR_C columns of its line in each, with a fully unrolled inner loop (BSR_C is a "
+    "prelude constant). Edge blocks reach past N: the col < N test keeps x in bounds.";
 
 const char* kBsrWarp = R"cuda(#define BLOCK ${block}
 #define CELLS (BSR_R * BSR_C)
@@ -272,6 +276,10 @@ ${head} {
   }
 }
 )cuda";
+const char* kBsrWarpSummary =
+    "SpMV on BSR with a warp per block row: the lanes cover PER_STEP = 32 / (R * C) whole blocks "
+    "per step, so value loads are fully coalesced, and lanes of the same block line are added "
+    "with xor shuffles at the end. R * C divides 32 and C is a power of two.";
 
 // A BSR design's program: `tmpl` filled with BLOCK and the head of `kernel`, launched with
 // `threads` threads (an expression) in blocks of BLOCK.
@@ -290,19 +298,11 @@ std::string render_bsr(const DesignPoint& p, const char* kernel, const char* tmp
 }
 
 std::string render_bsr_row(const DesignPoint& p) {
-  return render_bsr(
-      p, "spmv_bsr", kBsrRow, "max(M, 1)",
-      "SpMV on BSR with one thread per matrix row: the thread walks the blocks of its block row "
-      "and the BSR_C columns of its line in each, with a fully unrolled inner loop (BSR_C is a "
-      "prelude constant). Edge blocks reach past N: the col < N test keeps x in bounds.");
+  return render_bsr(p, "spmv_bsr", kBsrRow, "max(M, 1)", kBsrRowSummary);
 }
 
 std::string render_bsr_warp(const DesignPoint& p) {
-  return render_bsr(
-      p, "spmv_bsr_warp", kBsrWarp, "max(BSR_MB, 1) * 32",
-      "SpMV on BSR with a warp per block row: the lanes cover PER_STEP = 32 / (R * C) whole blocks "
-      "per step, so value loads are fully coalesced, and lanes of the same block line are added "
-      "with xor shuffles at the end. R * C divides 32 and C is a power of two.");
+  return render_bsr(p, "spmv_bsr_warp", kBsrWarp, "max(BSR_MB, 1) * 32", kBsrWarpSummary);
 }
 
 }  // namespace

@@ -364,6 +364,9 @@ ${accumulate}    }
 ${store}  }
 }
 )cuda";
+const char* kSpmmEllSummary =
+    "SpMM on ELL: a group of LANES threads per row walks the row's ELL_WIDTH slots (stopping at "
+    "the first padding slot); each thread carries COLS columns of X and Y.";
 
 const char* kSpmmSell = R"cuda(#define BLOCK 256
 ${columns}
@@ -388,6 +391,10 @@ ${accumulate}    }
 ${store}  }
 }
 )cuda";
+const char* kSpmmSellSummary =
+    "SpMM on SELL-C-sigma: a group of LANES threads per sorted row walks the row's slots in "
+    "its slice (padded only to the slice's longest row) and writes the original row "
+    "row_perm[position] of Y; each thread carries COLS columns.";
 
 const char* kSpmmBsr = R"cuda(#define BLOCK 256
 ${columns}
@@ -416,6 +423,10 @@ ${accumulate}        }
 ${store}  }
 }
 )cuda";
+const char* kSpmmBsrSummary =
+    "SpMM on BSR: a group of LANES threads per matrix row walks the blocks of its block row and "
+    "the BSR_C cells of its line in each (unrolled: BSR_C is a prelude constant); each thread "
+    "carries COLS columns. The col < N test keeps edge blocks inside X.";
 
 // A row-group design's program: `tmpl` filled, one launch of LANES threads per row, the parameter
 // docs the columns' and `extra_docs`; the accumulation is indented by `accumulate_indent`.
@@ -438,31 +449,20 @@ std::string render_row_group(const DesignPoint& p, Format format, const char* ke
 }
 
 std::string render_spmm_ell(const DesignPoint& p) {
-  return render_row_group(
-      p, Format::ell, "spmm_ell", kSpmmEll,
-      "SpMM on ELL: a group of LANES threads per row walks the row's ELL_WIDTH slots (stopping at "
-      "the first padding slot); each thread carries COLS columns of X and Y.",
-      {}, "      ");
+  return render_row_group(p, Format::ell, "spmm_ell", kSpmmEll, kSpmmEllSummary, {}, "      ");
 }
 
 std::string render_spmm_sell(const DesignPoint& p) {
-  return render_row_group(
-      p, Format::sell, "spmm_sell", kSpmmSell,
-      "SpMM on SELL-C-sigma: a group of LANES threads per sorted row walks the row's slots in "
-      "its slice (padded only to the slice's longest row) and writes the original row "
-      "row_perm[position] of Y; each thread carries COLS columns.",
-      {{"C=" + p.param("C"), "slice height (rows per slice)"},
-       {"sigma=" + p.param("sigma"), "sorting window (1: no sorting)"}},
-      "      ");
+  return render_row_group(p, Format::sell, "spmm_sell", kSpmmSell, kSpmmSellSummary,
+                          {{"C=" + p.param("C"), "slice height (rows per slice)"},
+                           {"sigma=" + p.param("sigma"), "sorting window (1: no sorting)"}},
+                          "      ");
 }
 
 std::string render_spmm_bsr(const DesignPoint& p) {
-  return render_row_group(
-      p, Format::bsr, "spmm_bsr", kSpmmBsr,
-      "SpMM on BSR: a group of LANES threads per matrix row walks the blocks of its block row and "
-      "the BSR_C cells of its line in each (unrolled: BSR_C is a prelude constant); each thread "
-      "carries COLS columns. The col < N test keeps edge blocks inside X.",
-      {{"shape=" + p.param("shape"), "block rows x block columns"}}, "          ");
+  return render_row_group(p, Format::bsr, "spmm_bsr", kSpmmBsr, kSpmmBsrSummary,
+                          {{"shape=" + p.param("shape"), "block rows x block columns"}},
+                          "          ");
 }
 
 // Appends `extra` parameter lists to lanes x cols.
