@@ -8,9 +8,10 @@
 #include <sstream>
 
 #include "fnv1a.hpp"
-#include "split_format.hpp"
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "split_format.hpp"
 
 namespace sparserl::datasets {
 
@@ -20,38 +21,20 @@ Regime regime_of(std::int64_t nnz) {
   return Regime::small;
 }
 
-std::string_view to_string(Regime regime) {
-  switch (regime) {
-    case Regime::small:
-      return "small";
-    case Regime::medium:
-      return "medium";
-    case Regime::large:
-      return "large";
-  }
-  return "?";
-}
+namespace {
 
-std::optional<Regime> parse_regime(std::string_view text) {
-  return detail::parse_by_name(text, kRegimes);
-}
+constexpr auto kRegimeNames =
+    enum_names<Regime::small, Regime::large>({"small", "medium", "large"});
+constexpr auto kMatrixSourceNames =
+    enum_names<MatrixSource::shared, MatrixSource::generated>({"shared", "catalogue", "generated"});
 
-std::string_view to_string(MatrixSource source) {
-  switch (source) {
-    case MatrixSource::shared:
-      return "shared";
-    case MatrixSource::catalogue:
-      return "catalogue";
-    case MatrixSource::generated:
-      return "generated";
-  }
-  return "?";
-}
+}  // namespace
 
+std::string_view to_string(Regime regime) { return kRegimeNames.name(regime); }
+std::optional<Regime> parse_regime(std::string_view text) { return kRegimeNames.parse(text); }
+std::string_view to_string(MatrixSource source) { return kMatrixSourceNames.name(source); }
 std::optional<MatrixSource> parse_matrix_source(std::string_view text) {
-  static constexpr std::array<MatrixSource, 3> kSources = {
-      MatrixSource::shared, MatrixSource::catalogue, MatrixSource::generated};
-  return detail::parse_by_name(text, kSources);
+  return kMatrixSourceNames.parse(text);
 }
 
 bool SplitSelection::accepts(const SplitEntry& e) const {
@@ -244,11 +227,7 @@ namespace detail {
 
 std::string format_benchmark_split(const Split& s) {
   std::ostringstream out;
-  out << "# split " << s.name << "\n";
-  out << "# version " << s.version << "\n";
-  out << "# seed " << s.seed << "\n";
-  out << "# ratios " << shortest(s.ratios[0]) << "," << shortest(s.ratios[1]) << ","
-      << shortest(s.ratios[2]) << "\n";
+  write_split_preamble(out, s);
   for (const SplitSource& src : s.sources) {
     out << "# source " << to_string(src.source) << " " << src.name << " " << src.size << " "
         << src.digest << "\n";

@@ -1,5 +1,5 @@
-// Atomic file creation, gzip output through zlib's deflate, and ustar headers
-// (compressed_output.hpp).
+// Atomic file creation, gzip output through zlib's deflate, ustar headers and the member name of a
+// single-member archive (compressed_output.hpp).
 #include "compressed_output.hpp"
 
 #include <unistd.h>
@@ -175,6 +175,17 @@ std::string tar_member_header(const std::string& name, std::uint64_t size) {
   octal(148, 7, sum);
   h[155] = ' ';
   return h;
+}
+
+std::string default_archive_member(const std::filesystem::path& archive) {
+  std::string name = archive.filename().string();
+  for (std::string_view suffix : {".tar.gz", ".tgz", ".tar"}) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      name.resize(name.size() - suffix.size());
+      break;
+    }
+  }
+  return name + "/" + name + ".mtx";
 }
 
 }  // namespace sparserl::datasets::detail

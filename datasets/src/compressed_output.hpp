@@ -61,4 +61,7 @@ class GzipWriter {
 // more than 100 bytes are split into prefix/name at a '/' (std::invalid_argument if impossible).
 std::string tar_member_header(const std::string& name, std::uint64_t size);
 
+// The one member of a single-member archive: NAME/NAME.mtx for NAME.tar.gz, NAME.tgz or NAME.tar.
+std::string default_archive_member(const std::filesystem::path& archive);
+
 }  // namespace sparserl::datasets::detail

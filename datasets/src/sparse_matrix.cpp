@@ -86,13 +86,7 @@ SparseMatrix SparseMatrix::from_csr(Index rows, Index cols, std::vector<Index> r
       }
     }
   }
-  SparseMatrix m;
-  m.rows_ = rows;
-  m.cols_ = cols;
-  m.row_ptr_ = std::move(row_ptr);
-  m.col_idx_ = std::move(col_idx);
-  m.values_ = std::move(values);
-  return m;
+  return SparseMatrix(rows, cols, std::move(row_ptr), std::move(col_idx), std::move(values));
 }
 
 SparseMatrix SparseMatrix::from_triplets(Index rows, Index cols, std::vector<Triplet> entries,
@@ -155,13 +149,8 @@ SparseMatrix SparseMatrix::from_triplets(Index rows, Index cols, std::vector<Tri
   cols_sorted.resize(write);
   vals_sorted.resize(write);
   if (duplicates_summed != nullptr) *duplicates_summed = folded;
-  SparseMatrix m;
-  m.rows_ = rows;
-  m.cols_ = cols;
-  m.row_ptr_ = std::move(out_ptr);
-  m.col_idx_ = std::move(cols_sorted);
-  m.values_ = std::move(vals_sorted);
-  return m;
+  return SparseMatrix(rows, cols, std::move(out_ptr), std::move(cols_sorted),
+                      std::move(vals_sorted));
 }
 
 std::string SparseMatrix::digest() const {

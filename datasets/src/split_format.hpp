@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <string_view>
@@ -39,14 +40,8 @@ inline std::string shortest(double v) {
   return {buf, std::to_chars(buf, buf + sizeof buf, v).ptr};
 }
 
-// The value of `all` whose to_string() is `text`; nullopt for none (the parse_* of splits.hpp).
-template <typename Enum, std::size_t N>
-std::optional<Enum> parse_by_name(std::string_view text, const std::array<Enum, N>& all) {
-  for (Enum e : all) {
-    if (to_string(e) == text) return e;
-  }
-  return std::nullopt;
-}
+// The lines both versions open with: # split, # version, # seed, # ratios.
+void write_split_preamble(std::ostream& out, const Split& s);
 
 // Version 1: the entries of each part made from its GROUP/NAME keys.
 void fill_v1_entries(Split& s);

@@ -11,8 +11,9 @@
 
 #include "compressed_output.hpp"
 #include "fnv1a.hpp"
-#include "split_format.hpp"
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "split_format.hpp"
 
 namespace sparserl::datasets {
 
@@ -20,20 +21,16 @@ using detail::shortest;
 using detail::splitmix64;
 using detail::valid_name;
 
-std::string_view to_string(SplitPart part) {
-  switch (part) {
-    case SplitPart::train:
-      return "train";
-    case SplitPart::val:
-      return "val";
-    case SplitPart::test:
-      return "test";
-  }
-  return "?";
-}
+namespace {
 
+constexpr auto kSplitPartNames =
+    enum_names<SplitPart::train, SplitPart::test>({"train", "val", "test"});
+
+}  // namespace
+
+std::string_view to_string(SplitPart part) { return kSplitPartNames.name(part); }
 std::optional<SplitPart> parse_split_part(std::string_view text) {
-  return detail::parse_by_name(text, kSplitParts);
+  return kSplitPartNames.parse(text);
 }
 
 namespace {
@@ -165,14 +162,22 @@ Split make_split(const SuiteSparseIndex& index, const SplitSpec& spec) {
   return s;
 }
 
-std::string format_split(const Split& s) {
-  if (s.version == Split::kBenchmarkFormatVersion) return detail::format_benchmark_split(s);
-  std::ostringstream out;
+namespace detail {
+
+void write_split_preamble(std::ostream& out, const Split& s) {
   out << "# split " << s.name << "\n";
   out << "# version " << s.version << "\n";
   out << "# seed " << s.seed << "\n";
   out << "# ratios " << shortest(s.ratios[0]) << "," << shortest(s.ratios[1]) << ","
       << shortest(s.ratios[2]) << "\n";
+}
+
+}  // namespace detail
+
+std::string format_split(const Split& s) {
+  if (s.version == Split::kBenchmarkFormatVersion) return detail::format_benchmark_split(s);
+  std::ostringstream out;
+  detail::write_split_preamble(out, s);
   out << "# index " << s.index_file << " " << s.index_size << " " << s.index_digest << "\n";
   out << "# counts train " << s.parts[0].size() << " val " << s.parts[1].size() << " test "
       << s.parts[2].size() << "\n";

@@ -7,22 +7,20 @@
 #include <filesystem>
 #include <vector>
 
+#include "sparserl/datasets/enum_names.hpp"
+
 namespace sparserl::datasets {
+namespace {
 
-std::string_view to_string(Op op) { return op == Op::spmv ? "spmv" : "spmm"; }
-std::string_view to_string(DType dtype) { return dtype == DType::f32 ? "f32" : "f64"; }
+constexpr auto kOpNames = enum_names<Op::spmv, Op::spmm>({"spmv", "spmm"});
+constexpr auto kDTypeNames = enum_names<DType::f32, DType::f64>({"f32", "f64"});
 
-std::optional<Op> parse_op(std::string_view text) {
-  if (text == "spmv") return Op::spmv;
-  if (text == "spmm") return Op::spmm;
-  return std::nullopt;
-}
+}  // namespace
 
-std::optional<DType> parse_dtype(std::string_view text) {
-  if (text == "f32") return DType::f32;
-  if (text == "f64") return DType::f64;
-  return std::nullopt;
-}
+std::string_view to_string(Op op) { return kOpNames.name(op); }
+std::string_view to_string(DType dtype) { return kDTypeNames.name(dtype); }
+std::optional<Op> parse_op(std::string_view text) { return kOpNames.parse(text); }
+std::optional<DType> parse_dtype(std::string_view text) { return kDTypeNames.parse(text); }
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/random.hpp"
 
 namespace sparserl::env {
@@ -20,25 +21,20 @@ std::int32_t row_of(std::span<const Index> row_ptr, std::int64_t e) {
   return static_cast<std::int32_t>(it - row_ptr.begin() - 1);
 }
 
+constexpr auto kIndexScalingNames =
+    datasets::enum_names<IndexScaling::raw, IndexScaling::normalized>({"raw", "normalized"});
+constexpr auto kStratificationNames =
+    datasets::enum_names<Stratification::nonzeros, Stratification::rows>({"nonzeros", "rows"});
+
 }  // namespace
 
-std::string_view to_string(IndexScaling scaling) {
-  return scaling == IndexScaling::raw ? "raw" : "normalized";
-}
-std::string_view to_string(Stratification s) {
-  return s == Stratification::nonzeros ? "nonzeros" : "rows";
-}
-
+std::string_view to_string(IndexScaling scaling) { return kIndexScalingNames.name(scaling); }
+std::string_view to_string(Stratification s) { return kStratificationNames.name(s); }
 std::optional<IndexScaling> parse_index_scaling(std::string_view text) {
-  if (text == "raw") return IndexScaling::raw;
-  if (text == "normalized") return IndexScaling::normalized;
-  return std::nullopt;
+  return kIndexScalingNames.parse(text);
 }
-
 std::optional<Stratification> parse_stratification(std::string_view text) {
-  if (text == "nonzeros") return Stratification::nonzeros;
-  if (text == "rows") return Stratification::rows;
-  return std::nullopt;
+  return kStratificationNames.parse(text);
 }
 
 std::optional<std::string> ObservationConfig::validate() const {

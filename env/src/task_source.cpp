@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/env/seeding.hpp"
 
@@ -50,25 +51,14 @@ std::size_t draw(const std::vector<double>& cumulative_weights, datasets::Rng& r
                                cumulative_weights.size() - 1);
 }
 
+constexpr auto kTaskOrderNames = datasets::enum_names<TaskOrder::sequential, TaskOrder::weighted>(
+    {"sequential", "shuffled", "weighted"});
+
 }  // namespace
 
-std::string_view to_string(TaskOrder order) {
-  switch (order) {
-    case TaskOrder::sequential:
-      return "sequential";
-    case TaskOrder::shuffled:
-      return "shuffled";
-    case TaskOrder::weighted:
-      return "weighted";
-  }
-  return "?";
-}
-
+std::string_view to_string(TaskOrder order) { return kTaskOrderNames.name(order); }
 std::optional<TaskOrder> parse_task_order(std::string_view text) {
-  for (TaskOrder o : {TaskOrder::sequential, TaskOrder::shuffled, TaskOrder::weighted}) {
-    if (to_string(o) == text) return o;
-  }
-  return std::nullopt;
+  return kTaskOrderNames.parse(text);
 }
 
 void TaskSource::check_weights(std::size_t count) const {

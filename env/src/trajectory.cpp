@@ -7,7 +7,11 @@
 #include <hdf5.h>
 
 #include <functional>
+#include <type_traits>
+#include <utility>
 #include <variant>
+
+#include "sparserl/datasets/enum_names.hpp"
 
 namespace sparserl::env {
 namespace {
@@ -55,51 +59,114 @@ const reward::EvalResult& eval_of(const Record& r) {
   return r.episode.eval ? *r.episode.eval : none;
 }
 
-std::vector<Column> make_columns() {
-  std::vector<Column> c;
-  const auto str = [&c](const char* name, const char* doc,
-                        std::function<std::string(const Record&)> get,
-                        std::function<void(Record&, std::string)> set) {
-    c.push_back({{name, ColumnType::str, doc},
-                 [get](const Record& r) { return Cell(get(r)); },
-                 [set](Record& r, const Cell& v) { set(r, as_string(v)); }});
-  };
-  const auto i64 = [&c](const char* name, ColumnType type, const char* doc,
-                        std::function<std::int64_t(const Record&)> get,
-                        std::function<void(Record&, std::int64_t)> set) {
-    c.push_back({{name, type, doc},
-                 [get](const Record& r) { return Cell(get(r)); },
-                 [set](Record& r, const Cell& v) { set(r, as_int(v)); }});
-  };
-  const auto u64 = [&c](const char* name, const char* doc,
-                        std::function<std::uint64_t(const Record&)> get,
-                        std::function<void(Record&, std::uint64_t)> set) {
-    c.push_back({{name, ColumnType::u64, doc},
-                 [get](const Record& r) { return Cell(get(r)); },
-                 [set](Record& r, const Cell& v) { set(r, as_u64(v)); }});
-  };
-  const auto f64 = [&c](const char* name, const char* doc, std::function<double(const Record&)> get,
-                        std::function<void(Record&, double)> set) {
-    c.push_back({{name, ColumnType::f64, doc},
-                 [get](const Record& r) { return Cell(get(r)); },
-                 [set](Record& r, const Cell& v) { set(r, as_double(v)); }});
-  };
-  const auto flag = [&c](const char* name, const char* doc, std::function<bool(const Record&)> get,
-                         std::function<void(Record&, bool)> set) {
-    c.push_back({{name, ColumnType::u8, doc},
-                 [get](const Record& r) { return Cell(static_cast<std::int64_t>(get(r) ? 1 : 0)); },
-                 [set](Record& r, const Cell& v) { set(r, as_int(v) != 0); }});
-  };
-  using E = reward::EvalResult;
-  // Identity of the episode.
-  str(
+// How a field of type T is stored: its column type, its cell, and the value a cell reads back as.
+template <class T>
+constexpr ColumnType column_type_of() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return ColumnType::u8;
+  } else if constexpr (std::is_same_v<T, int>) {
+    return ColumnType::i32;
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    return ColumnType::i64;
+  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
+    return ColumnType::u64;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return ColumnType::f64;
+  } else {
+    static_assert(std::is_same_v<T, std::string>,
+                  "a scalar column is a number, a flag or a string");
+    return ColumnType::str;
+  }
+}
+
+template <class T>
+Cell to_cell(const T& value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return Cell(std::int64_t{value ? 1 : 0});
+  } else if constexpr (std::is_same_v<T, int>) {
+    return Cell(static_cast<std::int64_t>(value));
+  } else {
+    return Cell(value);
+  }
+}
+
+template <class T>
+T from_cell(const Cell& cell) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return as_int(cell) != 0;
+  } else if constexpr (std::is_same_v<T, int>) {
+    return static_cast<int>(as_int(cell));
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    return as_int(cell);
+  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
+    return as_u64(cell);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return as_double(cell);
+  } else {
+    return as_string(cell);
+  }
+}
+
+// The member a chain of member pointers reaches: at(e, &Episode::task, &Task::uri) is e.task.uri.
+template <class Object>
+Object& at(Object& object) {
+  return object;
+}
+template <class Object, class Member, class... Path>
+decltype(auto) at(Object& object, Member member, Path... path) {
+  return at(object.*member, path...);
+}
+
+// The column table as it is declared, in file order.
+class ColumnTable {
+ public:
+  // A column computed from the record; `set` puts a value read back into a record (none: the column
+  // is derived from others, and reading it back changes nothing).
+  template <class T>
+  void add(const char* name, const char* doc, std::function<T(const Record&)> get,
+           std::function<void(Record&, T)> set = nullptr) {
+    columns_.push_back({{name, column_type_of<T>(), doc},
+                        [get](const Record& r) { return to_cell<T>(get(r)); },
+                        [set](Record& r, const Cell& v) {
+                          if (set) set(r, from_cell<T>(v));
+                        }});
+  }
+
+  // A field of the episode, reached through member pointers (&Episode::task, &Task::uri).
+  template <class... Path>
+  void episode_field(const char* name, const char* doc, Path... path) {
+    using T = std::remove_cvref_t<decltype(at(std::declval<Episode&>(), path...))>;
+    add<T>(
+        name, doc, [path...](const Record& r) { return at(r.episode, path...); },
+        [path...](Record& r, T v) { at(r.episode, path...) = std::move(v); });
+  }
+
+  // A field of the episode's EvalResult: its default where there is none, and written back only
+  // into a record that has one (the `evaluated` column, read first, creates it).
+  template <class... Path>
+  void eval_field(const char* name, const char* doc, Path... path) {
+    using T = std::remove_cvref_t<decltype(at(std::declval<reward::EvalResult&>(), path...))>;
+    add<T>(
+        name, doc, [path...](const Record& r) { return at(eval_of(r), path...); },
+        [path...](Record& r, T v) {
+          if (r.episode.eval) at(*r.episode.eval, path...) = std::move(v);
+        });
+  }
+
+  void push(Column column) { columns_.push_back(std::move(column)); }
+  std::vector<Column> take() { return std::move(columns_); }
+
+ private:
+  std::vector<Column> columns_;
+};
+
+void add_identity_columns(ColumnTable& t) {
+  t.add<std::string>(
       "run_id", "the run that wrote the row", [](const Record& r) { return r.run_id; },
       [](Record& r, std::string v) { r.run_id = std::move(v); });
-  str(
-      "policy_id", "the acting policy (\"random:seed=3\", \"ppo:step=1200\")",
-      [](const Record& r) { return r.episode.policy_id; },
-      [](Record& r, std::string v) { r.episode.policy_id = std::move(v); });
-  str(
+  t.episode_field("policy_id", "the acting policy (\"random:seed=3\", \"ppo:step=1200\")",
+                  &Episode::policy_id);
+  t.add<std::string>(
       "task", "Task::str(): \"URI op dtype[ k=K]\"",
       [](const Record& r) { return r.episode.task.str(); },
       [](Record& r, std::string v) {
@@ -107,313 +174,160 @@ std::vector<Column> make_columns() {
         r.episode.task = datasets::Task::parse(v);
         if (!uri.empty()) r.episode.task.uri = uri;
       });
-  str(
-      "task_uri", "the matrix URI (suitesparse-v1/..., gen-v1/..., file:...)",
-      [](const Record& r) { return r.episode.task.uri; },
-      [](Record& r, std::string v) { r.episode.task.uri = std::move(v); });
-  str(
-      "op", "spmv or spmm",
-      [](const Record& r) { return std::string(datasets::to_string(r.episode.task.op)); },
-      [](Record&, std::string) {});
-  str(
-      "dtype", "f32 or f64",
-      [](const Record& r) { return std::string(datasets::to_string(r.episode.task.dtype)); },
-      [](Record&, std::string) {});
-  i64(
-      "k", ColumnType::i64, "dense columns (1 for SpMV)",
-      [](const Record& r) { return r.episode.task.k; }, [](Record&, std::int64_t) {});
-  i64(
-      "env_id", ColumnType::i32, "the environment of a VectorEnv",
-      [](const Record& r) { return r.episode.env_id; },
-      [](Record& r, std::int64_t v) { r.episode.env_id = static_cast<int>(v); });
-  u64(
-      "env_seed", "the environment's seed (base seed + env_id)",
-      [](const Record& r) { return r.episode.env_seed; },
-      [](Record& r, std::uint64_t v) { r.episode.env_seed = v; });
-  u64(
-      "episode_index", "episodes since the env seed was set",
-      [](const Record& r) { return r.episode.episode_index; },
-      [](Record& r, std::uint64_t v) { r.episode.episode_index = v; });
-  u64(
-      "episode_seed", "the seed the observation was sampled with (replay needs it)",
-      [](const Record& r) { return r.episode.episode_seed; },
-      [](Record& r, std::uint64_t v) { r.episode.episode_seed = v; });
-  str(
-      "observation_digest", "SHA-256 of the sampled (row, col) indices",
-      [](const Record& r) { return r.episode.observation_digest; },
-      [](Record& r, std::string v) { r.episode.observation_digest = std::move(v); });
-  // The actions.
-  c.push_back({{"tokens", ColumnType::vlen_i32, "token ids, <eos> included when terminated"},
-               [](const Record& r) {
-                 return Cell(
-                     std::vector<std::int32_t>(r.episode.tokens.begin(), r.episode.tokens.end()));
-               },
-               [](Record& r, const Cell& v) {
-                 const auto& t = std::get<std::vector<std::int32_t>>(v);
-                 r.episode.tokens.assign(t.begin(), t.end());
-               }});
-  c.push_back(
+  t.episode_field("task_uri", "the matrix URI (suitesparse-v1/..., gen-v1/..., file:...)",
+                  &Episode::task, &datasets::Task::uri);
+  t.add<std::string>("op", "spmv or spmm", [](const Record& r) {
+    return std::string(datasets::to_string(r.episode.task.op));
+  });
+  t.add<std::string>("dtype", "f32 or f64", [](const Record& r) {
+    return std::string(datasets::to_string(r.episode.task.dtype));
+  });
+  t.add<std::int64_t>("k", "dense columns (1 for SpMV)",
+                      [](const Record& r) { return r.episode.task.k; });
+  t.episode_field("env_id", "the environment of a VectorEnv", &Episode::env_id);
+  t.episode_field("env_seed", "the environment's seed (base seed + env_id)", &Episode::env_seed);
+  t.episode_field("episode_index", "episodes since the env seed was set", &Episode::episode_index);
+  t.episode_field("episode_seed", "the seed the observation was sampled with (replay needs it)",
+                  &Episode::episode_seed);
+  t.episode_field("observation_digest", "SHA-256 of the sampled (row, col) indices",
+                  &Episode::observation_digest);
+}
+
+void add_action_columns(ColumnTable& t) {
+  t.push({{"tokens", ColumnType::vlen_i32, "token ids, <eos> included when terminated"},
+          [](const Record& r) {
+            return Cell(
+                std::vector<std::int32_t>(r.episode.tokens.begin(), r.episode.tokens.end()));
+          },
+          [](Record& r, const Cell& v) {
+            const auto& ids = std::get<std::vector<std::int32_t>>(v);
+            r.episode.tokens.assign(ids.begin(), ids.end());
+          }});
+  t.push(
       {{"log_probs", ColumnType::vlen_f32, "log-probability of each token under the acting policy"},
        [](const Record& r) { return Cell(r.episode.log_probs); },
        [](Record& r, const Cell& v) { r.episode.log_probs = std::get<std::vector<float>>(v); }});
-  c.push_back(
-      {{"values", ColumnType::vlen_f32, "the policy's value estimate at each token (0: none)"},
-       [](const Record& r) { return Cell(r.episode.values); },
-       [](Record& r, const Cell& v) { r.episode.values = std::get<std::vector<float>>(v); }});
-  i64(
-      "length", ColumnType::i32, "number of tokens",
-      [](const Record& r) { return static_cast<std::int64_t>(r.episode.tokens.size()); },
-      [](Record&, std::int64_t) {});
-  str(
-      "source", "the decoded program", [](const Record& r) { return r.episode.source; },
-      [](Record& r, std::string v) { r.episode.source = std::move(v); });
-  // The end.
-  flag(
-      "terminated", "ended with <eos> (evaluated)",
-      [](const Record& r) { return r.episode.terminated; },
-      [](Record& r, bool v) { r.episode.terminated = v; });
-  flag(
-      "truncated", "cut at max_tokens (not evaluated)",
-      [](const Record& r) { return r.episode.truncated; },
-      [](Record& r, bool v) { r.episode.truncated = v; });
-  flag(
+  t.push({{"values", ColumnType::vlen_f32, "the policy's value estimate at each token (0: none)"},
+          [](const Record& r) { return Cell(r.episode.values); },
+          [](Record& r, const Cell& v) { r.episode.values = std::get<std::vector<float>>(v); }});
+  t.add<int>("length", "number of tokens",
+             [](const Record& r) { return static_cast<int>(r.episode.tokens.size()); });
+  t.episode_field("source", "the decoded program", &Episode::source);
+}
+
+void add_end_and_reward_columns(ColumnTable& t) {
+  using B = reward::RewardBreakdown;
+  t.episode_field("terminated", "ended with <eos> (evaluated)", &Episode::terminated);
+  t.episode_field("truncated", "cut at max_tokens (not evaluated)", &Episode::truncated);
+  t.add<bool>(
       "evaluated", "an EvalResult exists (the eval columns below are meaningful)",
       [](const Record& r) { return r.episode.eval.has_value(); },
       [](Record& r, bool v) {
         if (v) (void)eval_of(r);
       });
-  // The reward.
-  f64(
-      "reward", "the episode's reward", [](const Record& r) { return r.episode.reward; },
-      [](Record& r, double v) { r.episode.reward = v; });
-  f64(
-      "reward_compile", "R_compile", [](const Record& r) { return r.episode.breakdown.compile; },
-      [](Record& r, double v) { r.episode.breakdown.compile = v; });
-  f64(
-      "reward_test", "1[compiled] R_test", [](const Record& r) { return r.episode.breakdown.test; },
-      [](Record& r, double v) { r.episode.breakdown.test = v; });
-  f64(
-      "reward_efficiency", "1[correct] r_eff shape(speedup)",
-      [](const Record& r) { return r.episode.breakdown.efficiency; },
-      [](Record& r, double v) { r.episode.breakdown.efficiency = v; });
-  f64(
-      "reward_penalty", "r_pen 1[resource limit] (subtracted)",
-      [](const Record& r) { return r.episode.breakdown.penalty; },
-      [](Record& r, double v) { r.episode.breakdown.penalty = v; });
-  f64(
-      "reward_unclipped", "the sum before clipping",
-      [](const Record& r) { return r.episode.breakdown.unclipped; },
-      [](Record& r, double v) { r.episode.breakdown.unclipped = v; });
-  flag(
-      "reward_compile_only", "no GPU: the reward is the compile stage alone",
-      [](const Record& r) { return r.episode.breakdown.compile_only; },
-      [](Record& r, bool v) { r.episode.breakdown.compile_only = v; });
-  // The evaluation (every EvalResult field).
-  str(
+  t.episode_field("reward", "the episode's reward", &Episode::reward);
+  t.episode_field("reward_compile", "R_compile", &Episode::breakdown, &B::compile);
+  t.episode_field("reward_test", "1[compiled] R_test", &Episode::breakdown, &B::test);
+  t.episode_field("reward_efficiency", "1[correct] r_eff shape(speedup)", &Episode::breakdown,
+                  &B::efficiency);
+  t.episode_field("reward_penalty", "r_pen 1[resource limit] (subtracted)", &Episode::breakdown,
+                  &B::penalty);
+  t.episode_field("reward_unclipped", "the sum before clipping", &Episode::breakdown,
+                  &B::unclipped);
+  t.episode_field("reward_compile_only", "no GPU: the reward is the compile stage alone",
+                  &Episode::breakdown, &B::compile_only);
+}
+
+// The EvalResult's timing figures.
+void add_timing_columns(ColumnTable& t) {
+  using E = reward::EvalResult;
+  using T = reward::TimingFigures;
+  t.eval_field("median_us", "candidate kernel time per run, median (us)", &E::timing,
+               &T::median_us);
+  t.eval_field("p10_us", "candidate, 10th percentile (us)", &E::timing, &T::p10_us);
+  t.eval_field("p90_us", "candidate, 90th percentile (us)", &E::timing, &T::p90_us);
+  t.eval_field("launches_per_run", "kernels launched per run", &E::timing, &T::launches_per_run);
+  t.eval_field("repetitions", "timed repetitions", &E::timing, &T::repetitions);
+  t.eval_field("baseline_median_us", "cuSPARSE median (us)", &E::timing, &T::baseline_median_us);
+  t.eval_field("baseline_p10_us", "cuSPARSE 10th percentile (us)", &E::timing, &T::baseline_p10_us);
+  t.eval_field("baseline_p90_us", "cuSPARSE 90th percentile (us)", &E::timing, &T::baseline_p90_us);
+  t.eval_field("baseline_algorithm", "the cuSPARSE algorithm timed", &E::timing,
+               &T::baseline_algorithm);
+  t.eval_field("baseline_paths",
+               "every cuSPARSE path tried, with its median (us) when it was chosen", &E::timing,
+               &T::baseline_paths);
+  t.eval_field("speedup", "baseline median / candidate median", &E::timing, &T::speedup);
+  t.eval_field("gflops", "2 nnz K / candidate median", &E::timing, &T::gflops);
+  t.eval_field("bandwidth_gbs", "compulsory bytes / candidate median", &E::timing,
+               &T::bandwidth_gbs);
+  t.eval_field("bandwidth_fraction", "of the device's measured copy bandwidth", &E::timing,
+               &T::bandwidth_fraction);
+  t.eval_field("baseline_gflops", "cuSPARSE GFLOP/s", &E::timing, &T::baseline_gflops);
+  t.eval_field("baseline_bandwidth_fraction", "cuSPARSE bandwidth fraction", &E::timing,
+               &T::baseline_bandwidth_fraction);
+}
+
+// Every EvalResult field.
+void add_evaluation_columns(ColumnTable& t) {
+  using E = reward::EvalResult;
+  using C = reward::CompileFigures;
+  using K = reward::CheckFigures;
+  t.add<std::string>(
       "stage", "the last stage reached: parse, static_check, compile, run, check, time",
       [](const Record& r) { return std::string(reward::to_string(eval_of(r).stage)); },
       [](Record& r, std::string v) {
         if (auto s = reward::parse_stage(v); s && r.episode.eval) r.episode.eval->stage = *s;
       });
-  str(
+  t.add<std::string>(
       "error", "the error kind (none, bad_program, static_check, compile_error, ...)",
       [](const Record& r) { return std::string(reward::to_string(eval_of(r).error)); },
       [](Record& r, std::string v) {
         if (auto e = reward::parse_error_kind(v); e && r.episode.eval) r.episode.eval->error = *e;
       });
-  str(
-      "message", "the evaluator's message", [](const Record& r) { return eval_of(r).message; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->message = std::move(v);
-      });
-  str(
-      "static_reason", "the static check's reason",
-      [](const Record& r) { return eval_of(r).static_reason; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->static_reason = std::move(v);
-      });
-  const auto eval_flag = [&flag](const char* name, const char* doc, bool E::*field) {
-    flag(
-        name, doc, [field](const Record& r) { return eval_of(r).*field; },
-        [field](Record& r, bool v) {
-          if (r.episode.eval) r.episode.eval.value().*field = v;
-        });
-  };
-  eval_flag("compiled", "the compile stage produced a cubin", &E::compiled);
-  eval_flag("correct", "the output matched the fp64 reference", &E::correct);
-  eval_flag("timed", "timed against cuSPARSE", &E::timed);
-  eval_flag("gpu_available", "the GPU stages could run", &E::gpu_available);
-  eval_flag("result_cached", "answered from the result cache", &E::result_cached);
-  f64(
-      "compile_ms", "NVRTC wall time",
-      [](const Record& r) { return eval_of(r).compile.compile_ms; },
-      [](Record& r, double v) {
-        if (r.episode.eval) r.episode.eval->compile.compile_ms = v;
-      });
-  i64(
-      "max_registers", ColumnType::i32, "registers per thread (largest kernel)",
-      [](const Record& r) { return eval_of(r).compile.max_registers; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->compile.max_registers = static_cast<int>(v);
-      });
-  i64(
-      "static_smem_bytes", ColumnType::i32, "static shared memory (largest kernel)",
-      [](const Record& r) { return eval_of(r).compile.static_smem_bytes; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->compile.static_smem_bytes = static_cast<int>(v);
-      });
-  i64(
-      "spill_bytes", ColumnType::i32, "spill stores + loads",
-      [](const Record& r) { return eval_of(r).compile.spill_bytes; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->compile.spill_bytes = static_cast<int>(v);
-      });
-  i64(
-      "local_bytes", ColumnType::i32, "stack frame per thread",
-      [](const Record& r) { return eval_of(r).compile.local_bytes; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->compile.local_bytes = static_cast<int>(v);
-      });
-  str(
-      "arch", "the architecture compiled for",
-      [](const Record& r) { return eval_of(r).compile.arch; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->compile.arch = std::move(v);
-      });
-  str(
-      "compile_log", "the compiler log", [](const Record& r) { return eval_of(r).compile.log; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->compile.log = std::move(v);
-      });
-  flag(
-      "compile_cached", "answered from the compile cache",
-      [](const Record& r) { return eval_of(r).compile.cached; },
-      [](Record& r, bool v) {
-        if (r.episode.eval) r.episode.eval->compile.cached = v;
-      });
-  i64(
-      "check_inputs", ColumnType::i32, "random inputs checked",
-      [](const Record& r) { return eval_of(r).check.inputs; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->check.inputs = static_cast<int>(v);
-      });
-  f64(
-      "max_error_ratio", "max |y - ref| / tolerance",
-      [](const Record& r) { return eval_of(r).check.max_error_ratio; },
-      [](Record& r, double v) {
-        if (r.episode.eval) r.episode.eval->check.max_error_ratio = v;
-      });
-  i64(
-      "bad_outputs", ColumnType::i64, "outputs outside tolerance",
-      [](const Record& r) { return eval_of(r).check.bad_outputs; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->check.bad_outputs = v;
-      });
-  i64(
-      "first_bad_row", ColumnType::i64, "first wrong row (-1: none)",
-      [](const Record& r) { return eval_of(r).check.first_bad_row; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->check.first_bad_row = v;
-      });
-  i64(
-      "unchecked_outputs", ColumnType::i64, "outputs outside the dtype's range, not checked",
-      [](const Record& r) { return eval_of(r).check.unchecked_outputs; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->check.unchecked_outputs = v;
-      });
-  const auto timing = [&f64](const char* name, const char* doc,
-                             double reward::TimingFigures::*field) {
-    f64(
-        name, doc, [field](const Record& r) { return eval_of(r).timing.*field; },
-        [field](Record& r, double v) {
-          if (r.episode.eval) r.episode.eval.value().timing.*field = v;
-        });
-  };
-  timing("median_us", "candidate kernel time per run, median (us)",
-         &reward::TimingFigures::median_us);
-  timing("p10_us", "candidate, 10th percentile (us)", &reward::TimingFigures::p10_us);
-  timing("p90_us", "candidate, 90th percentile (us)", &reward::TimingFigures::p90_us);
-  i64(
-      "launches_per_run", ColumnType::i32, "kernels launched per run",
-      [](const Record& r) { return eval_of(r).timing.launches_per_run; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->timing.launches_per_run = static_cast<int>(v);
-      });
-  i64(
-      "repetitions", ColumnType::i32, "timed repetitions",
-      [](const Record& r) { return eval_of(r).timing.repetitions; },
-      [](Record& r, std::int64_t v) {
-        if (r.episode.eval) r.episode.eval->timing.repetitions = static_cast<int>(v);
-      });
-  timing("baseline_median_us", "cuSPARSE median (us)", &reward::TimingFigures::baseline_median_us);
-  timing("baseline_p10_us", "cuSPARSE 10th percentile (us)",
-         &reward::TimingFigures::baseline_p10_us);
-  timing("baseline_p90_us", "cuSPARSE 90th percentile (us)",
-         &reward::TimingFigures::baseline_p90_us);
-  str(
-      "baseline_algorithm", "the cuSPARSE algorithm timed",
-      [](const Record& r) { return eval_of(r).timing.baseline_algorithm; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->timing.baseline_algorithm = std::move(v);
-      });
-  str(
-      "baseline_paths", "every cuSPARSE path tried, with its median (us) when it was chosen",
-      [](const Record& r) { return eval_of(r).timing.baseline_paths; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->timing.baseline_paths = std::move(v);
-      });
-  timing("speedup", "baseline median / candidate median", &reward::TimingFigures::speedup);
-  timing("gflops", "2 nnz K / candidate median", &reward::TimingFigures::gflops);
-  timing("bandwidth_gbs", "compulsory bytes / candidate median",
-         &reward::TimingFigures::bandwidth_gbs);
-  timing("bandwidth_fraction", "of the device's measured copy bandwidth",
-         &reward::TimingFigures::bandwidth_fraction);
-  timing("baseline_gflops", "cuSPARSE GFLOP/s", &reward::TimingFigures::baseline_gflops);
-  timing("baseline_bandwidth_fraction", "cuSPARSE bandwidth fraction",
-         &reward::TimingFigures::baseline_bandwidth_fraction);
-  f64(
-      "conversion_ms", "format conversion + upload",
-      [](const Record& r) { return eval_of(r).conversion_ms; },
-      [](Record& r, double v) {
-        if (r.episode.eval) r.episode.eval->conversion_ms = v;
-      });
-  f64(
-      "eval_wall_ms", "the whole evaluation as the evaluator saw it",
-      [](const Record& r) { return eval_of(r).wall_ms; },
-      [](Record& r, double v) {
-        if (r.episode.eval) r.episode.eval->wall_ms = v;
-      });
-  str(
-      "device", "the GPU's name", [](const Record& r) { return eval_of(r).device; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->device = std::move(v);
-      });
-  str(
-      "program_digest", "content digest of the program text",
-      [](const Record& r) { return eval_of(r).program_digest; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->program_digest = std::move(v);
-      });
-  str(
-      "matrix_digest", "content digest of the matrix",
-      [](const Record& r) { return eval_of(r).matrix_digest; },
-      [](Record& r, std::string v) {
-        if (r.episode.eval) r.episode.eval->matrix_digest = std::move(v);
-      });
-  str(
+  t.eval_field("message", "the evaluator's message", &E::message);
+  t.eval_field("static_reason", "the static check's reason", &E::static_reason);
+  t.eval_field("compiled", "the compile stage produced a cubin", &E::compiled);
+  t.eval_field("correct", "the output matched the fp64 reference", &E::correct);
+  t.eval_field("timed", "timed against cuSPARSE", &E::timed);
+  t.eval_field("gpu_available", "the GPU stages could run", &E::gpu_available);
+  t.eval_field("result_cached", "answered from the result cache", &E::result_cached);
+  t.eval_field("compile_ms", "NVRTC wall time", &E::compile, &C::compile_ms);
+  t.eval_field("max_registers", "registers per thread (largest kernel)", &E::compile,
+               &C::max_registers);
+  t.eval_field("static_smem_bytes", "static shared memory (largest kernel)", &E::compile,
+               &C::static_smem_bytes);
+  t.eval_field("spill_bytes", "spill stores + loads", &E::compile, &C::spill_bytes);
+  t.eval_field("local_bytes", "stack frame per thread", &E::compile, &C::local_bytes);
+  t.eval_field("arch", "the architecture compiled for", &E::compile, &C::arch);
+  t.eval_field("compile_log", "the compiler log", &E::compile, &C::log);
+  t.eval_field("compile_cached", "answered from the compile cache", &E::compile, &C::cached);
+  t.eval_field("check_inputs", "random inputs checked", &E::check, &K::inputs);
+  t.eval_field("max_error_ratio", "max |y - ref| / tolerance", &E::check, &K::max_error_ratio);
+  t.eval_field("bad_outputs", "outputs outside tolerance", &E::check, &K::bad_outputs);
+  t.eval_field("first_bad_row", "first wrong row (-1: none)", &E::check, &K::first_bad_row);
+  t.eval_field("unchecked_outputs", "outputs outside the dtype's range, not checked", &E::check,
+               &K::unchecked_outputs);
+  add_timing_columns(t);
+  t.eval_field("conversion_ms", "format conversion + upload", &E::conversion_ms);
+  t.eval_field("eval_wall_ms", "the whole evaluation as the evaluator saw it", &E::wall_ms);
+  t.eval_field("device", "the GPU's name", &E::device);
+  t.eval_field("program_digest", "content digest of the program text", &E::program_digest);
+  t.eval_field("matrix_digest", "content digest of the matrix", &E::matrix_digest);
+  t.add<std::string>(
       "eval_json", "the whole EvalResult as JSON (EvalResult::to_json); empty when not evaluated",
-      [](const Record& r) { return r.episode.eval ? r.episode.eval->to_json() : std::string(); },
-      [](Record&, std::string) {});
-  // Timings of the episode.
-  f64(
-      "episode_seconds", "reset to the final result, wall",
-      [](const Record& r) { return r.episode.episode_seconds; },
-      [](Record& r, double v) { r.episode.episode_seconds = v; });
-  f64(
-      "evaluation_seconds", "evaluation submit to result, wall",
-      [](const Record& r) { return r.episode.evaluation_seconds; },
-      [](Record& r, double v) { r.episode.evaluation_seconds = v; });
-  return c;
+      [](const Record& r) { return r.episode.eval ? r.episode.eval->to_json() : std::string(); });
+}
+
+std::vector<Column> make_columns() {
+  ColumnTable t;
+  add_identity_columns(t);
+  add_action_columns(t);
+  add_end_and_reward_columns(t);
+  add_evaluation_columns(t);
+  t.episode_field("episode_seconds", "reset to the final result, wall", &Episode::episode_seconds);
+  t.episode_field("evaluation_seconds", "evaluation submit to result, wall",
+                  &Episode::evaluation_seconds);
+  return t.take();
 }
 
 const std::vector<Column>& columns() {
@@ -485,50 +399,33 @@ Handle string_type() {
   return Handle(t, H5Tclose);
 }
 
-// The file type and the memory type of a column.
-Handle file_type(ColumnType type) {
+// The HDF5 type of a column's elements in the file (fixed, little-endian) or in memory (native).
+Handle element_type(ColumnType type, bool in_file) {
+  const auto copy = [](hid_t t) { return Handle(H5Tcopy(t), H5Tclose); };
+  const auto vlen = [](hid_t t) { return Handle(H5Tvlen_create(t), H5Tclose); };
   switch (type) {
     case ColumnType::i32:
-      return Handle(H5Tcopy(H5T_STD_I32LE), H5Tclose);
+      return copy(in_file ? H5T_STD_I32LE : H5T_NATIVE_INT32);
     case ColumnType::i64:
-      return Handle(H5Tcopy(H5T_STD_I64LE), H5Tclose);
+      return copy(in_file ? H5T_STD_I64LE : H5T_NATIVE_INT64);
     case ColumnType::u64:
-      return Handle(H5Tcopy(H5T_STD_U64LE), H5Tclose);
+      return copy(in_file ? H5T_STD_U64LE : H5T_NATIVE_UINT64);
     case ColumnType::u8:
-      return Handle(H5Tcopy(H5T_STD_U8LE), H5Tclose);
+      return copy(in_file ? H5T_STD_U8LE : H5T_NATIVE_UINT8);
     case ColumnType::f64:
-      return Handle(H5Tcopy(H5T_IEEE_F64LE), H5Tclose);
+      return copy(in_file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE);
     case ColumnType::str:
       return string_type();
     case ColumnType::vlen_i32:
-      return Handle(H5Tvlen_create(H5T_STD_I32LE), H5Tclose);
+      return vlen(in_file ? H5T_STD_I32LE : H5T_NATIVE_INT32);
     case ColumnType::vlen_f32:
-      return Handle(H5Tvlen_create(H5T_IEEE_F32LE), H5Tclose);
+      return vlen(in_file ? H5T_IEEE_F32LE : H5T_NATIVE_FLOAT);
   }
   return {};
 }
 
-Handle memory_type(ColumnType type) {
-  switch (type) {
-    case ColumnType::i32:
-      return Handle(H5Tcopy(H5T_NATIVE_INT32), H5Tclose);
-    case ColumnType::i64:
-      return Handle(H5Tcopy(H5T_NATIVE_INT64), H5Tclose);
-    case ColumnType::u64:
-      return Handle(H5Tcopy(H5T_NATIVE_UINT64), H5Tclose);
-    case ColumnType::u8:
-      return Handle(H5Tcopy(H5T_NATIVE_UINT8), H5Tclose);
-    case ColumnType::f64:
-      return Handle(H5Tcopy(H5T_NATIVE_DOUBLE), H5Tclose);
-    case ColumnType::str:
-      return string_type();
-    case ColumnType::vlen_i32:
-      return Handle(H5Tvlen_create(H5T_NATIVE_INT32), H5Tclose);
-    case ColumnType::vlen_f32:
-      return Handle(H5Tvlen_create(H5T_NATIVE_FLOAT), H5Tclose);
-  }
-  return {};
-}
+Handle file_type(ColumnType type) { return element_type(type, true); }
+Handle memory_type(ColumnType type) { return element_type(type, false); }
 
 constexpr hsize_t kChunkRows = 64;
 
@@ -592,25 +489,10 @@ hsize_t dataset_length(hid_t dataset) {
 }  // namespace
 
 std::string_view to_string(ColumnType type) {
-  switch (type) {
-    case ColumnType::i32:
-      return "int32";
-    case ColumnType::i64:
-      return "int64";
-    case ColumnType::u64:
-      return "uint64";
-    case ColumnType::u8:
-      return "uint8 (0/1)";
-    case ColumnType::f64:
-      return "float64";
-    case ColumnType::str:
-      return "string (vlen UTF-8)";
-    case ColumnType::vlen_i32:
-      return "vlen int32";
-    case ColumnType::vlen_f32:
-      return "vlen float32";
-  }
-  return "?";
+  static constexpr auto kNames = datasets::enum_names<ColumnType::i32, ColumnType::vlen_f32>(
+      {"int32", "int64", "uint64", "uint8 (0/1)", "float64", "string (vlen UTF-8)", "vlen int32",
+       "vlen float32"});
+  return kNames.name(type);
 }
 
 const std::vector<ColumnInfo>& trajectory_columns() {
@@ -736,49 +618,39 @@ void TrajectoryWriter::append(const Episode& episode, std::string_view policy_id
     Handle mspace(check(H5Screate_simple(1, &count, nullptr), "H5Screate_simple"), H5Sclose);
     const Cell cell = c.get(record);
     const hid_t mt = m.memtypes[i].get();
+    const auto write = [&](const auto& value) {
+      return H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &value);
+    };
     herr_t status = -1;
     switch (c.info.type) {
-      case ColumnType::i32: {
-        const auto v = static_cast<std::int32_t>(as_int(cell));
-        status = H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &v);
+      case ColumnType::i32:
+        status = write(static_cast<std::int32_t>(as_int(cell)));
         break;
-      }
-      case ColumnType::i64: {
-        const std::int64_t v = as_int(cell);
-        status = H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &v);
+      case ColumnType::i64:
+        status = write(as_int(cell));
         break;
-      }
-      case ColumnType::u64: {
-        const std::uint64_t v = as_u64(cell);
-        status = H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &v);
+      case ColumnType::u64:
+        status = write(as_u64(cell));
         break;
-      }
-      case ColumnType::u8: {
-        const auto v = static_cast<std::uint8_t>(as_int(cell));
-        status = H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &v);
+      case ColumnType::u8:
+        status = write(static_cast<std::uint8_t>(as_int(cell)));
         break;
-      }
-      case ColumnType::f64: {
-        const double v = as_double(cell);
-        status = H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &v);
+      case ColumnType::f64:
+        status = write(as_double(cell));
         break;
-      }
       case ColumnType::str: {
-        const std::string s = as_string(cell);
-        const char* p = s.c_str();
-        status = H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &p);
+        const std::string text = as_string(cell);
+        status = write(text.c_str());
         break;
       }
       case ColumnType::vlen_i32: {
         const auto& v = std::get<std::vector<std::int32_t>>(cell);
-        hvl_t h{v.size(), const_cast<std::int32_t*>(v.data())};
-        status = H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &h);
+        status = write(hvl_t{v.size(), const_cast<std::int32_t*>(v.data())});
         break;
       }
       case ColumnType::vlen_f32: {
         const auto& v = std::get<std::vector<float>>(cell);
-        hvl_t h{v.size(), const_cast<float*>(v.data())};
-        status = H5Dwrite(ds, mt, mspace.get(), fspace.get(), H5P_DEFAULT, &h);
+        status = write(hvl_t{v.size(), const_cast<float*>(v.data())});
         break;
       }
     }
@@ -836,63 +708,56 @@ TrajectoryFile read_trajectories(const std::filesystem::path& path) {
       check.ok(H5Dread(ds, mt.get(), mspace.get(), fspace.get(), H5P_DEFAULT, buffer),
                "reading " + c.info.name);
     };
+    // Reads the whole column as T, hands each row's value to the column as a Cell and returns the
+    // buffer (strings and vlen arrays are freed by H5Dvlen_reclaim).
+    const auto read_rows = [&]<class T>(std::type_identity<T>, auto cell_of) {
+      std::vector<T> v(n);
+      read(v.data());
+      for (hsize_t r = 0; r < n; ++r) c.set(records[r], cell_of(v[r]));
+      return v;
+    };
+    const auto reclaim = [&](auto& v) {
+      H5Dvlen_reclaim(mt.get(), mspace.get(), H5P_DEFAULT, v.data());
+    };
+    const auto widened = [](auto x) { return Cell(static_cast<std::int64_t>(x)); };
+    const auto as_is = [](auto x) { return Cell(x); };
+    const auto array_of = []<class T>(std::type_identity<T>) {
+      return [](const hvl_t& h) {
+        const auto* p = static_cast<const T*>(h.p);
+        return Cell(std::vector<T>(p, p + h.len));
+      };
+    };
     switch (c.info.type) {
-      case ColumnType::i32: {
-        std::vector<std::int32_t> v(n);
-        read(v.data());
-        for (hsize_t r = 0; r < n; ++r) c.set(records[r], Cell(static_cast<std::int64_t>(v[r])));
+      case ColumnType::i32:
+        read_rows(std::type_identity<std::int32_t>{}, widened);
         break;
-      }
-      case ColumnType::i64: {
-        std::vector<std::int64_t> v(n);
-        read(v.data());
-        for (hsize_t r = 0; r < n; ++r) c.set(records[r], Cell(v[r]));
+      case ColumnType::i64:
+        read_rows(std::type_identity<std::int64_t>{}, as_is);
         break;
-      }
-      case ColumnType::u64: {
-        std::vector<std::uint64_t> v(n);
-        read(v.data());
-        for (hsize_t r = 0; r < n; ++r) c.set(records[r], Cell(v[r]));
+      case ColumnType::u64:
+        read_rows(std::type_identity<std::uint64_t>{}, as_is);
         break;
-      }
-      case ColumnType::u8: {
-        std::vector<std::uint8_t> v(n);
-        read(v.data());
-        for (hsize_t r = 0; r < n; ++r) c.set(records[r], Cell(static_cast<std::int64_t>(v[r])));
+      case ColumnType::u8:
+        read_rows(std::type_identity<std::uint8_t>{}, widened);
         break;
-      }
-      case ColumnType::f64: {
-        std::vector<double> v(n);
-        read(v.data());
-        for (hsize_t r = 0; r < n; ++r) c.set(records[r], Cell(v[r]));
+      case ColumnType::f64:
+        read_rows(std::type_identity<double>{}, as_is);
         break;
-      }
       case ColumnType::str: {
-        std::vector<char*> v(n, nullptr);
-        read(v.data());
-        for (hsize_t r = 0; r < n; ++r)
-          c.set(records[r], Cell(std::string(v[r] != nullptr ? v[r] : "")));
-        H5Dvlen_reclaim(mt.get(), mspace.get(), H5P_DEFAULT, v.data());
+        auto v = read_rows(std::type_identity<char*>{},
+                           [](const char* p) { return Cell(std::string(p != nullptr ? p : "")); });
+        reclaim(v);
         break;
       }
       case ColumnType::vlen_i32: {
-        std::vector<hvl_t> v(n);
-        read(v.data());
-        for (hsize_t r = 0; r < n; ++r) {
-          const auto* p = static_cast<const std::int32_t*>(v[r].p);
-          c.set(records[r], Cell(std::vector<std::int32_t>(p, p + v[r].len)));
-        }
-        H5Dvlen_reclaim(mt.get(), mspace.get(), H5P_DEFAULT, v.data());
+        auto v =
+            read_rows(std::type_identity<hvl_t>{}, array_of(std::type_identity<std::int32_t>{}));
+        reclaim(v);
         break;
       }
       case ColumnType::vlen_f32: {
-        std::vector<hvl_t> v(n);
-        read(v.data());
-        for (hsize_t r = 0; r < n; ++r) {
-          const auto* p = static_cast<const float*>(v[r].p);
-          c.set(records[r], Cell(std::vector<float>(p, p + v[r].len)));
-        }
-        H5Dvlen_reclaim(mt.get(), mspace.get(), H5P_DEFAULT, v.data());
+        auto v = read_rows(std::type_identity<hvl_t>{}, array_of(std::type_identity<float>{}));
+        reclaim(v);
         break;
       }
     }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/reward/abi.hpp"
 #include "sparserl/reward/digest.hpp"
 
@@ -99,42 +100,15 @@ VocabularyLists make_lists() {
 
 constexpr std::string_view kFileMagic = "sparserl-vocab";
 
+constexpr auto kTokenClassNames = datasets::enum_names<TokenClass::special, TokenClass::local>(
+    {"special", "directive", "constant", "keyword", "builtin", "member", "punct", "digit",
+     "literal", "local"});
+
 }  // namespace
 
-std::string_view to_string(TokenClass cls) {
-  switch (cls) {
-    case TokenClass::special:
-      return "special";
-    case TokenClass::directive:
-      return "directive";
-    case TokenClass::constant:
-      return "constant";
-    case TokenClass::keyword:
-      return "keyword";
-    case TokenClass::builtin:
-      return "builtin";
-    case TokenClass::member:
-      return "member";
-    case TokenClass::punct:
-      return "punct";
-    case TokenClass::digit:
-      return "digit";
-    case TokenClass::literal:
-      return "literal";
-    case TokenClass::local:
-      return "local";
-  }
-  return "?";
-}
-
+std::string_view to_string(TokenClass cls) { return kTokenClassNames.name(cls); }
 std::optional<TokenClass> parse_token_class(std::string_view text) {
-  for (TokenClass c :
-       {TokenClass::special, TokenClass::directive, TokenClass::constant, TokenClass::keyword,
-        TokenClass::builtin, TokenClass::member, TokenClass::punct, TokenClass::digit,
-        TokenClass::literal, TokenClass::local}) {
-    if (to_string(c) == text) return c;
-  }
-  return std::nullopt;
+  return kTokenClassNames.parse(text);
 }
 
 const VocabularyLists& fixed_vocabulary_lists() {

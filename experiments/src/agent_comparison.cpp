@@ -3,8 +3,6 @@
 // matrices, the estimates per regime, and compare.md / compare.csv / intervals.png.
 #include "sparserl/experiments/agent_comparison.hpp"
 
-#include "sparserl/datasets/splits.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -14,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/plots.hpp"
@@ -162,26 +161,15 @@ ScoreTable score_table(const std::vector<std::map<std::string, const MatrixResul
   return table;
 }
 
+constexpr auto kRegimeScopeNames =
+    datasets::enum_names<RegimeScope::all, RegimeScope::small>({"all", "large", "medium", "small"});
+
 }  // namespace
 
-std::string_view to_string(RegimeScope regime) {
-  switch (regime) {
-    case RegimeScope::all:
-      return "all";
-    case RegimeScope::large:
-      return "large";
-    case RegimeScope::medium:
-      return "medium";
-    case RegimeScope::small:
-      return "small";
-  }
-  return "?";
-}
+std::string_view to_string(RegimeScope regime) { return kRegimeScopeNames.name(regime); }
 
 RegimeScope parse_regime(std::string_view text) {
-  for (RegimeScope r : {RegimeScope::all, RegimeScope::large, RegimeScope::medium, RegimeScope::small}) {
-    if (text == to_string(r)) return r;
-  }
+  if (const auto regime = kRegimeScopeNames.parse(text)) return *regime;
   throw ComparisonError("regime '" + std::string(text) + "' is not all, small, medium or large");
 }
 

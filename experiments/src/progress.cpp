@@ -9,19 +9,16 @@
 #include <cstdio>
 #include <iostream>
 
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/experiments/config.hpp"
 
 namespace sparserl::experiments {
 namespace {
 
+using datasets::fixed;
+
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 // Creating run directories atomically, opening them for resume, and recording how a run ended
 // (run_directory.hpp).
-#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 
 #include <fcntl.h>
@@ -15,6 +14,8 @@
 #include <ctime>
 #include <fstream>
 
+#include "sparserl/datasets/file_tree.hpp"
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/reward/protocol.hpp"
 
 namespace fs = std::filesystem;
@@ -23,12 +24,7 @@ namespace sparserl::experiments {
 namespace {
 
 std::string compact_utc(std::chrono::system_clock::time_point time) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(time);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
+  return datasets::utc_text(time, datasets::kCompactUtc);
 }
 
 void touch(const fs::path& file) {

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/reward/compiler.hpp"
 #include "sparserl/reward/protocol.hpp"
 #include "subprocess.hpp"
@@ -114,30 +115,18 @@ class Fields {
   std::string prefix_;
 };
 
+constexpr auto kRunStatusNames = datasets::enum_names<RunStatus::running, RunStatus::interrupted>(
+    {"running", "completed", "failed", "interrupted"});
+
 }  // namespace
 
-std::string_view to_string(RunStatus status) {
-  switch (status) {
-    case RunStatus::running:
-      return "running";
-    case RunStatus::completed:
-      return "completed";
-    case RunStatus::failed:
-      return "failed";
-    case RunStatus::interrupted:
-      return "interrupted";
-  }
-  return "?";
-}
+std::string_view to_string(RunStatus status) { return kRunStatusNames.name(status); }
 
 RunStatus parse_run_status(std::string_view text) {
-  for (RunStatus s :
-       {RunStatus::running, RunStatus::completed, RunStatus::failed, RunStatus::interrupted}) {
-    if (to_string(s) == text) return s;
-  }
+  if (const auto status = kRunStatusNames.parse(text)) return *status;
   if (text == "finished") return RunStatus::completed;  // the name before 0.1.0's runner
-  throw RunInfoError("unknown run status '" + std::string(text) +
-                     "' (expected running, completed, failed or interrupted)");
+  throw RunInfoError("unknown run status '" + std::string(text) + "' (expected " +
+                     kRunStatusNames.list() + ")");
 }
 
 HostInfo collect_host_info() {

@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/random.hpp"
 
 namespace sparserl::experiments {
@@ -243,15 +244,9 @@ double geometric_mean(std::span<const double> values) {
 }
 
 std::string_view to_string(Statistic statistic) {
-  switch (statistic) {
-    case Statistic::mean:
-      return "mean";
-    case Statistic::interquartile_mean:
-      return "IQM";
-    case Statistic::geometric_mean:
-      return "geometric mean";
-  }
-  return "?";
+  static constexpr auto kNames = datasets::enum_names<Statistic::mean, Statistic::geometric_mean>(
+      {"mean", "IQM", "geometric mean"});
+  return kNames.name(statistic);
 }
 
 double aggregate(Statistic statistic, std::span<const double> values) {

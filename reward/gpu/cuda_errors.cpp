@@ -42,22 +42,10 @@ ErrorKind classify(cudaError_t error) {
 }
 
 bool is_sticky(cudaError_t error) {
-  switch (error) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorHardwareStackError:
-    case cudaErrorAssert:
-    case cudaErrorLaunchFailure:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorUnknown:
-      return true;
-    default:
-      return false;
-  }
+  // A bad address or instruction and a timed-out kernel poison the context, as do these two.
+  const ErrorKind kind = classify(error);
+  return kind == ErrorKind::illegal_address || kind == ErrorKind::timeout ||
+         error == cudaErrorECCUncorrectable || error == cudaErrorUnknown;
 }
 
 }  // namespace sparserl::reward::gpu

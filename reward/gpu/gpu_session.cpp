@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "gpu/cuda_errors.hpp"
 #include "sparserl/datasets/random.hpp"
+#include "sparserl/datasets/text.hpp"
 
 namespace sparserl::reward::gpu {
 namespace {
@@ -170,13 +172,7 @@ void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType
 // Raised inside evaluate() when the candidate's run fails: unwinds to the one place that fills the
 // result.
 // "12.34": a median in us as baseline_paths spells it.
-std::string format_us(double us) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(2);
-  o << us;
-  return o.str();
-}
+std::string format_us(double us) { return datasets::fixed(us, 2); }
 
 struct CandidateFailure {
   ErrorKind error;
@@ -300,6 +296,202 @@ GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prep
   return *baseline_;
 }
 
+// One evaluation's candidate on the device: its kernels, its operands (the checked inputs x, which
+// the timed runs reuse, and y), the kernel parameters (one slot per ABI argument, in registry order:
+// matrix arrays, x, y) and the steps that launch, guard and check it. Failures are thrown as
+// CandidateFailure and recorded in r.
+struct GpuSession::Candidate {
+  Candidate(const GpuRequest& req, const Prepared& prep, std::vector<cudaKernel_t> loaded,
+            cudaStream_t on_stream, EvalResult& result);
+
+  void use_input(int input) { slots[x_slot] = xs[input].data(); }
+  void launch_all();
+  void verify_memory(const char* when);
+  void check_output(int input, const std::string& what);
+
+  const GpuRequest& request;
+  const Prepared& prepared;
+  const datasets::SparseMatrix& a;
+  std::vector<cudaKernel_t> kernels;
+  cudaStream_t stream;
+  EvalResult& r;
+  const DType dtype;
+  const int k;
+  const std::size_t vbytes;
+  const int inputs;
+  const std::size_t x_elems;
+  const std::size_t y_elems;
+  std::vector<std::vector<double>> x_values;
+  std::vector<GuardedBuffer> xs;
+  GuardedBuffer y;
+  std::vector<void*> slots;
+  std::size_t x_slot = 0;
+  std::vector<void*> params;
+  std::vector<double> ref, ref_abs;
+  std::vector<std::uint8_t> out;
+
+ private:
+  // The inputs x, uploaded before y is allocated (members are initialised in declaration order).
+  std::vector<GuardedBuffer> upload_inputs();
+};
+
+GpuSession::Candidate::Candidate(const GpuRequest& req, const Prepared& prep,
+                                 std::vector<cudaKernel_t> loaded, cudaStream_t on_stream, EvalResult& result)
+    : request(req),
+      prepared(prep),
+      a(prep.rounded),
+      kernels(std::move(loaded)),
+      stream(on_stream),
+      r(result),
+      dtype(request.task.dtype),
+      k(request.task.op == Op::spmm ? request.task.k : 1),
+      vbytes(datasets::dtype_bytes(dtype)),
+      inputs(std::max(1, request.protocol.random_inputs)),
+      x_elems(static_cast<std::size_t>(a.cols()) * k),
+      y_elems(static_cast<std::size_t>(a.rows()) * k),
+      x_values(inputs),
+      xs(upload_inputs()),
+      y(k == 1 ? "y" : "Y", y_elems * vbytes),
+      out(y_elems * vbytes) {
+  for (const GuardedBuffer& b : prepared.matrix_args) slots.push_back(b.data());
+  x_slot = slots.size();
+  slots.push_back(xs[0].data());
+  slots.push_back(y.data());
+  params.resize(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) params[i] = &slots[i];
+}
+
+std::vector<GuardedBuffer> GpuSession::Candidate::upload_inputs() {
+  std::vector<GuardedBuffer> buffers;
+  std::vector<std::uint8_t> bytes;
+  for (int i = 0; i < inputs; ++i) {
+    random_input(request.protocol.seed, static_cast<std::uint64_t>(i), x_elems, dtype, x_values[i], bytes);
+    buffers.emplace_back(k == 1 ? "x" : "X", x_elems * vbytes);
+    buffers.back().upload(bytes, stream);
+  }
+  return buffers;
+}
+
+void GpuSession::Candidate::launch_all() {
+  for (std::size_t l = 0; l < kernels.size(); ++l) {
+    const ResolvedLaunch& launch = request.launches[l];
+    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels[l]),
+                                     dim3(static_cast<unsigned>(launch.grid)),
+                                     dim3(static_cast<unsigned>(launch.block)), params.data(),
+                                     static_cast<std::size_t>(launch.smem_bytes), stream);
+    if (e != cudaSuccess) {
+      throw CandidateFailure{classify(e) == ErrorKind::none ? ErrorKind::launch_error : classify(e),
+                             "launch " + std::to_string(l + 1) + " (" + launch.kernel + ", grid " +
+                                 std::to_string(launch.grid) + ", block " + std::to_string(launch.block) +
+                                 "): " + describe(e),
+                             is_sticky(e)};
+    }
+  }
+  cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) {
+    throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
+  }
+}
+
+void GpuSession::Candidate::verify_memory(const char* when) {
+  for (const GuardedBuffer& b : prepared.matrix_args) {
+    if (!b.unchanged(stream)) {
+      throw CandidateFailure{ErrorKind::input_mutated, std::string("the input array '") + b.name() +
+                                                           "' changed during the " + when, false};
+    }
+  }
+  for (const GuardedBuffer& b : xs) {
+    if (!b.unchanged(stream)) {
+      throw CandidateFailure{ErrorKind::input_mutated,
+                             std::string("the input array '") + b.name() + "' changed during the " + when, false};
+    }
+  }
+  auto guards = [&](const GuardedBuffer& b) {
+    if (!b.guards_intact(stream)) {
+      throw CandidateFailure{ErrorKind::illegal_address, std::string("the program wrote outside the array '") +
+                                                             b.name() + "' during the " + when +
+                                                             " (its guard zone changed)", false};
+    }
+  };
+  for (const GuardedBuffer& b : prepared.matrix_args) guards(b);
+  for (const GuardedBuffer& b : xs) guards(b);
+  guards(y);
+}
+
+void GpuSession::Candidate::check_output(int input, const std::string& what) {
+  y.download(out, stream);
+  reference(a, x_values[input], k, ref, ref_abs);
+  Verdict v = compare(out, dtype, a, k, ref, ref_abs, kDefaultToleranceFactor);
+  r.check.max_error_ratio = std::max(r.check.max_error_ratio, v.max_ratio);
+  r.check.unchecked_outputs = std::max(r.check.unchecked_outputs, v.unchecked);
+  if (v.error != ErrorKind::none) {
+    r.check.bad_outputs = v.bad;
+    r.check.first_bad_row = v.first_bad_row;
+    throw CandidateFailure{v.error, what + ": " + v.detail, false};
+  }
+}
+
+namespace {
+
+// Loads the cubin into `library` and returns its kernels in launch order, each allowed the dynamic
+// shared memory its launch asks for.
+std::vector<cudaKernel_t> load_kernels(const GpuRequest& request, cudaLibrary_t& library) {
+  cudaError_t err = cudaLibraryLoadData(&library, request.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (err != cudaSuccess) {
+    throw CandidateFailure{classify(err) == ErrorKind::none ? ErrorKind::launch_error : classify(err),
+                           "loading the cubin: " + describe(err), is_sticky(err)};
+  }
+  std::vector<cudaKernel_t> kernels;
+  for (const ResolvedLaunch& launch : request.launches) {
+    cudaKernel_t kernel = nullptr;
+    err = cudaLibraryGetKernel(&kernel, library, launch.kernel.c_str());
+    if (err != cudaSuccess) {
+      throw CandidateFailure{ErrorKind::launch_error, "kernel '" + launch.kernel + "': " + describe(err), false};
+    }
+    if (launch.smem_bytes > 48 * 1024) {
+      err = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(launch.smem_bytes));
+      if (err != cudaSuccess) {
+        throw CandidateFailure{ErrorKind::launch_error,
+                               "kernel '" + launch.kernel + "' asks for " + std::to_string(launch.smem_bytes) +
+                                   " bytes of shared memory: " + describe(err),
+                               false};
+      }
+    }
+    kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
+// The figures of the timed runs: percentiles of both sides, throughput and bandwidth against the
+// compulsory traffic (matrix, x and y once) and the device's copy bandwidth.
+void fill_timing(TimingFigures& t, const std::vector<double>& cand_us, const std::vector<double>& base_us,
+                 const datasets::SparseMatrix& a, int k, std::size_t vbytes, std::size_t x_elems,
+                 std::size_t y_elems, double bw) {
+  t.median_us = percentile(cand_us, 0.5);
+  t.p10_us = percentile(cand_us, 0.1);
+  t.p90_us = percentile(cand_us, 0.9);
+  t.baseline_median_us = percentile(base_us, 0.5);
+  t.baseline_p10_us = percentile(base_us, 0.1);
+  t.baseline_p90_us = percentile(base_us, 0.9);
+  const double flops = 2.0 * static_cast<double>(a.nnz()) * k;
+  const double compulsory = static_cast<double>(a.nnz()) * static_cast<double>(vbytes + 4) +
+                            static_cast<double>(a.rows() + 1) * 4 +
+                            static_cast<double>(x_elems + y_elems) * static_cast<double>(vbytes);
+  if (t.median_us > 0) {
+    t.speedup = t.baseline_median_us / t.median_us;
+    t.gflops = flops / (t.median_us * 1e3);
+    t.bandwidth_gbs = compulsory / (t.median_us * 1e3);
+    t.bandwidth_fraction = t.bandwidth_gbs / bw;
+  }
+  if (t.baseline_median_us > 0) {
+    t.baseline_gflops = flops / (t.baseline_median_us * 1e3);
+    t.baseline_bandwidth_fraction = compulsory / (t.baseline_median_us * 1e3) / bw;
+  }
+}
+
+}  // namespace
+
 EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
   must_exit = false;
   EvalResult r;
@@ -309,9 +501,6 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
   r.stage = Stage::compile;
   r.matrix_digest = request.matrix_digest;
   const auto wall_start = Clock::now();
-  const DType dtype = request.task.dtype;
-  const int k = request.task.op == Op::spmm ? request.task.k : 1;
-  const std::size_t vbytes = datasets::dtype_bytes(dtype);
   cudaLibrary_t library = nullptr;
 
   auto fail = [&](ErrorKind error, std::string message) {
@@ -342,288 +531,34 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
       return r;
     }
     r.conversion_ms = prepared->conversion_ms;
-    const datasets::SparseMatrix& a = prepared->rounded;
 
-    // --- module and kernels ---------------------------------------------------------------------
-    cudaError_t err = cudaLibraryLoadData(&library, request.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
-    if (err != cudaSuccess) {
-      throw CandidateFailure{classify(err) == ErrorKind::none ? ErrorKind::launch_error : classify(err),
-                             "loading the cubin: " + describe(err), is_sticky(err)};
-    }
-    std::vector<cudaKernel_t> kernels;
-    for (const ResolvedLaunch& launch : request.launches) {
-      cudaKernel_t kernel = nullptr;
-      err = cudaLibraryGetKernel(&kernel, library, launch.kernel.c_str());
-      if (err != cudaSuccess) {
-        throw CandidateFailure{ErrorKind::launch_error, "kernel '" + launch.kernel + "': " + describe(err), false};
-      }
-      if (launch.smem_bytes > 48 * 1024) {
-        err = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(launch.smem_bytes));
-        if (err != cudaSuccess) {
-          throw CandidateFailure{ErrorKind::launch_error,
-                                 "kernel '" + launch.kernel + "' asks for " + std::to_string(launch.smem_bytes) +
-                                     " bytes of shared memory: " + describe(err),
-                                 false};
-        }
-      }
-      kernels.push_back(kernel);
-    }
-
-    // --- operands: the checked inputs (reused by the timed runs) and y ---------------------------
-    const int inputs = std::max(1, request.protocol.random_inputs);
-    const std::size_t x_elems = static_cast<std::size_t>(a.cols()) * k;
-    const std::size_t y_elems = static_cast<std::size_t>(a.rows()) * k;
-    std::vector<GuardedBuffer> xs;
-    std::vector<std::vector<double>> x_values(inputs);
-    std::vector<std::uint8_t> bytes;
-    for (int i = 0; i < inputs; ++i) {
-      random_input(request.protocol.seed, static_cast<std::uint64_t>(i), x_elems, dtype, x_values[i], bytes);
-      xs.emplace_back(k == 1 ? "x" : "X", x_elems * vbytes);
-      xs.back().upload(bytes, stream_);
-    }
-    GuardedBuffer y(k == 1 ? "y" : "Y", y_elems * vbytes);
-
-    // Kernel parameters: one slot per ABI argument, in registry order (matrix arrays, x, y).
-    std::vector<void*> slots;
-    for (const GuardedBuffer& b : prepared->matrix_args) slots.push_back(b.data());
-    const std::size_t x_slot = slots.size();
-    slots.push_back(xs[0].data());
-    slots.push_back(y.data());
-    std::vector<void*> params(slots.size());
-    for (std::size_t i = 0; i < slots.size(); ++i) params[i] = &slots[i];
-
-    auto launch_all = [&]() {
-      for (std::size_t l = 0; l < kernels.size(); ++l) {
-        const ResolvedLaunch& launch = request.launches[l];
-        cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels[l]),
-                                         dim3(static_cast<unsigned>(launch.grid)),
-                                         dim3(static_cast<unsigned>(launch.block)), params.data(),
-                                         static_cast<std::size_t>(launch.smem_bytes), stream_);
-        if (e != cudaSuccess) {
-          throw CandidateFailure{classify(e) == ErrorKind::none ? ErrorKind::launch_error : classify(e),
-                                 "launch " + std::to_string(l + 1) + " (" + launch.kernel + ", grid " +
-                                     std::to_string(launch.grid) + ", block " + std::to_string(launch.block) +
-                                     "): " + describe(e),
-                                 is_sticky(e)};
-        }
-      }
-      cudaError_t e = cudaStreamSynchronize(stream_);
-      if (e != cudaSuccess) {
-        throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
-      }
-    };
-    auto verify_memory = [&](const char* when) {
-      for (const GuardedBuffer& b : prepared->matrix_args) {
-        if (!b.unchanged(stream_)) {
-          throw CandidateFailure{ErrorKind::input_mutated, std::string("the input array '") + b.name() +
-                                                               "' changed during the " + when, false};
-        }
-      }
-      for (const GuardedBuffer& b : xs) {
-        if (!b.unchanged(stream_)) {
-          throw CandidateFailure{ErrorKind::input_mutated,
-                                 std::string("the input array '") + b.name() + "' changed during the " + when, false};
-        }
-      }
-      auto guards = [&](const GuardedBuffer& b) {
-        if (!b.guards_intact(stream_)) {
-          throw CandidateFailure{ErrorKind::illegal_address, std::string("the program wrote outside the array '") +
-                                                                 b.name() + "' during the " + when +
-                                                                 " (its guard zone changed)", false};
-        }
-      };
-      for (const GuardedBuffer& b : prepared->matrix_args) guards(b);
-      for (const GuardedBuffer& b : xs) guards(b);
-      guards(y);
-    };
-    std::vector<double> ref, ref_abs;
-    std::vector<std::uint8_t> out(y_elems * vbytes);
-    auto check_output = [&](int input, const std::string& what) {
-      y.download(out, stream_);
-      reference(a, x_values[input], k, ref, ref_abs);
-      Verdict v = compare(out, dtype, a, k, ref, ref_abs, kDefaultToleranceFactor);
-      r.check.max_error_ratio = std::max(r.check.max_error_ratio, v.max_ratio);
-      r.check.unchecked_outputs = std::max(r.check.unchecked_outputs, v.unchecked);
-      if (v.error != ErrorKind::none) {
-        r.check.bad_outputs = v.bad;
-        r.check.first_bad_row = v.first_bad_row;
-        throw CandidateFailure{v.error, what + ": " + v.detail, false};
-      }
-    };
+    // --- module, kernels and operands -----------------------------------------------------------
+    Candidate candidate(request, *prepared, load_kernels(request, library), stream_, r);
 
     // --- run and check -------------------------------------------------------------------------
     activity_->drain();
-    for (int i = 0; i < inputs; ++i) {
-      slots[x_slot] = xs[i].data();
-      y.fill_nan(stream_);
-      launch_all();
+    for (int i = 0; i < candidate.inputs; ++i) {
+      candidate.use_input(i);
+      candidate.y.fill_nan(stream_);
+      candidate.launch_all();
       r.stage = Stage::run;
       // Inputs and guards first: a kernel that wrote its inputs is judged for that, not for the wrong
       // output it may have caused.
-      verify_memory("checked runs");
-      check_output(i, "random input " + std::to_string(i + 1) + " of " + std::to_string(inputs));
+      candidate.verify_memory("checked runs");
+      candidate.check_output(i, "random input " + std::to_string(i + 1) + " of " + std::to_string(candidate.inputs));
       r.check.inputs = i + 1;
     }
     r.stage = Stage::check;
     r.correct = true;
     std::vector<KernelRecord> check_records = activity_->drain();
-    r.timing.launches_per_run = static_cast<int>(check_records.size() / static_cast<std::size_t>(inputs));
+    r.timing.launches_per_run = static_cast<int>(check_records.size() / static_cast<std::size_t>(candidate.inputs));
 
     if (!request.protocol.time) {
       r.wall_ms = ms_since(wall_start);
       cudaLibraryUnload(library);
       return r;
     }
-
-    // --- time against cuSPARSE -----------------------------------------------------------------
-    Baseline& base = baseline(request, *prepared);
-    CusparseBaseline& cusparse = *base.cusparse;
-    datasets::Rng order(request.protocol.seed, 0x7157ULL);
-    auto flush = [&](cudaStream_t s) {
-      if (request.protocol.flush_l2) {
-        check_cuda(cudaMemsetAsync(flush_buffer_, static_cast<int>(++flush_value_ & 0xFFU), flush_bytes_, s),
-                   "L2 flush");
-      }
-    };
-    auto kernel_time_us = [&](std::size_t& launches) {
-      const std::vector<KernelRecord> records = activity_->drain();
-      launches = records.size();
-      double sum = 0;
-      for (const KernelRecord& rec : records) sum += rec.duration_us();
-      return sum;
-    };
-    auto time_candidate = [&](int input, std::size_t& launches) {
-      slots[x_slot] = xs[input].data();
-      flush(stream_);
-      y.fill_nan(stream_);
-      activity_->drain();
-      launch_all();
-      return kernel_time_us(launches);
-    };
-    auto time_baseline = [&](std::size_t alg, int input, std::size_t& launches) {
-      check_cuda(cudaMemcpyAsync(cusparse.x(), xs[input].data(), x_elems * vbytes, cudaMemcpyDeviceToDevice, stream_),
-                 "baseline x");
-      flush(stream_);
-      check_cuda(cudaMemsetAsync(cusparse.y(), 0xFF, cusparse.y_bytes(), stream_), "baseline y");
-      check_cuda(cudaStreamSynchronize(stream_), "baseline set-up");
-      activity_->drain();
-      cusparse.enqueue(alg);
-      check_cuda(cudaStreamSynchronize(stream_), "cuSPARSE run");
-      return kernel_time_us(launches);
-    };
-
-    std::size_t launches = 0;
-    if (base.chosen < 0) {
-      // The fastest path for this (matrix, op, dtype, k, baseline mode), measured once per worker with
-      // the same protocol and kept with the baseline. A path whose output fails the check against the
-      // reference (or that cuSPARSE refuses to run) cannot win: the denominator is always a right
-      // answer.
-      const int reps = std::max(5, request.protocol.timed_runs / 4);
-      const int check_input = (reps - 1) % inputs;
-      std::vector<double> base_ref, base_ref_abs;
-      reference(a, x_values[check_input], k, base_ref, base_ref_abs);
-      std::vector<std::uint8_t> base_out(cusparse.y_bytes());
-      double best_us = std::numeric_limits<double>::infinity();
-      std::ostringstream paths;
-      for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) {
-        paths << (alg == 0 ? "" : " ") << cusparse.algorithms()[alg] << "=";
-        std::vector<double> t;
-        try {
-          for (int w = 0; w < request.protocol.warmup_runs; ++w) time_baseline(alg, w % inputs, launches);
-          for (int i = 0; i < reps; ++i) t.push_back(time_baseline(alg, i % inputs, launches));
-        } catch (const CudaFailure&) {
-          throw;
-        } catch (const std::runtime_error&) {
-          activity_->drain();
-          paths << "failed";
-          continue;
-        }
-        check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost),
-                   "baseline path output");
-        if (compare(base_out, dtype, a, k, base_ref, base_ref_abs, kDefaultToleranceFactor).error !=
-            ErrorKind::none) {
-          paths << "wrong";
-          continue;
-        }
-        const double median = percentile(t, 0.5);
-        paths << format_us(median);
-        if (median < best_us) {
-          best_us = median;
-          base.chosen = static_cast<int>(alg);
-        }
-      }
-      base.paths = paths.str();
-      if (base.chosen < 0) {
-        throw std::runtime_error("no cuSPARSE path computed this matrix correctly (" + base.paths + ")");
-      }
-    }
-    for (int w = 0; w < request.protocol.warmup_runs; ++w) {
-      time_candidate(w % inputs, launches);
-      time_baseline(static_cast<std::size_t>(base.chosen), w % inputs, launches);
-    }
-    const auto alg = static_cast<std::size_t>(base.chosen);
-    std::vector<double> cand_us, base_us;
-    std::size_t cand_launches = 0, base_launches = 0;
-    int last_input = 0;
-    for (int rep = 0; rep < request.protocol.timed_runs; ++rep) {
-      const int input = static_cast<int>(order.below(static_cast<std::uint64_t>(inputs)));
-      if (rep % 2 == 0) {
-        cand_us.push_back(time_candidate(input, cand_launches));
-        base_us.push_back(time_baseline(alg, input, base_launches));
-      } else {
-        base_us.push_back(time_baseline(alg, input, base_launches));
-        cand_us.push_back(time_candidate(input, cand_launches));
-      }
-      last_input = input;
-    }
-    r.stage = Stage::time;
-    verify_memory("timed runs");
-    check_output(last_input, "the output of the last timed run");
-    {
-      // cuSPARSE's last output must match the same reference: a candidate that reached into the
-      // baseline's memory (to slow it down or copy from it) voids the comparison.
-      std::vector<std::uint8_t> base_out(cusparse.y_bytes());
-      check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost), "baseline y");
-      const Verdict v = compare(base_out, dtype, a, k, ref, ref_abs, kDefaultToleranceFactor);
-      if (v.error != ErrorKind::none) {
-        throw CandidateFailure{ErrorKind::internal_error,
-                               "cuSPARSE's output disagrees with the reference after the timed runs (" + v.detail +
-                                   "): the baseline's memory was disturbed; this worker is replaced",
-                               true};
-      }
-    }
-    if (activity_->dropped() > 0) {
-      throw CudaFailure(cudaErrorUnknown, "CUPTI dropped kernel records: the timing is void");
-    }
-
-    TimingFigures& t = r.timing;
-    t.repetitions = request.protocol.timed_runs;
-    t.launches_per_run = static_cast<int>(cand_launches);
-    t.median_us = percentile(cand_us, 0.5);
-    t.p10_us = percentile(cand_us, 0.1);
-    t.p90_us = percentile(cand_us, 0.9);
-    t.baseline_median_us = percentile(base_us, 0.5);
-    t.baseline_p10_us = percentile(base_us, 0.1);
-    t.baseline_p90_us = percentile(base_us, 0.9);
-    t.baseline_algorithm = cusparse.algorithms()[alg];
-    t.baseline_paths = base.paths;
-    const double flops = 2.0 * static_cast<double>(a.nnz()) * k;
-    const double compulsory = static_cast<double>(a.nnz()) * static_cast<double>(vbytes + 4) +
-                              static_cast<double>(a.rows() + 1) * 4 +
-                              static_cast<double>(x_elems + y_elems) * static_cast<double>(vbytes);
-    const double bw = copy_bandwidth_gbs();
-    if (t.median_us > 0) {
-      t.speedup = t.baseline_median_us / t.median_us;
-      t.gflops = flops / (t.median_us * 1e3);
-      t.bandwidth_gbs = compulsory / (t.median_us * 1e3);
-      t.bandwidth_fraction = t.bandwidth_gbs / bw;
-    }
-    if (t.baseline_median_us > 0) {
-      t.baseline_gflops = flops / (t.baseline_median_us * 1e3);
-      t.baseline_bandwidth_fraction = compulsory / (t.baseline_median_us * 1e3) / bw;
-    }
-    r.timed = true;
+    time_against_baseline(candidate, *prepared);
   } catch (const CandidateFailure& f) {
     fail(f.error, f.message);
     must_exit = f.sticky;
@@ -640,6 +575,151 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
   if (library != nullptr && !must_exit) cudaLibraryUnload(library);
   r.wall_ms = ms_since(wall_start);
   return r;
+}
+
+void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared) {
+  const GpuRequest& request = candidate.request;
+  EvalResult& r = candidate.r;
+  const datasets::SparseMatrix& a = candidate.a;
+  const int inputs = candidate.inputs;
+  Baseline& base = baseline(request, prepared);
+  CusparseBaseline& cusparse = *base.cusparse;
+  datasets::Rng order(request.protocol.seed, 0x7157ULL);
+  auto flush = [&](cudaStream_t s) {
+    if (request.protocol.flush_l2) {
+      check_cuda(cudaMemsetAsync(flush_buffer_, static_cast<int>(++flush_value_ & 0xFFU), flush_bytes_, s),
+                 "L2 flush");
+    }
+  };
+  auto kernel_time_us = [&](std::size_t& launches) {
+    const std::vector<KernelRecord> records = activity_->drain();
+    launches = records.size();
+    double sum = 0;
+    for (const KernelRecord& rec : records) sum += rec.duration_us();
+    return sum;
+  };
+  auto time_candidate = [&](int input, std::size_t& launches) {
+    candidate.use_input(input);
+    flush(stream_);
+    candidate.y.fill_nan(stream_);
+    activity_->drain();
+    candidate.launch_all();
+    return kernel_time_us(launches);
+  };
+  auto time_baseline = [&](std::size_t alg, int input, std::size_t& launches) {
+    check_cuda(cudaMemcpyAsync(cusparse.x(), candidate.xs[input].data(), candidate.x_elems * candidate.vbytes,
+                               cudaMemcpyDeviceToDevice, stream_),
+               "baseline x");
+    flush(stream_);
+    check_cuda(cudaMemsetAsync(cusparse.y(), 0xFF, cusparse.y_bytes(), stream_), "baseline y");
+    check_cuda(cudaStreamSynchronize(stream_), "baseline set-up");
+    activity_->drain();
+    cusparse.enqueue(alg);
+    check_cuda(cudaStreamSynchronize(stream_), "cuSPARSE run");
+    return kernel_time_us(launches);
+  };
+
+  std::size_t launches = 0;
+  if (base.chosen < 0) choose_baseline_path(candidate, base, time_baseline);
+  for (int w = 0; w < request.protocol.warmup_runs; ++w) {
+    time_candidate(w % inputs, launches);
+    time_baseline(static_cast<std::size_t>(base.chosen), w % inputs, launches);
+  }
+  const auto alg = static_cast<std::size_t>(base.chosen);
+  std::vector<double> cand_us, base_us;
+  std::size_t cand_launches = 0, base_launches = 0;
+  int last_input = 0;
+  for (int rep = 0; rep < request.protocol.timed_runs; ++rep) {
+    const int input = static_cast<int>(order.below(static_cast<std::uint64_t>(inputs)));
+    if (rep % 2 == 0) {
+      cand_us.push_back(time_candidate(input, cand_launches));
+      base_us.push_back(time_baseline(alg, input, base_launches));
+    } else {
+      base_us.push_back(time_baseline(alg, input, base_launches));
+      cand_us.push_back(time_candidate(input, cand_launches));
+    }
+    last_input = input;
+  }
+  r.stage = Stage::time;
+  candidate.verify_memory("timed runs");
+  candidate.check_output(last_input, "the output of the last timed run");
+  {
+    // cuSPARSE's last output must match the same reference: a candidate that reached into the
+    // baseline's memory (to slow it down or copy from it) voids the comparison.
+    std::vector<std::uint8_t> base_out(cusparse.y_bytes());
+    check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost), "baseline y");
+    const Verdict v = compare(base_out, candidate.dtype, a, candidate.k, candidate.ref, candidate.ref_abs,
+                              kDefaultToleranceFactor);
+    if (v.error != ErrorKind::none) {
+      throw CandidateFailure{ErrorKind::internal_error,
+                             "cuSPARSE's output disagrees with the reference after the timed runs (" + v.detail +
+                                 "): the baseline's memory was disturbed; this worker is replaced",
+                             true};
+    }
+  }
+  if (activity_->dropped() > 0) {
+    throw CudaFailure(cudaErrorUnknown, "CUPTI dropped kernel records: the timing is void");
+  }
+
+  TimingFigures& t = r.timing;
+  t.repetitions = request.protocol.timed_runs;
+  t.launches_per_run = static_cast<int>(cand_launches);
+  t.baseline_algorithm = cusparse.algorithms()[alg];
+  t.baseline_paths = base.paths;
+  fill_timing(t, cand_us, base_us, a, candidate.k, candidate.vbytes, candidate.x_elems, candidate.y_elems,
+              copy_bandwidth_gbs());
+  r.timed = true;
+}
+
+// The fastest path for this (matrix, op, dtype, k, baseline mode), measured once per worker with the
+// same protocol and kept with the baseline. A path whose output fails the check against the
+// reference (or that cuSPARSE refuses to run) cannot win: the denominator is always a right answer.
+void GpuSession::choose_baseline_path(
+    Candidate& candidate, Baseline& base,
+    const std::function<double(std::size_t, int, std::size_t&)>& time_baseline) {
+  const GpuRequest& request = candidate.request;
+  const int inputs = candidate.inputs;
+  CusparseBaseline& cusparse = *base.cusparse;
+  std::size_t launches = 0;
+  const int reps = std::max(5, request.protocol.timed_runs / 4);
+  const int check_input = (reps - 1) % inputs;
+  std::vector<double> base_ref, base_ref_abs;
+  reference(candidate.a, candidate.x_values[check_input], candidate.k, base_ref, base_ref_abs);
+  std::vector<std::uint8_t> base_out(cusparse.y_bytes());
+  double best_us = std::numeric_limits<double>::infinity();
+  std::ostringstream paths;
+  for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) {
+    paths << (alg == 0 ? "" : " ") << cusparse.algorithms()[alg] << "=";
+    std::vector<double> t;
+    try {
+      for (int w = 0; w < request.protocol.warmup_runs; ++w) time_baseline(alg, w % inputs, launches);
+      for (int i = 0; i < reps; ++i) t.push_back(time_baseline(alg, i % inputs, launches));
+    } catch (const CudaFailure&) {
+      throw;
+    } catch (const std::runtime_error&) {
+      activity_->drain();
+      paths << "failed";
+      continue;
+    }
+    check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost),
+               "baseline path output");
+    if (compare(base_out, candidate.dtype, candidate.a, candidate.k, base_ref, base_ref_abs,
+                kDefaultToleranceFactor)
+            .error != ErrorKind::none) {
+      paths << "wrong";
+      continue;
+    }
+    const double median = percentile(t, 0.5);
+    paths << format_us(median);
+    if (median < best_us) {
+      best_us = median;
+      base.chosen = static_cast<int>(alg);
+    }
+  }
+  base.paths = paths.str();
+  if (base.chosen < 0) {
+    throw std::runtime_error("no cuSPARSE path computed this matrix correctly (" + base.paths + ")");
+  }
 }
 
 }  // namespace sparserl::reward::gpu

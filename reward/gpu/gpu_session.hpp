@@ -20,6 +20,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,10 +56,15 @@ class GpuSession {
  private:
   struct Prepared;  // a matrix's format arrays on the device, keyed by matrix, format and dtype
   struct Baseline;  // cuSPARSE for a (matrix, op, dtype, k)
+  struct Candidate;  // one evaluation's kernels, operands and checks
 
   std::shared_ptr<const datasets::SparseMatrix> load_matrix(const GpuRequest& request);
   Prepared& prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix);
   Baseline& baseline(const GpuRequest& request, const Prepared& prepared);
+  // The timed runs, candidate and cuSPARSE alternating, and the final checks: fills r.timing.
+  void time_against_baseline(Candidate& candidate, Prepared& prepared);
+  void choose_baseline_path(Candidate& candidate, Baseline& base,
+                            const std::function<double(std::size_t, int, std::size_t&)>& time_baseline);
 
   int device_ = 0;
   std::string device_name_;

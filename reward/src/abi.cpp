@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/reward/static_checks.hpp"
 
 namespace sparserl::reward {
@@ -140,30 +141,15 @@ std::int64_t bsr_nnzb(const SparseMatrix& a, std::int64_t r, std::int64_t c) {
 
 std::string_view op_title(Op op) { return op == Op::spmv ? "SpMV, y = A x" : "SpMM, Y = A X"; }
 
+constexpr auto kFormatNames =
+    datasets::enum_names<Format::csr, Format::bsr>({"csr", "coo", "ell", "sell", "bsr"});
+constexpr auto kArgKindNames = datasets::enum_names<ArgKind::index_array, ArgKind::output_array>(
+    {"index_array", "value_array", "output_array"});
+
 }  // namespace
 
-std::string_view to_string(Format format) {
-  switch (format) {
-    case Format::csr:
-      return "csr";
-    case Format::coo:
-      return "coo";
-    case Format::ell:
-      return "ell";
-    case Format::sell:
-      return "sell";
-    case Format::bsr:
-      return "bsr";
-  }
-  return "?";
-}
-
-std::optional<Format> parse_format(std::string_view text) {
-  for (Format f : kFormats) {
-    if (to_string(f) == text) return f;
-  }
-  return std::nullopt;
-}
+std::string_view to_string(Format format) { return kFormatNames.name(format); }
+std::optional<Format> parse_format(std::string_view text) { return kFormatNames.parse(text); }
 
 std::string FormatSpec::str() const {
   std::string s(to_string(format));
@@ -209,17 +195,7 @@ std::int64_t FormatSpec::effective_sigma() const {
   return ceil_div(params.sell_sigma, params.sell_c) * params.sell_c;
 }
 
-std::string_view to_string(ArgKind kind) {
-  switch (kind) {
-    case ArgKind::index_array:
-      return "index_array";
-    case ArgKind::value_array:
-      return "value_array";
-    case ArgKind::output_array:
-      return "output_array";
-  }
-  return "?";
-}
+std::string_view to_string(ArgKind kind) { return kArgKindNames.name(kind); }
 
 std::string_view c_type(ArgKind kind) {
   switch (kind) {

@@ -6,69 +6,29 @@
 // log) become U+FFFD.
 #include "sparserl/reward/eval_result.hpp"
 
-#include <array>
 #include <nlohmann/json.hpp>
-#include <utility>
+
+#include "sparserl/datasets/enum_names.hpp"
 
 namespace sparserl::reward {
 
 namespace {
 
-constexpr std::array<std::pair<Stage, std::string_view>, 6> kStages = {{
-    {Stage::parse, "parse"},
-    {Stage::static_check, "static_check"},
-    {Stage::compile, "compile"},
-    {Stage::run, "run"},
-    {Stage::check, "check"},
-    {Stage::time, "time"},
-}};
-
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 14> kErrorKinds = {{
-    {ErrorKind::none, "none"},
-    {ErrorKind::bad_program, "bad_program"},
-    {ErrorKind::static_check, "static_check"},
-    {ErrorKind::compile_error, "compile_error"},
-    {ErrorKind::resource_limit, "resource_limit"},
-    {ErrorKind::launch_error, "launch_error"},
-    {ErrorKind::illegal_address, "illegal_address"},
-    {ErrorKind::timeout, "timeout"},
-    {ErrorKind::crash, "crash"},
-    {ErrorKind::wrong_answer, "wrong_answer"},
-    {ErrorKind::unwritten_output, "unwritten_output"},
-    {ErrorKind::input_mutated, "input_mutated"},
-    {ErrorKind::no_gpu, "no_gpu"},
-    {ErrorKind::internal_error, "internal_error"},
-}};
+constexpr auto kStageNames = datasets::enum_names<Stage::parse, Stage::time>(
+    {"parse", "static_check", "compile", "run", "check", "time"});
+constexpr auto kErrorKindNames = datasets::enum_names<ErrorKind::none, ErrorKind::internal_error>(
+    {"none", "bad_program", "static_check", "compile_error", "resource_limit", "launch_error",
+     "illegal_address", "timeout", "crash", "wrong_answer", "unwritten_output", "input_mutated",
+     "no_gpu", "internal_error"});
 
 }  // namespace
 
-std::string_view to_string(Stage stage) {
-  for (const auto& [s, name] : kStages) {
-    if (s == stage) return name;
-  }
-  return "unknown";
-}
-
-std::string_view to_string(ErrorKind kind) {
-  for (const auto& [k, name] : kErrorKinds) {
-    if (k == kind) return name;
-  }
-  return "unknown";
-}
-
+std::string_view to_string(Stage stage) { return kStageNames.name(stage, "unknown"); }
+std::string_view to_string(ErrorKind kind) { return kErrorKindNames.name(kind, "unknown"); }
 std::optional<ErrorKind> parse_error_kind(std::string_view text) {
-  for (const auto& [k, name] : kErrorKinds) {
-    if (name == text) return k;
-  }
-  return std::nullopt;
+  return kErrorKindNames.parse(text);
 }
-
-std::optional<Stage> parse_stage(std::string_view text) {
-  for (const auto& [s, name] : kStages) {
-    if (name == text) return s;
-  }
-  return std::nullopt;
-}
+std::optional<Stage> parse_stage(std::string_view text) { return kStageNames.parse(text); }
 
 std::string EvalResult::to_json() const {
   const nlohmann::ordered_json j = {

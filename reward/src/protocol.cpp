@@ -10,100 +10,36 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sparserl/datasets/enum_names.hpp"
+
 namespace sparserl::reward {
 
-std::string_view to_string(WorkerRole role) {
-  switch (role) {
-    case WorkerRole::compile:
-      return "compile";
-    case WorkerRole::gpu:
-      return "gpu";
-  }
-  return "?";
-}
+namespace {
 
+constexpr auto kWorkerRoleNames =
+    datasets::enum_names<WorkerRole::compile, WorkerRole::gpu>({"compile", "gpu"});
+constexpr auto kMessageTypeNames = datasets::enum_names<MessageType::hello, MessageType::shutdown>(
+    {"Hello", "CompileRequest", "CompileResponse", "GpuRequest", "GpuResponse", "TestRequest",
+     "TestResponse", "ErrorResponse", "Shutdown"});
+constexpr auto kTestActionNames =
+    datasets::enum_names<TestAction::echo, TestAction::stderr_then_crash>(
+        {"echo", "crash_segv", "crash_abort", "hang_busy", "hang_sleep", "flood_protocol",
+         "flood_stderr", "noise_stdout", "exit_early", "reply_then_exit", "spawn_grandchild",
+         "report", "write_file", "open_files", "burn_cpu", "stderr_then_crash"});
+constexpr auto kBaselineModeNames =
+    datasets::enum_names<BaselineMode::best, BaselineMode::csr>({"best", "csr"});
+
+}  // namespace
+
+std::string_view to_string(WorkerRole role) { return kWorkerRoleNames.name(role); }
 std::optional<WorkerRole> parse_worker_role(std::string_view text) {
-  if (text == "compile") return WorkerRole::compile;
-  if (text == "gpu") return WorkerRole::gpu;
-  return std::nullopt;
+  return kWorkerRoleNames.parse(text);
 }
-
-std::string_view to_string(MessageType type) {
-  switch (type) {
-    case MessageType::hello:
-      return "Hello";
-    case MessageType::compile_request:
-      return "CompileRequest";
-    case MessageType::compile_response:
-      return "CompileResponse";
-    case MessageType::gpu_request:
-      return "GpuRequest";
-    case MessageType::gpu_response:
-      return "GpuResponse";
-    case MessageType::test_request:
-      return "TestRequest";
-    case MessageType::test_response:
-      return "TestResponse";
-    case MessageType::error_response:
-      return "ErrorResponse";
-    case MessageType::shutdown:
-      return "Shutdown";
-  }
-  return "?";
-}
-
-std::string_view to_string(TestAction action) {
-  switch (action) {
-    case TestAction::echo:
-      return "echo";
-    case TestAction::crash_segv:
-      return "crash_segv";
-    case TestAction::crash_abort:
-      return "crash_abort";
-    case TestAction::hang_busy:
-      return "hang_busy";
-    case TestAction::hang_sleep:
-      return "hang_sleep";
-    case TestAction::flood_protocol:
-      return "flood_protocol";
-    case TestAction::flood_stderr:
-      return "flood_stderr";
-    case TestAction::noise_stdout:
-      return "noise_stdout";
-    case TestAction::exit_early:
-      return "exit_early";
-    case TestAction::reply_then_exit:
-      return "reply_then_exit";
-    case TestAction::spawn_grandchild:
-      return "spawn_grandchild";
-    case TestAction::report:
-      return "report";
-    case TestAction::write_file:
-      return "write_file";
-    case TestAction::open_files:
-      return "open_files";
-    case TestAction::burn_cpu:
-      return "burn_cpu";
-    case TestAction::stderr_then_crash:
-      return "stderr_then_crash";
-  }
-  return "?";
-}
-
-std::string_view to_string(BaselineMode mode) {
-  switch (mode) {
-    case BaselineMode::best:
-      return "best";
-    case BaselineMode::csr:
-      return "csr";
-  }
-  return "?";
-}
-
+std::string_view to_string(MessageType type) { return kMessageTypeNames.name(type); }
+std::string_view to_string(TestAction action) { return kTestActionNames.name(action); }
+std::string_view to_string(BaselineMode mode) { return kBaselineModeNames.name(mode); }
 std::optional<BaselineMode> parse_baseline_mode(std::string_view text) {
-  if (text == "best") return BaselineMode::best;
-  if (text == "csr") return BaselineMode::csr;
-  return std::nullopt;
+  return kBaselineModeNames.parse(text);
 }
 
 std::string GpuProtocol::str() const {

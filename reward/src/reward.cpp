@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "sparserl/datasets/enum_names.hpp"
+
 namespace sparserl::reward {
 namespace {
 
@@ -35,23 +37,16 @@ void compile_only_notice_given() {
   std::call_once(g_compile_only_notice, [] {});
 }
 
-std::string_view to_string(SpeedShape shape) {
-  switch (shape) {
-    case SpeedShape::linear:
-      return "linear";
-    case SpeedShape::log2:
-      return "log2";
-    case SpeedShape::tiers:
-      return "tiers";
-  }
-  return "?";
-}
+namespace {
 
+constexpr auto kSpeedShapeNames =
+    datasets::enum_names<SpeedShape::linear, SpeedShape::tiers>({"linear", "log2", "tiers"});
+
+}  // namespace
+
+std::string_view to_string(SpeedShape shape) { return kSpeedShapeNames.name(shape); }
 std::optional<SpeedShape> parse_speed_shape(std::string_view text) {
-  for (SpeedShape s : {SpeedShape::linear, SpeedShape::log2, SpeedShape::tiers}) {
-    if (to_string(s) == text) return s;
-  }
-  return std::nullopt;
+  return kSpeedShapeNames.parse(text);
 }
 
 std::optional<std::string> RewardConfig::validate() const {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
 #include "sparserl/kernels/template_search.hpp"
 #include "sparserl/kernels/tuning_output.hpp"
@@ -58,27 +59,8 @@ const std::vector<std::string> kSpmm = {
     "gen-v1/rmat?scale=18&edge_factor=16&seed=1",  // ~4M, power law
 };
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string clock_text(double seconds) {
-  const long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+using datasets::fixed;
+using datasets::minutes_seconds;
 
 struct Phase {
   std::string name;
@@ -120,6 +102,89 @@ void print_geomean(const std::string& label, const std::vector<kernels::TaskSumm
   }
   std::printf("  %-34s geomean %6.3fx over %3d tasks, %3d faster than cuSPARSE, slowest %.3fx\n",
               label.c_str(), std::exp(log_sum / n), n, wins, worst);
+}
+
+struct Budgets {
+  int small, large, spmm;
+};
+
+// The regimes to run (all, or the one --only names), with their tasks and search budgets; the small
+// regime needs the shared matrices (store is null without them).
+std::vector<Phase> make_phases(const std::string& only, bool quick, datasets::MatrixStore* store,
+                               const fs::path& shared, Budgets budgets) {
+  std::vector<Phase> phases;
+  if (only.empty() || only == "small") {
+    Phase p{"small", {}, {}};
+    p.options.budget = budgets.small;
+    p.options.finalists = 1;
+    if (store != nullptr) {
+      std::vector<std::string> uris = store->indexed_uris();
+      if (quick && uris.size() > 12) uris.resize(12);
+      for (const auto& uri : uris) {
+        for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
+          p.tasks.push_back({uri, datasets::Op::spmv, d, 1});
+        }
+      }
+    } else {
+      std::fprintf(stderr, "design_space_bench: no shared matrices at %s: small regime skipped\n",
+                   shared.string().c_str());
+    }
+    phases.push_back(p);
+  }
+  if (only.empty() || only == "large") {
+    Phase p{"large", {}, {}};
+    p.options.budget = budgets.large;
+    p.options.finalists = 2;
+    for (const auto& uri : quick ? kQuickLarge : kLargeSpmv) {
+      for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
+        p.tasks.push_back({uri, datasets::Op::spmv, d, 1});
+      }
+    }
+    phases.push_back(p);
+  }
+  if (only.empty() || only == "spmm") {
+    Phase p{"spmm", {}, {}};
+    p.options.budget = budgets.spmm;
+    p.options.finalists = 2;
+    for (const auto& uri : quick ? std::vector<std::string>{kSpmm[0]} : kSpmm) {
+      for (datasets::Index k : {8, 32})
+        p.tasks.push_back({uri, datasets::Op::spmm, datasets::DType::f32, k});
+    }
+    phases.push_back(p);
+  }
+  return phases;
+}
+
+// The console tables: per matrix of the large and SpMM regimes, then the geomean speedup of every
+// regime and dtype.
+void print_report(const std::vector<Phase>& phases,
+                  const std::vector<std::vector<kernels::TaskSummary>>& results,
+                  const std::string& device, const std::string& started_utc, double elapsed,
+                  const fs::path& summary) {
+  std::printf("\nTemplate search vs cuSPARSE on %s, %s (wall %s)\n",
+              device.empty() ? "no GPU (compile-only)" : device.c_str(), started_utc.c_str(),
+              minutes_seconds(elapsed).c_str());
+  for (std::size_t pi = 0; pi < phases.size(); ++pi) {
+    if (phases[pi].name == "small") continue;  // too long for the console: see summary.md
+    print_table(phases[pi].name == "large" ? "SpMV, generated 1M-50M nonzeros (bandwidth-bound)"
+                                           : "SpMM, K = 8 and 32 (fp32)",
+                results[pi]);
+  }
+  std::printf("\nGeomean speedup over cuSPARSE (per-matrix table of every regime: %s)\n",
+              summary.string().c_str());
+  for (std::size_t pi = 0; pi < phases.size(); ++pi) {
+    for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
+      std::vector<kernels::TaskSummary> part;
+      for (const auto& t : results[pi]) {
+        if (t.task.dtype == d) part.push_back(t);
+      }
+      if (part.empty()) continue;
+      const std::string label = phases[pi].name == "small"   ? "small (SuiteSparse, launch-bound)"
+                                : phases[pi].name == "large" ? "large SpMV"
+                                                             : "SpMM";
+      print_geomean(label + " " + std::string(to_string(d)), part);
+    }
+  }
 }
 
 }  // namespace
@@ -181,47 +246,8 @@ int main(int argc, char** argv) {
   store_options.cache_capacity = 2;
   datasets::MatrixStore store(config.data_dir, store_options);
 
-  std::vector<Phase> phases;
-  if (only.empty() || only == "small") {
-    Phase p{"small", {}, {}};
-    p.options.budget = budget_small;
-    p.options.finalists = 1;
-    if (have_shared) {
-      std::vector<std::string> uris = store.indexed_uris();
-      if (quick && uris.size() > 12) uris.resize(12);
-      for (const auto& uri : uris) {
-        for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
-          p.tasks.push_back({uri, datasets::Op::spmv, d, 1});
-        }
-      }
-    } else {
-      std::fprintf(stderr, "design_space_bench: no shared matrices at %s: small regime skipped\n",
-                   shared.string().c_str());
-    }
-    phases.push_back(p);
-  }
-  if (only.empty() || only == "large") {
-    Phase p{"large", {}, {}};
-    p.options.budget = budget_large;
-    p.options.finalists = 2;
-    for (const auto& uri : quick ? kQuickLarge : kLargeSpmv) {
-      for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
-        p.tasks.push_back({uri, datasets::Op::spmv, d, 1});
-      }
-    }
-    phases.push_back(p);
-  }
-  if (only.empty() || only == "spmm") {
-    Phase p{"spmm", {}, {}};
-    p.options.budget = budget_spmm;
-    p.options.finalists = 2;
-    for (const auto& uri : quick ? std::vector<std::string>{kSpmm[0]} : kSpmm) {
-      for (datasets::Index k : {8, 32})
-        p.tasks.push_back({uri, datasets::Op::spmm, datasets::DType::f32, k});
-    }
-    phases.push_back(p);
-  }
-
+  const std::vector<Phase> phases = make_phases(only, quick, have_shared ? &store : nullptr, shared,
+                                                {budget_small, budget_large, budget_spmm});
   std::size_t total = 0;
   for (const Phase& p : phases) total += p.tasks.size();
   const std::string device = backend.gpu_available() ? backend.device() : std::string();
@@ -233,7 +259,7 @@ int main(int argc, char** argv) {
   info.command = "design_space_bench";
   for (int i = 1; i < argc; ++i) info.command += std::string(" ") + argv[i];
   info.device = device;
-  info.started_utc = utc_now();
+  info.started_utc = datasets::utc_text(std::chrono::system_clock::now());
   info.protocol = "screen (" + kernels::SearchOptions{}.screen.str() + "), full (" +
                   kernels::SearchOptions{}.full.str() + ")";
   info.budget = budget_large;
@@ -269,8 +295,9 @@ int main(int argc, char** argv) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       std::fprintf(stderr, "[%zu/%zu %s elapsed, ~%s left] %s: %s %s\n", done, total,
-                   clock_text(elapsed).c_str(), clock_text(elapsed / done * (total - done)).c_str(),
-                   task.str().c_str(), s.best_design.empty() ? "none" : s.best_design.c_str(),
+                   minutes_seconds(elapsed).c_str(),
+                   minutes_seconds(elapsed / done * (total - done)).c_str(), task.str().c_str(),
+                   s.best_design.empty() ? "none" : s.best_design.c_str(),
                    s.timed ? (fixed(s.best_us, 2) + " us vs " + fixed(s.baseline_us, 2) +
                               " us = " + fixed(s.speedup, 2) + "x")
                                  .c_str()
@@ -280,31 +307,8 @@ int main(int argc, char** argv) {
   dataset.close();
   std::ofstream(out_dir / "summary.md") << kernels::summary_markdown(all, info);
 
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("\nTemplate search vs cuSPARSE on %s, %s (wall %s)\n",
-              device.empty() ? "no GPU (compile-only)" : device.c_str(), info.started_utc.c_str(),
-              clock_text(elapsed).c_str());
-  for (std::size_t pi = 0; pi < phases.size(); ++pi) {
-    if (phases[pi].name == "small") continue;  // too long for the console: see summary.md
-    print_table(phases[pi].name == "large" ? "SpMV, generated 1M-50M nonzeros (bandwidth-bound)"
-                                           : "SpMM, K = 8 and 32 (fp32)",
-                results[pi]);
-  }
-  std::printf("\nGeomean speedup over cuSPARSE (per-matrix table of every regime: %s)\n",
-              (out_dir / "summary.md").string().c_str());
-  for (std::size_t pi = 0; pi < phases.size(); ++pi) {
-    for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
-      std::vector<kernels::TaskSummary> part;
-      for (const auto& t : results[pi]) {
-        if (t.task.dtype == d) part.push_back(t);
-      }
-      if (part.empty()) continue;
-      const std::string label = phases[pi].name == "small"   ? "small (SuiteSparse, launch-bound)"
-                                : phases[pi].name == "large" ? "large SpMV"
-                                                             : "SpMM";
-      print_geomean(label + " " + std::string(to_string(d)), part);
-    }
-  }
+  print_report(phases, results, device, info.started_utc,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+               out_dir / "summary.md");
   return 0;
 }

@@ -26,18 +26,14 @@
 
 #include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
+#include "sparserl/datasets/random.hpp"
 
 namespace ds = sparserl::datasets;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using ds::splitmix64;
 
 // Entries are appended until the file holds at least `min_bytes`; the entry count on the size line
 // is patched in afterwards (it is padded to a fixed width so the patch cannot move the body).

@@ -3,7 +3,6 @@
 // is tested against archives it did not write itself, and running the built `sparserl` binary.
 #pragma once
 
-#include <sys/wait.h>
 #include <zlib.h>
 
 #include <array>
@@ -16,6 +15,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "test_support.hpp"
 
 namespace sparserl::testing {
 
@@ -100,46 +101,12 @@ inline std::string make_tar(const std::vector<std::pair<std::string, std::string
   return out;
 }
 
-struct CommandResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs a shell command line, capturing its output and exit status.
-inline CommandResult run_command(const std::string& command) {
-  CommandResult r;
-  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed: " + command);
-  std::array<char, 4096> buf{};
-  std::size_t got = 0;
-  while ((got = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), got);
-  const int status = ::pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-inline std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 #ifdef SPARSERL_CLI_PATH
 // Runs the built `sparserl data ARGS` (ARGS shell-quoted by the caller). SPARSERL_DATA_DIR is
 // cleared so that the default ./data applies unless a test sets --data-dir.
 inline CommandResult sparserl_data(const std::string& args) {
-  return run_command("env -u SPARSERL_DATA_DIR " + shell_quote(SPARSERL_CLI_PATH) + " data " +
-                     args);
+  return run_shell("env -u SPARSERL_DATA_DIR " + shell_quote(SPARSERL_CLI_PATH) + " data " + args);
 }
 #endif
-
-// A path as one shell word.
-inline std::string quoted(const std::filesystem::path& p) { return shell_quote(p.string()); }
 
 }  // namespace sparserl::testing

@@ -472,7 +472,7 @@ TEST_CASE("tar archives: NAME/NAME.mtx first, a named member, or the first .mtx"
 }
 
 TEST_CASE("archives made by the system's tar (GNU and pax headers) read", "[datasets][mtx]") {
-  if (sparserl::testing::run_command("tar --version").status != 0) {
+  if (sparserl::testing::run_shell("tar --version").status != 0) {
     sparserl::testing::skip("no tar command on this machine");
   }
   const auto dir = sparserl::testing::scratch_dir("mtx_system_tar");
@@ -487,7 +487,7 @@ TEST_CASE("archives made by the system's tar (GNU and pax headers) read", "[data
     const std::string members = std::string(format) == "ustar"
                                     ? "mat/mat_b.mtx mat/mat.mtx"
                                     : "mat/mat_b.mtx mat/" + long_name + ".mtx mat/mat.mtx";
-    const auto made = sparserl::testing::run_command(
+    const auto made = sparserl::testing::run_shell(
         "tar --format=" + std::string(format) + " -czf " + sparserl::testing::shell_quote(archive) +
         " -C " + sparserl::testing::shell_quote((dir / "src").string()) + " " + members);
     REQUIRE(made.status == 0);

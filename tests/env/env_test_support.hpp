@@ -27,12 +27,13 @@
 
 namespace sparserl::env::fixtures {
 
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+using sparserl::testing::read_bytes;
+
+// The command's output, its exit code in `status` (sparserl::testing::run_shell).
+inline std::string run(const std::string& command, int& status) {
+  auto r = sparserl::testing::run_shell(command);
+  status = r.status;
+  return std::move(r.output);
 }
 
 struct CorpusProgram {
@@ -48,7 +49,7 @@ inline std::vector<CorpusProgram> reference_corpus() {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".cu") continue;
     const std::string name = entry.path().stem().string();
-    corpus.push_back({name, read_text(entry.path()),
+    corpus.push_back({name, read_bytes(entry.path()),
                       name.rfind("spmm", 0) == 0 ? datasets::Op::spmm : datasets::Op::spmv});
   }
   std::sort(corpus.begin(), corpus.end(),

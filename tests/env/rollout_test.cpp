@@ -12,17 +12,7 @@
 
 namespace {
 
-std::string run(const std::string& command, int& status) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int raw = pclose(pipe);
-  status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return output;
-}
+using sparserl::env::fixtures::run;
 
 std::string cli() {
   return std::string(SPARSERL_CLI_PATH) + " rollout --worker " + SPARSERL_WORKER_PATH;

@@ -292,7 +292,7 @@ TEST_CASE("appending continues a trajectory file of the same vocabulary", "[env]
 
 TEST_CASE("docs/trajectories.md documents every column", "[env][trajectory][docs]") {
   const std::string doc =
-      fixtures::read_text(sparserl::testing::source_dir() / "docs" / "trajectories.md");
+      fixtures::read_bytes(sparserl::testing::source_dir() / "docs" / "trajectories.md");
   for (const ColumnInfo& c : trajectory_columns()) {
     INFO(c.name);
     CHECK_THAT(doc, sparserl::testing::has_substring("`" + c.name + "`"));

@@ -28,12 +28,7 @@ void write_text(const std::filesystem::path& file, const std::string& text) {
   out << text;
 }
 
-std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using sparserl::testing::read_bytes;
 
 }  // namespace
 
@@ -56,7 +51,7 @@ TEST_CASE("metrics lines are written and read back", "[experiments][metrics]") {
     w.append(3, "", {{"eval/pass@8", 0.75}});
     CHECK(w.lines_written() == 3);
   }
-  const std::string text = read_text(file);
+  const std::string text = read_bytes(file);
   CHECK(text.rfind("{\"step\":1,\"time\":1710430212.345,\"stage\":\"rl\",\"reward/mean\":0.25,"
                    "\"env/compile_rate\":0.3333333333333333,\"kl\":null}\n",
                    0) == 0);
@@ -162,11 +157,11 @@ TEST_CASE("rewinding keeps the lines up to a step", "[experiments][metrics]") {
   write_text(file,
              "{\"step\":1}\n{\"step\":2,\"x\":1.0}\n{\"step\":3}\n{\"step\":4}\n{\"step\":5,\"x");
   CHECK(rewind_metrics(file, 2) == 3);  // steps 3, 4 and the cut line
-  CHECK(read_text(file) == "{\"step\":1}\n{\"step\":2,\"x\":1.0}\n");
+  CHECK(read_bytes(file) == "{\"step\":1}\n{\"step\":2,\"x\":1.0}\n");
   CHECK(rewind_metrics(file, 10) == 0);
   CHECK(rewind_metrics(dir / "absent.jsonl", 3) == 0);
   write_text(file, "{\"step\":1}\nnot json\n{\"step\":3}\n");
   // Column 2: nlohmann's reader stops at the 'o' that cannot continue a literal null.
   CHECK_THROWS_WITH(rewind_metrics(file, 2), has_substring(file.string() + ":2:2:"));
-  CHECK(read_text(file) == "{\"step\":1}\nnot json\n{\"step\":3}\n");  // left as it was
+  CHECK(read_bytes(file) == "{\"step\":1}\nnot json\n{\"step\":3}\n");  // left as it was
 }

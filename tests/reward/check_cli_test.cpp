@@ -17,35 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+using Run = sparserl::testing::CommandResult;
+using sparserl::testing::shell_quote;
 
 Run check(const std::string& arguments) {
-  const std::string command = quote(SPARSERL_CLI_PATH) + " check " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Run run;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    run.output.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return sparserl::testing::run_shell(shell_quote(SPARSERL_CLI_PATH) + " check " + arguments);
 }
 
 fs::path write(const fs::path& dir, const std::string& name, const std::string& text) {
@@ -54,10 +30,10 @@ fs::path write(const fs::path& dir, const std::string& name, const std::string& 
 }
 
 std::string program(const std::string& name) {
-  return quote((sparserl::testing::source_dir() / "reward" / "programs" / name).string());
+  return shell_quote((sparserl::testing::source_dir() / "reward" / "programs" / name).string());
 }
 
-const std::string kMatrix = quote("gen-v1/banded?n=200&bandwidth=3");
+const std::string kMatrix = shell_quote("gen-v1/banded?n=200&bandwidth=3");
 
 }  // namespace
 
@@ -92,7 +68,7 @@ TEST_CASE("Verdicts are exit status 0, whatever they are", "[reward][cli]") {
       "const value_t* __restrict__ x, value_t* __restrict__ y)";
   SECTION("a compile error") {
     const auto file = write(dir, "broken.cu", header + signature + " {\n  y[0] = nope;\n}\n");
-    const Run r = check(quote(file.string()) + " --matrix " + kMatrix + " --compile-only");
+    const Run r = check(shell_quote(file.string()) + " --matrix " + kMatrix + " --compile-only");
     INFO(r.output);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.output, has_substring("verdict   compile_error"));
@@ -101,7 +77,7 @@ TEST_CASE("Verdicts are exit status 0, whatever they are", "[reward][cli]") {
   SECTION("a static check") {
     const auto file =
         write(dir, "include.cu", "#include <cstdio>\n" + header + signature + " { }\n");
-    const Run r = check(quote(file.string()) + " --matrix " + kMatrix + " --json");
+    const Run r = check(shell_quote(file.string()) + " --matrix " + kMatrix + " --json");
     INFO(r.output);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.output, has_substring("\"error\":\"static_check\""));
@@ -125,8 +101,8 @@ TEST_CASE("A Matrix Market file is accepted as --matrix", "[reward][cli]") {
   const auto mtx = write(dir, "tiny.mtx",
                          "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 1.0\n2 2 2.0\n"
                          "3 1 -1.5\n3 3 4.0\n");
-  const Run r =
-      check(program("spmv_ell.cu") + " --matrix " + quote(mtx.string()) + " --compile-only --json");
+  const Run r = check(program("spmv_ell.cu") + " --matrix " + shell_quote(mtx.string()) +
+                      " --compile-only --json");
   INFO(r.output);
   REQUIRE(r.status == 0);
   REQUIRE_THAT(r.output, has_substring("\"error\":\"none\""));
@@ -135,7 +111,7 @@ TEST_CASE("A Matrix Market file is accepted as --matrix", "[reward][cli]") {
 TEST_CASE("A shared SuiteSparse matrix is found through --index", "[reward][cli]") {
   const fs::path matrices = sparserl::testing::shared_matrices_dir();
   const Run r = check(program("spmv_sell.cu") + " --matrix suitesparse-v1/HB/494_bus --index " +
-                      quote(matrices.string()) + " --compile-only --json");
+                      shell_quote(matrices.string()) + " --compile-only --json");
   INFO(r.output);
   REQUIRE(r.status == 0);
   REQUIRE_THAT(r.output, has_substring("\"error\":\"none\""));
@@ -150,7 +126,7 @@ TEST_CASE("Unreadable inputs exit 1 with a message naming them", "[reward][cli]"
   }
   SECTION("no such matrix") {
     const Run r = check(program("spmv_csr.cu") + " --matrix suitesparse-v1/Nope/none --data-dir " +
-                        quote(dir.string()));
+                        shell_quote(dir.string()));
     REQUIRE(r.status == 1);
     REQUIRE_THAT(r.output, has_substring("suitesparse-v1/Nope/none"));
   }
@@ -161,8 +137,8 @@ TEST_CASE("Unreadable inputs exit 1 with a message naming them", "[reward][cli]"
   }
   SECTION("a matrix file that does not read") {
     const auto bad = write(dir, "bad.mtx", "%%MatrixMarket matrix coordinate real general\n3 3\n");
-    const Run r =
-        check(program("spmv_csr.cu") + " --matrix " + quote(bad.string()) + " --compile-only");
+    const Run r = check(program("spmv_csr.cu") + " --matrix " + shell_quote(bad.string()) +
+                        " --compile-only");
     REQUIRE(r.status == 1);
     REQUIRE_THAT(r.output, has_substring("bad.mtx"));
   }

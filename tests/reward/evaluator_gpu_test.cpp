@@ -29,13 +29,7 @@ using sparserl::testing::has_substring;
 
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using sparserl::testing::read_bytes;
 
 std::filesystem::path program_path(const std::string& name) {
   return sparserl::testing::source_dir() / "reward" / "programs" / name;
@@ -137,7 +131,7 @@ TEST_CASE("every reference program is correct on every shared SuiteSparse matrix
   for (ds::Op op : {ds::Op::spmv, ds::Op::spmm}) {
     for (const std::string& format : kFormats) {
       const std::string name = std::string(ds::to_string(op)) + "_" + format + ".cu";
-      const std::string program = read_text(program_path(name));
+      const std::string program = read_bytes(program_path(name));
       for (ds::DType dtype : {ds::DType::f32, ds::DType::f64}) {
         std::vector<std::future<rw::EvalResult>> pending;
         for (const std::string& uri : uris) pending.push_back(ev.submit(task(uri, op, dtype), program));
@@ -166,7 +160,7 @@ TEST_CASE("every reference program is correct on generated matrices of at least 
   for (ds::Op op : {ds::Op::spmv, ds::Op::spmm}) {
     for (const std::string& format : kFormats) {
       const std::string name = std::string(ds::to_string(op)) + "_" + format + ".cu";
-      const std::string program = read_text(program_path(name));
+      const std::string program = read_bytes(program_path(name));
       for (ds::DType dtype : {ds::DType::f32, ds::DType::f64}) {
         std::vector<std::string> uris = large;
         if (format == "csr" || format == "coo" || format == "sell") uris.push_back(rmat);
@@ -179,7 +173,8 @@ TEST_CASE("every reference program is correct on generated matrices of at least 
       }
     }
   }
-  const rw::EvalResult ell = ev.evaluate(task(rmat, ds::Op::spmv, ds::DType::f32), read_text(program_path("spmv_ell.cu")));
+  const rw::EvalResult ell = ev.evaluate(task(rmat, ds::Op::spmv, ds::DType::f32),
+                                         read_bytes(program_path("spmv_ell.cu")));
   INFO(describe(ell));
   CHECK(ell.error == rw::ErrorKind::resource_limit);
 }
@@ -187,7 +182,7 @@ TEST_CASE("every reference program is correct on generated matrices of at least 
 TEST_CASE("adversarial programs get their verdicts and the pool recovers", "[reward][gpu]") {
   rw::Evaluator& ev = shared_evaluator();
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
-  const std::string good = read_text(program_path("spmv_csr.cu"));
+  const std::string good = read_bytes(program_path("spmv_csr.cu"));
   struct Case {
     const char* file;
     rw::ErrorKind expected;
@@ -208,7 +203,7 @@ TEST_CASE("adversarial programs get their verdicts and the pool recovers", "[rew
       {"decoy_device_launch.cu", rw::ErrorKind::static_check, ""},
   };
   for (const Case& c : cases) {
-    const rw::EvalResult bad = ev.evaluate(t, read_text(adversarial_path(c.file)));
+    const rw::EvalResult bad = ev.evaluate(t, read_bytes(adversarial_path(c.file)));
     INFO(c.file << ": " << describe(bad));
     CHECK(bad.error == c.expected);
     CHECK_FALSE(bad.correct);
@@ -226,10 +221,10 @@ TEST_CASE("a kernel that never finishes times out and a fresh worker serves the 
   shared_evaluator();  // skips without a GPU
   rw::Evaluator ev(gpu_config(std::chrono::milliseconds(8'000)));
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
-  const rw::EvalResult hung = ev.evaluate(t, read_text(adversarial_path("infinite_loop.cu")));
+  const rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
   INFO(describe(hung));
   CHECK(hung.error == rw::ErrorKind::timeout);
-  const rw::EvalResult after = ev.evaluate(t, read_text(program_path("spmv_csr.cu")));
+  const rw::EvalResult after = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
   INFO(describe(after));
   CHECK(after.ok());
   CHECK(after.correct);
@@ -245,11 +240,11 @@ TEST_CASE("after a task's first answers, a hung kernel on it times out at the ad
   config.gpu_deadline_floor = std::chrono::milliseconds(2'000);
   rw::Evaluator ev(config);
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=6", ds::Op::spmv, ds::DType::f32);
-  const rw::EvalResult good = ev.evaluate(t, read_text(program_path("spmv_csr.cu")));
+  const rw::EvalResult good = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
   INFO(describe(good));
   REQUIRE(good.ok());
   const auto start = std::chrono::steady_clock::now();
-  const rw::EvalResult hung = ev.evaluate(t, read_text(adversarial_path("infinite_loop.cu")));
+  const rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(describe(hung) << " after " << seconds << " s");
@@ -257,9 +252,9 @@ TEST_CASE("after a task's first answers, a hung kernel on it times out at the ad
   CHECK(seconds < 60);  // far below gpu_deadline (120 s); the bound itself is a few seconds
   CHECK_THAT(hung.message, !has_substring("120000 ms"));
   // Another task has no answers yet: it is calibrated first, and the pool still serves it.
-  const rw::EvalResult other =
-      ev.evaluate(task("gen-v1/uniform?nnz_per_row=4&rows=5000&seed=6", ds::Op::spmv, ds::DType::f64),
-                  read_text(program_path("spmv_csr.cu")));
+  const rw::EvalResult other = ev.evaluate(
+      task("gen-v1/uniform?nnz_per_row=4&rows=5000&seed=6", ds::Op::spmv, ds::DType::f64),
+      read_bytes(program_path("spmv_csr.cu")));
   INFO(describe(other));
   CHECK(other.ok());
 }
@@ -276,7 +271,7 @@ TEST_CASE("a hung kernel as a new task's first request times out at the calibrat
   rw::Evaluator ev(config);
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=7", ds::Op::spmv, ds::DType::f32);
   const auto start = std::chrono::steady_clock::now();
-  const rw::EvalResult hung = ev.evaluate(t, read_text(adversarial_path("infinite_loop.cu")));
+  const rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(describe(hung) << " after " << seconds << " s");
@@ -285,7 +280,7 @@ TEST_CASE("a hung kernel as a new task's first request times out at the calibrat
   CHECK_THAT(hung.message, !has_substring("120000 ms"));
   // The SpMM calibration kernel: a good SpMM program on a new task is calibrated, then answered.
   const ds::Task spmm = task("gen-v1/banded?n=3000&bandwidth=3&seed=8", ds::Op::spmm, ds::DType::f64, 8);
-  const rw::EvalResult good = ev.evaluate(spmm, read_text(program_path("spmm_csr.cu")));
+  const rw::EvalResult good = ev.evaluate(spmm, read_bytes(program_path("spmm_csr.cu")));
   INFO(describe(good));
   CHECK(good.ok());
   CHECK(good.correct);
@@ -305,7 +300,7 @@ TEST_CASE("a task whose calibration fails is not calibrated again", "[reward][gp
   rw::Evaluator ev(config);
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=9", ds::Op::spmv, ds::DType::f32);
   for (int i = 0; i < 3; ++i) {
-    const rw::EvalResult r = ev.evaluate(t, read_text(program_path("spmv_csr.cu")));
+    const rw::EvalResult r = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
     INFO(describe(r));
     CHECK(r.error == rw::ErrorKind::timeout);
   }
@@ -321,7 +316,7 @@ TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]"
   timed.protocol->time = true;
   timed.protocol->timed_runs = 20;
   const ds::Task t = task("gen-v1/stencil2d?nx=1000&ny=1000&points=5", ds::Op::spmv, ds::DType::f32);
-  const rw::EvalResult r = ev.evaluate(t, read_text(program_path("spmv_csr.cu")), timed);
+  const rw::EvalResult r = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")), timed);
   INFO(describe(r) << "\n" << r.to_json());
   REQUIRE(r.ok());
   CHECK(r.timed);
@@ -340,14 +335,14 @@ TEST_CASE("a timed evaluation reports figures against cuSPARSE", "[reward][gpu]"
   CHECK(r.timing.bandwidth_fraction < 1.5);
   CHECK(r.conversion_ms >= 0);
   // COO launches its zeroing kernel and its product kernel: two kernels per run, both timed.
-  const rw::EvalResult coo = ev.evaluate(t, read_text(program_path("spmv_coo.cu")), timed);
+  const rw::EvalResult coo = ev.evaluate(t, read_bytes(program_path("spmv_coo.cu")), timed);
   INFO(describe(coo));
   REQUIRE(coo.ok());
   CHECK(coo.timing.launches_per_run == 2);
   // SpMM against cuSPARSE's SpMM.
   const rw::EvalResult spmm =
       ev.evaluate(task("gen-v1/stencil2d?nx=500&ny=500&points=5", ds::Op::spmm, ds::DType::f64, 8),
-                  read_text(program_path("spmm_csr.cu")), timed);
+                  read_bytes(program_path("spmm_csr.cu")), timed);
   INFO(describe(spmm));
   REQUIRE(spmm.ok());
   CHECK(spmm.timed);
@@ -405,7 +400,7 @@ TEST_CASE("the baseline is the fastest correct cuSPARSE path of every format the
   for (const Case& c : cases) {
     const ds::Task t = task(c.uri, c.op, c.dtype, c.k);
     const std::string program = c.op == ds::Op::spmv ? "spmv_csr.cu" : "spmm_csr.cu";
-    const rw::EvalResult r = ev.evaluate(t, read_text(program_path(program)), timed);
+    const rw::EvalResult r = ev.evaluate(t, read_bytes(program_path(program)), timed);
     INFO(t.str() << ": " << describe(r) << "\npaths: " << r.timing.baseline_paths);
     REQUIRE(r.ok());
     const auto paths = baseline_paths(r);
@@ -430,7 +425,7 @@ TEST_CASE("the baseline is the fastest correct cuSPARSE path of every format the
     // baseline = csr: the CSR algorithms alone, as before bench-v2.
     rw::EvaluateOptions csr = timed;
     csr.protocol->baseline = rw::BaselineMode::csr;
-    const rw::EvalResult rc = ev.evaluate(t, read_text(program_path(program)), csr);
+    const rw::EvalResult rc = ev.evaluate(t, read_bytes(program_path(program)), csr);
     INFO("csr: " << rc.timing.baseline_paths);
     REQUIRE(rc.ok());
     for (const auto& [name, median] : baseline_paths(rc)) CHECK(name.rfind("CSR_ALG", 0) == 0);
@@ -448,7 +443,7 @@ TEST_CASE("identical programs submitted together get one GPU run and the same fi
   rw::Evaluator ev(config);
   if (ev.gpu_info().devices.empty()) sparserl::testing::skip("no GPU: " + ev.gpu_info().error);
   const ds::Task t = task("gen-v1/stencil2d?nx=700&ny=700&points=5", ds::Op::spmv, ds::DType::f32);
-  const std::string program = read_text(program_path("spmv_csr.cu"));
+  const std::string program = read_bytes(program_path("spmv_csr.cu"));
   std::vector<std::future<rw::EvalResult>> group;
   for (int i = 0; i < 8; ++i) group.push_back(ev.submit(t, program));
   int measured = 0;
@@ -501,7 +496,7 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
         {adversarial_path("decoy_unlaunched.cu"), rw::ErrorKind::static_check},
     };
     std::vector<std::string> texts;
-    for (const Kind& k : kinds) texts.push_back(read_text(k.file));
+    for (const Kind& k : kinds) texts.push_back(read_bytes(k.file));
     int wrong_verdicts = 0;
     for (int i = 0; i < 1000; ++i) {
       const std::size_t which = static_cast<std::size_t>(i) % kinds.size();

@@ -1,6 +1,8 @@
 // Implements the test helpers declared in test_support.hpp.
 #include "test_support.hpp"
 
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -57,6 +59,28 @@ std::string run_command(const std::string& command, int& status) {
   status = ::pclose(pipe);
   return output;
 }
+
+CommandResult run_shell(const std::string& command) {
+  CommandResult r;
+  int status = 0;
+  r.output = run_command(command, status);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string quoted(const std::filesystem::path& p) { return shell_quote(p.string()); }
 
 std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -34,4 +34,15 @@ std::string read_bytes(const std::filesystem::path& path);
 // shell cannot be started.
 std::string run_command(const std::string& command, int& status);
 
+// The same with the exit code in `status` (-1 for a command that did not exit: a signal).
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+CommandResult run_shell(const std::string& command);
+
+// A string, or a path, as one shell word: 'it'\''s'.
+std::string shell_quote(const std::string& s);
+std::string quoted(const std::filesystem::path& p);
+
 }  // namespace sparserl::testing

@@ -15,8 +15,7 @@ namespace {
 
 Run declare_abi(CLI::App& app) {
   app.description(
-      "Prints the kernel ABI registry: per (op, format) the kernel's argument "
-      "list with types and\n"
+      "Prints the kernel ABI registry: per (op, format) the kernel's argument list with types and\n"
       "lengths, the prelude constants, and the static-check reasons.");
   auto markdown = std::make_shared<bool>(false);
   app.add_flag("--markdown", *markdown,
@@ -27,10 +26,8 @@ Run declare_abi(CLI::App& app) {
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "abi",
-    .summary = "print the kernel ABI registry (--markdown: docs/kernel-abi.md)",
-    .declare = declare_abi});
+const CommandRegistration kRegistration(
+    "abi", "print the kernel ABI registry (--markdown: docs/kernel-abi.md)", declare_abi);
 
 }  // namespace
 }  // namespace sparserl::tools

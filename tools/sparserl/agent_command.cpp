@@ -576,10 +576,8 @@ Run declare_agent(CLI::App& app) {
   return subcommands.run();
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "agent",
-    .summary = "train and evaluate the learned agents (pretrain, sft, rl, eval)",
-    .declare = declare_agent});
+const CommandRegistration kRegistration(
+    "agent", "train and evaluate the learned agents (pretrain, sft, rl, eval)", declare_agent);
 
 }  // namespace
 }  // namespace sparserl::tools

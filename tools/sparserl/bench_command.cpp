@@ -14,67 +14,46 @@
 namespace sparserl::tools {
 namespace {
 
-struct BenchArgs {
-  std::string config;
-  std::vector<std::string> overrides;
-  experiments::RunnerOptions options;
+struct BenchArgs : RunArgs {
+  std::string config_file;
 };
 
 Run declare_bench(CLI::App& app) {
   app.description(
-      "Every agent of bench.agents answers for every matrix of bench.part of "
-      "data.split (narrowed by\n"
-      "data.regimes, data.sources, data.families; catalogue matrices not on "
-      "this machine skipped):\n"
-      "  template   the template search's best program (bench.template_budget "
-      "measurements)\n"
-      "  random     uniform tokens under the action mask (bench.samples "
-      "episodes)\n"
+      "Every agent of bench.agents answers for every matrix of bench.part of data.split (narrowed "
+      "by\n"
+      "data.regimes, data.sources, data.families; catalogue matrices not on this machine "
+      "skipped):\n"
+      "  template   the template search's best program (bench.template_budget measurements)\n"
+      "  random     uniform tokens under the action mask (bench.samples episodes)\n"
       "  sft, reinforce, ppo, grpo\n"
-      "             the policy of bench.<agent>_checkpoint: its greedy "
-      "program, plus bench.samples\n"
+      "             the policy of bench.<agent>_checkpoint: its greedy program, plus "
+      "bench.samples\n"
       "             sampled ones for pass@k\n"
-      "and the evaluator checks and times each answer against cuSPARSE, the "
-      "roofline and the oracle\n"
-      "(the template search's best program under bench.oracle_budget, cached "
-      "per split digest and\n"
-      "GPU in DATA_DIR/oracle/; bench.oracle = cache | compute | off), and its "
-      "program against the\n"
-      "corpus the agent was trained on (novel, corpus_distance). Writes a new "
-      "run directory\n"
-      "with results.csv (one row per matrix and agent, tagged with its regime "
-      "and family),\n"
-      "summary.csv (one row per regime and agent) and report.md (the large "
-      "regime's table first,\n"
-      "speedup bars and time against nnz). Without a GPU only the compile "
-      "stage runs:\n"
+      "and the evaluator checks and times each answer against cuSPARSE, the roofline and the "
+      "oracle\n"
+      "(the template search's best program under bench.oracle_budget, cached per split digest and\n"
+      "GPU in DATA_DIR/oracle/; bench.oracle = cache | compute | off), and its program against "
+      "the\n"
+      "corpus the agent was trained on (novel, corpus_distance). Writes a new run directory\n"
+      "with results.csv (one row per matrix and agent, tagged with its regime and family),\n"
+      "summary.csv (one row per regime and agent) and report.md (the large regime's table first,\n"
+      "speedup bars and time against nnz). Without a GPU only the compile stage runs:\n"
       "correctness, pass@k and every speed figure are n/a, not numbers.");
-  app.footer(
-      "exit status: 0 completed, 130 interrupted, 1 failed (the error "
-      "is named), 2 bad arguments");
+  app.footer(kRunExitStatus);
   auto a = std::make_shared<BenchArgs>();
-  app.add_option("CONFIG", a->config, "the experiment config")->required();
-  one_of(app.add_option("--part", a->options.part,
-                        "the part of data.split to benchmark (over bench.part); the test "
-                        "part is "
-                        "read only this way: a config or --set asking for it is refused"),
-         {"train", "val", "test"});
-  add_run_options(app, a->options, a->overrides, "bench.agents='[\"template\"]'");
+  app.add_option("CONFIG", a->config_file, "the experiment config")->required();
+  add_part_with_test(app, a->options.part, "benchmark", "bench.part");
+  add_run_options(app, *a, "bench.agents='[\"template\"]'");
   return [a](const std::vector<std::string>& argv) {
-    experiments::RunnerOptions options = a->options;
-    options.command = command_line("bench", argv);
-    experiments::Config config = experiments::Config::load(a->config, a->overrides);
-    const experiments::RunOutcome outcome = experiments::run_bench(std::move(config), options);
-    std::cout << experiments::describe_outcome(outcome, false);
-    return experiments::exit_status(outcome);
+    return report_outcome(
+        experiments::run_bench(a->config(a->config_file), a->runner_options("bench", argv)), false);
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "bench",
-    .summary = "compare agents on a split: per-matrix and summary tables in a "
-               "run directory",
-    .declare = declare_bench});
+const CommandRegistration kRegistration(
+    "bench", "compare agents on a split: per-matrix and summary tables in a run directory",
+    declare_bench);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -18,6 +18,7 @@
 #include "options.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/reward/evaluator.hpp"
 #include "sparserl/reward/reward.hpp"
 
@@ -36,23 +37,7 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-// The canonical URI of --matrix (a path, a file: URI or a matrix URI). One that is none of them is
-// a matrix that cannot be read (exit 1), as a file that does not parse is.
-std::string matrix_uri(const std::string& text) {
-  try {
-    return datasets::MatrixUri::from_argument(text).str();
-  } catch (const datasets::InvalidUri& e) {
-    throw std::runtime_error(std::string("--matrix ") + e.what());
-  }
-}
-
-std::string fixed(double v, int digits) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(digits);
-  s << v;
-  return s.str();
-}
+using datasets::fixed;
 
 void print_summary(std::ostream& out, const std::string& program_path, const datasets::Task& task,
                    const EvalResult& r) {
@@ -149,7 +134,7 @@ int run_check(const CheckArgs& a) {
 
   // Unreadable inputs stop here, before any worker starts.
   const std::string program = read_file(program_path);
-  task.uri = matrix_uri(a.matrix);
+  task.uri = matrix_uri<std::runtime_error>(a.matrix);
   {
     datasets::StoreOptions store_options;
     store_options.indexes = config.index_dirs;
@@ -190,7 +175,8 @@ Run declare_check(CLI::App& app) {
       "its EvalResult.");
   app.footer(
       "Exit status: 0 when an evaluation was made (whatever its verdict), 1 when the program or "
-      "the\nmatrix cannot be read, 2 for bad arguments.");
+      "the\n"
+      "matrix cannot be read, 2 for bad arguments.");
   auto a = std::make_shared<CheckArgs>();
   app.add_option("PROGRAM", a->program, "the program file")->required();
   app.add_option("--matrix", a->matrix,
@@ -217,10 +203,8 @@ Run declare_check(CLI::App& app) {
   return [a](const std::vector<std::string>&) { return run_check(*a); };
 }
 
-const CommandRegistration kCheck(Command{
-    .name = "check",
-    .summary = "evaluate one program on one matrix (EvalResult)",
-    .declare = declare_check});
+const CommandRegistration kCheck("check", "evaluate one program on one matrix (EvalResult)",
+                                 declare_check);
 
 }  // namespace
 }  // namespace sparserl::tools

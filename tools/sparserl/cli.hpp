@@ -43,6 +43,8 @@ const std::map<std::string, Command>& commands();
 
 struct CommandRegistration {
   explicit CommandRegistration(Command command) { register_command(std::move(command)); }
+  CommandRegistration(std::string name, std::string summary, Declare declare)
+      : CommandRegistration(Command{std::move(name), std::move(summary), std::move(declare)}) {}
 };
 
 // The parser of `command`: an App named "sparserl NAME" with the project's help layout and the

@@ -14,6 +14,7 @@
 
 #include "cli.hpp"
 #include "options.hpp"
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/experiments/agent_comparison.hpp"
 
 namespace fs = std::filesystem;
@@ -23,12 +24,8 @@ namespace {
 
 // ./compare-<UTC time>, with -2, -3 ... when that folder exists already.
 fs::path default_out_dir() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  const fs::path base = fs::path("compare-" + std::string(stamp));
+  const fs::path base = fs::path(
+      "compare-" + datasets::utc_text(std::chrono::system_clock::now(), datasets::kCompactUtc));
   fs::path out = base;
   std::error_code ec;
   for (int i = 2; fs::exists(out, ec); ++i) out = base.string() + "-" + std::to_string(i);
@@ -99,32 +96,20 @@ int run_compare(const CompareArgs& a) {
 Run declare_compare(CLI::App& app) {
   app.description(
       "Compares the agents of several `sparserl bench` or `sparserl eval` run\n"
-      "directories with rliable's statistics. An agent's rows from different "
-      "run\n"
-      "directories are its runs (seeds); the matrices every run answered are "
-      "the\n"
-      "tasks. When runs of different experiments hold an agent of one name, "
-      "each is\n"
-      "labelled EXPERIMENT/AGENT. Per agent and regime (all matrices, then "
-      "large,\n"
-      "medium, small; large is the headline): the interquartile mean of the "
-      "speedup\n"
-      "over cuSPARSE (failures as 1) and of the oracle fraction (failures as "
-      "0, when\n"
-      "results.csv has it), the geomean speedup, unbiased pass@1 and pass@k, "
-      "the\n"
-      "compile rate, the share of novel correct answers (when results.csv has "
-      "a\n"
-      "`novel` column), each with a stratified bootstrap 95% interval, and "
-      "the\n"
-      "probability that the agent beats the reference on a random matrix. "
-      "Without a\n"
+      "directories with rliable's statistics. An agent's rows from different run\n"
+      "directories are its runs (seeds); the matrices every run answered are the\n"
+      "tasks. When runs of different experiments hold an agent of one name, each is\n"
+      "labelled EXPERIMENT/AGENT. Per agent and regime (all matrices, then large,\n"
+      "medium, small; large is the headline): the interquartile mean of the speedup\n"
+      "over cuSPARSE (failures as 1) and of the oracle fraction (failures as 0, when\n"
+      "results.csv has it), the geomean speedup, unbiased pass@1 and pass@k, the\n"
+      "compile rate, the share of novel correct answers (when results.csv has a\n"
+      "`novel` column), each with a stratified bootstrap 95% interval, and the\n"
+      "probability that the agent beats the reference on a random matrix. Without a\n"
       "GPU (tested = 0) everything but the compile rate is n/a.\n"
       "\n"
-      "Writes DIR/compare.md (tables, notes, method, the runs read), "
-      "DIR/compare.csv\n"
-      "(agent,regime,metric,point,low,high,...) and DIR/intervals.png (with "
-      "gnuplot).");
+      "Writes DIR/compare.md (tables, notes, method, the runs read), DIR/compare.csv\n"
+      "(agent,regime,metric,point,low,high,...) and DIR/intervals.png (with gnuplot).");
   auto a = std::make_shared<CompareArgs>();
   app.add_option("RUN_DIR", a->dirs, "the bench or eval run directories")->required();
   app.add_option("--out", a->out, "the output folder (default: ./compare-<UTC time>)")
@@ -153,10 +138,9 @@ Run declare_compare(CLI::App& app) {
   return [a](const std::vector<std::string>&) { return run_compare(*a); };
 }
 
-const CommandRegistration kCompare(Command{
-    .name = "compare",
-    .summary = "compare agents over seeds (IQM, bootstrap intervals, P(improvement))",
-    .declare = declare_compare});
+const CommandRegistration kCompare(
+    "compare", "compare agents over seeds (IQM, bootstrap intervals, P(improvement))",
+    declare_compare);
 
 }  // namespace
 }  // namespace sparserl::tools

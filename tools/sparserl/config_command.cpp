@@ -21,10 +21,8 @@ struct ConfigArgs {
 
 Run declare_config(CLI::App& app) {
   app.description(
-      "Reads CONFIG (or the defaults), applies the overrides, "
-      "checks every key and prints the\n"
-      "resolved config. --markdown prints the reference of every "
-      "key (docs/config.md).");
+      "Reads CONFIG (or the defaults), applies the overrides, checks every key and prints the\n"
+      "resolved config. --markdown prints the reference of every key (docs/config.md).");
   auto a = std::make_shared<ConfigArgs>();
   CLI::Option* file = app.add_option("CONFIG", a->file, "the config file (default: the defaults)");
   CLI::Option* set =
@@ -48,9 +46,8 @@ Run declare_config(CLI::App& app) {
   };
 }
 
-const CommandRegistration kConfig(Command{.name = "config",
-                                          .summary = "check a config file and print it resolved",
-                                          .declare = declare_config});
+const CommandRegistration kConfig("config", "check a config file and print it resolved",
+                                  declare_config);
 
 }  // namespace
 }  // namespace sparserl::tools

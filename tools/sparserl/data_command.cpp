@@ -51,12 +51,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
 ds::StoreOptions store_options(const DataArgs& args) {
   ds::StoreOptions options;
   options.indexes = args.where.index_paths();
@@ -631,8 +625,9 @@ Run declare_summary(CLI::App& sub, const std::shared_ptr<DataArgs>& a) {
 Run declare_data(CLI::App& app) {
   app.description(
       "Matrices, task URIs and splits. FILE is a Matrix Market file (.mtx, .mtx.gz, or a "
-      "SuiteSparse\n.tar.gz archive); URI is suitesparse-v1/GROUP/NAME, "
-      "gen-v1/KIND?key=value&... or file:PATH.");
+      "SuiteSparse\n"
+      ".tar.gz archive); URI is suitesparse-v1/GROUP/NAME, gen-v1/KIND?key=value&... or "
+      "file:PATH.");
   app.footer("exit status: 0 done, 1 an input could not be read or written, 2 bad arguments");
   auto a = std::make_shared<DataArgs>();
   Subcommands subcommands(app);
@@ -678,10 +673,8 @@ Run declare_data(CLI::App& app) {
   return subcommands.run();
 }
 
-const CommandRegistration kData(Command{
-    .name = "data",
-    .summary = "matrices: info, convert, generate, split, fetch, summary",
-    .declare = declare_data});
+const CommandRegistration kData("data", "matrices: info, convert, generate, split, fetch, summary",
+                                declare_data);
 
 }  // namespace
 }  // namespace sparserl::tools::data

@@ -19,6 +19,7 @@
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "sparserl/datasets/text.hpp"
 
 namespace sparserl::tools::data {
 
@@ -73,7 +74,7 @@ std::filesystem::path data_dir(const DataArgs& args);
 // --name, --seed and --ratios of `data split` (UsageError for missing ones or bad ratios).
 ds::SplitSpec split_spec(const DataArgs& args);
 
-std::string fixed(double v, int digits);
+using datasets::fixed;  // numbers as the project spells them (sparserl/datasets/text.hpp)
 double seconds_since(std::chrono::steady_clock::time_point start);
 
 // Whether a split entry's matrix is at hand without fetching anything, and without loading it: a

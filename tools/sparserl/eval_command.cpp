@@ -14,55 +14,37 @@
 namespace sparserl::tools {
 namespace {
 
-struct EvalArgs {
-  std::string config;
+struct EvalArgs : RunArgs {
+  std::string config_file;
   std::string checkpoint;
-  std::vector<std::string> overrides;
-  experiments::RunnerOptions options;
 };
 
 Run declare_eval(CLI::App& app) {
   app.description(
-      "Evaluates the policy checkpoint DIR (a run's "
-      "policies/<stage>/ or checkpoints/step-N/) on\n"
-      "eval.part of data.split (or data.uris): one greedy program "
-      "and eval.samples sampled ones\n"
-      "per matrix, all through the evaluator. Writes a new run "
-      "directory with results.csv (one\n"
-      "row per matrix), metrics.jsonl (eval/greedy_compile_rate, "
-      "eval/pass@k_correct, ...) and\n"
-      "report.md. The env is shaped after the checkpoint "
-      "(max_tokens, mask, K, D).");
-  app.footer(
-      "exit status: 0 completed, 130 interrupted, 1 failed (the error "
-      "is named), 2 bad arguments");
+      "Evaluates the policy checkpoint DIR (a run's policies/<stage>/ or checkpoints/step-N/) on\n"
+      "eval.part of data.split (or data.uris): one greedy program and eval.samples sampled ones\n"
+      "per matrix, all through the evaluator. Writes a new run directory with results.csv (one\n"
+      "row per matrix), metrics.jsonl (eval/greedy_compile_rate, eval/pass@k_correct, ...) and\n"
+      "report.md. The env is shaped after the checkpoint (max_tokens, mask, K, D).");
+  app.footer(kRunExitStatus);
   auto a = std::make_shared<EvalArgs>();
-  app.add_option("CONFIG", a->config, "the experiment config")->required();
+  app.add_option("CONFIG", a->config_file, "the experiment config")->required();
   app.add_option("--checkpoint", a->checkpoint, "the policy to evaluate")
       ->type_name("DIR")
       ->required();
-  one_of(app.add_option("--part", a->options.part,
-                        "the part of data.split to evaluate (over eval.part); the test "
-                        "part is "
-                        "read only this way: a config or --set asking for it is refused"),
-         {"train", "val", "test"});
-  add_run_options(app, a->options, a->overrides, "eval.samples=16");
+  add_part_with_test(app, a->options.part, "evaluate", "eval.part");
+  add_run_options(app, *a, "eval.samples=16");
   return [a](const std::vector<std::string>& argv) {
-    experiments::RunnerOptions options = a->options;
-    options.command = command_line("eval", argv);
-    experiments::Config config = experiments::Config::load(a->config, a->overrides);
-    const experiments::RunOutcome outcome =
-        experiments::run_checkpoint_evaluation(std::move(config), a->checkpoint, options);
-    std::cout << experiments::describe_outcome(outcome, false);
-    return experiments::exit_status(outcome);
+    return report_outcome(
+        experiments::run_checkpoint_evaluation(a->config(a->config_file), a->checkpoint,
+                                               a->runner_options("eval", argv)),
+        false);
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "eval",
-    .summary = "evaluate a policy checkpoint (greedy, pass@k) on a split into "
-               "a run directory",
-    .declare = declare_eval});
+const CommandRegistration kRegistration(
+    "eval", "evaluate a policy checkpoint (greedy, pass@k) on a split into a run directory",
+    declare_eval);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -47,16 +47,11 @@ int run_inspect(const InspectArgs& a) {
 
 Run declare_inspect(CLI::App& app) {
   app.description(
-      "Summarises a trajectory file written by `sparserl rollout "
-      "--out` or a run\n"
-      "(RUN_DIR/trajectories.h5): episodes, tasks, policies, "
-      "compile and correct\n"
-      "rates (of evaluated episodes), reward mean / std / min / "
-      "max, token lengths,\n"
-      "geomean speedup over cuSPARSE and error kinds. Only "
-      "/episodes/reward is\n"
-      "required; other columns are used when present. Rows are the "
-      "file's `rows`\n"
+      "Summarises a trajectory file written by `sparserl rollout --out` or a run\n"
+      "(RUN_DIR/trajectories.h5): episodes, tasks, policies, compile and correct\n"
+      "rates (of evaluated episodes), reward mean / std / min / max, token lengths,\n"
+      "geomean speedup over cuSPARSE and error kinds. Only /episodes/reward is\n"
+      "required; other columns are used when present. Rows are the file's `rows`\n"
       "attribute, so a file left by a killed run reads cleanly.");
   auto a = std::make_shared<InspectArgs>();
   app.add_option("FILE.h5", a->file, "the trajectory file")->required();
@@ -77,10 +72,9 @@ Run declare_inspect(CLI::App& app) {
   return [a](const std::vector<std::string>&) { return run_inspect(*a); };
 }
 
-const CommandRegistration kInspect(Command{
-    .name = "inspect",
-    .summary = "summarise a trajectory file (episodes, rates, rewards)",
-    .declare = declare_inspect});
+const CommandRegistration kInspect("inspect",
+                                   "summarise a trajectory file (episodes, rates, rewards)",
+                                   declare_inspect);
 
 }  // namespace
 }  // namespace sparserl::tools

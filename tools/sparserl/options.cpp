@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iostream>
 
 #include "sparserl/datasets/matrix_store.hpp"
 
@@ -101,23 +102,47 @@ void add_matrix_locations(CLI::App& app, MatrixLocations& where) {
   add_indexes(app, where);
 }
 
-void add_run_options(CLI::App& app, experiments::RunnerOptions& options,
-                     std::vector<std::string>& overrides, const std::string& example) {
+experiments::Config RunArgs::config(const std::filesystem::path& file) const {
+  return experiments::Config::load(file, overrides);
+}
+
+experiments::RunnerOptions RunArgs::runner_options(const std::string& name,
+                                                   const std::vector<std::string>& argv) const {
+  experiments::RunnerOptions out = options;
+  out.command = command_line(name, argv);
+  return out;
+}
+
+void add_run_options(CLI::App& app, RunArgs& args, const std::string& example) {
   repeatable(
-      app.add_option("--set", overrides,
+      app.add_option("--set", args.overrides,
                      "override one key (repeatable), checked like the file: --set " + example))
       ->type_name("KEY=VALUE");
-  app.add_option("--root", options.root, "the folder relative paths of the config start from")
+  app.add_option("--root", args.options.root, "the folder relative paths of the config start from")
       ->type_name("DIR");
-  app.add_option("--runs-dir", options.runs_dir,
+  app.add_option("--runs-dir", args.options.runs_dir,
                  "where the run directory goes (default: experiment.output_dir)")
       ->type_name("DIR");
+}
+
+CLI::Option* add_part_with_test(CLI::App& app, std::optional<std::string>& part,
+                                const std::string& what, const std::string& key) {
+  return one_of(app.add_option("--part", part,
+                               "the part of data.split to " + what + " (over " + key +
+                                   "); the test part is read only this way: a config or --set "
+                                   "asking for it is refused"),
+                {"train", "val", "test"});
 }
 
 std::string command_line(const std::string& name, const std::vector<std::string>& argv) {
   std::string line = "sparserl " + name;
   for (const std::string& a : argv) line += " " + a;
   return line;
+}
+
+int report_outcome(const experiments::RunOutcome& outcome, bool resumable) {
+  std::cout << experiments::describe_outcome(outcome, resumable);
+  return experiments::exit_status(outcome);
 }
 
 }  // namespace sparserl::tools

@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "sparserl/datasets/splits.hpp"
+#include "sparserl/datasets/task.hpp"
+#include "sparserl/experiments/config.hpp"
 #include "sparserl/experiments/runner.hpp"
 
 namespace sparserl::tools {
@@ -51,13 +54,48 @@ CLI::Option* add_indexes(CLI::App& app, MatrixLocations& where);
 // Both.
 void add_matrix_locations(CLI::App& app, MatrixLocations& where);
 
-// The options of the commands that make a run directory (train, bench, eval, quickstart): --set
-// KEY=VALUE (repeatable, into `overrides`; `example` is one for the help), --root DIR and
-// --runs-dir DIR (into `options`).
-void add_run_options(CLI::App& app, experiments::RunnerOptions& options,
-                     std::vector<std::string>& overrides, const std::string& example);
+// What the commands that make a run directory (train, bench, eval, quickstart) share: --set
+// KEY=VALUE (repeatable, into `overrides`), --root DIR and --runs-dir DIR (into `options`).
+struct RunArgs {
+  std::vector<std::string> overrides;
+  experiments::RunnerOptions options;
+
+  // The config file with the overrides applied.
+  [[nodiscard]] experiments::Config config(const std::filesystem::path& file) const;
+  // The runner options of one invocation of the command: its command line recorded (run.json).
+  [[nodiscard]] experiments::RunnerOptions runner_options(
+      const std::string& name, const std::vector<std::string>& argv) const;
+};
+
+// Declares RunArgs' options; `example` is an override for the help of --set.
+void add_run_options(CLI::App& app, RunArgs& args, const std::string& example);
+
+// --part train|val|test of `sparserl bench` and `sparserl eval`, the only way a run reads a split's
+// test part: `what` the command does with the part ("benchmark"), over the config key `key`.
+CLI::Option* add_part_with_test(CLI::App& app, std::optional<std::string>& part,
+                                const std::string& what, const std::string& key);
+
+// The exit statuses of the commands that make a run directory, for their help's footer.
+inline constexpr const char* kRunExitStatus =
+    "exit status: 0 completed, 130 interrupted, 1 failed (the error is named), 2 bad arguments";
+
+// The matrix URI of a --matrix value (MatrixUri::from_argument: a path, a file: URI or a matrix
+// URI alike). None of them throws Error naming the option and the value: UsageError (exit status
+// 2) by default, std::runtime_error (1) for a command that counts it an unreadable input.
+template <class Error = UsageError>
+std::string matrix_uri(const std::string& text) {
+  try {
+    return datasets::MatrixUri::from_argument(text).str();
+  } catch (const datasets::InvalidUri& e) {
+    throw Error(std::string("--matrix ") + e.what());
+  }
+}
 
 // "sparserl NAME ARG...": the command line a run records (run.json, a trajectory file's config).
 std::string command_line(const std::string& name, const std::vector<std::string>& argv);
+
+// Prints how a run ended (experiments::describe_outcome; `resumable` for train) and returns the
+// command's exit status.
+int report_outcome(const experiments::RunOutcome& outcome, bool resumable);
 
 }  // namespace sparserl::tools

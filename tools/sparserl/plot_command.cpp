@@ -55,16 +55,11 @@ int run_plot(const PlotArgs& a) {
 
 Run declare_plot(CLI::App& app) {
   app.description(
-      "Writes RUN_DIR/report.md (run facts from run.json, training "
-      "curves from\n"
-      "metrics.jsonl, per-agent and per-matrix tables from "
-      "results.csv, checkpoints)\n"
-      "and draws RUN_DIR/plots/*.png with gnuplot (each with its "
-      ".dat and .gp).\n"
-      "Without gnuplot the report is written with its tables and "
-      "says the plots\n"
-      "were skipped. Options default to the run's "
-      "config.resolved.toml ([report],\n"
+      "Writes RUN_DIR/report.md (run facts from run.json, training curves from\n"
+      "metrics.jsonl, per-agent and per-matrix tables from results.csv, checkpoints)\n"
+      "and draws RUN_DIR/plots/*.png with gnuplot (each with its .dat and .gp).\n"
+      "Without gnuplot the report is written with its tables and says the plots\n"
+      "were skipped. Options default to the run's config.resolved.toml ([report],\n"
       "[checkpoints]).");
   auto a = std::make_shared<PlotArgs>();
   app.add_option("RUN_DIR", a->dir, "the run directory")->required();
@@ -82,10 +77,8 @@ Run declare_plot(CLI::App& app) {
   return [a](const std::vector<std::string>&) { return run_plot(*a); };
 }
 
-const CommandRegistration kPlot(Command{
-    .name = "plot",
-    .summary = "re-render a run directory's report.md and plots",
-    .declare = declare_plot});
+const CommandRegistration kPlot("plot", "re-render a run directory's report.md and plots",
+                                declare_plot);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -19,28 +19,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct QuickstartArgs {
-  std::vector<std::string> overrides;
-  experiments::RunnerOptions options;
-};
-
 Run declare_quickstart(CLI::App& app) {
   app.description(
       "Trains and evaluates a tiny policy end to end: `sparserl train\n"
-      "ROOT/experiments/configs/quickstart.toml --root ROOT`. The corpus and "
-      "the SFT pairs are\n"
-      "built in-process from the kernel design space for a few matrices of the "
-      "shared split; then\n"
-      "a short pretraining, a short SFT, a few GRPO updates and a greedy "
-      "evaluation. Prints where\n"
-      "the run directory and its report.md are. About 3 minutes on a 2-core "
-      "CPU, where the reward\n"
+      "ROOT/experiments/configs/quickstart.toml --root ROOT`. The corpus and the SFT pairs are\n"
+      "built in-process from the kernel design space for a few matrices of the shared split; then\n"
+      "a short pretraining, a short SFT, a few GRPO updates and a greedy evaluation. Prints where\n"
+      "the run directory and its report.md are. About 3 minutes on a 2-core CPU, where the reward\n"
       "is the compile stage alone.");
-  app.footer(
-      "exit status: 0 completed, 130 interrupted, 1 failed (the error "
-      "is named), 2 bad arguments");
-  auto a = std::make_shared<QuickstartArgs>();
-  add_run_options(app, a->options, a->overrides, "train.rl_updates=2");
+  app.footer(kRunExitStatus);
+  auto a = std::make_shared<RunArgs>();
+  add_run_options(app, *a, "train.rl_updates=2");
   app.get_option("--root")->description(
       "the project root (default: the source tree this build came from, else "
       "the working "
@@ -48,7 +37,7 @@ Run declare_quickstart(CLI::App& app) {
   app.get_option("--runs-dir")->description("where the run directory goes (default: ROOT/runs)");
   app.get_option("--set")->description("override a key of quickstart.toml (repeatable)");
   return [a](const std::vector<std::string>& argv) {
-    experiments::RunnerOptions options = a->options;
+    experiments::RunnerOptions options = a->runner_options("quickstart", argv);
     if (!options.root) {
       options.root = experiments::project_source_dir();
       if (options.root->empty()) options.root = fs::current_path();
@@ -58,22 +47,19 @@ Run declare_quickstart(CLI::App& app) {
     if (!fs::is_regular_file(config_file, ec)) {
       throw UsageError(config_file.string() + " not found: give the project root with --root DIR");
     }
-    options.command = command_line("quickstart", argv);
-    experiments::Config config = experiments::Config::load(config_file, a->overrides);
-    const experiments::RunOutcome outcome = experiments::run_training(std::move(config), options);
-    std::cout << experiments::describe_outcome(outcome, true);
+    const experiments::RunOutcome outcome =
+        experiments::run_training(a->config(config_file), options);
+    const int status = report_outcome(outcome, true);
     if (outcome.status == experiments::RunStatus::completed && !outcome.report.empty()) {
       std::cout << "\nThe quickstart's report: " << outcome.report.string() << "\n";
     }
-    return experiments::exit_status(outcome);
+    return status;
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "quickstart",
-    .summary = "train and evaluate a tiny policy end to end; prints where the "
-               "report is",
-    .declare = declare_quickstart});
+const CommandRegistration kRegistration(
+    "quickstart", "train and evaluate a tiny policy end to end; prints where the report is",
+    declare_quickstart);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -16,26 +16,20 @@
 namespace sparserl::tools {
 namespace {
 
-struct TrainArgs {
-  std::optional<std::string> config;
+struct TrainArgs : RunArgs {
+  std::optional<std::string> config_file;
   std::optional<std::string> resume;
-  std::vector<std::string> overrides;
-  experiments::RunnerOptions options;
 };
 
 Run declare_train(CLI::App& app) {
   app.description(
-      "Runs the stages of train.stages (pretrain -> sft -> rl -> "
-      "eval) as CONFIG describes them\n"
+      "Runs the stages of train.stages (pretrain -> sft -> rl -> eval) as CONFIG describes them\n"
       "(docs/config.md lists every key) into a new run directory\n"
-      "<experiment.output_dir>/<experiment.name>__<seed>__<UTC "
-      "time>/ holding config.resolved.toml,\n"
-      "run.json, metrics.jsonl, trajectories.h5 (RL episodes), "
-      "checkpoints/, policies/<stage>/,\n"
-      "results.csv (eval), report.md and plots/ "
-      "(docs/experiments.md). With --resume RUN_DIR\n"
-      "instead of CONFIG (and no --set or --runs-dir): continues "
-      "that run as it was configured.");
+      "<experiment.output_dir>/<experiment.name>__<seed>__<UTC time>/ holding "
+      "config.resolved.toml,\n"
+      "run.json, metrics.jsonl, trajectories.h5 (RL episodes), checkpoints/, policies/<stage>/,\n"
+      "results.csv (eval), report.md and plots/ (docs/experiments.md). With --resume RUN_DIR\n"
+      "instead of CONFIG (and no --set or --runs-dir): continues that run as it was configured.");
   app.footer(
       "Ctrl-C (SIGINT) or SIGTERM stops the run at the next step "
       "boundary: a checkpoint is saved,\n"
@@ -43,12 +37,11 @@ Run declare_train(CLI::App& app) {
       "Ctrl-C kills at once.\n"
       "Without a GPU the reward is the compile stage alone (said once "
       "on stderr).\n"
-      "\n"
-      "exit status: 0 completed, 130 interrupted, 1 failed (the error "
-      "is named), 2 bad arguments");
+      "\n" +
+      std::string(kRunExitStatus));
   auto a = std::make_shared<TrainArgs>();
-  CLI::Option* config_file = app.add_option("CONFIG", a->config, "the experiment config");
-  add_run_options(app, a->options, a->overrides, "train.rl_updates=10 --set agent.algorithm=ppo");
+  CLI::Option* config_file = app.add_option("CONFIG", a->config_file, "the experiment config");
+  add_run_options(app, *a, "train.rl_updates=10 --set agent.algorithm=ppo");
   app.get_option("--root")->description(
       "the folder relative paths of the config start from (default: "
       "experiment.root, "
@@ -59,26 +52,16 @@ Run declare_train(CLI::App& app) {
                             ->type_name("RUN_DIR");
   resume->excludes(config_file)->excludes("--set")->excludes("--runs-dir");
   return [a](const std::vector<std::string>& argv) {
-    experiments::RunnerOptions options = a->options;
-    options.command = command_line("train", argv);
-    experiments::RunOutcome outcome;
-    if (a->resume) {
-      outcome = experiments::resume_training(*a->resume, options);
-    } else {
-      if (!a->config) throw UsageError("expected one CONFIG file (or --resume RUN_DIR)");
-      experiments::Config config = experiments::Config::load(*a->config, a->overrides);
-      outcome = experiments::run_training(std::move(config), options);
-    }
-    std::cout << experiments::describe_outcome(outcome, true);
-    return experiments::exit_status(outcome);
+    const experiments::RunnerOptions options = a->runner_options("train", argv);
+    if (a->resume) return report_outcome(experiments::resume_training(*a->resume, options), true);
+    if (!a->config_file) throw UsageError("expected one CONFIG file (or --resume RUN_DIR)");
+    return report_outcome(experiments::run_training(a->config(*a->config_file), options), true);
   };
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "train",
-    .summary = "run an experiment config (pretrain, SFT, RL, eval) into a run "
-               "directory",
-    .declare = declare_train});
+const CommandRegistration kRegistration(
+    "train", "run an experiment config (pretrain, SFT, RL, eval) into a run directory",
+    declare_train);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -21,6 +21,7 @@
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/kernels/design_space.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
 #include "sparserl/kernels/template_search.hpp"
@@ -64,28 +65,6 @@ std::vector<datasets::DType> dtypes_of(const TuneArgs& a) {
   std::vector<datasets::DType> out;
   for (const std::string& dtype : a.dtypes) out.push_back(*datasets::parse_dtype(dtype));
   return out;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-std::string duration(double seconds) {
-  const long s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
 }
 
 void write_text(const fs::path& path, const std::string& text) {
@@ -191,7 +170,7 @@ int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
   kernels::TuningRunInfo info;
   info.command = command_line("tune", argv);
   info.device = backend.gpu_available() ? backend.device() : std::string();
-  info.started_utc = utc_now();
+  info.started_utc = datasets::utc_text(std::chrono::system_clock::now());
   info.protocol = "screen (" + options.screen.str() + "), full (" + options.full.str() + ")";
   info.budget = options.budget;
 
@@ -229,11 +208,12 @@ int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const double left =
         elapsed / static_cast<double>(i + 1) * static_cast<double>(tasks.size() - i - 1);
-    std::cerr << "[" << (i + 1) << "/" << tasks.size() << " " << duration(elapsed) << " elapsed, ~"
-              << duration(left) << " left] " << task.str() << ": "
+    std::cerr << "[" << (i + 1) << "/" << tasks.size() << " " << datasets::minutes_seconds(elapsed)
+              << " elapsed, ~" << datasets::minutes_seconds(left) << " left] " << task.str() << ": "
               << (s.best_design.empty() ? "no candidate compiled" : s.best_design)
-              << (s.timed ? "  " + fixed(s.best_us, 2) + " us vs cuSPARSE " +
-                                fixed(s.baseline_us, 2) + " us = " + fixed(s.speedup, 2) + "x"
+              << (s.timed ? "  " + datasets::fixed(s.best_us, 2) + " us vs cuSPARSE " +
+                                datasets::fixed(s.baseline_us, 2) +
+                                " us = " + datasets::fixed(s.speedup, 2) + "x"
                           : "")
               << "  (" << s.correct_candidates << "/" << s.evaluations << " correct)\n";
   }
@@ -275,7 +255,8 @@ Run declare_tune(CLI::App& app) {
       "      --dtype f32,f64 --k 8,32 --index ../shared/matrices --out runs/tune-shared-v1-train\n"
       "\n"
       "Exit status: 0 when every task was searched, 1 when a matrix could not be loaded (the "
-      "other\ntasks are still searched and written), 2 for bad arguments.");
+      "other\n"
+      "tasks are still searched and written), 2 for bad arguments.");
   auto a = std::make_shared<TuneArgs>();
   CLI::Option* split = app.add_option("--split", a->split,
                                       "a split file (datasets/splits/*.split); its SuiteSparse "
@@ -331,10 +312,9 @@ Run declare_tune(CLI::App& app) {
   return [a](const std::vector<std::string>& argv) { return run_tune(*a, argv); };
 }
 
-const CommandRegistration kTune(Command{
-    .name = "tune",
-    .summary = "search the kernel design space per matrix (template search)",
-    .declare = declare_tune});
+const CommandRegistration kTune("tune",
+                                "search the kernel design space per matrix (template search)",
+                                declare_tune);
 
 }  // namespace
 }  // namespace sparserl::tools

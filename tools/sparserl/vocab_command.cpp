@@ -270,10 +270,9 @@ Run declare_vocab(CLI::App& app) {
   return subcommands.run();
 }
 
-const CommandRegistration kRegistration(Command{
-    .name = "vocab",
-    .summary = "build, show and check the tokenizer's vocabularies",
-    .declare = declare_vocab});
+const CommandRegistration kRegistration("vocab",
+                                        "build, show and check the tokenizer's vocabularies",
+                                        declare_vocab);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "program_text.hpp"
+#include "sparserl/datasets/random.hpp"
 
 namespace sparserl::kernels {
 namespace detail {
@@ -35,12 +36,7 @@ const GeneratorDef* find_generator_def(std::string_view name) {
 
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+using datasets::splitmix64;
 
 const detail::GeneratorDef& def_of(const DesignPoint& p) {
   const detail::GeneratorDef* def = detail::find_generator_def(p.generator);

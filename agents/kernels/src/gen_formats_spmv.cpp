@@ -12,12 +12,6 @@
 namespace sparserl::kernels::detail {
 namespace {
 
-FormatSpec plain(Format f) {
-  FormatSpec s;
-  s.format = f;
-  return s;
-}
-
 // -------------------------------------------------------------------------------------------------
 // coo_segmented
 
@@ -163,14 +157,6 @@ ${pragma}  for (int k = 0; k < ELL_WIDTH; ++k) {
 // -------------------------------------------------------------------------------------------------
 // sell
 
-FormatSpec sell_format(const DesignPoint& p) {
-  FormatSpec s;
-  s.format = Format::sell;
-  s.params.sell_c = p.int_param("C");
-  s.params.sell_sigma = p.int_param("sigma");
-  return s;
-}
-
 std::string render_sell(const DesignPoint& p) {
   const int c = p.int_param("C");
   const int lanes = c >= 32 ? 1 : 32 / c;
@@ -234,19 +220,7 @@ ${reduce}  if (lane == 0 && slice < SELL_SLICES && position < M) y[row_perm[posi
 // -------------------------------------------------------------------------------------------------
 // bsr_row and bsr_warp
 
-FormatSpec bsr_format(const DesignPoint& p) {
-  FormatSpec s;
-  s.format = Format::bsr;
-  const std::string shape = p.param("shape");  // "RxC"
-  const std::size_t x = shape.find('x');
-  s.params.bsr_r = std::stoi(shape.substr(0, x));
-  s.params.bsr_c = std::stoi(shape.substr(x + 1));
-  return s;
-}
-
-std::string render_bsr_row(const DesignPoint& p) {
-  const std::string block = p.param("block");
-  const char* tmpl = R"cuda(#define BLOCK ${block}
+const char* kBsrRow = R"cuda(#define BLOCK ${block}
 
 ${head} {
   const long long row = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
@@ -265,23 +239,12 @@ ${head} {
   y[row] = sum;
 }
 )cuda";
-  ProgramParts parts;
-  parts.summary =
-      "SpMV on BSR with one thread per matrix row: the thread walks the blocks of its block row "
-      "and the BSR_C columns of its line in each, with a fully unrolled inner loop (BSR_C is a "
-      "prelude constant). Edge blocks reach past N: the col < N test keeps x in bounds.";
-  parts.parameter_docs = {{"shape=" + p.param("shape"), "block rows x block columns (R x C)"},
-                          {"block=" + block, "threads per block"}};
-  parts.format = p.format();
-  parts.launches = {{"spmv_bsr", "ceil_div(max(M, 1), " + block + ")", block, ""}};
-  parts.body =
-      fill(tmpl, {{"block", block}, {"head", kernel_head(p.op, Format::bsr, "spmv_bsr", "BLOCK")}});
-  return assemble(p, parts);
-}
+const char* kBsrRowSummary =
+    "SpMV on BSR with one thread per matrix row: the thread walks the blocks of its block row "
+    "and the BSR_C columns of its line in each, with a fully unrolled inner loop (BSR_C is a "
+    "prelude constant). Edge blocks reach past N: the col < N test keeps x in bounds.";
 
-std::string render_bsr_warp(const DesignPoint& p) {
-  const std::string block = p.param("block");
-  const char* tmpl = R"cuda(#define BLOCK ${block}
+const char* kBsrWarp = R"cuda(#define BLOCK ${block}
 #define CELLS (BSR_R * BSR_C)
 #define PER_STEP (32 / CELLS)
 
@@ -313,18 +276,33 @@ ${head} {
   }
 }
 )cuda";
+const char* kBsrWarpSummary =
+    "SpMV on BSR with a warp per block row: the lanes cover PER_STEP = 32 / (R * C) whole blocks "
+    "per step, so value loads are fully coalesced, and lanes of the same block line are added "
+    "with xor shuffles at the end. R * C divides 32 and C is a power of two.";
+
+// A BSR design's program: `tmpl` filled with BLOCK and the head of `kernel`, launched with
+// `threads` threads (an expression) in blocks of BLOCK.
+std::string render_bsr(const DesignPoint& p, const char* kernel, const char* tmpl,
+                       const std::string& threads, std::string summary) {
+  const std::string block = p.param("block");
   ProgramParts parts;
-  parts.summary =
-      "SpMV on BSR with a warp per block row: the lanes cover PER_STEP = 32 / (R * C) whole blocks "
-      "per step, so value loads are fully coalesced, and lanes of the same block line are added "
-      "with xor shuffles at the end. R * C divides 32 and C is a power of two.";
+  parts.summary = std::move(summary);
   parts.parameter_docs = {{"shape=" + p.param("shape"), "block rows x block columns (R x C)"},
                           {"block=" + block, "threads per block"}};
   parts.format = p.format();
-  parts.launches = {{"spmv_bsr_warp", "ceil_div(max(BSR_MB, 1) * 32, " + block + ")", block, ""}};
-  parts.body = fill(
-      tmpl, {{"block", block}, {"head", kernel_head(p.op, Format::bsr, "spmv_bsr_warp", "BLOCK")}});
+  parts.launches = {{kernel, "ceil_div(" + threads + ", " + block + ")", block, ""}};
+  parts.body =
+      fill(tmpl, {{"block", block}, {"head", kernel_head(p.op, Format::bsr, kernel, "BLOCK")}});
   return assemble(p, parts);
+}
+
+std::string render_bsr_row(const DesignPoint& p) {
+  return render_bsr(p, "spmv_bsr", kBsrRow, "max(M, 1)", kBsrRowSummary);
+}
+
+std::string render_bsr_warp(const DesignPoint& p) {
+  return render_bsr(p, "spmv_bsr_warp", kBsrWarp, "max(BSR_MB, 1) * 32", kBsrWarpSummary);
 }
 
 }  // namespace
@@ -340,7 +318,7 @@ std::vector<GeneratorDef> format_spmv_generators() {
                     return product({{"items", {"1", "4", "8"}}, {"block", {"128", "256"}}});
                   },
                   render_coo_segmented,
-                  [](const DesignPoint&) { return plain(Format::coo); },
+                  [](const DesignPoint&) { return plain_format(Format::coo); },
                   {"items"}});
   defs.push_back({{"ell",
                    Op::spmv,
@@ -353,7 +331,7 @@ std::vector<GeneratorDef> format_spmv_generators() {
                                     {"ldg", {"0", "1"}}});
                   },
                   render_ell,
-                  [](const DesignPoint&) { return plain(Format::ell); },
+                  [](const DesignPoint&) { return plain_format(Format::ell); },
                   {"unroll"}});
   defs.push_back({{"sell",
                    Op::spmv,

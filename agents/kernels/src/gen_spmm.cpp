@@ -14,12 +14,6 @@
 namespace sparserl::kernels::detail {
 namespace {
 
-FormatSpec plain(Format f) {
-  FormatSpec s;
-  s.format = f;
-  return s;
-}
-
 // The column-tile defines: LANES, COLS and VECTOR_COLUMNS (K % COLS == 0, from the prelude).
 std::string column_defines(const DesignPoint& p) {
   return "#define LANES " + p.param("lanes") + "\n#define COLS " + p.param("cols") +
@@ -349,8 +343,9 @@ ${atomic}  }
 // -------------------------------------------------------------------------------------------------
 // spmm_ell, spmm_sell, spmm_bsr: a group of LANES threads per row
 
-std::string render_spmm_ell(const DesignPoint& p) {
-  const std::string tmpl = R"cuda(#define BLOCK 256
+// The kernels: a group of LANES threads per row, each thread COLS columns of X and Y. The holes are
+// the column defines, the kernel head and the accumulator code (zero, add, store to `out + c0`).
+const char* kSpmmEll = R"cuda(#define BLOCK 256
 ${columns}
 ${head} {
   const long long thread = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
@@ -369,31 +364,11 @@ ${accumulate}    }
 ${store}  }
 }
 )cuda";
-  ProgramParts parts;
-  parts.summary =
-      "SpMM on ELL: a group of LANES threads per row walks the row's ELL_WIDTH slots (stopping at "
-      "the first padding slot); each thread carries COLS columns of X and Y.";
-  parts.parameter_docs = column_docs(p);
-  parts.format = p.format();
-  parts.launches = {{"spmm_ell", "ceil_div(max(M, 1) * " + p.param("lanes") + ", 256)", "256", ""}};
-  parts.body = fill(tmpl, {{"columns", column_defines(p)},
-                           {"head", kernel_head(p.op, Format::ell, "spmm_ell", "BLOCK")},
-                           {"zero_acc", zero_acc("    ")},
-                           {"accumulate", accumulate(p, "v", "xrow", "      ")},
-                           {"store", store(p, "out + c0", false, "    ")}});
-  return assemble(p, parts);
-}
+const char* kSpmmEllSummary =
+    "SpMM on ELL: a group of LANES threads per row walks the row's ELL_WIDTH slots (stopping at "
+    "the first padding slot); each thread carries COLS columns of X and Y.";
 
-FormatSpec sell_format(const DesignPoint& p) {
-  FormatSpec s;
-  s.format = Format::sell;
-  s.params.sell_c = p.int_param("C");
-  s.params.sell_sigma = p.int_param("sigma");
-  return s;
-}
-
-std::string render_spmm_sell(const DesignPoint& p) {
-  const std::string tmpl = R"cuda(#define BLOCK 256
+const char* kSpmmSell = R"cuda(#define BLOCK 256
 ${columns}
 ${head} {
   const long long thread = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
@@ -416,37 +391,12 @@ ${accumulate}    }
 ${store}  }
 }
 )cuda";
-  ProgramParts parts;
-  parts.summary =
-      "SpMM on SELL-C-sigma: a group of LANES threads per sorted row walks the row's slots in "
-      "its slice (padded only to the slice's longest row) and writes the original row "
-      "row_perm[position] of Y; each thread carries COLS columns.";
-  parts.parameter_docs = column_docs(p);
-  parts.parameter_docs.push_back({"C=" + p.param("C"), "slice height (rows per slice)"});
-  parts.parameter_docs.push_back({"sigma=" + p.param("sigma"), "sorting window (1: no sorting)"});
-  parts.format = p.format();
-  parts.launches = {
-      {"spmm_sell", "ceil_div(max(M, 1) * " + p.param("lanes") + ", 256)", "256", ""}};
-  parts.body = fill(tmpl, {{"columns", column_defines(p)},
-                           {"head", kernel_head(p.op, Format::sell, "spmm_sell", "BLOCK")},
-                           {"zero_acc", zero_acc("    ")},
-                           {"accumulate", accumulate(p, "v", "xrow", "      ")},
-                           {"store", store(p, "out + c0", false, "    ")}});
-  return assemble(p, parts);
-}
+const char* kSpmmSellSummary =
+    "SpMM on SELL-C-sigma: a group of LANES threads per sorted row walks the row's slots in "
+    "its slice (padded only to the slice's longest row) and writes the original row "
+    "row_perm[position] of Y; each thread carries COLS columns.";
 
-FormatSpec bsr_format(const DesignPoint& p) {
-  FormatSpec s;
-  s.format = Format::bsr;
-  const std::string shape = p.param("shape");
-  const std::size_t x = shape.find('x');
-  s.params.bsr_r = std::stoi(shape.substr(0, x));
-  s.params.bsr_c = std::stoi(shape.substr(x + 1));
-  return s;
-}
-
-std::string render_spmm_bsr(const DesignPoint& p) {
-  const std::string tmpl = R"cuda(#define BLOCK 256
+const char* kSpmmBsr = R"cuda(#define BLOCK 256
 ${columns}
 ${head} {
   const long long thread = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
@@ -473,21 +423,46 @@ ${accumulate}        }
 ${store}  }
 }
 )cuda";
+const char* kSpmmBsrSummary =
+    "SpMM on BSR: a group of LANES threads per matrix row walks the blocks of its block row and "
+    "the BSR_C cells of its line in each (unrolled: BSR_C is a prelude constant); each thread "
+    "carries COLS columns. The col < N test keeps edge blocks inside X.";
+
+// A row-group design's program: `tmpl` filled, one launch of LANES threads per row, the parameter
+// docs the columns' and `extra_docs`; the accumulation is indented by `accumulate_indent`.
+std::string render_row_group(const DesignPoint& p, Format format, const char* kernel,
+                             const char* tmpl, std::string summary,
+                             const std::vector<std::pair<std::string, std::string>>& extra_docs,
+                             const std::string& accumulate_indent) {
   ProgramParts parts;
-  parts.summary =
-      "SpMM on BSR: a group of LANES threads per matrix row walks the blocks of its block row and "
-      "the BSR_C cells of its line in each (unrolled: BSR_C is a prelude constant); each thread "
-      "carries COLS columns. The col < N test keeps edge blocks inside X.";
+  parts.summary = std::move(summary);
   parts.parameter_docs = column_docs(p);
-  parts.parameter_docs.push_back({"shape=" + p.param("shape"), "block rows x block columns"});
+  parts.parameter_docs.insert(parts.parameter_docs.end(), extra_docs.begin(), extra_docs.end());
   parts.format = p.format();
-  parts.launches = {{"spmm_bsr", "ceil_div(max(M, 1) * " + p.param("lanes") + ", 256)", "256", ""}};
+  parts.launches = {{kernel, "ceil_div(max(M, 1) * " + p.param("lanes") + ", 256)", "256", ""}};
   parts.body = fill(tmpl, {{"columns", column_defines(p)},
-                           {"head", kernel_head(p.op, Format::bsr, "spmm_bsr", "BLOCK")},
+                           {"head", kernel_head(p.op, format, kernel, "BLOCK")},
                            {"zero_acc", zero_acc("    ")},
-                           {"accumulate", accumulate(p, "v", "xrow", "          ")},
+                           {"accumulate", accumulate(p, "v", "xrow", accumulate_indent)},
                            {"store", store(p, "out + c0", false, "    ")}});
   return assemble(p, parts);
+}
+
+std::string render_spmm_ell(const DesignPoint& p) {
+  return render_row_group(p, Format::ell, "spmm_ell", kSpmmEll, kSpmmEllSummary, {}, "      ");
+}
+
+std::string render_spmm_sell(const DesignPoint& p) {
+  return render_row_group(p, Format::sell, "spmm_sell", kSpmmSell, kSpmmSellSummary,
+                          {{"C=" + p.param("C"), "slice height (rows per slice)"},
+                           {"sigma=" + p.param("sigma"), "sorting window (1: no sorting)"}},
+                          "      ");
+}
+
+std::string render_spmm_bsr(const DesignPoint& p) {
+  return render_row_group(p, Format::bsr, "spmm_bsr", kSpmmBsr, kSpmmBsrSummary,
+                          {{"shape=" + p.param("shape"), "block rows x block columns"}},
+                          "          ");
 }
 
 // Appends `extra` parameter lists to lanes x cols.
@@ -500,7 +475,7 @@ ParamValues with(ParamValues base, const ParamValues& extra) {
 
 std::vector<GeneratorDef> spmm_generators() {
   std::vector<GeneratorDef> defs;
-  auto csr = [](const DesignPoint&) { return plain(Format::csr); };
+  auto csr = [](const DesignPoint&) { return plain_format(Format::csr); };
   defs.push_back({{"spmm_csr_rowgroup",
                    Op::spmm,
                    Format::csr,
@@ -542,7 +517,7 @@ std::vector<GeneratorDef> spmm_generators() {
                         nullptr);
                   },
                   render_spmm_coo,
-                  [](const DesignPoint&) { return plain(Format::coo); },
+                  [](const DesignPoint&) { return plain_format(Format::coo); },
                   {"cols"}});
   defs.push_back(
       {{"spmm_ell", Op::spmm, Format::ell, "ELL, a group of lanes per row", {"lanes", "cols"}},
@@ -550,7 +525,7 @@ std::vector<GeneratorDef> spmm_generators() {
          return product(lanes_cols(dtype, {"1", "2", "8", "32"}));
        },
        render_spmm_ell,
-       [](const DesignPoint&) { return plain(Format::ell); },
+       [](const DesignPoint&) { return plain_format(Format::ell); },
        {"cols"}});
   defs.push_back({{"spmm_sell",
                    Op::spmm,

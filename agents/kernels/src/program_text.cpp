@@ -120,6 +120,30 @@ std::string kernel_head(Op op, Format format, std::string_view name, std::string
   return out;
 }
 
+FormatSpec plain_format(Format format) {
+  FormatSpec spec;
+  spec.format = format;
+  return spec;
+}
+
+FormatSpec sell_format(const DesignPoint& p) {
+  FormatSpec s;
+  s.format = Format::sell;
+  s.params.sell_c = p.int_param("C");
+  s.params.sell_sigma = p.int_param("sigma");
+  return s;
+}
+
+FormatSpec bsr_format(const DesignPoint& p) {
+  FormatSpec s;
+  s.format = Format::bsr;
+  const std::string shape = p.param("shape");  // "RxC"
+  const std::size_t x = shape.find('x');
+  s.params.bsr_r = std::stoi(shape.substr(0, x));
+  s.params.bsr_c = std::stoi(shape.substr(x + 1));
+  return s;
+}
+
 std::string load(bool ldg, std::string_view array, std::string_view index) {
   if (ldg) return "__ldg(&" + std::string(array) + "[" + std::string(index) + "])";
   return std::string(array) + "[" + std::string(index) + "]";

@@ -31,6 +31,7 @@ struct GeneratorDef {
 
 // The families, one per source file.
 std::vector<GeneratorDef> csr_spmv_generators();
+GeneratorDef csr_merge_generator();  // csr_spmv_generators() lists it last
 std::vector<GeneratorDef> format_spmv_generators();
 std::vector<GeneratorDef> spmm_generators();
 
@@ -55,6 +56,12 @@ std::string fill(std::string_view tmpl,
 // `extern "C" __global__ void __launch_bounds__(BOUNDS)\nNAME(<the ABI argument list>)` for the
 // point's (op, format); no __launch_bounds__ when bounds is empty.
 std::string kernel_head(Op op, Format format, std::string_view name, std::string_view bounds);
+
+// The //@format of a point: a format without parameters (csr, coo, ell); SELL-C-sigma from the
+// point's C and sigma; BSR from its shape "RxC".
+FormatSpec plain_format(Format format);
+FormatSpec sell_format(const DesignPoint& p);
+FormatSpec bsr_format(const DesignPoint& p);
 
 // `__ldg(&array[index])` or `array[index]`.
 std::string load(bool ldg, std::string_view array, std::string_view index);

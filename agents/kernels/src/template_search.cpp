@@ -7,16 +7,13 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "sparserl/datasets/text.hpp"
 #include "sparserl/kernels/cost_model.hpp"
 
 namespace sparserl::kernels {
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+using datasets::fixed;
 
 bool usable(const CandidateResult& c) { return c.result.correct && c.result.timed; }
 

@@ -12,14 +12,12 @@
 #include <stdexcept>
 #include <variant>
 
+#include "sparserl/datasets/text.hpp"
+
 namespace sparserl::kernels {
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+using datasets::fixed;
 
 std::string csv_field(std::string_view text) {
   const bool quote = text.find_first_of(",\"\n\r") != std::string_view::npos;

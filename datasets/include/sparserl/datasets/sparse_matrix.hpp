@@ -70,6 +70,15 @@ class SparseMatrix {
   friend bool operator==(const SparseMatrix&, const SparseMatrix&) = default;
 
  private:
+  // Takes arrays already checked (from_csr) or built canonical (from_triplets).
+  SparseMatrix(Index rows, Index cols, std::vector<Index> row_ptr, std::vector<Index> col_idx,
+               std::vector<double> values)
+      : rows_(rows),
+        cols_(cols),
+        row_ptr_(std::move(row_ptr)),
+        col_idx_(std::move(col_idx)),
+        values_(std::move(values)) {}
+
   Index rows_ = 0;
   Index cols_ = 0;
   std::vector<Index> row_ptr_ = {0};
