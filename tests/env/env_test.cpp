@@ -20,14 +20,10 @@ const std::vector<std::string> kUris = {"gen-v1/banded?bandwidth=3&n=300", "gen-
                                         "gen-v1/rmat?scale=8&edge_factor=4&seed=2",
                                         "gen-v1/stencil2d?nx=12"};
 
-std::shared_ptr<const Tokenizer> tokenizer() {
-  static const auto t = std::make_shared<const Tokenizer>();
-  return t;
-}
+using fixtures::tokenizer;
 
 std::shared_ptr<datasets::MatrixStore> store() {
-  static const auto s = std::make_shared<datasets::MatrixStore>(
-      sparserl::testing::scratch_dir("env_store"), datasets::StoreOptions{{}, 16, {}});
+  static const auto s = fixtures::scratch_store("env_store", 16);
   return s;
 }
 

@@ -16,13 +16,17 @@
 #include <utility>
 #include <vector>
 
+#include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/sparse_matrix.hpp"
 #include "sparserl/datasets/task.hpp"
 #ifdef SPARSERL_ENV_TESTS_HAVE_KERNELS
 #include "sparserl/kernels/design_space.hpp"
 #endif
+#include "sparserl/env/episode.hpp"
 #include "sparserl/env/evaluation.hpp"
+#include "sparserl/env/tokenizer.hpp"
 #include "sparserl/reward/program.hpp"
+#include "catch.hpp"
 #include "test_support.hpp"
 
 namespace sparserl::env::fixtures {
@@ -111,6 +115,36 @@ inline bool brackets_balance(const std::string& text) {
     }
   }
   return stack.empty();
+}
+
+// The standard vocabulary's tokenizer, one per test executable.
+inline std::shared_ptr<const Tokenizer> tokenizer() {
+  static const auto t = std::make_shared<const Tokenizer>();
+  return t;
+}
+
+// A matrix store in a scratch folder of its own (generated matrices only), caching `capacity`.
+inline std::shared_ptr<datasets::MatrixStore> scratch_store(const std::string& name,
+                                                           std::size_t capacity) {
+  return std::make_shared<datasets::MatrixStore>(sparserl::testing::scratch_dir(name),
+                                                 datasets::StoreOptions{{}, capacity, {}});
+}
+
+// What a trajectory row records of an episode, field by field (timings and the evaluation aside:
+// each caller compares those as its path allows).
+inline void check_same_record(const Episode& expected, const Episode& got) {
+  CHECK(got.task.str() == expected.task.str());
+  CHECK(got.env_id == expected.env_id);
+  CHECK(got.env_seed == expected.env_seed);
+  CHECK(got.episode_seed == expected.episode_seed);
+  CHECK(got.tokens == expected.tokens);
+  CHECK(got.log_probs == expected.log_probs);
+  CHECK(got.values == expected.values);
+  CHECK(got.source == expected.source);
+  CHECK(got.terminated == expected.terminated);
+  CHECK(got.truncated == expected.truncated);
+  CHECK(got.reward == expected.reward);
+  CHECK(got.breakdown.compile == expected.breakdown.compile);
 }
 
 // 6 x 5 with an empty row and a long row: row lengths 2 0 5 1 3 1.

@@ -24,14 +24,10 @@ constexpr std::uint64_t kSeed = 41;
 constexpr int kMaxTokens = 600;
 const std::string kUri = "gen-v1/banded?bandwidth=3&n=300";
 
-std::shared_ptr<const Tokenizer> tokenizer() {
-  static const auto t = std::make_shared<const Tokenizer>();
-  return t;
-}
+using fixtures::tokenizer;
 
 std::shared_ptr<datasets::MatrixStore> store() {
-  static const auto s = std::make_shared<datasets::MatrixStore>(
-      sparserl::testing::scratch_dir("episode_paths_store"), datasets::StoreOptions{{}, 16, {}});
+  static const auto s = fixtures::scratch_store("episode_paths_store", 16);
   return s;
 }
 
@@ -187,20 +183,9 @@ void check_same_info(const Info& a, const Info& b) {
 void check_same(const Played& a, const Played& b) {
   const Episode& x = a.episode;
   const Episode& y = b.episode;
-  CHECK(x.task.str() == y.task.str());
-  CHECK(x.env_id == y.env_id);
-  CHECK(x.env_seed == y.env_seed);
-  CHECK(x.episode_seed == y.episode_seed);
+  fixtures::check_same_record(x, y);
   CHECK(x.observation_digest == y.observation_digest);
-  CHECK(x.tokens == y.tokens);
-  CHECK(x.log_probs == y.log_probs);
-  CHECK(x.values == y.values);
-  CHECK(x.source == y.source);
-  CHECK(x.terminated == y.terminated);
-  CHECK(x.truncated == y.truncated);
-  CHECK(x.reward == y.reward);
   CHECK(x.breakdown.str() == y.breakdown.str());
-  CHECK(x.breakdown.compile == y.breakdown.compile);
   CHECK(x.breakdown.unclipped == y.breakdown.unclipped);
   REQUIRE(x.eval.has_value() == y.eval.has_value());
   if (x.eval) CHECK(x.eval->to_json() == y.eval->to_json());

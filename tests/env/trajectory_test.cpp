@@ -23,10 +23,7 @@ using namespace sparserl;
 using namespace sparserl::env;
 using sparserl::testing::run_command;
 
-std::shared_ptr<const Tokenizer> tokenizer() {
-  static const auto t = std::make_shared<const Tokenizer>();
-  return t;
-}
+using fixtures::tokenizer;
 
 TrajectoryFileInfo file_info(const std::string& run_id) {
   TrajectoryFileInfo info;
@@ -115,18 +112,7 @@ TEST_CASE("a trajectory file reads back row for row", "[env][trajectory]") {
     INFO("row " << i);
     const Episode& a = written[i];
     const Episode& b = file.episodes[i];
-    CHECK(b.task.str() == a.task.str());
-    CHECK(b.env_id == a.env_id);
-    CHECK(b.env_seed == a.env_seed);
-    CHECK(b.episode_seed == a.episode_seed);
-    CHECK(b.tokens == a.tokens);
-    CHECK(b.log_probs == a.log_probs);
-    CHECK(b.values == a.values);
-    CHECK(b.source == a.source);
-    CHECK(b.terminated == a.terminated);
-    CHECK(b.truncated == a.truncated);
-    CHECK(b.reward == a.reward);
-    CHECK(b.breakdown.compile == a.breakdown.compile);
+    fixtures::check_same_record(a, b);
     CHECK(b.policy_id == "policy-" + std::to_string(i % 2));
     CHECK(file.run_ids[i] == "run-1");
     REQUIRE(b.eval.has_value() == a.eval.has_value());

@@ -19,14 +19,10 @@ using namespace sparserl::env;
 const std::vector<std::string> kUris = {"gen-v1/banded?n=200", "gen-v1/diagonal?n=40",
                                         "gen-v1/uniform?rows=120&nnz_per_row=3"};
 
-std::shared_ptr<const Tokenizer> tokenizer() {
-  static const auto t = std::make_shared<const Tokenizer>();
-  return t;
-}
+using fixtures::tokenizer;
 
 std::shared_ptr<datasets::MatrixStore> store() {
-  static const auto s = std::make_shared<datasets::MatrixStore>(
-      sparserl::testing::scratch_dir("vector_env_store"), datasets::StoreOptions{{}, 8, {}});
+  static const auto s = fixtures::scratch_store("vector_env_store", 8);
   return s;
 }
 
