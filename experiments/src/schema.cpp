@@ -3,8 +3,10 @@
 // reward::GpuProtocol, reward::RewardConfig, env::EnvConfig, agents::AgentConfig and the stage
 // configs of agents/training.hpp): runner.cpp fills those structs from these keys and nothing else,
 // and the defaults here are the structs' own (tests/experiments/runner_test.cpp compares them), so
-// a resolved config (config.resolved.toml) states every choice a run made. docs/config.md is
-// rendered from this table (`sparserl config --markdown`).
+// a resolved config (config.resolved.toml) states every choice a run made. Where a library declares
+// its knobs (datasets/knobs.hpp: the env's, the reward's), the schema lists those declarations -
+// key, default, range, help - rather than restating them; the rest are declared here.
+// docs/config.md is rendered from this table (`sparserl config --markdown`).
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -12,7 +14,9 @@
 
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/task.hpp"
+#include "sparserl/env/env_knobs.hpp"
 #include "sparserl/experiments/config.hpp"
+#include "sparserl/reward/reward_knobs.hpp"
 
 #if __has_include("sparserl/reward/sandbox.hpp")
 #include "sparserl/reward/sandbox.hpp"
@@ -45,13 +49,6 @@ std::function<std::optional<std::string>(const Value&)> sandbox_key(std::string 
 #endif
     return std::nullopt;
   };
-}
-
-std::optional<std::string> multiple_of_4(const Value& value) {
-  const std::int64_t v = std::get<std::int64_t>(value);
-  if (v % 4 == 0) return std::nullopt;
-  return "value " + std::to_string(v) +
-         " is not a multiple of 4 (half of it per index, sin and cos)";
 }
 
 // data.generators: each a valid gen-v1 URI (its seed= is replaced per task, so any is dropped).
@@ -102,96 +99,24 @@ std::optional<std::string> bench_policies(const Value& value) {
 // A path or the word "design-space" (built in-process from the kernel design space).
 constexpr const char* kDesignSpace = "design-space";
 
-Schema build_schema() {
-  Schema s;
-  s.section(
-       "experiment",
-       "What the run is called, its seed, and where its paths start. Relative paths anywhere in "
-       "a config (data.split, data.index_dirs, data.data_dir, train.corpus, train.sft_pairs, "
-       "train.init_checkpoint, bench.*_checkpoint, experiment.output_dir) resolve against the "
-       "root: `--root DIR` when given, else `root` below, itself relative to the config file's "
-       "folder.")
-      .string("name", "experiment",
-              "name of the experiment; the run directory is <output_dir>/<name>__<seed>__<time>")
-      .integer("seed", 0, "the seed every random choice of the run derives from", 0, 9.2e18)
-      .string("root", "",
-              "the project root, relative to the config file's folder (empty: that folder); "
-              "`--root DIR` overrides it")
-      .string("output_dir", "runs",
-              "folder that receives run directories (relative to the root); `--runs-dir DIR` "
-              "overrides it")
-      .string("description", "", "free text copied into run.json");
-
-  s.section("data", "Which matrices the run trains on and which operation it asks for.")
-      .string("split", "", "split file (datasets/splits/*.split); empty: use `uris`")
-      .string("part", "train",
-              "part of the split the training stages use (never test: training refuses it)",
-              {"train", "val", "test"})
-      .string_list("uris", {},
-                   "task matrix URIs (suitesparse-v1/..., gen-v1/..., file:...) used when `split` "
-                   "is empty")
-      .string("data_dir", "data",
-              "where downloaded and converted matrices live; when the file does not set it, "
-              "$SPARSERL_DATA_DIR wins over the default")
-      .string_list("index_dirs", {"../shared/matrices"},
-                   "folders holding an INDEX.csv and the Matrix Market files it lists (missing "
-                   "folders are skipped)")
-      .string("op", "spmv", "the operation", {"spmv", "spmm"})
-      .string("dtype", "f32", "value type of the kernel's arrays", {"f32", "f64"})
-      .integer("k", 8, "dense columns of X and Y for SpMM", 1, 1024)
-      .integer("max_tasks", 0, "use at most this many matrices of the split or list (0: all)", 0,
-               1e9)
-      .string_list("generators", {},
-                   "gen-v1 URIs whose fresh matrices (a drawn seed= each) the rl stage mixes into "
-                   "its tasks, e.g. \"gen-v1/rmat?scale=9&edge_factor=6&permute=1\" (empty: none)")
-      .validate(generator_uris)
-      .real("generated_share", 0.5,
-            "share of the rl stage's tasks that are generated matrices when `generators` is set",
-            1e-9, 1.0)
-      .string_list("regimes", {},
-                   "take only the split's matrices of these regimes (small < 200,000 <= medium < "
-                   "1,000,000 <= large nonzeros; version-2 splits only); empty: all",
-                   {"small", "medium", "large"})
-      .string_list(
-          "sources", {},
-          "take only the split's matrices from these sources (shared: real matrices at "
-          "hand, catalogue: the collection's, present where fetched, generated); empty: all",
-          {"shared", "catalogue", "generated"})
-      .string_list("families", {},
-                   "take only the split's matrices of these families (the collection group, or the "
-                   "generator family of version-2 entries; checked against the split's); empty: "
-                   "all");
-
+// [env]: the environment's knobs (env_knobs.hpp) and the order of the training tasks.
+void add_env_section(Schema& s) {
   s.section("env",
             "The environment (env::EnvConfig and its ObservationConfig). The policy reads what the "
-            "env shows, so max_tokens, mask, nnz_samples and embedding_dim are also the policy's.")
-      .integer("max_tokens", 4096,
-               "tokens per episode, <eos> included (design-space programs need up to ~2300)", 1,
-               1 << 20)
-      .string("mask", "syntax",
-              "action mask: none, or syntax (lexically valid tokens, balanced brackets, kernel "
-              "declarations as the ABI spells them, <eos> only where the program can end)",
-              {"none", "syntax"})
-      .integer("nnz_samples", 128, "K: nonzeros sampled into the observation", 1, 65536)
-      .integer("embedding_dim", 64, "D: width of the sinusoidal embedding [PE(row) | PE(col)]", 4,
-               4096)
-      .validate(multiple_of_4)
-      .string("index_scaling", "raw",
-              "positions fed to the embedding: the raw index (the method) or index / extent * "
-              "index_scale",
-              {"raw", "normalized"})
-      .real("index_scale", 1000.0, "normalized scaling: index / extent * index_scale", 1e-9, 1e12)
-      .string("stratification", "nonzeros",
-              "how the K nonzeros are drawn: one per block of nnz/K entries, or one per block of "
-              "rows",
-              {"nonzeros", "rows"})
-      .string("task_order", "shuffled",
-              "order of the training tasks in RL (shuffled: a new seeded permutation each pass)",
-              {"sequential", "shuffled"})
-      .real("truncation_reward", -0.5,
-            "reward of an episode cut at max_tokens without <eos> (EnvConfig's default is "
-            "reward.compile_fail: keep them equal unless you mean otherwise)");
+            "env shows, so max_tokens, mask, nnz_samples and embedding_dim are also the policy's.");
+  const datasets::Knobs<env::EnvConfig>& knobs = env::env_knobs();
+  s.knobs(knobs
+              .section("", {"max_tokens", "mask", "nnz_samples", "embedding_dim", "index_scaling",
+                            "index_scale", "stratification"})
+              .specs());
+  s.string("task_order", "shuffled",
+           "order of the training tasks in RL (shuffled: a new seeded permutation each pass)",
+           {"sequential", "shuffled"});
+  s.knobs(knobs.section("", {"truncation_reward"}).specs());
+}
 
+// The learned agent's sections.
+void add_agent_sections(Schema& s) {
   s.section("policy",
             "The policy network (agents::PolicyConfig): a decoder-only transformer over [K matrix "
             "slots][feature slot][<bos>][code]. Shape keys at 0 take the preset's value.")
@@ -302,7 +227,71 @@ Schema build_schema() {
               {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum"})
       .integer("epochs", 1, "passes over each batch (TRL num_iterations)", 1, 1e6)
       .integer("minibatches", 1, "minibatches per pass", 1, 1e6);
+}
 
+// [experiment] and [data]: what the run is and what it trains on.
+void add_run_sections(Schema& s) {
+  s.section(
+       "experiment",
+       "What the run is called, its seed, and where its paths start. Relative paths anywhere in "
+       "a config (data.split, data.index_dirs, data.data_dir, train.corpus, train.sft_pairs, "
+       "train.init_checkpoint, bench.*_checkpoint, experiment.output_dir) resolve against the "
+       "root: `--root DIR` when given, else `root` below, itself relative to the config file's "
+       "folder.")
+      .string("name", "experiment",
+              "name of the experiment; the run directory is <output_dir>/<name>__<seed>__<time>")
+      .integer("seed", 0, "the seed every random choice of the run derives from", 0, 9.2e18)
+      .string("root", "",
+              "the project root, relative to the config file's folder (empty: that folder); "
+              "`--root DIR` overrides it")
+      .string("output_dir", "runs",
+              "folder that receives run directories (relative to the root); `--runs-dir DIR` "
+              "overrides it")
+      .string("description", "", "free text copied into run.json");
+
+  s.section("data", "Which matrices the run trains on and which operation it asks for.")
+      .string("split", "", "split file (datasets/splits/*.split); empty: use `uris`")
+      .string("part", "train",
+              "part of the split the training stages use (never test: training refuses it)",
+              {"train", "val", "test"})
+      .string_list("uris", {},
+                   "task matrix URIs (suitesparse-v1/..., gen-v1/..., file:...) used when `split` "
+                   "is empty")
+      .string("data_dir", "data",
+              "where downloaded and converted matrices live; when the file does not set it, "
+              "$SPARSERL_DATA_DIR wins over the default")
+      .string_list("index_dirs", {"../shared/matrices"},
+                   "folders holding an INDEX.csv and the Matrix Market files it lists (missing "
+                   "folders are skipped)")
+      .string("op", "spmv", "the operation", {"spmv", "spmm"})
+      .string("dtype", "f32", "value type of the kernel's arrays", {"f32", "f64"})
+      .integer("k", 8, "dense columns of X and Y for SpMM", 1, 1024)
+      .integer("max_tasks", 0, "use at most this many matrices of the split or list (0: all)", 0,
+               1e9)
+      .string_list("generators", {},
+                   "gen-v1 URIs whose fresh matrices (a drawn seed= each) the rl stage mixes into "
+                   "its tasks, e.g. \"gen-v1/rmat?scale=9&edge_factor=6&permute=1\" (empty: none)")
+      .validate(generator_uris)
+      .real("generated_share", 0.5,
+            "share of the rl stage's tasks that are generated matrices when `generators` is set",
+            1e-9, 1.0)
+      .string_list("regimes", {},
+                   "take only the split's matrices of these regimes (small < 200,000 <= medium < "
+                   "1,000,000 <= large nonzeros; version-2 splits only); empty: all",
+                   {"small", "medium", "large"})
+      .string_list(
+          "sources", {},
+          "take only the split's matrices from these sources (shared: real matrices at "
+          "hand, catalogue: the collection's, present where fetched, generated); empty: all",
+          {"shared", "catalogue", "generated"})
+      .string_list("families", {},
+                   "take only the split's matrices of these families (the collection group, or the "
+                   "generator family of version-2 entries; checked against the split's); empty: "
+                   "all");
+}
+
+// [train], [eval] and [bench]: what the runner does and with what budgets.
+void add_stage_sections(Schema& s) {
   s.section("train",
             "What `sparserl train` runs: the stages in order, their budgets, and where the first "
             "two stages' data come from.")
@@ -392,7 +381,11 @@ Schema build_schema() {
                "write every program of the learned and random agents (answers and samples, "
                "policy ids AGENT:greedy / AGENT:sampled / random) to RUN_DIR/trajectories.h5")
       .integer("max_tasks", 0, "benchmark at most this many matrices (0: all)", 0, 1e9);
+}
 
+// [evaluator] and [sandbox]: the evaluator's workers and their limits (declared here: reward/ does
+// not declare these knobs yet).
+void add_evaluator_sections(Schema& s) {
   s.section(
        "evaluator",
        "The evaluator (reward::EvaluatorConfig): compile and GPU workers, deadlines, caches and "
@@ -469,44 +462,26 @@ Schema build_schema() {
               "pin workers round-robin to these CPUs, \"0,2,4-7\" (empty: no "
               "pinning)")
       .validate(sandbox_key("cpu_affinity"));
+}
 
+// [check], [timing] and [reward]: the GPU protocol's and the reward's knobs (reward_knobs.hpp).
+void add_reward_sections(Schema& s) {
+  const datasets::Knobs<reward::GpuProtocol>& protocol = reward::gpu_protocol_knobs();
   s.section("check", "The correctness stage on the GPU (reward::GpuProtocol).")
-      .integer("seed", 0, "seeds the random inputs of every evaluation (with the cubin and matrix)",
-               0, 9.2e18)
-      .integer("random_inputs", 3, "fresh random inputs (values in [-1, 1]) checked per evaluation",
-               1, 64);
-
+      .knobs(protocol.section("check").specs());
   s.section("timing",
             "The timing stage: CUPTI kernel time, candidate and cuSPARSE interleaved "
             "(reward::GpuProtocol).")
-      .boolean("enabled", true,
-               "time correct kernels against cuSPARSE (false: the speed term is 0)")
-      .integer("warmup", 5, "untimed runs of each before timing", 0, 1000)
-      .integer("repetitions", 50, "timed repetitions of each, interleaved; the median is reported",
-               1, 100000)
-      .boolean("flush_l2", true, "flush the L2 cache before every repetition");
-
+      .knobs(protocol.section("timing").specs());
   s.section("reward",
             "The hierarchical reward (reward::RewardConfig): R = R_compile + 1[compiled] R_test + "
             "1[correct] r_eff shape(speedup) - r_pen 1[resource limit], clipped.")
-      .string("baseline", "best",
-              "speedup denominator: best = the fastest correct cuSPARSE path for the matrix (CSR "
-              "ALG1/2, COO, sliced ELL, BSR; SpMM: CSR, COO, blocked ELL, BSR); csr = CSR "
-              "algorithms only (the baseline before bench-v2, to reproduce older figures)",
-              {"best", "csr"})
-      .real("compile_pass", 0.5, "R_compile when the program compiled")
-      .real("compile_fail", -0.5, "R_compile when it did not")
-      .real("test_pass", 0.5, "R_test when the output was correct")
-      .real("test_fail", -0.5, "R_test when a compiled program failed on the GPU")
-      .real("r_eff", 0.2, "weight of shape(speedup)")
-      .real("r_pen", 0.2, "penalty for exceeding a resource limit")
-      .string("shape", "linear", "speed shape: speedup - 1, log2(speedup), or tiers",
-              {"linear", "log2", "tiers"})
-      .real_list("tier_speedups", {1.0, 1.5, 2.0}, "tiers: ascending speedup thresholds", 0, 1e6)
-      .real_list("tier_values", {1.0, 2.0, 3.0}, "tiers: shape value of each threshold")
-      .real("clip_min", -1, "lower clip of the total")
-      .real("clip_max", 3, "upper clip of the total");
+      .knobs(protocol.section("", {"baseline"}).specs())
+      .knobs(reward::reward_knobs().specs());
+}
 
+// [checkpoints], [report] and [progress]: what a run writes.
+void add_output_sections(Schema& s) {
   s.section(
        "checkpoints",
        "Checkpoints in the run directory's checkpoints/ folder: step-NNNNNN/ with the policy's "
@@ -552,6 +527,25 @@ Schema build_schema() {
             "seconds between progress lines when stderr is not a terminal (a terminal gets one "
             "line redrawn in place)",
             0.5, 86400);
+}
+
+Schema build_schema() {
+  Schema s;
+  add_run_sections(s);
+  add_env_section(s);
+
+#if defined(SPARSERL_HAVE_AGENTS)
+  add_agent_sections(s);
+#else
+  for (const char* section : {"policy", "agent"}) {
+    s.unavailable(section,
+                  "this build has no LibTorch: the learned agents and their keys are absent");
+  }
+#endif
+  add_stage_sections(s);
+  add_evaluator_sections(s);
+  add_reward_sections(s);
+  add_output_sections(s);
   return s;
 }
 

@@ -1,7 +1,9 @@
-// From a resolved Config to the project's own structs (runner.hpp): one function per struct, every
-// key mapped to the field it names. The agent's keys go through agents::apply_key_value, the one
-// table that also writes and reads checkpoints, and the sandbox's through
-// SandboxLimits::from_key_values, so no value is parsed twice in two ways.
+// From a resolved Config to the project's own structs (runner.hpp): one function per struct. Where
+// a library declares its knobs (datasets/knobs.hpp: the env's, the reward's), each config key fills
+// its field through that declaration - the same one that gave the schema the key - and the rest are
+// mapped here key by key. The agent's keys go through agents::apply_key_value, the one table that
+// also writes and reads checkpoints, and the sandbox's through SandboxLimits::from_key_values, so
+// no value is parsed twice in two ways.
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -9,8 +11,10 @@
 
 #include "session.hpp"
 #include "sparserl/datasets/splits.hpp"
+#include "sparserl/env/env_knobs.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/reward/reward_knobs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -19,6 +23,20 @@ namespace {
 
 std::chrono::milliseconds milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
+}
+
+// Sets the knobs of `target` from the config's keys SECTION.PATH (the schema took those keys from
+// the same declarations, so the values fit them).
+template <typename Owner>
+void read_knobs(const Config& config, const std::string& section,
+                const datasets::Knobs<Owner>& knobs, Owner& target) {
+  for (const datasets::KnobBinding<Owner>& b : knobs.bindings()) {
+    try {
+      knobs.set(target, b.spec.path, config.value(section + "." + b.spec.path));
+    } catch (const std::invalid_argument& e) {
+      throw RunnerError(section + "." + e.what());
+    }
+  }
 }
 
 // The text apply_key_value reads for a config value.
@@ -81,25 +99,14 @@ reward::SandboxLimits sandbox_limits(const Config& config) {
 
 reward::GpuProtocol gpu_protocol(const Config& config) {
   reward::GpuProtocol p;
-  p.seed = static_cast<std::uint64_t>(config.integer("check.seed"));
-  p.random_inputs = static_cast<std::int32_t>(config.integer("check.random_inputs"));
-  p.warmup_runs = static_cast<std::int32_t>(config.integer("timing.warmup"));
-  p.timed_runs = static_cast<std::int32_t>(config.integer("timing.repetitions"));
-  p.flush_l2 = config.boolean("timing.flush_l2");
-  p.time = config.boolean("timing.enabled");
-  p.baseline = *reward::parse_baseline_mode(config.string("reward.baseline"));  // schema-checked
+  const datasets::Knobs<reward::GpuProtocol>& knobs = reward::gpu_protocol_knobs();
+  read_knobs(config, "check", knobs.section("check"), p);
+  read_knobs(config, "timing", knobs.section("timing"), p);
+  read_knobs(config, "reward", knobs.section("", {"baseline"}), p);
   return p;
 }
 
 reward::RewardConfig reward_config(const Config& config) {
-  reward::RewardConfig r;
-  r.compile_pass = config.real("reward.compile_pass");
-  r.compile_fail = config.real("reward.compile_fail");
-  r.test_pass = config.real("reward.test_pass");
-  r.test_fail = config.real("reward.test_fail");
-  r.r_eff = config.real("reward.r_eff");
-  r.r_pen = config.real("reward.r_pen");
-  r.shape = *reward::parse_speed_shape(config.string("reward.shape"));
   const auto& speedups = config.real_list("reward.tier_speedups");
   const auto& values = config.real_list("reward.tier_values");
   if (speedups.size() != values.size()) {
@@ -107,10 +114,8 @@ reward::RewardConfig reward_config(const Config& config) {
                       std::to_string(speedups.size()) +
                       " reward.tier_speedups (expected one value per threshold)");
   }
-  r.tiers.clear();
-  for (std::size_t i = 0; i < speedups.size(); ++i) r.tiers.push_back({speedups[i], values[i]});
-  r.clip_min = config.real("reward.clip_min");
-  r.clip_max = config.real("reward.clip_max");
+  reward::RewardConfig r;
+  read_knobs(config, "reward", reward::reward_knobs(), r);
   if (auto problem = r.validate()) throw RunnerError("[reward]: " + *problem);
   return r;
 }
@@ -157,16 +162,9 @@ reward::EvaluatorConfig evaluator_config(const Config& config, const fs::path& r
 
 env::EnvConfig env_config(const Config& config) {
   env::EnvConfig e;
-  e.max_tokens = static_cast<int>(config.integer("env.max_tokens"));
-  e.mask = *env::parse_mask_mode(config.string("env.mask"));
-  e.observation.nnz_samples = static_cast<int>(config.integer("env.nnz_samples"));
-  e.observation.embedding_dim = static_cast<int>(config.integer("env.embedding_dim"));
-  e.observation.scaling = *env::parse_index_scaling(config.string("env.index_scaling"));
-  e.observation.scale = config.real("env.index_scale");
-  e.observation.stratification = *env::parse_stratification(config.string("env.stratification"));
+  read_knobs(config, "env", env::env_knobs(), e);
   e.reward = reward_config(config);
   e.seed = static_cast<std::uint64_t>(config.integer("experiment.seed"));
-  e.truncation_reward = config.real("env.truncation_reward");
   if (auto problem = e.validate()) throw RunnerError("[env]: " + *problem);
   return e;
 }
