@@ -1,18 +1,17 @@
 // From a resolved Config to the project's own structs (runner.hpp): one function per struct. Where
-// a library declares its knobs (datasets/knobs.hpp: the env's, the reward's), each config key fills
-// its field through that declaration - the same one that gave the schema the key - and the rest are
-// mapped here key by key. The agent's keys go through agents::apply_key_value, the one table that
-// also writes and reads checkpoints, and the sandbox's through SandboxLimits::from_key_values, so
-// no value is parsed twice in two ways.
+// a library declares its knobs (datasets/knobs.hpp: the env's, the agents' and their algorithms'),
+// each config key fills its field through that declaration - the same one that gave the schema the
+// key and that writes the agent's checkpoints - and the rest are mapped here key by key; the
+// sandbox's go through SandboxLimits::from_key_values. No value is parsed twice in two ways.
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <utility>
 
+#include "agent_sections.hpp"
 #include "session.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/env/env_knobs.hpp"
-#include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/runner.hpp"
 #include "sparserl/reward/reward_knobs.hpp"
 
@@ -37,15 +36,6 @@ void read_knobs(const Config& config, const std::string& section,
       throw RunnerError(section + "." + e.what());
     }
   }
-}
-
-// The text apply_key_value reads for a config value.
-[[maybe_unused]] std::string value_text(const Value& value) {
-  if (const auto* s = std::get_if<std::string>(&value)) return *s;
-  if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
-  if (const auto* i = std::get_if<std::int64_t>(&value)) return std::to_string(*i);
-  if (const auto* d = std::get_if<double>(&value)) return json_number(*d);
-  return to_toml_literal(value);
 }
 
 // lexically_normal() without the trailing separator it leaves after "..": "/a/b/.." is "/a".
@@ -185,48 +175,33 @@ agents::AgentConfig agent_config(const Config& config, std::string_view stage) {
   }
   agents::AgentConfig a;
   a.policy = agents::PolicyConfig::preset(config.string("policy.preset"));
-  // agents key <- config key; the policy reads what the env shows.
+  const datasets::Knobs<agents::AgentConfig> knobs = agents::agent_knobs();
+  // agent knob <- config key: the preset's shape where the config gives one, and what the env
+  // shows, which the policy reads.
   std::vector<std::pair<std::string, std::string>> keys = {
-      {"policy.dropout", "policy.dropout"},
-      {"policy.tie_embeddings", "policy.tie_embeddings"},
       {"policy.max_tokens", "env.max_tokens"},
       {"policy.nnz_samples", "env.nnz_samples"},
       {"policy.embedding_dim", "env.embedding_dim"},
       {"agent.mask", "env.mask"},
-      {"agent.device", "agent.device"},
-      {"sampling.temperature", "agent.sampling.temperature"},
-      {"sampling.top_k", "agent.sampling.top_k"},
-      {"sampling.top_p", "agent.sampling.top_p"},
   };
   for (const char* shape : {"layers", "heads", "d_model", "d_ff"}) {
     if (config.integer(std::string("policy.") + shape) > 0) {
       keys.emplace_back(std::string("policy.") + shape, std::string("policy.") + shape);
     }
   }
-  for (const char* key :
-       {"beta1", "beta2", "eps", "weight_decay", "max_grad_norm", "min_lr_ratio"}) {
-    keys.emplace_back(std::string("optimizer.") + key, std::string("agent.optimizer.") + key);
-  }
-  for (const char* key : {"lr", "warmup_steps", "schedule", "decay_steps"}) {
-    keys.emplace_back(std::string("optimizer.") + key, "agent." + std::string(stage) + "." + key);
-  }
-  for (const std::string algorithm : {"reinforce", "ppo", "grpo"}) {
-    const std::string prefix = "agent." + algorithm + ".";
-    for (const KeySpec& k : config.schema().keys()) {
-      if (k.path.rfind(prefix, 0) == 0) {
-        keys.emplace_back(algorithm + "." + k.path.substr(prefix.size()), k.path);
-      }
-    }
-  }
   for (const auto& [agent_key, config_key] : keys) {
     try {
-      agents::apply_key_value(a, agent_key, value_text(config.value(config_key)));
+      knobs.set(a, agent_key, config.value(config_key));
     } catch (const std::invalid_argument& e) {
       throw RunnerError(config_key + ": " + e.what());
     }
   }
-  a.algorithm = stage == "rl" ? *agents::parse_algorithm(config.string("agent.algorithm"))
-                              : agents::Algorithm::sft;
+  for (const AgentKnobSection& section : agent_knob_sections()) {
+    if (section.stage.empty() || section.stage == stage) {
+      read_knobs(config, section.name, section.knobs, a);
+    }
+  }
+  a.algorithm = stage == "rl" ? config.string("agent.algorithm") : "sft";
   const std::int64_t seed = config.integer("agent.seed");
   a.seed = static_cast<std::uint64_t>(seed < 0 ? config.integer("experiment.seed") : seed);
   if (auto problem = a.validate()) {
