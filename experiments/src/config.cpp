@@ -11,30 +11,6 @@
 namespace sparserl::experiments {
 namespace {
 
-std::string format_number(double v) {
-  if (std::isfinite(v) && v == std::floor(v) && std::abs(v) < 1e15) {
-    std::ostringstream out;
-    out << static_cast<long long>(v) << ".0";
-    return out.str();
-  }
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  std::string s = out.str();
-  // Shortest form that round-trips.
-  for (int p = 1; p <= 17; ++p) {
-    std::ostringstream o;
-    o.precision(p);
-    o << v;
-    if (std::stod(o.str()) == v) {
-      s = o.str();
-      break;
-    }
-  }
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
-}
-
 std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -72,6 +48,11 @@ std::string_view last_component(std::string_view path) {
 // The closest key: by edit distance of the whole path, or of the last component (a key placed in
 // the wrong section).
 std::string suggestion(const Schema& schema, std::string_view path) {
+  for (const auto& [section, why] : schema.unavailable()) {
+    const bool under = path.size() > section.size() && path[section.size()] == '.' &&
+                       path.substr(0, section.size()) == section;
+    if (path == section || under) return " (" + why + ")";
+  }
   std::string best;
   std::size_t best_d = 4;
   for (const KeySpec& k : schema.keys()) {
@@ -150,23 +131,10 @@ bool directly_under(const std::string& path, const std::string& section) {
 
 }  // namespace
 
-std::string_view to_string(ValueType type) {
-  switch (type) {
-    case ValueType::integer: return "integer";
-    case ValueType::real: return "number";
-    case ValueType::boolean: return "boolean";
-    case ValueType::string: return "string";
-    case ValueType::string_list: return "list of strings";
-    case ValueType::integer_list: return "list of integers";
-    case ValueType::real_list: return "list of numbers";
-  }
-  return "?";
-}
-
 std::string to_toml_literal(const Value& value) {
   struct Visitor {
     std::string operator()(std::int64_t v) const { return std::to_string(v); }
-    std::string operator()(double v) const { return format_number(v); }
+    std::string operator()(double v) const { return datasets::format_real(v); }
     std::string operator()(bool v) const { return v ? "true" : "false"; }
     std::string operator()(const std::string& v) const { return quote(v); }
     std::string operator()(const std::vector<std::string>& v) const {
@@ -181,7 +149,9 @@ std::string to_toml_literal(const Value& value) {
     }
     std::string operator()(const std::vector<double>& v) const {
       std::string out = "[";
-      for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + format_number(v[i]);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        out += (i ? ", " : "") + datasets::format_real(v[i]);
+      }
       return out + "]";
     }
   };
@@ -245,6 +215,16 @@ Schema& Schema::validate(std::function<std::optional<std::string>(const Value&)>
   return *this;
 }
 
+Schema& Schema::unavailable(std::string section, std::string why) {
+  unavailable_.emplace_back(std::move(section), std::move(why));
+  return *this;
+}
+
+Schema& Schema::knobs(const std::vector<datasets::KnobSpec>& specs) {
+  for (const datasets::KnobSpec& spec : specs) add(spec);
+  return *this;
+}
+
 const KeySpec* Schema::find(std::string_view path) const {
   for (const KeySpec& k : keys_) {
     if (k.path == path) return &k;
@@ -260,76 +240,19 @@ bool Schema::is_section(std::string_view path) const {
 }
 
 std::optional<std::string> Schema::check(const KeySpec& key, const Value& value) const {
-  if (auto bad = check_type_and_range(key, value)) return bad;
-  if (key.validator) return key.validator(value);
-  return std::nullopt;
-}
-
-std::optional<std::string> Schema::check_type_and_range(const KeySpec& key, const Value& value) const {
-  const bool integral = key.type == ValueType::integer || key.type == ValueType::integer_list;
-  auto number = [&](double v) {
-    return integral ? std::to_string(static_cast<long long>(v)) : format_number(v);
-  };
-  auto in_range = [&](double v) -> std::optional<std::string> {
-    if (!std::isfinite(v)) return "expected a finite number, got " + format_number(v);
-    if ((key.min && v < *key.min) || (key.max && v > *key.max)) {
-      std::string range = "[" + (key.min ? number(*key.min) : std::string("-inf")) + ", " +
-                          (key.max ? number(*key.max) : std::string("inf")) + "]";
-      return "value " + number(v) + " is outside " + range;
-    }
-    return std::nullopt;
-  };
-  auto allowed = [&](const std::string& s) -> std::optional<std::string> {
-    if (key.choices.empty() || std::find(key.choices.begin(), key.choices.end(), s) != key.choices.end()) {
-      return std::nullopt;
-    }
-    std::string list;
-    for (std::size_t i = 0; i < key.choices.size(); ++i) list += (i ? ", " : "") + key.choices[i];
-    return "'" + s + "' is not one of: " + list;
-  };
-  switch (key.type) {
-    case ValueType::integer:
-      if (!std::holds_alternative<std::int64_t>(value)) return "expected an integer";
-      return in_range(static_cast<double>(std::get<std::int64_t>(value)));
-    case ValueType::real:
-      if (std::holds_alternative<std::int64_t>(value)) return in_range(static_cast<double>(std::get<std::int64_t>(value)));
-      if (!std::holds_alternative<double>(value)) return "expected a number";
-      return in_range(std::get<double>(value));
-    case ValueType::boolean:
-      if (!std::holds_alternative<bool>(value)) return "expected a boolean";
-      return std::nullopt;
-    case ValueType::string:
-      if (!std::holds_alternative<std::string>(value)) return "expected a string";
-      return allowed(std::get<std::string>(value));
-    case ValueType::string_list:
-      if (!std::holds_alternative<std::vector<std::string>>(value)) return "expected a list of strings";
-      for (const auto& s : std::get<std::vector<std::string>>(value)) {
-        if (auto bad = allowed(s)) return bad;
-      }
-      return std::nullopt;
-    case ValueType::integer_list:
-      if (!std::holds_alternative<std::vector<std::int64_t>>(value)) return "expected a list of integers";
-      for (auto v : std::get<std::vector<std::int64_t>>(value)) {
-        if (auto bad = in_range(static_cast<double>(v))) return bad;
-      }
-      return std::nullopt;
-    case ValueType::real_list:
-      if (!std::holds_alternative<std::vector<double>>(value)) return "expected a list of numbers";
-      for (auto v : std::get<std::vector<double>>(value)) {
-        if (auto bad = in_range(v)) return bad;
-      }
-      return std::nullopt;
-  }
-  return std::nullopt;
+  return datasets::check_knob(key, value);
 }
 
 std::string Schema::render_markdown() const {
   std::ostringstream out;
   out << "# Configuration reference\n\n"
-         "Generated from the schema in experiments/src/schema.cpp by `sparserl config --markdown`; a test\n"
-         "keeps this page equal to it. Every key has the default shown; a config file sets only what it\n"
-         "changes. Unknown keys, wrong types and out-of-range values are errors that name the key path\n"
-         "and the file line. Override any key on the command line with `--set section.key=value`.\n";
+      << "Generated by `sparserl config --markdown` from the schema in\n"
+      << "experiments/src/schema.cpp, which lists the knobs each library declares beside its\n"
+      << "struct (datasets/knobs.hpp: the env's, the agents', each learning algorithm's in the\n"
+      << "algorithm's own file) and the runner's own keys; a test keeps this page equal to it.\n"
+      << "Every key has the default shown; a config file sets only what it changes. Unknown\n"
+      << "keys, wrong types and out-of-range values are errors that name the key path and the\n"
+      << "file line. Override any key on the command line with `--set section.key=value`.\n";
   for (const SectionSpec& s : sections_) {
     out << "\n## [" << s.name << "]\n\n" << s.doc << "\n\n| key | type | default | allowed | meaning |\n"
         << "|---|---|---|---|---|\n";
@@ -339,15 +262,15 @@ std::string Schema::render_markdown() const {
       if (!k.choices.empty()) {
         for (std::size_t i = 0; i < k.choices.size(); ++i) allowed += (i ? ", " : "") + k.choices[i];
       } else if (k.min || k.max) {
-        allowed = (k.min ? format_number(*k.min) : std::string("-inf")) + " .. " +
-                  (k.max ? format_number(*k.max) : std::string("inf"));
+        allowed = (k.min ? datasets::format_real(*k.min) : std::string("-inf")) + " .. " +
+                  (k.max ? datasets::format_real(*k.max) : std::string("inf"));
         if (k.type == ValueType::integer || k.type == ValueType::integer_list) {
           allowed = (k.min ? std::to_string(static_cast<long long>(*k.min)) : std::string("-inf")) + " .. " +
                     (k.max ? std::to_string(static_cast<long long>(*k.max)) : std::string("inf"));
         }
       }
       out << "| `" << k.path.substr(s.name.size() + 1) << "` | " << to_string(k.type) << " | `"
-          << to_toml_literal(k.default_value) << "` | " << allowed << " | " << k.doc << " |\n";
+          << to_toml_literal(k.default_value) << "` | " << allowed << " | " << k.help << " |\n";
     }
   }
   return out.str();

@@ -3,16 +3,27 @@
 // reward::GpuProtocol, reward::RewardConfig, env::EnvConfig, agents::AgentConfig and the stage
 // configs of agents/training.hpp): runner.cpp fills those structs from these keys and nothing else,
 // and the defaults here are the structs' own (tests/experiments/runner_test.cpp compares them), so
-// a resolved config (config.resolved.toml) states every choice a run made. docs/config.md is
-// rendered from this table (`sparserl config --markdown`).
+// a resolved config (config.resolved.toml) states every choice a run made. Where a library declares
+// its knobs (datasets/knobs.hpp: the env's, the agents' and each registered algorithm's), the
+// schema lists those declarations - key, default, range, help - rather than restating them; the
+// rest are declared here. docs/config.md is rendered from this table (`sparserl config
+// --markdown`).
 #include <algorithm>
 #include <cctype>
 #include <functional>
 #include <string>
 
+#include "agent_sections.hpp"
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/experiments/config.hpp"
+
+#if defined(SPARSERL_HAVE_AGENTS)
+#include "sparserl/agents/algorithm.hpp"
+#include "sparserl/agents/training.hpp"
+#endif
+#include "sparserl/env/env_knobs.hpp"
+#include "sparserl/reward/reward_knobs.hpp"
 
 #if __has_include("sparserl/reward/sandbox.hpp")
 #include "sparserl/reward/sandbox.hpp"
@@ -45,13 +56,6 @@ std::function<std::optional<std::string>(const Value&)> sandbox_key(std::string 
 #endif
     return std::nullopt;
   };
-}
-
-std::optional<std::string> multiple_of_4(const Value& value) {
-  const std::int64_t v = std::get<std::int64_t>(value);
-  if (v % 4 == 0) return std::nullopt;
-  return "value " + std::to_string(v) +
-         " is not a multiple of 4 (half of it per index, sin and cos)";
 }
 
 // data.generators: each a valid gen-v1 URI (its seed= is replaced per task, so any is dropped).
@@ -102,8 +106,79 @@ std::optional<std::string> bench_policies(const Value& value) {
 // A path or the word "design-space" (built in-process from the kernel design space).
 constexpr const char* kDesignSpace = "design-space";
 
-Schema build_schema() {
-  Schema s;
+// [env]: the environment's knobs (env_knobs.hpp) and the order of the training tasks.
+void add_env_section(Schema& s) {
+  s.section("env",
+            "The environment (env::EnvConfig and its ObservationConfig). The policy reads what the "
+            "env shows, so max_tokens, mask, nnz_samples and embedding_dim are also the policy's.");
+  const datasets::Knobs<env::EnvConfig>& knobs = env::env_knobs();
+  s.knobs(knobs
+              .section("", {"max_tokens", "mask", "nnz_samples", "embedding_dim", "index_scaling",
+                            "index_scale", "stratification"})
+              .specs());
+  s.string("task_order", "shuffled",
+           "order of the training tasks in RL (shuffled: a new seeded permutation each pass)",
+           {"sequential", "shuffled"});
+  s.knobs(knobs.section("", {"truncation_reward"}).specs());
+}
+
+#if defined(SPARSERL_HAVE_AGENTS)
+// The learned agent's sections: the config's own keys (the policy's preset and its overrides, the
+// rl stage's algorithm, the seed) beside the agents' knobs, placed by agent_knob_sections().
+void add_agent_sections(Schema& s) {
+  const std::vector<AgentKnobSection> sections = agent_knob_sections();
+  const auto knobs = [&](const std::string& name) {
+    for (const AgentKnobSection& section : sections) {
+      if (section.name == name) return section.knobs.specs(section.defaults);
+    }
+    return std::vector<datasets::KnobSpec>();
+  };
+  s.section("policy",
+            "The policy network (agents::PolicyConfig): a decoder-only transformer over [K matrix "
+            "slots][feature slot][<bos>][code]. Shape keys at 0 take the preset's value.")
+      .string("preset", "small", "size: tiny (~0.2M parameters, CI), small (~4M), medium (~28M)",
+              {"tiny", "small", "medium"})
+      .integer("layers", 0, "transformer blocks (0: the preset's)", 0, 1024)
+      .integer("heads", 0, "attention heads (0: the preset's); d_model must be a multiple", 0, 1024)
+      .integer("d_model", 0, "model width (0: the preset's)", 0, 65536)
+      .integer("d_ff", 0, "feed-forward width (0: the preset's)", 0, 262144)
+      .knobs(knobs("policy"));
+  s.section("agent",
+            "The learned agent (agents::AgentConfig): the RL algorithm, its seed and device. The "
+            "stage sections below hold each stage's optimiser settings and knobs.")
+      .string("algorithm", "grpo",
+              "the algorithm of the rl stage; sft: no RL (the SFT policy is the result)",
+              agents::AlgorithmRegistry::names())
+      .integer("seed", -1, "weights, sampling and data order (-1: experiment.seed)", -1, 9.2e18)
+      .knobs(knobs("agent"));
+  s.section("agent.optimizer",
+            "AdamW settings every stage shares (each stage sets its own learning rate and "
+            "schedule). Weight decay applies to matrices only.")
+      .knobs(knobs("agent.optimizer"));
+  s.section(
+       "agent.sampling",
+       "How the policy samples in RL and in pass@k evaluation (the action mask applies first). "
+       "Keep top_k = 0 and top_p = 1 for RL: log-probabilities are of the untruncated "
+       "distribution.")
+      .knobs(knobs("agent.sampling"));
+  s.section("agent.pretrain",
+            "Pretraining: next-token loss on the kernel corpus (programs without a matrix).")
+      .knobs(knobs("agent.pretrain"));
+  s.section("agent.sft", std::string(agents::AlgorithmRegistry::find("sft")->summary()))
+      .knobs(knobs("agent.sft"))
+      .knobs(agents::sft_stage_knobs().specs());
+  s.section("agent.rl", "The RL stage's optimiser (the algorithm's knobs are in its own section).")
+      .knobs(knobs("agent.rl"));
+  for (const std::string& name : agents::AlgorithmRegistry::names()) {
+    const agents::Algorithm* algorithm = agents::AlgorithmRegistry::find(name);
+    if (algorithm->knobs().empty()) continue;  // sft: its section is the stage's, above
+    s.section("agent." + name, std::string(algorithm->summary())).knobs(knobs("agent." + name));
+  }
+}
+#endif
+
+// [experiment] and [data]: what the run is and what it trains on.
+void add_run_sections(Schema& s) {
   s.section(
        "experiment",
        "What the run is called, its seed, and where its paths start. Relative paths anywhere in "
@@ -161,148 +236,10 @@ Schema build_schema() {
                    "take only the split's matrices of these families (the collection group, or the "
                    "generator family of version-2 entries; checked against the split's); empty: "
                    "all");
+}
 
-  s.section("env",
-            "The environment (env::EnvConfig and its ObservationConfig). The policy reads what the "
-            "env shows, so max_tokens, mask, nnz_samples and embedding_dim are also the policy's.")
-      .integer("max_tokens", 4096,
-               "tokens per episode, <eos> included (design-space programs need up to ~2300)", 1,
-               1 << 20)
-      .string("mask", "syntax",
-              "action mask: none, or syntax (lexically valid tokens, balanced brackets, kernel "
-              "declarations as the ABI spells them, <eos> only where the program can end)",
-              {"none", "syntax"})
-      .integer("nnz_samples", 128, "K: nonzeros sampled into the observation", 1, 65536)
-      .integer("embedding_dim", 64, "D: width of the sinusoidal embedding [PE(row) | PE(col)]", 4,
-               4096)
-      .validate(multiple_of_4)
-      .string("index_scaling", "raw",
-              "positions fed to the embedding: the raw index (the method) or index / extent * "
-              "index_scale",
-              {"raw", "normalized"})
-      .real("index_scale", 1000.0, "normalized scaling: index / extent * index_scale", 1e-9, 1e12)
-      .string("stratification", "nonzeros",
-              "how the K nonzeros are drawn: one per block of nnz/K entries, or one per block of "
-              "rows",
-              {"nonzeros", "rows"})
-      .string("task_order", "shuffled",
-              "order of the training tasks in RL (shuffled: a new seeded permutation each pass)",
-              {"sequential", "shuffled"})
-      .real("truncation_reward", -0.5,
-            "reward of an episode cut at max_tokens without <eos> (EnvConfig's default is "
-            "reward.compile_fail: keep them equal unless you mean otherwise)");
-
-  s.section("policy",
-            "The policy network (agents::PolicyConfig): a decoder-only transformer over [K matrix "
-            "slots][feature slot][<bos>][code]. Shape keys at 0 take the preset's value.")
-      .string("preset", "small", "size: tiny (~0.2M parameters, CI), small (~4M), medium (~28M)",
-              {"tiny", "small", "medium"})
-      .integer("layers", 0, "transformer blocks (0: the preset's)", 0, 1024)
-      .integer("heads", 0, "attention heads (0: the preset's); d_model must be a multiple", 0, 1024)
-      .integer("d_model", 0, "model width (0: the preset's)", 0, 65536)
-      .integer("d_ff", 0, "feed-forward width (0: the preset's)", 0, 262144)
-      .real("dropout", 0.0, "dropout in training (0 keeps resumed CPU runs exact)", 0, 0.9)
-      .boolean("tie_embeddings", true, "the output layer shares the token embedding");
-
-  s.section("agent",
-            "The learned agent (agents::AgentConfig): the RL algorithm, its seed and device. The "
-            "stage sections below hold each stage's optimiser settings and knobs.")
-      .string("algorithm", "grpo",
-              "the algorithm of the rl stage; sft: no RL (the SFT policy is the result)",
-              {"sft", "reinforce", "ppo", "grpo"})
-      .integer("seed", -1, "weights, sampling and data order (-1: experiment.seed)", -1, 9.2e18)
-      .string("device", "auto",
-              "where the policy runs: auto (CUDA when LibTorch sees it), cpu, "
-              "cuda, cuda:N");
-
-  s.section("agent.optimizer",
-            "AdamW settings every stage shares (each stage sets its own learning rate and "
-            "schedule). Weight decay applies to matrices only.")
-      .real("beta1", 0.9, "first moment decay", 0, 0.999999)
-      .real("beta2", 0.95, "second moment decay", 0, 0.999999)
-      .real("eps", 1e-8, "denominator epsilon", 1e-30, 1)
-      .real("weight_decay", 0.01, "decoupled weight decay", 0, 10)
-      .real("max_grad_norm", 1.0, "gradient clipping by global norm (0: none)", 0, 1e9)
-      .real("min_lr_ratio", 0.1, "cosine / linear decay ends at this fraction of lr", 0, 1);
-
-  s.section(
-       "agent.sampling",
-       "How the policy samples in RL and in pass@k evaluation (the action mask applies first). "
-       "Keep top_k = 0 and top_p = 1 for RL: log-probabilities are of the untruncated "
-       "distribution.")
-      .real("temperature", 1.0, "softmax temperature", 1e-6, 100)
-      .integer("top_k", 0, "keep the k most likely tokens (0: off)", 0, 1e9)
-      .real("top_p", 1.0, "nucleus sampling mass (1: off)", 1e-9, 1);
-
-  const auto stage_optimizer = [&s](double lr) {
-    s.real("lr", lr, "peak learning rate", 1e-12, 10)
-        .integer("warmup_steps", 0, "linear warm-up steps", 0, 1e12)
-        .string("schedule", "constant", "learning-rate schedule after warm-up",
-                {"constant", "cosine", "linear"})
-        .integer("decay_steps", 0, "cosine / linear: steps to reach min_lr_ratio * lr", 0, 1e12);
-  };
-  s.section("agent.pretrain",
-            "Pretraining: next-token loss on the kernel corpus (programs without a matrix).");
-  stage_optimizer(3e-4);
-  s.section("agent.sft",
-            "SFT: the matrix observation as the prompt, the teacher's program as the target.");
-  stage_optimizer(3e-4);
-  s.boolean("resample_observations", true,
-            "draw a fresh sample of K nonzeros per epoch (augmentation), else one per pair");
-  s.section("agent.rl", "The RL stage's optimiser (the algorithm's knobs are in its own section).");
-  stage_optimizer(1e-5);
-
-  s.section("agent.reinforce",
-            "REINFORCE with the leave-one-out baseline (RLOO; TRL's RLOOTrainer).")
-      .real("kl_coef", 0.05, "weight of the KL to the reference in the reward", 0, 1e6)
-      .string("kl_estimator", "k1", "per-token KL estimator", {"k1", "k2", "k3"})
-      .boolean("normalize_advantages", false, "whiten the advantages over the batch")
-      .boolean("normalize_by_length", false, "divide each sequence's log-probability by its length")
-      .integer("minibatches", 1, "gradient accumulation; one optimiser step per update", 1, 1e6);
-
-  s.section("agent.ppo",
-            "PPO for language models (TRL's PPOTrainer, verl): value head, GAE, clipped ratio and "
-            "value, per-token KL penalty.")
-      .real("gamma", 1.0, "discount", 0, 1)
-      .real("lambda", 0.95, "GAE lambda", 0, 1)
-      .real("clip_ratio", 0.2, "epsilon of the ratio", 1e-9, 1e6)
-      .real("value_clip", 0.2, "epsilon of the value (<= 0: no clipping)", -1e6, 1e6)
-      .real("vf_coef", 0.1, "weight of the value loss", 0, 1e6)
-      .real("entropy_coef", 0.0, "weight of the entropy bonus", -1e6, 1e6)
-      .real("kl_coef", 0.05, "per-token KL penalty in the reward", 0, 1e6)
-      .string("kl_estimator", "k1", "per-token KL estimator", {"k1", "k2", "k3"})
-      .boolean("whiten_advantages", true, "whiten advantages over the batch")
-      .integer("epochs", 4, "passes over each batch of rollouts", 1, 1e6)
-      .integer("minibatches", 4, "minibatches per pass", 1, 1e6)
-      .integer("critic_warmup_updates", 0,
-               "the first N updates train the value head alone (trunk and policy frozen)", 0, 1e9)
-      .real("value_lr_scale", 1.0,
-            "the value head's learning rate as a multiple of optimizer.lr (a separate critic lr)",
-            1e-6, 1e6)
-      .boolean("value_trunk_gradients", true,
-               "the value loss trains the shared trunk too (false: the value head alone, so the "
-               "policy's update is the same as with vf_coef = 0)")
-      .string("critic", "shared",
-              "shared: the value head on the policy's trunk; separate: a critic network of its "
-              "own, a copy of the policy when RL starts, trained by the value loss alone at lr x "
-              "value_lr_scale (vf_coef and value_trunk_gradients do not apply)",
-              {"shared", "separate"});
-
-  s.section(
-       "agent.grpo",
-       "GRPO (TRL's GRPOTrainer, verl): group-normalised advantages, clipped ratio, k3 KL to the "
-       "reference in the loss.")
-      .real("epsilon_low", 0.2, "lower clip of the ratio", 1e-9, 1e6)
-      .real("epsilon_high", 0.2, "upper clip of the ratio (DAPO's clip-higher when larger)", 1e-9,
-            1e6)
-      .real("beta", 0.04, "KL weight (0: no reference policy)", 0, 1e6)
-      .boolean("scale_rewards", true, "divide by the group's standard deviation")
-      .real("std_eps", 1e-4, "added to the group's standard deviation", 1e-12, 1e6)
-      .string("aggregation", "token_mean", "how per-token losses become one number (verl)",
-              {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum"})
-      .integer("epochs", 1, "passes over each batch (TRL num_iterations)", 1, 1e6)
-      .integer("minibatches", 1, "minibatches per pass", 1, 1e6);
-
+// [train], [eval] and [bench]: what the runner does and with what budgets.
+void add_stage_sections(Schema& s) {
   s.section("train",
             "What `sparserl train` runs: the stages in order, their budgets, and where the first "
             "two stages' data come from.")
@@ -392,7 +329,11 @@ Schema build_schema() {
                "write every program of the learned and random agents (answers and samples, "
                "policy ids AGENT:greedy / AGENT:sampled / random) to RUN_DIR/trajectories.h5")
       .integer("max_tasks", 0, "benchmark at most this many matrices (0: all)", 0, 1e9);
+}
 
+// [evaluator] and [sandbox]: the evaluator's workers and their limits (declared here: reward/ does
+// not declare these knobs yet).
+void add_evaluator_sections(Schema& s) {
   s.section(
        "evaluator",
        "The evaluator (reward::EvaluatorConfig): compile and GPU workers, deadlines, caches and "
@@ -469,44 +410,26 @@ Schema build_schema() {
               "pin workers round-robin to these CPUs, \"0,2,4-7\" (empty: no "
               "pinning)")
       .validate(sandbox_key("cpu_affinity"));
+}
 
+// [check], [timing] and [reward]: the GPU protocol's and the reward's knobs (reward_knobs.hpp).
+void add_reward_sections(Schema& s) {
+  const datasets::Knobs<reward::GpuProtocol>& protocol = reward::gpu_protocol_knobs();
   s.section("check", "The correctness stage on the GPU (reward::GpuProtocol).")
-      .integer("seed", 0, "seeds the random inputs of every evaluation (with the cubin and matrix)",
-               0, 9.2e18)
-      .integer("random_inputs", 3, "fresh random inputs (values in [-1, 1]) checked per evaluation",
-               1, 64);
-
+      .knobs(protocol.section("check").specs());
   s.section("timing",
             "The timing stage: CUPTI kernel time, candidate and cuSPARSE interleaved "
             "(reward::GpuProtocol).")
-      .boolean("enabled", true,
-               "time correct kernels against cuSPARSE (false: the speed term is 0)")
-      .integer("warmup", 5, "untimed runs of each before timing", 0, 1000)
-      .integer("repetitions", 50, "timed repetitions of each, interleaved; the median is reported",
-               1, 100000)
-      .boolean("flush_l2", true, "flush the L2 cache before every repetition");
-
+      .knobs(protocol.section("timing").specs());
   s.section("reward",
             "The hierarchical reward (reward::RewardConfig): R = R_compile + 1[compiled] R_test + "
             "1[correct] r_eff shape(speedup) - r_pen 1[resource limit], clipped.")
-      .string("baseline", "best",
-              "speedup denominator: best = the fastest correct cuSPARSE path for the matrix (CSR "
-              "ALG1/2, COO, sliced ELL, BSR; SpMM: CSR, COO, blocked ELL, BSR); csr = CSR "
-              "algorithms only (the baseline before bench-v2, to reproduce older figures)",
-              {"best", "csr"})
-      .real("compile_pass", 0.5, "R_compile when the program compiled")
-      .real("compile_fail", -0.5, "R_compile when it did not")
-      .real("test_pass", 0.5, "R_test when the output was correct")
-      .real("test_fail", -0.5, "R_test when a compiled program failed on the GPU")
-      .real("r_eff", 0.2, "weight of shape(speedup)")
-      .real("r_pen", 0.2, "penalty for exceeding a resource limit")
-      .string("shape", "linear", "speed shape: speedup - 1, log2(speedup), or tiers",
-              {"linear", "log2", "tiers"})
-      .real_list("tier_speedups", {1.0, 1.5, 2.0}, "tiers: ascending speedup thresholds", 0, 1e6)
-      .real_list("tier_values", {1.0, 2.0, 3.0}, "tiers: shape value of each threshold")
-      .real("clip_min", -1, "lower clip of the total")
-      .real("clip_max", 3, "upper clip of the total");
+      .knobs(protocol.section("", {"baseline"}).specs())
+      .knobs(reward::reward_knobs().specs());
+}
 
+// [checkpoints], [report] and [progress]: what a run writes.
+void add_output_sections(Schema& s) {
   s.section(
        "checkpoints",
        "Checkpoints in the run directory's checkpoints/ folder: step-NNNNNN/ with the policy's "
@@ -552,10 +475,57 @@ Schema build_schema() {
             "seconds between progress lines when stderr is not a terminal (a terminal gets one "
             "line redrawn in place)",
             0.5, 86400);
+}
+
+Schema build_schema() {
+  Schema s;
+  add_run_sections(s);
+  add_env_section(s);
+
+#if defined(SPARSERL_HAVE_AGENTS)
+  add_agent_sections(s);
+#else
+  for (const char* section : {"policy", "agent"}) {
+    s.unavailable(section,
+                  "this build has no LibTorch: the learned agents and their keys are absent");
+  }
+#endif
+  add_stage_sections(s);
+  add_evaluator_sections(s);
+  add_reward_sections(s);
+  add_output_sections(s);
   return s;
 }
 
 }  // namespace
+
+#if defined(SPARSERL_HAVE_AGENTS)
+std::vector<AgentKnobSection> agent_knob_sections() {
+  const datasets::Knobs<agents::AgentConfig> knobs = agents::agent_knobs();
+  const agents::AgentConfig defaults;
+  agents::AgentConfig rl = defaults;
+  rl.optimizer.lr = agents::kRlLearningRate;
+  const std::vector<std::string> schedule = {"lr", "warmup_steps", "schedule", "decay_steps"};
+  std::vector<AgentKnobSection> out = {
+      {"policy", "", knobs.section("policy", {"dropout", "tie_embeddings"}), defaults},
+      {"agent", "", knobs.section("agent", {"device"}), defaults},
+      {"agent.optimizer", "",
+       knobs.section("optimizer",
+                     {"beta1", "beta2", "eps", "weight_decay", "max_grad_norm", "min_lr_ratio"}),
+       defaults},
+      {"agent.sampling", "", knobs.section("sampling", {"temperature", "top_k", "top_p"}),
+       defaults},
+      {"agent.pretrain", "pretrain", knobs.section("optimizer", schedule), defaults},
+      {"agent.sft", "sft", knobs.section("optimizer", schedule), defaults},
+      {"agent.rl", "rl", knobs.section("optimizer", schedule), rl},
+  };
+  for (const std::string& name : agents::AlgorithmRegistry::names()) {
+    datasets::Knobs<agents::AgentConfig> algorithm = knobs.section(name);
+    if (!algorithm.empty()) out.push_back({"agent." + name, "", std::move(algorithm), defaults});
+  }
+  return out;
+}
+#endif
 
 const Schema& experiment_schema() {
   static const Schema schema = build_schema();

@@ -1,16 +1,19 @@
-// From a resolved Config to the project's own structs (runner.hpp): one function per struct, every
-// key mapped to the field it names. The agent's keys go through agents::apply_key_value, the one
-// table that also writes and reads checkpoints, and the sandbox's through
-// SandboxLimits::from_key_values, so no value is parsed twice in two ways.
+// From a resolved Config to the project's own structs (runner.hpp): one function per struct. Where
+// a library declares its knobs (datasets/knobs.hpp: the env's, the agents' and their algorithms'),
+// each config key fills its field through that declaration - the same one that gave the schema the
+// key and that writes the agent's checkpoints - and the rest are mapped here key by key; the
+// sandbox's go through SandboxLimits::from_key_values. No value is parsed twice in two ways.
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <utility>
 
+#include "agent_sections.hpp"
 #include "session.hpp"
 #include "sparserl/datasets/splits.hpp"
-#include "sparserl/experiments/json.hpp"
+#include "sparserl/env/env_knobs.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/reward/reward_knobs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -21,13 +24,18 @@ std::chrono::milliseconds milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
 }
 
-// The text apply_key_value reads for a config value.
-[[maybe_unused]] std::string value_text(const Value& value) {
-  if (const auto* s = std::get_if<std::string>(&value)) return *s;
-  if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
-  if (const auto* i = std::get_if<std::int64_t>(&value)) return std::to_string(*i);
-  if (const auto* d = std::get_if<double>(&value)) return json_number(*d);
-  return to_toml_literal(value);
+// Sets the knobs of `target` from the config's keys SECTION.PATH (the schema took those keys from
+// the same declarations, so the values fit them).
+template <typename Owner>
+void read_knobs(const Config& config, const std::string& section,
+                const datasets::Knobs<Owner>& knobs, Owner& target) {
+  for (const datasets::KnobBinding<Owner>& b : knobs.bindings()) {
+    try {
+      knobs.set(target, b.spec.path, config.value(section + "." + b.spec.path));
+    } catch (const std::invalid_argument& e) {
+      throw RunnerError(section + "." + e.what());
+    }
+  }
 }
 
 // lexically_normal() without the trailing separator it leaves after "..": "/a/b/.." is "/a".
@@ -81,25 +89,14 @@ reward::SandboxLimits sandbox_limits(const Config& config) {
 
 reward::GpuProtocol gpu_protocol(const Config& config) {
   reward::GpuProtocol p;
-  p.seed = static_cast<std::uint64_t>(config.integer("check.seed"));
-  p.random_inputs = static_cast<std::int32_t>(config.integer("check.random_inputs"));
-  p.warmup_runs = static_cast<std::int32_t>(config.integer("timing.warmup"));
-  p.timed_runs = static_cast<std::int32_t>(config.integer("timing.repetitions"));
-  p.flush_l2 = config.boolean("timing.flush_l2");
-  p.time = config.boolean("timing.enabled");
-  p.baseline = *reward::parse_baseline_mode(config.string("reward.baseline"));  // schema-checked
+  const datasets::Knobs<reward::GpuProtocol>& knobs = reward::gpu_protocol_knobs();
+  read_knobs(config, "check", knobs.section("check"), p);
+  read_knobs(config, "timing", knobs.section("timing"), p);
+  read_knobs(config, "reward", knobs.section("", {"baseline"}), p);
   return p;
 }
 
 reward::RewardConfig reward_config(const Config& config) {
-  reward::RewardConfig r;
-  r.compile_pass = config.real("reward.compile_pass");
-  r.compile_fail = config.real("reward.compile_fail");
-  r.test_pass = config.real("reward.test_pass");
-  r.test_fail = config.real("reward.test_fail");
-  r.r_eff = config.real("reward.r_eff");
-  r.r_pen = config.real("reward.r_pen");
-  r.shape = *reward::parse_speed_shape(config.string("reward.shape"));
   const auto& speedups = config.real_list("reward.tier_speedups");
   const auto& values = config.real_list("reward.tier_values");
   if (speedups.size() != values.size()) {
@@ -107,10 +104,8 @@ reward::RewardConfig reward_config(const Config& config) {
                       std::to_string(speedups.size()) +
                       " reward.tier_speedups (expected one value per threshold)");
   }
-  r.tiers.clear();
-  for (std::size_t i = 0; i < speedups.size(); ++i) r.tiers.push_back({speedups[i], values[i]});
-  r.clip_min = config.real("reward.clip_min");
-  r.clip_max = config.real("reward.clip_max");
+  reward::RewardConfig r;
+  read_knobs(config, "reward", reward::reward_knobs(), r);
   if (auto problem = r.validate()) throw RunnerError("[reward]: " + *problem);
   return r;
 }
@@ -157,16 +152,9 @@ reward::EvaluatorConfig evaluator_config(const Config& config, const fs::path& r
 
 env::EnvConfig env_config(const Config& config) {
   env::EnvConfig e;
-  e.max_tokens = static_cast<int>(config.integer("env.max_tokens"));
-  e.mask = *env::parse_mask_mode(config.string("env.mask"));
-  e.observation.nnz_samples = static_cast<int>(config.integer("env.nnz_samples"));
-  e.observation.embedding_dim = static_cast<int>(config.integer("env.embedding_dim"));
-  e.observation.scaling = *env::parse_index_scaling(config.string("env.index_scaling"));
-  e.observation.scale = config.real("env.index_scale");
-  e.observation.stratification = *env::parse_stratification(config.string("env.stratification"));
+  read_knobs(config, "env", env::env_knobs(), e);
   e.reward = reward_config(config);
   e.seed = static_cast<std::uint64_t>(config.integer("experiment.seed"));
-  e.truncation_reward = config.real("env.truncation_reward");
   if (auto problem = e.validate()) throw RunnerError("[env]: " + *problem);
   return e;
 }
@@ -187,48 +175,33 @@ agents::AgentConfig agent_config(const Config& config, std::string_view stage) {
   }
   agents::AgentConfig a;
   a.policy = agents::PolicyConfig::preset(config.string("policy.preset"));
-  // agents key <- config key; the policy reads what the env shows.
+  const datasets::Knobs<agents::AgentConfig> knobs = agents::agent_knobs();
+  // agent knob <- config key: the preset's shape where the config gives one, and what the env
+  // shows, which the policy reads.
   std::vector<std::pair<std::string, std::string>> keys = {
-      {"policy.dropout", "policy.dropout"},
-      {"policy.tie_embeddings", "policy.tie_embeddings"},
       {"policy.max_tokens", "env.max_tokens"},
       {"policy.nnz_samples", "env.nnz_samples"},
       {"policy.embedding_dim", "env.embedding_dim"},
       {"agent.mask", "env.mask"},
-      {"agent.device", "agent.device"},
-      {"sampling.temperature", "agent.sampling.temperature"},
-      {"sampling.top_k", "agent.sampling.top_k"},
-      {"sampling.top_p", "agent.sampling.top_p"},
   };
   for (const char* shape : {"layers", "heads", "d_model", "d_ff"}) {
     if (config.integer(std::string("policy.") + shape) > 0) {
       keys.emplace_back(std::string("policy.") + shape, std::string("policy.") + shape);
     }
   }
-  for (const char* key :
-       {"beta1", "beta2", "eps", "weight_decay", "max_grad_norm", "min_lr_ratio"}) {
-    keys.emplace_back(std::string("optimizer.") + key, std::string("agent.optimizer.") + key);
-  }
-  for (const char* key : {"lr", "warmup_steps", "schedule", "decay_steps"}) {
-    keys.emplace_back(std::string("optimizer.") + key, "agent." + std::string(stage) + "." + key);
-  }
-  for (const std::string algorithm : {"reinforce", "ppo", "grpo"}) {
-    const std::string prefix = "agent." + algorithm + ".";
-    for (const KeySpec& k : config.schema().keys()) {
-      if (k.path.rfind(prefix, 0) == 0) {
-        keys.emplace_back(algorithm + "." + k.path.substr(prefix.size()), k.path);
-      }
-    }
-  }
   for (const auto& [agent_key, config_key] : keys) {
     try {
-      agents::apply_key_value(a, agent_key, value_text(config.value(config_key)));
+      knobs.set(a, agent_key, config.value(config_key));
     } catch (const std::invalid_argument& e) {
       throw RunnerError(config_key + ": " + e.what());
     }
   }
-  a.algorithm = stage == "rl" ? *agents::parse_algorithm(config.string("agent.algorithm"))
-                              : agents::Algorithm::sft;
+  for (const AgentKnobSection& section : agent_knob_sections()) {
+    if (section.stage.empty() || section.stage == stage) {
+      read_knobs(config, section.name, section.knobs, a);
+    }
+  }
+  a.algorithm = stage == "rl" ? config.string("agent.algorithm") : "sft";
   const std::int64_t seed = config.integer("agent.seed");
   a.seed = static_cast<std::uint64_t>(seed < 0 ? config.integer("experiment.seed") : seed);
   if (auto problem = a.validate()) {

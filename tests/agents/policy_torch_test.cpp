@@ -286,9 +286,10 @@ TEST_CASE("a tiny policy overfits a handful of programs and greedy decoding repr
 
 TEST_CASE("the same seed gives the same update", "[agents][policy]") {
   AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-  config.algorithm = Algorithm::grpo;
-  config.grpo.epochs = 2;
-  config.grpo.minibatches = 2;  // draws minibatch permutations from the seeded generator
+  config.algorithm = "grpo";
+  config.settings.get<GrpoConfig>().epochs = 2;
+  // Two minibatches draw their permutations from the seeded generator.
+  config.settings.get<GrpoConfig>().minibatches = 2;
   auto run = [&](std::uint64_t seed) {
     AgentConfig c = config;
     c.seed = seed;

@@ -206,8 +206,8 @@ StageResult check_rl_resume(RlConfig config, const std::filesystem::path& root,
 TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][checkpoint][rl]") {
   RlConfig config;
   config.agent = tiny_config(env::MaskMode::syntax, 48);
-  config.agent.algorithm = Algorithm::grpo;
-  config.agent.grpo.epochs = 2;
+  config.agent.algorithm = "grpo";
+  config.agent.settings.get<GrpoConfig>().epochs = 2;
   int episodes = 0;
   const StageResult b = check_rl_resume(
       config, sparserl::testing::scratch_dir("agents_rl_resume"),
@@ -222,31 +222,31 @@ TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][
 
 TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][rl]") {
   struct Expect {
-    Algorithm algorithm;
+    std::string algorithm;
     std::vector<std::string> names;
   };
   const std::vector<Expect> cases = {
-      {Algorithm::reinforce, {"loss", "kl", "entropy", "advantages/mean", "objective/rlhf_reward"}},
-      {Algorithm::ppo,
+      {"reinforce", {"loss", "kl", "entropy", "advantages/mean", "objective/rlhf_reward"}},
+      {"ppo",
        {"loss/policy", "loss/value", "policy/clip_fraction", "policy/approx_kl",
         "value/explained_variance", "value/clip_fraction", "kl", "policy/entropy"}},
-      {Algorithm::grpo, {"loss", "kl", "entropy", "clip_ratio/region_mean"}},
+      {"grpo", {"loss", "kl", "entropy", "clip_ratio/region_mean"}},
   };
   const std::vector<std::string> common = {
       "reward/mean",      "reward/std",       "reward/frac_zero_std", "completions/mean_length",
       "env/compile_rate", "env/correct_rate", "env/speedup_geomean",  "perf/tokens_per_second",
       "grad_norm"};
   for (const Expect& e : cases) {
-    DYNAMIC_SECTION(to_string(e.algorithm)) {
+    DYNAMIC_SECTION(e.algorithm) {
       RlConfig config;
       config.agent = tiny_config(env::MaskMode::syntax, 48);
       config.agent.algorithm = e.algorithm;
-      config.agent.ppo.minibatches = 2;
+      config.agent.settings.get<PpoConfig>().minibatches = 2;
       config.updates = 2;
       config.tasks_per_update = 2;
       config.samples_per_task = 2;
       config.output_dir = sparserl::testing::scratch_dir(std::string("agents_rl_") +
-                                                         std::string(to_string(e.algorithm)));
+                                                         e.algorithm);
       auto env = make_env(48);
       env::Statistics last;
       const StageResult result =
@@ -275,9 +275,9 @@ namespace {
 // gradient clipping, no dropout (LibTorch's CPU generator is process-wide: no draws to differ).
 AgentConfig exact_ppo_config() {
   AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-  config.algorithm = Algorithm::ppo;
-  config.ppo.epochs = 2;
-  config.ppo.minibatches = 2;
+  config.algorithm = "ppo";
+  config.settings.get<PpoConfig>().epochs = 2;
+  config.settings.get<PpoConfig>().minibatches = 2;
   config.optimizer.lr = 1e-3;
   config.optimizer.max_grad_norm = 0;
   config.policy.dropout = 0;
@@ -308,10 +308,10 @@ std::vector<Rollout> sampled_rollouts(
 TEST_CASE("PPO's critic warm-up trains the value head alone, then the policy too",
           "[agents][rl]") {
   AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-  config.algorithm = Algorithm::ppo;
-  config.ppo.critic_warmup_updates = 1;
-  config.ppo.epochs = 2;
-  config.ppo.minibatches = 2;
+  config.algorithm = "ppo";
+  config.settings.get<PpoConfig>().critic_warmup_updates = 1;
+  config.settings.get<PpoConfig>().epochs = 2;
+  config.settings.get<PpoConfig>().minibatches = 2;
   config.optimizer.lr = 1e-3;
   PolicyAgent agent(config, vocabulary());
   const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
@@ -343,11 +343,11 @@ TEST_CASE("PPO's value_lr_scale steps the value head at lr x scale", "[agents][r
   // value is linear in the head: the second update's value estimates are ~scale times apart.
   auto warmed_value_mean = [](double scale) {
     AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-    config.algorithm = Algorithm::ppo;
-    config.ppo.critic_warmup_updates = 2;
-    config.ppo.epochs = 1;
-    config.ppo.minibatches = 1;
-    config.ppo.value_lr_scale = scale;
+    config.algorithm = "ppo";
+    config.settings.get<PpoConfig>().critic_warmup_updates = 2;
+    config.settings.get<PpoConfig>().epochs = 1;
+    config.settings.get<PpoConfig>().minibatches = 1;
+    config.settings.get<PpoConfig>().value_lr_scale = scale;
     config.optimizer.lr = 1e-4;
     PolicyAgent agent(config, vocabulary());
     const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
@@ -368,7 +368,7 @@ TEST_CASE("PPO's value_lr_scale steps the value head at lr x scale", "[agents][r
   CHECK_THROWS_AS(
       [] {
         AgentConfig bad = tiny_config(env::MaskMode::syntax, 48);
-        bad.ppo.value_lr_scale = 0.0;
+        bad.settings.get<PpoConfig>().value_lr_scale = 0.0;
         PolicyAgent agent(bad, vocabulary());
       }(),
       std::invalid_argument);
@@ -383,8 +383,8 @@ TEST_CASE("PPO without value gradients in the trunk updates the policy as with v
   // = 0 leaves them, while the head has learned; with the shared trunk they end elsewhere.
   auto make = [](double vf_coef, bool trunk) {
     AgentConfig config = exact_ppo_config();
-    config.ppo.vf_coef = vf_coef;
-    config.ppo.value_trunk_gradients = trunk;
+    config.settings.get<PpoConfig>().vf_coef = vf_coef;
+    config.settings.get<PpoConfig>().value_trunk_gradients = trunk;
     return std::make_unique<PolicyAgent>(config, vocabulary());
   };
   auto shared = make(0.5, true), head_only = make(0.5, false), no_value = make(0.0, true);
@@ -412,9 +412,10 @@ TEST_CASE("PPO without value gradients in the trunk updates the policy as with v
   CHECK(value_mean[1] != 0.0);  // the head learned from the first update's value loss
   CHECK(value_mean[2] == 0.0);  // vf_coef 0: the head never moved from its zeros
   AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-  CHECK(config.ppo.value_trunk_gradients);  // the default: TRL's shared trunk
+  // The default: TRL's shared trunk.
+  CHECK(config.settings.get<PpoConfig>().value_trunk_gradients);
   apply_key_value(config, "ppo.value_trunk_gradients", "false");
-  CHECK_FALSE(config.ppo.value_trunk_gradients);
+  CHECK_FALSE(config.settings.get<PpoConfig>().value_trunk_gradients);
 }
 
 TEST_CASE("PPO with a separate critic: the policy steps as with vf_coef 0, the critic learns",
@@ -425,9 +426,9 @@ TEST_CASE("PPO with a separate critic: the policy steps as with vf_coef 0, the c
   // leaves them, while the critic's estimates have moved off the SFT model's zero value head.
   auto make = [](PpoCritic critic, double vf_coef, int warmup) {
     AgentConfig config = exact_ppo_config();
-    config.ppo.critic = critic;
-    config.ppo.vf_coef = vf_coef;
-    config.ppo.critic_warmup_updates = warmup;
+    config.settings.get<PpoConfig>().critic = critic;
+    config.settings.get<PpoConfig>().vf_coef = vf_coef;
+    config.settings.get<PpoConfig>().critic_warmup_updates = warmup;
     return std::make_unique<PolicyAgent>(config, vocabulary());
   };
   const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
@@ -467,9 +468,9 @@ TEST_CASE("PPO with a separate critic: the policy steps as with vf_coef 0, the c
   }
   SECTION("the key") {
     AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-    CHECK(config.ppo.critic == PpoCritic::shared);
+    CHECK(config.settings.get<PpoConfig>().critic == PpoCritic::shared);
     apply_key_value(config, "ppo.critic", "separate");
-    CHECK(config.ppo.critic == PpoCritic::separate);
+    CHECK(config.settings.get<PpoConfig>().critic == PpoCritic::separate);
     CHECK(to_key_values(config).at("ppo.critic") == "separate");
     CHECK_THROWS_WITH(apply_key_value(config, "ppo.critic", "twin"),
                       sparserl::testing::has_substring("ppo.critic"));
@@ -481,10 +482,10 @@ TEST_CASE("a resumed PPO run with a separate critic repeats the uninterrupted ru
   const auto root = sparserl::testing::scratch_dir("agents_rl_resume_critic");
   RlConfig config;
   config.agent = tiny_config(env::MaskMode::syntax, 48);
-  config.agent.algorithm = Algorithm::ppo;
-  config.agent.ppo.critic = PpoCritic::separate;
-  config.agent.ppo.minibatches = 2;
-  config.agent.ppo.value_lr_scale = 10;
+  config.agent.algorithm = "ppo";
+  config.agent.settings.get<PpoConfig>().critic = PpoCritic::separate;
+  config.agent.settings.get<PpoConfig>().minibatches = 2;
+  config.agent.settings.get<PpoConfig>().value_lr_scale = 10;
   // value/mean of update 2 and 3 is the critic's estimate after the update before: a critic
   // lost or restarted from the policy on resume would change it.
   const StageResult b = check_rl_resume(
@@ -507,7 +508,7 @@ TEST_CASE("a resumed PPO run with a separate critic repeats the uninterrupted ru
 
 TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][rl]") {
   AgentConfig config = tiny_config(env::MaskMode::syntax, 48);
-  config.algorithm = Algorithm::ppo;
+  config.algorithm = "ppo";
   PolicyAgent agent(config, vocabulary());
   env::VectorEnvConfig vconfig;
   vconfig.num_envs = 3;
@@ -532,9 +533,9 @@ TEST_CASE("episodes from a VectorEnv driven by act() feed update()", "[agents][r
   // Every token of an episode is a PPO step: the final reward reaches its first at
   // (gamma lambda)^(length - 1).
   double weight = 0;
+  const PpoConfig& ppo = config.settings.get<PpoConfig>();
   for (const env::Episode& e : episodes) {
-    weight += std::pow(config.ppo.gamma * config.ppo.lambda,
-                       static_cast<double>(e.tokens.size()) - 1.0) /
+    weight += std::pow(ppo.gamma * ppo.lambda, static_cast<double>(e.tokens.size()) - 1.0) /
               static_cast<double>(episodes.size());
   }
   CHECK(find_statistic(stats, "advantages/first_token_outcome_weight") ==
@@ -590,18 +591,18 @@ TEST_CASE("every RL algorithm learns a toy preference", "[agents][rl]") {
       synthetic_observation(1), synthetic_observation(2), synthetic_observation(3),
       synthetic_observation(4)};
   struct Case {
-    Algorithm algorithm;
+    std::string algorithm;
     PpoCritic critic;
     double lambda;
   };
-  for (const Case c : {Case{Algorithm::reinforce, PpoCritic::shared, 0.95},
-                       Case{Algorithm::ppo, PpoCritic::shared, 0.95},
-                       Case{Algorithm::ppo, PpoCritic::separate, 0.95},
-                       Case{Algorithm::ppo, PpoCritic::separate, 1.0},
-                       Case{Algorithm::grpo, PpoCritic::shared, 0.95}}) {
+  for (const Case& c : {Case{"reinforce", PpoCritic::shared, 0.95},
+                       Case{"ppo", PpoCritic::shared, 0.95},
+                       Case{"ppo", PpoCritic::separate, 0.95},
+                       Case{"ppo", PpoCritic::separate, 1.0},
+                       Case{"grpo", PpoCritic::shared, 0.95}}) {
     std::ostringstream name;
-    name << to_string(c.algorithm);
-    if (c.algorithm == Algorithm::ppo) {
+    name << c.algorithm;
+    if (c.algorithm == "ppo") {
       name << (c.critic == PpoCritic::separate ? ", separate critic" : ", shared value head")
            << ", lambda " << c.lambda;
     }
@@ -609,10 +610,10 @@ TEST_CASE("every RL algorithm learns a toy preference", "[agents][rl]") {
       AgentConfig config = tiny_config(env::MaskMode::none, 4);
       config.algorithm = c.algorithm;
       config.optimizer.lr = 1e-2;
-      config.ppo.epochs = 2;
-      config.ppo.minibatches = 2;
-      config.ppo.critic = c.critic;
-      config.ppo.lambda = c.lambda;
+      config.settings.get<PpoConfig>().epochs = 2;
+      config.settings.get<PpoConfig>().minibatches = 2;
+      config.settings.get<PpoConfig>().critic = c.critic;
+      config.settings.get<PpoConfig>().lambda = c.lambda;
       PolicyAgent agent(config, vocabulary());
       // The share of the first batch, and the mean share of the last five of 30 updates.
       double first = -1, last = 0;

@@ -1,6 +1,7 @@
 // The experiment config: every default passes its own checks, bad files are rejected with the key path
 // and the line, overrides go through the same checks, a resolved config reads back equal, and
-// docs/config.md is what the schema renders.
+// docs/config.md is what the schema renders. The learned agent's sections come from the agents'
+// knob declarations, so a build without LibTorch lacks them and says so.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,11 +12,13 @@
 
 #include "catch.hpp"
 #include "sparserl/experiments/config.hpp"
+#include "sparserl/experiments/runner.hpp"
 #include "test_support.hpp"
 
 using sparserl::experiments::Config;
 using sparserl::experiments::ConfigError;
 using sparserl::experiments::experiment_schema;
+using sparserl::experiments::have_learned_agents;
 using sparserl::testing::has_substring;
 
 TEST_CASE("defaults are complete and every key is readable", "[experiments][config]") {
@@ -63,11 +66,6 @@ TEST_CASE("bad configs are rejected with the key path and the line", "[experimen
       {"seed = 3\n", "bad.toml:1: unknown key 'seed' (did you mean"},
       {"[evaluator]\ncompile_timeout_s = inf\n", "key 'evaluator.compile_timeout_s': expected a finite number"},
       // The runner's sections.
-      {"[agent]\nalgorithm = \"dqn\"\n", "bad.toml:2: key 'agent.algorithm': 'dqn' is not one of: sft, reinforce, ppo, grpo"},
-      {"[agent.ppo]\nepochs = 0\n", "bad.toml:2: key 'agent.ppo.epochs': value 0 is outside [1, 1000000]"},
-      {"[agent.grpo]\naggregation = \"mean\"\n", "key 'agent.grpo.aggregation': 'mean' is not one of"},
-      {"[agent.ppo]\nclip_ration = 0.2\n", "bad.toml:2: unknown key 'agent.ppo.clip_ration' (did you mean 'agent.ppo.clip_ratio'?)"},
-      {"[agent.dpo]\nbeta = 0.1\n", "bad.toml:1: unknown section 'agent.dpo'"},
       {"[env]\nembedding_dim = 30\n", "bad.toml:2: key 'env.embedding_dim': value 30 is not a multiple of 4"},
       {"[data]\ngenerators = [\"gen-v1/banded?n=50\", \"suitesparse-v1/HB/west0067\"]\n",
        "bad.toml:2: key 'data.generators': element 1 'suitesparse-v1/HB/west0067': not a gen-v1 URI"},
@@ -75,7 +73,6 @@ TEST_CASE("bad configs are rejected with the key path and the line", "[experimen
        "key 'data.generators': element 0 'gen-v1/banded?n=50&colour=red': "},
       {"[data]\ngenerated_share = 0.0\n", "key 'data.generated_share': value 0.0 is outside"},
       {"[env]\nmask = \"grammar\"\n", "key 'env.mask': 'grammar' is not one of: none, syntax"},
-      {"[policy]\npreset = \"huge\"\n", "key 'policy.preset': 'huge' is not one of: tiny, small, medium"},
       {"[train]\nstages = [\"pretrain\", \"ppo\"]\n", "bad.toml:2: key 'train.stages': 'ppo' is not one of: pretrain, sft, rl, eval"},
       {"[train]\nrl_updates = 0\n", "key 'train.rl_updates': value 0 is outside"},
       {"[eval]\nsamples = -1\n", "key 'eval.samples': value -1 is outside"},
@@ -89,6 +86,21 @@ TEST_CASE("bad configs are rejected with the key path and the line", "[experimen
   for (const Case& c : cases) {
     INFO(c.text);
     CHECK_THROWS_WITH(Config::parse(c.text, "bad.toml"), has_substring(c.expected));
+  }
+  // The learned agent's sections; without LibTorch each is refused saying why.
+  const Case agent_cases[] = {
+      {"[agent]\nalgorithm = \"dqn\"\n", "bad.toml:2: key 'agent.algorithm': 'dqn' is not one of: sft, reinforce, ppo, grpo"},
+      {"[agent.ppo]\nepochs = 0\n", "bad.toml:2: key 'agent.ppo.epochs': value 0 is outside [1, 1000000]"},
+      {"[agent.grpo]\naggregation = \"mean\"\n", "key 'agent.grpo.aggregation': 'mean' is not one of"},
+      {"[agent.ppo]\nclip_ration = 0.2\n", "bad.toml:2: unknown key 'agent.ppo.clip_ration' (did you mean 'agent.ppo.clip_ratio'?)"},
+      {"[agent.dpo]\nbeta = 0.1\n", "bad.toml:1: unknown section 'agent.dpo'"},
+      {"[agent]\ndevice = \"gpu\"\n", "bad.toml:2: key 'agent.device': 'gpu': expected auto, cpu, cuda or cuda:N"},
+      {"[policy]\npreset = \"huge\"\n", "key 'policy.preset': 'huge' is not one of: tiny, small, medium"},
+  };
+  for (const Case& c : agent_cases) {
+    INFO(c.text);
+    CHECK_THROWS_WITH(Config::parse(c.text, "bad.toml"),
+                      has_substring(have_learned_agents() ? c.expected : "this build has no LibTorch"));
   }
 }
 
@@ -114,6 +126,9 @@ TEST_CASE("the resolved config round-trips", "[experiments][config]") {
 }
 
 TEST_CASE("docs/config.md is what the schema renders", "[experiments][config]") {
+  if (!have_learned_agents()) {
+    sparserl::testing::skip("docs/config.md documents a build with the learned agents (LibTorch)");
+  }
   std::ifstream in(sparserl::testing::source_dir() / "docs" / "config.md");
   REQUIRE(in.good());
   std::ostringstream text;
@@ -130,6 +145,11 @@ TEST_CASE("every config in experiments/configs is accepted", "[experiments][conf
     if (e.path().extension() != ".toml") continue;
     names.push_back(e.path().filename().string());
     INFO(e.path().string());
+    if (!have_learned_agents() &&
+        sparserl::testing::read_bytes(e.path()).find("\n[agent") != std::string::npos) {
+      CHECK_THROWS_WITH(Config::load(e.path()), has_substring("this build has no LibTorch"));
+      continue;
+    }
     const Config c = Config::load(e.path());
     CHECK(c.file() == e.path());
     // Shipped configs keep their paths relative: the project root, then paths below it.

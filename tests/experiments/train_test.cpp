@@ -32,70 +32,15 @@
 #include "sparserl/experiments/run_info.hpp"
 #include "sparserl/experiments/runner.hpp"
 #include "test_support.hpp"
+#include "tiny_train_config.hpp"
 
 namespace fs = std::filesystem;
 using namespace sparserl::experiments;
 using sparserl::testing::has_substring;
+using sparserl::testing::kTinyConfig;
+using sparserl::testing::only_run;
 
 namespace {
-
-// Two stages' worth of everything on generated matrices: seconds on one core.
-constexpr const char* kTinyConfig = R"(
-[experiment]
-name = "tiny"
-seed = 3
-
-[data]
-uris = ["gen-v1/diagonal?n=48", "gen-v1/banded?n=40&bandwidth=2",
-        "gen-v1/uniform?rows=32&nnz_per_row=3", "gen-v1/stencil2d?nx=6&ny=6"]
-index_dirs = []
-# RL also on fresh matrices (a drawn seed= each): a resumed run must draw the same ones.
-generators = ["gen-v1/rmat?scale=5&edge_factor=3&permute=1", "gen-v1/arrow?n=30&width=2"]
-generated_share = 0.5
-
-[env]
-max_tokens = 400
-nnz_samples = 8
-embedding_dim = 8
-
-[policy]
-preset = "tiny"
-layers = 1
-heads = 2
-d_model = 32
-d_ff = 64
-
-[agent]
-algorithm = "grpo"
-device = "cpu"
-
-[train]
-corpus_programs = 24
-search_budget = 1
-pretrain_steps = 2
-pretrain_batch_size = 2
-sft_steps = 3
-sft_batch_size = 2
-rl_updates = 12
-tasks_per_update = 1
-samples_per_task = 2
-log_every = 1
-
-[eval]
-samples = 1
-max_tasks = 2
-
-[checkpoints]
-every = 2
-rl_every = 1
-keep_last = 2
-
-[evaluator]
-compile_workers = 1
-
-[report]
-plots = false
-)";
 
 bool wait_for(const std::function<bool()>& condition, std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -139,16 +84,6 @@ int finish(pid_t pid, std::chrono::seconds limit) {
 // A log's text, or "" while the child has not written it (INFO lines print what there is).
 std::string read_if_present(const fs::path& file) {
   return fs::exists(file) ? sparserl::testing::read_bytes(file) : std::string();
-}
-
-// The one run directory under RUNS.
-fs::path only_run(const fs::path& runs) {
-  std::vector<fs::path> found;
-  for (const fs::directory_entry& e : fs::directory_iterator(runs)) {
-    if (e.is_directory() && e.path().filename().string().front() != '.') found.push_back(e.path());
-  }
-  REQUIRE(found.size() == 1);
-  return found.front();
 }
 
 // What must agree between two runs of one config: every statistic but the timings.

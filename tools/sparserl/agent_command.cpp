@@ -21,6 +21,7 @@
 
 #include "cli.hpp"
 #include "options.hpp"
+#include "sparserl/agents/algorithm.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/agents/tuning_data.hpp"
@@ -321,10 +322,9 @@ std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const AgentArgs& a,
 }
 
 int run_rl_command(const AgentArgs& a) {
-  const auto algorithm = agents::parse_algorithm(a.algorithm);
   agents::RlConfig config;
   config.agent = agent_config(a, 1e-5);
-  config.agent.algorithm = *algorithm;
+  config.agent.algorithm = a.algorithm;
   config.updates = a.updates;
   config.tasks_per_update = a.tasks_per_update;
   config.samples_per_task = a.samples;
@@ -335,8 +335,7 @@ int run_rl_command(const AgentArgs& a) {
   config.seed = config.agent.seed;
   auto env = make_env(a, config.agent, task_source(a, env::TaskOrder::shuffled), matrix_store(a));
   std::unique_ptr<env::TrajectoryWriter> writer = trajectory_writer(
-      a, *env, config.agent,
-      "agent-rl-" + std::string(agents::to_string(*algorithm)) + "-" + std::to_string(config.seed),
+      a, *env, config.agent, "agent-rl-" + a.algorithm + "-" + std::to_string(config.seed),
       "sparserl agent rl");
   MetricsSink sink(a.metrics);
   agents::EpisodeCallback on_episode;
@@ -495,9 +494,11 @@ Run declare_rl(CLI::App& sub) {
   auto a = std::make_shared<AgentArgs>();
   a->log_every = 1;
   a->checkpoint_every = 10;
-  one_of(sub.add_option("--algorithm", a->algorithm, "the RL algorithm"),
-         {"reinforce", "ppo", "grpo"})
-      ->required();
+  std::vector<std::string> algorithms;  // the registered ones that learn from rollouts
+  for (const std::string& name : agents::AlgorithmRegistry::names()) {
+    if (agents::AlgorithmRegistry::find(name)->learns_from_rollouts()) algorithms.push_back(name);
+  }
+  one_of(sub.add_option("--algorithm", a->algorithm, "the RL algorithm"), algorithms)->required();
   add_training_options(sub, *a, "1e-5")
       ->description("the SFT checkpoint: the policy and the KL reference")
       ->required();

@@ -21,6 +21,38 @@ void register_command(Command command) {
 
 const std::map<std::string, Command>& commands() { return registry(); }
 
+namespace {
+
+void print_overview(std::ostream& out) {
+  out << "usage: sparserl COMMAND [ARGS...]\n\ncommands:\n";
+  for (const auto& [name, command] : commands()) {
+    out << "  " << name;
+    for (std::size_t pad = name.size(); pad < 11; ++pad) out << ' ';
+    out << command.summary << "\n";
+  }
+  out << "\n`sparserl COMMAND --help` describes a command.\n";
+}
+
+}  // namespace
+
+int run_sparserl(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    print_overview(std::cerr);
+    return 2;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_overview(std::cout);
+    return 0;
+  }
+  auto it = commands().find(args[0]);
+  if (it == commands().end()) {
+    std::cerr << "sparserl: unknown command '" << args[0] << "'\n\n";
+    print_overview(std::cerr);
+    return 2;
+  }
+  return run_command(it->second, {args.begin() + 1, args.end()});
+}
+
 std::unique_ptr<CLI::App> make_parser(const Command& command, Run& run) {
   auto app = std::make_unique<CLI::App>(command.summary, "sparserl " + command.name);
   app->formatter(std::make_shared<HelpLayout>());

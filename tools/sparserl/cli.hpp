@@ -56,6 +56,12 @@ std::unique_ptr<CLI::App> make_parser(const Command& command, Run& run);
 // usage on stderr), 1 after any other failure (the message on stderr).
 int run_command(const Command& command, const std::vector<std::string>& argv);
 
+// The whole command line after the program's name: `sparserl COMMAND ARGS...` as main() runs it,
+// callable from a test executable that links the commands (and, say, an algorithm of its own).
+// Prints the list of commands for none (exit 2) or --help (0); 2 for an unknown command;
+// otherwise the command's status (run_command).
+int run_sparserl(const std::vector<std::string>& args);
+
 // The subcommands of a command group (`sparserl data info|convert|...`): each declares its own
 // arguments on its own App; the group's Run runs the one that was given.
 class Subcommands {

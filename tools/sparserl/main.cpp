@@ -1,7 +1,7 @@
 // `sparserl`: the project's command line. Each command group lives in its own file and registers
-// itself (cli.hpp); this file only prints the list of commands and hands the arguments to the one
-// named, whose parse and run (cli.cpp) turn failures into exit codes: 0 success, 1 a failure with
-// a message naming the input, 2 bad arguments (usage printed). A fatal
+// itself (cli.hpp); this file only hands the arguments to run_sparserl (cli.cpp), which runs the
+// command named and turns failures into exit codes: 0 success, 1 a failure with a message naming
+// the input, 2 bad arguments (usage printed). A fatal
 // signal (a bug of ours, or of a library) prints a raw backtrace before the process dies the way
 // it would have, so a crash in a long run leaves something to report.
 #include <execinfo.h>
@@ -12,24 +12,12 @@
 
 #include <cstdint>
 
-#include <exception>
-#include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
 
 namespace {
-
-void print_overview(std::ostream& out) {
-  out << "usage: sparserl COMMAND [ARGS...]\n\ncommands:\n";
-  for (const auto& [name, command] : sparserl::tools::commands()) {
-    out << "  " << name;
-    for (std::size_t pad = name.size(); pad < 11; ++pad) out << ' ';
-    out << command.summary << "\n";
-  }
-  out << "\n`sparserl COMMAND --help` describes a command.\n";
-}
 
 // Only async-signal-safe calls: write(2), open/read of /proc/self/maps, backtrace_symbols_fd
 // (backtrace() itself is primed in main so that its first call, which may allocate, does not happen
@@ -130,21 +118,5 @@ void install_crash_backtrace() {
 
 int main(int argc, char** argv) {
   install_crash_backtrace();
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
-    print_overview(std::cerr);
-    return 2;
-  }
-  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    print_overview(std::cout);
-    return 0;
-  }
-  const auto& table = sparserl::tools::commands();
-  auto it = table.find(args[0]);
-  if (it == table.end()) {
-    std::cerr << "sparserl: unknown command '" << args[0] << "'\n\n";
-    print_overview(std::cerr);
-    return 2;
-  }
-  return sparserl::tools::run_command(it->second, {args.begin() + 1, args.end()});
+  return sparserl::tools::run_sparserl(std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -7,6 +7,8 @@
 //   sequence mean of token sums.
 // With one epoch and one minibatch pi_old is pi itself (detached), so r = 1 and the clip never
 // acts, as in TRL's default num_iterations = 1; more epochs make the ratio and the clip matter.
+// Its knobs (GrpoConfig, config.hpp) are declared here: [agent.grpo] in a config, "grpo.KEY" in a
+// checkpoint.
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -14,6 +16,39 @@
 #include "sparserl/agents/torch/learner.hpp"
 
 namespace sparserl::agents {
+
+namespace {
+
+class Grpo final : public Algorithm {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "grpo"; }
+  [[nodiscard]] std::string_view summary() const override {
+    return "GRPO (TRL's GRPOTrainer, verl): group-normalised advantages, clipped ratio, k3 KL to "
+           "the reference in the loss.";
+  }
+  [[nodiscard]] datasets::Knobs<AgentConfig> knobs() const override {
+    using C = GrpoConfig;
+    return settings_knobs(
+        datasets::Knobs<C>()
+            .real("epsilon_low", &C::epsilon_low, "lower clip of the ratio", 1e-9, 1e6)
+            .real("epsilon_high", &C::epsilon_high,
+                  "upper clip of the ratio (DAPO's clip-higher when larger)", 1e-9, 1e6)
+            .real("beta", &C::beta, "KL weight (0: no reference policy)", 0, 1e6)
+            .boolean("scale_rewards", &C::scale_rewards, "divide by the group's standard deviation")
+            .real("std_eps", &C::std_eps, "added to the group's standard deviation", 1e-12, 1e6)
+            .choice("aggregation", &C::aggregation, "how per-token losses become one number (verl)",
+                    {LossAggregation::token_mean, LossAggregation::seq_mean_token_mean,
+                     LossAggregation::seq_mean_token_sum})
+            .integer("epochs", &C::epochs, "passes over each batch (TRL num_iterations)", 1, 1e6)
+            .integer("minibatches", &C::minibatches, "minibatches per pass", 1, 1e6));
+  }
+  [[nodiscard]] bool wants_reference(const AgentConfig& config) const override {
+    return config.settings.get<GrpoConfig>().beta > 0;
+  }
+  env::Statistics update(Learner& learner, std::span<const Rollout> rollouts) override;
+};
+
+}  // namespace
 
 torch::Tensor grpo_advantages(const torch::Tensor& rewards, const torch::Tensor& groups, bool scale,
                               double eps) {
@@ -70,8 +105,8 @@ GrpoLoss grpo_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_
   return out;
 }
 
-env::Statistics grpo_update(Learner& learner, std::span<const Rollout> rollouts) {
-  const GrpoConfig& config = learner.config.grpo;
+env::Statistics Grpo::update(Learner& learner, std::span<const Rollout> rollouts) {
+  const GrpoConfig& config = learner.config.settings.get<GrpoConfig>();
   const SequenceBatch batch = rollout_batch(learner, rollouts);
   const std::int64_t n = batch.size();
   std::vector<float> reward_values;
@@ -130,5 +165,7 @@ env::Statistics grpo_update(Learner& learner, std::span<const Rollout> rollouts)
           {"learning_rate", lr},
           {"optimizer_steps", static_cast<double>(steps)}};
 }
+
+std::unique_ptr<Algorithm> make_grpo_algorithm() { return std::make_unique<Grpo>(); }
 
 }  // namespace sparserl::agents

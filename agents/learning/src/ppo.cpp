@@ -16,6 +16,8 @@
 //   ppo.value_trunk_gradients = false the value term's gradient reaches the value head alone.
 //   A separate critic takes the value term alone (no vf_coef) and steps its own AdamW at lr x
 //   ppo.value_lr_scale; during the warm-up only the critic steps, and the policy keeps its weights.
+// Its knobs (PpoConfig, config.hpp) are declared here: [agent.ppo] in a config, "ppo.KEY" in a
+// checkpoint.
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -116,10 +118,61 @@ void add_value_head_gradients(Learner& learner, const torch::Tensor& value_loss)
   }
 }
 
+class Ppo final : public Algorithm {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "ppo"; }
+  [[nodiscard]] std::string_view summary() const override {
+    return "PPO for language models (TRL's PPOTrainer, verl): value head, GAE, clipped ratio and "
+           "value, per-token KL penalty.";
+  }
+  [[nodiscard]] datasets::Knobs<AgentConfig> knobs() const override;
+  [[nodiscard]] bool wants_reference(const AgentConfig& config) const override {
+    return config.settings.get<PpoConfig>().kl_coef > 0;
+  }
+  [[nodiscard]] double value_head_lr_scale(const AgentConfig& config) const override {
+    const PpoConfig& ppo = config.settings.get<PpoConfig>();
+    return ppo.critic == PpoCritic::shared ? ppo.value_lr_scale : 1.0;
+  }
+  env::Statistics update(Learner& learner, std::span<const Rollout> rollouts) override;
+};
+
+datasets::Knobs<AgentConfig> Ppo::knobs() const {
+  using C = PpoConfig;
+  return settings_knobs(
+      datasets::Knobs<C>()
+          .real("gamma", &C::gamma, "discount", 0, 1)
+          .real("lambda", &C::lambda, "GAE lambda", 0, 1)
+          .real("clip_ratio", &C::clip_ratio, "epsilon of the ratio", 1e-9, 1e6)
+          .real("value_clip", &C::value_clip, "epsilon of the value (<= 0: no clipping)", -1e6, 1e6)
+          .real("vf_coef", &C::vf_coef, "weight of the value loss", 0, 1e6)
+          .real("entropy_coef", &C::entropy_coef, "weight of the entropy bonus", -1e6, 1e6)
+          .real("kl_coef", &C::kl_coef, "per-token KL penalty in the reward", 0, 1e6)
+          .choice("kl_estimator", &C::kl_estimator, "per-token KL estimator",
+                  {KlEstimator::k1, KlEstimator::k2, KlEstimator::k3})
+          .boolean("whiten_advantages", &C::whiten_advantages, "whiten advantages over the batch")
+          .integer("epochs", &C::epochs, "passes over each batch of rollouts", 1, 1e6)
+          .integer("minibatches", &C::minibatches, "minibatches per pass", 1, 1e6)
+          .integer("critic_warmup_updates", &C::critic_warmup_updates,
+                   "the first N updates train the value head alone (trunk and policy frozen)", 0,
+                   1e9)
+          .real("value_lr_scale", &C::value_lr_scale,
+                "the value head's learning rate as a multiple of optimizer.lr (a separate critic "
+                "lr)",
+                1e-6, 1e6)
+          .boolean("value_trunk_gradients", &C::value_trunk_gradients,
+                   "the value loss trains the shared trunk too (false: the value head alone, so "
+                   "the policy's update is the same as with vf_coef = 0)")
+          .choice("critic", &C::critic,
+                  "shared: the value head on the policy's trunk; separate: a critic network of its "
+                  "own, a copy of the policy when RL starts, trained by the value loss alone at "
+                  "lr x value_lr_scale (vf_coef and value_trunk_gradients do not apply)",
+                  {PpoCritic::shared, PpoCritic::separate}));
+}
+
 }  // namespace
 
-env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) {
-  const PpoConfig& config = learner.config.ppo;
+env::Statistics Ppo::update(Learner& learner, std::span<const Rollout> rollouts) {
+  const PpoConfig& config = learner.config.settings.get<PpoConfig>();
   const SequenceBatch batch = rollout_batch(learner, rollouts);
   const std::int64_t n = batch.size();
   std::vector<float> reward_values;
@@ -182,14 +235,13 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
         // would give, and the critic learns the value term alone.
         loss = critic_warmup ? vl.loss : policy_term + vl.loss;
         vl.loss.backward();
-        critic_grad_norm += learner.critic_step();
+        critic_grad_norm += learner.critic_step(config.value_lr_scale);
         if (!critic_warmup) {
           policy_term.backward();
           grad_norm += learner.optimizer_step();
         }
       } else {
-        loss = critic_warmup ? config.vf_coef * vl.loss
-                             : policy_term + config.vf_coef * vl.loss;
+        loss = critic_warmup ? config.vf_coef * vl.loss : policy_term + config.vf_coef * vl.loss;
         if (critic_warmup || config.value_trunk_gradients) {
           loss.backward();
           if (critic_warmup) keep_value_head_gradients_only(learner);
@@ -236,5 +288,7 @@ env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts) 
           {"optimizer_steps", static_cast<double>(steps)},
           {"value/critic_warmup", critic_warmup ? 1.0 : 0.0}};
 }
+
+std::unique_ptr<Algorithm> make_ppo_algorithm() { return std::make_unique<Ppo>(); }
 
 }  // namespace sparserl::agents

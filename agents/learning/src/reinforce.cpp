@@ -5,6 +5,8 @@
 //   R_i = reward_i - kl_coef * sum_t KL_t,   A_i = R_i - mean_{j != i} R_j,
 //   loss = -mean_i( A_i * sum_t log pi(a_it) )   (the sum divided by the length when asked).
 // One optimiser step per update (minibatches accumulate gradients): the estimator is on-policy.
+// Its knobs (ReinforceConfig, config.hpp) are declared here: [agent.reinforce] in a config,
+// "reinforce.KEY" in a checkpoint.
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -12,6 +14,36 @@
 #include "sparserl/agents/torch/learner.hpp"
 
 namespace sparserl::agents {
+
+namespace {
+
+class Reinforce final : public Algorithm {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "reinforce"; }
+  [[nodiscard]] std::string_view summary() const override {
+    return "REINFORCE with the leave-one-out baseline (RLOO; TRL's RLOOTrainer).";
+  }
+  [[nodiscard]] datasets::Knobs<AgentConfig> knobs() const override {
+    using C = ReinforceConfig;
+    return settings_knobs(
+        datasets::Knobs<C>()
+            .real("kl_coef", &C::kl_coef, "weight of the KL to the reference in the reward", 0, 1e6)
+            .choice("kl_estimator", &C::kl_estimator, "per-token KL estimator",
+                    {KlEstimator::k1, KlEstimator::k2, KlEstimator::k3})
+            .boolean("normalize_advantages", &C::normalize_advantages,
+                     "whiten the advantages over the batch")
+            .boolean("normalize_by_length", &C::normalize_by_length,
+                     "divide each sequence's log-probability by its length")
+            .integer("minibatches", &C::minibatches,
+                     "gradient accumulation; one optimiser step per update", 1, 1e6));
+  }
+  [[nodiscard]] bool wants_reference(const AgentConfig& config) const override {
+    return config.settings.get<ReinforceConfig>().kl_coef > 0;
+  }
+  env::Statistics update(Learner& learner, std::span<const Rollout> rollouts) override;
+};
+
+}  // namespace
 
 torch::Tensor rloo_advantages(const torch::Tensor& rewards, const torch::Tensor& groups) {
   const torch::Tensor g = groups.to(rewards.device()).to(torch::kLong);
@@ -26,8 +58,8 @@ torch::Tensor rloo_advantages(const torch::Tensor& rewards, const torch::Tensor&
   return rewards - baseline;
 }
 
-env::Statistics reinforce_update(Learner& learner, std::span<const Rollout> rollouts) {
-  const ReinforceConfig& config = learner.config.reinforce;
+env::Statistics Reinforce::update(Learner& learner, std::span<const Rollout> rollouts) {
+  const ReinforceConfig& config = learner.config.settings.get<ReinforceConfig>();
   const SequenceBatch batch = rollout_batch(learner, rollouts);
   const std::int64_t n = batch.size();
   std::vector<float> reward_values;
@@ -80,5 +112,7 @@ env::Statistics reinforce_update(Learner& learner, std::span<const Rollout> roll
           {"grad_norm", grad_norm},
           {"learning_rate", lr}};
 }
+
+std::unique_ptr<Algorithm> make_reinforce_algorithm() { return std::make_unique<Reinforce>(); }
 
 }  // namespace sparserl::agents

@@ -3,7 +3,8 @@
 // mean cross-entropy over the program's tokens only - the prefix slots are inputs, never targets.
 // Each epoch may draw a fresh sample of K nonzeros per matrix (the same matrix seen through
 // different samples), which is cheap augmentation for a small set of pairs. The SFT-only policy is
-// the baseline every RL algorithm is compared with.
+// the baseline every RL algorithm is compared with. As an Algorithm (algorithm.hpp) SFT has no
+// update from rollouts: it learns from examples (sft_step); its stage's knob is declared here.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -29,6 +30,19 @@ SequenceBatch example_batch(Learner& learner, std::span<const SftExample> exampl
   return learner.sequence_batch(matrices, sequences, {});
 }
 
+class Sft final : public Algorithm {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "sft"; }
+  [[nodiscard]] std::string_view summary() const override {
+    return "SFT: the matrix observation as the prompt, the teacher's program as the target.";
+  }
+  [[nodiscard]] bool learns_from_rollouts() const override { return false; }
+  env::Statistics update(Learner& /*learner*/, std::span<const Rollout> /*rollouts*/) override {
+    throw std::logic_error(
+        "update: the sft agent learns from examples (sft_step), not from rollouts");
+  }
+};
+
 // The seed of pair i's observation in an epoch (0 when observations are not resampled).
 std::uint64_t observation_seed(std::uint64_t base, std::size_t index, std::int64_t epoch) {
   std::uint64_t state = base ^ (0x9e3779b97f4a7c15ULL * (static_cast<std::uint64_t>(index) + 1));
@@ -37,6 +51,15 @@ std::uint64_t observation_seed(std::uint64_t base, std::size_t index, std::int64
 }
 
 }  // namespace
+
+std::unique_ptr<Algorithm> make_sft_algorithm() { return std::make_unique<Sft>(); }
+
+const datasets::Knobs<SftConfig>& sft_stage_knobs() {
+  static const datasets::Knobs<SftConfig> knobs = datasets::Knobs<SftConfig>().boolean(
+      "resample_observations", &SftConfig::resample_observations,
+      "draw a fresh sample of K nonzeros per epoch (augmentation), else one per pair");
+  return knobs;
+}
 
 env::Statistics sft_step(Learner& learner, std::span<const SftExample> examples) {
   if (examples.empty()) throw std::invalid_argument("sft_step: an empty batch");
@@ -123,7 +146,7 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
     result.resumed = true;
   } else {
     AgentConfig agent_config = config.agent;
-    agent_config.algorithm = Algorithm::sft;
+    agent_config.algorithm = "sft";
     agent = std::make_unique<PolicyAgent>(agent_config, tokenizer.vocabulary_ptr());
     if (config.init_checkpoint) agent->load_weights(*config.init_checkpoint);
   }

@@ -125,7 +125,7 @@ ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
 StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
                    const StatisticsCallback& on_statistics, const EpisodeCallback& on_episode) {
   if (config.output_dir.empty()) throw std::invalid_argument("rl: output_dir is required");
-  if (config.agent.algorithm == Algorithm::sft) {
+  if (config.agent.algorithm == "sft") {
     throw std::invalid_argument("rl: agent.algorithm = sft: expected reinforce, ppo or grpo");
   }
   if (config.updates < 1 || config.tasks_per_update < 1 || config.samples_per_task < 1) {

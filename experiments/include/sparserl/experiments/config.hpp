@@ -15,8 +15,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
+
+#include "sparserl/datasets/knobs.hpp"
 
 namespace sparserl::experiments {
 
@@ -25,26 +28,14 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class ValueType { integer, real, boolean, string, string_list, integer_list, real_list };
-std::string_view to_string(ValueType type);
-
-using Value = std::variant<std::int64_t, double, bool, std::string, std::vector<std::string>,
-                           std::vector<std::int64_t>, std::vector<double>>;
+// A key's type, value and declaration are the knobs' (datasets/knobs.hpp): the libraries declare
+// their knobs once and the schema lists those declarations beside the experiments' own keys.
+using ValueType = datasets::KnobType;
+using Value = datasets::KnobValue;
+using KeySpec = datasets::KnobSpec;  // path "sandbox.cpu_seconds", type, default, help, range
 
 // A value as TOML spells it: 3, 0.5, true, "csr", ["a", "b"].
 std::string to_toml_literal(const Value& value);
-
-struct KeySpec {
-  std::string path;  // "sandbox.cpu_seconds"
-  ValueType type = ValueType::integer;
-  Value default_value;
-  std::string doc;                     // one line
-  std::optional<double> min, max;      // inclusive bounds for numbers and list elements
-  std::vector<std::string> choices;    // allowed strings (string and string_list); empty = any
-  // A check beyond type, range and choices (a CPU list, a multiple of 4): nullopt when the value
-  // is fine, else what was expected. Runs after the other checks.
-  std::function<std::optional<std::string>(const Value&)> validator;
-};
 
 struct SectionSpec {
   std::string name;  // "sandbox", "agent.ppo"
@@ -70,11 +61,20 @@ class Schema {
                     std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
   // Attaches a validator to the most recently added key (its default must pass it).
   Schema& validate(std::function<std::optional<std::string>(const Value&)> validator);
+  // Adds knobs a library declares (datasets/knobs.hpp) to the most recent section, their paths
+  // relative to it, their defaults, ranges and help as declared.
+  Schema& knobs(const std::vector<datasets::KnobSpec>& specs);
+  // A section this build lacks (the learned agents' without LibTorch): a key under it is refused
+  // saying why.
+  Schema& unavailable(std::string section, std::string why);
 
   [[nodiscard]] const KeySpec* find(std::string_view path) const;
   [[nodiscard]] bool is_section(std::string_view path) const;
   [[nodiscard]] const std::vector<KeySpec>& keys() const { return keys_; }
   [[nodiscard]] const std::vector<SectionSpec>& sections() const { return sections_; }
+  [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& unavailable() const {
+    return unavailable_;
+  }
 
   // Checks a value against a key's type, range and choices; the error text names what was expected.
   [[nodiscard]] std::optional<std::string> check(const KeySpec& key, const Value& value) const;
@@ -84,10 +84,9 @@ class Schema {
 
  private:
   Schema& add(KeySpec key);
-  [[nodiscard]] std::optional<std::string> check_type_and_range(const KeySpec& key,
-                                                                const Value& value) const;
   std::vector<SectionSpec> sections_;
   std::vector<KeySpec> keys_;
+  std::vector<std::pair<std::string, std::string>> unavailable_;  // section, why
 };
 
 // The schema of every part of the project (schema.cpp).

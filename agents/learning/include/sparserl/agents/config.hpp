@@ -1,17 +1,22 @@
 // The knobs of the learned agents, as plain structs without LibTorch: the policy's shape, how it
 // samples, its optimiser, and one struct per learning algorithm with the defaults of the method
-// (SparseRL) or of TRL / verl where the method is silent. The experiment runner fills these from
-// its TOML config; every struct validates itself and names the field that is wrong. A checkpoint
-// stores them as "key = value" lines (to_key_values / apply_key_value), so a resumed run uses the
-// same values.
+// (SparseRL) or of TRL / verl where the method is silent. Each field is declared once as a knob
+// (datasets/knobs.hpp: key, default, range, help) - the policy's, the sampler's and the optimiser's
+// in config.cpp, each algorithm's in the algorithm's own file (algorithm.hpp) - and those
+// declarations give the experiment config its agent sections, validate the structs (errors name the
+// key) and write and read a checkpoint's "key = value" lines (to_key_values / apply_key_value), so
+// a resumed run uses the same values.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <typeindex>
 
+#include "sparserl/datasets/knobs.hpp"
 #include "sparserl/env/action_mask.hpp"
 
 namespace sparserl::agents {
@@ -57,7 +62,6 @@ struct SamplingConfig {
 
 enum class LrSchedule { constant, cosine, linear };
 std::string_view to_string(LrSchedule schedule);
-std::optional<LrSchedule> parse_lr_schedule(std::string_view text);
 
 // AdamW with warm-up and decay; biases, norms and embeddings are not weight-decayed.
 struct OptimizerConfig {
@@ -74,11 +78,6 @@ struct OptimizerConfig {
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 
-enum class Algorithm { sft, reinforce, ppo, grpo };
-std::string_view to_string(Algorithm algorithm);
-std::optional<Algorithm> parse_algorithm(
-    std::string_view text);  // "sft", "reinforce", "ppo", "grpo"
-
 // KL estimators of KL(pi || pi_ref) from a sample of pi, per token, with d = log pi - log pi_ref
 // (Schulman, "Approximating KL divergence"):
 //   k1 = d                       unbiased, high variance, can be negative
@@ -86,7 +85,6 @@ std::optional<Algorithm> parse_algorithm(
 //   k3 = exp(-d) - 1 + d         unbiased, low variance, >= 0 (verl's low_var_kl, clamped to <= 10)
 enum class KlEstimator { k1, k2, k3 };
 std::string_view to_string(KlEstimator estimator);
-std::optional<KlEstimator> parse_kl_estimator(std::string_view text);
 
 // REINFORCE with the leave-one-out baseline (RLOO, Ahmadian et al. 2024; TRL's RLOOTrainer): for G
 // samples of one task, A_i = R_i - mean_{j != i} R_j, where R = reward - kl_coef * sum_t KL_t.
@@ -97,7 +95,6 @@ struct ReinforceConfig {
   bool normalize_advantages = false;  // whiten A over the batch
   bool normalize_by_length = false;
   int minibatches = 1;  // gradient accumulation; one optimiser step per update
-  [[nodiscard]] std::optional<std::string> validate() const;
 };
 
 // Where PPO's value estimates come from:
@@ -107,7 +104,6 @@ struct ReinforceConfig {
 //             it - trained by the value loss alone with its own AdamW (verl's critic worker)
 enum class PpoCritic { shared, separate };
 std::string_view to_string(PpoCritic critic);
-std::optional<PpoCritic> parse_ppo_critic(std::string_view text);  // "shared", "separate"
 
 // PPO for language models (Ziegler et al. 2019; TRL PPOTrainer, verl): a value head on the shared
 // trunk or a separate critic, per-token reward r_t = -kl_coef * KL_t (+ the episode reward at the
@@ -142,7 +138,6 @@ struct PpoConfig {
   // value_trunk_gradients are the shared trunk's knobs and do not apply - and steps at lr x
   // value_lr_scale with its own gradient clipping; critic_warmup_updates trains it alone.
   PpoCritic critic = PpoCritic::shared;
-  [[nodiscard]] std::optional<std::string> validate() const;
 };
 
 // How a per-token loss becomes one number (verl's loss_agg_mode):
@@ -151,7 +146,6 @@ struct PpoConfig {
 //   seq_mean_token_sum    mean over sequences of each sequence's token sum (Dr. GRPO-like)
 enum class LossAggregation { token_mean, seq_mean_token_mean, seq_mean_token_sum };
 std::string_view to_string(LossAggregation aggregation);
-std::optional<LossAggregation> parse_loss_aggregation(std::string_view text);
 
 // GRPO (Shao et al. 2024; TRL GRPOTrainer, verl): G samples per task, A = (R - mean_g) / (std_g +
 // eps) (or R - mean_g without scaling), the clipped ratio with epsilon low / high (DAPO's
@@ -164,7 +158,28 @@ struct GrpoConfig {
   LossAggregation aggregation = LossAggregation::token_mean;
   int epochs = 1;  // TRL num_iterations
   int minibatches = 1;
-  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+// The knobs of every learning algorithm, each as the algorithm's own struct (PpoConfig for ppo, a
+// test's struct for a test's algorithm): a value that copies with the AgentConfig, so that adding
+// an algorithm adds no field here. A struct never set reads as its defaults.
+class AlgorithmSettings {
+ public:
+  template <typename Settings>
+  Settings& get() {
+    auto [found, fresh] = values_.try_emplace(std::type_index(typeid(Settings)));
+    if (fresh) found->second = Settings{};
+    return std::any_cast<Settings&>(found->second);
+  }
+  template <typename Settings>
+  const Settings& get() const {
+    static const Settings defaults{};
+    const auto found = values_.find(std::type_index(typeid(Settings)));
+    return found == values_.end() ? defaults : std::any_cast<const Settings&>(found->second);
+  }
+
+ private:
+  std::map<std::type_index, std::any> values_;
 };
 
 // Everything one PolicyAgent is built from (and what its checkpoints record).
@@ -173,14 +188,23 @@ struct AgentConfig {
   OptimizerConfig optimizer;
   SamplingConfig sampling;                     // act() and generate() unless told otherwise
   env::MaskMode mask = env::MaskMode::syntax;  // the env's mask (replayed for update(episodes))
-  Algorithm algorithm = Algorithm::sft;        // what update() runs
-  ReinforceConfig reinforce;
-  PpoConfig ppo;
-  GrpoConfig grpo;
-  std::string device = "auto";  // "auto" (CUDA when available), "cpu", "cuda", "cuda:1"
+  std::string algorithm = "sft";  // what update() runs: a registered algorithm (algorithm.hpp)
+  AlgorithmSettings settings;     // every algorithm's knobs: settings.get<PpoConfig>().epochs
+  std::string device = "auto";    // "auto" (CUDA when available), "cpu", "cuda", "cuda:1"
   std::uint64_t seed = 0;
+  // The first knob out of its range ("ppo.epochs: value 0 is outside [1, 1000000]"), an unknown
+  // algorithm, or a shape that does not fit; nullopt when the config is valid.
   [[nodiscard]] std::optional<std::string> validate() const;
 };
+
+// The knobs of the parts, paths relative to the part ("dropout", "lr", "temperature").
+const datasets::Knobs<PolicyConfig>& policy_knobs();
+const datasets::Knobs<SamplingConfig>& sampling_knobs();
+const datasets::Knobs<OptimizerConfig>& optimizer_knobs();
+// Every knob of an AgentConfig, by the path checkpoint.txt writes it under: "policy.dropout",
+// "optimizer.lr", "sampling.top_k", "agent.algorithm", "agent.device", ... and each registered
+// algorithm's under its name ("grpo.epsilon_high").
+datasets::Knobs<AgentConfig> agent_knobs();
 
 // "section.key" -> value text, in a stable order, for checkpoints and run logs.
 std::map<std::string, std::string> to_key_values(const AgentConfig& config);

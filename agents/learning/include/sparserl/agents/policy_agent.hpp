@@ -90,7 +90,7 @@ class PolicyAgent final : public env::Agent {
   [[nodiscard]] std::string name() const override;       // the algorithm: "sft", "ppo", ...
   [[nodiscard]] std::string policy_id() const override;  // "ppo:step=120"
   env::ActionBatch act(std::span<const env::Observation> observations) override;
-  // One update of the configured algorithm (std::logic_error for Algorithm::sft, which learns from
+  // One update of the configured algorithm (std::logic_error for sft, which learns from
   // examples). Episodes of one prompt form a group (Episode::group; episodes without one, as
   // step() plays them, are grouped by task). An episode without its prompt (Episode::matrix) must
   // be of a matrix observation act() saw.
@@ -112,7 +112,7 @@ class PolicyAgent final : public env::Agent {
       std::span<const std::shared_ptr<const env::MatrixObservation>> prompts, int samples,
       const SamplingConfig& sampling);
 
-  // One update of the configured RL algorithm on a batch of rollouts (groups by Rollout::group).
+  // One update of the configured algorithm on a batch of rollouts (groups by Rollout::group).
   env::Statistics update_rollouts(std::span<const Rollout> rollouts);
   // One optimiser step of next-token loss on programs without a matrix (pretraining) or on SFT
   // examples (loss on the code tokens only). Statistics: loss, perplexity, tokens, grad_norm, lr.
@@ -124,8 +124,9 @@ class PolicyAgent final : public env::Agent {
   // Freezes a copy of the current weights as the KL reference of PPO / GRPO / REINFORCE.
   void set_reference_to_current();
   [[nodiscard]] bool has_reference() const;
-  // Changes the algorithm that update() runs and its knobs (stage changes: SFT -> PPO).
-  void set_algorithm(Algorithm algorithm);
+  // Changes the algorithm that update() runs, by its registered name (stage changes: SFT -> PPO);
+  // std::invalid_argument listing the registered names for another.
+  void set_algorithm(const std::string& algorithm);
   void set_optimizer(const OptimizerConfig& optimizer);  // a fresh AdamW with these settings
 
   [[nodiscard]] const AgentConfig& config() const;

@@ -126,6 +126,9 @@ struct SftConfig {
   StageHooks hooks;
 };
 
+// The SFT stage's own knobs (resample_observations), paths relative to the stage.
+const datasets::Knobs<SftConfig>& sft_stage_knobs();
+
 // Loss on the code tokens only, the matrix observation as the prompt. `validation` pairs (optional)
 // give sft/val_loss at every log step.
 StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
@@ -135,8 +138,11 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
 
 // ---- RL ----------------------------------------------------------------------------------------
 
+// The RL stage's default learning rate: RL fine-tunes the SFT policy, far below pretraining's.
+inline constexpr double kRlLearningRate = 1e-5;
+
 struct RlConfig {
-  AgentConfig agent;  // agent.algorithm: reinforce, ppo or grpo, with its knobs
+  AgentConfig agent;  // agent.algorithm: one that learns from rollouts, with its knobs
   int updates = 100;
   int tasks_per_update = 8;
   int samples_per_task = 8;  // G: completions per task (one group)

@@ -1,8 +1,10 @@
 // What every learning algorithm works on (LibTorch; include only inside agents/ and its torch
-// tests): the Learner - the policy, the frozen reference, AdamW, the seeded draws, the counters -
-// and the batch of sequences the algorithms score. Each algorithm file (pretrain.cpp, sft.cpp,
-// reinforce.cpp, ppo.cpp, grpo.cpp) implements its section below and reads alone; the pieces they
-// share (masked means, KL estimators, scoring a batch) are here and in policy_agent.cpp.
+// tests): the Learner - the policy, the frozen reference, AdamW, the seeded draws, the counters,
+// the algorithm update() runs - and the batch of sequences the algorithms score. Each algorithm
+// file (pretrain.cpp, sft.cpp, reinforce.cpp, ppo.cpp, grpo.cpp) holds its Algorithm class
+// (algorithm.hpp) and the tensor functions of its section below, and reads alone; the pieces they
+// share (masked means, KL estimators, scoring a batch) are here, in learner.cpp and in
+// learning_math.cpp.
 //
 // Conventions of every [B, T] tensor: row b is one completion, column t its t-th code token;
 // `valid` marks real tokens (right padding is false); log-probabilities are those of the masked,
@@ -20,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sparserl/agents/algorithm.hpp"
 #include "sparserl/agents/config.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/policy.hpp"
@@ -75,6 +78,10 @@ struct Learner {
   std::unique_ptr<torch::optim::AdamW> critic_optimizer;
   CounterRng rng;
   AgentCounters counters;
+  std::unique_ptr<Algorithm> algorithm;  // config.algorithm's, from the registry
+  // The value head's learning rate as a multiple of the policy's, as make_optimizer() found it
+  // (the algorithm's value_head_lr_scale): not 1, the value head is AdamW's third group.
+  double value_head_lr_scale = 1.0;
 
   // act() state.
   KvCache act_cache;
@@ -105,12 +112,12 @@ struct Learner {
   // The critic: a trainable copy of the policy as it is now (trunk and value head), with an AdamW
   // of its own (the policy's settings, decay on matrices only).
   void make_critic();
-  // Clips the critic's gradients, steps its AdamW at current_lr() x ppo.value_lr_scale and clears
-  // them (the schedule follows the policy's optimiser steps). Returns the norm before clipping.
-  double critic_step();
+  // Clips the critic's gradients, steps its AdamW at current_lr() x lr_scale and clears them (the
+  // schedule follows the policy's optimiser steps). Returns the norm before clipping.
+  double critic_step(double lr_scale);
 };
 
-// ---- Shared math (policy_agent.cpp) -------------------------------------------------------------
+// ---- Shared math (learning_math.cpp) ------------------------------------------------------------
 
 torch::Tensor masked_sum(const torch::Tensor& x, const torch::Tensor& mask);
 torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask);
@@ -141,8 +148,7 @@ struct BatchItem {
 std::vector<BatchItem> epoch_batch(std::uint64_t seed, std::size_t n, std::int64_t step,
                                    int batch_size);
 
-// ---- Pretraining and SFT (pretrain.cpp, sft.cpp)
-// -------------------------------------------------
+// ---- Pretraining and SFT (pretrain.cpp, sft.cpp) ------------------------------------------------
 
 // Mean next-token cross-entropy over the valid targets (code tokens only).
 torch::Tensor next_token_loss(Learner& learner, const SequenceBatch& batch);
@@ -151,15 +157,12 @@ env::Statistics pretrain_step(Learner& learner,
 env::Statistics sft_step(Learner& learner, std::span<const SftExample> examples);
 double sft_loss(Learner& learner, std::span<const SftExample> examples);
 
-// ---- REINFORCE with leave-one-out baseline (reinforce.cpp)
-// ---------------------------------------
+// ---- REINFORCE with leave-one-out baseline (reinforce.cpp) --------------------------------------
 
 // A_i = r_i - mean of the other rewards of i's group (r_i itself when the group has one member).
 torch::Tensor rloo_advantages(const torch::Tensor& rewards, const torch::Tensor& groups);
-env::Statistics reinforce_update(Learner& learner, std::span<const Rollout> rollouts);
 
-// ---- PPO (ppo.cpp)
-// -------------------------------------------------------------------------------
+// ---- PPO (ppo.cpp) ------------------------------------------------------------------------------
 
 struct GaeResult {
   torch::Tensor advantages;  // [B, T], 0 where not valid
@@ -194,10 +197,8 @@ ValueLoss clipped_value_loss(const torch::Tensor& values, const torch::Tensor& o
 // Per-token rewards of PPO: -kl_coef * KL_t, plus each sequence's reward at its last valid token.
 torch::Tensor ppo_token_rewards(const torch::Tensor& scores, const torch::Tensor& kl,
                                 const torch::Tensor& valid, double kl_coef);
-env::Statistics ppo_update(Learner& learner, std::span<const Rollout> rollouts);
 
-// ---- GRPO (grpo.cpp)
-// -----------------------------------------------------------------------------
+// ---- GRPO (grpo.cpp) ----------------------------------------------------------------------------
 
 // (r - mean_g) / (std_g + eps) with scale, else r - mean_g; std unbiased (0 for a group of one).
 torch::Tensor grpo_advantages(const torch::Tensor& rewards, const torch::Tensor& groups, bool scale,
@@ -214,6 +215,5 @@ struct GrpoLoss {
 GrpoLoss grpo_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_probs,
                    const torch::Tensor& ref_log_probs, const torch::Tensor& advantages,
                    const torch::Tensor& valid, const GrpoConfig& config);
-env::Statistics grpo_update(Learner& learner, std::span<const Rollout> rollouts);
 
 }  // namespace sparserl::agents

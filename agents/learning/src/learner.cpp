@@ -1,0 +1,315 @@
+// The Learner (torch/learner.hpp): the policy on its device, AdamW with the learning-rate
+// schedule and the separate critic, the counter-based generator, and the batches every algorithm
+// scores - observation prefixes, token sequences with their replayed action masks - with the
+// log-probabilities, entropies and values of their tokens.
+#include "sparserl/agents/torch/learner.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "sparserl/datasets/random.hpp"
+#include "sparserl/env/sparse_cuda_env.hpp"
+
+namespace sparserl::agents {
+
+namespace {
+
+torch::Device resolve_device(const std::string& name) {
+  if (name == "auto")
+    return torch::cuda::is_available() ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+  if (name.rfind("cuda", 0) == 0 && !torch::cuda::is_available()) {
+    throw std::invalid_argument("agent.device = '" + name + "': LibTorch sees no CUDA device here");
+  }
+  return torch::Device(name);
+}
+
+AgentConfig resolved(AgentConfig config, const env::Vocabulary& vocabulary) {
+  if (auto error = config.validate()) throw std::invalid_argument(*error);
+  const int vocab = static_cast<int>(vocabulary.size());
+  if (config.policy.vocab_size != 0 && config.policy.vocab_size != vocab) {
+    throw std::invalid_argument("policy.vocab_size = " + std::to_string(config.policy.vocab_size) +
+                                ": the vocabulary '" + vocabulary.name() + "' has " +
+                                std::to_string(vocab));
+  }
+  config.policy.vocab_size = vocab;
+  const int features = static_cast<int>(env::feature_names().size());
+  if (config.policy.feature_dim != 0 && config.policy.feature_dim != features) {
+    throw std::invalid_argument(
+        "policy.feature_dim = " + std::to_string(config.policy.feature_dim) +
+        ": the observation has " + std::to_string(features) + " features");
+  }
+  config.policy.feature_dim = features;
+  return config;
+}
+
+}  // namespace
+
+// ---- CounterRng ---------------------------------------------------------------------------------
+
+std::uint64_t CounterRng::next() {
+  std::uint64_t state = seed ^ (0x9e3779b97f4a7c15ULL * ++counter);
+  datasets::splitmix64(state);
+  return datasets::splitmix64(state);
+}
+
+double CounterRng::uniform_open() { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
+
+std::uint64_t CounterRng::below(std::uint64_t n) {
+  if (n <= 1) return 0;
+  // Rejection keeps it unbiased; n is small (batch sizes), so a retry is rare.
+  const std::uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  std::uint64_t x = next();
+  while (x >= limit) x = next();
+  return x % n;
+}
+
+// ---- SequenceBatch ------------------------------------------------------------------------------
+
+SequenceBatch SequenceBatch::select(const torch::Tensor& rows) const {
+  const torch::Tensor r = rows.to(inputs.device());
+  SequenceBatch out;
+  out.prefix = prefix.index_select(r);
+  out.inputs = inputs.index_select(0, r);
+  out.targets = targets.index_select(0, r);
+  out.valid = valid.index_select(0, r);
+  if (action_masks.defined()) out.action_masks = action_masks.index_select(0, r);
+  return out;
+}
+
+// ---- Learner ------------------------------------------------------------------------------------
+
+Learner::Learner(AgentConfig config_in, std::shared_ptr<const env::Vocabulary> vocabulary_in)
+    : config(resolved(std::move(config_in), *vocabulary_in)),
+      vocabulary(std::move(vocabulary_in)),
+      device(resolve_device(config.device)),
+      algorithm(AlgorithmRegistry::make(config.algorithm)) {
+  torch::manual_seed(config.seed);
+  policy = TransformerPolicy(config.policy);
+  policy->to(device);
+  rng.seed = config.seed ^ 0x706f6c6963792121ULL;  // "policy!!": apart from the env's streams
+  make_optimizer();
+}
+
+namespace {
+
+// AdamW over `model`: matrices of Linear layers are decayed; biases, norms and embeddings are not
+// (GPT-2, nanoGPT). With `value_head_group`, the value head is a third group (no weight decay).
+std::unique_ptr<torch::optim::AdamW> make_adamw(TransformerPolicy& model, const OptimizerConfig& o,
+                                                bool value_head_group) {
+  std::vector<torch::Tensor> decay, no_decay, value_head;
+  for (const auto& item : model->named_parameters()) {
+    const bool embedding = item.key().find("embedding") != std::string::npos;
+    if (value_head_group && item.key().rfind("value_head.", 0) == 0) {
+      value_head.push_back(item.value());
+      continue;
+    }
+    (item.value().dim() >= 2 && !embedding ? decay : no_decay).push_back(item.value());
+  }
+  auto options = [&](double weight_decay) {
+    return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(o.lr)
+                                                            .betas({o.beta1, o.beta2})
+                                                            .eps(o.eps)
+                                                            .weight_decay(weight_decay));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, options(o.weight_decay));
+  groups.emplace_back(no_decay, options(0.0));
+  if (value_head_group) groups.emplace_back(value_head, options(0.0));
+  return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o.lr));
+}
+
+double clip_gradients(TransformerPolicy& model, double max_grad_norm) {
+  const double max_norm =
+      max_grad_norm > 0 ? max_grad_norm : std::numeric_limits<double>::infinity();
+  return torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
+}
+
+}  // namespace
+
+void Learner::make_optimizer() {
+  // The value head is a third group, stepped at lr x scale, when the algorithm asks for a scale
+  // (PPO with a shared critic and ppo.value_lr_scale != 1).
+  value_head_lr_scale = algorithm->value_head_lr_scale(config);
+  optimizer = make_adamw(policy, config.optimizer, value_head_lr_scale != 1.0);
+}
+
+void Learner::make_critic() {
+  critic = clone_policy(policy);
+  for (auto& p : critic->parameters()) p.set_requires_grad(true);
+  critic->train();
+  critic_optimizer = make_adamw(critic, config.optimizer, false);
+}
+
+double Learner::critic_step(double lr_scale) {
+  const double norm = clip_gradients(critic, config.optimizer.max_grad_norm);
+  for (auto& group : critic_optimizer->param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(current_lr() * lr_scale);
+  }
+  critic_optimizer->step();
+  critic_optimizer->zero_grad();
+  return norm;
+}
+
+double Learner::current_lr() const { return config.optimizer.lr_at(counters.optimizer_steps); }
+
+double Learner::optimizer_step() {
+  const double norm = clip_gradients(policy, config.optimizer.max_grad_norm);
+  const double lr = current_lr();
+  auto& groups = optimizer->param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    // The third group, when there is one, is the value head (make_optimizer).
+    const double scale = g == 2 ? value_head_lr_scale : 1.0;
+    static_cast<torch::optim::AdamWOptions&>(groups[g].options()).lr(lr * scale);
+  }
+  optimizer->step();
+  optimizer->zero_grad();
+  ++counters.optimizer_steps;
+  return norm;
+}
+
+PrefixBatch Learner::prefix_batch(std::span<const env::MatrixObservation* const> matrices) const {
+  const PolicyConfig& p = config.policy;
+  const auto batch = static_cast<std::int64_t>(matrices.size());
+  std::vector<float> embedding(static_cast<std::size_t>(batch * p.nnz_samples * p.embedding_dim),
+                               0.0f);
+  std::vector<std::uint8_t> valid(static_cast<std::size_t>(batch * p.nnz_samples), 0);
+  std::vector<float> features(static_cast<std::size_t>(batch * p.feature_dim), 0.0f);
+  std::vector<std::uint8_t> feature_valid(static_cast<std::size_t>(batch), 0);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const env::MatrixObservation* m = matrices[static_cast<std::size_t>(b)];
+    if (m == nullptr) continue;
+    if (m->nnz_samples != p.nnz_samples || m->embedding_dim != p.embedding_dim ||
+        static_cast<int>(m->features.size()) != p.feature_dim) {
+      throw std::invalid_argument(
+          "observation of shape K = " + std::to_string(m->nnz_samples) + ", D = " +
+          std::to_string(m->embedding_dim) + ", F = " + std::to_string(m->features.size()) +
+          " does not fit the policy (nnz_samples = " + std::to_string(p.nnz_samples) +
+          ", embedding_dim = " + std::to_string(p.embedding_dim) +
+          ", feature_dim = " + std::to_string(p.feature_dim) + ")");
+    }
+    std::copy(m->embedding.begin(), m->embedding.end(),
+              embedding.begin() + b * p.nnz_samples * p.embedding_dim);
+    for (int k = 0; k < std::min(m->count, p.nnz_samples); ++k)
+      valid[static_cast<std::size_t>(b * p.nnz_samples + k)] = 1;
+    std::copy(m->features.begin(), m->features.end(), features.begin() + b * p.feature_dim);
+    feature_valid[static_cast<std::size_t>(b)] = 1;
+  }
+  PrefixBatch out;
+  out.embedding =
+      torch::from_blob(embedding.data(), {batch, p.nnz_samples, p.embedding_dim}, torch::kFloat)
+          .clone();
+  out.valid =
+      torch::from_blob(valid.data(), {batch, p.nnz_samples}, torch::kUInt8).to(torch::kBool);
+  out.features = torch::from_blob(features.data(), {batch, p.feature_dim}, torch::kFloat).clone();
+  out.feature_valid =
+      torch::from_blob(feature_valid.data(), {batch}, torch::kUInt8).to(torch::kBool);
+  return out.to(device);
+}
+
+SequenceBatch Learner::sequence_batch(
+    std::span<const env::MatrixObservation* const> matrices,
+    std::span<const std::vector<env::TokenId>* const> sequences,
+    std::span<const std::vector<std::uint8_t>* const> masks) const {
+  const auto batch = static_cast<std::int64_t>(sequences.size());
+  std::int64_t longest = 1;
+  for (const auto* s : sequences)
+    longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(s->size()));
+  if (longest > config.policy.max_tokens) {
+    throw std::invalid_argument(
+        "a sequence of " + std::to_string(longest) +
+        " tokens exceeds policy.max_tokens = " + std::to_string(config.policy.max_tokens));
+  }
+  const env::TokenId pad = vocabulary->pad();
+  std::vector<std::int64_t> inputs(static_cast<std::size_t>(batch * longest), pad);
+  std::vector<std::int64_t> targets(static_cast<std::size_t>(batch * longest), pad);
+  std::vector<std::uint8_t> valid(static_cast<std::size_t>(batch * longest), 0);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const auto& s = *sequences[static_cast<std::size_t>(b)];
+    const std::int64_t row = b * longest;
+    inputs[static_cast<std::size_t>(row)] = vocabulary->bos();
+    for (std::size_t t = 0; t < s.size(); ++t) {
+      targets[static_cast<std::size_t>(row) + t] = s[t];
+      valid[static_cast<std::size_t>(row) + t] = 1;
+      if (t + 1 < static_cast<std::size_t>(longest))
+        inputs[static_cast<std::size_t>(row) + t + 1] = s[t];
+    }
+  }
+  SequenceBatch out;
+  out.prefix = prefix_batch(matrices);
+  out.inputs = torch::tensor(inputs, torch::kLong).view({batch, longest}).to(device);
+  out.targets = torch::tensor(targets, torch::kLong).view({batch, longest}).to(device);
+  out.valid =
+      torch::from_blob(valid.data(), {batch, longest}, torch::kUInt8).to(torch::kBool).to(device);
+  if (masks.empty()) return out;  // no masks asked for (pretraining, SFT)
+
+  const auto vocab = static_cast<std::int64_t>(vocabulary->size());
+  if (config.mask == env::MaskMode::none) {
+    // Mode none forbids only <pad> and <bos>: one row, broadcast.
+    torch::Tensor row = torch::ones({vocab}, torch::kBool);
+    row[vocabulary->pad()] = false;
+    row[vocabulary->bos()] = false;
+    out.action_masks = row.view({1, 1, vocab}).expand({batch, longest, vocab}).to(device);
+    return out;
+  }
+  // Padding positions allow everything, so their log-softmax stays finite.
+  std::vector<std::uint8_t> all(static_cast<std::size_t>(batch * longest * vocab), 1);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const auto& s = *sequences[static_cast<std::size_t>(b)];
+    std::uint8_t* base = all.data() + b * longest * vocab;
+    const auto* given = masks[static_cast<std::size_t>(b)];
+    if (given != nullptr && !given->empty()) {
+      if (given->size() != s.size() * static_cast<std::size_t>(vocab)) {
+        throw std::invalid_argument("sequence " + std::to_string(b) + ": " +
+                                    std::to_string(given->size()) + " mask bytes for " +
+                                    std::to_string(s.size()) + " tokens");
+      }
+      std::copy(given->begin(), given->end(), base);
+      continue;
+    }
+    env::ActionMask replay(vocabulary, config.mask, config.policy.max_tokens);
+    for (std::size_t t = 0; t < s.size(); ++t) {
+      replay.fill(std::span<std::uint8_t>(base + t * vocab, static_cast<std::size_t>(vocab)));
+      if (!replay.allows(s[t])) {
+        throw std::invalid_argument("sequence " + std::to_string(b) + ": token " +
+                                    std::to_string(t) + " (" + vocabulary->describe(s[t]) +
+                                    ") is not allowed by the " +
+                                    std::string(env::to_string(config.mask)) + " mask");
+      }
+      replay.advance(s[t]);
+    }
+  }
+  out.action_masks = torch::from_blob(all.data(), {batch, longest, vocab}, torch::kUInt8)
+                         .to(torch::kBool)
+                         .to(device);
+  return out;
+}
+
+TokenScores Learner::score(TransformerPolicy& model, const SequenceBatch& batch, bool entropy) {
+  const PolicyOutput out = model->forward(batch.prefix, batch.inputs, batch.valid);
+  torch::Tensor logits = apply_action_mask(out.logits, batch.action_masks);
+  if (config.sampling.temperature != 1.0) logits = logits / config.sampling.temperature;
+  const torch::Tensor log_softmax = torch::log_softmax(logits, -1);
+  TokenScores scores;
+  scores.log_probs = log_softmax.gather(-1, batch.targets.unsqueeze(-1))
+                         .squeeze(-1)
+                         .masked_fill(batch.valid.logical_not(), 0.0);
+  if (entropy) {
+    // Forbidden tokens have log p = -inf and p = 0: their term is 0, and replacing -inf by 0 before
+    // the product keeps 0 * -inf (NaN) out of the forward pass and out of the gradient.
+    const torch::Tensor finite_log = log_softmax.masked_fill(torch::isinf(log_softmax), 0.0);
+    scores.entropy =
+        -(log_softmax.exp() * finite_log).sum(-1).masked_fill(batch.valid.logical_not(), 0.0);
+  }
+  scores.values = out.values.masked_fill(batch.valid.logical_not(), 0.0);
+  return scores;
+}
+
+torch::Tensor Learner::score_values(TransformerPolicy& model, const SequenceBatch& batch) {
+  return model->values(batch.prefix, batch.inputs, batch.valid)
+      .masked_fill(batch.valid.logical_not(), 0.0);
+}
+
+}  // namespace sparserl::agents

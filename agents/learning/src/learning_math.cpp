@@ -1,0 +1,195 @@
+// The pieces the algorithms share (torch/learner.hpp): masked means and whitening, KL estimators,
+// explained variance, groups and batches of rollouts, minibatches and the seeded data order of
+// pretraining and SFT, and the statistics every RL update reports about its rollouts.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <stdexcept>
+
+#include "sparserl/agents/torch/learner.hpp"
+#include "sparserl/agents/training.hpp"
+#include "sparserl/datasets/random.hpp"
+
+namespace sparserl::agents {
+
+// ---- Shared math --------------------------------------------------------------------------------
+
+torch::Tensor masked_sum(const torch::Tensor& x, const torch::Tensor& mask) {
+  return (x * mask.to(x.dtype())).sum();
+}
+
+torch::Tensor masked_mean(const torch::Tensor& x, const torch::Tensor& mask) {
+  return masked_sum(x, mask) / mask.to(x.dtype()).sum().clamp_min(1.0);
+}
+
+torch::Tensor masked_var(const torch::Tensor& x, const torch::Tensor& mask) {
+  const torch::Tensor mean = masked_mean(x, mask);
+  const torch::Tensor count = mask.to(x.dtype()).sum();
+  const torch::Tensor centered = (x - mean) * mask.to(x.dtype());
+  return (centered * centered).sum() / (count - 1.0).clamp_min(1.0);
+}
+
+torch::Tensor masked_whiten(const torch::Tensor& x, const torch::Tensor& mask, bool shift_mean) {
+  const torch::Tensor mean = masked_mean(x, mask);
+  torch::Tensor out = (x - mean) * torch::rsqrt(masked_var(x, mask) + 1e-8);
+  if (!shift_mean) out = out + mean;
+  return out * mask.to(x.dtype());
+}
+
+torch::Tensor kl_estimate(const torch::Tensor& log_probs, const torch::Tensor& ref_log_probs,
+                          KlEstimator estimator) {
+  const torch::Tensor d = log_probs - ref_log_probs;
+  switch (estimator) {
+    case KlEstimator::k1:
+      return d;
+    case KlEstimator::k2:
+      return 0.5 * d * d;
+    case KlEstimator::k3:
+      return (torch::exp(-d) - 1.0 + d).clamp(-10.0, 10.0);
+  }
+  return d;
+}
+
+double explained_variance(const torch::Tensor& values, const torch::Tensor& returns,
+                          const torch::Tensor& mask) {
+  const double var_returns = masked_var(returns, mask).item<double>();
+  if (var_returns <= 0) return 0.0;
+  return 1.0 - masked_var(returns - values, mask).item<double>() / var_returns;
+}
+
+torch::Tensor group_index(std::span<const Rollout> rollouts) {
+  std::map<int, std::int64_t> renumber;
+  std::vector<std::int64_t> out;
+  out.reserve(rollouts.size());
+  for (const Rollout& r : rollouts) {
+    out.push_back(
+        renumber.try_emplace(r.group, static_cast<std::int64_t>(renumber.size())).first->second);
+  }
+  return torch::tensor(out, torch::kLong);
+}
+
+SequenceBatch rollout_batch(Learner& learner, std::span<const Rollout> rollouts) {
+  std::vector<const env::MatrixObservation*> matrices;
+  std::vector<const std::vector<env::TokenId>*> sequences;
+  std::vector<const std::vector<std::uint8_t>*> masks;
+  for (const Rollout& r : rollouts) {
+    if (r.completion.tokens.empty()) throw std::invalid_argument("a rollout with no tokens");
+    matrices.push_back(r.matrix.get());
+    sequences.push_back(&r.completion.tokens);
+    masks.push_back(&r.completion.action_masks);
+  }
+  return learner.sequence_batch(matrices, sequences, masks);
+}
+
+std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n, int minibatches) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    std::swap(
+        order[static_cast<std::size_t>(i)],
+        order[static_cast<std::size_t>(learner.rng.below(static_cast<std::uint64_t>(i + 1)))]);
+  }
+  const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>(minibatches, n));
+  std::vector<torch::Tensor> out;
+  for (std::int64_t p = 0; p < parts; ++p) {
+    const std::int64_t begin = p * n / parts, end = (p + 1) * n / parts;
+    std::vector<std::int64_t> part(order.begin() + begin, order.begin() + end);
+    out.push_back(torch::tensor(part, torch::kLong).to(learner.device));
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<std::size_t> permutation(std::uint64_t seed, std::size_t n, std::int64_t epoch) {
+  std::uint64_t mix = static_cast<std::uint64_t>(epoch);
+  CounterRng rng{seed ^ datasets::splitmix64(mix), 0};
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  return order;
+}
+
+}  // namespace
+
+std::vector<BatchItem> epoch_batch(std::uint64_t seed, std::size_t n, std::int64_t step,
+                                   int batch_size) {
+  std::vector<BatchItem> out;
+  if (n == 0) return out;
+  std::int64_t cached_epoch = -1;
+  std::vector<std::size_t> order;
+  for (std::int64_t j = step * batch_size; j < (step + 1) * batch_size; ++j) {
+    const std::int64_t epoch = j / static_cast<std::int64_t>(n);
+    if (epoch != cached_epoch) {
+      order = permutation(seed, n, epoch);
+      cached_epoch = epoch;
+    }
+    out.push_back({order[static_cast<std::size_t>(j % static_cast<std::int64_t>(n))], epoch});
+  }
+  return out;
+}
+
+// ---- Rollout statistics -------------------------------------------------------------------------
+
+env::Statistics rollout_statistics(std::span<const Rollout> rollouts) {
+  env::Statistics stats;
+  if (rollouts.empty()) return stats;
+  const double n = static_cast<double>(rollouts.size());
+  double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const Rollout& r : rollouts) {
+    sum += r.reward;
+    lo = std::min(lo, r.reward);
+    hi = std::max(hi, r.reward);
+  }
+  const double mean = sum / n;
+  double squares = 0;
+  for (const Rollout& r : rollouts) squares += (r.reward - mean) * (r.reward - mean);
+  std::map<int, std::vector<double>> groups;
+  for (const Rollout& r : rollouts) groups[r.group].push_back(r.reward);
+  int multi = 0, flat = 0;
+  for (const auto& [id, rewards] : groups) {
+    if (rewards.size() < 2) continue;
+    ++multi;
+    const auto [mn, mx] = std::minmax_element(rewards.begin(), rewards.end());
+    if (*mx - *mn < 1e-9) ++flat;
+  }
+  double length = 0, min_length = std::numeric_limits<double>::infinity(), max_length = 0;
+  int truncated = 0, compiled = 0, correct = 0, timed = 0, faster = 0;
+  double log_speedup = 0, speedup_sum = 0;
+  for (const Rollout& r : rollouts) {
+    const double l = static_cast<double>(r.completion.tokens.size());
+    length += l;
+    min_length = std::min(min_length, l);
+    max_length = std::max(max_length, l);
+    truncated += r.completion.terminated ? 0 : 1;
+    compiled += r.compiled ? 1 : 0;
+    correct += r.correct ? 1 : 0;
+    if (r.correct && r.speedup > 0) {
+      ++timed;
+      log_speedup += std::log(r.speedup);
+      speedup_sum += r.speedup;
+      faster += r.speedup > 1.0 ? 1 : 0;
+    }
+  }
+  stats.emplace_back("reward/mean", mean);
+  stats.emplace_back("reward/std", n > 1 ? std::sqrt(squares / (n - 1)) : 0.0);
+  stats.emplace_back("reward/min", lo);
+  stats.emplace_back("reward/max", hi);
+  stats.emplace_back("reward/frac_zero_std", multi > 0 ? double(flat) / multi : 0.0);
+  stats.emplace_back("completions/mean_length", length / n);
+  stats.emplace_back("completions/min_length", min_length);
+  stats.emplace_back("completions/max_length", max_length);
+  stats.emplace_back("completions/clipped_ratio", truncated / n);
+  stats.emplace_back("env/compile_rate", compiled / n);
+  stats.emplace_back("env/correct_rate", correct / n);
+  stats.emplace_back("env/faster_rate", faster / n);
+  stats.emplace_back("env/speedup_mean", timed > 0 ? speedup_sum / timed : 0.0);
+  stats.emplace_back("env/speedup_geomean", timed > 0 ? std::exp(log_speedup / timed) : 0.0);
+  return stats;
+}
+
+}  // namespace sparserl::agents
