@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "sparserl/datasets/enum_names.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/reward/compiler.hpp"
 #include "sparserl/reward/protocol.hpp"
 #include "subprocess.hpp"
@@ -445,14 +446,12 @@ void write_run_info(const std::filesystem::path& file, const RunInfo& info) {
 }
 
 RunInfo read_run_info(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  const std::optional<std::string> text = datasets::read_file_bytes(file);
+  if (!text)
     throw RunInfoError(file.string() + ": cannot open run.json (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
   Json json;
   try {
-    json = parse_json(text.str(), file.string());
+    json = parse_json(*text, file.string());
   } catch (const JsonError& e) {
     throw RunInfoError(e.what());
   }

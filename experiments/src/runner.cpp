@@ -112,11 +112,9 @@ std::optional<Position> read_position(const CheckpointStore& store) {
   const auto latest = store.latest();
   if (!latest) return std::nullopt;
   const fs::path file = latest->dir / "stage.json";
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const Json json = parse_json(text.str(), file.string());
+  const std::optional<std::string> text = datasets::read_file_bytes(file);
+  if (!text) throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
+  const Json json = parse_json(*text, file.string());
   Position p;
   p.checkpoint = *latest;
   try {
