@@ -1,6 +1,6 @@
-// remove_tree (file_tree.hpp): a depth-first walk with nftw(3) that unlinks files and removes folders
-// after their contents, using only the C library - so no copy of std::filesystem that LibTorch
-// interposes is ever called.
+// read_file_bytes and remove_tree (file_tree.hpp). remove_tree is a depth-first walk with nftw(3)
+// that unlinks files and removes folders after their contents, using only the C library - so no
+// copy of std::filesystem that LibTorch interposes is ever called.
 #include "sparserl/datasets/file_tree.hpp"
 
 #include <ftw.h>
@@ -8,9 +8,20 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace sparserl::datasets {
+
+std::optional<std::string> read_file_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return std::move(bytes).str();
+}
+
 namespace {
 
 // nftw has no user pointer: the walk's state lives in thread-local variables, one walk per thread.

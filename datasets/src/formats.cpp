@@ -37,6 +37,44 @@ void require_size(const char* what, std::size_t got, std::int64_t expected,
   }
 }
 
+// Where one stored row of a padded format (ELL, SELL) lies: its `width` slots are at start,
+// start + stride, ...; a padding slot has column -1. csr_row is the row it came from.
+struct PaddedRow {
+  Index csr_row;
+  std::int64_t start;
+  std::int64_t stride;
+  std::int64_t width;
+};
+
+// Back to CSR from a validated padded format, two linear passes: row lengths without the padding,
+// then the entries. row_of(p) describes stored row p (0 <= p < m.rows).
+template <class Padded, class RowOf>
+SparseMatrix csr_from_padded(const Padded& m, const RowOf& row_of) {
+  std::vector<Index> row_ptr(static_cast<std::size_t>(m.rows) + 1, 0);
+  for (std::int64_t p = 0; p < m.rows; ++p) {
+    const PaddedRow r = row_of(p);
+    Index length = 0;
+    for (std::int64_t k = 0, at = r.start; k < r.width; ++k, at += r.stride) {
+      if (m.col_idx[at] >= 0) ++length;
+    }
+    row_ptr[r.csr_row + 1] = length;
+  }
+  std::partial_sum(row_ptr.begin(), row_ptr.end(), row_ptr.begin());
+  std::vector<Index> col_idx(static_cast<std::size_t>(row_ptr.back()));
+  std::vector<double> values(col_idx.size());
+  for (std::int64_t p = 0; p < m.rows; ++p) {
+    const PaddedRow r = row_of(p);
+    Index out = row_ptr[r.csr_row];
+    for (std::int64_t k = 0, at = r.start; k < r.width; ++k, at += r.stride) {
+      if (m.col_idx[at] < 0) continue;
+      col_idx[out] = m.col_idx[at];
+      values[out++] = m.val[at];
+    }
+  }
+  return SparseMatrix::from_csr(m.rows, m.cols, std::move(row_ptr), std::move(col_idx),
+                                std::move(values));
+}
+
 void require_column(const char* format, Index col, Index cols, std::int64_t at) {
   if (col < 0 || col >= cols) {
     throw std::invalid_argument(std::string(format) + ": column index " + str(col) + " at " +
@@ -218,29 +256,10 @@ EllMatrix to_ell(const SparseMatrix& a, std::int64_t max_stored) {
 
 SparseMatrix to_csr(const EllMatrix& m) {
   check_ell(m);
-  const std::size_t rows = static_cast<std::size_t>(m.rows);
-  std::vector<Index> row_ptr(rows + 1, 0);
-  for (std::size_t i = 0; i < rows; ++i) {
-    Index length = 0;
-    for (Index k = 0; k < m.width; ++k) {
-      const Index c = m.col_idx[static_cast<std::size_t>(k) * rows + i];
-      if (c >= 0) ++length;
-    }
-    row_ptr[i + 1] = row_ptr[i] + length;
-  }
-  std::vector<Index> col_idx(static_cast<std::size_t>(row_ptr.back()));
-  std::vector<double> values(col_idx.size());
-  for (std::size_t i = 0; i < rows; ++i) {
-    Index out = row_ptr[i];
-    for (Index k = 0; k < m.width; ++k) {
-      const std::size_t at = static_cast<std::size_t>(k) * rows + i;
-      if (m.col_idx[at] < 0) continue;
-      col_idx[out] = m.col_idx[at];
-      values[out++] = m.val[at];
-    }
-  }
-  return SparseMatrix::from_csr(m.rows, m.cols, std::move(row_ptr), std::move(col_idx),
-                                std::move(values));
+  const std::int64_t rows = m.rows;
+  return csr_from_padded(m, [&](std::int64_t i) {
+    return PaddedRow{static_cast<Index>(i), i, rows, m.width};
+  });
 }
 
 // ------------------------------------------------------------------------------------ SELL-C-sigma
@@ -303,32 +322,12 @@ SellMatrix to_sell(const SparseMatrix& a, Index slice_height, Index sigma,
 
 SparseMatrix to_csr(const SellMatrix& m) {
   check_sell(m);
-  const Index c = m.slice_height;
-  std::vector<Index> row_ptr(static_cast<std::size_t>(m.rows) + 1, 0);
-  for (std::int64_t p = 0; p < m.rows; ++p) {
+  const std::int64_t c = m.slice_height;
+  return csr_from_padded(m, [&](std::int64_t p) {
     const std::int64_t s = p / c;
-    const std::int64_t width = (std::int64_t{m.slice_ptr[s + 1]} - m.slice_ptr[s]) / c;
-    Index length = 0;
-    for (std::int64_t k = 0, at = m.slice_ptr[s] + (p - s * c); k < width; ++k, at += c) {
-      if (m.col_idx[at] >= 0) ++length;
-    }
-    row_ptr[m.row_perm[p] + 1] = length;
-  }
-  std::partial_sum(row_ptr.begin(), row_ptr.end(), row_ptr.begin());
-  std::vector<Index> col_idx(static_cast<std::size_t>(row_ptr.back()));
-  std::vector<double> values(col_idx.size());
-  for (std::int64_t p = 0; p < m.rows; ++p) {
-    const std::int64_t s = p / c;
-    const std::int64_t width = (std::int64_t{m.slice_ptr[s + 1]} - m.slice_ptr[s]) / c;
-    Index out = row_ptr[m.row_perm[p]];
-    for (std::int64_t k = 0, at = m.slice_ptr[s] + (p - s * c); k < width; ++k, at += c) {
-      if (m.col_idx[at] < 0) continue;
-      col_idx[out] = m.col_idx[at];
-      values[out++] = m.val[at];
-    }
-  }
-  return SparseMatrix::from_csr(m.rows, m.cols, std::move(row_ptr), std::move(col_idx),
-                                std::move(values));
+    return PaddedRow{m.row_perm[p], m.slice_ptr[s] + (p - s * c), c,
+                     (std::int64_t{m.slice_ptr[s + 1]} - m.slice_ptr[s]) / c};
+  });
 }
 
 // --------------------------------------------------------------------------------------------- BSR

@@ -12,6 +12,7 @@
 #include "compressed_output.hpp"
 #include "fnv1a.hpp"
 #include "sparserl/datasets/enum_names.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "split_format.hpp"
 
@@ -354,11 +355,9 @@ Split parse_split(std::string_view text, const std::string& source) {
 }
 
 Split read_split(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw SplitError(file.string() + ": cannot open the split file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_split(text.str(), file.string());
+  const std::optional<std::string> text = read_file_bytes(file);
+  if (!text) throw SplitError(file.string() + ": cannot open the split file");
+  return parse_split(*text, file.string());
 }
 
 void write_split(const std::filesystem::path& file, const Split& split) {

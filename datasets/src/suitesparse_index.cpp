@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "fnv1a.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/task.hpp"
 
 namespace sparserl::datasets {
@@ -166,11 +167,9 @@ SuiteSparseIndex SuiteSparseIndex::parse(std::string_view text, const std::strin
 }
 
 SuiteSparseIndex SuiteSparseIndex::read(const std::filesystem::path& csv) {
-  std::ifstream in(csv, std::ios::binary);
-  if (!in) throw IndexError(csv.string() + ": cannot open the index");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), csv.string(), csv.parent_path());
+  const std::optional<std::string> text = read_file_bytes(csv);
+  if (!text) throw IndexError(csv.string() + ": cannot open the index");
+  return parse(*text, csv.string(), csv.parent_path());
 }
 
 const IndexEntry* SuiteSparseIndex::find(std::string_view group, std::string_view name) const {

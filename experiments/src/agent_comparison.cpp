@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "sparserl/datasets/enum_names.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/plots.hpp"
@@ -46,12 +47,10 @@ void read_run_json(ComparedRun& run) {
   const fs::path file = run.dir / "run.json";
   std::error_code ec;
   if (!fs::exists(file, ec)) return;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ComparisonError(file.string() + ": cannot open run.json");
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::optional<std::string> text = datasets::read_file_bytes(file);
+  if (!text) throw ComparisonError(file.string() + ": cannot open run.json");
   try {
-    const Json json = parse_json(text.str(), file.string());
+    const Json json = parse_json(*text, file.string());
     const RunInfo info = RunInfo::from_json(json, file.string());
     run.has_run_json = true;
     if (!info.run_id.empty()) run.run_id = info.run_id;

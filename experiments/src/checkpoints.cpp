@@ -51,14 +51,12 @@ std::string checkpoint_folder_name(std::int64_t step) {
 
 CheckpointInfo read_checkpoint(const fs::path& dir) {
   const fs::path meta = dir / "meta.json";
-  std::ifstream in(meta, std::ios::binary);
-  if (!in) throw CheckpointError(meta.string() + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::optional<std::string> text = datasets::read_file_bytes(meta);
+  if (!text) throw CheckpointError(meta.string() + ": cannot open (" + std::strerror(errno) + ")");
   CheckpointInfo info;
   info.dir = dir;
   try {
-    const Json json = parse_json(text.str(), meta.string());
+    const Json json = parse_json(*text, meta.string());
     if (!json.is_object()) throw CheckpointError(meta.string() + ": expected a JSON object");
     const Json* step = find_member(json, "step");
     if (step == nullptr) throw CheckpointError(meta.string() + ": missing member 'step'");

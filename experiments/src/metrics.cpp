@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/run_info.hpp"
 
@@ -22,11 +23,9 @@ namespace {
 bool reserved(std::string_view name) { return name == "step" || name == "time" || name == "stage"; }
 
 std::string read_all(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw MetricsError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::optional<std::string> text = datasets::read_file_bytes(file);
+  if (!text) throw MetricsError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  return std::move(*text);
 }
 
 MetricsRecord record_from(const Json& json, const std::string& where) {

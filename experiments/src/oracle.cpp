@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "csv.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/run_info.hpp"
 
 namespace fs = std::filesystem;
@@ -36,11 +37,9 @@ double parse_number(const std::string& s, const std::string& where) {
 }
 
 std::vector<OracleEntry> read_entries(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw OracleError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::optional<std::string> bytes = datasets::read_file_bytes(file);
+  if (!bytes) throw OracleError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  const std::string& text = *bytes;
   const std::string name = file.string();
   std::size_t pos = 0, line = 1;
   auto record = [&]() {

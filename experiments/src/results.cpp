@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "csv.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/experiments/json.hpp"
 #include "sparserl/experiments/run_info.hpp"
@@ -127,11 +128,9 @@ std::vector<MatrixResult> read_results_csv(const std::filesystem::path& file) {
 }
 
 ResultsTable read_results_table(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ResultsError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::optional<std::string> bytes = datasets::read_file_bytes(file);
+  if (!bytes) throw ResultsError(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  const std::string& text = *bytes;
   const std::string name = file.string();
   std::size_t pos = 0;
   std::size_t line = 1;

@@ -14,8 +14,12 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "sparserl/datasets/enum_names.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/reward/compiler.hpp"
 #include "sparserl/reward/protocol.hpp"
 #include "subprocess.hpp"
@@ -95,6 +99,14 @@ class Fields {
   void integer64(std::string_view key, std::int64_t& out) const {
     if (const Json* v = get(key)) out = wrap(key, [&] { return as_integer(*v); });
   }
+  void boolean(std::string_view key, bool& out) const {
+    if (const Json* v = get(key)) out = wrap(key, [&] { return as_bool(*v); });
+  }
+  // By the type of `out`: what read_section needs.
+  void read(std::string_view key, std::string& out) const { str(key, out); }
+  void read(std::string_view key, int& out) const { integer(key, out); }
+  void read(std::string_view key, std::int64_t& out) const { integer64(key, out); }
+  void read(std::string_view key, bool& out) const { boolean(key, out); }
   [[nodiscard]] const Json* get(std::string_view key) const {
     const Json* v = find_member(object_, key);
     return v != nullptr && !v->is_null() ? v : nullptr;
@@ -114,6 +126,54 @@ class Fields {
   std::string source_;
   std::string prefix_;
 };
+
+// The members of a run.json section (host, gpu, versions, split) in the file's order, each with its
+// key: to_json writes and from_json reads a section from one list, so each key is spelt once.
+template <class S>
+using Member = std::variant<std::string S::*, int S::*, std::int64_t S::*, bool S::*>;
+template <class S>
+using Section = std::vector<std::pair<const char*, Member<S>>>;
+
+const Section<HostInfo> kHostSection = {{"name", &HostInfo::host_name},
+                                        {"os", &HostInfo::os},
+                                        {"cpu_model", &HostInfo::cpu_model},
+                                        {"cpu_cores", &HostInfo::cpu_cores}};
+const Section<GpuSummary> kGpuSection = {{"name", &GpuSummary::name},
+                                         {"arch", &GpuSummary::arch},
+                                         {"count", &GpuSummary::count},
+                                         {"driver_version", &GpuSummary::driver_version},
+                                         {"cuda_runtime_version", &GpuSummary::runtime_version},
+                                         {"note", &GpuSummary::note}};
+const Section<SoftwareVersions> kVersionsSection = {
+    {"sparserl", &SoftwareVersions::sparserl}, {"cuda_toolkit", &SoftwareVersions::cuda_toolkit},
+    {"nvrtc", &SoftwareVersions::nvrtc},       {"cusparse", &SoftwareVersions::cusparse},
+    {"libtorch", &SoftwareVersions::libtorch}, {"compiler", &SoftwareVersions::compiler}};
+const Section<SplitRecord> kSplitSection = {{"name", &SplitRecord::name},
+                                            {"file", &SplitRecord::file},
+                                            {"digest", &SplitRecord::digest},
+                                            {"part", &SplitRecord::part},
+                                            {"selection", &SplitRecord::selection},
+                                            {"test_touched", &SplitRecord::test_touched},
+                                            {"test_matrices", &SplitRecord::test_matrices},
+                                            {"test_split", &SplitRecord::test_split},
+                                            {"matrices", &SplitRecord::matrices},
+                                            {"absent", &SplitRecord::absent}};
+
+template <class S>
+Json section_json(const S& s, const Section<S>& section) {
+  Json j = Json::object();
+  for (const auto& [key, member] : section) {
+    std::visit([&](auto m) { j[key] = s.*m; }, member);
+  }
+  return j;
+}
+
+template <class S>
+void read_section(const Fields& f, S& s, const Section<S>& section) {
+  for (const auto& [key, member] : section) {
+    std::visit([&](auto m) { f.read(key, s.*m); }, member);
+  }
+}
 
 constexpr auto kRunStatusNames = datasets::enum_names<RunStatus::running, RunStatus::interrupted>(
     {"running", "completed", "failed", "interrupted"});
@@ -271,50 +331,16 @@ Json RunInfo::to_json() const {
   for (const auto& [name, seed] : seeds) s[name] = seed;
   j["seeds"] = std::move(s);
 
-  Json h = Json::object();
-  h["name"] = host.host_name;
-  h["os"] = host.os;
-  h["cpu_model"] = host.cpu_model;
-  h["cpu_cores"] = host.cpu_cores;
-  j["host"] = std::move(h);
-
-  Json g = Json::object();
-  g["name"] = gpu.name;
-  g["arch"] = gpu.arch;
-  g["count"] = gpu.count;
-  g["driver_version"] = gpu.driver_version;
-  g["cuda_runtime_version"] = gpu.runtime_version;
-  g["note"] = gpu.note;
-  j["gpu"] = std::move(g);
-
-  Json v = Json::object();
-  v["sparserl"] = versions.sparserl;
-  v["cuda_toolkit"] = versions.cuda_toolkit;
-  v["nvrtc"] = versions.nvrtc;
-  v["cusparse"] = versions.cusparse;
-  v["libtorch"] = versions.libtorch;
-  v["compiler"] = versions.compiler;
-  j["versions"] = std::move(v);
+  j["host"] = section_json(host, kHostSection);
+  j["gpu"] = section_json(gpu, kGpuSection);
+  j["versions"] = section_json(versions, kVersionsSection);
 
   Json gi = Json::object();
   gi["commit"] = git.commit;
   gi["dirty"] = git.dirty ? Json(*git.dirty) : Json();
   gi["describe"] = git.describe;
   j["git"] = std::move(gi);
-  if (split) {
-    Json sp = Json::object();
-    sp["name"] = split->name;
-    sp["file"] = split->file;
-    sp["digest"] = split->digest;
-    sp["part"] = split->part;
-    sp["selection"] = split->selection;
-    sp["test_touched"] = split->test_touched;
-    sp["test_matrices"] = split->test_matrices;
-    sp["test_split"] = split->test_split;
-    sp["matrices"] = split->matrices;
-    sp["absent"] = split->absent;
-    j["split"] = std::move(sp);
-  }
+  if (split) j["split"] = section_json(*split, kSplitSection);
   j["extra"] = extra.is_object() ? extra : Json::object();
   return j;
 }
@@ -364,44 +390,14 @@ RunInfo RunInfo::from_json(const Json& json, const std::string& source) {
       return 0;
     });
   }
-  const Fields h = f.nested("host");
-  h.str("name", r.host.host_name);
-  h.str("os", r.host.os);
-  h.str("cpu_model", r.host.cpu_model);
-  h.integer("cpu_cores", r.host.cpu_cores);
-  const Fields g = f.nested("gpu");
-  g.str("name", r.gpu.name);
-  g.str("arch", r.gpu.arch);
-  g.integer("count", r.gpu.count);
-  g.str("driver_version", r.gpu.driver_version);
-  g.str("cuda_runtime_version", r.gpu.runtime_version);
-  g.str("note", r.gpu.note);
-  const Fields v = f.nested("versions");
-  v.str("sparserl", r.versions.sparserl);
-  v.str("cuda_toolkit", r.versions.cuda_toolkit);
-  v.str("nvrtc", r.versions.nvrtc);
-  v.str("cusparse", r.versions.cusparse);
-  v.str("libtorch", r.versions.libtorch);
-  v.str("compiler", r.versions.compiler);
+  read_section(f.nested("host"), r.host, kHostSection);
+  read_section(f.nested("gpu"), r.gpu, kGpuSection);
+  read_section(f.nested("versions"), r.versions, kVersionsSection);
   const Fields gi = f.nested("git");
   gi.str("commit", r.git.commit);
   if (const Json* d = gi.get("dirty")) r.git.dirty = gi.wrap("dirty", [&] { return as_bool(*d); });
   gi.str("describe", r.git.describe);
-  if (f.get("split") != nullptr) {
-    const Fields sp = f.nested("split");
-    SplitRecord& out = r.split.emplace();
-    sp.str("name", out.name);
-    sp.str("file", out.file);
-    sp.str("digest", out.digest);
-    sp.str("part", out.part);
-    sp.str("selection", out.selection);
-    if (const Json* t = sp.get("test_touched"))
-      out.test_touched = sp.wrap("test_touched", [&] { return as_bool(*t); });
-    sp.integer64("test_matrices", out.test_matrices);
-    sp.str("test_split", out.test_split);
-    sp.integer64("matrices", out.matrices);
-    sp.integer64("absent", out.absent);
-  }
+  if (f.get("split") != nullptr) read_section(f.nested("split"), r.split.emplace(), kSplitSection);
   if (const Json* e = f.get("extra")) {
     if (!e->is_object()) throw RunInfoError(source + ": member 'extra': expected an object");
     r.extra = *e;
@@ -445,14 +441,12 @@ void write_run_info(const std::filesystem::path& file, const RunInfo& info) {
 }
 
 RunInfo read_run_info(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  const std::optional<std::string> text = datasets::read_file_bytes(file);
+  if (!text)
     throw RunInfoError(file.string() + ": cannot open run.json (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
   Json json;
   try {
-    json = parse_json(text.str(), file.string());
+    json = parse_json(*text, file.string());
   } catch (const JsonError& e) {
     throw RunInfoError(e.what());
   }

@@ -112,11 +112,9 @@ std::optional<Position> read_position(const CheckpointStore& store) {
   const auto latest = store.latest();
   if (!latest) return std::nullopt;
   const fs::path file = latest->dir / "stage.json";
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const Json json = parse_json(text.str(), file.string());
+  const std::optional<std::string> text = datasets::read_file_bytes(file);
+  if (!text) throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
+  const Json json = parse_json(*text, file.string());
   Position p;
   p.checkpoint = *latest;
   try {
@@ -302,29 +300,26 @@ class Trainer {
     Progress progress(stage.name, stage.steps, s_.notices->stream(), s_.progress());
     progress.set(start_step);
     agents::StageResult result;
-    if (stage.name == "pretrain") {
-      agents::PretrainConfig c;
+    // The knobs the two supervised stages (PretrainConfig, SftConfig) share.
+    const auto set_supervised = [&](auto& c, const char* batch_size_key) {
       c.agent = agent;
       c.steps = static_cast<int>(stage.steps);
-      c.batch_size = static_cast<int>(config_.integer("train.pretrain_batch_size"));
+      c.batch_size = static_cast<int>(config_.integer(batch_size_key));
       c.log_every = log_every;
       c.checkpoint_every = checkpoint_every;
       c.output_dir = work;
       c.init_checkpoint = init;
       c.hooks = hooks(stage, progress);
+    };
+    if (stage.name == "pretrain") {
+      agents::PretrainConfig c;
+      set_supervised(c, "train.pretrain_batch_size");
       result = agents::run_pretraining(c, corpus, *s_.tokenizer, statistics(stage));
     } else if (stage.name == "sft") {
       agents::SftConfig c;
-      c.agent = agent;
-      c.steps = static_cast<int>(stage.steps);
-      c.batch_size = static_cast<int>(config_.integer("train.sft_batch_size"));
-      c.log_every = log_every;
-      c.checkpoint_every = checkpoint_every;
-      c.output_dir = work;
-      c.init_checkpoint = init;
+      set_supervised(c, "train.sft_batch_size");
       c.resample_observations = config_.boolean("agent.sft.resample_observations");
       c.observation_seed = agent.seed;
-      c.hooks = hooks(stage, progress);
       result = agents::run_sft(c, pairs,
                                agents::store_observer(s_.store, env_config(config_).observation),
                                *s_.tokenizer, statistics(stage));

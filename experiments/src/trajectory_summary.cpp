@@ -264,22 +264,16 @@ TrajectorySummary summarize_trajectories(const std::filesystem::path& file) {
     n = std::min(n, size);
     longest = std::max(longest, size);
   };
-  auto number_column = [&](const char* name) {
-    auto c = r.numbers(name);
-    if (!c)
+  // A column the summary can do without: a missing one is listed, a present one bounds the rows.
+  auto optional_column = [&](const char* name, auto column) {
+    if (!column)
       s.missing_columns.emplace_back(name);
     else
-      count_rows(c->size());
-    return c;
+      count_rows(column->size());
+    return column;
   };
-  auto string_column = [&](const char* name) {
-    auto c = r.strings(name);
-    if (!c)
-      s.missing_columns.emplace_back(name);
-    else
-      count_rows(c->size());
-    return c;
-  };
+  auto number_column = [&](const char* name) { return optional_column(name, r.numbers(name)); };
+  auto string_column = [&](const char* name) { return optional_column(name, r.strings(name)); };
   const auto truncated = number_column("truncated");
   const auto evaluated = number_column("evaluated");
   const auto compiled = number_column("compiled");

@@ -67,6 +67,26 @@ std::vector<Index> bsr_blocks(const datasets::SparseMatrix& a) {
   return out;
 }
 
+// The cuSPARSE algorithms tried on a CSR matrix, and on a row-sorted COO one, for the op.
+std::vector<std::pair<std::string, int>> csr_algorithms(datasets::Op op) {
+  if (op == datasets::Op::spmv) {
+    return {{"CSR_ALG1", CUSPARSE_SPMV_CSR_ALG1}, {"CSR_ALG2", CUSPARSE_SPMV_CSR_ALG2}};
+  }
+  return {{"CSR_ALG1", CUSPARSE_SPMM_CSR_ALG1},
+          {"CSR_ALG2", CUSPARSE_SPMM_CSR_ALG2},
+          {"CSR_ALG3", CUSPARSE_SPMM_CSR_ALG3}};
+}
+
+std::vector<std::pair<std::string, int>> coo_algorithms(datasets::Op op) {
+  if (op == datasets::Op::spmv) {
+    return {{"COO_ALG1", CUSPARSE_SPMV_COO_ALG1}, {"COO_ALG2", CUSPARSE_SPMV_COO_ALG2}};
+  }
+  return {{"COO_ALG1", CUSPARSE_SPMM_COO_ALG1},
+          {"COO_ALG2", CUSPARSE_SPMM_COO_ALG2},
+          {"COO_ALG3", CUSPARSE_SPMM_COO_ALG3},
+          {"COO_ALG4", CUSPARSE_SPMM_COO_ALG4}};
+}
+
 }  // namespace
 
 void* CusparseBaseline::alloc(std::size_t bytes) {
@@ -209,15 +229,7 @@ void CusparseBaseline::add_csr_and_coo(const datasets::SparseMatrix& a, Baseline
                                  CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
                                  value_type),
                "cusparseCreateCsr");
-  if (op_ == datasets::Op::spmv) {
-    add_paths(csr, a.rows(), a.cols(),
-              {{"CSR_ALG1", CUSPARSE_SPMV_CSR_ALG1}, {"CSR_ALG2", CUSPARSE_SPMV_CSR_ALG2}});
-  } else {
-    add_paths(csr, a.rows(), a.cols(),
-              {{"CSR_ALG1", CUSPARSE_SPMM_CSR_ALG1},
-               {"CSR_ALG2", CUSPARSE_SPMM_CSR_ALG2},
-               {"CSR_ALG3", CUSPARSE_SPMM_CSR_ALG3}});
-  }
+  add_paths(csr, a.rows(), a.cols(), csr_algorithms(op_));
   if (mode != BaselineMode::best) return;
   // Row-sorted COO shares the CSR's column indices and values (the same order).
   std::vector<Index> row_idx(static_cast<std::size_t>(a.nnz()));
@@ -229,16 +241,7 @@ void CusparseBaseline::add_csr_and_coo(const datasets::SparseMatrix& a, Baseline
                                  d_col_idx, d_values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
                                  value_type),
                "cusparseCreateCoo");
-  if (op_ == datasets::Op::spmv) {
-    add_paths(coo, a.rows(), a.cols(),
-              {{"COO_ALG1", CUSPARSE_SPMV_COO_ALG1}, {"COO_ALG2", CUSPARSE_SPMV_COO_ALG2}});
-  } else {
-    add_paths(coo, a.rows(), a.cols(),
-              {{"COO_ALG1", CUSPARSE_SPMM_COO_ALG1},
-               {"COO_ALG2", CUSPARSE_SPMM_COO_ALG2},
-               {"COO_ALG3", CUSPARSE_SPMM_COO_ALG3},
-               {"COO_ALG4", CUSPARSE_SPMM_COO_ALG4}});
-  }
+  add_paths(coo, a.rows(), a.cols(), coo_algorithms(op_));
 }
 
 void CusparseBaseline::add_sell(const datasets::SparseMatrix& a) {

@@ -16,10 +16,12 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/reward/evaluator.hpp"
 
@@ -35,11 +37,9 @@ constexpr const char* kUsage =
     " [--max N]\n";
 
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::optional<std::string> text = ds::read_file_bytes(path);
+  if (!text) throw std::runtime_error("cannot read " + path.string());
+  return std::move(*text);
 }
 
 struct Options {

@@ -16,10 +16,12 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/suitesparse_index.hpp"
 #include "sparserl/reward/evaluator.hpp"
 
@@ -30,11 +32,9 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::optional<std::string> text = ds::read_file_bytes(path);
+  if (!text) throw std::runtime_error("cannot read " + path.string());
+  return std::move(*text);
 }
 
 ds::Task spmv_task(const std::string& uri, ds::DType dtype = ds::DType::f32) {

@@ -41,8 +41,10 @@ env::Episode answer(const std::string& policy, const std::string& uri, const std
   return e;
 }
 
+// Each file in its own scratch folder: scratch_dir empties the folder, and the test cases that
+// write these files run in parallel under ctest -j.
 std::filesystem::path write_file(const std::string& name) {
-  const auto path = sparserl::testing::scratch_dir("policy_comparison") / name;
+  const auto path = sparserl::testing::scratch_dir("policy_comparison_" + name) / name;
   env::TrajectoryFileInfo info;
   info.run_id = "compare-test";
   info.vocabulary_name = "cuda-c-v1";

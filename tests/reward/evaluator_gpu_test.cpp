@@ -16,6 +16,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -86,6 +87,25 @@ ds::Task task(const std::string& uri, ds::Op op, ds::DType dtype, int k = 8) {
 
 std::string describe(const rw::EvalResult& r) {
   return std::string(rw::to_string(r.error)) + " at " + std::string(rw::to_string(r.stage)) + ": " + r.message;
+}
+
+// gpu_config with the adaptive deadline on: once a task has answered (or been calibrated), a
+// request on it may take at most max(floor, 20 x its slowest answer).
+rw::EvaluatorConfig adaptive_deadline_config(std::chrono::milliseconds gpu_deadline,
+                                             std::chrono::milliseconds floor) {
+  rw::EvaluatorConfig config = gpu_config(gpu_deadline);
+  config.gpu_deadline_factor = 20;
+  config.gpu_deadline_floor = floor;
+  return config;
+}
+
+// The hung kernel (adversarial/infinite_loop.cu) on `t`, and the seconds its answer took.
+std::pair<rw::EvalResult, double> evaluate_hung_kernel(rw::Evaluator& ev, const ds::Task& t) {
+  const auto start = std::chrono::steady_clock::now();
+  rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {std::move(hung), seconds};
 }
 
 // Children of this process that are still alive (pool workers), from /proc.
@@ -235,18 +255,13 @@ TEST_CASE("after a task's first answers, a hung kernel on it times out at the ad
   // gpu_deadline is 120 s, but once the task has answered, a request on it may take at most
   // max(floor 2 s, 20 x the slowest answer): the infinite loop costs seconds, not two minutes.
   shared_evaluator();  // skips without a GPU
-  rw::EvaluatorConfig config = gpu_config(std::chrono::milliseconds(120'000));
-  config.gpu_deadline_factor = 20;
-  config.gpu_deadline_floor = std::chrono::milliseconds(2'000);
-  rw::Evaluator ev(config);
+  rw::Evaluator ev(adaptive_deadline_config(std::chrono::milliseconds(120'000),
+                                            std::chrono::milliseconds(2'000)));
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=6", ds::Op::spmv, ds::DType::f32);
   const rw::EvalResult good = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
   INFO(describe(good));
   REQUIRE(good.ok());
-  const auto start = std::chrono::steady_clock::now();
-  const rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto [hung, seconds] = evaluate_hung_kernel(ev, t);
   INFO(describe(hung) << " after " << seconds << " s");
   CHECK(hung.error == rw::ErrorKind::timeout);
   CHECK(seconds < 60);  // far below gpu_deadline (120 s); the bound itself is a few seconds
@@ -265,15 +280,10 @@ TEST_CASE("a hung kernel as a new task's first request times out at the calibrat
   // task's first request. Calibration (the evaluator's own CSR kernel on the task, under the full
   // 120 s) starts the adaptive deadline first: the hang costs max(2 s, 20 x that answer).
   shared_evaluator();  // skips without a GPU
-  rw::EvaluatorConfig config = gpu_config(std::chrono::milliseconds(120'000));
-  config.gpu_deadline_factor = 20;
-  config.gpu_deadline_floor = std::chrono::milliseconds(2'000);
-  rw::Evaluator ev(config);
+  rw::Evaluator ev(adaptive_deadline_config(std::chrono::milliseconds(120'000),
+                                            std::chrono::milliseconds(2'000)));
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=7", ds::Op::spmv, ds::DType::f32);
-  const auto start = std::chrono::steady_clock::now();
-  const rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto [hung, seconds] = evaluate_hung_kernel(ev, t);
   INFO(describe(hung) << " after " << seconds << " s");
   CHECK(hung.error == rw::ErrorKind::timeout);
   CHECK(seconds < 60);  // far below gpu_deadline (120 s)
@@ -294,10 +304,8 @@ TEST_CASE("a task whose calibration fails is not calibrated again", "[reward][gp
   // first), so the calibration times out. The task stays on the full deadline, and the next
   // requests on it do not pay for another calibration (a worker replaced each time).
   shared_evaluator();  // skips without a GPU
-  rw::EvaluatorConfig config = gpu_config(std::chrono::milliseconds(1));
-  config.gpu_deadline_factor = 20;
-  config.gpu_deadline_floor = std::chrono::milliseconds(1);
-  rw::Evaluator ev(config);
+  rw::Evaluator ev(
+      adaptive_deadline_config(std::chrono::milliseconds(1), std::chrono::milliseconds(1)));
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=9", ds::Op::spmv, ds::DType::f32);
   for (int i = 0; i < 3; ++i) {
     const rw::EvalResult r = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));

@@ -35,6 +35,19 @@ std::string group_reduce(const std::string& lanes) {
          "  }\n";
 }
 
+// The opening of the kernels in which each warp owns a tile of 32 consecutive rows, one per lane:
+// the lane's row and its [begin, end) in col_idx (empty past the last row).
+const char* kWarpTileRows = R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  const long long row = tile * 32 + lane;
+  int begin = 0;
+  int end = 0;
+  if (row < M) {
+    begin = row_ptr[row];
+    end = row_ptr[row + 1];
+  }
+)cuda";
+
 // Position of the n-th (0-based) set bit of a mask that has more than n set bits: five popcount
 // steps instead of a loop over the bits (warp-group compaction of rows).
 const char* kNthSetBit = R"cuda(__device__ __forceinline__ int nth_set_bit(unsigned mask, int n) {
@@ -352,16 +365,7 @@ std::string render_csr_adaptive(const DesignPoint& p) {
 
 ${helper}${head} {
   // Each warp owns a tile of 32 consecutive rows, one per lane.
-  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  const long long row = tile * 32 + lane;
-  int begin = 0;
-  int end = 0;
-  if (row < M) {
-    begin = row_ptr[row];
-    end = row_ptr[row + 1];
-  }
-  const bool is_long = end - begin > SHORT_ROW;
+${warp_rows}  const bool is_long = end - begin > SHORT_ROW;
   if (row < M && !is_long) {
     value_t sum = 0;
     for (int k = begin; k < end; ++k) ${fma}
@@ -386,6 +390,7 @@ ${long_part}}
                            {"lanes", p.param("lanes")},
                            {"helper", long_lanes == 32 ? "" : kNthSetBit},
                            {"head", kernel_head(p.op, Format::csr, "spmv_csr_adaptive", "BLOCK")},
+                           {"warp_rows", kWarpTileRows},
                            {"fma", fma_line(true, "k")},
                            {"long_part", fill(long_part, {{"fma", fma_line(true, "k")}})}});
   return assemble(p, parts);
@@ -569,16 +574,7 @@ ${head} {
       R"cuda(// Class ${index}: rows with ${test}, ${lanes} lanes each. Each warp scans 32 rows, keeps those of
 // its class with a ballot, and its 32 / ${lanes} lane groups take them in rounds.${zero_doc}
 ${head} {
-  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  const long long row = tile * 32 + lane;
-  int begin = 0;
-  int end = 0;
-  if (row < M) {
-    begin = row_ptr[row];
-    end = row_ptr[row + 1];
-  }
-  const int length = end - begin;
+${warp_rows}  const int length = end - begin;
 ${zero}  unsigned pending = __ballot_sync(0xffffffffu, row < M && (${test}));
   const int group = lane / ${L};
   const int sub = lane % ${L};
@@ -604,6 +600,7 @@ ${zero}  unsigned pending = __ballot_sync(0xffffffffu, row < M && (${test}));
        {"lanes", lanes},
        {"L", define},
        {"head", head},
+       {"warp_rows", kWarpTileRows},
        {"fma", fma},
        {"zero_doc", zero_split ? "\n// It also zeroes the rows of the split class." : ""},
        {"zero", zero_split ? "  if (row < M && length > SPLIT_ROW) y[row] = 0;\n" : ""}});

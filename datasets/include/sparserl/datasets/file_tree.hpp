@@ -1,4 +1,5 @@
-// Removing a folder tree without std::filesystem::remove_all. PyTorch's CUDA wheels (LibTorch 2.x on
+// Whole files and folder trees: reading a file's bytes in one call, and removing a folder tree
+// without std::filesystem::remove_all. PyTorch's CUDA wheels (LibTorch 2.x on
 // the Ubuntu GPU hosts) export their own copy of std::filesystem::remove_all from libtorch.so, and
 // the dynamic linker binds every caller in the process to it; that copy calls a libstdc++ internal
 // its build environment had and the host's libstdc++ lacks, through a null PLT slot, so any
@@ -9,9 +10,15 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <system_error>
 
 namespace sparserl::datasets {
+
+// Every byte of `file` (opened in binary mode), or nullopt where it cannot be opened: the caller
+// names the file, and why it wanted it, in its own error (errno still says why the open failed).
+std::optional<std::string> read_file_bytes(const std::filesystem::path& file);
 
 // Removes `path` and everything below it (symbolic links are removed, never followed); a missing
 // path is not an error. Returns the number of entries removed; throws std::filesystem_error naming
