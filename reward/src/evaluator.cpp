@@ -707,15 +707,13 @@ struct Evaluator::Impl {
   }
 };
 
-namespace detail {
-extern const char* const kSpmmCsrProgram;  // reward/programs/spmm_csr.cu, compiled in
-}  // namespace detail
-
 std::string_view deadline_calibration_program(datasets::Op op) {
-  if (op == datasets::Op::spmm) return detail::kSpmmCsrProgram;
-  static const std::string kSpmv =
-      "//@format csr\n//@launch calibrate_spmv grid=ceil_div(max(M, 1), 256) block=256\n" +
-      signature(datasets::Op::spmv, Format::csr).declaration("calibrate_spmv") + R"( {
+  static constexpr std::string_view kSpmv = R"(//@format csr
+//@launch calibrate_spmv grid=ceil_div(max(M, 1), 256) block=256
+extern "C" __global__ void calibrate_spmv(const int* __restrict__ row_ptr,
+                                          const int* __restrict__ col_idx,
+                                          const value_t* __restrict__ val,
+                                          const value_t* __restrict__ x, value_t* __restrict__ y) {
   const long long row = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (row >= M) return;
   value_t sum = 0;
@@ -723,7 +721,24 @@ std::string_view deadline_calibration_program(datasets::Op op) {
   y[row] = sum;
 }
 )";
-  return kSpmv;
+  static constexpr std::string_view kSpmm = R"(//@format csr
+//@launch calibrate_spmm grid=ceil_div(max(M * K, 1), 256) block=256
+extern "C" __global__ void calibrate_spmm(const int* __restrict__ row_ptr,
+                                          const int* __restrict__ col_idx,
+                                          const value_t* __restrict__ val,
+                                          const value_t* __restrict__ X, value_t* __restrict__ Y) {
+  const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= static_cast<long long>(M) * K) return;
+  const long long row = t / K;
+  const int c = static_cast<int>(t % K);
+  value_t sum = 0;
+  for (int k = row_ptr[row]; k < row_ptr[row + 1]; ++k) {
+    sum += val[k] * X[static_cast<long long>(col_idx[k]) * K + c];
+  }
+  Y[t] = sum;
+}
+)";
+  return op == datasets::Op::spmm ? kSpmm : kSpmv;
 }
 
 Evaluator::Evaluator(EvaluatorConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}

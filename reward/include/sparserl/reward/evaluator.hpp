@@ -95,9 +95,8 @@ struct EvaluatorConfig {
 };
 
 // The program of a deadline calibration (EvaluatorConfig::gpu_deadline_calibration): plain CSR,
-// one thread per row (SpMV) or per output element (SpMM: the reference program
-// reward/programs/spmm_csr.cu) - slow on skewed rows, which only makes the deadline it starts more
-// lenient.
+// one thread per row (SpMV) or per output element (SpMM) - slow on skewed rows, which only makes
+// the deadline it starts more lenient.
 std::string_view deadline_calibration_program(datasets::Op op);
 
 struct EvaluateOptions {
