@@ -12,6 +12,8 @@
 #include <cctype>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent_sections.hpp"
 #include "sparserl/datasets/generators.hpp"
@@ -122,6 +124,20 @@ void add_env_section(Schema& s) {
   s.knobs(knobs.section("", {"truncation_reward"}).specs());
 }
 
+// [agent]'s own keys, in every build: the rl stage's algorithm (one of `algorithms`; any name where
+// the build has none to name, and the run is refused for want of LibTorch) and the agent's seed.
+Schema& add_agent_keys(Schema& s, std::vector<std::string> algorithms) {
+  return s
+      .section(
+          "agent",
+          "The learned agent (agents::AgentConfig): the RL algorithm, its seed and device. The "
+          "stage sections below hold each stage's optimiser settings and knobs.")
+      .string("algorithm", "grpo",
+              "the algorithm of the rl stage; sft: no RL (the SFT policy is the result)",
+              std::move(algorithms))
+      .integer("seed", -1, "weights, sampling and data order (-1: experiment.seed)", -1, 9.2e18);
+}
+
 #if defined(SPARSERL_HAVE_AGENTS)
 // The learned agent's sections: the config's own keys (the policy's preset and its overrides, the
 // rl stage's algorithm, the seed) beside the agents' knobs, placed by agent_knob_sections().
@@ -143,14 +159,7 @@ void add_agent_sections(Schema& s) {
       .integer("d_model", 0, "model width (0: the preset's)", 0, 65536)
       .integer("d_ff", 0, "feed-forward width (0: the preset's)", 0, 262144)
       .knobs(knobs("policy"));
-  s.section("agent",
-            "The learned agent (agents::AgentConfig): the RL algorithm, its seed and device. The "
-            "stage sections below hold each stage's optimiser settings and knobs.")
-      .string("algorithm", "grpo",
-              "the algorithm of the rl stage; sft: no RL (the SFT policy is the result)",
-              agents::AlgorithmRegistry::names())
-      .integer("seed", -1, "weights, sampling and data order (-1: experiment.seed)", -1, 9.2e18)
-      .knobs(knobs("agent"));
+  add_agent_keys(s, agents::AlgorithmRegistry::names()).knobs(knobs("agent"));
   s.section("agent.optimizer",
             "AdamW settings every stage shares (each stage sets its own learning rate and "
             "schedule). Weight decay applies to matrices only.")
@@ -485,6 +494,7 @@ Schema build_schema() {
 #if defined(SPARSERL_HAVE_AGENTS)
   add_agent_sections(s);
 #else
+  add_agent_keys(s, {});
   for (const char* section : {"policy", "agent"}) {
     s.unavailable(section,
                   "this build has no LibTorch: the learned agents and their keys are absent");
