@@ -252,8 +252,9 @@ int print_result(const std::string& stage, const agents::StageResult& result,
   return 128 + sig;
 }
 
-int run_pretrain(const AgentArgs& a) {
-  agents::PretrainConfig config;
+// What pretraining and SFT take alike from the command line (their default lr is 3e-4).
+template <class SupervisedConfig>
+void set_supervised_stage(SupervisedConfig& config, const AgentArgs& a) {
   config.agent = agent_config(a, 3e-4);
   config.steps = a.steps;
   config.batch_size = a.batch;
@@ -261,6 +262,11 @@ int run_pretrain(const AgentArgs& a) {
   config.checkpoint_every = a.checkpoint_every;
   config.output_dir = a.out;
   if (a.init) config.init_checkpoint = *a.init;
+}
+
+int run_pretrain(const AgentArgs& a) {
+  agents::PretrainConfig config;
+  set_supervised_stage(config, a);
   const std::vector<std::string> corpus = agents::read_corpus(a.corpus);
   std::cerr << "pretraining corpus: " << corpus.size() << " programs from " << a.corpus << "\n";
   MetricsSink sink(a.metrics);
@@ -273,15 +279,9 @@ int run_pretrain(const AgentArgs& a) {
 
 int run_sft_command(const AgentArgs& a) {
   agents::SftConfig config;
-  config.agent = agent_config(a, 3e-4);
-  config.steps = a.steps;
-  config.batch_size = a.batch;
-  config.log_every = a.log_every;
-  config.checkpoint_every = a.checkpoint_every;
-  config.output_dir = a.out;
+  set_supervised_stage(config, a);
   config.resample_observations = !a.fixed_observations;
   config.observation_seed = config.agent.seed;
-  if (a.init) config.init_checkpoint = *a.init;
   const std::vector<agents::SftPair> pairs = agents::read_sft_pairs(a.pairs);
   std::vector<agents::SftPair> validation;
   if (a.val_pairs) validation = agents::read_sft_pairs(*a.val_pairs);
