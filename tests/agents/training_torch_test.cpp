@@ -236,6 +236,9 @@ TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][r
       "reward/mean",      "reward/std",       "reward/frac_zero_std", "completions/mean_length",
       "env/compile_rate", "env/correct_rate", "env/speedup_geomean",  "perf/tokens_per_second",
       "grad_norm"};
+  // Each update's wall time, phase by phase; the step holds them all.
+  const std::vector<std::string> phases = {"perf/start_seconds", "perf/generation_seconds",
+                                           "perf/evaluation_seconds", "perf/update_seconds"};
   for (const Expect& e : cases) {
     DYNAMIC_SECTION(e.algorithm) {
       RlConfig config;
@@ -263,6 +266,13 @@ TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][r
         INFO(name);
         CHECK(std::isfinite(find_statistic(last, name)));
       }
+      double phase_sum = 0;
+      for (const auto& name : phases) {
+        INFO(name);
+        CHECK(find_statistic(last, name) >= 0.0);
+        phase_sum += find_statistic(last, name);
+      }
+      CHECK(find_statistic(last, "perf/step_seconds") >= phase_sum);
       // The parsing backend compiles whatever parses; the syntax mask makes every program parse.
       CHECK(find_statistic(last, "env/compile_rate") == 1.0);
     }

@@ -164,6 +164,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
       s.episode_seed = env::episode_seed(config.seed, s.episode_index);
     }
     const std::vector<env::Prompt> prompts = pipeline.start(starts);
+    const double start_seconds = seconds_since(step_start);
 
     const std::int64_t tokens_before = agent->counters().generated_tokens;
     const auto generation_start = std::chrono::steady_clock::now();
@@ -182,7 +183,10 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
       if (on_episode) on_episode(e);
     }
 
-    env::Statistics stats = agent->update(episodes);
+    env::Statistics stats = agent->update(episodes);  // carries perf/update_seconds (learning)
+    // The wall time of each phase of the update: start (tasks, observations, prompts), generation,
+    // evaluation (the pipeline: decode, evaluator, reward), the agent's update, and the whole step.
+    stats.emplace_back("perf/start_seconds", start_seconds);
     stats.emplace_back("perf/generation_seconds", generation_seconds);
     stats.emplace_back("perf/evaluation_seconds", evaluation_seconds);
     stats.emplace_back("perf/tokens_per_second",
