@@ -3,14 +3,22 @@
 #include "gpu/gpu_session.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <numeric>
 #include <sstream>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "gpu/cuda_errors.hpp"
 #include "sparserl/datasets/random.hpp"
@@ -174,6 +182,33 @@ void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType
 // "12.34": a median in us as baseline_paths spells it.
 std::string format_us(double us) { return datasets::fixed(us, 2); }
 
+// The device's timing lane: an exclusive lock (flock) on a file named after the GPU's PCI bus id,
+// held for the timed runs of an evaluation, so that the GPU workers of every evaluator on this host
+// overlap their untimed stages (loading, conversion, checks) but never time two kernels at once.
+// The kernel releases the lock when its holder dies. A lock file that cannot be opened leaves the
+// timing unserialised (said once on stderr).
+class TimingLane {
+ public:
+  explicit TimingLane(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+      static bool said = false;
+      if (!std::exchange(said, true)) std::fprintf(stderr, "timing lane %s: %s\n", path.c_str(), std::strerror(errno));
+      return;
+    }
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~TimingLane() {
+    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
+  }
+  TimingLane(const TimingLane&) = delete;
+  TimingLane& operator=(const TimingLane&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 struct CandidateFailure {
   ErrorKind error;
   std::string message;
@@ -188,13 +223,20 @@ struct GpuSession::Prepared {
   datasets::SparseMatrix rounded;
   std::vector<GuardedBuffer> matrix_args;
   double conversion_ms = 0;
+  [[nodiscard]] std::size_t device_bytes() const {
+    std::size_t bytes = 0;
+    for (const GuardedBuffer& b : matrix_args) bytes += b.bytes();
+    return bytes;
+  }
 };
 
 struct GpuSession::Baseline {
   std::string key;
   std::unique_ptr<CusparseBaseline> cusparse;
   int chosen = -1;
+  std::size_t launches = 0;  // kernels one run of the chosen path launches
   std::string paths;  // every path's median (or why it cannot win), TimingFigures::baseline_paths
+  [[nodiscard]] std::size_t device_bytes() const { return cusparse ? cusparse->device_bytes() : 0; }
 };
 
 GpuSession::GpuSession(int device) : device_(device) {
@@ -203,15 +245,23 @@ GpuSession::GpuSession(int device) : device_(device) {
   check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
   device_name_ = prop.name;
   l2_bytes_ = static_cast<std::size_t>(prop.l2CacheSize);
+  resident_budget_bytes_ = static_cast<std::size_t>(kResidentFraction * static_cast<double>(prop.totalGlobalMem));
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   flush_bytes_ = std::max<std::size_t>(2 * l2_bytes_, std::size_t{8} << 20);
   check_cuda(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc (L2 flush buffer)");
   activity_ = std::make_unique<KernelActivity>();
+  char bus[32] = {};
+  std::string lane = "device" + std::to_string(device_);
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device_) == cudaSuccess) lane = bus;
+  for (char& c : lane) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '-';
+  }
+  timing_lane_path_ = (std::filesystem::temp_directory_path() / ("sparserl-timing-" + lane + ".lock")).string();
 }
 
 GpuSession::~GpuSession() {
-  baseline_.reset();
-  prepared_.reset();
+  baselines_.clear();
+  prepared_.clear();
   activity_.reset();
   if (flush_buffer_ != nullptr) cudaFree(flush_buffer_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -254,7 +304,7 @@ std::shared_ptr<const datasets::SparseMatrix> GpuSession::load_matrix(const GpuR
     for (const auto& d : request.index_dirs) {
       if (std::filesystem::exists(d)) options.indexes.emplace_back(d);
     }
-    options.cache_capacity = 2;
+    options.cache_capacity = 4;
     store_ = std::make_unique<datasets::MatrixStore>(request.data_dir, options);
     store_key_ = key;
   }
@@ -264,8 +314,7 @@ std::shared_ptr<const datasets::SparseMatrix> GpuSession::load_matrix(const GpuR
 GpuSession::Prepared& GpuSession::prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix) {
   const std::string key = request.matrix_digest + "|" + request.format.str() + "|" +
                           std::string(datasets::to_string(request.task.dtype));
-  if (prepared_ && prepared_->key == key) return *prepared_;
-  prepared_.reset();  // free the device memory of the previous matrix first
+  if (Prepared* hit = prepared_.find(key)) return *hit;
   const auto start = Clock::now();
   KernelArrays arrays = build_kernel_arrays(matrix, request.format, request.task.dtype);
   auto p = std::make_unique<Prepared>();
@@ -277,8 +326,7 @@ GpuSession::Prepared& GpuSession::prepare(const GpuRequest& request, const datas
     p->matrix_args.push_back(std::move(buffer));
   }
   p->conversion_ms = ms_since(start);
-  prepared_ = std::move(p);
-  return *prepared_;
+  return prepared_.insert(std::move(p), resident_budget_bytes_);
 }
 
 GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prepared& prepared) {
@@ -286,14 +334,12 @@ GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prep
   const std::string key = request.matrix_digest + "|" + std::string(datasets::to_string(request.task.op)) + "|" +
                           std::string(datasets::to_string(request.task.dtype)) + "|" + std::to_string(k) + "|" +
                           std::string(to_string(request.protocol.baseline));
-  if (baseline_ && baseline_->key == key) return *baseline_;
-  baseline_.reset();
+  if (Baseline* hit = baselines_.find(key)) return *hit;
   auto b = std::make_unique<Baseline>();
   b->key = key;
   b->cusparse = std::make_unique<CusparseBaseline>(prepared.rounded, request.task.op, request.task.dtype, k,
                                                    request.protocol.baseline, stream_);
-  baseline_ = std::move(b);
-  return *baseline_;
+  return baselines_.insert(std::move(b), resident_budget_bytes_);
 }
 
 // One evaluation's candidate on the device: its kernels, its operands (the checked inputs x, which
@@ -305,7 +351,8 @@ struct GpuSession::Candidate {
             cudaStream_t on_stream, EvalResult& result);
 
   void use_input(int input) { slots[x_slot] = xs[input].data(); }
-  void launch_all();
+  void enqueue_all();  // launches every kernel on the stream, without waiting
+  void launch_all();   // enqueue_all() and wait for the stream
   void verify_memory(const char* when);
   void check_output(int input, const std::string& what);
 
@@ -372,7 +419,7 @@ std::vector<GuardedBuffer> GpuSession::Candidate::upload_inputs() {
   return buffers;
 }
 
-void GpuSession::Candidate::launch_all() {
+void GpuSession::Candidate::enqueue_all() {
   for (std::size_t l = 0; l < kernels.size(); ++l) {
     const ResolvedLaunch& launch = request.launches[l];
     cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels[l]),
@@ -387,6 +434,10 @@ void GpuSession::Candidate::launch_all() {
                              is_sticky(e)};
     }
   }
+}
+
+void GpuSession::Candidate::launch_all() {
+  enqueue_all();
   cudaError_t e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) {
     throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
@@ -501,6 +552,13 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
   r.stage = Stage::compile;
   r.matrix_digest = request.matrix_digest;
   const auto wall_start = Clock::now();
+  auto phase_start = wall_start;
+  // Closes the phase that began at the previous call (or at the start).
+  auto phase = [&](const char* name) {
+    const auto now = Clock::now();
+    r.phases.push_back({std::string("gpu.") + name, std::chrono::duration<double, std::milli>(now - phase_start).count()});
+    phase_start = now;
+  };
   cudaLibrary_t library = nullptr;
 
   auto fail = [&](ErrorKind error, std::string message) {
@@ -523,6 +581,7 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
                                           " in the GPU worker, the evaluator expected " + request.matrix_digest);
       return r;
     }
+    phase("load");
     Prepared* prepared = nullptr;
     try {
       prepared = &prepare(request, *matrix);
@@ -531,9 +590,13 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
       return r;
     }
     r.conversion_ms = prepared->conversion_ms;
+    phase("prepare");
 
     // --- module, kernels and operands -----------------------------------------------------------
-    Candidate candidate(request, *prepared, load_kernels(request, library), stream_, r);
+    std::vector<cudaKernel_t> kernels = load_kernels(request, library);
+    phase("module");
+    Candidate candidate(request, *prepared, std::move(kernels), stream_, r);
+    phase("inputs");
 
     // --- run and check -------------------------------------------------------------------------
     activity_->drain();
@@ -552,13 +615,14 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
     r.correct = true;
     std::vector<KernelRecord> check_records = activity_->drain();
     r.timing.launches_per_run = static_cast<int>(check_records.size() / static_cast<std::size_t>(candidate.inputs));
+    phase("check");
 
     if (!request.protocol.time) {
       r.wall_ms = ms_since(wall_start);
       cudaLibraryUnload(library);
       return r;
     }
-    time_against_baseline(candidate, *prepared);
+    time_against_baseline(candidate, *prepared, phase);
   } catch (const CandidateFailure& f) {
     fail(f.error, f.message);
     must_exit = f.sticky;
@@ -577,13 +641,17 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
   return r;
 }
 
-void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared) {
+void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
+                                       const std::function<void(const char*)>& phase) {
   const GpuRequest& request = candidate.request;
   EvalResult& r = candidate.r;
   const datasets::SparseMatrix& a = candidate.a;
   const int inputs = candidate.inputs;
   Baseline& base = baseline(request, prepared);
   CusparseBaseline& cusparse = *base.cusparse;
+  phase("baseline_setup");
+  const TimingLane lane(timing_lane_path_);
+  phase("lane_wait");
   datasets::Rng order(request.protocol.seed, 0x7157ULL);
   auto flush = [&](cudaStream_t s) {
     if (request.protocol.flush_l2) {
@@ -598,49 +666,103 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared)
     for (const KernelRecord& rec : records) sum += rec.duration_us();
     return sum;
   };
-  auto time_candidate = [&](int input, std::size_t& launches) {
+  // One repetition of either side put on the stream without waiting: x chosen (the baseline copies
+  // it into its own buffer), the L2 flushed, y filled with NaN, the kernels launched.
+  auto enqueue_candidate = [&](int input) {
     candidate.use_input(input);
     flush(stream_);
     candidate.y.fill_nan(stream_);
-    activity_->drain();
-    candidate.launch_all();
-    return kernel_time_us(launches);
+    candidate.enqueue_all();
   };
-  auto time_baseline = [&](std::size_t alg, int input, std::size_t& launches) {
+  auto enqueue_baseline = [&](std::size_t alg, int input) {
     check_cuda(cudaMemcpyAsync(cusparse.x(), candidate.xs[input].data(), candidate.x_elems * candidate.vbytes,
                                cudaMemcpyDeviceToDevice, stream_),
                "baseline x");
     flush(stream_);
     check_cuda(cudaMemsetAsync(cusparse.y(), 0xFF, cusparse.y_bytes(), stream_), "baseline y");
-    check_cuda(cudaStreamSynchronize(stream_), "baseline set-up");
-    activity_->drain();
     cusparse.enqueue(alg);
+  };
+  auto time_baseline = [&](std::size_t alg, int input, std::size_t& launches) {
+    activity_->drain();
+    enqueue_baseline(alg, input);
     check_cuda(cudaStreamSynchronize(stream_), "cuSPARSE run");
     return kernel_time_us(launches);
   };
 
-  std::size_t launches = 0;
   if (base.chosen < 0) choose_baseline_path(candidate, base, time_baseline);
-  for (int w = 0; w < request.protocol.warmup_runs; ++w) {
-    time_candidate(w % inputs, launches);
-    time_baseline(static_cast<std::size_t>(base.chosen), w % inputs, launches);
-  }
+  phase("baseline_choice");
   const auto alg = static_cast<std::size_t>(base.chosen);
-  std::vector<double> cand_us, base_us;
-  std::size_t cand_launches = 0, base_launches = 0;
+
+  // The schedule: warm-up pairs, then the timed pairs in alternating order on inputs drawn from
+  // the checked ones in a seeded order.
+  struct Run {
+    bool candidate;
+    int input;
+    bool timed;
+  };
+  std::vector<Run> plan;
+  for (int w = 0; w < request.protocol.warmup_runs; ++w) {
+    plan.push_back({true, w % inputs, false});
+    plan.push_back({false, w % inputs, false});
+  }
   int last_input = 0;
   for (int rep = 0; rep < request.protocol.timed_runs; ++rep) {
     const int input = static_cast<int>(order.below(static_cast<std::uint64_t>(inputs)));
-    if (rep % 2 == 0) {
-      cand_us.push_back(time_candidate(input, cand_launches));
-      base_us.push_back(time_baseline(alg, input, base_launches));
-    } else {
-      base_us.push_back(time_baseline(alg, input, base_launches));
-      cand_us.push_back(time_candidate(input, cand_launches));
-    }
+    plan.push_back({rep % 2 == 0, input, true});
+    plan.push_back({rep % 2 != 0, input, true});
     last_input = input;
   }
+
+  // The whole schedule goes on the stream at once and is waited for once; each run's time is the
+  // sum of its kernels' CUPTI durations, the records taken in stream order, candidate runs holding
+  // one kernel per launch and baseline runs as many as the chosen path launched when it was
+  // chosen. Should the records not add up (a path whose kernel count varies), the schedule is run
+  // again one repetition at a time, each waited for and drained on its own.
+  const auto cand_launches = static_cast<std::size_t>(r.timing.launches_per_run);  // seen in the checked runs
+  const std::size_t base_launches = base.launches;
+  std::vector<double> cand_us, base_us;
+  activity_->drain();
+  for (const Run& run : plan) {
+    if (run.candidate) enqueue_candidate(run.input);
+    else enqueue_baseline(alg, run.input);
+  }
+  if (const cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
+    throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
+  }
+  std::vector<KernelRecord> records = activity_->drain();
+  std::size_t expected = 0;
+  for (const Run& run : plan) expected += run.candidate ? cand_launches : base_launches;
+  if (records.size() == expected && cand_launches > 0 && base_launches > 0) {
+    std::sort(records.begin(), records.end(),
+              [](const KernelRecord& x, const KernelRecord& y) { return x.start_ns < y.start_ns; });
+    std::size_t next = 0;
+    for (const Run& run : plan) {
+      const std::size_t n = run.candidate ? cand_launches : base_launches;
+      double sum = 0;
+      for (std::size_t i = 0; i < n; ++i) sum += records[next + i].duration_us();
+      next += n;
+      if (run.timed) (run.candidate ? cand_us : base_us).push_back(sum);
+    }
+  } else {
+    phase("timed_batch_mismatch");
+    std::size_t launches = 0;
+    for (const Run& run : plan) {
+      activity_->drain();
+      if (run.candidate) {
+        enqueue_candidate(run.input);
+        if (const cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
+          throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
+        }
+      } else {
+        enqueue_baseline(alg, run.input);
+        check_cuda(cudaStreamSynchronize(stream_), "cuSPARSE run");
+      }
+      const double us = kernel_time_us(launches);
+      if (run.timed) (run.candidate ? cand_us : base_us).push_back(us);
+    }
+  }
   r.stage = Stage::time;
+  phase("timed");
   candidate.verify_memory("timed runs");
   candidate.check_output(last_input, "the output of the last timed run");
   {
@@ -669,6 +791,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared)
   fill_timing(t, cand_us, base_us, a, candidate.k, candidate.vbytes, candidate.x_elems, candidate.y_elems,
               copy_bandwidth_gbs());
   r.timed = true;
+  phase("final_check");
 }
 
 // The fastest path for this (matrix, op, dtype, k, baseline mode), measured once per worker with the
@@ -714,6 +837,7 @@ void GpuSession::choose_baseline_path(
     if (median < best_us) {
       best_us = median;
       base.chosen = static_cast<int>(alg);
+      base.launches = launches;
     }
   }
   base.paths = paths.str();

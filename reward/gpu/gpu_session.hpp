@@ -14,13 +14,16 @@
 //   - the time of a repetition is the sum of the CUPTI durations of every kernel it launched, the L2
 //     cache is flushed before each repetition, and candidate and cuSPARSE repetitions alternate.
 //
-// Caches (one entry each, GPU memory is the limit): the loaded matrix, its converted and uploaded
-// format, and the cuSPARSE baseline with its chosen algorithm.
+// Caches, so that a group of candidates on one task re-does nothing: the loaded matrices (a few),
+// their converted and uploaded formats and the cuSPARSE baselines with their chosen paths, each
+// of the last two kept least-recently-used first within kResidentFraction of the device's memory
+// (ResidentCache).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +37,42 @@
 #include "sparserl/reward/protocol.hpp"
 
 namespace sparserl::reward::gpu {
+
+// The share of the device's memory one worker keeps for resident formats, and as much again for
+// resident baselines; the least recently used entries go first when a new one does not fit.
+inline constexpr double kResidentFraction = 0.125;
+
+// Entries (with `key` and `device_bytes()`) kept most recently used first while their bytes fit a
+// budget; the newest entry always stays, whatever its size. References stay valid until the next
+// insert().
+template <typename Entry>
+class ResidentCache {
+ public:
+  Entry* find(const std::string& key) {
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if ((*it)->key == key) {
+        entries_.splice(entries_.begin(), entries_, it);
+        return entries_.front().get();
+      }
+    }
+    return nullptr;
+  }
+  Entry& insert(std::unique_ptr<Entry> entry, std::size_t budget_bytes) {
+    entries_.push_front(std::move(entry));
+    std::size_t total = 0;
+    for (const auto& e : entries_) total += e->device_bytes();
+    while (entries_.size() > 1 && total > budget_bytes) {
+      total -= entries_.back()->device_bytes();
+      entries_.pop_back();
+    }
+    return *entries_.front();
+  }
+  void clear() { entries_.clear(); }
+  [[nodiscard]] std::size_t size() const { return entries_.size(); }
+
+ private:
+  std::list<std::unique_ptr<Entry>> entries_;
+};
 
 // Per-output tolerance: factor * eps(dtype) * (sqrt(row length) + 2) * sum_j |a_ij x_j|. Eight
 // standard deviations of the rounding error of any summation order.
@@ -62,7 +101,9 @@ class GpuSession {
   Prepared& prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix);
   Baseline& baseline(const GpuRequest& request, const Prepared& prepared);
   // The timed runs, candidate and cuSPARSE alternating, and the final checks: fills r.timing.
-  void time_against_baseline(Candidate& candidate, Prepared& prepared);
+  // `phase(name)` closes a profiling phase (EvalResult::phases).
+  void time_against_baseline(Candidate& candidate, Prepared& prepared,
+                             const std::function<void(const char*)>& phase);
   void choose_baseline_path(Candidate& candidate, Baseline& base,
                             const std::function<double(std::size_t, int, std::size_t&)>& time_baseline);
 
@@ -78,8 +119,10 @@ class GpuSession {
 
   std::string store_key_;
   std::unique_ptr<datasets::MatrixStore> store_;
-  std::unique_ptr<Prepared> prepared_;
-  std::unique_ptr<Baseline> baseline_;
+  std::string timing_lane_path_;  // TimingLane's lock file for this device
+  std::size_t resident_budget_bytes_ = 0;  // per cache: kResidentFraction of the device's memory
+  ResidentCache<Prepared> prepared_;
+  ResidentCache<Baseline> baselines_;
 };
 
 }  // namespace sparserl::reward::gpu

@@ -30,7 +30,17 @@ std::optional<ErrorKind> parse_error_kind(std::string_view text) {
 }
 std::optional<Stage> parse_stage(std::string_view text) { return kStageNames.parse(text); }
 
+double EvalResult::phase_ms(std::string_view name) const {
+  double ms = 0;
+  for (const PhaseTime& p : phases) {
+    if (p.name == name) ms += p.ms;
+  }
+  return ms;
+}
+
 std::string EvalResult::to_json() const {
+  nlohmann::ordered_json phase_object = nlohmann::ordered_json::object();
+  for (const PhaseTime& p : phases) phase_object[p.name] = p.ms;
   const nlohmann::ordered_json j = {
       {"stage", to_string(stage)},
       {"error", to_string(error)},
@@ -85,6 +95,7 @@ std::string EvalResult::to_json() const {
       {"program_digest", program_digest},
       {"matrix_digest", matrix_digest},
       {"result_cached", result_cached},
+      {"phases_ms", phase_object},
   };
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

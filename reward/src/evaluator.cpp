@@ -362,6 +362,24 @@ struct Evaluator::Impl {
     return {m, digest};
   }
 
+  // The ABI constants of (matrix, op, k, format), computed once: the padded formats' counts read
+  // the whole matrix, and a group of candidates on one task asks for the same ones.
+  Constants constants_of(const datasets::SparseMatrix& m, const std::string& matrix_digest,
+                         const datasets::Task& task, const FormatSpec& format) {
+    const std::string key = matrix_digest + "|" + std::string(datasets::to_string(task.op)) + "|" +
+                            std::to_string(task.k) + "|" + format.str();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (auto it = constants_cache.find(key); it != constants_cache.end()) return it->second;
+    }
+    Constants c = compute_constants(m, task.op, task.k, format);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (constants_cache.size() > 4096) constants_cache.clear();
+    constants_cache.emplace(key, c);
+    return c;
+  }
+  std::unordered_map<std::string, Constants> constants_cache;  // guarded by mutex
+
   static std::string result_key(const std::string& cubin, const std::string& matrix_digest,
                                 const datasets::Task& task, const FormatSpec& format,
                                 const std::vector<ResolvedLaunch>& launches,
@@ -431,6 +449,13 @@ struct Evaluator::Impl {
   void run_stages(const datasets::Task& task, std::string_view program,
                   const EvaluateOptions& options, EvalResult& r, bool calibrating = false) {
     r.program_digest = sha256_hex(program);
+    auto phase_start = Clock::now();
+    // Closes the profiling phase that began at the previous call (EvalResult::phases).
+    const auto phase = [&](const char* name) {
+      const auto now = Clock::now();
+      r.phases.push_back({name, std::chrono::duration<double, std::milli>(now - phase_start).count()});
+      phase_start = now;
+    };
 
     // Parse and static checks.
     r.stage = Stage::parse;
@@ -453,9 +478,10 @@ struct Evaluator::Impl {
       r.message = "task " + task.str() + ": SpMM needs k >= 1";
       return;
     }
-    const Constants constants = compute_constants(*m, task.op, task.k, prog.format);
+    const Constants constants = constants_of(*m, r.matrix_digest, task, prog.format);
     GeometryResult geometry = resolve_launches(prog, constants, cfg.limits);
     if (!geometry.ok()) return refuse(*geometry.failure, r);
+    phase("checks");
 
     // Compile: the cache, else a compile worker.
     CompileRequest request;
@@ -476,6 +502,7 @@ struct Evaluator::Impl {
     }
     std::optional<CompileResult> compiled = std::move(compile_answer.value.result);
     if (compile_answer.shared) compiled->cached = true;
+    phase("compile");
     r.stage = Stage::compile;
     r.compile = compiled->figures();
     if (!compiled->ok) {
@@ -513,12 +540,14 @@ struct Evaluator::Impl {
     const std::string rkey = result_key(compiled->cubin, r.matrix_digest, task, prog.format,
                                         geometry.launches, gpu.devices.front().name, protocol);
     if (!calibrating) calibrate_deadline(task, deadline_key(g), options);
+    phase("calibrate");
     // Identical evaluations in flight at the same time share one GPU run: one measurement, one
     // verdict (and no timing noise between copies of one program).
     const std::string device = gpu.devices.front().name;
     InFlight<GpuOutcome>::Answer answer =
         gpu_runs.run(rkey, [&] { return run_on_gpu(rkey, std::move(g), compiled->cubin); });
     GpuOutcome& outcome = answer.value;
+    phase("gpu_request");
     switch (outcome.kind) {
       case GpuOutcome::Kind::no_gpu:
         say_no_gpu(outcome.message);
@@ -535,8 +564,8 @@ struct Evaluator::Impl {
         r.message = std::move(outcome.message);
         return;
       case GpuOutcome::Kind::ran:
-        merge_gpu_result(std::move(outcome.ran), r);
         r.result_cached = outcome.from_cache || answer.shared;
+        merge_gpu_result(std::move(outcome.ran), r);
         return;
     }
   }
@@ -695,7 +724,11 @@ struct Evaluator::Impl {
     gpu.program_digest = r.program_digest;
     gpu.matrix_digest = r.matrix_digest;
     gpu.static_reason = r.static_reason;
-    gpu.result_cached = false;
+    // The worker's phases belong to this evaluation only when it ran here.
+    std::vector<PhaseTime> phases = std::move(r.phases);
+    if (!r.result_cached) phases.insert(phases.end(), gpu.phases.begin(), gpu.phases.end());
+    gpu.phases = std::move(phases);
+    gpu.result_cached = r.result_cached;
     gpu.wall_ms = 0;
     r = std::move(gpu);
   }

@@ -486,6 +486,11 @@ void write_eval_result(Writer& w, const EvalResult& r) {
   w.str(r.program_digest);
   w.str(r.matrix_digest);
   w.boolean(r.result_cached);
+  w.u32(static_cast<std::uint32_t>(r.phases.size()));
+  for (const PhaseTime& p : r.phases) {
+    w.str(p.name);
+    w.f64(p.ms);
+  }
 }
 
 EvalResult read_eval_result(Reader& in) {
@@ -536,6 +541,13 @@ EvalResult read_eval_result(Reader& in) {
   r.program_digest = in.str();
   r.matrix_digest = in.str();
   r.result_cached = in.boolean();
+  const std::uint32_t phases = in.u32();
+  for (std::uint32_t i = 0; i < phases; ++i) {
+    PhaseTime p;
+    p.name = in.str();
+    p.ms = in.f64();
+    r.phases.push_back(std::move(p));
+  }
   return r;
 }
 

@@ -1,4 +1,8 @@
 // Benchmark (not a test) of the evaluator's GPU stages, for the GPU host. It prints, as Markdown:
+//   0. where an evaluation's wall time goes: RL-shaped groups (8 evaluations of one matrix - 4
+//      formats x 2 seeds, submitted together) on small shared matrices and on large generated ones
+//      (1M-50M nonzeros, the benchmark's large regime), evaluations per second with the default
+//      protocol and one GPU worker, and the mean wall time of each phase (EvalResult::phases);
 //   1. full evaluations (compile cached, check on 3 inputs, timed against cuSPARSE) per second against
 //      the number of GPU workers sharing the device(s);
 //   2. the spread of one kernel's median over 10 evaluations (fresh seeds, no result cache) on matrices
@@ -7,7 +11,8 @@
 //      GFLOP/s and fraction of the measured copy bandwidth, on the shared matrices and on large
 //      generated ones.
 //
-//   evaluator_bench [--shared DIR] [--reps N] [--quick]     (run from the build folder or anywhere)
+//   evaluator_bench [--shared DIR] [--reps N] [--quick] [--only profile|throughput|spread|kernels]
+//   (run from the build folder or anywhere)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "sparserl/datasets/file_tree.hpp"
+#include "sparserl/datasets/large_regime.hpp"
 #include "sparserl/datasets/suitesparse_index.hpp"
 #include "sparserl/reward/evaluator.hpp"
 
@@ -72,22 +78,98 @@ rw::EvaluateOptions with_seed(const rw::Evaluator& ev, std::uint64_t seed) {
   return o;
 }
 
+// Groups of evaluations as RL makes them: per matrix, every program with `seeds` seeds, submitted
+// together; prints evaluations/s and the mean of every phase over the evaluations.
+void profile_groups(const std::string& title, const fs::path& shared, int reps,
+                    const std::vector<std::string>& uris, const std::vector<std::string>& programs, int seeds) {
+  rw::Evaluator ev(config(shared, 1, reps));
+  std::vector<std::string> names;  // phase names in first-seen order
+  std::vector<double> sums;
+  auto add = [&](const rw::EvalResult& r) {
+    for (const rw::PhaseTime& p : r.phases) {
+      const auto it = std::find(names.begin(), names.end(), p.name);
+      if (it == names.end()) {
+        names.push_back(p.name);
+        sums.push_back(p.ms);
+      } else {
+        sums[static_cast<std::size_t>(it - names.begin())] += p.ms;
+      }
+    }
+  };
+  int evaluations = 0, ok = 0, timed = 0;
+  double wall_sum = 0;
+  std::string failures;
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t seed = 1000;
+  for (const std::string& uri : uris) {
+    std::vector<std::future<rw::EvalResult>> pending;
+    for (int s = 0; s < seeds; ++s) {
+      for (const std::string& program : programs) pending.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
+    }
+    for (auto& f : pending) {
+      const rw::EvalResult r = f.get();
+      ++evaluations;
+      ok += r.ok() ? 1 : 0;
+      timed += r.timed ? 1 : 0;
+      wall_sum += r.wall_ms;
+      add(r);
+      if (!r.ok() && failures.size() < 400) failures += " " + uri + ": " + r.message + ";";
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("### %s\n\n%d evaluations on %zu matrices (%d ok, %d timed) in %.2f s: **%.1f evaluations/s**; "
+              "mean evaluation wall time %.1f ms (evaluations overlap)\n\n| phase | mean ms per evaluation |\n|---|---|\n",
+              title.c_str(), evaluations, uris.size(), ok, timed, s, evaluations / s,
+              evaluations ? wall_sum / evaluations : 0.0);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::printf("| %s | %.2f |\n", names[i].c_str(), evaluations ? sums[i] / evaluations : 0.0);
+  }
+  if (!failures.empty()) std::printf("\nfailures:%s\n", failures.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+std::vector<std::string> small_matrices(const fs::path& shared, std::size_t count) {
+  std::vector<std::string> uris;
+  if (!fs::is_directory(shared)) return uris;
+  const auto index = ds::SuiteSparseIndex::read(shared / "INDEX.csv");
+  for (const auto& e : index.entries()) {
+    if (uris.size() < count) uris.push_back("suitesparse-v1/" + e.group + "/" + e.name);
+  }
+  return uris;
+}
+
+// The large regime's train matrices up to `max_nnz` nonzeros, one per family.
+std::vector<std::string> large_matrices(std::int64_t max_nnz) {
+  std::vector<std::string> uris, families;
+  for (const ds::LargeRegimeMatrix& m : ds::large_regime_v1()) {
+    if (m.part != ds::SplitPart::train || m.nnz > max_nnz) continue;
+    if (std::find(families.begin(), families.end(), m.family) != families.end()) continue;
+    families.push_back(m.family);
+    uris.push_back(m.uri);
+  }
+  return uris;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
   int reps = 50;
   bool quick = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--shared" && i + 1 < argc) shared = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
     else if (a == "--quick") quick = true;
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::cerr << "usage: evaluator_bench [--shared DIR] [--reps N] [--quick]\n";
+      std::cerr << "usage: evaluator_bench [--shared DIR] [--reps N] [--quick] [--only profile|throughput|spread|kernels]\n";
       return 2;
     }
   }
+  const auto wanted = [&](const char* section) { return only.empty() || only == section; };
   const fs::path programs = fs::path(SPARSERL_BENCH_SOURCE_DIR) / "reward" / "programs";
   const std::string csr = read_text(programs / "spmv_csr.cu");
   std::vector<std::string> pool_programs;
@@ -107,57 +189,73 @@ int main(int argc, char** argv) {
               gpu.devices[0].name.c_str(), static_cast<int>(gpu.devices.size()), gpu.driver_version,
               gpu.runtime_version, reps);
 
+  // --- 0. where the time goes -----------------------------------------------------------------------
+  if (wanted("profile")) {
+    std::printf("## Where an evaluation's time goes (groups of 8: 4 formats x 2 seeds per matrix, 1 GPU worker)\n\n");
+    profile_groups("small: shared SuiteSparse matrices", shared, reps, small_matrices(shared, quick ? 8 : 24),
+                   pool_programs, 2);
+    std::vector<std::string> large = large_matrices(quick ? 8'000'000 : 50'000'000);
+    if (quick && large.size() > 4) large.resize(4);
+    profile_groups("large: the benchmark's large regime (train part, one matrix per family)", shared, reps, large,
+                   pool_programs, 2);
+  }
+
   // --- 1. throughput against GPU workers --------------------------------------------------------
-  std::printf("## Full evaluations per second\n\n| GPU workers | evaluations | seconds | evaluations/s |\n|---|---|---|---|\n");
-  const std::string mid = "gen-v1/uniform?nnz_per_row=16&rows=200000&seed=3";
-  for (int workers : {1, 2, 4}) {
-    rw::Evaluator ev(config(shared, workers, reps));
-    // Warm: the compile cache, the workers' matrices and baselines.
-    for (std::size_t p = 0; p < pool_programs.size(); ++p) ev.evaluate(spmv_task(mid), pool_programs[p], with_seed(ev, 1));
-    const int n = quick ? 16 : 48;
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<std::future<rw::EvalResult>> pending;
-    for (int i = 0; i < n; ++i) {
-      rw::EvaluateOptions o = with_seed(ev, 100 + static_cast<std::uint64_t>(i));
-      pending.push_back(ev.submit(spmv_task(mid), pool_programs[static_cast<std::size_t>(i) % pool_programs.size()], o));
+  if (wanted("throughput")) {
+    std::printf("## Full evaluations per second\n\n| GPU workers | evaluations | seconds | evaluations/s |\n|---|---|---|---|\n");
+    const std::string mid = "gen-v1/uniform?nnz_per_row=16&rows=200000&seed=3";
+    for (int workers : {1, 2, 4}) {
+      rw::Evaluator ev(config(shared, workers, reps));
+      // Warm: the compile cache, the workers' matrices and baselines.
+      for (std::size_t p = 0; p < pool_programs.size(); ++p) ev.evaluate(spmv_task(mid), pool_programs[p], with_seed(ev, 1));
+      const int n = quick ? 16 : 48;
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::future<rw::EvalResult>> pending;
+      for (int i = 0; i < n; ++i) {
+        rw::EvaluateOptions o = with_seed(ev, 100 + static_cast<std::uint64_t>(i));
+        pending.push_back(ev.submit(spmv_task(mid), pool_programs[static_cast<std::size_t>(i) % pool_programs.size()], o));
+      }
+      int ok = 0;
+      for (auto& f : pending) ok += f.get().ok() ? 1 : 0;
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("| %d | %d (%d ok) | %.2f | %.1f |\n", workers, n, ok, s, n / s);
+      std::fflush(stdout);
     }
-    int ok = 0;
-    for (auto& f : pending) ok += f.get().ok() ? 1 : 0;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("| %d | %d (%d ok) | %.2f | %.1f |\n", workers, n, ok, s, n / s);
-    std::fflush(stdout);
   }
 
   // --- 2. repeatability ---------------------------------------------------------------------------
-  std::printf("\n## Spread of one kernel's median over 10 evaluations (spmv_csr.cu, f32)\n\n"
-              "| matrix | nnz | candidate median of medians (us) | candidate spread (max-min)/median | "
-              "cuSPARSE median (us) | cuSPARSE spread |\n|---|---|---|---|---|---|\n");
-  const std::vector<std::string> big = {"gen-v1/stencil2d?nx=1000&ny=1000&points=5",
-                                        "gen-v1/uniform?nnz_per_row=8&rows=2000000&seed=1",
-                                        "gen-v1/banded?bandwidth=8&n=2000000",
-                                        "gen-v1/rmat?edge_factor=8&scale=20&seed=1"};
-  for (const std::string& uri : big) {
-    std::vector<double> cand, base;
-    double nnz = 0;
-    for (int i = 0; i < 10; ++i) {
-      const rw::EvalResult r = probe.evaluate(spmv_task(uri), csr, with_seed(probe, 500 + static_cast<std::uint64_t>(i)));
-      if (!r.ok()) {
-        std::printf("| %s | - | %s: %s | | | |\n", uri.c_str(), std::string(rw::to_string(r.error)).c_str(),
-                    r.message.c_str());
-        break;
+  if (wanted("spread")) {
+    std::printf("\n## Spread of one kernel's median over 10 evaluations (spmv_csr.cu, f32)\n\n"
+                "| matrix | nnz | candidate median of medians (us) | candidate spread (max-min)/median | "
+                "cuSPARSE median (us) | cuSPARSE spread |\n|---|---|---|---|---|---|\n");
+    const std::vector<std::string> big = {"gen-v1/stencil2d?nx=1000&ny=1000&points=5",
+                                          "gen-v1/uniform?nnz_per_row=8&rows=2000000&seed=1",
+                                          "gen-v1/banded?bandwidth=8&n=2000000",
+                                          "gen-v1/rmat?edge_factor=8&scale=20&seed=1"};
+    for (const std::string& uri : big) {
+      std::vector<double> cand, base;
+      double nnz = 0;
+      for (int i = 0; i < 10; ++i) {
+        const rw::EvalResult r = probe.evaluate(spmv_task(uri), csr, with_seed(probe, 500 + static_cast<std::uint64_t>(i)));
+        if (!r.ok()) {
+          std::printf("| %s | - | %s: %s | | | |\n", uri.c_str(), std::string(rw::to_string(r.error)).c_str(),
+                      r.message.c_str());
+          break;
+        }
+        cand.push_back(r.timing.median_us);
+        base.push_back(r.timing.baseline_median_us);
+        nnz = r.timing.gflops * r.timing.median_us * 1e3 / 2;  // flops = 2 nnz
       }
-      cand.push_back(r.timing.median_us);
-      base.push_back(r.timing.baseline_median_us);
-      nnz = r.timing.gflops * r.timing.median_us * 1e3 / 2;  // flops = 2 nnz
+      if (cand.size() < 10) continue;
+      const auto spread = [](const std::vector<double>& v) {
+        return (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / median(v);
+      };
+      std::printf("| %s | %.0f | %.2f | %.1f%% | %.2f | %.1f%% |\n", uri.c_str(), nnz, median(cand), 100 * spread(cand),
+                  median(base), 100 * spread(base));
+      std::fflush(stdout);
     }
-    if (cand.size() < 10) continue;
-    const auto spread = [](const std::vector<double>& v) {
-      return (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / median(v);
-    };
-    std::printf("| %s | %.0f | %.2f | %.1f%% | %.2f | %.1f%% |\n", uri.c_str(), nnz, median(cand), 100 * spread(cand),
-                median(base), 100 * spread(base));
-    std::fflush(stdout);
   }
+  if (!wanted("kernels")) return 0;
 
   // --- 3. cuSPARSE and a simple CSR kernel ----------------------------------------------------------
   std::printf("\n## cuSPARSE (best CSR algorithm) and a simple CSR kernel, SpMV\n\n"

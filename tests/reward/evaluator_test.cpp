@@ -170,6 +170,8 @@ TEST_CASE("The compile cache answers a repeated program with the same result",
   REQUIRE(second.compile.cached);
   EvalResult a = first, b = second;
   a.wall_ms = b.wall_ms = 0;
+  a.phases.clear();  // wall times, like wall_ms
+  b.phases.clear();
   a.compile.cached = b.compile.cached = false;
   REQUIRE(a.to_json() == b.to_json());
 
@@ -179,6 +181,27 @@ TEST_CASE("The compile cache answers a repeated program with the same result",
   const EvaluatorStats s = evaluator.stats();
   REQUIRE(s.compile_cache.hits == 1);
   REQUIRE(s.pool.answered == 2);
+}
+
+TEST_CASE("An evaluation says where its wall time went", "[reward][evaluator]") {
+  // Without a GPU an evaluation has the evaluator's own phases; their sum fits in the wall time.
+  Evaluator evaluator(test_config());
+  const EvalResult r = evaluator.evaluate(task(), read_program("spmv_csr.cu"));
+  REQUIRE(r.compiled);
+  std::vector<std::string> names;
+  double sum = 0;
+  for (const PhaseTime& p : r.phases) {
+    names.push_back(p.name);
+    CHECK(p.ms >= 0);
+    sum += p.ms;
+  }
+  CHECK(names == std::vector<std::string>{"checks", "compile"});
+  CHECK(sum <= r.wall_ms);
+  CHECK(r.phase_ms("compile") > 0);
+  CHECK(r.phase_ms("gpu.timed") == 0);
+  // A program refused by the static checks stops before any phase ends.
+  const EvalResult refused = evaluator.evaluate(task(), "not a program");
+  CHECK(refused.phases.empty());
 }
 
 TEST_CASE("Identical programs submitted together are compiled once", "[reward][evaluator]") {
@@ -199,6 +222,7 @@ TEST_CASE("Identical programs submitted together are compiled once", "[reward][e
     REQUIRE(r.compiled);
     if (!r.compile.cached) ++fresh;
     r.wall_ms = 0;
+    r.phases.clear();  // wall times, like wall_ms
     r.compile.cached = false;
     verdicts.insert(r.to_json());
   }

@@ -51,6 +51,7 @@ EvalResult sample_result() {
   r.program_digest = std::string(64, 'a');
   r.matrix_digest = "0123456789abcdef";
   r.result_cached = false;
+  r.phases = {{"checks", 0.5}, {"gpu.timed", 6.25}, {"gpu.final_check", 1.0}};
   return r;
 }
 
@@ -456,7 +457,8 @@ TEST_CASE("EvalResult::to_json has every field under stable keys", "[reward][eva
                           "\"device\":\"NVIDIA H100 80GB HBM3\"",
                           "\"program_digest\":\"aaaa",
                           "\"matrix_digest\":\"0123456789abcdef\"",
-                          "\"result_cached\":false"}) {
+                          "\"result_cached\":false",
+                          "\"phases_ms\":{\"checks\":0.5,\"gpu.timed\":6.25,\"gpu.final_check\":1.0}"}) {
     INFO(key);
     REQUIRE_THAT(j, has_substring(key));
     const std::size_t at = j.find(key);

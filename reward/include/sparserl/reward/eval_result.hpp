@@ -87,6 +87,15 @@ struct TimingFigures {
   double baseline_gflops = 0, baseline_bandwidth_fraction = 0;
 };
 
+// One step of an evaluation and its wall time: where wall_ms went, for profiling (never part of a
+// verdict or of the result cache's key). Names: the evaluator's own steps (checks, compile,
+// gpu_request) and the GPU worker's, prefixed "gpu." (gpu.load, gpu.prepare, gpu.module, gpu.check,
+// gpu.baseline, gpu.timed, gpu.final_check).
+struct PhaseTime {
+  std::string name;
+  double ms = 0;
+};
+
 struct EvalResult {
   Stage stage = Stage::parse;     // the last stage that completed successfully (or was entered)
   ErrorKind error = ErrorKind::none;
@@ -105,6 +114,9 @@ struct EvalResult {
   std::string program_digest;     // content digest of the program text
   std::string matrix_digest;
   bool result_cached = false;     // answered from the result cache or an identical evaluation in flight
+  std::vector<PhaseTime> phases;  // in the order they ran
+
+  [[nodiscard]] double phase_ms(std::string_view name) const;  // 0 when it did not run
 
   [[nodiscard]] bool ok() const { return error == ErrorKind::none; }
   // One JSON object with every field (stable key names; used by --json, info and logs).

@@ -34,7 +34,7 @@ namespace sparserl::reward {
 
 // Bumped whenever a message's layout changes; the pool rejects a worker that speaks another
 // version.
-inline constexpr std::uint32_t kProtocolVersion = 3;
+inline constexpr std::uint32_t kProtocolVersion = 4;
 
 // Default cap on one frame's payload, both directions. A cubin is a few hundred KB at most.
 inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{64} << 20;
