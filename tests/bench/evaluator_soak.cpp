@@ -1,0 +1,234 @@
+// Soak (not a test) of the evaluator on the GPU host: N consecutive evaluations (default 10,000)
+// mixing the correct reference programs of every format and both operations (reward/programs) with
+// the adversarial ones (tests/reward/programs/adversarial: out-of-bounds reads and writes, a hang, a
+// trap, stale and cached output, input writes, skipped rows, unlaunched and device-launched
+// decoys) on small shared matrices and (one in 20) on generated ones of 10M+ nonzeros, f32 and f64,
+// in windows of 8 submitted together, every evaluation with a
+// fresh seed (no result cache). It checks every verdict against the program's expected one and
+// measures, instead of assuming, what is left behind: the processes, file descriptors and GPU
+// memory before the evaluator starts and after it is gone, and the workers' descriptors while it
+// runs. Prints Markdown; exits 1 on a wrong verdict or a leak.
+//
+//   evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K]
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sparserl/datasets/file_tree.hpp"
+#include "sparserl/reward/evaluator.hpp"
+
+namespace rw = sparserl::reward;
+namespace ds = sparserl::datasets;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::optional<std::string> text = ds::read_file_bytes(path);
+  if (!text) throw std::runtime_error("cannot read " + path.string());
+  return std::move(*text);
+}
+
+// Entries of a /proc/PID/fd folder (-1 when it cannot be read).
+int descriptors(const std::string& pid) {
+  std::error_code ec;
+  int n = 0;
+  for (fs::directory_iterator it("/proc/" + pid + "/fd", ec), end; !ec && it != end; it.increment(ec)) ++n;
+  return ec ? -1 : n;
+}
+
+// The live (not zombie) child processes of this process.
+std::vector<std::string> children() {
+  std::vector<std::string> out;
+  const std::string me = std::to_string(getpid());
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close == std::string::npos || close + 4 >= line.size()) continue;
+    std::string state, parent;
+    std::istringstream fields(line.substr(close + 2));
+    fields >> state >> parent;
+    if (parent == me && state != "Z") out.push_back(name);
+  }
+  return out;
+}
+
+long gpu_memory_used_mib() {
+  FILE* p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (p == nullptr) return -1;
+  long mib = -1;
+  if (std::fscanf(p, "%ld", &mib) != 1) mib = -1;
+  pclose(p);
+  return mib;
+}
+
+struct Program {
+  std::string file;
+  std::string text;
+  ds::Op op;
+  rw::ErrorKind expected;
+  bool large_ok = true;  // also run on the large matrices
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
+  int evaluations = 10000, workers = 2, hang_every = 100;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--shared" && i + 1 < argc) shared = argv[++i];
+    else if (a == "--evaluations" && i + 1 < argc) evaluations = std::stoi(argv[++i]);
+    else if (a == "--workers" && i + 1 < argc) workers = std::stoi(argv[++i]);
+    else if (a == "--hang-every" && i + 1 < argc) hang_every = std::stoi(argv[++i]);
+    else {
+      std::cerr << "usage: evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K]\n";
+      return 2;
+    }
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a soak cut short keeps what it printed
+  const fs::path source(SPARSERL_BENCH_SOURCE_DIR);
+  std::vector<Program> programs;
+  for (const char* format : {"csr", "coo", "ell", "sell", "bsr"}) {
+    for (ds::Op op : {ds::Op::spmv, ds::Op::spmm}) {
+      const std::string file = std::string(ds::to_string(op)) + "_" + format + ".cu";
+      programs.push_back({file, read_text(source / "reward" / "programs" / file), op, rw::ErrorKind::none});
+    }
+  }
+  const std::vector<std::pair<const char*, rw::ErrorKind>> adversarial = {
+      {"skip_rows.cu", rw::ErrorKind::unwritten_output},  {"skip_rows_zero.cu", rw::ErrorKind::wrong_answer},
+      {"half_y.cu", rw::ErrorKind::unwritten_output},     {"stale_output.cu", rw::ErrorKind::static_check},
+      {"cached_result.cu", rw::ErrorKind::static_check},  {"writes_input.cu", rw::ErrorKind::input_mutated},
+      {"oob_read.cu", rw::ErrorKind::illegal_address},    {"oob_write.cu", rw::ErrorKind::illegal_address},
+      {"trap.cu", rw::ErrorKind::illegal_address},        {"needs_zeroed_y.cu", rw::ErrorKind::unwritten_output},
+      {"decoy_unlaunched.cu", rw::ErrorKind::static_check},
+      {"decoy_device_launch.cu", rw::ErrorKind::static_check}};
+  const fs::path adversarial_dir = source / "tests" / "reward" / "programs" / "adversarial";
+  for (const auto& [file, expected] : adversarial) {
+    programs.push_back({file, read_text(adversarial_dir / file), ds::Op::spmv, expected});
+  }
+  const Program hang{"infinite_loop.cu", read_text(adversarial_dir / "infinite_loop.cu"), ds::Op::spmv,
+                     rw::ErrorKind::timeout};
+  const std::vector<std::string> small = {"suitesparse-v1/HB/west0479", "suitesparse-v1/Bai/cryg2500",
+                                          "gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5"};
+  const std::vector<std::string> large = {"gen-v1/uniform?nnz_per_row=10&rows=1000000&seed=1",
+                                          "gen-v1/stencil2d?nx=1100&ny=1100&points=9"};
+
+  rw::EvaluatorConfig config;
+  config.data_dir = fs::temp_directory_path() / "sparserl-evaluator-bench";
+  if (fs::is_directory(shared)) config.index_dirs = {shared};
+  config.gpu_workers = workers;
+  config.gpu_deadline_floor = std::chrono::milliseconds(2000);  // a hang costs seconds, not 10
+  config.protocol.time = true;
+
+  const std::string me = std::to_string(getpid());
+  const int fds_before = descriptors(me);
+  const std::size_t children_before = children().size();
+  const long memory_before = gpu_memory_used_mib();
+  int wrong = 0, hangs = 0, max_worker_fds = 0, worker_fds_at_1000 = -1;
+  long memory_at_1000 = -1, memory_at_end = -1;
+  std::map<std::string, int> verdicts;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    rw::Evaluator ev(config);
+    if (ev.gpu_info().devices.empty()) {
+      std::cerr << "evaluator_soak: no GPU (" << ev.gpu_info().error << ")\n";
+      return 1;
+    }
+    std::printf("# Evaluator soak\n\ndevice: %s; %d evaluations, %d GPU workers, a hang every %d; default "
+                "protocol (3 inputs, 5 warm-ups, 50 timed repetitions, L2 flushed)\n\n",
+                ev.gpu_info().devices[0].name.c_str(), evaluations, workers, hang_every);
+    // Evaluations go in windows of 8 submitted together (as an RL group would), so that the GPU
+    // workers overlap; each window is answered before the next is submitted.
+    constexpr int kWindow = 8;
+    struct Pending {
+      int index;
+      const Program* program;
+      ds::Task task;
+      std::future<rw::EvalResult> result;
+    };
+    std::vector<Pending> window;
+    std::size_t next = 0;
+    auto settle = [&] {
+      for (Pending& w : window) {
+        const rw::EvalResult r = w.result.get();
+        const Program& p = *w.program;
+        const bool right = r.error == p.expected ||
+                           // skipping every seventh row is invisible where those rows are empty
+                           (p.expected == rw::ErrorKind::wrong_answer && r.ok());
+        ++verdicts[p.file + " -> " + std::string(rw::to_string(r.error))];
+        if (!right && ++wrong <= 20) {
+          std::printf("- WRONG: evaluation %d, %s on %s (%s): %s: %s\n", w.index, p.file.c_str(),
+                      w.task.uri.c_str(), std::string(ds::to_string(w.task.dtype)).c_str(),
+                      std::string(rw::to_string(r.error)).c_str(), r.message.c_str());
+        }
+      }
+      window.clear();
+    };
+    for (int i = 0; i < evaluations; ++i) {
+      const bool hung = hang_every > 0 && i % hang_every == hang_every - 1;
+      const Program& p = hung ? hang : programs[next++ % programs.size()];
+      const bool on_large = i % 20 == 19 && p.large_ok;
+      const std::vector<std::string>& uris = on_large ? large : small;
+      ds::Task task;
+      task.uri = uris[static_cast<std::size_t>(i / 5) % uris.size()];
+      task.op = p.op;
+      task.dtype = i % 3 == 2 ? ds::DType::f64 : ds::DType::f32;
+      task.k = p.op == ds::Op::spmm ? 8 : 1;
+      rw::EvaluateOptions options;
+      options.protocol = config.protocol;
+      options.protocol->seed = static_cast<std::uint64_t>(i) + 1;
+      hangs += hung ? 1 : 0;
+      window.push_back({i, &p, task, ev.submit(task, p.text, options)});
+      if (static_cast<int>(window.size()) == kWindow || i + 1 == evaluations) settle();
+      if ((i + 1) % 1000 == 0) {
+        for (const std::string& pid : children()) max_worker_fds = std::max(max_worker_fds, descriptors(pid));
+        if (i + 1 == 1000) {
+          memory_at_1000 = gpu_memory_used_mib();
+          worker_fds_at_1000 = max_worker_fds;
+        }
+      }
+      if ((i + 1) % 100 == 0) {
+        std::fprintf(stderr, "%d evaluations, %d wrong, %.0f s\n", i + 1, wrong,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+    }
+    memory_at_end = gpu_memory_used_mib();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int fds_after = descriptors(me);
+  const std::size_t children_after = children().size();
+  const long memory_after = gpu_memory_used_mib();
+
+  std::printf("\n| program -> verdict | evaluations |\n|---|---|\n");
+  for (const auto& [key, n] : verdicts) std::printf("| %s | %d |\n", key.c_str(), n);
+  std::printf("\n%d evaluations (%d hangs) in %.0f s: %d wrong verdicts\n\n", evaluations, hangs, seconds, wrong);
+  std::printf("| measured | before | during | after |\n|---|---|---|---|\n");
+  std::printf("| this process's descriptors | %d | | %d |\n", fds_before, fds_after);
+  std::printf("| child processes | %zu | | %zu |\n", children_before, children_after);
+  std::printf("| most descriptors of a worker | | %d at 1000 evaluations, %d at most | |\n", worker_fds_at_1000,
+              max_worker_fds);
+  std::printf("| GPU memory used (MiB, nvidia-smi) | %ld | %ld at 1000, %ld at the end | %ld |\n", memory_before,
+              memory_at_1000, memory_at_end, memory_after);
+  const bool leaked = fds_after > fds_before || children_after > children_before ||
+                      (memory_before >= 0 && memory_after > memory_before + 64);
+  std::printf("\n%s\n", wrong == 0 && !leaked ? "PASS: every verdict right, nothing left behind"
+                                              : "FAIL: see above");
+  return wrong == 0 && !leaked ? 0 : 1;
+}
