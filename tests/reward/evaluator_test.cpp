@@ -85,13 +85,13 @@ TEST_CASE("Every reference program compiles through the evaluator", "[reward][ev
                              evaluator.submit(task(o, d, 8), read_program(name), compile_only()));
       }
     }
-    // The deadline calibration's own kernel of this op (run on the GPU before a new task's first
-    // request) must pass the same checks and compile.
+    // The deadline calibration's own program (run on the GPU before a new task's first request)
+    // must pass the same checks and compile for this op.
     const Op o = std::string(op) == "spmv" ? Op::spmv : Op::spmm;
     for (DType d : {DType::f32, DType::f64}) {
       futures.emplace_back(std::string("calibration ") + op,
                            evaluator.submit(task(o, d, 8),
-                                            std::string(deadline_calibration_program(o)),
+                                            std::string(deadline_calibration_program()),
                                             compile_only()));
     }
   }
@@ -109,6 +109,20 @@ TEST_CASE("Every reference program compiles through the evaluator", "[reward][ev
   }
   REQUIRE(evaluator.stats().evaluations == 24);
   REQUIRE(evaluator.stats().deadline_calibrations == 0);  // no GPU: nothing to calibrate
+}
+
+TEST_CASE("the deadline calibration is the reference CSR SpMM under a kernel name of its own",
+          "[reward][evaluator]") {
+  // Identical cubins share GPU runs and results: the reference program submitted as a task's first
+  // request must not be answered from the calibration's run (reward_gpu_tests counts the requests).
+  const std::string calibration(deadline_calibration_program());
+  std::string renamed = read_program("spmm_csr.cu");
+  for (std::size_t at; (at = renamed.find("spmm_csr")) != std::string::npos;) {
+    renamed.replace(at, 8, "calibrate_csr");
+  }
+  REQUIRE_THAT(calibration, has_substring(renamed));
+  REQUIRE_THAT(calibration, !has_substring("spmm_csr("));
+  REQUIRE_THAT(calibration, has_substring("//@launch calibrate_csr "));
 }
 
 TEST_CASE("Refusals before the compiler carry stage, kind, reason and line",
