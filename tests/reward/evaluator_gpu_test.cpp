@@ -5,12 +5,9 @@
 // before, or on a new task (calibrated first), times out at the adaptive deadline; a timed evaluation reports sane figures; identical
 // programs submitted together share one GPU run; 1000 mixed evaluations in a row give the right
 // verdicts, leave no process behind and do not grow the GPU's memory.
-#include <dirent.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
@@ -20,12 +17,14 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "child_processes.hpp"
 #include "sparserl/datasets/suitesparse_index.hpp"
 #include "sparserl/reward/evaluator.hpp"
 #include "test_support.hpp"
 
 namespace rw = sparserl::reward;
 namespace ds = sparserl::datasets;
+using sparserl::reward::testing::children_of_self;
 using sparserl::testing::has_substring;
 
 namespace {
@@ -106,29 +105,6 @@ std::pair<rw::EvalResult, double> evaluate_hung_kernel(rw::Evaluator& ev, const 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {std::move(hung), seconds};
-}
-
-// Children of this process that are still alive (pool workers), from /proc.
-int live_children() {
-  int count = 0;
-  const std::string me = std::to_string(getpid());
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return -1;
-  while (dirent* e = readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat("/proc/" + name + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    std::string state, ppid;
-    rest >> state >> ppid;
-    if (ppid == me) ++count;
-  }
-  closedir(dir);
-  return count;
 }
 
 // GPU memory in use (MiB) from nvidia-smi, or -1 where it cannot be read.
@@ -481,7 +457,7 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
   rw::EvaluatorConfig config = gpu_config();
   config.gpu_workers = 1;
   config.recycle_after = 100;
-  const int children_before = live_children();
+  const std::size_t children_before = children_of_self().size();
   long memory_at_100 = -1, memory_at_end = -1;
   {
     rw::Evaluator ev(config);
@@ -530,7 +506,7 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
   }
   // The evaluator is gone: every worker it started has been reaped. (At most as many as before:
   // the shared evaluator may have been replacing one of its own workers when they were counted.)
-  CHECK(live_children() <= children_before);
+  CHECK(children_of_self().size() <= children_before);
   if (memory_at_100 >= 0 && memory_at_end >= 0) {
     INFO("GPU memory used: " << memory_at_100 << " MiB after 100 evaluations, " << memory_at_end
                              << " MiB after 1000");
