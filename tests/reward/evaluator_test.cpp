@@ -57,13 +57,16 @@ Task task(Op op = Op::spmv, DType dtype = DType::f32, int k = 1) {
   return t;
 }
 
-const std::string kCsrHeader =
-    "//@format csr\n"
-    "//@launch spmv grid=ceil_div(M, 128) block=128\n";
-const std::string kCsrSignature =
-    "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, "
-    "const int* __restrict__ col_idx, const value_t* __restrict__ val, "
-    "const value_t* __restrict__ x, value_t* __restrict__ y)";
+// A CSR SpMV program of one kernel, spmv, with `body` ("{ ... }", the signature on line 3), launched
+// with `launch`.
+std::string csr_program(const std::string& body,
+                        const std::string& launch = "grid=ceil_div(M, 128) block=128") {
+  return "//@format csr\n//@launch spmv " + launch +
+         "\nextern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, "
+         "const int* __restrict__ col_idx, const value_t* __restrict__ val, "
+         "const value_t* __restrict__ x, value_t* __restrict__ y) " +
+         body + "\n";
+}
 
 EvaluateOptions compile_only() {
   EvaluateOptions o;
@@ -136,26 +139,23 @@ TEST_CASE("Refusals before the compiler carry stage, kind, reason and line",
     REQUIRE_FALSE(r.compiled);
   }
   SECTION("a timer read is a static check at its line") {
-    const std::string program =
-        kCsrHeader + kCsrSignature + " {\n  long long t = clock64();\n  y[0] = t;\n}\n";
-    const EvalResult r = evaluator.evaluate(task(), program);
+    const EvalResult r =
+        evaluator.evaluate(task(), csr_program("{\n  long long t = clock64();\n  y[0] = t;\n}"));
     REQUIRE(r.error == ErrorKind::static_check);
     REQUIRE(r.stage == Stage::static_check);
     REQUIRE(r.static_reason == "timer_read");
     REQUIRE_THAT(r.message, has_substring("line 4"));
   }
   SECTION("a grid that overflows on this matrix is bad geometry") {
-    const std::string program =
-        "//@format csr\n//@launch spmv grid=M*M*M*M*M*M*M*M block=128\n" + kCsrSignature + " { }\n";
-    const EvalResult r = evaluator.evaluate(task(), program);
+    const EvalResult r =
+        evaluator.evaluate(task(), csr_program("{ }", "grid=M*M*M*M*M*M*M*M block=128"));
     REQUIRE(r.error == ErrorKind::static_check);
     REQUIRE(r.static_reason == "bad_geometry");
     REQUIRE(r.matrix_digest.size() == 16);  // the matrix was loaded: geometry needs it
   }
   SECTION("too much shared memory is a resource limit") {
-    const std::string program =
-        "//@format csr\n//@launch spmv grid=1 block=128 smem=100000\n" + kCsrSignature + " { }\n";
-    const EvalResult r = evaluator.evaluate(task(), program);
+    const EvalResult r =
+        evaluator.evaluate(task(), csr_program("{ }", "grid=1 block=128 smem=100000"));
     REQUIRE(r.error == ErrorKind::resource_limit);
     REQUIRE(r.static_reason == "resource_limit");
   }
@@ -163,8 +163,7 @@ TEST_CASE("Refusals before the compiler carry stage, kind, reason and line",
 
 TEST_CASE("A compile error is a result with the compiler's message", "[reward][evaluator]") {
   Evaluator evaluator(test_config());
-  const std::string program = kCsrHeader + kCsrSignature + " {\n  y[0] = undeclared_name;\n}\n";
-  const EvalResult r = evaluator.evaluate(task(), program);
+  const EvalResult r = evaluator.evaluate(task(), csr_program("{\n  y[0] = undeclared_name;\n}"));
   REQUIRE(r.error == ErrorKind::compile_error);
   REQUIRE(r.stage == Stage::compile);
   REQUIRE_FALSE(r.compiled);
