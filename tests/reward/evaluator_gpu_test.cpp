@@ -1,8 +1,9 @@
 // The evaluator on a real GPU (label gpu; each case skips itself where no GPU is present): every
-// reference program is correct in every (op, format, dtype) on the shared SuiteSparse matrices and on
-// generated matrices of at least 10M nonzeros; each adversarial program (tests/reward/programs/
-// adversarial) gets its verdict and the pool recovers; a hung kernel on a task that has answered
-// before, or on a new task (calibrated first), times out at the adaptive deadline; a timed evaluation reports sane figures; identical
+// reference program is correct in every (op, format, dtype) on the shared SuiteSparse matrices and
+// on generated matrices of at least 10M nonzeros; each adversarial program
+// (adversarial_programs.hpp: tests/reward/programs/adversarial and its twists) gets its verdict and
+// the pool recovers; a hung kernel on a task that has answered before, or on a new task (calibrated
+// first), times out at the adaptive deadline; a timed evaluation reports sane figures; identical
 // programs submitted together share one GPU run; 1000 mixed evaluations in a row give the right
 // verdicts, leave no process behind and do not grow the GPU's memory.
 
@@ -16,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "adversarial_programs.hpp"
 #include "catch.hpp"
 #include "child_processes.hpp"
 #include "sparserl/datasets/suitesparse_index.hpp"
@@ -24,6 +26,7 @@
 
 namespace rw = sparserl::reward;
 namespace ds = sparserl::datasets;
+using sparserl::reward::testing::adversarial_program;
 using sparserl::reward::testing::children_of_self;
 using sparserl::testing::has_substring;
 
@@ -33,10 +36,6 @@ using sparserl::testing::read_bytes;
 
 std::filesystem::path program_path(const std::string& name) {
   return sparserl::testing::source_dir() / "reward" / "programs" / name;
-}
-
-std::filesystem::path adversarial_path(const std::string& name) {
-  return sparserl::testing::source_dir() / "tests" / "reward" / "programs" / "adversarial" / name;
 }
 
 rw::EvaluatorConfig gpu_config(std::chrono::milliseconds gpu_deadline = std::chrono::milliseconds(120'000)) {
@@ -101,7 +100,7 @@ rw::EvaluatorConfig adaptive_deadline_config(std::chrono::milliseconds gpu_deadl
 // The hung kernel (adversarial/infinite_loop.cu) on `t`, and the seconds its answer took.
 std::pair<rw::EvalResult, double> evaluate_hung_kernel(rw::Evaluator& ev, const ds::Task& t) {
   const auto start = std::chrono::steady_clock::now();
-  rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
+  rw::EvalResult hung = ev.evaluate(t, adversarial_program("infinite_loop"));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {std::move(hung), seconds};
@@ -180,33 +179,33 @@ TEST_CASE("adversarial programs get their verdicts and the pool recovers", "[rew
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
   const std::string good = read_bytes(program_path("spmv_csr.cu"));
   struct Case {
-    const char* file;
+    const char* name;  // adversarial_programs.hpp
     rw::ErrorKind expected;
     const char* message;  // a part of the message, or "" for any
   };
   const Case cases[] = {
-      {"skip_rows.cu", rw::ErrorKind::unwritten_output, "never written"},
-      {"skip_rows_zero.cu", rw::ErrorKind::wrong_answer, "outside the tolerance"},
-      {"half_y.cu", rw::ErrorKind::unwritten_output, "never written"},
-      {"stale_output.cu", rw::ErrorKind::static_check, ""},
-      {"cached_result.cu", rw::ErrorKind::static_check, ""},
-      {"writes_input.cu", rw::ErrorKind::input_mutated, "'x'"},
-      {"oob_read.cu", rw::ErrorKind::illegal_address, ""},
-      {"oob_write.cu", rw::ErrorKind::illegal_address, "outside the array 'y'"},
-      {"trap.cu", rw::ErrorKind::illegal_address, ""},
-      {"needs_zeroed_y.cu", rw::ErrorKind::unwritten_output, ""},
-      {"decoy_unlaunched.cu", rw::ErrorKind::static_check, ""},
-      {"decoy_device_launch.cu", rw::ErrorKind::static_check, ""},
+      {"skip_rows", rw::ErrorKind::unwritten_output, "never written"},
+      {"skip_rows_zero", rw::ErrorKind::wrong_answer, "outside the tolerance"},
+      {"half_y", rw::ErrorKind::unwritten_output, "never written"},
+      {"stale_output", rw::ErrorKind::static_check, ""},
+      {"cached_result", rw::ErrorKind::static_check, ""},
+      {"writes_input", rw::ErrorKind::input_mutated, "'x'"},
+      {"oob_read", rw::ErrorKind::illegal_address, ""},
+      {"oob_write", rw::ErrorKind::illegal_address, "outside the array 'y'"},
+      {"trap", rw::ErrorKind::illegal_address, ""},
+      {"needs_zeroed_y", rw::ErrorKind::unwritten_output, ""},
+      {"decoy_unlaunched", rw::ErrorKind::static_check, ""},
+      {"decoy_device_launch", rw::ErrorKind::static_check, ""},
   };
   for (const Case& c : cases) {
-    const rw::EvalResult bad = ev.evaluate(t, read_bytes(adversarial_path(c.file)));
-    INFO(c.file << ": " << describe(bad));
+    const rw::EvalResult bad = ev.evaluate(t, adversarial_program(c.name));
+    INFO(c.name << ": " << describe(bad));
     CHECK(bad.error == c.expected);
     CHECK_FALSE(bad.correct);
     CHECK_THAT(bad.message, has_substring(c.message));
     // The next evaluation in the same pool works.
     const rw::EvalResult after = ev.evaluate(t, good);
-    INFO("good program after " << c.file << ": " << describe(after));
+    INFO("good program after " << c.name << ": " << describe(after));
     CHECK(after.ok());
     CHECK(after.correct);
   }
@@ -217,7 +216,7 @@ TEST_CASE("a kernel that never finishes times out and a fresh worker serves the 
   shared_evaluator();  // skips without a GPU
   rw::Evaluator ev(gpu_config(std::chrono::milliseconds(8'000)));
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
-  const rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
+  const rw::EvalResult hung = ev.evaluate(t, adversarial_program("infinite_loop"));
   INFO(describe(hung));
   CHECK(hung.error == rw::ErrorKind::timeout);
   const rw::EvalResult after = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
@@ -464,23 +463,28 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
     const std::vector<std::string> uris = {"gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5",
                                            "suitesparse-v1/HB/west0479", "suitesparse-v1/Bai/cryg2500"};
     struct Kind {
-      std::filesystem::path file;
+      std::string name;  // a reference program's file, or an adversarial case
+      std::string text;
       rw::ErrorKind expected;
     };
-    const std::vector<Kind> kinds = {
-        {program_path("spmv_csr.cu"), rw::ErrorKind::none},
-        {program_path("spmv_sell.cu"), rw::ErrorKind::none},
-        {program_path("spmv_coo.cu"), rw::ErrorKind::none},
-        {adversarial_path("half_y.cu"), rw::ErrorKind::unwritten_output},
-        {program_path("spmv_ell.cu"), rw::ErrorKind::none},
-        {adversarial_path("writes_input.cu"), rw::ErrorKind::input_mutated},
-        {program_path("spmv_bsr.cu"), rw::ErrorKind::none},
-        {adversarial_path("oob_read.cu"), rw::ErrorKind::illegal_address},
-        {adversarial_path("skip_rows_zero.cu"), rw::ErrorKind::wrong_answer},
-        {adversarial_path("decoy_unlaunched.cu"), rw::ErrorKind::static_check},
+    const auto reference = [](const std::string& file) -> Kind {
+      return {file, read_bytes(program_path(file)), rw::ErrorKind::none};
     };
-    std::vector<std::string> texts;
-    for (const Kind& k : kinds) texts.push_back(read_bytes(k.file));
+    const auto adversarial = [](const std::string& name, rw::ErrorKind expected) -> Kind {
+      return {name, adversarial_program(name), expected};
+    };
+    const std::vector<Kind> kinds = {
+        reference("spmv_csr.cu"),
+        reference("spmv_sell.cu"),
+        reference("spmv_coo.cu"),
+        adversarial("half_y", rw::ErrorKind::unwritten_output),
+        reference("spmv_ell.cu"),
+        adversarial("writes_input", rw::ErrorKind::input_mutated),
+        reference("spmv_bsr.cu"),
+        adversarial("oob_read", rw::ErrorKind::illegal_address),
+        adversarial("skip_rows_zero", rw::ErrorKind::wrong_answer),
+        adversarial("decoy_unlaunched", rw::ErrorKind::static_check),
+    };
     int wrong_verdicts = 0;
     for (int i = 0; i < 1000; ++i) {
       const std::size_t which = static_cast<std::size_t>(i) % kinds.size();
@@ -488,13 +492,13 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
       options.protocol = config.protocol;
       options.protocol->seed = static_cast<std::uint64_t>(1000 + i);  // no result-cache hits
       const std::string& uri = uris[static_cast<std::size_t>(i / 10) % uris.size()];
-      const rw::EvalResult r = ev.evaluate(task(uri, ds::Op::spmv, ds::DType::f32), texts[which], options);
+      const rw::EvalResult r = ev.evaluate(task(uri, ds::Op::spmv, ds::DType::f32), kinds[which].text, options);
       const bool right = r.error == kinds[which].expected ||
                          // skipping row 3 mod 7 is invisible where those rows are empty
                          (kinds[which].expected == rw::ErrorKind::wrong_answer && r.ok());
       if (!right) {
         ++wrong_verdicts;
-        UNSCOPED_INFO("evaluation " << i << " " << kinds[which].file.filename().string() << " on " << uri << ": "
+        UNSCOPED_INFO("evaluation " << i << " " << kinds[which].name << " on " << uri << ": "
                                     << describe(r));
       }
       if (i == 99) memory_at_100 = gpu_memory_used_mib();

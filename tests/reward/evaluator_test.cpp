@@ -5,6 +5,7 @@
 // memory and from a shared disk folder, and identical programs submitted together are compiled once.
 #include "sparserl/reward/evaluator.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "adversarial_programs.hpp"
 #include "catch.hpp"
 #include "test_support.hpp"
 
@@ -20,6 +22,7 @@ using namespace sparserl::reward;
 using sparserl::datasets::DType;
 using sparserl::datasets::Op;
 using sparserl::datasets::Task;
+using sparserl::reward::testing::adversarial_program;
 using sparserl::testing::has_substring;
 using std::chrono::milliseconds;
 
@@ -112,6 +115,35 @@ TEST_CASE("Every reference program compiles through the evaluator", "[reward][ev
   }
   REQUIRE(evaluator.stats().evaluations == 24);
   REQUIRE(evaluator.stats().deadline_calibrations == 0);  // no GPU: nothing to calibrate
+}
+
+TEST_CASE("Every adversarial program is refused by the static checks or compiles, as its case says",
+          "[reward][evaluator]") {
+  // reward_gpu_tests run them for their verdicts; here the twists must still make programs that
+  // reach the GPU stage, and the static refusals must be the ones expected.
+  Evaluator evaluator(test_config());
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"stale_output", "global_state"},          {"cached_result", "global_state"},
+      {"decoy_unlaunched", "unlaunched_kernel"}, {"decoy_device_launch", "device_launch"}};
+  std::vector<std::string> compiled = {"plain_spmv", "infinite_loop", "needs_zeroed_y", "trap"};
+  for (const auto& twist : sparserl::reward::testing::twists()) {
+    const bool is_refused = std::any_of(refused.begin(), refused.end(),
+                                        [&](const auto& r) { return r.first == twist.name; });
+    if (!is_refused) compiled.emplace_back(twist.name);
+  }
+  REQUIRE(compiled.size() + refused.size() == 14);
+  for (const auto& [name, reason] : refused) {
+    const EvalResult r = evaluator.evaluate(task(), adversarial_program(name), compile_only());
+    INFO(name << ": " << r.message);
+    CHECK(r.error == ErrorKind::static_check);
+    CHECK(r.static_reason == reason);
+  }
+  for (const std::string& name : compiled) {
+    const EvalResult r = evaluator.evaluate(task(), adversarial_program(name), compile_only());
+    INFO(name << ": " << r.message);
+    CHECK(r.error == ErrorKind::none);
+    CHECK(r.compiled);
+  }
 }
 
 TEST_CASE("the deadline calibration is the reference CSR SpMM under a kernel name of its own",
