@@ -27,38 +27,8 @@
 #include "sparserl/env/env_knobs.hpp"
 #include "sparserl/reward/reward_knobs.hpp"
 
-#if __has_include("sparserl/reward/sandbox.hpp")
-#include "sparserl/reward/sandbox.hpp"
-#define SPARSERL_SCHEMA_HAVE_REWARD 1
-#endif
-
 namespace sparserl::experiments {
 namespace {
-
-// SandboxLimits' own parser decides what a valid limit is (a CPU list, cpu_seconds above 0, ...):
-// the value is handed to it as the runner will hand it over (-1 as "unlimited").
-std::function<std::optional<std::string>(const Value&)> sandbox_key(std::string key) {
-  return [key](const Value& value) -> std::optional<std::string> {
-#ifdef SPARSERL_SCHEMA_HAVE_REWARD
-    std::string text;
-    if (const auto* i = std::get_if<std::int64_t>(&value)) {
-      text = *i < 0 ? "unlimited" : std::to_string(*i);
-    } else if (const auto* s = std::get_if<std::string>(&value)) {
-      text = *s;
-    } else {
-      return std::nullopt;
-    }
-    try {
-      (void)reward::SandboxLimits::from_key_values({{key, text}});
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-#else
-    (void)value;
-#endif
-    return std::nullopt;
-  };
-}
 
 // data.generators: each a valid gen-v1 URI (its seed= is replaced per task, so any is dropped).
 std::optional<std::string> generator_uris(const Value& value) {
@@ -340,85 +310,28 @@ void add_stage_sections(Schema& s) {
       .integer("max_tasks", 0, "benchmark at most this many matrices (0: all)", 0, 1e9);
 }
 
-// [evaluator] and [sandbox]: the evaluator's workers and their limits (declared here: reward/ does
-// not declare these knobs yet).
+// [evaluator] and [sandbox]: the evaluator's workers and their limits (reward_knobs.hpp), and
+// compile_only, the runner's own: it starts no GPU worker (gpu_workers = 0), listed beside
+// gpu_workers.
 void add_evaluator_sections(Schema& s) {
+  const std::vector<datasets::KnobSpec> evaluator = reward::evaluator_knobs().specs();
+  const auto after_gpu_workers =
+      std::find_if(evaluator.begin(), evaluator.end(),
+                   [](const datasets::KnobSpec& k) { return k.path == "gpu_workers"; }) +
+      1;
   s.section(
        "evaluator",
        "The evaluator (reward::EvaluatorConfig): compile and GPU workers, deadlines, caches and "
        "program limits.")
-      .string("worker", "",
-              "the sparserl-worker executable (empty: $SPARSERL_WORKER, else beside "
-              "sparserl, else this build's)")
-      .string("arch", "sm_90",
-              "GPU architecture to compile for when no GPU is present (a GPU's own arch wins)")
-      .integer("compile_workers", 0, "compile worker processes (0: one per CPU core)", 0, 256)
-      .integer("gpu_workers", -1,
-               "GPU worker processes (-1: one per visible GPU; 0: none, every evaluation stops "
-               "after the compile stage)",
-               -1, 64)
+      .knobs({evaluator.begin(), after_gpu_workers})
       .boolean("compile_only", false, "stop after the compile stage even where a GPU is present")
-      .real("compile_timeout_s", 60, "deadline of one compile, seconds", 0.1, 3600)
-      .real("gpu_timeout_s", 300, "deadline of one GPU evaluation (load, check, time), seconds",
-            0.1, 3600)
-      .real("gpu_timeout_factor", 20,
-            "adaptive GPU deadline: once a task has answered GPU requests, later ones get this "
-            "many times the slowest answer (at least gpu_timeout_floor_s, at most gpu_timeout_s); "
-            "0: off",
-            0, 1e6)
-      .real("gpu_timeout_floor_s", 10, "the adaptive GPU deadline's lower bound, seconds", 0.1,
-            3600)
-      .boolean("gpu_timeout_calibrate", true,
-               "a task's first GPU request waits for a run of the evaluator's own CSR kernel on "
-               "it, whose answer starts the adaptive deadline (a hung kernel on a new matrix then "
-               "costs that, not gpu_timeout_s)")
-      .real("startup_timeout_s", 60, "deadline of a worker's start-up handshake, seconds", 0.1,
-            3600)
-      .integer("recycle_after", 500, "a worker is replaced after this many requests", 1, 1e9)
-      .integer("cache_entries", 4096,
-               "in-memory entries of the compile cache and of the result cache (0: no caches)", 0,
-               1e9)
-      .string("cache_dir", "", "on-disk cache folder shared by runs (empty: memory only)")
-      .integer("matrix_cache_entries", 8, "loaded matrices kept in memory", 0, 1e6)
-      .integer("evaluation_threads", 0, "threads behind submit() (0: 2 x the workers, at least 4)",
-               0, 4096)
-      .string_list("nvrtc_options", {}, "extra NVRTC options (part of the compile cache key)")
-      .integer("max_program_bytes", 65536, "longest program accepted by the static checks", 256,
-               1 << 24)
-      .integer("max_block", 1024, "largest blockDim.x", 1, 1024)
-      .integer("max_smem_bytes", 49152,
-               "shared memory per block (static + dynamic) above which a program is over the "
-               "resource limit",
-               0, 1 << 20)
-      .integer("max_registers_per_thread", 255,
-               "registers per thread above which a kernel is over "
-               "the resource limit",
-               1, 255)
-      .integer("max_spill_bytes", -1, "spill bytes (stores + loads) allowed (-1: any)", -1, 1e12)
-      .integer("max_stored_entries", std::int64_t{1} << 29,
-               "padded entries a storage format may hold", 1, 1e15);
+      .knobs({after_gpu_workers, evaluator.end()});
 
   s.section(
        "sandbox",
        "Limits every worker process runs under (reward::SandboxLimits, set one by one, checked "
        "and logged). Amounts: -1 means unlimited.")
-      .integer("core_bytes", 0, "core dump size limit (0: no core dumps)", -1, 9.2e18)
-      .integer("cpu_seconds", 3600, "CPU-time limit of a worker process, seconds (not 0)", -1,
-               9.2e18)
-      .validate(sandbox_key("cpu_seconds"))
-      .integer("file_size_bytes", std::int64_t{64} << 20, "largest file a worker may write", -1,
-               9.2e18)
-      .integer("open_files", 256, "open descriptors a worker may hold", 8, 1 << 20)
-      .validate(sandbox_key("open_files"))
-      .integer("address_space_bytes", std::int64_t{16} << 30,
-               "virtual memory of a compile worker (NVRTC on hostile input)", -1, 9.2e18)
-      .boolean("die_with_parent", true, "a worker is killed when the process that started it dies")
-      .boolean("close_descriptors", true,
-               "a worker inherits no descriptors (false only to debug a worker by hand)")
-      .string("cpu_affinity", "",
-              "pin workers round-robin to these CPUs, \"0,2,4-7\" (empty: no "
-              "pinning)")
-      .validate(sandbox_key("cpu_affinity"));
+      .knobs(reward::sandbox_knobs().specs());
 }
 
 // [check], [timing] and [reward]: the GPU protocol's and the reward's knobs (reward_knobs.hpp).

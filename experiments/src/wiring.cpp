@@ -1,11 +1,9 @@
 // From a resolved Config to the project's own structs (runner.hpp): one function per struct. Where
-// a library declares its knobs (datasets/knobs.hpp: the env's, the agents' and their algorithms'),
-// each config key fills its field through that declaration - the same one that gave the schema the
-// key and that writes the agent's checkpoints - and the rest are mapped here key by key; the
-// sandbox's go through SandboxLimits::from_key_values. No value is parsed twice in two ways.
-#include <cmath>
-#include <cstdlib>
-#include <map>
+// a library declares its knobs (datasets/knobs.hpp: the env's, the agents' and their algorithms',
+// the reward's, the GPU protocol's, the evaluator's and the sandbox's), each config key fills its
+// field through that declaration - the same one that gave the schema the key and that writes the
+// agent's checkpoints - and the rest are mapped here key by key (relative paths resolve against
+// the root). No value is parsed twice in two ways.
 #include <utility>
 
 #include "agent_sections.hpp"
@@ -19,10 +17,6 @@ namespace fs = std::filesystem;
 
 namespace sparserl::experiments {
 namespace {
-
-std::chrono::milliseconds milliseconds(double seconds) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
-}
 
 // Sets the knobs of `target` from the config's keys SECTION.PATH (the schema took those keys from
 // the same declarations, so the values fit them).
@@ -70,21 +64,9 @@ fs::path resolve_root(const Config& config, const std::optional<fs::path>& root_
 }
 
 reward::SandboxLimits sandbox_limits(const Config& config) {
-  std::map<std::string, std::string> table;
-  for (const char* key :
-       {"core_bytes", "cpu_seconds", "file_size_bytes", "open_files", "address_space_bytes"}) {
-    const std::int64_t v = config.integer(std::string("sandbox.") + key);
-    table[key] = v < 0 ? "unlimited" : std::to_string(v);
-  }
-  for (const char* key : {"die_with_parent", "close_descriptors"}) {
-    table[key] = config.boolean(std::string("sandbox.") + key) ? "true" : "false";
-  }
-  table["cpu_affinity"] = config.string("sandbox.cpu_affinity");
-  try {
-    return reward::SandboxLimits::from_key_values(table, "sandbox");
-  } catch (const std::invalid_argument& e) {
-    throw RunnerError(e.what());
-  }
+  reward::SandboxLimits limits;
+  read_knobs(config, "sandbox", reward::sandbox_knobs(), limits);
+  return limits;
 }
 
 reward::GpuProtocol gpu_protocol(const Config& config) {
@@ -112,41 +94,15 @@ reward::RewardConfig reward_config(const Config& config) {
 
 reward::EvaluatorConfig evaluator_config(const Config& config, const fs::path& root) {
   reward::EvaluatorConfig c;
-  c.worker_path = resolve_path(root, config.string("evaluator.worker"));
-  c.arch = config.string("evaluator.arch");
-  c.nvrtc_options = config.string_list("evaluator.nvrtc_options");
-  c.compile_workers = static_cast<int>(config.integer("evaluator.compile_workers"));
+  read_knobs(config, "evaluator", reward::evaluator_knobs(), c);
   // compile_only starts no GPU worker at all (as env's make_evaluator_backend does).
-  c.gpu_workers = config.boolean("evaluator.compile_only")
-                      ? 0
-                      : static_cast<int>(config.integer("evaluator.gpu_workers"));
-  c.compile_deadline = milliseconds(config.real("evaluator.compile_timeout_s"));
-  c.gpu_deadline = milliseconds(config.real("evaluator.gpu_timeout_s"));
-  c.gpu_deadline_factor = config.real("evaluator.gpu_timeout_factor");
-  c.gpu_deadline_floor = milliseconds(config.real("evaluator.gpu_timeout_floor_s"));
-  c.gpu_deadline_calibration = config.boolean("evaluator.gpu_timeout_calibrate");
-  c.startup_deadline = milliseconds(config.real("evaluator.startup_timeout_s"));
-  c.recycle_after = static_cast<int>(config.integer("evaluator.recycle_after"));
+  if (config.boolean("evaluator.compile_only")) c.gpu_workers = 0;
+  c.worker_path = resolve_path(root, c.worker_path.string());
+  if (c.cache_dir) c.cache_dir = resolve_path(root, c.cache_dir->string());
   c.sandbox = sandbox_limits(config);
-  c.compile_cache_entries = static_cast<std::size_t>(config.integer("evaluator.cache_entries"));
-  c.result_cache_entries = c.compile_cache_entries;
-  if (const fs::path dir = resolve_path(root, config.string("evaluator.cache_dir")); !dir.empty()) {
-    c.cache_dir = dir;
-  }
   c.protocol = gpu_protocol(config);
   c.data_dir = data_dir(config, root);
   c.index_dirs = index_dirs(config, root);
-  c.matrix_cache_entries =
-      static_cast<std::size_t>(config.integer("evaluator.matrix_cache_entries"));
-  c.limits.max_program_bytes =
-      static_cast<std::size_t>(config.integer("evaluator.max_program_bytes"));
-  c.limits.max_block = static_cast<int>(config.integer("evaluator.max_block"));
-  c.limits.max_shared_bytes = config.integer("evaluator.max_smem_bytes");
-  c.limits.max_registers_per_thread =
-      static_cast<int>(config.integer("evaluator.max_registers_per_thread"));
-  c.limits.max_spill_bytes = config.integer("evaluator.max_spill_bytes");
-  c.limits.max_stored_entries = config.integer("evaluator.max_stored_entries");
-  c.evaluation_threads = static_cast<int>(config.integer("evaluator.evaluation_threads"));
   return c;
 }
 

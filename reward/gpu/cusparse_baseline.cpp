@@ -24,6 +24,20 @@ void check_sparse(cusparseStatus_t status, const char* where) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// The value type of a task's precision and the scalars of Y = 1 A X + 0 Y in it: cuSPARSE reads
+// alpha and beta through pointers to that type (host pointer mode, read during the call).
+struct Scalars {
+  explicit Scalars(datasets::DType dtype)
+      : f32(dtype == datasets::DType::f32), value_type(f32 ? CUDA_R_32F : CUDA_R_64F) {}
+  [[nodiscard]] const void* alpha() const { return f32 ? static_cast<const void*>(&one32) : &one64; }
+  [[nodiscard]] const void* beta() const { return f32 ? static_cast<const void*>(&zero32) : &zero64; }
+
+  bool f32;
+  cudaDataType value_type;
+  double one64 = 1.0, zero64 = 0.0;
+  float one32 = 1.0f, zero32 = 0.0f;
+};
+
 // Distinct b x b blocks (on the b-grid) that hold an entry: a BSR conversion stores that many
 // blocks. Counted with one marker per block column, O(nnz).
 struct BlockCount {
@@ -165,12 +179,10 @@ CusparseBaseline::~CusparseBaseline() {
 void CusparseBaseline::add_paths(cusparseSpMatDescr_t mat, std::int64_t rows, std::int64_t cols,
                                  const std::vector<std::pair<std::string, int>>& algs) {
   mats_.push_back(mat);
-  const bool f32 = dtype_ == datasets::DType::f32;
-  const cudaDataType value_type = f32 ? CUDA_R_32F : CUDA_R_64F;
-  const double one64 = 1.0, zero64 = 0.0;
-  const float one32 = 1.0f, zero32 = 0.0f;
-  const void* alpha = f32 ? static_cast<const void*>(&one32) : &one64;
-  const void* beta = f32 ? static_cast<const void*>(&zero32) : &zero64;
+  const Scalars scalars(dtype_);
+  const cudaDataType value_type = scalars.value_type;
+  const void* alpha = scalars.alpha();
+  const void* beta = scalars.beta();
   const auto N = CUSPARSE_OPERATION_NON_TRANSPOSE;
   for (const auto& [name, alg] : algs) {
     Path p;
@@ -284,12 +296,10 @@ void CusparseBaseline::add_bsr(const datasets::SparseMatrix& a, Index b) {
 }
 
 void CusparseBaseline::enqueue(std::size_t index) {
-  const bool f32 = dtype_ == datasets::DType::f32;
-  const cudaDataType value_type = f32 ? CUDA_R_32F : CUDA_R_64F;
-  const double one64 = 1.0, zero64 = 0.0;
-  const float one32 = 1.0f, zero32 = 0.0f;
-  const void* alpha = f32 ? static_cast<const void*>(&one32) : &one64;
-  const void* beta = f32 ? static_cast<const void*>(&zero32) : &zero64;
+  const Scalars scalars(dtype_);
+  const cudaDataType value_type = scalars.value_type;
+  const void* alpha = scalars.alpha();
+  const void* beta = scalars.beta();
   const Path& p = paths_.at(index);
   const auto N = CUSPARSE_OPERATION_NON_TRANSPOSE;
   if (op_ == datasets::Op::spmv) {

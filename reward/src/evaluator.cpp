@@ -685,7 +685,7 @@ struct Evaluator::Impl {
         forget_deadlines_if_full();
       }
       EvalResult c;
-      run_stages(task, deadline_calibration_program(task.op), options, c, true);
+      run_stages(task, deadline_calibration_program(), options, c, true);
       std::lock_guard<std::mutex> lock(mutex);
       ++stats.deadline_calibrations;
       calibrated.insert(dkey);
@@ -739,40 +739,6 @@ struct Evaluator::Impl {
     r.message = failure.str();
   }
 };
-
-std::string_view deadline_calibration_program(datasets::Op op) {
-  static constexpr std::string_view kSpmv = R"(//@format csr
-//@launch calibrate_spmv grid=ceil_div(max(M, 1), 256) block=256
-extern "C" __global__ void calibrate_spmv(const int* __restrict__ row_ptr,
-                                          const int* __restrict__ col_idx,
-                                          const value_t* __restrict__ val,
-                                          const value_t* __restrict__ x, value_t* __restrict__ y) {
-  const long long row = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (row >= M) return;
-  value_t sum = 0;
-  for (int k = row_ptr[row]; k < row_ptr[row + 1]; ++k) sum += val[k] * x[col_idx[k]];
-  y[row] = sum;
-}
-)";
-  static constexpr std::string_view kSpmm = R"(//@format csr
-//@launch calibrate_spmm grid=ceil_div(max(M * K, 1), 256) block=256
-extern "C" __global__ void calibrate_spmm(const int* __restrict__ row_ptr,
-                                          const int* __restrict__ col_idx,
-                                          const value_t* __restrict__ val,
-                                          const value_t* __restrict__ X, value_t* __restrict__ Y) {
-  const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= static_cast<long long>(M) * K) return;
-  const long long row = t / K;
-  const int c = static_cast<int>(t % K);
-  value_t sum = 0;
-  for (int k = row_ptr[row]; k < row_ptr[row + 1]; ++k) {
-    sum += val[k] * X[static_cast<long long>(col_idx[k]) * K + c];
-  }
-  Y[t] = sum;
-}
-)";
-  return op == datasets::Op::spmm ? kSpmm : kSpmv;
-}
 
 Evaluator::Evaluator(EvaluatorConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 

@@ -58,28 +58,23 @@ class Parser {
     if (depth > kMaxLaunchExprDepth) {
       return fail("expression nested deeper than " + std::to_string(kMaxLaunchExprDepth));
     }
-    if (!term(depth)) return false;
-    for (;;) {
-      skip_space();
-      if (pos_ >= text_.size() || (text_[pos_] != '+' && text_[pos_] != '-')) return true;
-      const char op = text_[pos_];
-      const int col = column();
-      ++pos_;
-      if (!term(depth)) return false;
-      steps_.push_back({op == '+' ? Kind::add : Kind::sub, 0, {}, col});
-    }
+    return binary(depth, '+', Kind::add, '-', Kind::sub, &Parser::term);
   }
 
-  bool term(int depth) {
-    if (!unary(depth)) return false;
+  bool term(int depth) { return binary(depth, '*', Kind::mul, '/', Kind::div, &Parser::unary); }
+
+  // One level of left-associative binary operators: operands parsed by `operand`, joined by `a`
+  // (step a_kind) or `b` (step b_kind).
+  bool binary(int depth, char a, Kind a_kind, char b, Kind b_kind, bool (Parser::*operand)(int)) {
+    if (!(this->*operand)(depth)) return false;
     for (;;) {
       skip_space();
-      if (pos_ >= text_.size() || (text_[pos_] != '*' && text_[pos_] != '/')) return true;
-      const char op = text_[pos_];
+      if (pos_ >= text_.size() || (text_[pos_] != a && text_[pos_] != b)) return true;
+      const Kind kind = text_[pos_] == a ? a_kind : b_kind;
       const int col = column();
       ++pos_;
-      if (!unary(depth)) return false;
-      steps_.push_back({op == '*' ? Kind::mul : Kind::div, 0, {}, col});
+      if (!(this->*operand)(depth)) return false;
+      steps_.push_back({kind, 0, {}, col});
     }
   }
 

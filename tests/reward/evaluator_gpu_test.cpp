@@ -1,16 +1,14 @@
 // The evaluator on a real GPU (label gpu; each case skips itself where no GPU is present): every
-// reference program is correct in every (op, format, dtype) on the shared SuiteSparse matrices and on
-// generated matrices of at least 10M nonzeros; each adversarial program (tests/reward/programs/
-// adversarial) gets its verdict and the pool recovers; a hung kernel on a task that has answered
-// before, or on a new task (calibrated first), times out at the adaptive deadline; a timed evaluation reports sane figures; identical
+// reference program is correct in every (op, format, dtype) on the shared SuiteSparse matrices and
+// on generated matrices of at least 10M nonzeros; each adversarial program
+// (adversarial_programs.hpp: tests/reward/programs/adversarial and its twists) gets its verdict and
+// the pool recovers; a hung kernel on a task that has answered before, or on a new task (calibrated
+// first), times out at the adaptive deadline; a timed evaluation reports sane figures; identical
 // programs submitted together share one GPU run; 1000 mixed evaluations in a row give the right
 // verdicts, leave no process behind and do not grow the GPU's memory.
-#include <dirent.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
@@ -19,13 +17,17 @@
 #include <utility>
 #include <vector>
 
+#include "adversarial_programs.hpp"
 #include "catch.hpp"
+#include "child_processes.hpp"
 #include "sparserl/datasets/suitesparse_index.hpp"
 #include "sparserl/reward/evaluator.hpp"
 #include "test_support.hpp"
 
 namespace rw = sparserl::reward;
 namespace ds = sparserl::datasets;
+using sparserl::reward::testing::adversarial_program;
+using sparserl::reward::testing::children_of_self;
 using sparserl::testing::has_substring;
 
 namespace {
@@ -34,10 +36,6 @@ using sparserl::testing::read_bytes;
 
 std::filesystem::path program_path(const std::string& name) {
   return sparserl::testing::source_dir() / "reward" / "programs" / name;
-}
-
-std::filesystem::path adversarial_path(const std::string& name) {
-  return sparserl::testing::source_dir() / "tests" / "reward" / "programs" / "adversarial" / name;
 }
 
 rw::EvaluatorConfig gpu_config(std::chrono::milliseconds gpu_deadline = std::chrono::milliseconds(120'000)) {
@@ -102,33 +100,10 @@ rw::EvaluatorConfig adaptive_deadline_config(std::chrono::milliseconds gpu_deadl
 // The hung kernel (adversarial/infinite_loop.cu) on `t`, and the seconds its answer took.
 std::pair<rw::EvalResult, double> evaluate_hung_kernel(rw::Evaluator& ev, const ds::Task& t) {
   const auto start = std::chrono::steady_clock::now();
-  rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
+  rw::EvalResult hung = ev.evaluate(t, adversarial_program("infinite_loop"));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {std::move(hung), seconds};
-}
-
-// Children of this process that are still alive (pool workers), from /proc.
-int live_children() {
-  int count = 0;
-  const std::string me = std::to_string(getpid());
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return -1;
-  while (dirent* e = readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat("/proc/" + name + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    std::string state, ppid;
-    rest >> state >> ppid;
-    if (ppid == me) ++count;
-  }
-  closedir(dir);
-  return count;
 }
 
 // GPU memory in use (MiB) from nvidia-smi, or -1 where it cannot be read.
@@ -203,34 +178,16 @@ TEST_CASE("adversarial programs get their verdicts and the pool recovers", "[rew
   rw::Evaluator& ev = shared_evaluator();
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
   const std::string good = read_bytes(program_path("spmv_csr.cu"));
-  struct Case {
-    const char* file;
-    rw::ErrorKind expected;
-    const char* message;  // a part of the message, or "" for any
-  };
-  const Case cases[] = {
-      {"skip_rows.cu", rw::ErrorKind::unwritten_output, "never written"},
-      {"skip_rows_zero.cu", rw::ErrorKind::wrong_answer, "outside the tolerance"},
-      {"half_y.cu", rw::ErrorKind::unwritten_output, "never written"},
-      {"stale_output.cu", rw::ErrorKind::static_check, ""},
-      {"cached_result.cu", rw::ErrorKind::static_check, ""},
-      {"writes_input.cu", rw::ErrorKind::input_mutated, "'x'"},
-      {"oob_read.cu", rw::ErrorKind::illegal_address, ""},
-      {"oob_write.cu", rw::ErrorKind::illegal_address, "outside the array 'y'"},
-      {"trap.cu", rw::ErrorKind::illegal_address, ""},
-      {"needs_zeroed_y.cu", rw::ErrorKind::unwritten_output, ""},
-      {"decoy_unlaunched.cu", rw::ErrorKind::static_check, ""},
-      {"decoy_device_launch.cu", rw::ErrorKind::static_check, ""},
-  };
-  for (const Case& c : cases) {
-    const rw::EvalResult bad = ev.evaluate(t, read_bytes(adversarial_path(c.file)));
-    INFO(c.file << ": " << describe(bad));
-    CHECK(bad.error == c.expected);
+  for (const rw::testing::AdversarialCase& c : rw::testing::adversarial_cases()) {
+    if (c.verdict == rw::ErrorKind::timeout) continue;  // the hang has cases of its own below
+    const rw::EvalResult bad = ev.evaluate(t, adversarial_program(c.name));
+    INFO(c.name << ": " << describe(bad));
+    CHECK(bad.error == c.verdict);
     CHECK_FALSE(bad.correct);
-    CHECK_THAT(bad.message, has_substring(c.message));
+    CHECK_THAT(bad.message, has_substring(std::string(c.message)));
     // The next evaluation in the same pool works.
     const rw::EvalResult after = ev.evaluate(t, good);
-    INFO("good program after " << c.file << ": " << describe(after));
+    INFO("good program after " << c.name << ": " << describe(after));
     CHECK(after.ok());
     CHECK(after.correct);
   }
@@ -241,7 +198,7 @@ TEST_CASE("a kernel that never finishes times out and a fresh worker serves the 
   shared_evaluator();  // skips without a GPU
   rw::Evaluator ev(gpu_config(std::chrono::milliseconds(8'000)));
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
-  const rw::EvalResult hung = ev.evaluate(t, read_bytes(adversarial_path("infinite_loop.cu")));
+  const rw::EvalResult hung = ev.evaluate(t, adversarial_program("infinite_loop"));
   INFO(describe(hung));
   CHECK(hung.error == rw::ErrorKind::timeout);
   const rw::EvalResult after = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
@@ -482,30 +439,35 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
   rw::EvaluatorConfig config = gpu_config();
   config.gpu_workers = 1;
   config.recycle_after = 100;
-  const int children_before = live_children();
+  const std::size_t children_before = children_of_self().size();
   long memory_at_100 = -1, memory_at_end = -1;
   {
     rw::Evaluator ev(config);
     const std::vector<std::string> uris = {"gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5",
                                            "suitesparse-v1/HB/west0479", "suitesparse-v1/Bai/cryg2500"};
     struct Kind {
-      std::filesystem::path file;
+      std::string name;  // a reference program's file, or an adversarial case
+      std::string text;
       rw::ErrorKind expected;
     };
-    const std::vector<Kind> kinds = {
-        {program_path("spmv_csr.cu"), rw::ErrorKind::none},
-        {program_path("spmv_sell.cu"), rw::ErrorKind::none},
-        {program_path("spmv_coo.cu"), rw::ErrorKind::none},
-        {adversarial_path("half_y.cu"), rw::ErrorKind::unwritten_output},
-        {program_path("spmv_ell.cu"), rw::ErrorKind::none},
-        {adversarial_path("writes_input.cu"), rw::ErrorKind::input_mutated},
-        {program_path("spmv_bsr.cu"), rw::ErrorKind::none},
-        {adversarial_path("oob_read.cu"), rw::ErrorKind::illegal_address},
-        {adversarial_path("skip_rows_zero.cu"), rw::ErrorKind::wrong_answer},
-        {adversarial_path("decoy_unlaunched.cu"), rw::ErrorKind::static_check},
+    const auto reference = [](const std::string& file) -> Kind {
+      return {file, read_bytes(program_path(file)), rw::ErrorKind::none};
     };
-    std::vector<std::string> texts;
-    for (const Kind& k : kinds) texts.push_back(read_bytes(k.file));
+    const auto adversarial = [](const std::string& name) -> Kind {
+      return {name, adversarial_program(name), rw::testing::adversarial_case(name).verdict};
+    };
+    const std::vector<Kind> kinds = {
+        reference("spmv_csr.cu"),
+        reference("spmv_sell.cu"),
+        reference("spmv_coo.cu"),
+        adversarial("half_y"),
+        reference("spmv_ell.cu"),
+        adversarial("writes_input"),
+        reference("spmv_bsr.cu"),
+        adversarial("oob_read"),
+        adversarial("skip_rows_zero"),
+        adversarial("decoy_unlaunched"),
+    };
     int wrong_verdicts = 0;
     for (int i = 0; i < 1000; ++i) {
       const std::size_t which = static_cast<std::size_t>(i) % kinds.size();
@@ -513,13 +475,13 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
       options.protocol = config.protocol;
       options.protocol->seed = static_cast<std::uint64_t>(1000 + i);  // no result-cache hits
       const std::string& uri = uris[static_cast<std::size_t>(i / 10) % uris.size()];
-      const rw::EvalResult r = ev.evaluate(task(uri, ds::Op::spmv, ds::DType::f32), texts[which], options);
+      const rw::EvalResult r = ev.evaluate(task(uri, ds::Op::spmv, ds::DType::f32), kinds[which].text, options);
       const bool right = r.error == kinds[which].expected ||
                          // skipping row 3 mod 7 is invisible where those rows are empty
                          (kinds[which].expected == rw::ErrorKind::wrong_answer && r.ok());
       if (!right) {
         ++wrong_verdicts;
-        UNSCOPED_INFO("evaluation " << i << " " << kinds[which].file.filename().string() << " on " << uri << ": "
+        UNSCOPED_INFO("evaluation " << i << " " << kinds[which].name << " on " << uri << ": "
                                     << describe(r));
       }
       if (i == 99) memory_at_100 = gpu_memory_used_mib();
@@ -531,7 +493,7 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
   }
   // The evaluator is gone: every worker it started has been reaped. (At most as many as before:
   // the shared evaluator may have been replacing one of its own workers when they were counted.)
-  CHECK(live_children() <= children_before);
+  CHECK(children_of_self().size() <= children_before);
   if (memory_at_100 >= 0 && memory_at_end >= 0) {
     INFO("GPU memory used: " << memory_at_100 << " MiB after 100 evaluations, " << memory_at_end
                              << " MiB after 1000");

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "adversarial_programs.hpp"
 #include "catch.hpp"
 #include "test_support.hpp"
 
@@ -20,6 +21,7 @@ using namespace sparserl::reward;
 using sparserl::datasets::DType;
 using sparserl::datasets::Op;
 using sparserl::datasets::Task;
+using sparserl::reward::testing::adversarial_program;
 using sparserl::testing::has_substring;
 using std::chrono::milliseconds;
 
@@ -57,13 +59,16 @@ Task task(Op op = Op::spmv, DType dtype = DType::f32, int k = 1) {
   return t;
 }
 
-const std::string kCsrHeader =
-    "//@format csr\n"
-    "//@launch spmv grid=ceil_div(M, 128) block=128\n";
-const std::string kCsrSignature =
-    "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, "
-    "const int* __restrict__ col_idx, const value_t* __restrict__ val, "
-    "const value_t* __restrict__ x, value_t* __restrict__ y)";
+// A CSR SpMV program of one kernel, spmv, with `body` ("{ ... }", the signature on line 3), launched
+// with `launch`.
+std::string csr_program(const std::string& body,
+                        const std::string& launch = "grid=ceil_div(M, 128) block=128") {
+  return "//@format csr\n//@launch spmv " + launch +
+         "\nextern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, "
+         "const int* __restrict__ col_idx, const value_t* __restrict__ val, "
+         "const value_t* __restrict__ x, value_t* __restrict__ y) " +
+         body + "\n";
+}
 
 EvaluateOptions compile_only() {
   EvaluateOptions o;
@@ -85,13 +90,13 @@ TEST_CASE("Every reference program compiles through the evaluator", "[reward][ev
                              evaluator.submit(task(o, d, 8), read_program(name), compile_only()));
       }
     }
-    // The deadline calibration's own kernel of this op (run on the GPU before a new task's first
-    // request) must pass the same checks and compile.
+    // The deadline calibration's own program (run on the GPU before a new task's first request)
+    // must pass the same checks and compile for this op.
     const Op o = std::string(op) == "spmv" ? Op::spmv : Op::spmm;
     for (DType d : {DType::f32, DType::f64}) {
       futures.emplace_back(std::string("calibration ") + op,
                            evaluator.submit(task(o, d, 8),
-                                            std::string(deadline_calibration_program(o)),
+                                            std::string(deadline_calibration_program()),
                                             compile_only()));
     }
   }
@@ -111,6 +116,44 @@ TEST_CASE("Every reference program compiles through the evaluator", "[reward][ev
   REQUIRE(evaluator.stats().deadline_calibrations == 0);  // no GPU: nothing to calibrate
 }
 
+TEST_CASE("Every adversarial program is refused by the static checks or compiles, as its case says",
+          "[reward][evaluator]") {
+  // reward_gpu_tests run them for their verdicts; here every twist must still make a program that
+  // compiles, and the static refusals must be the ones expected, for the reason named.
+  Evaluator evaluator(test_config());
+  REQUIRE(sparserl::reward::testing::adversarial_cases().size() == 13);
+  for (const auto& c : sparserl::reward::testing::adversarial_cases()) {
+    const EvalResult r = evaluator.evaluate(task(), adversarial_program(c.name), compile_only());
+    INFO(c.name << ": " << r.message);
+    if (c.verdict == ErrorKind::static_check) {
+      CHECK(r.error == ErrorKind::static_check);
+      CHECK(r.static_reason == c.message);
+      CHECK_THAT(r.message, has_substring(std::string(c.message)));
+    } else {
+      CHECK(r.error == ErrorKind::none);
+      CHECK(r.compiled);
+    }
+  }
+  const EvalResult plain = evaluator.evaluate(
+      task(), sparserl::testing::read_bytes(sparserl::reward::testing::adversarial_path("plain_spmv.cu")),
+      compile_only());
+  CHECK(plain.error == ErrorKind::none);
+}
+
+TEST_CASE("the deadline calibration is the reference CSR SpMM under a kernel name of its own",
+          "[reward][evaluator]") {
+  // Identical cubins share GPU runs and results: the reference program submitted as a task's first
+  // request must not be answered from the calibration's run (reward_gpu_tests counts the requests).
+  const std::string calibration(deadline_calibration_program());
+  std::string renamed = read_program("spmm_csr.cu");
+  for (std::size_t at; (at = renamed.find("spmm_csr")) != std::string::npos;) {
+    renamed.replace(at, 8, "calibrate_csr");
+  }
+  REQUIRE_THAT(calibration, has_substring(renamed));
+  REQUIRE_THAT(calibration, !has_substring("spmm_csr("));
+  REQUIRE_THAT(calibration, has_substring("//@launch calibrate_csr "));
+}
+
 TEST_CASE("Refusals before the compiler carry stage, kind, reason and line",
           "[reward][evaluator]") {
   Evaluator evaluator(test_config());
@@ -122,26 +165,23 @@ TEST_CASE("Refusals before the compiler carry stage, kind, reason and line",
     REQUIRE_FALSE(r.compiled);
   }
   SECTION("a timer read is a static check at its line") {
-    const std::string program =
-        kCsrHeader + kCsrSignature + " {\n  long long t = clock64();\n  y[0] = t;\n}\n";
-    const EvalResult r = evaluator.evaluate(task(), program);
+    const EvalResult r =
+        evaluator.evaluate(task(), csr_program("{\n  long long t = clock64();\n  y[0] = t;\n}"));
     REQUIRE(r.error == ErrorKind::static_check);
     REQUIRE(r.stage == Stage::static_check);
     REQUIRE(r.static_reason == "timer_read");
     REQUIRE_THAT(r.message, has_substring("line 4"));
   }
   SECTION("a grid that overflows on this matrix is bad geometry") {
-    const std::string program =
-        "//@format csr\n//@launch spmv grid=M*M*M*M*M*M*M*M block=128\n" + kCsrSignature + " { }\n";
-    const EvalResult r = evaluator.evaluate(task(), program);
+    const EvalResult r =
+        evaluator.evaluate(task(), csr_program("{ }", "grid=M*M*M*M*M*M*M*M block=128"));
     REQUIRE(r.error == ErrorKind::static_check);
     REQUIRE(r.static_reason == "bad_geometry");
     REQUIRE(r.matrix_digest.size() == 16);  // the matrix was loaded: geometry needs it
   }
   SECTION("too much shared memory is a resource limit") {
-    const std::string program =
-        "//@format csr\n//@launch spmv grid=1 block=128 smem=100000\n" + kCsrSignature + " { }\n";
-    const EvalResult r = evaluator.evaluate(task(), program);
+    const EvalResult r =
+        evaluator.evaluate(task(), csr_program("{ }", "grid=1 block=128 smem=100000"));
     REQUIRE(r.error == ErrorKind::resource_limit);
     REQUIRE(r.static_reason == "resource_limit");
   }
@@ -149,8 +189,7 @@ TEST_CASE("Refusals before the compiler carry stage, kind, reason and line",
 
 TEST_CASE("A compile error is a result with the compiler's message", "[reward][evaluator]") {
   Evaluator evaluator(test_config());
-  const std::string program = kCsrHeader + kCsrSignature + " {\n  y[0] = undeclared_name;\n}\n";
-  const EvalResult r = evaluator.evaluate(task(), program);
+  const EvalResult r = evaluator.evaluate(task(), csr_program("{\n  y[0] = undeclared_name;\n}"));
   REQUIRE(r.error == ErrorKind::compile_error);
   REQUIRE(r.stage == Stage::compile);
   REQUIRE_FALSE(r.compiled);

@@ -15,15 +15,17 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "catch.hpp"
+#include "child_processes.hpp"
 #include "test_support.hpp"
 
 using namespace sparserl::reward;
+using sparserl::reward::testing::children_of_self;
+using sparserl::reward::testing::process_stat;
 using sparserl::testing::has_substring;
 using std::chrono::milliseconds;
 
@@ -52,30 +54,6 @@ const TestResponse& test_response(const WorkerReply& reply) {
   return std::get<TestResponse>(*reply.response);
 }
 
-// The processes whose parent is this process, from /proc (zombies included).
-std::set<pid_t> children_of_self() {
-  std::set<pid_t> out;
-  const pid_t self = ::getpid();
-  DIR* dir = ::opendir("/proc");
-  REQUIRE(dir != nullptr);
-  while (const dirent* e = ::readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in("/proc/" + name + "/stat");
-    std::string stat;
-    std::getline(in, stat);
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == self) out.insert(static_cast<pid_t>(std::stol(name)));
-  }
-  ::closedir(dir);
-  return out;
-}
-
 int open_descriptor_count() {
   int n = 0;
   DIR* dir = ::opendir("/proc/self/fd");
@@ -89,11 +67,8 @@ int open_descriptor_count() {
 
 // True while the process exists and is not a zombie.
 bool running(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return false;
-  const auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+  const auto stat = process_stat(pid);
+  return stat && stat->state != 'Z';
 }
 
 bool wait_until(const std::function<bool()>& condition, milliseconds limit = milliseconds(5000)) {

@@ -64,7 +64,7 @@ std::filesystem::path resolve_root(const Config& config,
 // `path` against `root` ("" stays "", absolute paths stay as they are).
 std::filesystem::path resolve_path(const std::filesystem::path& root, const std::string& path);
 
-reward::SandboxLimits sandbox_limits(const Config& config);  // through from_key_values
+reward::SandboxLimits sandbox_limits(const Config& config);  // through reward::sandbox_knobs()
 reward::GpuProtocol gpu_protocol(const Config& config);      // [check], [timing]
 reward::RewardConfig reward_config(const Config& config);    // [reward]; RunnerError if invalid
 // [evaluator], [sandbox], [check], [timing], and where matrices are (data.data_dir, index_dirs).

@@ -94,10 +94,12 @@ struct EvaluatorConfig {
   std::function<void(std::string_view)> log;
 };
 
-// The program of a deadline calibration (EvaluatorConfig::gpu_deadline_calibration): plain CSR,
-// one thread per row (SpMV) or per output element (SpMM) - slow on skewed rows, which only makes
-// the deadline it starts more lenient.
-std::string_view deadline_calibration_program(datasets::Op op);
+// The program of a deadline calibration (EvaluatorConfig::gpu_deadline_calibration), for either op:
+// the reference program reward/programs/spmm_csr.cu, compiled in under the kernel name
+// calibrate_csr (a cubin of its own: identical cubins share GPU runs and results). Plain CSR, one
+// thread per output element (per row on SpMV, where K is 1) - slow on skewed rows, which only
+// makes the deadline it starts more lenient.
+std::string_view deadline_calibration_program();
 
 struct EvaluateOptions {
   bool compile_only = false;  // stop after the compile stage even where a GPU is present
