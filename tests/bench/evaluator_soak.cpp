@@ -1,6 +1,6 @@
 // Soak (not a test) of the evaluator on the GPU host: N consecutive evaluations (default 10,000)
 // mixing the correct reference programs of every format and both operations (reward/programs) with
-// the adversarial ones (tests/reward/programs/adversarial: out-of-bounds reads and writes, a hang, a
+// the adversarial ones (tests/reward/adversarial_programs.hpp: out-of-bounds reads and writes, a hang, a
 // trap, stale and cached output, input writes, skipped rows, unlaunched and device-launched
 // decoys) on small shared matrices and (one in 20) on generated ones of 10M+ nonzeros, f32 and f64,
 // in windows of 8 submitted together, every evaluation with a
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "sparserl/datasets/file_tree.hpp"
+#include "adversarial_programs.hpp"
 #include "sparserl/reward/evaluator.hpp"
 
 namespace rw = sparserl::reward;
@@ -111,19 +112,12 @@ int main(int argc, char** argv) {
       programs.push_back({file, read_text(source / "reward" / "programs" / file), op, rw::ErrorKind::none});
     }
   }
-  const std::vector<std::pair<const char*, rw::ErrorKind>> adversarial = {
-      {"skip_rows.cu", rw::ErrorKind::unwritten_output},  {"skip_rows_zero.cu", rw::ErrorKind::wrong_answer},
-      {"half_y.cu", rw::ErrorKind::unwritten_output},     {"stale_output.cu", rw::ErrorKind::static_check},
-      {"cached_result.cu", rw::ErrorKind::static_check},  {"writes_input.cu", rw::ErrorKind::input_mutated},
-      {"oob_read.cu", rw::ErrorKind::illegal_address},    {"oob_write.cu", rw::ErrorKind::illegal_address},
-      {"trap.cu", rw::ErrorKind::illegal_address},        {"needs_zeroed_y.cu", rw::ErrorKind::unwritten_output},
-      {"decoy_unlaunched.cu", rw::ErrorKind::static_check},
-      {"decoy_device_launch.cu", rw::ErrorKind::static_check}};
-  const fs::path adversarial_dir = source / "tests" / "reward" / "programs" / "adversarial";
-  for (const auto& [file, expected] : adversarial) {
-    programs.push_back({file, read_text(adversarial_dir / file), ds::Op::spmv, expected});
+  // The GPU tier's adversarial catalogue, each with its expected verdict; the hang is played apart.
+  for (const rw::testing::AdversarialCase& c : rw::testing::adversarial_cases()) {
+    if (c.verdict == rw::ErrorKind::timeout) continue;
+    programs.push_back({std::string(c.name), rw::testing::adversarial_program(c.name), ds::Op::spmv, c.verdict});
   }
-  const Program hang{"infinite_loop.cu", read_text(adversarial_dir / "infinite_loop.cu"), ds::Op::spmv,
+  const Program hang{"infinite_loop", rw::testing::adversarial_program("infinite_loop"), ds::Op::spmv,
                      rw::ErrorKind::timeout};
   const std::vector<std::string> small = {"suitesparse-v1/HB/west0479", "suitesparse-v1/Bai/cryg2500",
                                           "gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5"};
