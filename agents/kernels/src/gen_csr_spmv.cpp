@@ -37,7 +37,8 @@ std::string group_reduce(const std::string& lanes) {
 
 // The opening of the kernels in which each warp owns a tile of 32 consecutive rows, one per lane:
 // the lane's row and its [begin, end) in col_idx (empty past the last row).
-const char* kWarpTileRows = R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
+const char* kWarpTileRows =
+    R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   const long long row = tile * 32 + lane;
   int begin = 0;
@@ -454,14 +455,7 @@ ${head} {
     const long long probe = low + lane * step;
     const bool before = probe < high && row_ptr[probe + 1] <= chunk_begin;
     const int count = __popc(__ballot_sync(0xffffffffu, before));
-    if (count == 0) {
-      high = low;
-    } else {
-      const long long last = low + (count - 1) * step;
-      low = last + 1;
-      high = min(high, last + step);
-    }
-  }
+${narrow}  }
   long long r = low;
   while (r < M) {
     const long long candidate = r + lane;
@@ -505,7 +499,10 @@ std::string binned_kernel(const DesignPoint& p, const std::vector<RowClass>& cla
   // Launch 0 zeroes the rows of the split class: its atomics need zeros.
   const bool zero_split = i == 0 && classes.back().lanes == "s";
   if (c.lanes == "s") {
-    return fill(kSplitClass, {{"index", std::to_string(i)}, {"head", head}, {"fma", fma}});
+    return fill(kSplitClass, {{"index", std::to_string(i)},
+                              {"head", head},
+                              {"narrow", narrow_search_range()},
+                              {"fma", fma}});
   }
   if (c.lanes == "1") {
     return fill(R"cuda(// Class ${index}: rows with ${test}, one thread each.${zero_doc}

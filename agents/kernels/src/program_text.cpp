@@ -144,6 +144,37 @@ FormatSpec bsr_format(const DesignPoint& p) {
   return s;
 }
 
+std::string merge_path_rows_function(std::string_view group, std::string_view mask) {
+  return fill(
+      R"cuda(__device__ __forceinline__ int merge_path_rows(const int* __restrict__ row_ptr, long long diagonal,
+                                               int lane, unsigned ${mask}) {
+  long long low = diagonal > NNZ ? diagonal - NNZ : 0;
+  long long high = diagonal < M ? diagonal : M;
+  while (low < high) {
+    const long long step = (high - low + ${group} - 1) / ${group};
+    const long long probe = low + lane * step;
+    const bool consumed = probe < high && row_ptr[probe + 1] + probe + 1 <= diagonal;
+    const int count = __popc(__ballot_sync(${mask}, consumed) & ${mask});
+${narrow}  }
+  return static_cast<int>(low);
+}
+)cuda",
+      {{"group", std::string(group)},
+       {"mask", std::string(mask)},
+       {"narrow", narrow_search_range()}});
+}
+
+std::string narrow_search_range() {
+  return R"cuda(    if (count == 0) {
+      high = low;
+    } else {
+      const long long last = low + (count - 1) * step;
+      low = last + 1;
+      high = min(high, last + step);
+    }
+)cuda";
+}
+
 std::string load(bool ldg, std::string_view array, std::string_view index) {
   if (ldg) return "__ldg(&" + std::string(array) + "[" + std::string(index) + "])";
   return std::string(array) + "[" + std::string(index) + "]";

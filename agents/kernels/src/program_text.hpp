@@ -63,6 +63,18 @@ FormatSpec plain_format(Format format);
 FormatSpec sell_format(const DesignPoint& p);
 FormatSpec bsr_format(const DesignPoint& p);
 
+// The device function `merge_path_rows(row_ptr, diagonal, lane, MASK)` of the merge-path designs
+// (csr_merge, spmm_csr_merge): how many row ends precede the first `diagonal` items of the merge of
+// the row ends row_ptr[1..M] with the nonzero indices 0..NNZ-1, found by a group of `group` lanes
+// that probe together (`mask` names the group's lanes), each step narrowing the range group-fold.
+// The caller writes the comment above it (and a template line when `group` is a parameter).
+std::string merge_path_rows_function(std::string_view group, std::string_view mask);
+// The narrowing step of such a group-wide search (also the split class's search for a nonzero's
+// row): `count` of the group's probes, spaced `step` apart from `low`, passed - a prefix of them -
+// so the answer lies after the last that passed and before the next probe. Lines at a while
+// loop's indent of 4.
+std::string narrow_search_range();
+
 // `__ldg(&array[index])` or `array[index]`.
 std::string load(bool ldg, std::string_view array, std::string_view index);
 
