@@ -154,6 +154,10 @@ std::vector<BatchItem> epoch_batch(std::uint64_t seed, std::size_t n, std::int64
 
 // Mean next-token cross-entropy over the valid targets (code tokens only).
 torch::Tensor next_token_loss(Learner& learner, const SequenceBatch& batch);
+// One optimiser step on next_token_loss (the policy in training mode): the statistics loss,
+// perplexity, mean_token_accuracy (with `token_accuracy`), grad_norm, learning_rate, tokens and
+// global_step.
+env::Statistics next_token_step(Learner& learner, const SequenceBatch& batch, bool token_accuracy);
 env::Statistics pretrain_step(Learner& learner,
                               std::span<const std::vector<env::TokenId>> programs);
 env::Statistics sft_step(Learner& learner, std::span<const SftExample> examples);
