@@ -11,7 +11,9 @@
 #include <optional>
 #include <stdexcept>
 
+#include "sparserl/agents/algorithm.hpp"
 #include "sparserl/datasets/file_tree.hpp"
+#include "sparserl/datasets/knobs.hpp"
 #include "sparserl/env/episode_pipeline.hpp"
 #include "sparserl/env/seeding.hpp"
 
@@ -191,8 +193,11 @@ ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
 StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
                    const StatisticsCallback& on_statistics, const EpisodeCallback& on_episode) {
   if (config.output_dir.empty()) throw std::invalid_argument("rl: output_dir is required");
-  if (config.agent.algorithm == "sft") {
-    throw std::invalid_argument("rl: agent.algorithm = sft: expected reinforce, ppo or grpo");
+  if (const Algorithm* algorithm = AlgorithmRegistry::find(config.agent.algorithm);
+      algorithm != nullptr && !algorithm->learns_from_rollouts()) {
+    throw std::invalid_argument("rl: agent.algorithm = " + config.agent.algorithm +
+                                " learns from examples, not rollouts: expected one of " +
+                                datasets::knob_text::one_of(AlgorithmRegistry::rollout_learners()));
   }
   if (config.updates < 1 || config.tasks_per_update < 1 || config.samples_per_task < 1) {
     throw std::invalid_argument(
