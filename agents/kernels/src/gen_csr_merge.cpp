@@ -257,23 +257,15 @@ std::string render_csr_merge(const DesignPoint& p) {
 }  // namespace
 
 GeneratorDef csr_merge_generator() {
-  return {
-      {"csr_merge",
-       Op::spmv,
-       Format::csr,
-       "CSR merge path: equal shares of rows + nonzeros per thread (load balanced)",
-       {"block", "items", "steps"}},
-      [](DType) {
-        return product(
-            {{"block", {"128", "256"}}, {"items", {"5", "7", "11"}}, {"steps", {"1", "4", "16"}}},
-            [](const std::vector<DesignParam>& v) {
-              // shared memory: TILE = block * items <= 2048 (f64 fits 48 KiB)
-              return int_value_of(v, "block") * int_value_of(v, "items") <= 2048;
-            });
-      },
-      render_csr_merge,
-      [](const DesignPoint&) { return plain_format(Format::csr); },
-      {}};
+  return design_generator(
+      {"csr_merge", Op::spmv, Format::csr,
+       "CSR merge path: equal shares of rows + nonzeros per thread (load balanced)"},
+      ParamValues{
+          {"block", {"128", "256"}}, {"items", {"5", "7", "11"}}, {"steps", {"1", "4", "16"}}},
+      render_csr_merge, {}, [](const std::vector<DesignParam>& v) {
+        // shared memory: TILE = block * items <= 2048 (f64 fits 48 KiB)
+        return int_value_of(v, "block") * int_value_of(v, "items") <= 2048;
+      });
 }
 
 }  // namespace sparserl::kernels::detail

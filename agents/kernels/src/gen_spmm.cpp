@@ -487,86 +487,50 @@ ParamValues with(ParamValues base, const ParamValues& extra) {
 }  // namespace
 
 std::vector<GeneratorDef> spmm_generators() {
-  std::vector<GeneratorDef> defs;
-  auto csr = [](const DesignPoint&) { return plain_format(Format::csr); };
-  defs.push_back({{"spmm_csr_rowgroup",
-                   Op::spmm,
-                   Format::csr,
-                   "CSR, a group of lanes per row, each thread COLS columns",
-                   {"lanes", "cols", "cache", "block"}},
-                  [](DType dtype) {
-                    return product(with(lanes_cols(dtype, {"1", "2", "4", "8", "16", "32"}, true),
-                                        {{"cache", {"0", "1"}}, {"block", {"128", "256"}}}),
-                                   [](const std::vector<DesignParam>& v) {
-                                     // sharing entries by shuffle needs a group of 4 or more
-                                     return value_of(v, "cache") == "0" ||
-                                            int_value_of(v, "lanes") >= 4;
-                                   });
-                  },
-                  render_rowgroup,
-                  csr,
-                  {"cols", "cache"}});
-  defs.push_back({{"spmm_csr_merge",
-                   Op::spmm,
-                   Format::csr,
-                   "CSR merge path per lane group (load balanced), atomics at chunk boundaries",
-                   {"lanes", "cols", "items"}},
-                  [](DType dtype) {
-                    return product(
-                        with(lanes_cols(dtype, {"2", "8", "32"}), {{"items", {"16", "64"}}}),
-                        nullptr);
-                  },
-                  render_spmm_merge,
-                  csr,
-                  {"cols"}});
-  defs.push_back({{"spmm_coo",
-                   Op::spmm,
-                   Format::coo,
-                   "COO, runs of equal rows added with atomics after a zeroing launch",
-                   {"lanes", "cols", "items"}},
-                  [](DType dtype) {
-                    return product(
-                        with(lanes_cols(dtype, {"2", "8", "32"}), {{"items", {"8", "32"}}}),
-                        nullptr);
-                  },
-                  render_spmm_coo,
-                  [](const DesignPoint&) { return plain_format(Format::coo); },
-                  {"cols"}});
-  defs.push_back(
-      {{"spmm_ell", Op::spmm, Format::ell, "ELL, a group of lanes per row", {"lanes", "cols"}},
-       [](DType dtype) {
-         return product(lanes_cols(dtype, {"1", "2", "8", "32"}));
-       },
-       render_spmm_ell,
-       [](const DesignPoint&) { return plain_format(Format::ell); },
-       {"cols"}});
-  defs.push_back({{"spmm_sell",
-                   Op::spmm,
-                   Format::sell,
-                   "SELL-C-sigma, a group of lanes per sorted row",
-                   {"lanes", "cols", "C", "sigma"}},
-                  [](DType dtype) {
-                    return product(with(lanes_cols(dtype, {"2", "8", "32"}),
-                                        {{"C", {"32"}}, {"sigma", {"1", "4096"}}}),
-                                   nullptr);
-                  },
-                  render_spmm_sell,
-                  sell_format,
-                  {"cols", "sigma"}});
-  defs.push_back({{"spmm_bsr",
-                   Op::spmm,
-                   Format::bsr,
-                   "BSR, a group of lanes per matrix row",
-                   {"lanes", "cols", "shape"}},
-                  [](DType dtype) {
-                    return product(with(lanes_cols(dtype, {"2", "8", "32"}),
-                                        {{"shape", {"2x2", "3x3", "4x4"}}}),
-                                   nullptr);
-                  },
-                  render_spmm_bsr,
-                  bsr_format,
-                  {"cols", "shape"}});
-  return defs;
+  return {
+      design_generator(
+          {"spmm_csr_rowgroup", Op::spmm, Format::csr,
+           "CSR, a group of lanes per row, each thread COLS columns"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"1", "2", "4", "8", "16", "32"}, true),
+                        {{"cache", {"0", "1"}}, {"block", {"128", "256"}}});
+          },
+          render_rowgroup, {"cols", "cache"},
+          [](const std::vector<DesignParam>& v) {
+            // sharing entries by shuffle needs a group of 4 or more
+            return value_of(v, "cache") == "0" || int_value_of(v, "lanes") >= 4;
+          }),
+      design_generator(
+          {"spmm_csr_merge", Op::spmm, Format::csr,
+           "CSR merge path per lane group (load balanced), atomics at chunk boundaries"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"2", "8", "32"}), {{"items", {"16", "64"}}});
+          },
+          render_spmm_merge, {"cols"}),
+      design_generator({"spmm_coo", Op::spmm, Format::coo,
+                        "COO, runs of equal rows added with atomics after a zeroing launch"},
+                       [](DType dtype) {
+                         return with(lanes_cols(dtype, {"2", "8", "32"}), {{"items", {"8", "32"}}});
+                       },
+                       render_spmm_coo, {"cols"}),
+      design_generator({"spmm_ell", Op::spmm, Format::ell, "ELL, a group of lanes per row"},
+                       [](DType dtype) {
+                         return lanes_cols(dtype, {"1", "2", "8", "32"});
+                       },
+                       render_spmm_ell, {"cols"}),
+      design_generator(
+          {"spmm_sell", Op::spmm, Format::sell, "SELL-C-sigma, a group of lanes per sorted row"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"2", "8", "32"}),
+                        {{"C", {"32"}}, {"sigma", {"1", "4096"}}});
+          },
+          render_spmm_sell, {"cols", "sigma"}, nullptr, sell_format),
+      design_generator(
+          {"spmm_bsr", Op::spmm, Format::bsr, "BSR, a group of lanes per matrix row"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"2", "8", "32"}), {{"shape", {"2x2", "3x3", "4x4"}}});
+          },
+          render_spmm_bsr, {"cols", "shape"}, nullptr, bsr_format)};
 }
 
 }  // namespace sparserl::kernels::detail

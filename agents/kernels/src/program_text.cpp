@@ -58,6 +58,28 @@ std::vector<std::vector<DesignParam>> product(
   return out;
 }
 
+GeneratorDef design_generator(GeneratorInfo info, const std::function<ParamValues(DType)>& values,
+                              std::function<std::string(const DesignPoint&)> render,
+                              std::vector<std::string> structural_params, const ParamFilter& keep,
+                              FormatOf format_of) {
+  info.param_names.clear();
+  for (const auto& [name, options] : values(DType::f32)) info.param_names.push_back(name);
+  if (!format_of) {
+    format_of = [format = info.format](const DesignPoint&) { return plain_format(format); };
+  }
+  return {std::move(info), [values, keep](DType dtype) { return product(values(dtype), keep); },
+          std::move(render), std::move(format_of), std::move(structural_params)};
+}
+
+GeneratorDef design_generator(GeneratorInfo info, const ParamValues& values,
+                              std::function<std::string(const DesignPoint&)> render,
+                              std::vector<std::string> structural_params, const ParamFilter& keep,
+                              FormatOf format_of) {
+  return design_generator(
+      std::move(info), [values](DType) { return values; }, std::move(render),
+      std::move(structural_params), keep, std::move(format_of));
+}
+
 std::string value_of(const std::vector<DesignParam>& params, std::string_view name) {
   for (const DesignParam& p : params) {
     if (p.name == name) return p.value;

@@ -45,6 +45,22 @@ using ParamValues = std::vector<std::pair<std::string, std::vector<std::string>>
 std::vector<std::vector<DesignParam>> product(
     const ParamValues& values,
     const std::function<bool(const std::vector<DesignParam>&)>& keep = nullptr);
+using ParamFilter = std::function<bool(const std::vector<DesignParam>&)>;
+using FormatOf = std::function<FormatSpec(const DesignPoint&)>;
+
+// A generator whose parameters are the keys of `values` (info.param_names is filled in from them,
+// so the two cannot disagree): a point for every combination of their values for a dtype, less
+// those `keep` refuses; its //@format is `format_of`'s, or plain_format(info.format) when null.
+GeneratorDef design_generator(GeneratorInfo info, const std::function<ParamValues(DType)>& values,
+                              std::function<std::string(const DesignPoint&)> render,
+                              std::vector<std::string> structural_params,
+                              const ParamFilter& keep = nullptr, FormatOf format_of = nullptr);
+// The same for value lists that are alike for every dtype.
+GeneratorDef design_generator(GeneratorInfo info, const ParamValues& values,
+                              std::function<std::string(const DesignPoint&)> render,
+                              std::vector<std::string> structural_params,
+                              const ParamFilter& keep = nullptr, FormatOf format_of = nullptr);
+
 // The value of `name` in a parameter list (empty if absent).
 std::string value_of(const std::vector<DesignParam>& params, std::string_view name);
 int int_value_of(const std::vector<DesignParam>& params, std::string_view name);
