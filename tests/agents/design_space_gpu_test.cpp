@@ -70,31 +70,36 @@ reward::GpuProtocol check_only() {
   return p;
 }
 
-// Evaluates the points on the task and returns one line per point that is not correct.
-std::vector<std::string> failures(const datasets::Task& task,
-                                  const std::vector<DesignPoint>& points) {
-  std::vector<std::string> programs;
-  for (const DesignPoint& p : points) programs.push_back(kernels::render_program(p));
-  const auto results = evaluator().evaluate(task, programs, check_only());
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const reward::EvalResult& r = results[i];
-    if (r.correct) continue;
-    // A format the evaluator refuses as too large for this matrix is not a wrong program.
-    if (r.error == reward::ErrorKind::resource_limit) continue;
-    std::ostringstream line;
-    line << task.str() << " | " << points[i].id() << " | " << reward::to_string(r.error) << " | "
-         << r.message.substr(0, 300);
-    out.push_back(line.str());
-  }
-  return out;
-}
+// The points a case evaluated and one line per point that was not correct; report() prints them
+// all and fails the case when there is one.
+struct CorrectnessTally {
+  std::vector<std::string> failures;
+  std::size_t evaluated = 0;
 
-void report(const std::vector<std::string>& lines, std::size_t evaluated) {
-  for (const std::string& l : lines) std::cout << "FAIL " << l << "\n";
-  std::cout << evaluated << " evaluations, " << lines.size() << " not correct\n";
-  CHECK(lines.empty());
-}
+  // Evaluates the points on the task.
+  void check(const datasets::Task& task, const std::vector<DesignPoint>& points) {
+    std::vector<std::string> programs;
+    for (const DesignPoint& p : points) programs.push_back(kernels::render_program(p));
+    const auto results = evaluator().evaluate(task, programs, check_only());
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const reward::EvalResult& r = results[i];
+      if (r.correct) continue;
+      // A format the evaluator refuses as too large for this matrix is not a wrong program.
+      if (r.error == reward::ErrorKind::resource_limit) continue;
+      std::ostringstream line;
+      line << task.str() << " | " << points[i].id() << " | " << reward::to_string(r.error) << " | "
+           << r.message.substr(0, 300);
+      failures.push_back(line.str());
+    }
+    evaluated += points.size();
+  }
+
+  void report() const {
+    for (const std::string& l : failures) std::cout << "FAIL " << l << "\n";
+    std::cout << evaluated << " evaluations, " << failures.size() << " not correct\n";
+    CHECK(failures.empty());
+  }
+};
 
 const std::vector<std::string> kAwkwardMatrices = {
     "gen-v1/uniform?rows=3000&cols=2000&nnz_per_row=7&empty_rows=0.3&huge_row=1900&seed=5",
@@ -118,59 +123,46 @@ std::vector<std::string> shared_uris() {
 
 TEST_CASE("every SpMV design point is correct on awkward generated matrices", "[kernels][gpu]") {
   require_gpu();
-  std::vector<std::string> bad;
-  std::size_t n = 0;
+  CorrectnessTally tally;
   for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
     const DesignSpace space(datasets::Op::spmv, dtype);
     for (const std::string& uri : kAwkwardMatrices) {
       const datasets::Task task{uri, datasets::Op::spmv, dtype, 1};
-      const auto f = failures(task, space.points());
-      bad.insert(bad.end(), f.begin(), f.end());
-      n += space.size();
+      tally.check(task, space.points());
     }
   }
-  report(bad, n);
+  tally.report();
 }
 
 TEST_CASE("every SpMM design point is correct on awkward generated matrices", "[kernels][gpu]") {
   require_gpu();
-  std::vector<std::string> bad;
-  std::size_t n = 0;
+  CorrectnessTally tally;
   for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
     const DesignSpace space(datasets::Op::spmm, dtype);
     for (std::int64_t k : {8, 5}) {
       for (const std::string& uri : kAwkwardMatrices) {
         const datasets::Task task{uri, datasets::Op::spmm, dtype, static_cast<datasets::Index>(k)};
-        const auto f = failures(task, space.points());
-        bad.insert(bad.end(), f.begin(), f.end());
-        n += space.size();
+        tally.check(task, space.points());
       }
     }
   }
-  report(bad, n);
+  tally.report();
 }
 
 TEST_CASE("the representative design points are correct on every shared SuiteSparse matrix",
           "[kernels][gpu]") {
   require_gpu();
   const auto uris = shared_uris();
-  std::vector<std::string> bad;
-  std::size_t n = 0;
+  CorrectnessTally tally;
   for (const std::string& uri : uris) {
     for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
-      const DesignSpace spmv(datasets::Op::spmv, dtype);
-      const auto reps = spmv.representatives();
-      auto f = failures({uri, datasets::Op::spmv, dtype, 1}, reps);
-      bad.insert(bad.end(), f.begin(), f.end());
-      n += reps.size();
-      const DesignSpace spmm(datasets::Op::spmm, dtype);
-      const auto spmm_reps = spmm.representatives();
-      f = failures({uri, datasets::Op::spmm, dtype, 8}, spmm_reps);
-      bad.insert(bad.end(), f.begin(), f.end());
-      n += spmm_reps.size();
+      tally.check({uri, datasets::Op::spmv, dtype, 1},
+                  DesignSpace(datasets::Op::spmv, dtype).representatives());
+      tally.check({uri, datasets::Op::spmm, dtype, 8},
+                  DesignSpace(datasets::Op::spmm, dtype).representatives());
     }
   }
-  report(bad, n);
+  tally.report();
 }
 
 TEST_CASE("every SpMV design point is correct on a few shared SuiteSparse matrices",
@@ -178,15 +170,12 @@ TEST_CASE("every SpMV design point is correct on a few shared SuiteSparse matric
   require_gpu();
   auto uris = shared_uris();
   if (uris.size() > 4) uris.resize(4);
-  std::vector<std::string> bad;
-  std::size_t n = 0;
+  CorrectnessTally tally;
   for (const std::string& uri : uris) {
     for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
       const DesignSpace space(datasets::Op::spmv, dtype);
-      const auto f = failures({uri, datasets::Op::spmv, dtype, 1}, space.points());
-      bad.insert(bad.end(), f.begin(), f.end());
-      n += space.size();
+      tally.check({uri, datasets::Op::spmv, dtype, 1}, space.points());
     }
   }
-  report(bad, n);
+  tally.report();
 }

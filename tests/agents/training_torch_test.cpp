@@ -220,6 +220,19 @@ TEST_CASE("a resumed RL run repeats the uninterrupted run's numbers", "[agents][
   CHECK_FALSE(std::filesystem::exists(b.checkpoint / "critic.pt"));  // GRPO has no critic
 }
 
+TEST_CASE("the RL stage refuses an algorithm that learns from examples, naming the registered RL ones",
+          "[agents][rl]") {
+  RlConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 48);
+  config.agent.algorithm = "sft";
+  config.output_dir = sparserl::testing::scratch_dir("agents_rl_sft_refused");
+  auto env = make_env(48);
+  CHECK_THROWS_WITH(run_rl(config, *env),
+                    sparserl::testing::has_substring(
+                        "rl: agent.algorithm = sft learns from examples, not rollouts: expected "
+                        "one of reinforce, ppo, grpo"));
+}
+
 TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][rl]") {
   struct Expect {
     std::string algorithm;

@@ -100,31 +100,27 @@ std::vector<std::string> strings(hid_t file, const std::string& path) {
   return out;
 }
 
-std::vector<std::int64_t> integers(hid_t file, const std::string& path) {
+// A numeric column read as `memory_type` (H5T_NATIVE_INT64, H5T_NATIVE_DOUBLE).
+template <typename T>
+std::vector<T> numbers(hid_t file, const std::string& path, hid_t memory_type) {
   const hid_t ds = H5Dopen2(file, path.c_str(), H5P_DEFAULT);
   REQUIRE(ds >= 0);
   const hid_t space = H5Dget_space(ds);
   hsize_t n = 0;
   H5Sget_simple_extent_dims(space, &n, nullptr);
-  std::vector<std::int64_t> out(n);
-  if (n > 0) REQUIRE(H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) >= 0);
+  std::vector<T> out(n);
+  if (n > 0) REQUIRE(H5Dread(ds, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) >= 0);
   H5Sclose(space);
   H5Dclose(ds);
   return out;
 }
 
+std::vector<std::int64_t> integers(hid_t file, const std::string& path) {
+  return numbers<std::int64_t>(file, path, H5T_NATIVE_INT64);
+}
+
 std::vector<double> reals(hid_t file, const std::string& path) {
-  const hid_t ds = H5Dopen2(file, path.c_str(), H5P_DEFAULT);
-  REQUIRE(ds >= 0);
-  const hid_t space = H5Dget_space(ds);
-  hsize_t n = 0;
-  H5Sget_simple_extent_dims(space, &n, nullptr);
-  std::vector<double> out(n);
-  if (n > 0)
-    REQUIRE(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) >= 0);
-  H5Sclose(space);
-  H5Dclose(ds);
-  return out;
+  return numbers<double>(file, path, H5T_NATIVE_DOUBLE);
 }
 
 const std::string kScalar = "csr_scalar block=256 unroll=4 ldg=1";

@@ -25,6 +25,7 @@
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/agents/tuning_data.hpp"
+#include "sparserl/datasets/knobs.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/env/evaluator_backend.hpp"
@@ -494,11 +495,9 @@ Run declare_rl(CLI::App& sub) {
   auto a = std::make_shared<AgentArgs>();
   a->log_every = 1;
   a->checkpoint_every = 10;
-  std::vector<std::string> algorithms;  // the registered ones that learn from rollouts
-  for (const std::string& name : agents::AlgorithmRegistry::names()) {
-    if (agents::AlgorithmRegistry::find(name)->learns_from_rollouts()) algorithms.push_back(name);
-  }
-  one_of(sub.add_option("--algorithm", a->algorithm, "the RL algorithm"), algorithms)->required();
+  one_of(sub.add_option("--algorithm", a->algorithm, "the RL algorithm"),
+         agents::AlgorithmRegistry::rollout_learners())
+      ->required();
   add_training_options(sub, *a, "1e-5")
       ->description("the SFT checkpoint: the policy and the KL reference")
       ->required();
@@ -569,8 +568,9 @@ Run declare_agent(CLI::App& app) {
                   "pair's matrix",
                   declare_sft);
   subcommands.add("rl",
-                  "REINFORCE, PPO or GRPO against the environment and its evaluator, from the "
-                  "SFT checkpoint",
+                  "RL (" +
+                      datasets::knob_text::one_of(agents::AlgorithmRegistry::rollout_learners()) +
+                      ") against the environment and its evaluator, from the SFT checkpoint",
                   declare_rl);
   subcommands.add("eval", "the greedy program and pass@k of a checkpoint on a split or matrices",
                   declare_eval);

@@ -8,8 +8,12 @@
 
 #include "cli.hpp"
 #include "options.hpp"
+#include "sparserl/datasets/knobs.hpp"
 #include "sparserl/experiments/config.hpp"
 #include "sparserl/experiments/runner.hpp"
+#if defined(SPARSERL_HAVE_AGENTS)
+#include "sparserl/agents/algorithm.hpp"
+#endif
 
 namespace sparserl::tools {
 namespace {
@@ -17,6 +21,15 @@ namespace {
 struct BenchArgs : RunArgs {
   std::string config_file;
 };
+
+// The learned agents of bench.agents, one per registered algorithm (its policy checkpoint).
+std::string learned_agents() {
+#if defined(SPARSERL_HAVE_AGENTS)
+  return datasets::knob_text::one_of(agents::AlgorithmRegistry::names());
+#else
+  return "(none: this build has no LibTorch)";
+#endif
+}
 
 Run declare_bench(CLI::App& app) {
   app.description(
@@ -26,7 +39,9 @@ Run declare_bench(CLI::App& app) {
       "skipped):\n"
       "  template   the template search's best program (bench.template_budget measurements)\n"
       "  random     uniform tokens under the action mask (bench.samples episodes)\n"
-      "  sft, reinforce, ppo, grpo\n"
+      "  " +
+      learned_agents() +
+      "\n"
       "             the policy of bench.<agent>_checkpoint: its greedy program, plus "
       "bench.samples\n"
       "             sampled ones for pass@k\n"

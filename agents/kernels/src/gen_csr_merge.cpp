@@ -27,26 +27,7 @@ const char* kCsrMerge = R"cuda(#define BLOCK ${block}
 // row_ptr[m + 1] + m + 1 <= diagonal, which holds for a prefix of m: G probes per step narrow the
 // range G-fold (a warp needs 4 dependent loads for a million rows instead of 20).
 template <int G>
-__device__ __forceinline__ int merge_path_rows(const int* __restrict__ row_ptr, long long diagonal,
-                                               int lane, unsigned mask) {
-  long long low = diagonal > NNZ ? diagonal - NNZ : 0;
-  long long high = diagonal < M ? diagonal : M;
-  while (low < high) {
-    const long long step = (high - low + G - 1) / G;
-    const long long probe = low + lane * step;
-    const bool consumed = probe < high && row_ptr[probe + 1] + probe + 1 <= diagonal;
-    const int count = __popc(__ballot_sync(mask, consumed) & mask);
-    if (count == 0) {
-      high = low;
-    } else {
-      const long long last = low + (count - 1) * step;
-      low = last + 1;
-      high = min(high, last + step);
-    }
-  }
-  return static_cast<int>(low);
-}
-
+${merge_path_rows}
 // Launch 1: rows cut by a block's tile boundary get their sums from several blocks through
 // atomicAdd, so they start at zero; every other row is stored exactly once. Eight lanes search
 // each boundary together.
@@ -264,6 +245,7 @@ std::string render_csr_merge(const DesignPoint& p) {
       fill(kCsrMerge, {{"block", p.param("block")},
                        {"items", p.param("items")},
                        {"steps", p.param("steps")},
+                       {"merge_path_rows", merge_path_rows_function("G", "mask")},
                        {"zero_head", kernel_head(p.op, Format::csr, "merge_zero", "256")},
                        {"main_head", kernel_head(p.op, Format::csr, "spmv_csr_merge", "BLOCK")},
                        {"col_i", load(true, "col_idx", "nz + i")},
@@ -275,23 +257,15 @@ std::string render_csr_merge(const DesignPoint& p) {
 }  // namespace
 
 GeneratorDef csr_merge_generator() {
-  return {
-      {"csr_merge",
-       Op::spmv,
-       Format::csr,
-       "CSR merge path: equal shares of rows + nonzeros per thread (load balanced)",
-       {"block", "items", "steps"}},
-      [](DType) {
-        return product(
-            {{"block", {"128", "256"}}, {"items", {"5", "7", "11"}}, {"steps", {"1", "4", "16"}}},
-            [](const std::vector<DesignParam>& v) {
-              // shared memory: TILE = block * items <= 2048 (f64 fits 48 KiB)
-              return int_value_of(v, "block") * int_value_of(v, "items") <= 2048;
-            });
-      },
-      render_csr_merge,
-      [](const DesignPoint&) { return plain_format(Format::csr); },
-      {}};
+  return design_generator(
+      {"csr_merge", Op::spmv, Format::csr,
+       "CSR merge path: equal shares of rows + nonzeros per thread (load balanced)"},
+      ParamValues{
+          {"block", {"128", "256"}}, {"items", {"5", "7", "11"}}, {"steps", {"1", "4", "16"}}},
+      render_csr_merge, {}, [](const std::vector<DesignParam>& v) {
+        // shared memory: TILE = block * items <= 2048 (f64 fits 48 KiB)
+        return int_value_of(v, "block") * int_value_of(v, "items") <= 2048;
+      });
 }
 
 }  // namespace sparserl::kernels::detail

@@ -37,7 +37,8 @@ std::string group_reduce(const std::string& lanes) {
 
 // The opening of the kernels in which each warp owns a tile of 32 consecutive rows, one per lane:
 // the lane's row and its [begin, end) in col_idx (empty past the last row).
-const char* kWarpTileRows = R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
+const char* kWarpTileRows =
+    R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   const long long row = tile * 32 + lane;
   int begin = 0;
@@ -454,14 +455,7 @@ ${head} {
     const long long probe = low + lane * step;
     const bool before = probe < high && row_ptr[probe + 1] <= chunk_begin;
     const int count = __popc(__ballot_sync(0xffffffffu, before));
-    if (count == 0) {
-      high = low;
-    } else {
-      const long long last = low + (count - 1) * step;
-      low = last + 1;
-      high = min(high, last + step);
-    }
-  }
+${narrow}  }
   long long r = low;
   while (r < M) {
     const long long candidate = r + lane;
@@ -505,7 +499,10 @@ std::string binned_kernel(const DesignPoint& p, const std::vector<RowClass>& cla
   // Launch 0 zeroes the rows of the split class: its atomics need zeros.
   const bool zero_split = i == 0 && classes.back().lanes == "s";
   if (c.lanes == "s") {
-    return fill(kSplitClass, {{"index", std::to_string(i)}, {"head", head}, {"fma", fma}});
+    return fill(kSplitClass, {{"index", std::to_string(i)},
+                              {"head", head},
+                              {"narrow", narrow_search_range()},
+                              {"fma", fma}});
   }
   if (c.lanes == "1") {
     return fill(R"cuda(// Class ${index}: rows with ${test}, one thread each.${zero_doc}
@@ -671,88 +668,49 @@ std::string render_csr_binned(const DesignPoint& p) {
 }  // namespace
 
 std::vector<GeneratorDef> csr_spmv_generators() {
-  std::vector<GeneratorDef> defs;
-  auto csr = [](const DesignPoint&) { return plain_format(Format::csr); };
-
-  defs.push_back(
-      {{"csr_scalar", Op::spmv, Format::csr, "CSR, one thread per row", {"block", "unroll", "ldg"}},
-       [](DType) {
-         return product(
-             {{"block", {"128", "256"}}, {"unroll", {"1", "4", "max"}}, {"ldg", {"0", "1"}}});
-       },
-       render_csr_scalar,
-       csr,
-       {"unroll"}});
-
-  defs.push_back({{"csr_vector",
-                   Op::spmv,
-                   Format::csr,
-                   "CSR, a group of 2..32 lanes per row (warp shuffles)",
-                   {"lanes", "block", "unroll", "vec", "ldg"}},
-                  [](DType dtype) {
-                    const std::string wide = std::to_string(max_vector_width(dtype));
-                    return product({{"lanes", {"2", "4", "8", "16", "32", "auto"}},
-                                    {"block", {"128", "256"}},
-                                    {"unroll", {"1", "2"}},
-                                    {"vec", {"1", wide}},
-                                    {"ldg", {"0", "1"}}},
-                                   [](const std::vector<DesignParam>& v) {
-                                     // vector loads replace unrolling; they pay off with at least 4
-                                     // lanes
-                                     const bool vec = value_of(v, "vec") != "1";
-                                     if (vec && value_of(v, "unroll") != "1") return false;
-                                     if (vec && (value_of(v, "lanes") == "2")) return false;
-                                     return true;
-                                   });
-                  },
-                  render_csr_vector,
-                  csr,
-                  {"lanes", "unroll", "vec"}});
-
-  defs.push_back({{"csr_xstage",
-                   Op::spmv,
-                   Format::csr,
-                   "CSR with the block's window of x staged in shared memory (banded matrices)",
-                   {"lanes", "block"}},
-                  [](DType) {
-                    return product({{"lanes", {"1", "2", "4", "8"}}, {"block", {"128", "256"}}});
-                  },
-                  render_csr_xstage,
-                  csr,
-                  {"lanes"}});
-
-  defs.push_back({{"csr_adaptive",
-                   Op::spmv,
-                   Format::csr,
-                   "CSR in one launch: thread per short row, lane groups for long rows",
-                   {"short", "lanes", "block"}},
-                  [](DType) {
-                    return product({{"short", {"4", "8", "16"}},
-                                    {"lanes", {"8", "32"}},
-                                    {"block", {"128", "256"}}});
-                  },
-                  render_csr_adaptive,
-                  csr,
-                  {"lanes"}});
-
-  defs.push_back({{"csr_binned",
-                   Op::spmv,
-                   Format::csr,
-                   "CSR, one launch per row-length class, each with its own lane count",
-                   {"classes", "block"}},
-                  [](DType) {
-                    return product(
-                        {{"classes",
-                          {"1:16,32:*", "1:8,8:64,32:*", "1:4,4:32,32:1024,b:*", "1:16,32:1024,s:*",
-                           "1:8,8:64,32:1024,s:*", "2:16,8:128,32:2048,s:*"}},
-                         {"block", {"128", "256"}}});
-                  },
-                  render_csr_binned,
-                  csr,
-                  {"classes"}});
-
-  defs.push_back(csr_merge_generator());  // gen_csr_merge.cpp
-  return defs;
+  return {design_generator(
+              {"csr_scalar", Op::spmv, Format::csr, "CSR, one thread per row"},
+              ParamValues{
+                  {"block", {"128", "256"}}, {"unroll", {"1", "4", "max"}}, {"ldg", {"0", "1"}}},
+              render_csr_scalar, {"unroll"}),
+          design_generator(
+              {"csr_vector", Op::spmv, Format::csr,
+               "CSR, a group of 2..32 lanes per row (warp shuffles)"},
+              [](DType dtype) {
+                return ParamValues{{"lanes", {"2", "4", "8", "16", "32", "auto"}},
+                                   {"block", {"128", "256"}},
+                                   {"unroll", {"1", "2"}},
+                                   {"vec", {"1", std::to_string(max_vector_width(dtype))}},
+                                   {"ldg", {"0", "1"}}};
+              },
+              render_csr_vector, {"lanes", "unroll", "vec"},
+              [](const std::vector<DesignParam>& v) {
+                // vector loads replace unrolling; they pay off with at least 4 lanes
+                const bool vec = value_of(v, "vec") != "1";
+                if (vec && value_of(v, "unroll") != "1") return false;
+                if (vec && (value_of(v, "lanes") == "2")) return false;
+                return true;
+              }),
+          design_generator({"csr_xstage", Op::spmv, Format::csr,
+                            "CSR with the block's window of x staged in shared memory (banded "
+                            "matrices)"},
+                           ParamValues{{"lanes", {"1", "2", "4", "8"}}, {"block", {"128", "256"}}},
+                           render_csr_xstage, {"lanes"}),
+          design_generator(
+              {"csr_adaptive", Op::spmv, Format::csr,
+               "CSR in one launch: thread per short row, lane groups for long rows"},
+              ParamValues{
+                  {"short", {"4", "8", "16"}}, {"lanes", {"8", "32"}}, {"block", {"128", "256"}}},
+              render_csr_adaptive, {"lanes"}),
+          design_generator(
+              {"csr_binned", Op::spmv, Format::csr,
+               "CSR, one launch per row-length class, each with its own lane count"},
+              ParamValues{{"classes",
+                           {"1:16,32:*", "1:8,8:64,32:*", "1:4,4:32,32:1024,b:*",
+                            "1:16,32:1024,s:*", "1:8,8:64,32:1024,s:*", "2:16,8:128,32:2048,s:*"}},
+                          {"block", {"128", "256"}}},
+              render_csr_binned, {"classes"}),
+          csr_merge_generator()};  // gen_csr_merge.cpp
 }
 
 }  // namespace sparserl::kernels::detail

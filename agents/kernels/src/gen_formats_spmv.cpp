@@ -308,64 +308,29 @@ std::string render_bsr_warp(const DesignPoint& p) {
 }  // namespace
 
 std::vector<GeneratorDef> format_spmv_generators() {
-  std::vector<GeneratorDef> defs;
-  defs.push_back({{"coo_segmented",
-                   Op::spmv,
-                   Format::coo,
-                   "COO segmented reduction with its own zeroing launch",
-                   {"items", "block"}},
-                  [](DType) {
-                    return product({{"items", {"1", "4", "8"}}, {"block", {"128", "256"}}});
-                  },
-                  render_coo_segmented,
-                  [](const DesignPoint&) { return plain_format(Format::coo); },
-                  {"items"}});
-  defs.push_back({{"ell",
-                   Op::spmv,
-                   Format::ell,
-                   "ELL, one thread per row, coalesced slots",
-                   {"block", "unroll", "ldg"}},
-                  [](DType) {
-                    return product({{"block", {"128", "256"}},
-                                    {"unroll", {"1", "4", "max"}},
-                                    {"ldg", {"0", "1"}}});
-                  },
-                  render_ell,
-                  [](const DesignPoint&) { return plain_format(Format::ell); },
-                  {"unroll"}});
-  defs.push_back({{"sell",
-                   Op::spmv,
-                   Format::sell,
-                   "SELL-C-sigma, C rows per slice, 32 / C threads per row when C < 32",
-                   {"C", "sigma", "block"}},
-                  [](DType) {
-                    return product({{"C", {"4", "8", "16", "32"}},
-                                    {"sigma", {"1", "256", "8192"}},
-                                    {"block", {"128", "256"}}});
-                  },
-                  render_sell,
-                  sell_format,
-                  {"C", "sigma"}});
-  defs.push_back(
-      {{"bsr_row", Op::spmv, Format::bsr, "BSR, one thread per matrix row", {"shape", "block"}},
-       [](DType) {
-         return product({{"shape", {"2x2", "3x3", "4x4", "8x8"}}, {"block", {"128", "256"}}});
-       },
-       render_bsr_row,
-       bsr_format,
-       {"shape"}});
-  defs.push_back({{"bsr_warp",
-                   Op::spmv,
-                   Format::bsr,
-                   "BSR, a warp per block row (coalesced blocks)",
-                   {"shape", "block"}},
-                  [](DType) {
-                    return product({{"shape", {"2x2", "4x4", "8x4"}}, {"block", {"128", "256"}}});
-                  },
-                  render_bsr_warp,
-                  bsr_format,
-                  {"shape"}});
-  return defs;
+  return {design_generator({"coo_segmented", Op::spmv, Format::coo,
+                            "COO segmented reduction with its own zeroing launch"},
+                           ParamValues{{"items", {"1", "4", "8"}}, {"block", {"128", "256"}}},
+                           render_coo_segmented, {"items"}),
+          design_generator(
+              {"ell", Op::spmv, Format::ell, "ELL, one thread per row, coalesced slots"},
+              ParamValues{
+                  {"block", {"128", "256"}}, {"unroll", {"1", "4", "max"}}, {"ldg", {"0", "1"}}},
+              render_ell, {"unroll"}),
+          design_generator({"sell", Op::spmv, Format::sell,
+                            "SELL-C-sigma, C rows per slice, 32 / C threads per row when C < 32"},
+                           ParamValues{{"C", {"4", "8", "16", "32"}},
+                                       {"sigma", {"1", "256", "8192"}},
+                                       {"block", {"128", "256"}}},
+                           render_sell, {"C", "sigma"}, nullptr, sell_format),
+          design_generator(
+              {"bsr_row", Op::spmv, Format::bsr, "BSR, one thread per matrix row"},
+              ParamValues{{"shape", {"2x2", "3x3", "4x4", "8x8"}}, {"block", {"128", "256"}}},
+              render_bsr_row, {"shape"}, nullptr, bsr_format),
+          design_generator(
+              {"bsr_warp", Op::spmv, Format::bsr, "BSR, a warp per block row (coalesced blocks)"},
+              ParamValues{{"shape", {"2x2", "4x4", "8x4"}}, {"block", {"128", "256"}}},
+              render_bsr_warp, {"shape"}, nullptr, bsr_format)};
 }
 
 }  // namespace sparserl::kernels::detail

@@ -7,6 +7,7 @@
 // once per group and broadcasting them by shuffle), spmm_csr_merge (load-balanced merge path, for
 // power-law and huge rows), spmm_coo, spmm_ell, spmm_sell, spmm_bsr.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "program_text.hpp"
@@ -169,26 +170,7 @@ ${columns}#define ITEMS ${items}
 // of the merge of the row ends row_ptr[1..M] with the nonzero indices 0..NNZ-1 (a row end goes
 // first on a tie). Row end m is among them when row_ptr[m + 1] + m + 1 <= diagonal, a prefix of m:
 // LANES probes per step narrow the range LANES-fold.
-__device__ __forceinline__ int merge_path_rows(const int* __restrict__ row_ptr, long long diagonal,
-                                               int lane, unsigned group_mask) {
-  long long low = diagonal > NNZ ? diagonal - NNZ : 0;
-  long long high = diagonal < M ? diagonal : M;
-  while (low < high) {
-    const long long step = (high - low + LANES - 1) / LANES;
-    const long long probe = low + lane * step;
-    const bool consumed = probe < high && row_ptr[probe + 1] + probe + 1 <= diagonal;
-    const int count = __popc(__ballot_sync(group_mask, consumed) & group_mask);
-    if (count == 0) {
-      high = low;
-    } else {
-      const long long last = low + (count - 1) * step;
-      low = last + 1;
-      high = min(high, last + step);
-    }
-  }
-  return static_cast<int>(low);
-}
-
+${merge_path_rows}
 // Launch 1: rows cut by a group boundary get their sums from several groups through atomicAdd, so
 // their K outputs start at zero; every other row is stored once by the group that holds it whole.
 // Row r's items lie on diagonals row_ptr[r] + r .. row_ptr[r + 1] + r of the merge path: it is cut
@@ -270,6 +252,7 @@ ${atomic}    }
        ""}};
   parts.body = fill(tmpl, {{"columns", column_defines(p)},
                            {"items", std::to_string(items)},
+                           {"merge_path_rows", merge_path_rows_function("LANES", "group_mask")},
                            {"zero_head", kernel_head(p.op, Format::csr, "merge_zero", "256")},
                            {"main_head", kernel_head(p.op, Format::csr, "spmm_csr_merge", "BLOCK")},
                            {"zero_acc", zero_acc("    ")},
@@ -343,73 +326,55 @@ ${atomic}  }
 // -------------------------------------------------------------------------------------------------
 // spmm_ell, spmm_sell, spmm_bsr: a group of LANES threads per row
 
-// The kernels: a group of LANES threads per row, each thread COLS columns of X and Y. The holes are
-// the column defines, the kernel head and the accumulator code (zero, add, store to `out + c0`).
-const char* kSpmmEll = R"cuda(#define BLOCK 256
+// The kernel of every row-group design: a group of LANES threads per row - `unit` numbers the
+// groups (the row, or SELL's sorted position) - each thread COLS columns of X and Y. A format gives
+// the lines that find its row (`setup`), the row of Y it writes (`out_row`) and the walk over the
+// row's entries (`entries`, the accumulation inside); the column defines, the kernel head and the
+// accumulator code (zero, store to `out + c0`) are the column tiles'.
+const char* kRowGroupKernel = R"cuda(#define BLOCK 256
 ${columns}
 ${head} {
   const long long thread = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
-  const long long row = thread / LANES;
+  const long long ${unit} = thread / LANES;${unit_note}
   const int lane = static_cast<int>(thread % LANES);
-  if (row >= M) return;
-  value_t* out = Y + row * K;
+  if (${unit} >= M) return;
+${setup}  value_t* out = Y + ${out_row} * K;
   for (int c0 = lane * COLS; c0 < K; c0 += LANES * COLS) {
-${zero_acc}    for (int k = 0; k < ELL_WIDTH; ++k) {
-      const long long slot = static_cast<long long>(k) * M + row;
+${zero_acc}${entries}${store}  }
+}
+)cuda";
+
+// The walk over a row's padded slots (ELL, SELL): `count` of them, slot k where `slot_line` puts
+// it; the padding (col < 0) only follows a row's entries.
+std::string padded_slot_walk(std::string_view count, std::string_view slot_line,
+                             const std::string& accumulate) {
+  return fill(R"cuda(    for (int k = 0; k < ${count}; ++k) {
+      ${slot_line}
       const int col = __ldg(&col_idx[slot]);
       if (col < 0) break;  // padding only follows a row's entries
       const value_t v = __ldg(&val[slot]);
       const value_t* xrow = X + static_cast<long long>(col) * K + c0;
 ${accumulate}    }
-${store}  }
+)cuda",
+              {{"count", std::string(count)},
+               {"slot_line", std::string(slot_line)},
+               {"accumulate", accumulate}});
 }
-)cuda";
-const char* kSpmmEllSummary =
-    "SpMM on ELL: a group of LANES threads per row walks the row's ELL_WIDTH slots (stopping at "
-    "the first padding slot); each thread carries COLS columns of X and Y.";
 
-const char* kSpmmSell = R"cuda(#define BLOCK 256
-${columns}
-${head} {
-  const long long thread = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
-  const long long position = thread / LANES;  // sorted position: row row_perm[position]
-  const int lane = static_cast<int>(thread % LANES);
-  if (position >= M) return;
-  const long long slice = position / SELL_C;
-  const int r = static_cast<int>(position % SELL_C);
-  const int start = slice_ptr[slice];
-  const int width = (slice_ptr[slice + 1] - start) / SELL_C;
-  value_t* out = Y + static_cast<long long>(row_perm[position]) * K;
-  for (int c0 = lane * COLS; c0 < K; c0 += LANES * COLS) {
-${zero_acc}    for (int k = 0; k < width; ++k) {
-      const int slot = start + k * SELL_C + r;
-      const int col = __ldg(&col_idx[slot]);
-      if (col < 0) break;  // padding only follows a row's entries
-      const value_t v = __ldg(&val[slot]);
-      const value_t* xrow = X + static_cast<long long>(col) * K + c0;
-${accumulate}    }
-${store}  }
+// The walks over a row's entries of each format, the accumulation inside.
+std::string ell_slots(const DesignPoint& p) {
+  return padded_slot_walk("ELL_WIDTH",
+                          "const long long slot = static_cast<long long>(k) * M + row;",
+                          accumulate(p, "v", "xrow", "      "));
 }
-)cuda";
-const char* kSpmmSellSummary =
-    "SpMM on SELL-C-sigma: a group of LANES threads per sorted row walks the row's slots in "
-    "its slice (padded only to the slice's longest row) and writes the original row "
-    "row_perm[position] of Y; each thread carries COLS columns.";
 
-const char* kSpmmBsr = R"cuda(#define BLOCK 256
-${columns}
-${head} {
-  const long long thread = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
-  const long long row = thread / LANES;
-  const int lane = static_cast<int>(thread % LANES);
-  if (row >= M) return;
-  const long long block_row = row / BSR_R;
-  const int i = static_cast<int>(row % BSR_R);
-  const int begin = block_row_ptr[block_row];
-  const int end = block_row_ptr[block_row + 1];
-  value_t* out = Y + row * K;
-  for (int c0 = lane * COLS; c0 < K; c0 += LANES * COLS) {
-${zero_acc}    for (int b = begin; b < end; ++b) {
+std::string sell_slots(const DesignPoint& p) {
+  return padded_slot_walk("width", "const int slot = start + k * SELL_C + r;",
+                          accumulate(p, "v", "xrow", "      "));
+}
+
+std::string bsr_blocks(const DesignPoint& p) {
+  return fill(R"cuda(    for (int b = begin; b < end; ++b) {
       const long long col0 = static_cast<long long>(__ldg(&block_col_idx[b])) * BSR_C;
       const value_t* cells = val + static_cast<long long>(b) * (BSR_R * BSR_C) + i * BSR_C;
 #pragma unroll
@@ -420,49 +385,97 @@ ${zero_acc}    for (int b = begin; b < end; ++b) {
 ${accumulate}        }
       }
     }
-${store}  }
+)cuda",
+              {{"accumulate", accumulate(p, "v", "xrow", "          ")}});
 }
-)cuda";
-const char* kSpmmBsrSummary =
-    "SpMM on BSR: a group of LANES threads per matrix row walks the blocks of its block row and "
-    "the BSR_C cells of its line in each (unrolled: BSR_C is a prelude constant); each thread "
-    "carries COLS columns. The col < N test keeps edge blocks inside X.";
 
-// A row-group design's program: `tmpl` filled, one launch of LANES threads per row, the parameter
-// docs the columns' and `extra_docs`; the accumulation is indented by `accumulate_indent`.
+// What a format puts into kRowGroupKernel, and its program's summary.
+struct RowGroupKernel {
+  const char* unit;       // the group's number: "row" or "position"
+  const char* unit_note;  // a comment after it, or ""
+  const char* setup;      // lines that find the row's entries
+  const char* out_row;    // the row of Y, a long long expression
+  std::string (*entries)(const DesignPoint&);
+  const char* summary;
+};
+
+const RowGroupKernel kSpmmEll = {
+    .unit = "row",
+    .unit_note = "",
+    .setup = "",
+    .out_row = "row",
+    .entries = ell_slots,
+    .summary =
+        "SpMM on ELL: a group of LANES threads per row walks the row's ELL_WIDTH slots (stopping "
+        "at the first padding slot); each thread carries COLS columns of X and Y."};
+
+const RowGroupKernel kSpmmSell = {
+    .unit = "position",
+    .unit_note = "  // sorted position: row row_perm[position]",
+    .setup =
+        "  const long long slice = position / SELL_C;\n"
+        "  const int r = static_cast<int>(position % SELL_C);\n"
+        "  const int start = slice_ptr[slice];\n"
+        "  const int width = (slice_ptr[slice + 1] - start) / SELL_C;\n",
+    .out_row = "static_cast<long long>(row_perm[position])",
+    .entries = sell_slots,
+    .summary =
+        "SpMM on SELL-C-sigma: a group of LANES threads per sorted row walks the row's slots "
+        "in its slice (padded only to the slice's longest row) and writes the original row "
+        "row_perm[position] of Y; each thread carries COLS columns."};
+
+const RowGroupKernel kSpmmBsr = {
+    .unit = "row",
+    .unit_note = "",
+    .setup =
+        "  const long long block_row = row / BSR_R;\n"
+        "  const int i = static_cast<int>(row % BSR_R);\n"
+        "  const int begin = block_row_ptr[block_row];\n"
+        "  const int end = block_row_ptr[block_row + 1];\n",
+    .out_row = "row",
+    .entries = bsr_blocks,
+    .summary =
+        "SpMM on BSR: a group of LANES threads per matrix row walks the blocks of its block "
+        "row and the BSR_C cells of its line in each (unrolled: BSR_C is a prelude "
+        "constant); each thread carries COLS columns. The col < N test keeps edge blocks "
+        "inside X."};
+
+// A row-group design's program: kRowGroupKernel with the format's parts, one launch of LANES
+// threads per row, the parameter docs the columns' and `extra_docs`.
 std::string render_row_group(const DesignPoint& p, Format format, const char* kernel,
-                             const char* tmpl, std::string summary,
-                             const std::vector<std::pair<std::string, std::string>>& extra_docs,
-                             const std::string& accumulate_indent) {
+                             const RowGroupKernel& parts_of_format,
+                             const std::vector<std::pair<std::string, std::string>>& extra_docs) {
   ProgramParts parts;
-  parts.summary = std::move(summary);
+  parts.summary = parts_of_format.summary;
   parts.parameter_docs = column_docs(p);
   parts.parameter_docs.insert(parts.parameter_docs.end(), extra_docs.begin(), extra_docs.end());
   parts.format = p.format();
   parts.launches = {{kernel, "ceil_div(max(M, 1) * " + p.param("lanes") + ", 256)", "256", ""}};
-  parts.body = fill(tmpl, {{"columns", column_defines(p)},
-                           {"head", kernel_head(p.op, format, kernel, "BLOCK")},
-                           {"zero_acc", zero_acc("    ")},
-                           {"accumulate", accumulate(p, "v", "xrow", accumulate_indent)},
-                           {"store", store(p, "out + c0", false, "    ")}});
+  parts.body = fill(kRowGroupKernel, {{"columns", column_defines(p)},
+                                      {"head", kernel_head(p.op, format, kernel, "BLOCK")},
+                                      {"unit", parts_of_format.unit},
+                                      {"unit_note", parts_of_format.unit_note},
+                                      {"setup", parts_of_format.setup},
+                                      {"out_row", parts_of_format.out_row},
+                                      {"zero_acc", zero_acc("    ")},
+                                      {"entries", parts_of_format.entries(p)},
+                                      {"store", store(p, "out + c0", false, "    ")}});
   return assemble(p, parts);
 }
 
 std::string render_spmm_ell(const DesignPoint& p) {
-  return render_row_group(p, Format::ell, "spmm_ell", kSpmmEll, kSpmmEllSummary, {}, "      ");
+  return render_row_group(p, Format::ell, "spmm_ell", kSpmmEll, {});
 }
 
 std::string render_spmm_sell(const DesignPoint& p) {
-  return render_row_group(p, Format::sell, "spmm_sell", kSpmmSell, kSpmmSellSummary,
+  return render_row_group(p, Format::sell, "spmm_sell", kSpmmSell,
                           {{"C=" + p.param("C"), "slice height (rows per slice)"},
-                           {"sigma=" + p.param("sigma"), "sorting window (1: no sorting)"}},
-                          "      ");
+                           {"sigma=" + p.param("sigma"), "sorting window (1: no sorting)"}});
 }
 
 std::string render_spmm_bsr(const DesignPoint& p) {
-  return render_row_group(p, Format::bsr, "spmm_bsr", kSpmmBsr, kSpmmBsrSummary,
-                          {{"shape=" + p.param("shape"), "block rows x block columns"}},
-                          "          ");
+  return render_row_group(p, Format::bsr, "spmm_bsr", kSpmmBsr,
+                          {{"shape=" + p.param("shape"), "block rows x block columns"}});
 }
 
 // Appends `extra` parameter lists to lanes x cols.
@@ -474,86 +487,50 @@ ParamValues with(ParamValues base, const ParamValues& extra) {
 }  // namespace
 
 std::vector<GeneratorDef> spmm_generators() {
-  std::vector<GeneratorDef> defs;
-  auto csr = [](const DesignPoint&) { return plain_format(Format::csr); };
-  defs.push_back({{"spmm_csr_rowgroup",
-                   Op::spmm,
-                   Format::csr,
-                   "CSR, a group of lanes per row, each thread COLS columns",
-                   {"lanes", "cols", "cache", "block"}},
-                  [](DType dtype) {
-                    return product(with(lanes_cols(dtype, {"1", "2", "4", "8", "16", "32"}, true),
-                                        {{"cache", {"0", "1"}}, {"block", {"128", "256"}}}),
-                                   [](const std::vector<DesignParam>& v) {
-                                     // sharing entries by shuffle needs a group of 4 or more
-                                     return value_of(v, "cache") == "0" ||
-                                            int_value_of(v, "lanes") >= 4;
-                                   });
-                  },
-                  render_rowgroup,
-                  csr,
-                  {"cols", "cache"}});
-  defs.push_back({{"spmm_csr_merge",
-                   Op::spmm,
-                   Format::csr,
-                   "CSR merge path per lane group (load balanced), atomics at chunk boundaries",
-                   {"lanes", "cols", "items"}},
-                  [](DType dtype) {
-                    return product(
-                        with(lanes_cols(dtype, {"2", "8", "32"}), {{"items", {"16", "64"}}}),
-                        nullptr);
-                  },
-                  render_spmm_merge,
-                  csr,
-                  {"cols"}});
-  defs.push_back({{"spmm_coo",
-                   Op::spmm,
-                   Format::coo,
-                   "COO, runs of equal rows added with atomics after a zeroing launch",
-                   {"lanes", "cols", "items"}},
-                  [](DType dtype) {
-                    return product(
-                        with(lanes_cols(dtype, {"2", "8", "32"}), {{"items", {"8", "32"}}}),
-                        nullptr);
-                  },
-                  render_spmm_coo,
-                  [](const DesignPoint&) { return plain_format(Format::coo); },
-                  {"cols"}});
-  defs.push_back(
-      {{"spmm_ell", Op::spmm, Format::ell, "ELL, a group of lanes per row", {"lanes", "cols"}},
-       [](DType dtype) {
-         return product(lanes_cols(dtype, {"1", "2", "8", "32"}));
-       },
-       render_spmm_ell,
-       [](const DesignPoint&) { return plain_format(Format::ell); },
-       {"cols"}});
-  defs.push_back({{"spmm_sell",
-                   Op::spmm,
-                   Format::sell,
-                   "SELL-C-sigma, a group of lanes per sorted row",
-                   {"lanes", "cols", "C", "sigma"}},
-                  [](DType dtype) {
-                    return product(with(lanes_cols(dtype, {"2", "8", "32"}),
-                                        {{"C", {"32"}}, {"sigma", {"1", "4096"}}}),
-                                   nullptr);
-                  },
-                  render_spmm_sell,
-                  sell_format,
-                  {"cols", "sigma"}});
-  defs.push_back({{"spmm_bsr",
-                   Op::spmm,
-                   Format::bsr,
-                   "BSR, a group of lanes per matrix row",
-                   {"lanes", "cols", "shape"}},
-                  [](DType dtype) {
-                    return product(with(lanes_cols(dtype, {"2", "8", "32"}),
-                                        {{"shape", {"2x2", "3x3", "4x4"}}}),
-                                   nullptr);
-                  },
-                  render_spmm_bsr,
-                  bsr_format,
-                  {"cols", "shape"}});
-  return defs;
+  return {
+      design_generator(
+          {"spmm_csr_rowgroup", Op::spmm, Format::csr,
+           "CSR, a group of lanes per row, each thread COLS columns"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"1", "2", "4", "8", "16", "32"}, true),
+                        {{"cache", {"0", "1"}}, {"block", {"128", "256"}}});
+          },
+          render_rowgroup, {"cols", "cache"},
+          [](const std::vector<DesignParam>& v) {
+            // sharing entries by shuffle needs a group of 4 or more
+            return value_of(v, "cache") == "0" || int_value_of(v, "lanes") >= 4;
+          }),
+      design_generator(
+          {"spmm_csr_merge", Op::spmm, Format::csr,
+           "CSR merge path per lane group (load balanced), atomics at chunk boundaries"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"2", "8", "32"}), {{"items", {"16", "64"}}});
+          },
+          render_spmm_merge, {"cols"}),
+      design_generator({"spmm_coo", Op::spmm, Format::coo,
+                        "COO, runs of equal rows added with atomics after a zeroing launch"},
+                       [](DType dtype) {
+                         return with(lanes_cols(dtype, {"2", "8", "32"}), {{"items", {"8", "32"}}});
+                       },
+                       render_spmm_coo, {"cols"}),
+      design_generator({"spmm_ell", Op::spmm, Format::ell, "ELL, a group of lanes per row"},
+                       [](DType dtype) {
+                         return lanes_cols(dtype, {"1", "2", "8", "32"});
+                       },
+                       render_spmm_ell, {"cols"}),
+      design_generator(
+          {"spmm_sell", Op::spmm, Format::sell, "SELL-C-sigma, a group of lanes per sorted row"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"2", "8", "32"}),
+                        {{"C", {"32"}}, {"sigma", {"1", "4096"}}});
+          },
+          render_spmm_sell, {"cols", "sigma"}, nullptr, sell_format),
+      design_generator(
+          {"spmm_bsr", Op::spmm, Format::bsr, "BSR, a group of lanes per matrix row"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"2", "8", "32"}), {{"shape", {"2x2", "3x3", "4x4"}}});
+          },
+          render_spmm_bsr, {"cols", "shape"}, nullptr, bsr_format)};
 }
 
 }  // namespace sparserl::kernels::detail

@@ -58,6 +58,28 @@ std::vector<std::vector<DesignParam>> product(
   return out;
 }
 
+GeneratorDef design_generator(GeneratorInfo info, const std::function<ParamValues(DType)>& values,
+                              std::function<std::string(const DesignPoint&)> render,
+                              std::vector<std::string> structural_params, const ParamFilter& keep,
+                              FormatOf format_of) {
+  info.param_names.clear();
+  for (const auto& [name, options] : values(DType::f32)) info.param_names.push_back(name);
+  if (!format_of) {
+    format_of = [format = info.format](const DesignPoint&) { return plain_format(format); };
+  }
+  return {std::move(info), [values, keep](DType dtype) { return product(values(dtype), keep); },
+          std::move(render), std::move(format_of), std::move(structural_params)};
+}
+
+GeneratorDef design_generator(GeneratorInfo info, const ParamValues& values,
+                              std::function<std::string(const DesignPoint&)> render,
+                              std::vector<std::string> structural_params, const ParamFilter& keep,
+                              FormatOf format_of) {
+  return design_generator(
+      std::move(info), [values](DType) { return values; }, std::move(render),
+      std::move(structural_params), keep, std::move(format_of));
+}
+
 std::string value_of(const std::vector<DesignParam>& params, std::string_view name) {
   for (const DesignParam& p : params) {
     if (p.name == name) return p.value;
@@ -142,6 +164,37 @@ FormatSpec bsr_format(const DesignPoint& p) {
   s.params.bsr_r = std::stoi(shape.substr(0, x));
   s.params.bsr_c = std::stoi(shape.substr(x + 1));
   return s;
+}
+
+std::string merge_path_rows_function(std::string_view group, std::string_view mask) {
+  return fill(
+      R"cuda(__device__ __forceinline__ int merge_path_rows(const int* __restrict__ row_ptr, long long diagonal,
+                                               int lane, unsigned ${mask}) {
+  long long low = diagonal > NNZ ? diagonal - NNZ : 0;
+  long long high = diagonal < M ? diagonal : M;
+  while (low < high) {
+    const long long step = (high - low + ${group} - 1) / ${group};
+    const long long probe = low + lane * step;
+    const bool consumed = probe < high && row_ptr[probe + 1] + probe + 1 <= diagonal;
+    const int count = __popc(__ballot_sync(${mask}, consumed) & ${mask});
+${narrow}  }
+  return static_cast<int>(low);
+}
+)cuda",
+      {{"group", std::string(group)},
+       {"mask", std::string(mask)},
+       {"narrow", narrow_search_range()}});
+}
+
+std::string narrow_search_range() {
+  return R"cuda(    if (count == 0) {
+      high = low;
+    } else {
+      const long long last = low + (count - 1) * step;
+      low = last + 1;
+      high = min(high, last + step);
+    }
+)cuda";
 }
 
 std::string load(bool ldg, std::string_view array, std::string_view index) {

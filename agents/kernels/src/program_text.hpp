@@ -45,6 +45,22 @@ using ParamValues = std::vector<std::pair<std::string, std::vector<std::string>>
 std::vector<std::vector<DesignParam>> product(
     const ParamValues& values,
     const std::function<bool(const std::vector<DesignParam>&)>& keep = nullptr);
+using ParamFilter = std::function<bool(const std::vector<DesignParam>&)>;
+using FormatOf = std::function<FormatSpec(const DesignPoint&)>;
+
+// A generator whose parameters are the keys of `values` (info.param_names is filled in from them,
+// so the two cannot disagree): a point for every combination of their values for a dtype, less
+// those `keep` refuses; its //@format is `format_of`'s, or plain_format(info.format) when null.
+GeneratorDef design_generator(GeneratorInfo info, const std::function<ParamValues(DType)>& values,
+                              std::function<std::string(const DesignPoint&)> render,
+                              std::vector<std::string> structural_params,
+                              const ParamFilter& keep = nullptr, FormatOf format_of = nullptr);
+// The same for value lists that are alike for every dtype.
+GeneratorDef design_generator(GeneratorInfo info, const ParamValues& values,
+                              std::function<std::string(const DesignPoint&)> render,
+                              std::vector<std::string> structural_params,
+                              const ParamFilter& keep = nullptr, FormatOf format_of = nullptr);
+
 // The value of `name` in a parameter list (empty if absent).
 std::string value_of(const std::vector<DesignParam>& params, std::string_view name);
 int int_value_of(const std::vector<DesignParam>& params, std::string_view name);
@@ -62,6 +78,18 @@ std::string kernel_head(Op op, Format format, std::string_view name, std::string
 FormatSpec plain_format(Format format);
 FormatSpec sell_format(const DesignPoint& p);
 FormatSpec bsr_format(const DesignPoint& p);
+
+// The device function `merge_path_rows(row_ptr, diagonal, lane, MASK)` of the merge-path designs
+// (csr_merge, spmm_csr_merge): how many row ends precede the first `diagonal` items of the merge of
+// the row ends row_ptr[1..M] with the nonzero indices 0..NNZ-1, found by a group of `group` lanes
+// that probe together (`mask` names the group's lanes), each step narrowing the range group-fold.
+// The caller writes the comment above it (and a template line when `group` is a parameter).
+std::string merge_path_rows_function(std::string_view group, std::string_view mask);
+// The narrowing step of such a group-wide search (also the split class's search for a nonzero's
+// row): `count` of the group's probes, spaced `step` apart from `low`, passed - a prefix of them -
+// so the answer lies after the last that passed and before the next probe. Lines at a while
+// loop's indent of 4.
+std::string narrow_search_range();
 
 // `__ldg(&array[index])` or `array[index]`.
 std::string load(bool ldg, std::string_view array, std::string_view index);

@@ -13,6 +13,7 @@
 // --repeat 0 prints the policy's parameter count and stops.
 #include <torch/torch.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,32 +43,16 @@ struct Options {
   std::string mask = "syntax";
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--preset")
-      o.preset = value();
-    else if (a == "--batch")
-      o.batch = std::stoi(value());
-    else if (a == "--tokens")
-      o.tokens = std::stoi(value());
-    else if (a == "--device")
-      o.device = value();
-    else if (a == "--threads")
-      o.threads = std::stoi(value());
-    else if (a == "--repeat")
-      o.repeat = std::stoi(value());
-    else if (a == "--mask")
-      o.mask = value();
-    else
-      throw std::invalid_argument("unknown option " + a);
-  }
-  return o;
+// The options as CLI11 declares them; --help lists them.
+void declare(CLI::App& app, Options& o) {
+  app.add_option("--preset", o.preset, "the policy's size (a PolicyConfig preset)");
+  app.add_option("--batch", o.batch, "rows sampled together");
+  app.add_option("--tokens", o.tokens, "tokens per row (the policy's max_tokens)");
+  app.add_option("--device", o.device, "cpu or cuda");
+  app.add_option("--threads", o.threads, "LibTorch threads (0: its default)");
+  app.add_option("--repeat", o.repeat, "timed runs (0: print the parameter count and stop)");
+  app.add_option("--mask", o.mask, "generate's action mask")
+      ->check(CLI::IsMember({"syntax", "none"}));
 }
 
 std::shared_ptr<const sparserl::env::MatrixObservation> synthetic_observation(const AgentConfig& c,
@@ -95,8 +80,11 @@ std::shared_ptr<const sparserl::env::MatrixObservation> synthetic_observation(co
 }  // namespace
 
 int main(int argc, char** argv) {
+  Options o;
+  CLI::App app("Sampling throughput of the policy (docs/agents.md)", "sparserl-agents-bench");
+  declare(app, o);
+  CLI11_PARSE(app, argc, argv);
   try {
-    const Options o = parse(argc, argv);
     if (o.threads > 0) torch::set_num_threads(o.threads);
     AgentConfig config;
     config.policy = sparserl::agents::PolicyConfig::preset(o.preset);

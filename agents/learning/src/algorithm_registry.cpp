@@ -106,4 +106,12 @@ std::vector<std::string> AlgorithmRegistry::names() {
   return out;
 }
 
+std::vector<std::string> AlgorithmRegistry::rollout_learners() {
+  std::vector<std::string> out;
+  for (const std::string& name : names()) {
+    if (find(name)->learns_from_rollouts()) out.push_back(name);
+  }
+  return out;
+}
+
 }  // namespace sparserl::agents

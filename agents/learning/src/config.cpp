@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sparserl/agents/algorithm.hpp"
+#include "sparserl/datasets/enum_names.hpp"
 
 namespace sparserl::agents {
 
@@ -168,43 +169,28 @@ std::optional<std::string> AgentConfig::validate() const {
 }
 
 std::string_view to_string(LrSchedule schedule) {
-  switch (schedule) {
-    case LrSchedule::constant:
-      return "constant";
-    case LrSchedule::cosine:
-      return "cosine";
-    case LrSchedule::linear:
-      return "linear";
-  }
-  return "constant";
+  static constexpr auto kNames = datasets::enum_names<LrSchedule::constant, LrSchedule::linear>(
+      {"constant", "cosine", "linear"});
+  return kNames.name(schedule);
 }
 
 std::string_view to_string(KlEstimator estimator) {
-  switch (estimator) {
-    case KlEstimator::k1:
-      return "k1";
-    case KlEstimator::k2:
-      return "k2";
-    case KlEstimator::k3:
-      return "k3";
-  }
-  return "k1";
+  static constexpr auto kNames =
+      datasets::enum_names<KlEstimator::k1, KlEstimator::k3>({"k1", "k2", "k3"});
+  return kNames.name(estimator);
 }
 
 std::string_view to_string(PpoCritic critic) {
-  return critic == PpoCritic::separate ? "separate" : "shared";
+  static constexpr auto kNames =
+      datasets::enum_names<PpoCritic::shared, PpoCritic::separate>({"shared", "separate"});
+  return kNames.name(critic);
 }
 
 std::string_view to_string(LossAggregation aggregation) {
-  switch (aggregation) {
-    case LossAggregation::token_mean:
-      return "token_mean";
-    case LossAggregation::seq_mean_token_mean:
-      return "seq_mean_token_mean";
-    case LossAggregation::seq_mean_token_sum:
-      return "seq_mean_token_sum";
-  }
-  return "token_mean";
+  static constexpr auto kNames =
+      datasets::enum_names<LossAggregation::token_mean, LossAggregation::seq_mean_token_sum>(
+          {"token_mean", "seq_mean_token_mean", "seq_mean_token_sum"});
+  return kNames.name(aggregation);
 }
 
 std::map<std::string, std::string> to_key_values(const AgentConfig& config) {

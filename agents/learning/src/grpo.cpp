@@ -109,9 +109,7 @@ env::Statistics Grpo::update(Learner& learner, std::span<const Rollout> rollouts
   const GrpoConfig& config = learner.config.settings.get<GrpoConfig>();
   const SequenceBatch batch = rollout_batch(learner, rollouts);
   const std::int64_t n = batch.size();
-  std::vector<float> reward_values;
-  for (const Rollout& r : rollouts) reward_values.push_back(static_cast<float>(r.reward));
-  const torch::Tensor rewards = torch::tensor(reward_values, torch::kFloat).to(learner.device);
+  const torch::Tensor rewards = rollout_rewards(learner, rollouts);
   const torch::Tensor advantages =
       grpo_advantages(rewards, group_index(rollouts), config.scale_rewards, config.std_eps);
 

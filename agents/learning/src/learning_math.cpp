@@ -85,6 +85,13 @@ SequenceBatch rollout_batch(Learner& learner, std::span<const Rollout> rollouts)
   return learner.sequence_batch(matrices, sequences, masks);
 }
 
+torch::Tensor rollout_rewards(const Learner& learner, std::span<const Rollout> rollouts) {
+  std::vector<float> rewards;
+  rewards.reserve(rollouts.size());
+  for (const Rollout& r : rollouts) rewards.push_back(static_cast<float>(r.reward));
+  return torch::tensor(rewards, torch::kFloat).to(learner.device);
+}
+
 std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n, int minibatches) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);

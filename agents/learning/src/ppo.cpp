@@ -175,9 +175,7 @@ env::Statistics Ppo::update(Learner& learner, std::span<const Rollout> rollouts)
   const PpoConfig& config = learner.config.settings.get<PpoConfig>();
   const SequenceBatch batch = rollout_batch(learner, rollouts);
   const std::int64_t n = batch.size();
-  std::vector<float> reward_values;
-  for (const Rollout& r : rollouts) reward_values.push_back(static_cast<float>(r.reward));
-  const torch::Tensor scores = torch::tensor(reward_values, torch::kFloat).to(learner.device);
+  const torch::Tensor scores = rollout_rewards(learner, rollouts);
   const torch::Tensor valid = batch.valid;
 
   const bool separate = config.critic == PpoCritic::separate;

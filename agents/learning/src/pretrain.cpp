@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
-#include <chrono>
 #include <cmath>
 #include <stdexcept>
 
@@ -15,23 +14,26 @@
 
 namespace sparserl::agents {
 
-torch::Tensor next_token_loss(Learner& learner, const SequenceBatch& batch) {
-  const PolicyOutput out = learner.policy->forward(batch.prefix, batch.inputs, batch.valid);
-  const torch::Tensor log_probs =
-      torch::log_softmax(out.logits, -1).gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1);
-  return -masked_mean(log_probs, batch.valid);
+namespace {
+
+// The mean cross-entropy of the targets under the policy's log-probabilities `log_softmax`.
+torch::Tensor mean_cross_entropy(const torch::Tensor& log_softmax, const SequenceBatch& batch) {
+  return -masked_mean(log_softmax.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1), batch.valid);
 }
 
-env::Statistics pretrain_step(Learner& learner,
-                              std::span<const std::vector<env::TokenId>> programs) {
-  if (programs.empty()) throw std::invalid_argument("pretrain_step: an empty batch");
+}  // namespace
+
+torch::Tensor next_token_loss(Learner& learner, const SequenceBatch& batch) {
+  const PolicyOutput out = learner.policy->forward(batch.prefix, batch.inputs, batch.valid);
+  return mean_cross_entropy(torch::log_softmax(out.logits, -1), batch);
+}
+
+env::Statistics next_token_step(Learner& learner, const SequenceBatch& batch, bool token_accuracy) {
   learner.policy->train();
-  std::vector<const env::MatrixObservation*> matrices(programs.size(), nullptr);
-  std::vector<const std::vector<env::TokenId>*> sequences;
-  for (const auto& p : programs) sequences.push_back(&p);
-  const SequenceBatch batch = learner.sequence_batch(matrices, sequences, {});
   const double lr = learner.current_lr();
-  const torch::Tensor loss = next_token_loss(learner, batch);
+  const PolicyOutput out = learner.policy->forward(batch.prefix, batch.inputs, batch.valid);
+  const torch::Tensor log_softmax = torch::log_softmax(out.logits, -1);
+  const torch::Tensor loss = mean_cross_entropy(log_softmax, batch);
   loss.backward();
   const double grad_norm = learner.optimizer_step();
   const auto tokens = batch.valid.sum().item<std::int64_t>();
@@ -39,12 +41,28 @@ env::Statistics pretrain_step(Learner& learner,
   learner.counters.samples += batch.size();
   learner.counters.tokens += tokens;
   const double value = loss.item<double>();
-  return {{"loss", value},
-          {"perplexity", std::exp(value)},
-          {"grad_norm", grad_norm},
-          {"learning_rate", lr},
-          {"tokens", static_cast<double>(tokens)},
-          {"global_step", static_cast<double>(learner.counters.optimizer_steps)}};
+  env::Statistics stats = {{"loss", value}, {"perplexity", std::exp(value)}};
+  if (token_accuracy) {
+    stats.emplace_back(
+        "mean_token_accuracy",
+        masked_mean((log_softmax.argmax(-1) == batch.targets).to(torch::kFloat), batch.valid)
+            .item<double>());
+  }
+  stats.insert(stats.end(),
+               {{"grad_norm", grad_norm},
+                {"learning_rate", lr},
+                {"tokens", static_cast<double>(tokens)},
+                {"global_step", static_cast<double>(learner.counters.optimizer_steps)}});
+  return stats;
+}
+
+env::Statistics pretrain_step(Learner& learner,
+                              std::span<const std::vector<env::TokenId>> programs) {
+  if (programs.empty()) throw std::invalid_argument("pretrain_step: an empty batch");
+  std::vector<const env::MatrixObservation*> matrices(programs.size(), nullptr);
+  std::vector<const std::vector<env::TokenId>*> sequences;
+  for (const auto& p : programs) sequences.push_back(&p);
+  return next_token_step(learner, learner.sequence_batch(matrices, sequences, {}), false);
 }
 
 std::string libtorch_version() { return TORCH_VERSION; }
@@ -60,14 +78,9 @@ StageResult run_pretraining(const PretrainConfig& config, const std::vector<std:
   std::vector<std::vector<env::TokenId>> programs;
   std::size_t skipped = 0;
   for (const std::string& text : corpus) {
-    try {
-      env::EncodedProgram encoded = tokenizer.encode(text);
-      if (static_cast<int>(encoded.tokens.size()) > config.agent.policy.max_tokens) {
-        ++skipped;
-        continue;
-      }
-      programs.push_back(std::move(encoded.tokens));
-    } catch (const env::TokenizeError&) {
+    if (auto tokens = tokens_within(tokenizer, text, config.agent.policy.max_tokens)) {
+      programs.push_back(std::move(*tokens));
+    } else {
       ++skipped;
     }
   }
@@ -78,47 +91,26 @@ StageResult run_pretraining(const PretrainConfig& config, const std::vector<std:
   }
 
   StageResult result;
-  std::unique_ptr<PolicyAgent> agent;
-  if (std::filesystem::exists(latest_checkpoint(config.output_dir) / "checkpoint.txt")) {
-    agent = PolicyAgent::from_checkpoint(latest_checkpoint(config.output_dir), config.agent.device);
-    result.resumed = true;
-  } else {
-    agent = std::make_unique<PolicyAgent>(config.agent, tokenizer.vocabulary_ptr());
-    if (config.init_checkpoint) agent->load_weights(*config.init_checkpoint);
-  }
+  std::unique_ptr<PolicyAgent> agent = open_stage_agent(
+      config.output_dir, config.agent, tokenizer.vocabulary_ptr(), config.init_checkpoint, result);
   tokenizer.vocabulary().require_digest(agent->vocabulary().digest(),
                                         "the tokenizer of pretraining");
 
-  const auto start = std::chrono::steady_clock::now();
-  std::int64_t tokens_since = 0;
-  for (std::int64_t step = agent->counters().updates; step < config.steps; ++step) {
+  const auto pretrain_batch = [&](std::int64_t step) {
     std::vector<std::vector<env::TokenId>> batch;
     for (const BatchItem& item :
          epoch_batch(agent->config().seed, programs.size(), step, config.batch_size)) {
       batch.push_back(programs[item.index]);
     }
-    env::Statistics stats = agent->pretrain_step(batch);
-    tokens_since += static_cast<std::int64_t>(find_statistic(stats, "tokens"));
-    const std::int64_t done = step + 1;
-    if (on_statistics && (done % std::max(1, config.log_every) == 0 || done == config.steps)) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      stats.emplace_back("epoch", static_cast<double>(done * config.batch_size) /
-                                      static_cast<double>(programs.size()));
-      stats.emplace_back("corpus/programs", static_cast<double>(programs.size()));
-      stats.emplace_back("corpus/skipped", static_cast<double>(skipped));
-      stats.emplace_back("perf/tokens_per_second",
-                         seconds > 0 ? static_cast<double>(tokens_since) / seconds : 0.0);
-      on_statistics("pretrain", done, stats);
-    }
-    result.last = std::move(stats);
-    if (end_of_step(*agent, config.output_dir, config.hooks, done, config.steps,
-                    config.checkpoint_every, result.last)) {
-      result.stopped = true;
-      break;
-    }
-  }
-  return finish_stage(*agent, config.output_dir, config.hooks, std::move(result));
+    return agent->pretrain_step(batch);
+  };
+  const auto corpus_statistics = [&](env::Statistics& stats) {
+    stats.emplace_back("corpus/programs", static_cast<double>(programs.size()));
+    stats.emplace_back("corpus/skipped", static_cast<double>(skipped));
+  };
+  return run_supervised_steps(*agent, stage_loop("pretrain", config.steps, config),
+                              config.batch_size, programs.size(), std::move(result), pretrain_batch,
+                              corpus_statistics, on_statistics);
 }
 
 }  // namespace sparserl::agents

@@ -62,9 +62,7 @@ env::Statistics Reinforce::update(Learner& learner, std::span<const Rollout> rol
   const ReinforceConfig& config = learner.config.settings.get<ReinforceConfig>();
   const SequenceBatch batch = rollout_batch(learner, rollouts);
   const std::int64_t n = batch.size();
-  std::vector<float> reward_values;
-  for (const Rollout& r : rollouts) reward_values.push_back(static_cast<float>(r.reward));
-  const torch::Tensor rewards = torch::tensor(reward_values, torch::kFloat).to(learner.device);
+  const torch::Tensor rewards = rollout_rewards(learner, rollouts);
   const torch::Tensor valid = batch.valid.to(torch::kFloat);
 
   // The KL penalty of each sequence, from the policy before this update and the reference.

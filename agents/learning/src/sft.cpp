@@ -7,7 +7,6 @@
 // update from rollouts: it learns from examples (sft_step); its stage's knob is declared here.
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -63,30 +62,7 @@ const datasets::Knobs<SftConfig>& sft_stage_knobs() {
 
 env::Statistics sft_step(Learner& learner, std::span<const SftExample> examples) {
   if (examples.empty()) throw std::invalid_argument("sft_step: an empty batch");
-  learner.policy->train();
-  const SequenceBatch batch = example_batch(learner, examples);
-  const double lr = learner.current_lr();
-  const PolicyOutput out = learner.policy->forward(batch.prefix, batch.inputs, batch.valid);
-  const torch::Tensor log_softmax = torch::log_softmax(out.logits, -1);
-  const torch::Tensor loss =
-      -masked_mean(log_softmax.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1), batch.valid);
-  loss.backward();
-  const double grad_norm = learner.optimizer_step();
-  const double accuracy =
-      masked_mean((log_softmax.argmax(-1) == batch.targets).to(torch::kFloat), batch.valid)
-          .item<double>();
-  const auto tokens = batch.valid.sum().item<std::int64_t>();
-  ++learner.counters.updates;
-  learner.counters.samples += batch.size();
-  learner.counters.tokens += tokens;
-  const double value = loss.item<double>();
-  return {{"loss", value},
-          {"perplexity", std::exp(value)},
-          {"mean_token_accuracy", accuracy},
-          {"grad_norm", grad_norm},
-          {"learning_rate", lr},
-          {"tokens", static_cast<double>(tokens)},
-          {"global_step", static_cast<double>(learner.counters.optimizer_steps)}};
+  return next_token_step(learner, example_batch(learner, examples), true);
 }
 
 double sft_loss(Learner& learner, std::span<const SftExample> examples) {
@@ -113,15 +89,11 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
   auto encode_all = [&](const std::vector<SftPair>& list) {
     std::vector<Target> out;
     for (const SftPair& pair : list) {
-      try {
-        env::EncodedProgram encoded = tokenizer.encode(pair.program);
-        if (static_cast<int>(encoded.tokens.size()) <= config.agent.policy.max_tokens) {
-          out.push_back({pair.task, std::move(encoded.tokens)});
-          continue;
-        }
-      } catch (const env::TokenizeError&) {
+      if (auto tokens = tokens_within(tokenizer, pair.program, config.agent.policy.max_tokens)) {
+        out.push_back({pair.task, std::move(*tokens)});
+      } else {
+        ++skipped;
       }
-      ++skipped;
     }
     return out;
   };
@@ -140,23 +112,15 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
   }
 
   StageResult result;
-  std::unique_ptr<PolicyAgent> agent;
-  if (std::filesystem::exists(latest_checkpoint(config.output_dir) / "checkpoint.txt")) {
-    agent = PolicyAgent::from_checkpoint(latest_checkpoint(config.output_dir), config.agent.device);
-    result.resumed = true;
-  } else {
-    AgentConfig agent_config = config.agent;
-    agent_config.algorithm = "sft";
-    agent = std::make_unique<PolicyAgent>(agent_config, tokenizer.vocabulary_ptr());
-    if (config.init_checkpoint) agent->load_weights(*config.init_checkpoint);
-  }
+  AgentConfig agent_config = config.agent;
+  agent_config.algorithm = "sft";
+  std::unique_ptr<PolicyAgent> agent = open_stage_agent(
+      config.output_dir, agent_config, tokenizer.vocabulary_ptr(), config.init_checkpoint, result);
   tokenizer.vocabulary().require_digest(agent->vocabulary().digest(), "the tokenizer of SFT");
 
   // Without resampling each pair keeps one observation for the whole run.
   std::map<std::size_t, std::shared_ptr<const env::MatrixObservation>> fixed;
-  const auto start = std::chrono::steady_clock::now();
-  std::int64_t tokens_since = 0;
-  for (std::int64_t step = agent->counters().updates; step < config.steps; ++step) {
+  const auto sft_batch = [&](std::int64_t step) {
     std::vector<SftExample> batch;
     for (const BatchItem& item :
          epoch_batch(agent->config().seed, targets.size(), step, config.batch_size)) {
@@ -178,30 +142,17 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
       }
       batch.push_back({std::move(matrix), target.tokens});
     }
-    env::Statistics stats = agent->sft_step(batch);
-    tokens_since += static_cast<std::int64_t>(find_statistic(stats, "tokens"));
-    const std::int64_t done = step + 1;
-    if (on_statistics && (done % std::max(1, config.log_every) == 0 || done == config.steps)) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      stats.emplace_back("epoch", static_cast<double>(done * config.batch_size) /
-                                      static_cast<double>(targets.size()));
-      if (!validation_examples.empty())
-        stats.emplace_back("val_loss", agent->sft_loss(validation_examples));
-      stats.emplace_back("data/pairs", static_cast<double>(targets.size()));
-      stats.emplace_back("data/skipped", static_cast<double>(skipped));
-      stats.emplace_back("perf/tokens_per_second",
-                         seconds > 0 ? static_cast<double>(tokens_since) / seconds : 0.0);
-      on_statistics("sft", done, stats);
-    }
-    result.last = std::move(stats);
-    if (end_of_step(*agent, config.output_dir, config.hooks, done, config.steps,
-                    config.checkpoint_every, result.last)) {
-      result.stopped = true;
-      break;
-    }
-  }
-  return finish_stage(*agent, config.output_dir, config.hooks, std::move(result));
+    return agent->sft_step(batch);
+  };
+  const auto data_statistics = [&](env::Statistics& stats) {
+    if (!validation_examples.empty())
+      stats.emplace_back("val_loss", agent->sft_loss(validation_examples));
+    stats.emplace_back("data/pairs", static_cast<double>(targets.size()));
+    stats.emplace_back("data/skipped", static_cast<double>(skipped));
+  };
+  return run_supervised_steps(*agent, stage_loop("sft", config.steps, config), config.batch_size,
+                              targets.size(), std::move(result), sft_batch, data_statistics,
+                              on_statistics);
 }
 
 }  // namespace sparserl::agents

@@ -8,9 +8,12 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
+#include "sparserl/agents/algorithm.hpp"
 #include "sparserl/datasets/file_tree.hpp"
+#include "sparserl/datasets/knobs.hpp"
 #include "sparserl/env/episode_pipeline.hpp"
 #include "sparserl/env/seeding.hpp"
 
@@ -113,6 +116,71 @@ StageResult finish_stage(const PolicyAgent& agent, const std::filesystem::path& 
   return result;
 }
 
+std::unique_ptr<PolicyAgent> open_stage_agent(
+    const std::filesystem::path& output_dir, const AgentConfig& config,
+    std::shared_ptr<const env::Vocabulary> vocabulary,
+    const std::optional<std::filesystem::path>& init_checkpoint, StageResult& result) {
+  if (std::filesystem::exists(latest_checkpoint(output_dir) / "checkpoint.txt")) {
+    result.resumed = true;
+    return PolicyAgent::from_checkpoint(latest_checkpoint(output_dir), config.device);
+  }
+  auto agent = std::make_unique<PolicyAgent>(config, std::move(vocabulary));
+  if (init_checkpoint) agent->load_weights(*init_checkpoint);
+  return agent;
+}
+
+StageResult run_stage_steps(PolicyAgent& agent, const StageLoop& loop, StageResult result,
+                            const StageStep& step, const StageLogAddition& on_log,
+                            const StatisticsCallback& on_statistics) {
+  for (std::int64_t index = agent.counters().updates; index < loop.steps; ++index) {
+    env::Statistics stats = step(index);
+    const std::int64_t done = index + 1;
+    if (on_statistics && (done % std::max(1, loop.log_every) == 0 || done == loop.steps)) {
+      if (on_log) on_log(done, stats);
+      on_statistics(loop.stage, done, stats);
+    }
+    result.last = std::move(stats);
+    if (end_of_step(agent, loop.output_dir, loop.hooks, done, loop.steps, loop.checkpoint_every,
+                    result.last)) {
+      result.stopped = true;
+      break;
+    }
+  }
+  return finish_stage(agent, loop.output_dir, loop.hooks, std::move(result));
+}
+
+StageResult run_supervised_steps(PolicyAgent& agent, const StageLoop& loop, int batch_size,
+                                 std::size_t examples, StageResult result, const StageStep& step,
+                                 const std::function<void(env::Statistics&)>& on_log,
+                                 const StatisticsCallback& on_statistics) {
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t tokens_since = 0;
+  const auto counted_step = [&](std::int64_t index) {
+    env::Statistics stats = step(index);
+    tokens_since += static_cast<std::int64_t>(find_statistic(stats, "tokens"));
+    return stats;
+  };
+  const auto add_to_log = [&](std::int64_t done, env::Statistics& stats) {
+    const double seconds = seconds_since(start);
+    stats.emplace_back("epoch",
+                       static_cast<double>(done * batch_size) / static_cast<double>(examples));
+    if (on_log) on_log(stats);
+    stats.emplace_back("perf/tokens_per_second",
+                       seconds > 0 ? static_cast<double>(tokens_since) / seconds : 0.0);
+  };
+  return run_stage_steps(agent, loop, std::move(result), counted_step, add_to_log, on_statistics);
+}
+
+std::optional<std::vector<env::TokenId>> tokens_within(const env::Tokenizer& tokenizer,
+                                                       const std::string& program, int max_tokens) {
+  try {
+    env::EncodedProgram encoded = tokenizer.encode(program);
+    if (static_cast<int>(encoded.tokens.size()) <= max_tokens) return std::move(encoded.tokens);
+  } catch (const env::TokenizeError&) {
+  }
+  return std::nullopt;
+}
+
 ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
                              env::ObservationConfig config) {
   // The env's own observer: SFT's examples are sampled as RL's episodes are.
@@ -125,23 +193,22 @@ ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
 StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
                    const StatisticsCallback& on_statistics, const EpisodeCallback& on_episode) {
   if (config.output_dir.empty()) throw std::invalid_argument("rl: output_dir is required");
-  if (config.agent.algorithm == "sft") {
-    throw std::invalid_argument("rl: agent.algorithm = sft: expected reinforce, ppo or grpo");
+  if (const Algorithm* algorithm = AlgorithmRegistry::find(config.agent.algorithm);
+      algorithm != nullptr && !algorithm->learns_from_rollouts()) {
+    throw std::invalid_argument("rl: agent.algorithm = " + config.agent.algorithm +
+                                " learns from examples, not rollouts: expected one of " +
+                                datasets::knob_text::one_of(AlgorithmRegistry::rollout_learners()));
   }
   if (config.updates < 1 || config.tasks_per_update < 1 || config.samples_per_task < 1) {
     throw std::invalid_argument(
         "rl: updates, tasks_per_update and samples_per_task must be positive");
   }
   StageResult result;
-  std::unique_ptr<PolicyAgent> agent;
-  if (std::filesystem::exists(latest_checkpoint(config.output_dir) / "checkpoint.txt")) {
-    agent = PolicyAgent::from_checkpoint(latest_checkpoint(config.output_dir), config.agent.device);
-    result.resumed = true;
-  } else {
-    agent = std::make_unique<PolicyAgent>(config.agent, env.tokenizer().vocabulary_ptr());
-    if (config.init_checkpoint) agent->load_weights(*config.init_checkpoint);
+  std::unique_ptr<PolicyAgent> agent =
+      open_stage_agent(config.output_dir, config.agent, env.tokenizer().vocabulary_ptr(),
+                       config.init_checkpoint, result);
+  if (!result.resumed)
     agent->set_reference_to_current();  // the KL anchor: the policy RL starts from
-  }
   check_env_matches(env, agent->config(), "rl");
   env.tokenizer().vocabulary().require_digest(agent->vocabulary().digest(), "the env's tokenizer");
 
@@ -152,7 +219,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
   for (std::int64_t i = 0; i < start_update * config.tasks_per_update; ++i) (void)tasks.next();
 
   const env::EpisodePipeline& pipeline = env.pipeline();
-  for (std::int64_t update = start_update; update < config.updates; ++update) {
+  const auto update_step = [&](std::int64_t update) {
     const auto step_start = std::chrono::steady_clock::now();
     std::vector<env::EpisodeStart> starts(static_cast<std::size_t>(config.tasks_per_update));
     for (std::size_t i = 0; i < starts.size(); ++i) {
@@ -192,18 +259,10 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     stats.emplace_back("perf/tokens_per_second",
                        generation_seconds > 0 ? generated / generation_seconds : 0.0);
     stats.emplace_back("perf/step_seconds", seconds_since(step_start));
-    const std::int64_t done = update + 1;
-    if (on_statistics && (done % std::max(1, config.log_every) == 0 || done == config.updates)) {
-      on_statistics("rl", done, stats);
-    }
-    result.last = std::move(stats);
-    if (end_of_step(*agent, config.output_dir, config.hooks, done, config.updates,
-                    config.checkpoint_every, result.last)) {
-      result.stopped = true;
-      break;
-    }
-  }
-  return finish_stage(*agent, config.output_dir, config.hooks, std::move(result));
+    return stats;
+  };
+  return run_stage_steps(*agent, stage_loop("rl", config.updates, config), std::move(result),
+                         update_step, nullptr, on_statistics);
 }
 
 EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,

@@ -77,6 +77,8 @@ class AlgorithmRegistry {
   // The registered algorithm of that name (for its knobs and summary), or nullptr.
   static const Algorithm* find(std::string_view name);
   static std::vector<std::string> names();
+  // The names of those that learn from rollouts (what the RL stage accepts), in names() order.
+  static std::vector<std::string> rollout_learners();
 };
 
 // Registers an algorithm during static initialisation, one line in the file that defines it:

@@ -78,6 +78,61 @@ bool end_of_step(const PolicyAgent& agent, const std::filesystem::path& output_d
 StageResult finish_stage(const PolicyAgent& agent, const std::filesystem::path& output_dir,
                          const StageHooks& hooks, StageResult result);
 
+// A stage's loop as its config sets it: the stage's name in the statistics, its length in steps
+// (updates), when it logs and checkpoints, where and to whom.
+struct StageLoop {
+  std::string_view stage;
+  std::int64_t steps = 0;
+  int log_every = 1;
+  int checkpoint_every = 0;
+  std::filesystem::path output_dir;
+  StageHooks hooks;
+};
+
+// The loop of a stage config (PretrainConfig, SftConfig, RlConfig) of `steps` steps.
+template <typename StageConfig>
+StageLoop stage_loop(std::string_view stage, std::int64_t steps, const StageConfig& config) {
+  return {.stage = stage,
+          .steps = steps,
+          .log_every = config.log_every,
+          .checkpoint_every = config.checkpoint_every,
+          .output_dir = config.output_dir,
+          .hooks = config.hooks};
+}
+
+// The agent a stage trains: the one saved at OUTPUT_DIR/latest when there is one (result.resumed
+// set), else a new one of `config` over `vocabulary`, with the weights of `init_checkpoint` when
+// given.
+std::unique_ptr<PolicyAgent> open_stage_agent(
+    const std::filesystem::path& output_dir, const AgentConfig& config,
+    std::shared_ptr<const env::Vocabulary> vocabulary,
+    const std::optional<std::filesystem::path>& init_checkpoint, StageResult& result);
+
+// One step of a stage (its index, from 0): the step's statistics.
+using StageStep = std::function<env::Statistics(std::int64_t step)>;
+// What a stage adds to the statistics of a step it logs (`done` steps so far).
+using StageLogAddition = std::function<void(std::int64_t done, env::Statistics& statistics)>;
+
+// A stage's steps from agent.counters().updates on: each step's statistics go to on_statistics
+// every log_every steps and at the last (after `on_log` added to them), end_of_step follows every
+// step, finish_stage the last.
+StageResult run_stage_steps(PolicyAgent& agent, const StageLoop& loop, StageResult result,
+                            const StageStep& step, const StageLogAddition& on_log,
+                            const StatisticsCallback& on_statistics);
+
+// The steps of a supervised stage (pretraining, SFT) over `examples` items, batch_size a step, as
+// run_stage_steps: a logged step gets "epoch", then what `on_log` adds, then
+// "perf/tokens_per_second" (the steps' "tokens" since the loop began, over its time).
+StageResult run_supervised_steps(PolicyAgent& agent, const StageLoop& loop, int batch_size,
+                                 std::size_t examples, StageResult result, const StageStep& step,
+                                 const std::function<void(env::Statistics&)>& on_log,
+                                 const StatisticsCallback& on_statistics);
+
+// The tokens of a program when the tokenizer takes it and they are at most max_tokens; nullopt
+// otherwise (a supervised stage skips and counts it).
+std::optional<std::vector<env::TokenId>> tokens_within(const env::Tokenizer& tokenizer,
+                                                       const std::string& program, int max_tokens);
+
 // ---- Pretraining -------------------------------------------------------------------------------
 
 struct PretrainConfig {

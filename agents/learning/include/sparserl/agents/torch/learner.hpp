@@ -134,8 +134,10 @@ double explained_variance(const torch::Tensor& values, const torch::Tensor& retu
                           const torch::Tensor& mask);
 // The number of each rollout's group, renumbered 0..G-1 in order of first appearance, [N] int64.
 torch::Tensor group_index(std::span<const Rollout> rollouts);
-// The SequenceBatch of rollouts, with their rewards [N] (float32) on the device.
+// The SequenceBatch of rollouts.
 SequenceBatch rollout_batch(Learner& learner, std::span<const Rollout> rollouts);
+// The rollouts' rewards [N], float32 on the learner's device.
+torch::Tensor rollout_rewards(const Learner& learner, std::span<const Rollout> rollouts);
 // Contiguous minibatches of a permutation of 0..n-1 drawn from the learner's generator.
 std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n, int minibatches);
 // Items of training step `step` over a dataset of n items: positions step * batch_size ... of the
@@ -152,6 +154,10 @@ std::vector<BatchItem> epoch_batch(std::uint64_t seed, std::size_t n, std::int64
 
 // Mean next-token cross-entropy over the valid targets (code tokens only).
 torch::Tensor next_token_loss(Learner& learner, const SequenceBatch& batch);
+// One optimiser step on next_token_loss (the policy in training mode): the statistics loss,
+// perplexity, mean_token_accuracy (with `token_accuracy`), grad_norm, learning_rate, tokens and
+// global_step.
+env::Statistics next_token_step(Learner& learner, const SequenceBatch& batch, bool token_accuracy);
 env::Statistics pretrain_step(Learner& learner,
                               std::span<const std::vector<env::TokenId>> programs);
 env::Statistics sft_step(Learner& learner, std::span<const SftExample> examples);
