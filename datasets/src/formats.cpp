@@ -75,6 +75,39 @@ SparseMatrix csr_from_padded(const Padded& m, const RowOf& row_of) {
                                 std::move(values));
 }
 
+// The inverse of csr_from_padded: stored row p of m (0 <= p < m.rows) receives the entries of CSR
+// row row_of(p).csr_row from its start on; every other slot of the `stored` is padding.
+template <class Padded, class RowOf>
+void fill_padded(const SparseMatrix& a, std::int64_t stored, Padded& m, const RowOf& row_of) {
+  const auto row_ptr = a.row_ptr();
+  const auto col_idx = a.col_idx();
+  const auto values = a.values();
+  m.col_idx.assign(static_cast<std::size_t>(stored), -1);
+  m.val.assign(static_cast<std::size_t>(stored), 0.0);
+  for (std::int64_t p = 0; p < m.rows; ++p) {
+    const PaddedRow r = row_of(p);
+    std::int64_t at = r.start;
+    for (Index q = row_ptr[r.csr_row]; q < row_ptr[r.csr_row + 1]; ++q, at += r.stride) {
+      m.col_idx[at] = col_idx[q];
+      m.val[at] = values[q];
+    }
+  }
+}
+
+// Where ELL's row i lies: column-major, slot k of the row at k * rows + i.
+PaddedRow ell_row(const EllMatrix& m, std::int64_t i) {
+  return PaddedRow{static_cast<Index>(i), i, m.rows, m.width};
+}
+
+// Where SELL's stored row p lies: in slice p / C, column-major with stride C; it holds the CSR row
+// row_perm[p].
+PaddedRow sell_row(const SellMatrix& m, std::int64_t p) {
+  const std::int64_t c = m.slice_height;
+  const std::int64_t s = p / c;
+  return PaddedRow{m.row_perm[p], m.slice_ptr[s] + (p - s * c), c,
+                   (std::int64_t{m.slice_ptr[s + 1]} - m.slice_ptr[s]) / c};
+}
+
 void require_column(const char* format, Index col, Index cols, std::int64_t at) {
   if (col < 0 || col >= cols) {
     throw std::invalid_argument(std::string(format) + ": column index " + str(col) + " at " +
@@ -230,8 +263,6 @@ SparseMatrix to_csr(const CooMatrix& m) {
 
 EllMatrix to_ell(const SparseMatrix& a, std::int64_t max_stored) {
   const auto row_ptr = a.row_ptr();
-  const auto col_idx = a.col_idx();
-  const auto values = a.values();
   const Index rows = a.rows();
   Index width = 0;
   for (Index i = 0; i < rows; ++i) width = std::max(width, row_ptr[i + 1] - row_ptr[i]);
@@ -242,24 +273,13 @@ EllMatrix to_ell(const SparseMatrix& a, std::int64_t max_stored) {
   m.rows = rows;
   m.cols = a.cols();
   m.width = width;
-  m.col_idx.assign(static_cast<std::size_t>(stored), -1);
-  m.val.assign(static_cast<std::size_t>(stored), 0.0);
-  for (Index i = 0; i < rows; ++i) {
-    std::size_t at = static_cast<std::size_t>(i);
-    for (Index p = row_ptr[i]; p < row_ptr[i + 1]; ++p, at += static_cast<std::size_t>(rows)) {
-      m.col_idx[at] = col_idx[p];
-      m.val[at] = values[p];
-    }
-  }
+  fill_padded(a, stored, m, [&](std::int64_t i) { return ell_row(m, i); });
   return m;
 }
 
 SparseMatrix to_csr(const EllMatrix& m) {
   check_ell(m);
-  const std::int64_t rows = m.rows;
-  return csr_from_padded(m, [&](std::int64_t i) {
-    return PaddedRow{static_cast<Index>(i), i, rows, m.width};
-  });
+  return csr_from_padded(m, [&](std::int64_t i) { return ell_row(m, i); });
 }
 
 // ------------------------------------------------------------------------------------ SELL-C-sigma
@@ -304,30 +324,13 @@ SellMatrix to_sell(const SparseMatrix& a, Index slice_height, Index sigma,
                     str(slices) + " slices of C = " + str(slice_height) +
                         ", sigma = " + str(m.sigma) + ", for " + str(a.nnz()) + " nonzeros");
   m.slice_ptr.assign(slice_ptr.begin(), slice_ptr.end());  // fits Index: checked above
-  m.col_idx.assign(static_cast<std::size_t>(stored), -1);
-  m.val.assign(static_cast<std::size_t>(stored), 0.0);
-  const auto col_idx = a.col_idx();
-  const auto values = a.values();
-  for (std::int64_t p = 0; p < rows; ++p) {
-    const std::int64_t s = p / slice_height;
-    const Index r = m.row_perm[p];
-    std::int64_t at = slice_ptr[s] + (p - s * slice_height);
-    for (Index q = row_ptr[r]; q < row_ptr[r + 1]; ++q, at += slice_height) {
-      m.col_idx[at] = col_idx[q];
-      m.val[at] = values[q];
-    }
-  }
+  fill_padded(a, stored, m, [&](std::int64_t p) { return sell_row(m, p); });
   return m;
 }
 
 SparseMatrix to_csr(const SellMatrix& m) {
   check_sell(m);
-  const std::int64_t c = m.slice_height;
-  return csr_from_padded(m, [&](std::int64_t p) {
-    const std::int64_t s = p / c;
-    return PaddedRow{m.row_perm[p], m.slice_ptr[s] + (p - s * c), c,
-                     (std::int64_t{m.slice_ptr[s + 1]} - m.slice_ptr[s]) / c};
-  });
+  return csr_from_padded(m, [&](std::int64_t p) { return sell_row(m, p); });
 }
 
 // --------------------------------------------------------------------------------------------- BSR

@@ -317,6 +317,21 @@ class Parser {
     throw MatrixMarketError(source_, std::max<std::int64_t>(line, 1), what);
   }
 
+  // The value that a banner word names in `names`, matched regardless of case (the format's
+  // keywords are case-insensitive); anything else fails, quoting every accepted spelling.
+  template <class Names>
+  typename Names::Enum banner_word(std::int64_t at, const char* what, const Names& names,
+                                   std::string_view word) const {
+    std::string accepted;
+    for (std::size_t i = 0; i < names.names.size(); ++i) {
+      if (iequals(word, names.names[i])) return *names.parse(names.names[i]);
+      if (i > 0) accepted += i + 1 == names.names.size() ? " or " : ", ";
+      accepted += quoted(names.names[i]);
+    }
+    fail(at, "expected the " + std::string(what) + " " + accepted + " in the banner, found " +
+                 quoted(word));
+  }
+
   void parse_banner() {
     std::string_view line;
     bool found = false;
@@ -343,42 +358,14 @@ class Parser {
     if (!iequals(words[1], "matrix")) {
       fail(at, "expected the object 'matrix' in the banner, found " + quoted(words[1]));
     }
-    if (iequals(words[2], "coordinate")) {
-      report_.format = MmFormat::coordinate;
-    } else if (iequals(words[2], "array")) {
-      report_.format = MmFormat::array;
-    } else {
-      fail(at,
-           "expected the format 'coordinate' or 'array' in the banner, found " + quoted(words[2]));
-    }
-    if (iequals(words[3], "real")) {
-      report_.field = MmField::real;
-    } else if (iequals(words[3], "integer")) {
-      report_.field = MmField::integer;
-    } else if (iequals(words[3], "pattern")) {
-      report_.field = MmField::pattern;
-    } else if (iequals(words[3], "complex")) {
+    report_.format = banner_word(at, "format", kMmFormatNames, words[2]);
+    if (iequals(words[3], "complex")) {
       fail(at,
            "complex matrices are not supported (expected the field real, integer or pattern, "
            "found 'complex')");
-    } else {
-      fail(at, "expected the field 'real', 'integer' or 'pattern' in the banner, found " +
-                   quoted(words[3]));
     }
-    if (iequals(words[4], "general")) {
-      report_.symmetry = MmSymmetry::general;
-    } else if (iequals(words[4], "symmetric")) {
-      report_.symmetry = MmSymmetry::symmetric;
-    } else if (iequals(words[4], "skew-symmetric")) {
-      report_.symmetry = MmSymmetry::skew_symmetric;
-    } else if (iequals(words[4], "hermitian")) {
-      report_.symmetry = MmSymmetry::hermitian;
-    } else {
-      fail(at,
-           "expected the symmetry 'general', 'symmetric', 'skew-symmetric' or 'hermitian' in the "
-           "banner, found " +
-               quoted(words[4]));
-    }
+    report_.field = banner_word(at, "field", kMmFieldNames, words[3]);
+    report_.symmetry = banner_word(at, "symmetry", kMmSymmetryNames, words[4]);
     if (report_.format == MmFormat::array && report_.field == MmField::pattern) {
       fail(at,
            "'array pattern' is not a valid combination (an array stores every value; "

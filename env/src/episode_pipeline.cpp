@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sparserl/env/env_knobs.hpp"
 #include "sparserl/reward/digest.hpp"
 
 namespace sparserl::env {
@@ -28,18 +29,17 @@ std::future<reward::EvalResult> refused(const std::exception& e) {
 }  // namespace
 
 std::optional<std::string> EnvConfig::validate() const {
-  if (max_tokens < 1 || max_tokens > (1 << 20)) {
-    return "max_tokens = " + std::to_string(max_tokens) + ": must be in 1..1048576";
-  }
+  // Each knob's range, choices and checks come from its declaration (env_knobs.cpp); what is left
+  // here relates fields to each other. The observation's knobs are named by their field here.
+  static const datasets::Knobs<EnvConfig> own =
+      env_knobs().section("", {"max_tokens", "mask", "truncation_reward"});
+  if (auto problem = own.check(*this)) return problem;
   if (mask == MaskMode::syntax && max_tokens < kMinSyntaxTokens) {
     return "max_tokens = " + std::to_string(max_tokens) + ": the syntax mask needs at least " +
            std::to_string(kMinSyntaxTokens) + " (the shortest complete program)";
   }
   if (auto problem = observation.validate()) return "observation." + *problem;
   if (auto problem = reward.validate()) return "reward: " + *problem;
-  if (truncation_reward && !std::isfinite(*truncation_reward)) {
-    return "truncation_reward must be finite";
-  }
   return std::nullopt;
 }
 

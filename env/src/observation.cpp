@@ -9,6 +9,7 @@
 
 #include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/random.hpp"
+#include "sparserl/env/env_knobs.hpp"
 
 namespace sparserl::env {
 namespace {
@@ -38,17 +39,7 @@ std::optional<Stratification> parse_stratification(std::string_view text) {
 }
 
 std::optional<std::string> ObservationConfig::validate() const {
-  if (nnz_samples < 1 || nnz_samples > 1 << 20) {
-    return "nnz_samples = " + std::to_string(nnz_samples) + ": must be in 1..1048576";
-  }
-  if (embedding_dim < 4 || embedding_dim % 4 != 0 || embedding_dim > 1 << 16) {
-    return "embedding_dim = " + std::to_string(embedding_dim) +
-           ": must be a positive multiple of 4 (two halves of sin/cos pairs)";
-  }
-  if (!(scale > 0) || !std::isfinite(scale)) {
-    return "scale = " + std::to_string(scale) + ": must be a positive finite number";
-  }
-  return std::nullopt;
+  return observation_knobs().check(*this);  // every range and check is the knobs' (env_knobs.cpp)
 }
 
 SampledNonzeros sample_nonzeros(const datasets::SparseMatrix& matrix, int k, std::uint64_t seed,

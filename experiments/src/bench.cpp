@@ -35,6 +35,7 @@
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/runner.hpp"
 #include "sparserl/experiments/split_tasks.hpp"
+#include "sparserl/experiments/stage_knobs.hpp"
 #include "training_corpus.hpp"
 #if __has_include("sparserl/kernels/template_search.hpp")
 #include "sparserl/kernels/evaluator_backend.hpp"
@@ -165,8 +166,8 @@ class Bench {
     for (Contender& c : contenders) prepare(c);
     Progress progress("bench", static_cast<std::int64_t>(contenders.size() * tasks_.size()),
                       s_.notices->stream(), s_.progress());
-    const auto per_batch = static_cast<std::size_t>(
-        std::max<std::int64_t>(1, config_.integer("eval.tasks_per_batch")));
+    const auto per_batch =
+        static_cast<std::size_t>(std::max<std::int64_t>(1, eval_config(config_).tasks_per_batch));
     for (std::size_t first = 0; first < tasks_.size() && !stop_.requested(); first += per_batch) {
       const std::size_t last = std::min(tasks_.size(), first + per_batch);
       for (Contender& c : contenders) {
@@ -273,7 +274,7 @@ class Bench {
     agents::SamplingConfig greedy;
     greedy.greedy = true;
     agents::SamplingConfig sampled;
-    sampled.temperature = config_.real("eval.temperature");
+    sampled.temperature = eval_config(config_).temperature;
     c.answers = c.policy->generate(prompts, 1, greedy);
     c.samples = c.policy->generate(prompts, static_cast<int>(config_.integer("bench.samples")),
                                    sampled);
@@ -434,17 +435,12 @@ void check_bench_config(const Config& config, const fs::path& root) {
 }  // namespace
 
 RunOutcome run_bench(Config config, const RunnerOptions& options) {
-  std::ostream& log = log_stream(options);
-  const fs::path root = resolve_root(config, options.root);
-  pin_paths(config, root, options);
-  const bool explicit_test = options.part == "test";
-  if (options.part) config.set("bench.part", Value(*options.part));
-  check_test_part("bench.part", config.string("bench.part"), explicit_test, "sparserl bench");
-  check_bench_config(config, root);
-  PartTasks part =
-      part_tasks(config, root, config.string("bench.part"), config.integer("bench.max_tasks"));
-  check_test_matrices(part, config, root, explicit_test, "sparserl bench");
-  if (!part.note.empty()) log << part.note << "\n";
+  PartCommand started =
+      start_part_command(config, options, "bench", "sparserl bench",
+                         [&config](const fs::path& at) { check_bench_config(config, at); });
+  std::ostream& log = started.log;
+  const fs::path& root = started.root;
+  PartTasks& part = started.part;
   std::vector<datasets::Task> tasks = part.tasks;
   auto session = Session::open(config, root, log);
   BenchOracle oracle(*session, part);

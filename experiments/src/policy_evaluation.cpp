@@ -11,6 +11,7 @@
 #include "sparserl/agents/training.hpp"
 #include "sparserl/experiments/novelty.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/experiments/stage_knobs.hpp"
 
 namespace sparserl::experiments {
 namespace {
@@ -54,10 +55,11 @@ Json evaluate_policy(Session& s, agents::PolicyAgent& agent, const PartTasks& pa
   e.observation.embedding_dim = agent.config().policy.embedding_dim;
   auto env = s.make_env(e, env::TaskSource::from_tasks(tasks, env::TaskOrder::sequential));
   agents::EvaluationConfig c;
-  c.greedy = s.config.boolean("eval.greedy");
-  c.samples = static_cast<int>(s.config.integer("eval.samples"));
-  c.sampling.temperature = s.config.real("eval.temperature");
-  c.tasks_per_batch = static_cast<int>(s.config.integer("eval.tasks_per_batch"));
+  const EvalConfig eval = eval_config(s.config);
+  c.greedy = eval.greedy;
+  c.samples = static_cast<int>(eval.samples);
+  c.sampling.temperature = eval.temperature;
+  c.tasks_per_batch = static_cast<int>(eval.tasks_per_batch);
   c.seed = static_cast<std::uint64_t>(s.config.integer("experiment.seed"));
   std::map<std::string, GreedyAnswer> greedy;
   const auto on_episode = [&](const env::Episode& episode) {

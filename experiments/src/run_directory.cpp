@@ -16,6 +16,7 @@
 
 #include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/text.hpp"
+#include "sparserl/experiments/stage_knobs.hpp"
 #include "sparserl/reward/protocol.hpp"
 
 namespace fs = std::filesystem;
@@ -75,11 +76,7 @@ std::string run_directory_name(const std::string& experiment, std::uint64_t seed
 }
 
 CheckpointPolicy checkpoint_policy(const Config& config) {
-  CheckpointPolicy p;
-  p.keep_last = static_cast<int>(config.integer("checkpoints.keep_last"));
-  p.best_metric = config.string("checkpoints.best_metric");
-  p.higher_is_better = config.string("checkpoints.best_mode") == "max";
-  return p;
+  return checkpoint_config(config).policy();
 }
 
 RunDirectory RunDirectory::create(const Config& config, const RunStart& start) {

@@ -23,6 +23,7 @@
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 #include "sparserl/experiments/split_tasks.hpp"
+#include "sparserl/experiments/stage_knobs.hpp"
 #include "training_corpus.hpp"
 
 #if defined(SPARSERL_HAVE_AGENTS)
@@ -41,7 +42,6 @@ namespace fs = std::filesystem;
 namespace sparserl::experiments {
 namespace {
 
-[[maybe_unused]] constexpr const char* kDesignSpace = "design-space";
 const std::vector<std::string> kStageOrder = {"pretrain", "sft", "rl", "eval"};
 
 // One stage of a run: its budget in steps and the global step it starts after.
@@ -52,7 +52,8 @@ struct StagePlan {
 };
 
 std::vector<StagePlan> plan_stages(const Config& config) {
-  const auto& stages = config.string_list("train.stages");
+  const TrainConfig train = train_config(config);
+  const std::vector<std::string>& stages = train.stages;
   if (stages.empty()) {
     throw RunnerError("train.stages: empty (expected some of pretrain, sft, rl, eval)");
   }
@@ -70,9 +71,9 @@ std::vector<StagePlan> plan_stages(const Config& config) {
     if (stages[i] == "rl" && config.string("agent.algorithm") == "sft") continue;
     StagePlan s;
     s.name = stages[i];
-    if (s.name == "pretrain") s.steps = config.integer("train.pretrain_steps");
-    if (s.name == "sft") s.steps = config.integer("train.sft_steps");
-    if (s.name == "rl") s.steps = config.integer("train.rl_updates");
+    if (s.name == "pretrain") s.steps = train.pretrain_steps;
+    if (s.name == "sft") s.steps = train.sft_steps;
+    if (s.name == "rl") s.steps = train.rl_updates;
     s.offset = offset;
     offset += s.steps;
     plan.push_back(s);
@@ -133,10 +134,12 @@ class Trainer {
   Trainer(Session& session, const RunDirectory& run, const StopSignals& stop)
       : s_(session),
         config_(session.config),
+        train_(train_config(config_)),
+        checkpoints_(checkpoint_config(config_)),
         run_(run),
         stop_(stop),
         plan_(plan_stages(config_)),
-        store_(run.checkpoints(checkpoint_policy(config_))) {}
+        store_(run.checkpoints(checkpoints_.policy())) {}
 
   void run() {
     const std::optional<Position> position = read_position(store_);
@@ -144,8 +147,8 @@ class Trainer {
     MetricsWriter metrics(run_.metrics_path());
     metrics_ = &metrics;
     std::optional<fs::path> previous;
-    if (const std::string init = config_.string("train.init_checkpoint"); !init.empty()) {
-      previous = resolve_path(s_.root, init);
+    if (!train_.init_checkpoint.empty()) {
+      previous = resolve_path(s_.root, train_.init_checkpoint);
     }
     const auto index_of = [](const std::string& stage) {
       return std::find(kStageOrder.begin(), kStageOrder.end(), stage) - kStageOrder.begin();
@@ -223,8 +226,7 @@ class Trainer {
     const fs::path file = run_.trajectories_path();
     std::error_code ec;
     if (!fs::exists(file, ec)) return;
-    const std::int64_t keep = rl_updates * config_.integer("train.tasks_per_update") *
-                              config_.integer("train.samples_per_task");
+    const std::int64_t keep = rl_updates * train_.tasks_per_update * train_.samples_per_task;
     env::TrajectoryFile existing = env::read_trajectories(file);
     if (existing.rows <= keep) return;
     const fs::path temporary = file.string() + ".rewind";
@@ -278,8 +280,8 @@ class Trainer {
   agents::StageResult run_stage(const StagePlan& stage, const fs::path& work,
                                 const std::optional<fs::path>& init, std::int64_t start_step) {
     const agents::AgentConfig agent = agent_config(config_, stage.name);
-    const int checkpoint_every = static_cast<int>(config_.integer("checkpoints.every"));
-    const int log_every = static_cast<int>(config_.integer("train.log_every"));
+    const int checkpoint_every = static_cast<int>(checkpoints_.every);
+    const int log_every = static_cast<int>(train_.log_every);
     note_.clear();
     // The data first (it may take a while and shows its own progress), then the stage's line.
     std::vector<std::string> corpus;
@@ -301,10 +303,10 @@ class Trainer {
     progress.set(start_step);
     agents::StageResult result;
     // The knobs the two supervised stages (PretrainConfig, SftConfig) share.
-    const auto set_supervised = [&](auto& c, const char* batch_size_key) {
+    const auto set_supervised = [&](auto& c, std::int64_t batch_size) {
       c.agent = agent;
       c.steps = static_cast<int>(stage.steps);
-      c.batch_size = static_cast<int>(config_.integer(batch_size_key));
+      c.batch_size = static_cast<int>(batch_size);
       c.log_every = log_every;
       c.checkpoint_every = checkpoint_every;
       c.output_dir = work;
@@ -313,11 +315,11 @@ class Trainer {
     };
     if (stage.name == "pretrain") {
       agents::PretrainConfig c;
-      set_supervised(c, "train.pretrain_batch_size");
+      set_supervised(c, train_.pretrain_batch_size);
       result = agents::run_pretraining(c, corpus, *s_.tokenizer, statistics(stage));
     } else if (stage.name == "sft") {
       agents::SftConfig c;
-      set_supervised(c, "train.sft_batch_size");
+      set_supervised(c, train_.sft_batch_size);
       c.resample_observations = config_.boolean("agent.sft.resample_observations");
       c.observation_seed = agent.seed;
       result = agents::run_sft(c, pairs,
@@ -327,17 +329,17 @@ class Trainer {
       agents::RlConfig c;
       c.agent = agent;
       c.updates = static_cast<int>(stage.steps);
-      c.tasks_per_update = static_cast<int>(config_.integer("train.tasks_per_update"));
-      c.samples_per_task = static_cast<int>(config_.integer("train.samples_per_task"));
-      c.log_every = static_cast<int>(config_.integer("train.rl_log_every"));
-      c.checkpoint_every = static_cast<int>(config_.integer("checkpoints.rl_every"));
+      c.tasks_per_update = static_cast<int>(train_.tasks_per_update);
+      c.samples_per_task = static_cast<int>(train_.samples_per_task);
+      c.log_every = static_cast<int>(train_.rl_log_every);
+      c.checkpoint_every = static_cast<int>(checkpoints_.rl_every);
       c.output_dir = work;
       c.init_checkpoint = init;
       c.seed = agent.seed;
       c.hooks = hooks(stage, progress);
       std::unique_ptr<env::TrajectoryWriter> writer;
       agents::EpisodeCallback on_episode;
-      if (config_.boolean("train.record_trajectories")) {
+      if (train_.record_trajectories) {
         env::TrajectoryFileInfo info;
         info.run_id = run_.run_id();
         info.config = config_.to_toml();
@@ -361,7 +363,7 @@ class Trainer {
   }
 
   std::vector<std::string> pretraining_corpus() const {
-    const std::string& source = config_.string("train.corpus");
+    const std::string& source = train_.corpus;
     if (source != kDesignSpace) {
       const fs::path file = resolve_path(s_.root, source);
       std::vector<std::string> corpus = agents::read_corpus(file, task_template(config_).op);
@@ -371,7 +373,7 @@ class Trainer {
     }
     const env::TaskTemplate what = task_template(config_);
     const kernels::DesignSpace space(what.op, what.dtype);
-    const std::int64_t n = config_.integer("train.corpus_programs");
+    const std::int64_t n = train_.corpus_programs;
     const std::vector<kernels::DesignPoint> points =
         n > 0 ? space.sample(static_cast<std::size_t>(n),
                              static_cast<std::uint64_t>(config_.integer("experiment.seed")))
@@ -386,7 +388,7 @@ class Trainer {
   }
 
   std::vector<agents::SftPair> sft_pairs() const {
-    const std::string& source = config_.string("train.sft_pairs");
+    const std::string& source = train_.sft_pairs;
     if (source != kDesignSpace) {
       const fs::path file = resolve_path(s_.root, source);
       std::vector<agents::SftPair> pairs = agents::read_sft_pairs(file);
@@ -396,15 +398,15 @@ class Trainer {
     const std::vector<datasets::Task> tasks = train_tasks();
     kernels::EvaluatorBackend candidates(*s_.evaluator);
     kernels::SearchOptions options;
-    options.budget = static_cast<int>(config_.integer("train.search_budget"));
+    options.budget = static_cast<int>(train_.search_budget);
     options.finalists = std::min(options.finalists, options.budget);
     options.full = gpu_protocol(config_);
     kernels::TemplateSearch search(candidates, *s_.store, options);
     Progress progress("sft pairs", static_cast<std::int64_t>(tasks.size()), s_.notices->stream(),
                       s_.progress());
     kernels::SftSelection selection;
-    selection.per_task = static_cast<int>(config_.integer("train.sft_per_task"));
-    selection.within = config_.real("train.sft_within");
+    selection.per_task = static_cast<int>(train_.sft_per_task);
+    selection.within = train_.sft_within;
     std::vector<agents::SftPair> pairs;
     for (const datasets::Task& task : tasks) {
       const kernels::SearchResult result = search.search(task);
@@ -436,8 +438,8 @@ class Trainer {
   void evaluate(const fs::path& policy) {
     s_.say("eval: " + policy.string());
     auto agent = agents::PolicyAgent::from_checkpoint(policy, config_.string("agent.device"));
-    const PartTasks tasks = part_tasks(config_, s_.root, config_.string("eval.part"),
-                                       config_.integer("eval.max_tasks"));
+    const EvalConfig eval = eval_config(config_);
+    const PartTasks tasks = part_tasks(config_, s_.root, eval.part, eval.max_tasks);
     const Json extra = evaluate_policy(s_, *agent, tasks, policy_label(config_, plan_),
                                        total_steps(plan_), *metrics_, run_.results_path(),
                                        training_corpus(config_, s_.root), {}, stop_);
@@ -449,6 +451,8 @@ class Trainer {
  private:
   Session& s_;
   const Config& config_;
+  const TrainConfig train_;
+  const CheckpointConfig checkpoints_;
   const RunDirectory& run_;
   const StopSignals& stop_;
   std::vector<StagePlan> plan_;
@@ -472,7 +476,9 @@ void check_training_config(const Config& config, const fs::path& root) {
   env_config(config);
   (void)sandbox_limits(config);
   check_training_data(config, root);
-  bool has_policy = !config.string("train.init_checkpoint").empty();
+  const TrainConfig train = train_config(config);
+  const EvalConfig eval = eval_config(config);
+  bool has_policy = !train.init_checkpoint.empty();
   for (const StagePlan& stage : plan) {
     if (learning(stage.name)) {
       agent_config(config, stage.name);
@@ -487,16 +493,19 @@ void check_training_config(const Config& config, const fs::path& root) {
       config_tasks(config, root, config.string("data.part"), config.integer("data.max_tasks"));
     }
     if (stage.name == "eval") {
-      if (config.string("eval.part") == "test") {
+      if (eval.part == "test") {
         throw RunnerError(
             "eval.part = \"test\": the eval stage of `sparserl train` never reads the test part; "
             "evaluate the trained policy with `sparserl eval CONFIG --checkpoint DIR --part test`");
       }
-      config_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
+      config_tasks(config, root, eval.part, eval.max_tasks);
     }
   }
-  for (const char* key : {"train.corpus", "train.sft_pairs", "train.init_checkpoint"}) {
-    const std::string& value = config.string(key);
+  const std::pair<const char*, std::string> sources[] = {
+      {"train.corpus", train.corpus},
+      {"train.sft_pairs", train.sft_pairs},
+      {"train.init_checkpoint", train.init_checkpoint}};
+  for (const auto& [key, value] : sources) {
     if (value.empty() || value == kDesignSpace) continue;
     const fs::path path = resolve_path(root, value);
     std::error_code ec;
@@ -594,20 +603,16 @@ RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
       "this build has no learned agents (LibTorch was not found): no policy to "
       "evaluate");
 #else
-  std::ostream& log = log_stream(options);
-  const fs::path root = resolve_root(config, options.root);
-  pin_paths(config, root, options);
-  const bool explicit_test = options.part == "test";
-  if (options.part) config.set("eval.part", Value(*options.part));
-  check_test_part("eval.part", config.string("eval.part"), explicit_test, "sparserl eval");
   const fs::path policy = fs::absolute(checkpoint).lexically_normal();
-  if (!fs::exists(policy / "checkpoint.txt")) {
-    throw RunnerError(policy.string() + ": not a policy checkpoint (no checkpoint.txt)");
-  }
-  PartTasks part =
-      part_tasks(config, root, config.string("eval.part"), config.integer("eval.max_tasks"));
-  check_test_matrices(part, config, root, explicit_test, "sparserl eval");
-  if (!part.note.empty()) log << part.note << "\n";
+  PartCommand started =
+      start_part_command(config, options, "eval", "sparserl eval", [&policy](const fs::path&) {
+        if (!fs::exists(policy / "checkpoint.txt")) {
+          throw RunnerError(policy.string() + ": not a policy checkpoint (no checkpoint.txt)");
+        }
+      });
+  std::ostream& log = started.log;
+  const fs::path& root = started.root;
+  PartTasks& part = started.part;
   auto session = Session::open(config, root, log);
   RunStart start = run_start(*session, options);
   start.split = split_record(part);

@@ -19,6 +19,7 @@
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/experiments/config.hpp"
+#include "sparserl/experiments/stage_knobs.hpp"
 
 #if defined(SPARSERL_HAVE_AGENTS)
 #include "sparserl/agents/algorithm.hpp"
@@ -48,13 +49,29 @@ std::optional<std::string> generator_uris(const Value& value) {
   return std::nullopt;
 }
 
+// The learned agents bench.agents can name, each with its bench.NAME_checkpoint: the registered
+// algorithms where this build has them, else the library's own (whose runs it then refuses).
+std::vector<std::string> learned_agent_names() {
+#if defined(SPARSERL_HAVE_AGENTS)
+  return agents::AlgorithmRegistry::names();
+#else
+  return {"sft", "reinforce", "ppo", "grpo"};
+#endif
+}
+
+// Every name bench.agents accepts: the template search, the random agent and the learned agents.
+std::vector<std::string> bench_agent_names() {
+  std::vector<std::string> names = {"template", "random"};
+  for (std::string& name : learned_agent_names()) names.push_back(std::move(name));
+  return names;
+}
+
 // bench.policies: NAME=CHECKPOINT, NAME a new agent name (letters, digits, '-', '_', '.'), no name
 // twice. Whether CHECKPOINT is a checkpoint is checked when the bench starts (paths resolve against
 // the root then).
 std::optional<std::string> bench_policies(const Value& value) {
   const auto& entries = std::get<std::vector<std::string>>(value);
-  const std::vector<std::string> builtin = {"template",  "random", "sft",
-                                            "reinforce", "ppo",    "grpo"};
+  const std::vector<std::string> builtin = bench_agent_names();
   std::vector<std::string> names;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string where = "element " + std::to_string(i) + " '" + entries[i] + "': ";
@@ -74,9 +91,6 @@ std::optional<std::string> bench_policies(const Value& value) {
   }
   return std::nullopt;
 }
-
-// A path or the word "design-space" (built in-process from the kernel design space).
-constexpr const char* kDesignSpace = "design-space";
 
 // [env]: the environment's knobs (env_knobs.hpp) and the order of the training tasks.
 void add_env_section(Schema& s) {
@@ -222,64 +236,17 @@ void add_stage_sections(Schema& s) {
   s.section("train",
             "What `sparserl train` runs: the stages in order, their budgets, and where the first "
             "two stages' data come from.")
-      .string_list("stages", {"pretrain", "sft", "rl", "eval"},
-                   "stages to run, in this order (rl is skipped when agent.algorithm = sft)",
-                   {"pretrain", "sft", "rl", "eval"})
-      .string("init_checkpoint", "",
-              "a policy checkpoint folder the first learning stage starts from (empty: fresh "
-              "weights); e.g. an SFT run's checkpoints/best for an rl-only run")
-      .string("corpus", kDesignSpace,
-              "pretraining programs: \"design-space\" (rendered in-process from the kernel design "
-              "space of data.op / data.dtype) or a dataset.h5 of `sparserl tune` (/corpus)")
-      .integer("corpus_programs", 0,
-               "design-space corpus: at most this many points, drawn with the seed (0: all)", 0,
-               1e9)
-      .string("sft_pairs", kDesignSpace,
-              "SFT (matrix -> program) pairs: \"design-space\" (the template search over the "
-              "training matrices, in-process) or a dataset.h5 of `sparserl tune` (/sft)")
-      .integer("search_budget", 4,
-               "design-space pairs: programs the template search measures per matrix (with a GPU "
-               "the fastest correct one wins; without one, nothing is timed and the cost model's "
-               "favourite among those that compile is the target)",
-               1, 100000)
-      .integer("sft_per_task", 1,
-               "design-space pairs per matrix: the fastest, and up to this many minus one next "
-               "fastest distinct correct programs within sft_within of it (a spread of near-best "
-               "programs; `sparserl tune --sft-per-task`); only the fastest without a GPU",
-               1, 1000)
-      .real("sft_within", 0.9,
-            "design-space pairs: the other programs' speedup is at least this fraction of the "
-            "fastest's",
-            1e-6, 1.0)
-      .integer("pretrain_steps", 1000, "optimiser steps of pretraining", 1, 1e12)
-      .integer("pretrain_batch_size", 32, "programs per pretraining step", 1, 1 << 20)
-      .integer("sft_steps", 1000, "optimiser steps of SFT", 1, 1e12)
-      .integer("sft_batch_size", 32, "pairs per SFT step", 1, 1 << 20)
-      .integer("rl_updates", 100, "RL updates", 1, 1e12)
-      .integer("tasks_per_update", 8, "tasks (matrices) per RL update", 1, 1 << 20)
-      .integer("samples_per_task", 8, "G: completions per task (one group)", 1, 1 << 20)
-      .integer("log_every", 10, "pretraining and SFT: a metrics line every this many steps", 1,
-               1e12)
-      .integer("rl_log_every", 1, "RL: a metrics line every this many updates", 1, 1e12)
-      .boolean("record_trajectories", true,
-               "write every RL episode to trajectories.h5 (docs/trajectories.md)");
+      .knobs(train_knobs().specs());
 
   s.section("eval",
             "The eval stage of `sparserl train` and `sparserl eval`: greedy and pass@k on a part "
             "of the split (or on data.uris).")
-      .string("part", "val",
-              "part of data.split evaluated (test only by `sparserl eval --part test`)",
-              {"train", "val", "test"})
-      .boolean("greedy", true, "one greedy completion per task")
-      .integer("samples", 8, "k sampled completions per task for pass@k (0: none)", 0, 1 << 20)
-      .real("temperature", 1.0, "temperature of the k samples", 1e-6, 100)
-      .integer("tasks_per_batch", 8, "tasks generated together", 1, 1 << 20)
-      .integer("max_tasks", 0, "evaluate at most this many tasks (0: all)", 0, 1e9);
+      .knobs(eval_knobs().specs());
 
   s.section("bench",
             "`sparserl bench`: agents x matrices of a split part -> per-matrix and summary tables.")
       .string_list("agents", {"template", "sft"}, "agents compared, in table order",
-                   {"template", "random", "sft", "reinforce", "ppo", "grpo"})
+                   bench_agent_names())
       .string("part", "val",
               "part of data.split benchmarked (test only by `sparserl bench --part test`)",
               {"train", "val", "test"})
@@ -295,14 +262,13 @@ void add_stage_sections(Schema& s) {
               "missing matrices; needs a GPU) or off",
               {"cache", "compute", "off"})
       .integer("oracle_budget", 16, "programs the oracle's template search measures per matrix", 1,
-               100000)
-      .string("sft_checkpoint", "", "policy checkpoint of the sft agent")
-      .string("reinforce_checkpoint", "", "policy checkpoint of the reinforce agent")
-      .string("ppo_checkpoint", "", "policy checkpoint of the ppo agent")
-      .string("grpo_checkpoint", "", "policy checkpoint of the grpo agent")
-      .string_list("policies", {},
-                   "more learned agents, each \"NAME=CHECKPOINT\" (e.g. one per seed: "
-                   "\"grpo-seed2=runs/grpo-2/final\"), compared after bench.agents")
+               100000);
+  for (const std::string& name : learned_agent_names()) {
+    s.string(name + "_checkpoint", "", "policy checkpoint of the " + name + " agent");
+  }
+  s.string_list("policies", {},
+                "more learned agents, each \"NAME=CHECKPOINT\" (e.g. one per seed: "
+                "\"grpo-seed2=runs/grpo-2/final\"), compared after bench.agents")
       .validate(bench_policies)
       .boolean("record_trajectories", true,
                "write every program of the learned and random agents (answers and samples, "
@@ -357,19 +323,7 @@ void add_output_sections(Schema& s) {
        "Checkpoints in the run directory's checkpoints/ folder: step-NNNNNN/ with the policy's "
        "files, stage.json and meta.json. Steps count through the stages (pretrain, then sft, "
        "then rl). A stop (SIGINT, SIGTERM) and the end of every stage always save one.")
-      .integer("every", 100,
-               "pretraining and SFT: a checkpoint every this many steps (0: only at "
-               "the end of a stage)",
-               0, 1e12)
-      .integer("rl_every", 10, "RL: a checkpoint every this many updates (0: only at the end)", 0,
-               1e12)
-      .integer("keep_last", 3, "keep the newest N checkpoints (the best one is kept as well)", 0,
-               1e6)
-      .string("best_metric", "reward/mean",
-              "statistic that picks the best checkpoint, as named in metrics.jsonl (empty: keep no "
-              "best)")
-      .string("best_mode", "max",
-              "whether the largest or the smallest value of best_metric is best", {"max", "min"});
+      .knobs(checkpoint_knobs().specs());
 
   s.section("report",
             "report.md and its PNG plots (gnuplot); `sparserl plot RUN_DIR` redraws them.")

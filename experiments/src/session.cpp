@@ -143,6 +143,24 @@ void pin_paths(Config& config, const fs::path& root, const RunnerOptions& option
   config.set("data.data_dir", Value(data_dir(config, root).string()));
 }
 
+PartCommand start_part_command(Config& config, const RunnerOptions& options,
+                               const std::string& section, std::string_view command,
+                               const std::function<void(const fs::path&)>& check) {
+  std::ostream& log = log_stream(options);
+  const fs::path root = resolve_root(config, options.root);
+  pin_paths(config, root, options);
+  const bool explicit_test = options.part == "test";
+  const std::string part_key = section + ".part";
+  if (options.part) config.set(part_key, Value(*options.part));
+  check_test_part(part_key, config.string(part_key), explicit_test, command);
+  check(root);
+  PartTasks part =
+      part_tasks(config, root, config.string(part_key), config.integer(section + ".max_tasks"));
+  check_test_matrices(part, config, root, explicit_test, command);
+  if (!part.note.empty()) log << part.note << "\n";
+  return {log, root, std::move(part)};
+}
+
 RunStart run_start(const Session& session, const RunnerOptions& options) {
   RunStart start;
   start.command = options.command;

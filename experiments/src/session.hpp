@@ -5,10 +5,12 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sparserl/datasets/matrix_store.hpp"
@@ -20,6 +22,7 @@
 #include "sparserl/experiments/progress.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/experiments/split_tasks.hpp"
 #include "sparserl/reward/evaluator.hpp"
 
 namespace sparserl::experiments {
@@ -91,6 +94,19 @@ std::ostream& log_stream(const RunnerOptions& options);
 // Pins what a run resolved (the root, the runs folder, the data directory) into the config as
 // absolute paths, so config.resolved.toml reads the same from anywhere.
 void pin_paths(Config& config, const std::filesystem::path& root, const RunnerOptions& options);
+
+// How a command that reads one part of the split (`sparserl bench`, `sparserl eval`) starts: the
+// root and the pinned paths, --part over SECTION.part (the test part only when --part names it),
+// then `check` (the command's own checks, told before any matrix is read), then the part's tasks,
+// at most SECTION.max_tasks, with the test matrices refused and the part's note on the log.
+struct PartCommand {
+  std::ostream& log;
+  std::filesystem::path root;
+  PartTasks part;
+};
+PartCommand start_part_command(Config& config, const RunnerOptions& options,
+                               const std::string& section, std::string_view command,
+                               const std::function<void(const std::filesystem::path&)>& check);
 
 // run.json's facts from the session: the command, the GPU, LibTorch's version, the seeds.
 RunStart run_start(const Session& session, const RunnerOptions& options);

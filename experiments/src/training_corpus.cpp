@@ -5,6 +5,7 @@
 
 #include "sparserl/experiments/run_info.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/experiments/stage_knobs.hpp"
 #if __has_include("sparserl/kernels/design_space.hpp")
 #include "sparserl/kernels/design_space.hpp"
 #define SPARSERL_CORPUS_HAVE_KERNELS 1
@@ -18,10 +19,8 @@ namespace fs = std::filesystem;
 namespace sparserl::experiments {
 namespace {
 
-constexpr const char* kDesignSpace = "design-space";
-
-std::string stage_source(const Config& config, const fs::path& root, const char* key) {
-  const std::string& value = config.string(key);
+// A stage's data source as recorded: the word "design-space" as it is, a path resolved.
+std::string stage_source(const fs::path& root, const std::string& value) {
   return value == kDesignSpace ? value : resolve_path(root, value).string();
 }
 
@@ -105,17 +104,18 @@ CorpusSpec design_space_corpus(const Config& config) {
 
 CorpusSpec training_corpus(const Config& config, const fs::path& root) {
   CorpusSpec s = design_space_corpus(config);
-  const auto& stages = config.string_list("train.stages");
+  const TrainConfig train = train_config(config);
+  const std::vector<std::string>& stages = train.stages;
   const auto has = [&](const char* stage) {
     return std::find(stages.begin(), stages.end(), stage) != stages.end();
   };
   if (has("pretrain")) {
-    s.pretrain = stage_source(config, root, "train.corpus");
-    s.corpus_programs = config.integer("train.corpus_programs");
+    s.pretrain = stage_source(root, train.corpus);
+    s.corpus_programs = train.corpus_programs;
     s.seed = static_cast<std::uint64_t>(config.integer("experiment.seed"));
   }
-  if (has("sft")) s.sft_pairs = stage_source(config, root, "train.sft_pairs");
-  const std::string& init = config.string("train.init_checkpoint");
+  if (has("sft")) s.sft_pairs = stage_source(root, train.sft_pairs);
+  const std::string& init = train.init_checkpoint;
   if (s.pretrain.empty() && s.sft_pairs.empty() && !init.empty()) {
     if (auto inherited = recorded_corpus(resolve_path(root, init))) return *inherited;
   }

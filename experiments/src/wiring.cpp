@@ -11,6 +11,7 @@
 #include "sparserl/datasets/splits.hpp"
 #include "sparserl/env/env_knobs.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/experiments/stage_knobs.hpp"
 #include "sparserl/reward/reward_knobs.hpp"
 
 namespace fs = std::filesystem;
@@ -40,6 +41,24 @@ fs::path normal(const fs::path& p) {
 }
 
 }  // namespace
+
+TrainConfig train_config(const Config& config) {
+  TrainConfig t;
+  read_knobs(config, "train", train_knobs(), t);
+  return t;
+}
+
+EvalConfig eval_config(const Config& config) {
+  EvalConfig e;
+  read_knobs(config, "eval", eval_knobs(), e);
+  return e;
+}
+
+CheckpointConfig checkpoint_config(const Config& config) {
+  CheckpointConfig c;
+  read_knobs(config, "checkpoints", checkpoint_knobs(), c);
+  return c;
+}
 
 bool have_learned_agents() {
 #if defined(SPARSERL_HAVE_AGENTS)

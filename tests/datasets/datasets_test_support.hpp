@@ -10,15 +10,49 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "catch.hpp"
+#include "sparserl/datasets/generators.hpp"
 #include "test_support.hpp"
 
 namespace sparserl::testing {
+
+// A generated matrix from its kind and keys (kron's real factor comes through `loader`).
+inline datasets::SparseMatrix generated(std::string kind, std::map<std::string, std::string> params,
+                                        const datasets::MatrixLoader& loader = {}) {
+  return datasets::generate(datasets::GeneratorSpec{std::move(kind), std::move(params)}, loader);
+}
+
+// Pinned digests of generated matrices: each spec gives its digest, the same matrix again, and the
+// same matrix through its URI (a change to a generator's output or draw order shows here).
+using PinnedDigests = std::vector<std::pair<datasets::GeneratorSpec, std::string>>;
+inline void check_pinned_digests(const PinnedDigests& pins,
+                                 const datasets::MatrixLoader& loader = {}) {
+  for (const auto& [spec, digest] : pins) {
+    INFO(spec.uri());
+    const auto a = datasets::generate(spec, loader);
+    CHECK(a.digest() == digest);
+    CHECK(datasets::generate(spec, loader) == a);  // deterministic
+    CHECK(datasets::generate(datasets::MatrixUri::parse(spec.uri()), loader) == a);
+  }
+}
+
+// What the generators say of a spec they refuse (generate() checks a spec as validate() does,
+// before anything is built); "(no error)" for a spec they accept.
+inline std::string spec_error(std::string kind, std::map<std::string, std::string> params) {
+  try {
+    datasets::validate(datasets::GeneratorSpec{std::move(kind), std::move(params)});
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::filesystem::create_directories(path.parent_path());

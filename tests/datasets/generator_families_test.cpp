@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "datasets_test_support.hpp"
 #include "sparserl/datasets/features.hpp"
 #include "sparserl/datasets/formats.hpp"
 #include "sparserl/datasets/generators.hpp"
@@ -24,7 +25,9 @@ namespace ds = sparserl::datasets;
 using ds::GeneratorSpec;
 using ds::Index;
 using ds::SparseMatrix;
+using sparserl::testing::generated;
 using sparserl::testing::has_substring;
+using sparserl::testing::spec_error;
 
 namespace {
 
@@ -46,19 +49,6 @@ ds::MatrixLoader small_loader(std::vector<std::string>* asked = nullptr) {
     if (uri != "suitesparse-v1/Test/small") throw std::runtime_error("no matrix " + uri);
     return small_base();
   };
-}
-
-SparseMatrix gen(std::string kind, Params params, const ds::MatrixLoader& loader = {}) {
-  return ds::generate(GeneratorSpec{std::move(kind), std::move(params)}, loader);
-}
-
-std::string error_of(std::string kind, Params params) {
-  try {
-    ds::validate(GeneratorSpec{std::move(kind), std::move(params)});
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 std::set<std::pair<Index, Index>> entries_of(const SparseMatrix& a) {
@@ -84,6 +74,16 @@ std::vector<Index> sorted(std::vector<Index> v) {
   return v;
 }
 
+// The lengths above `threshold` (circuit's dense rows or columns), longest first.
+std::vector<Index> longest(const std::vector<Index>& lengths, Index threshold) {
+  std::vector<Index> out;
+  for (Index len : lengths) {
+    if (len > threshold) out.push_back(len);
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
 // Entries (i, j) of `a` moved back by the inverse of a relabelling: (i, j) -> (from_row, from_col).
 std::set<std::pair<Index, Index>> relabelled_back(const SparseMatrix& a, const ds::Relabelling& r) {
   std::vector<Index> row_from(r.rows_to.size()), col_from(r.cols_to.size());
@@ -99,7 +99,7 @@ std::set<std::pair<Index, Index>> relabelled_back(const SparseMatrix& a, const d
 TEST_CASE("family generators give fixed digests", "[datasets][generators]") {
   // Pinned from this implementation: a change to a family's output or draw order shows here.
   const ds::MatrixLoader loader = small_loader();
-  const std::vector<std::pair<GeneratorSpec, std::string>> pins = {
+  const sparserl::testing::PinnedDigests pins = {
       {{"road", {{"nx", "6"}, {"ny", "5"}, {"long_range", "0.1"}, {"seed", "2"}}},
        "16b1306d6bc0c932"},
       {{"circuit", {{"n", "40"}, {"dense_len", "0.5"}, {"seed", "3"}}}, "95348ca2db382bb7"},
@@ -120,13 +120,7 @@ TEST_CASE("family generators give fixed digests", "[datasets][generators]") {
       {{"lp", {{"rows", "12"}, {"seed", "4"}, {"permute", "1"}, {"empty_rows", "0.25"}}},
        "45ff4d4c47a3c7e0"},
   };
-  for (const auto& [spec, digest] : pins) {
-    INFO(spec.uri());
-    const auto a = ds::generate(spec, loader);
-    CHECK(a.digest() == digest);
-    CHECK(ds::generate(spec, loader) == a);  // deterministic
-    CHECK(ds::generate(ds::MatrixUri::parse(spec.uri()), loader) == a);
-  }
+  sparserl::testing::check_pinned_digests(pins, loader);
 }
 
 TEST_CASE("family generators: different seeds, different patterns", "[datasets][generators]") {
@@ -146,13 +140,14 @@ TEST_CASE("family generators: different seeds, different patterns", "[datasets][
     Params one = params, two = params;
     one["seed"] = "1";
     two["seed"] = "2";
-    CHECK(gen(kind, one, loader).pattern_digest() != gen(kind, two, loader).pattern_digest());
+    CHECK(generated(kind, one, loader).pattern_digest() !=
+          generated(kind, two, loader).pattern_digest());
   }
 }
 
 TEST_CASE("road is a symmetric grid-like graph with the diagonal", "[datasets][generators]") {
   const Index nx = 300, ny = 200, n = nx * ny;
-  const auto a = gen("road", {{"nx", "300"}, {"ny", "200"}, {"seed", "7"}});
+  const auto a = generated("road", {{"nx", "300"}, {"ny", "200"}, {"seed", "7"}});
   REQUIRE(a.rows() == n);
   REQUIRE(a.cols() == n);
   const auto entries = entries_of(a);
@@ -176,39 +171,32 @@ TEST_CASE("road is a symmetric grid-like graph with the diagonal", "[datasets][g
   CHECK(long_range >= 2 * 50);  // only a rare pair lands on a grid neighbour
   CHECK(degree_max <= 6);       // 4 grid edges, long-range edges rarely meet
   // keep = 1 and no long-range edges: exactly the 5-point stencil.
-  CHECK(entries_of(gen("road", {{"nx", "9"}, {"ny", "4"}, {"keep", "1"}, {"long_range", "0"}})) ==
-        entries_of(gen("stencil2d", {{"nx", "9"}, {"ny", "4"}})));
+  CHECK(entries_of(
+            generated("road", {{"nx", "9"}, {"ny", "4"}, {"keep", "1"}, {"long_range", "0"}})) ==
+        entries_of(generated("stencil2d", {{"nx", "9"}, {"ny", "4"}})));
   // keep = 0: the diagonal and the long-range edges alone.
-  CHECK(gen("road", {{"nx", "30"}, {"keep", "0"}, {"long_range", "0"}}).nnz() == 900);
+  CHECK(generated("road", {{"nx", "30"}, {"keep", "0"}, {"long_range", "0"}}).nnz() == 900);
 }
 
 TEST_CASE("circuit has its dense rows and columns over a near-diagonal bulk",
           "[datasets][generators]") {
   const Index n = 20000;
-  const auto a = gen("circuit", {{"n", "20000"},
-                                 {"dense_rows", "3"},
-                                 {"dense_cols", "2"},
-                                 {"dense_len", "0.2"},
-                                 {"seed", "11"}});
+  const auto a = generated("circuit", {{"n", "20000"},
+                                       {"dense_rows", "3"},
+                                       {"dense_cols", "2"},
+                                       {"dense_len", "0.2"},
+                                       {"seed", "11"}});
   // Dense row or column k holds floor(0.2 * 20000 / (k + 1)) entries of its own.
   const std::vector<Index> expected = {4000, 2000, 1333};
   // A dense row also keeps its bulk (at most 1 + near + far = 4) and meets the dense columns (2).
-  std::vector<Index> long_rows;
-  for (Index len : row_lengths(a)) {
-    if (len > 100) long_rows.push_back(len);
-  }
-  std::sort(long_rows.rbegin(), long_rows.rend());
+  const std::vector<Index> long_rows = longest(row_lengths(a), 100);
   REQUIRE(long_rows.size() == 3);
   for (std::size_t k = 0; k < 3; ++k) {
     CHECK(long_rows[k] >= expected[k]);
     CHECK(long_rows[k] <= expected[k] + 4 + 2);
   }
   // A dense column also holds the bulk entries that land in it (a few) and the dense rows' (3).
-  std::vector<Index> long_cols;
-  for (Index len : column_lengths(a)) {
-    if (len > 100) long_cols.push_back(len);
-  }
-  std::sort(long_cols.rbegin(), long_cols.rend());
+  const std::vector<Index> long_cols = longest(column_lengths(a), 100);
   REQUIRE(long_cols.size() == 2);
   for (std::size_t k = 0; k < 2; ++k) {
     CHECK(long_cols[k] >= expected[k]);
@@ -233,7 +221,8 @@ TEST_CASE("circuit has its dense rows and columns over a near-diagonal bulk",
 
 TEST_CASE("lp is wide with Pareto row lengths", "[datasets][generators]") {
   const Index rows = 40000;
-  const auto a = gen("lp", {{"rows", "40000"}, {"min_len", "2"}, {"alpha", "1.2"}, {"seed", "13"}});
+  const auto a =
+      generated("lp", {{"rows", "40000"}, {"min_len", "2"}, {"alpha", "1.2"}, {"seed", "13"}});
   CHECK(a.rows() == rows);
   CHECK(a.cols() == 4 * rows);
   CHECK(a.rows() < a.cols());
@@ -252,13 +241,13 @@ TEST_CASE("lp is wide with Pareto row lengths", "[datasets][generators]") {
   // Columns are distinct within a row (a canonical matrix) and spread over the width.
   CHECK(*std::max_element(a.col_idx().begin(), a.col_idx().end()) > 4 * rows - 100);
   // max_len caps the longest rows.
-  const auto capped = gen("lp", {{"rows", "5000"}, {"alpha", "0.5"}, {"max_len", "300"}});
+  const auto capped = generated("lp", {{"rows", "5000"}, {"alpha", "0.5"}, {"max_len", "300"}});
   CHECK(ds::compute_features(capped).row_nnz_max == 300);
-  CHECK(gen("lp", {{"rows", "10"}, {"cols", "7"}}).cols() == 7);
+  CHECK(generated("lp", {{"rows", "10"}, {"cols", "7"}}).cols() == 7);
 }
 
 TEST_CASE("lognormal rows have log-normal lengths", "[datasets][generators]") {
-  const auto a = gen(
+  const auto a = generated(
       "lognormal",
       {{"rows", "50000"}, {"cols", "200000"}, {"median", "40"}, {"sigma", "0.8"}, {"seed", "17"}});
   double sum = 0.0, sum_sq = 0.0;
@@ -276,18 +265,19 @@ TEST_CASE("lognormal rows have log-normal lengths", "[datasets][generators]") {
   std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
   CHECK(lengths[lengths.size() / 2] == Approx(40).margin(2));
   // sigma = 0: every row holds round(median); lengths are at least 1 and at most max_len.
-  CHECK(sorted(row_lengths(gen("lognormal", {{"median", "6.5"}, {"sigma", "0"}}))).front() == 7);
-  const auto clipped = gen("lognormal", {{"median", "0.01"}, {"sigma", "3"}, {"max_len", "20"}});
+  CHECK(sorted(row_lengths(generated("lognormal", {{"median", "6.5"}, {"sigma", "0"}}))).front() ==
+        7);
+  const auto clipped =
+      generated("lognormal", {{"median", "0.01"}, {"sigma", "3"}, {"max_len", "20"}});
   CHECK(ds::compute_features(clipped).row_nnz_min == 1);
-  CHECK(
-      ds::compute_features(gen("lognormal", {{"median", "1000"}, {"max_len", "20"}})).row_nnz_min ==
-      20);
+  CHECK(ds::compute_features(generated("lognormal", {{"median", "1000"}, {"max_len", "20"}}))
+            .row_nnz_min == 20);
 }
 
 TEST_CASE("blocksparse: aligned blocks convert to BSR without fill, shifted ones with fill",
           "[datasets][generators]") {
   const Params base = {{"block", "4"}, {"block_rows", "300"}, {"blocks_per_row", "6"}};
-  const auto aligned = gen("blocksparse", base);
+  const auto aligned = generated("blocksparse", base);
   CHECK(aligned.rows() == 1200);
   CHECK(aligned.cols() == 1200);
   CHECK(aligned.nnz() == 300 * 6 * 16);
@@ -298,7 +288,7 @@ TEST_CASE("blocksparse: aligned blocks convert to BSR without fill, shifted ones
 
   Params shifted_params = base;
   shifted_params["align"] = "0";
-  const auto shifted = gen("blocksparse", shifted_params);
+  const auto shifted = generated("blocksparse", shifted_params);
   CHECK(shifted.rows() == 1200);
   CHECK(shifted.nnz() <= 300 * 6 * 16);
   CHECK(shifted.nnz() > 300 * 6 * 16 * 8 / 10);  // cut at the edges and folded overlaps only
@@ -309,11 +299,12 @@ TEST_CASE("blocksparse: aligned blocks convert to BSR without fill, shifted ones
 
   Params half = base;
   half["fill"] = "0.5";
-  const auto sparse_blocks = gen("blocksparse", half);
+  const auto sparse_blocks = generated("blocksparse", half);
   CHECK(static_cast<double>(sparse_blocks.nnz()) / (300 * 6 * 16) == Approx(0.5).margin(0.02));
   CHECK(ds::to_bsr(sparse_blocks, 4, 4).nnzb() <= 300 * 6);
   // Rectangular: block_cols.
-  const auto wide = gen("blocksparse", {{"block", "2"}, {"block_rows", "3"}, {"block_cols", "10"}});
+  const auto wide =
+      generated("blocksparse", {{"block", "2"}, {"block_rows", "3"}, {"block_cols", "10"}});
   CHECK(wide.cols() == 20);
   CHECK(wide.nnz() == 3 * 4 * 4);
 }
@@ -325,7 +316,7 @@ TEST_CASE("kron is the Kronecker product of the real pattern and a random one",
   const Params params = {
       {"group", "Test"}, {"name", "small"}, {"n", "7"}, {"per_row", "3"}, {"seed", "19"}};
   const auto a = small_base();
-  const auto k = gen("kron", params, loader);
+  const auto k = generated("kron", params, loader);
   CHECK(asked == std::vector<std::string>{"suitesparse-v1/Test/small"});
   CHECK(k.rows() == 3 * 7);
   CHECK(k.cols() == 4 * 7);
@@ -348,7 +339,7 @@ TEST_CASE("kron is the Kronecker product of the real pattern and a random one",
   // outer = random: B (x) A with the same B (the same draws).
   Params random_outer = params;
   random_outer["outer"] = "random";
-  const auto kr = gen("kron", random_outer, loader);
+  const auto kr = generated("kron", random_outer, loader);
   CHECK(kr.rows() == 7 * 3);
   CHECK(kr.cols() == 7 * 4);
   std::set<std::pair<Index, Index>> expected_r;
@@ -359,7 +350,7 @@ TEST_CASE("kron is the Kronecker product of the real pattern and a random one",
 
   // Without a loader: a clear error; validation and loaded_matrices load nothing.
   CHECK_THROWS_WITH(
-      gen("kron", params),
+      generated("kron", params),
       has_substring("gen-v1/kron?group=Test&n=7&name=small&per_row=3&seed=19: kind 'kron' "
                     "builds on suitesparse-v1/Test/small and needs a matrix loader"));
   CHECK_NOTHROW(ds::validate(GeneratorSpec{"kron", {{"group", "Nowhere"}, {"name", "none"}}}));
@@ -369,7 +360,7 @@ TEST_CASE("kron is the Kronecker product of the real pattern and a random one",
         std::vector<std::string>{"suitesparse-v1/HB/west0067"});
   CHECK(ds::loaded_matrices(GeneratorSpec{"road", {}}).empty());
   // A loader's failure goes through.
-  CHECK_THROWS_WITH(gen("kron", {{"group", "HB"}, {"name", "west0067"}}, loader),
+  CHECK_THROWS_WITH(generated("kron", {{"group", "HB"}, {"name", "west0067"}}, loader),
                     has_substring("no matrix suitesparse-v1/HB/west0067"));
 }
 
@@ -385,7 +376,8 @@ TEST_CASE("kron loads its base through the matrix store", "[datasets][generators
   // The same matrix as generate() with the store's load as the loader.
   const ds::MatrixLoader loader = [&store](const std::string& uri) { return store.load(uri); };
   CHECK(*k ==
-        gen("kron",
+        generated(
+            "kron",
             {{"group", "HB"}, {"name", "west0067"}, {"n", "10"}, {"per_row", "2"}, {"seed", "1"}},
             loader));
   // A base that no index lists: the store's MatrixNotFound names it.
@@ -397,8 +389,8 @@ TEST_CASE("permute is a symmetric permutation applied after the modifiers",
   const Params grid = {{"nx", "7"}, {"ny", "5"}, {"seed", "23"}};
   Params permuted_params = grid;
   permuted_params["permute"] = "1";
-  const auto a = gen("stencil2d", grid);
-  const auto p = gen("stencil2d", permuted_params);
+  const auto a = generated("stencil2d", grid);
+  const auto p = generated("stencil2d", permuted_params);
   CHECK(p.nnz() == a.nnz());
   CHECK(p.pattern_digest() != a.pattern_digest());
   CHECK(sorted(row_lengths(p)) == sorted(row_lengths(a)));
@@ -422,8 +414,8 @@ TEST_CASE("permute is a symmetric permutation applied after the modifiers",
   const Params lp = {{"rows", "300"}, {"cols", "500"}, {"empty_rows", "0.2"}, {"seed", "29"}};
   Params lp_permuted = lp;
   lp_permuted["permute"] = "1";
-  const auto b = gen("lp", lp);
-  const auto q = gen("lp", lp_permuted);
+  const auto b = generated("lp", lp);
+  const auto q = generated("lp", lp_permuted);
   CHECK(ds::compute_features(q).empty_rows == 60);
   // Rectangular: independent row and column permutations.
   const auto rr = ds::permute_relabelling(29, 300, 500);
@@ -433,57 +425,58 @@ TEST_CASE("permute is a symmetric permutation applied after the modifiers",
 
   // rmat's own permute key is unchanged (its digests are pinned in generators_test.cpp); permute=0
   // is the default everywhere.
-  CHECK(gen("road", {{"permute", "0"}}) == gen("road", {}));
+  CHECK(generated("road", {{"permute", "0"}}) == generated("road", {}));
 }
 
 TEST_CASE("family specs: messages naming the URI and the key", "[datasets][generators]") {
-  CHECK_THAT(error_of("road", {{"keep", "1.5"}}),
+  CHECK_THAT(spec_error("road", {{"keep", "1.5"}}),
              has_substring("gen-v1/road?keep=1.5: key 'keep' must be a number in [0, 1]"));
-  CHECK_THAT(error_of("road", {{"nx", "100000"}, {"ny", "100000"}}),
+  CHECK_THAT(spec_error("road", {{"nx", "100000"}, {"ny", "100000"}}),
              has_substring("key 'ny' gives rows = 10000000000"));
-  CHECK_THAT(error_of("road", {{"long_range", "11"}}), has_substring("key 'long_range'"));
-  CHECK_THAT(error_of("circuit", {{"n", "10"}, {"dense_rows", "11"}}),
+  CHECK_THAT(spec_error("road", {{"long_range", "11"}}), has_substring("key 'long_range'"));
+  CHECK_THAT(spec_error("circuit", {{"n", "10"}, {"dense_rows", "11"}}),
              has_substring("key 'dense_rows' is 11, more than n = 10"));
-  CHECK_THAT(error_of("circuit", {{"n", "10"}, {"dense_cols", "12"}}),
+  CHECK_THAT(spec_error("circuit", {{"n", "10"}, {"dense_cols", "12"}}),
              has_substring("key 'dense_cols' is 12, more than n = 10"));
-  CHECK_THAT(error_of("circuit", {{"dense_len", "2"}}), has_substring("key 'dense_len'"));
-  CHECK_THAT(error_of("circuit", {{"n", "1000000000"}, {"near", "5"}}),
+  CHECK_THAT(spec_error("circuit", {{"dense_len", "2"}}), has_substring("key 'dense_len'"));
+  CHECK_THAT(spec_error("circuit", {{"n", "1000000000"}, {"near", "5"}}),
              has_substring("key 'n' gives up to nnz"));
-  CHECK_THAT(error_of("lp", {{"alpha", "0"}}),
+  CHECK_THAT(spec_error("lp", {{"alpha", "0"}}),
              has_substring("key 'alpha' must be a number in [0.05, 100]"));
-  CHECK_THAT(error_of("lp", {{"min_len", "0.5"}}), has_substring("key 'min_len'"));
-  CHECK_THAT(error_of("lp", {{"rows", "10"}, {"max_len", "41"}}),
+  CHECK_THAT(spec_error("lp", {{"min_len", "0.5"}}), has_substring("key 'min_len'"));
+  CHECK_THAT(spec_error("lp", {{"rows", "10"}, {"max_len", "41"}}),
              has_substring("key 'max_len' must be an integer in [0, 40]"));
-  CHECK_THAT(error_of("lp", {{"rows", "1000000"}, {"cols", "2000000000"}, {"min_len", "3000"}}),
+  CHECK_THAT(spec_error("lp", {{"rows", "1000000"}, {"cols", "2000000000"}, {"min_len", "3000"}}),
              has_substring("key 'min_len' gives at least nnz = 3000000000"));
-  CHECK_THAT(error_of("lp", {{"rows", "1000000000"}}), has_substring("key 'rows' gives cols"));
-  CHECK_THAT(error_of("lognormal", {{"sigma", "-1"}}), has_substring("key 'sigma'"));
-  CHECK_THAT(error_of("lognormal", {{"median", "x"}}), has_substring("key 'median'"));
-  CHECK_THAT(error_of("blocksparse", {{"block_rows", "5"}, {"blocks_per_row", "6"}}),
+  CHECK_THAT(spec_error("lp", {{"rows", "1000000000"}}), has_substring("key 'rows' gives cols"));
+  CHECK_THAT(spec_error("lognormal", {{"sigma", "-1"}}), has_substring("key 'sigma'"));
+  CHECK_THAT(spec_error("lognormal", {{"median", "x"}}), has_substring("key 'median'"));
+  CHECK_THAT(spec_error("blocksparse", {{"block_rows", "5"}, {"blocks_per_row", "6"}}),
              has_substring("key 'blocks_per_row' is 6, more than block_cols = 5"));
-  CHECK_THAT(error_of("blocksparse", {{"block", "0"}}),
+  CHECK_THAT(spec_error("blocksparse", {{"block", "0"}}),
              has_substring("key 'block' must be an integer in [1, 4096]"));
-  CHECK_THAT(error_of("blocksparse", {{"align", "2"}}),
+  CHECK_THAT(spec_error("blocksparse", {{"align", "2"}}),
              has_substring("key 'align' must be 0 or 1"));
-  CHECK_THAT(error_of("blocksparse", {{"block", "64"}, {"block_rows", "100000000"}}),
+  CHECK_THAT(spec_error("blocksparse", {{"block", "64"}, {"block_rows", "100000000"}}),
              has_substring("key 'block_rows' gives rows"));
-  CHECK_THAT(error_of("blocksparse",
-                      {{"block", "64"}, {"block_rows", "1000000"}, {"blocks_per_row", "100"}}),
+  CHECK_THAT(spec_error("blocksparse",
+                        {{"block", "64"}, {"block_rows", "1000000"}, {"blocks_per_row", "100"}}),
              has_substring("key 'blocks_per_row' gives up to nnz"));
-  CHECK_THAT(error_of("kron", {{"outer", "middle"}}),
+  CHECK_THAT(spec_error("kron", {{"outer", "middle"}}),
              has_substring("key 'outer' must be real or random, not 'middle'"));
-  CHECK_THAT(error_of("kron", {{"n", "3"}, {"per_row", "4"}}),
+  CHECK_THAT(spec_error("kron", {{"n", "3"}, {"per_row", "4"}}),
              has_substring("key 'per_row' is 4, more than n = 3"));
-  CHECK_THAT(error_of("kron", {{"group", "H/B"}}), has_substring("key 'group' does not name"));
-  CHECK_THAT(error_of("kron", {{"name", "a b"}}), has_substring("key 'name' does not name"));
-  CHECK_THAT(error_of("kron", {{"scale", "2"}}),
+  CHECK_THAT(spec_error("kron", {{"group", "H/B"}}), has_substring("key 'group' does not name"));
+  CHECK_THAT(spec_error("kron", {{"name", "a b"}}), has_substring("key 'name' does not name"));
+  CHECK_THAT(spec_error("kron", {{"scale", "2"}}),
              has_substring("key 'scale' is not a key of kind 'kron' (keys: group, name, n, "
                            "per_row, outer, seed, huge_row, empty_rows, permute)"));
-  CHECK_THAT(error_of("stencil2d", {{"permute", "2"}}),
+  CHECK_THAT(spec_error("stencil2d", {{"permute", "2"}}),
              has_substring("gen-v1/stencil2d?permute=2: key 'permute' must be 0 or 1"));
   // Kron's sizes are checked once the base is loaded, before the product is allocated.
   CHECK_THROWS_WITH(
-      gen("kron", {{"group", "Test"}, {"name", "small"}, {"n", "1000000000"}, {"per_row", "1"}},
-          small_loader()),
+      generated("kron",
+                {{"group", "Test"}, {"name", "small"}, {"n", "1000000000"}, {"per_row", "1"}},
+                small_loader()),
       has_substring("key 'n' gives rows = 3000000000"));
 }

@@ -171,6 +171,19 @@ void require_equal_up_to_names(const std::string& a_bytes, const std::string& b_
   }
 }
 
+// The names that decode() gives the program's kernels: each kernel is a local of the encoding,
+// v<its index>.
+std::map<std::string, std::string> decoded_kernel_names(const std::string& text,
+                                                        const EncodedProgram& encoded) {
+  std::map<std::string, std::string> names;
+  for (const std::string& kernel : reward::parse_program(text).program->kernel_names()) {
+    const auto it = std::find(encoded.locals.begin(), encoded.locals.end(), kernel);
+    REQUIRE(it != encoded.locals.end());
+    names[kernel] = "v" + std::to_string(it - encoded.locals.begin());
+  }
+  return names;
+}
+
 // The program with only its kernel names replaced (directives and code), all else byte for byte.
 std::string rename_kernels(const std::string& text,
                            const std::map<std::string, std::string>& names) {
@@ -268,12 +281,7 @@ TEST_CASE("decode(encode(p)) compiles to the cubin of p, up to kernel names",
     INFO(program.name);
     const datasets::Op op = program.op;
     const EncodedProgram encoded = tokenizer().encode(program.text);
-    std::map<std::string, std::string> kernel_names;
-    for (const std::string& kernel : reward::parse_program(program.text).program->kernel_names()) {
-      const auto it = std::find(encoded.locals.begin(), encoded.locals.end(), kernel);
-      REQUIRE(it != encoded.locals.end());
-      kernel_names[kernel] = "v" + std::to_string(it - encoded.locals.begin());
-    }
+    const auto kernel_names = decoded_kernel_names(program.text, encoded);
     const std::string decoded = tokenizer().decode(encoded.tokens);
     const std::string renamed = rename_kernels(program.text, kernel_names);
     const reward::CompileResult from_decoded = compile(decoded, op);
@@ -301,12 +309,7 @@ TEST_CASE("design-space programs compile to the same cubin after the round trip"
   for (const auto& program : corpus) {
     INFO(program.name);
     const EncodedProgram encoded = tokenizer().encode(program.text);
-    std::map<std::string, std::string> kernel_names;
-    for (const std::string& kernel : reward::parse_program(program.text).program->kernel_names()) {
-      const auto it = std::find(encoded.locals.begin(), encoded.locals.end(), kernel);
-      REQUIRE(it != encoded.locals.end());
-      kernel_names[kernel] = "v" + std::to_string(it - encoded.locals.begin());
-    }
+    const auto kernel_names = decoded_kernel_names(program.text, encoded);
     CHECK(compile(tokenizer().decode(encoded.tokens), program.op).cubin ==
           compile(rename_kernels(program.text, kernel_names), program.op).cubin);
   }

@@ -81,6 +81,16 @@ int finish(pid_t pid, std::chrono::seconds limit) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Waits (up to two minutes) until `reached` holds for the running `sparserl` child, then stops it
+// as Ctrl-C does; its exit code (130 for a clean stop). The test fails when it is never reached.
+int interrupt_when(pid_t pid, const std::function<bool()>& reached) {
+  const bool ready = wait_for(reached, std::chrono::seconds(120));
+  if (!ready) ::kill(pid, SIGKILL);
+  REQUIRE(ready);
+  ::kill(pid, SIGINT);
+  return finish(pid, std::chrono::seconds(60));
+}
+
 // A log's text, or "" while the child has not written it (INFO lines print what there is).
 std::string read_if_present(const fs::path& file) {
   return fs::exists(file) ? sparserl::testing::read_bytes(file) : std::string();
@@ -138,24 +148,18 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
       start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / "cut").string()},
                 dir / "cut.log");
   fs::path run;
-  const bool in_rl = wait_for(
-      [&] {
-        std::error_code ec;
-        if (!fs::exists(dir / "cut", ec)) return false;
-        for (const fs::directory_entry& e : fs::directory_iterator(dir / "cut", ec)) {
-          if (e.path().filename().string().front() == '.') continue;
-          run = e.path();
-          for (const CheckpointInfo& c : CheckpointStore(run / "checkpoints").list()) {
-            if (read_if_present(c.dir / "stage.json").find("\"rl\"") != std::string::npos) return true;
-          }
-        }
-        return false;
-      },
-      std::chrono::seconds(120));
-  if (!in_rl) ::kill(first, SIGKILL);
-  REQUIRE(in_rl);
-  ::kill(first, SIGINT);
-  const int code = finish(first, std::chrono::seconds(60));
+  const int code = interrupt_when(first, [&] {
+    std::error_code ec;
+    if (!fs::exists(dir / "cut", ec)) return false;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir / "cut", ec)) {
+      if (e.path().filename().string().front() == '.') continue;
+      run = e.path();
+      for (const CheckpointInfo& c : CheckpointStore(run / "checkpoints").list()) {
+        if (read_if_present(c.dir / "stage.json").find("\"rl\"") != std::string::npos) return true;
+      }
+    }
+    return false;
+  });
   INFO(read_if_present(dir / "cut.log"));
   CHECK(code == 130);
 
@@ -327,13 +331,8 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
                              metrics.string(), "--log-every", "1", "--generator",
                              "gen-v1/uniform?rows=30&nnz_per_row=3"});
     const pid_t pid = start_cli(args, dir / "cut.log");
-    const bool running = wait_for(
-        [&] { return read_if_present(metrics).find("\"step\": 2,") != std::string::npos; },
-        std::chrono::seconds(120));
-    if (!running) ::kill(pid, SIGKILL);
-    REQUIRE(running);
-    ::kill(pid, SIGINT);
-    const int code = finish(pid, std::chrono::seconds(60));
+    const int code = interrupt_when(
+        pid, [&] { return read_if_present(metrics).find("\"step\": 2,") != std::string::npos; });
     INFO(read_if_present(dir / "cut.log"));
     CHECK(code == 130);
     CHECK_THAT(read_if_present(dir / "cut.log"), has_substring("rl: stopped by SIGINT"));

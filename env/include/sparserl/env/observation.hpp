@@ -53,7 +53,8 @@ struct ObservationConfig {
   double scale = 1000.0;  // IndexScaling::normalized: index / extent * scale
   Stratification stratification = Stratification::nonzeros;
 
-  // nullopt when valid, else what is wrong ("embedding_dim = 6: must be a positive multiple of 4").
+  // nullopt when valid, else the first knob out of its declared range (env_knobs.hpp), by key:
+  // "embedding_dim: value 6 is not a multiple of 4 (half of it per index, sin and cos)".
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 
