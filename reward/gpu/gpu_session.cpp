@@ -209,6 +209,14 @@ class TimingLane {
   int fd_ = -1;
 };
 
+// One repetition of the timed stage: the candidate's or cuSPARSE's, on checked input `input`;
+// warm-ups are not timed.
+struct TimedRun {
+  bool candidate;
+  int input;
+  bool timed;
+};
+
 struct CandidateFailure {
   ErrorKind error;
   std::string message;
@@ -514,6 +522,24 @@ std::vector<cudaKernel_t> load_kernels(const GpuRequest& request, cudaLibrary_t&
   return kernels;
 }
 
+// The timed stage's schedule: warm-up pairs, then the timed pairs in alternating order on inputs
+// drawn from the checked ones in a seeded order (`last_input`: the last pair's).
+std::vector<TimedRun> timing_schedule(const GpuProtocol& protocol, int inputs, int& last_input) {
+  datasets::Rng order(protocol.seed, 0x7157ULL);
+  std::vector<TimedRun> plan;
+  for (int w = 0; w < protocol.warmup_runs; ++w) {
+    plan.push_back({true, w % inputs, false});
+    plan.push_back({false, w % inputs, false});
+  }
+  for (int rep = 0; rep < protocol.timed_runs; ++rep) {
+    const int input = static_cast<int>(order.below(static_cast<std::uint64_t>(inputs)));
+    plan.push_back({rep % 2 == 0, input, true});
+    plan.push_back({rep % 2 != 0, input, true});
+    last_input = input;
+  }
+  return plan;
+}
+
 // The figures of the timed runs: percentiles of both sides, throughput and bandwidth against the
 // compulsory traffic (matrix, x and y once) and the device's copy bandwidth.
 void fill_timing(TimingFigures& t, const std::vector<double>& cand_us, const std::vector<double>& base_us,
@@ -652,7 +678,6 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   phase("baseline_setup");
   const TimingLane lane(timing_lane_path_);
   phase("lane_wait");
-  datasets::Rng order(request.protocol.seed, 0x7157ULL);
   auto flush = [&](cudaStream_t s) {
     if (request.protocol.flush_l2) {
       check_cuda(cudaMemsetAsync(flush_buffer_, static_cast<int>(++flush_value_ & 0xFFU), flush_bytes_, s),
@@ -693,25 +718,8 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   phase("baseline_choice");
   const auto alg = static_cast<std::size_t>(base.chosen);
 
-  // The schedule: warm-up pairs, then the timed pairs in alternating order on inputs drawn from
-  // the checked ones in a seeded order.
-  struct Run {
-    bool candidate;
-    int input;
-    bool timed;
-  };
-  std::vector<Run> plan;
-  for (int w = 0; w < request.protocol.warmup_runs; ++w) {
-    plan.push_back({true, w % inputs, false});
-    plan.push_back({false, w % inputs, false});
-  }
   int last_input = 0;
-  for (int rep = 0; rep < request.protocol.timed_runs; ++rep) {
-    const int input = static_cast<int>(order.below(static_cast<std::uint64_t>(inputs)));
-    plan.push_back({rep % 2 == 0, input, true});
-    plan.push_back({rep % 2 != 0, input, true});
-    last_input = input;
-  }
+  const std::vector<TimedRun> plan = timing_schedule(request.protocol, inputs, last_input);
 
   // The whole schedule goes on the stream at once and is waited for once; each run's time is the
   // sum of its kernels' CUPTI durations, the records taken in stream order, candidate runs holding
@@ -722,7 +730,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   const std::size_t base_launches = base.launches;
   std::vector<double> cand_us, base_us;
   activity_->drain();
-  for (const Run& run : plan) {
+  for (const TimedRun& run : plan) {
     if (run.candidate) enqueue_candidate(run.input);
     else enqueue_baseline(alg, run.input);
   }
@@ -731,12 +739,12 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   }
   std::vector<KernelRecord> records = activity_->drain();
   std::size_t expected = 0;
-  for (const Run& run : plan) expected += run.candidate ? cand_launches : base_launches;
+  for (const TimedRun& run : plan) expected += run.candidate ? cand_launches : base_launches;
   if (records.size() == expected && cand_launches > 0 && base_launches > 0) {
     std::sort(records.begin(), records.end(),
               [](const KernelRecord& x, const KernelRecord& y) { return x.start_ns < y.start_ns; });
     std::size_t next = 0;
-    for (const Run& run : plan) {
+    for (const TimedRun& run : plan) {
       const std::size_t n = run.candidate ? cand_launches : base_launches;
       double sum = 0;
       for (std::size_t i = 0; i < n; ++i) sum += records[next + i].duration_us();
@@ -746,7 +754,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   } else {
     phase("timed_batch_mismatch");
     std::size_t launches = 0;
-    for (const Run& run : plan) {
+    for (const TimedRun& run : plan) {
       activity_->drain();
       if (run.candidate) {
         enqueue_candidate(run.input);

@@ -152,6 +152,44 @@ std::vector<std::string> large_matrices(std::int64_t max_nnz) {
   return uris;
 }
 
+// Full evaluations per second on warm tasks (section 1).
+void throughput_section(const fs::path& shared, int reps, bool quick, const std::vector<std::string>& pool_programs) {
+  std::printf("## Full evaluations per second, warm tasks\n\nCompile cache, calibrations, baselines and "
+              "resident formats warmed by two passes; then every matrix gets 8 new evaluations (4 formats x 2 "
+              "fresh seeds: no result cache), all submitted at once.\n\n"
+              "| matrices | GPU workers | evaluations | seconds | evaluations/s |\n|---|---|---|---|---|\n");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> sets = {
+      {"small (shared SuiteSparse)", small_matrices(shared, 8)},
+      {"large (large regime, 1M-50M nnz)", large_matrices(quick ? 8'000'000 : 50'000'000)},
+      {"mid (uniform, 3.2M nnz; the figure before this issue)", {"gen-v1/uniform?nnz_per_row=16&rows=200000&seed=3"}}};
+  for (const auto& [name, uris] : sets) {
+    for (int workers : {1, 2, 4}) {
+      rw::Evaluator ev(config(shared, workers, reps));
+      std::uint64_t seed = 1;
+      for (int pass = 0; pass < 2; ++pass) {
+        std::vector<std::future<rw::EvalResult>> warm;
+        for (const std::string& uri : uris) {
+          for (const std::string& program : pool_programs) warm.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
+        }
+        for (auto& f : warm) f.get();
+      }
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::future<rw::EvalResult>> pending;
+      for (const std::string& uri : uris) {
+        for (int s = 0; s < 2; ++s) {
+          for (const std::string& program : pool_programs) pending.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
+        }
+      }
+      int ok = 0;
+      for (auto& f : pending) ok += f.get().ok() ? 1 : 0;
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int n = static_cast<int>(pending.size());
+      std::printf("| %s | %d | %d (%d ok) | %.2f | %.1f |\n", name.c_str(), workers, n, ok, secs, n / secs);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,42 +240,7 @@ int main(int argc, char** argv) {
   }
 
   // --- 1. throughput against GPU workers --------------------------------------------------------
-  if (wanted("throughput")) {
-    std::printf("## Full evaluations per second, warm tasks\n\nCompile cache, calibrations, baselines and "
-                "resident formats warmed by two passes; then every matrix gets 8 new evaluations (4 formats x 2 "
-                "fresh seeds: no result cache), all submitted at once.\n\n"
-                "| matrices | GPU workers | evaluations | seconds | evaluations/s |\n|---|---|---|---|---|\n");
-    const std::vector<std::pair<std::string, std::vector<std::string>>> sets = {
-        {"small (shared SuiteSparse)", small_matrices(shared, 8)},
-        {"large (large regime, 1M-50M nnz)", large_matrices(quick ? 8'000'000 : 50'000'000)},
-        {"mid (uniform, 3.2M nnz; the figure before this issue)", {"gen-v1/uniform?nnz_per_row=16&rows=200000&seed=3"}}};
-    for (const auto& [name, uris] : sets) {
-      for (int workers : {1, 2, 4}) {
-        rw::Evaluator ev(config(shared, workers, reps));
-        std::uint64_t seed = 1;
-        for (int pass = 0; pass < 2; ++pass) {
-          std::vector<std::future<rw::EvalResult>> warm;
-          for (const std::string& uri : uris) {
-            for (const std::string& program : pool_programs) warm.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
-          }
-          for (auto& f : warm) f.get();
-        }
-        const auto start = std::chrono::steady_clock::now();
-        std::vector<std::future<rw::EvalResult>> pending;
-        for (const std::string& uri : uris) {
-          for (int s = 0; s < 2; ++s) {
-            for (const std::string& program : pool_programs) pending.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
-          }
-        }
-        int ok = 0;
-        for (auto& f : pending) ok += f.get().ok() ? 1 : 0;
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const int n = static_cast<int>(pending.size());
-        std::printf("| %s | %d | %d (%d ok) | %.2f | %.1f |\n", name.c_str(), workers, n, ok, secs, n / secs);
-        std::fflush(stdout);
-      }
-    }
-  }
+  if (wanted("throughput")) throughput_section(shared, reps, quick, pool_programs);
 
   // --- 2. repeatability ---------------------------------------------------------------------------
   if (wanted("spread")) {
