@@ -21,12 +21,10 @@
 #include <future>
 #include <iostream>
 #include <map>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "sparserl/datasets/file_tree.hpp"
 #include "adversarial_programs.hpp"
 #include "sparserl/reward/evaluator.hpp"
 
@@ -35,12 +33,6 @@ namespace ds = sparserl::datasets;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const fs::path& path) {
-  std::optional<std::string> text = ds::read_file_bytes(path);
-  if (!text) throw std::runtime_error("cannot read " + path.string());
-  return std::move(*text);
-}
 
 // Entries of a /proc/PID/fd folder (-1 when it cannot be read).
 int descriptors(const std::string& pid) {
@@ -109,7 +101,7 @@ int main(int argc, char** argv) {
   for (const char* format : {"csr", "coo", "ell", "sell", "bsr"}) {
     for (ds::Op op : {ds::Op::spmv, ds::Op::spmm}) {
       const std::string file = std::string(ds::to_string(op)) + "_" + format + ".cu";
-      programs.push_back({file, read_text(source / "reward" / "programs" / file), op, rw::ErrorKind::none});
+      programs.push_back({file, sparserl::testing::read_bytes(source / "reward" / "programs" / file), op, rw::ErrorKind::none});
     }
   }
   // The GPU tier's adversarial catalogue, each with its expected verdict; the hang is played apart.
