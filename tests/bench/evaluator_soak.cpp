@@ -62,15 +62,6 @@ std::vector<std::string> children() {
   return out;
 }
 
-long gpu_memory_used_mib() {
-  FILE* p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null", "r");
-  if (p == nullptr) return -1;
-  long mib = -1;
-  if (std::fscanf(p, "%ld", &mib) != 1) mib = -1;
-  pclose(p);
-  return mib;
-}
-
 struct Program {
   std::string file;
   std::string text;
@@ -126,7 +117,7 @@ int main(int argc, char** argv) {
   const std::string me = std::to_string(getpid());
   const int fds_before = descriptors(me);
   const std::size_t children_before = children().size();
-  const long memory_before = gpu_memory_used_mib();
+  const long memory_before = sparserl::testing::gpu_memory_used_mib();
   int wrong = 0, hangs = 0, max_worker_fds = 0, worker_fds_at_1000 = -1;
   long memory_at_1000 = -1, memory_at_end = -1;
   std::map<std::string, int> verdicts;
@@ -186,7 +177,7 @@ int main(int argc, char** argv) {
       if ((i + 1) % 1000 == 0) {
         for (const std::string& pid : children()) max_worker_fds = std::max(max_worker_fds, descriptors(pid));
         if (i + 1 == 1000) {
-          memory_at_1000 = gpu_memory_used_mib();
+          memory_at_1000 = sparserl::testing::gpu_memory_used_mib();
           worker_fds_at_1000 = max_worker_fds;
         }
       }
@@ -195,12 +186,12 @@ int main(int argc, char** argv) {
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
     }
-    memory_at_end = gpu_memory_used_mib();
+    memory_at_end = sparserl::testing::gpu_memory_used_mib();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int fds_after = descriptors(me);
   const std::size_t children_after = children().size();
-  const long memory_after = gpu_memory_used_mib();
+  const long memory_after = sparserl::testing::gpu_memory_used_mib();
 
   std::printf("\n| program -> verdict | evaluations |\n|---|---|\n");
   for (const auto& [key, n] : verdicts) std::printf("| %s | %d |\n", key.c_str(), n);

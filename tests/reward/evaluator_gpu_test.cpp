@@ -106,16 +106,6 @@ std::pair<rw::EvalResult, double> evaluate_hung_kernel(rw::Evaluator& ev, const 
   return {std::move(hung), seconds};
 }
 
-// GPU memory in use (MiB) from nvidia-smi, or -1 where it cannot be read.
-long gpu_memory_used_mib() {
-  FILE* p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null", "r");
-  if (p == nullptr) return -1;
-  long mib = -1;
-  if (std::fscanf(p, "%ld", &mib) != 1) mib = -1;
-  pclose(p);
-  return mib;
-}
-
 }  // namespace
 
 TEST_CASE("every reference program is correct on every shared SuiteSparse matrix", "[reward][gpu]") {
@@ -484,9 +474,9 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
         UNSCOPED_INFO("evaluation " << i << " " << kinds[which].name << " on " << uri << ": "
                                     << describe(r));
       }
-      if (i == 99) memory_at_100 = gpu_memory_used_mib();
+      if (i == 99) memory_at_100 = sparserl::testing::gpu_memory_used_mib();
     }
-    memory_at_end = gpu_memory_used_mib();
+    memory_at_end = sparserl::testing::gpu_memory_used_mib();
     CHECK(wrong_verdicts == 0);
     const auto stats = ev.stats();
     CHECK(stats.evaluations >= 1000);

@@ -90,4 +90,13 @@ std::string read_bytes(const std::filesystem::path& path) {
   return s.str();
 }
 
+long gpu_memory_used_mib() {
+  FILE* p = popen("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (p == nullptr) return -1;
+  long mib = -1;
+  if (std::fscanf(p, "%ld", &mib) != 1) mib = -1;
+  pclose(p);
+  return mib;
+}
+
 }  // namespace sparserl::testing
