@@ -183,24 +183,19 @@ void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType
 std::string format_us(double us) { return datasets::fixed(us, 2); }
 
 // The device's timing lane: an exclusive lock (flock) on a file named after the GPU's PCI bus id,
-// held for the timed runs of an evaluation, so that the GPU workers of every evaluator on this host
-// overlap their untimed stages (loading, conversion, checks) but never time two kernels at once.
-// The kernel releases the lock when its holder dies. A lock file that cannot be opened leaves the
-// timing unserialised (said once on stderr).
+// opened once per worker (GpuSession) and held for the timed runs of an evaluation, so that the GPU
+// workers of every evaluator on this host overlap their untimed stages (loading, conversion,
+// checks) but never time two kernels at once. The kernel releases the lock when its holder dies.
+// Without a lock file (it could not be opened: said once on stderr) the timing is unserialised.
 class TimingLane {
  public:
-  explicit TimingLane(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd_ < 0) {
-      static bool said = false;
-      if (!std::exchange(said, true)) std::fprintf(stderr, "timing lane %s: %s\n", path.c_str(), std::strerror(errno));
-      return;
-    }
+  explicit TimingLane(int fd) : fd_(fd) {
+    if (fd_ < 0) return;
     while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
     }
   }
   ~TimingLane() {
-    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
+    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
   }
   TimingLane(const TimingLane&) = delete;
   TimingLane& operator=(const TimingLane&) = delete;
@@ -264,13 +259,17 @@ GpuSession::GpuSession(int device) : device_(device) {
   for (char& c : lane) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '-';
   }
-  timing_lane_path_ = (std::filesystem::temp_directory_path() / ("sparserl-timing-" + lane + ".lock")).string();
+  const std::string lane_path =
+      (std::filesystem::temp_directory_path() / ("sparserl-timing-" + lane + ".lock")).string();
+  timing_lane_fd_ = ::open(lane_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (timing_lane_fd_ < 0) std::fprintf(stderr, "timing lane %s: %s\n", lane_path.c_str(), std::strerror(errno));
 }
 
 GpuSession::~GpuSession() {
   baselines_.clear();
   prepared_.clear();
   activity_.reset();
+  if (timing_lane_fd_ >= 0) ::close(timing_lane_fd_);
   if (flush_buffer_ != nullptr) cudaFree(flush_buffer_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -676,7 +675,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   Baseline& base = baseline(request, prepared);
   CusparseBaseline& cusparse = *base.cusparse;
   phase("baseline_setup");
-  const TimingLane lane(timing_lane_path_);
+  const TimingLane lane(timing_lane_fd_);
   phase("lane_wait");
   auto flush = [&](cudaStream_t s) {
     if (request.protocol.flush_l2) {

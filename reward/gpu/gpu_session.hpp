@@ -119,7 +119,7 @@ class GpuSession {
 
   std::string store_key_;
   std::unique_ptr<datasets::MatrixStore> store_;
-  std::string timing_lane_path_;  // TimingLane's lock file for this device
+  int timing_lane_fd_ = -1;  // TimingLane's lock file for this device (-1: none)
   std::size_t resident_budget_bytes_ = 0;  // per cache: kResidentFraction of the device's memory
   ResidentCache<Prepared> prepared_;
   ResidentCache<Baseline> baselines_;
