@@ -34,7 +34,9 @@ EvaluatorConfig test_config(std::vector<std::string>* log = nullptr) {
   c.worker_path = SPARSERL_WORKER_PATH;
   c.compile_workers = 2;
   c.gpu_workers = 0;
-  c.data_dir = sparserl::testing::scratch_dir("evaluator_data");
+  // Each test case its own data folder: CTest runs the cases as parallel processes, and
+  // scratch_dir() empties the folder it returns.
+  c.data_dir = sparserl::testing::scratch_dir("evaluator_data_" + Catch::getResultCapture().getCurrentTestName());
   c.evaluation_threads = 4;
   c.log = [log](std::string_view line) {
     if (log != nullptr) log->emplace_back(line);
