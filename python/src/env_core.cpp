@@ -1,6 +1,7 @@
-// EnvCore: one SparseCudaEnv driven from Python (env_core.hpp). Each call releases the GIL while
-// the environment works (a matrix load at reset, the evaluation at an episode's last step), so
-// Python threads and other environments go on meanwhile.
+// EnvCore: one SparseCudaEnv driven from Python (env_core.hpp). Each call
+// releases the GIL while the environment works (a matrix load at reset, the
+// evaluation at an episode's last step), so Python threads and other
+// environments go on meanwhile.
 #include "env_core.hpp"
 
 #include <pybind11/stl.h>
@@ -63,7 +64,7 @@ py::dict EnvCore::spaces() const {
 }
 
 py::object EnvCore::last_episode() const {
-  const env::Episode* e = env_->last_episode();
+  const env::Episode *e = env_->last_episode();
   if (e == nullptr) return py::none();
   return episode_dict(*e);
 }
@@ -72,7 +73,7 @@ void EnvCore::record(std::shared_ptr<env::TrajectoryWriter> writer, std::string 
   recorder_ = Recorder{std::move(writer), std::move(policy_id)};
 }
 
-py::dict episode_dict(const env::Episode& e) {
+py::dict episode_dict(const env::Episode &e) {
   py::dict d;
   d["task"] = e.task;
   d["env_id"] = e.env_id;
@@ -89,19 +90,20 @@ py::dict episode_dict(const env::Episode& e) {
   return d;
 }
 
-void bind_env(py::module_& m) {
+void bind_env(py::module_ &m) {
   bind_env_parts(m);
   py::class_<EnvCore>(m, "EnvCore",
                       "SparseCudaEnv: reset / step with numpy observations and dict infos.")
-      .def(py::init([](const env::TaskSource& tasks,
-                       const std::shared_ptr<datasets::MatrixStore>& store,
-                       const std::shared_ptr<EvaluatorHandle>& evaluator, const py::dict& options,
-                       const py::dict& reward, std::uint64_t seed, int env_id) {
+      .def(py::init([](const env::TaskSource &tasks,
+                       const std::shared_ptr<datasets::MatrixStore> &store,
+                       const std::shared_ptr<EvaluatorHandle> &evaluator, const py::dict &options,
+                       const py::dict &reward, std::uint64_t seed, int env_id) {
              return std::make_unique<EnvCore>(
                  make_setup(tasks, store, evaluator, options, reward, seed), env_id);
            }),
-           py::arg("tasks"), py::arg("store"), py::arg("evaluator"), py::arg("options") = py::dict(),
-           py::arg("reward") = py::dict(), py::arg("seed") = 0, py::arg("env_id") = 0)
+           py::arg("tasks"), py::arg("store"), py::arg("evaluator"),
+           py::arg("options") = py::dict(), py::arg("reward") = py::dict(), py::arg("seed") = 0,
+           py::arg("env_id") = 0)
       .def("reset", &EnvCore::reset, py::arg("seed") = py::none(), py::arg("task") = py::none())
       .def("step", &EnvCore::step, py::arg("action"))
       .def("text", &EnvCore::text, "The program the tokens so far decode to.")
@@ -109,10 +111,11 @@ void bind_env(py::module_& m) {
       .def("spaces", &EnvCore::spaces)
       .def("config", &EnvCore::config)
       .def("last_episode", &EnvCore::last_episode,
-           "The episode that ended with the last step (until the next reset), or None.")
+           "The episode that ended with the last step (until the next reset), "
+           "or None.")
       .def("record", &EnvCore::record, py::arg("writer"), py::arg("policy_id") = "python",
            "Append every episode that ends from now on to `writer`.")
-      .def_property_readonly("truncation_reward", [](const EnvCore& e) {
+      .def_property_readonly("truncation_reward", [](const EnvCore &e) {
         return e.env().config().resolved_truncation_reward();
       });
 }

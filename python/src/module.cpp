@@ -1,6 +1,7 @@
-// The sparserl._core extension module: the C++ libraries' Python face. Each library's bindings live
-// in their own file; the Python package (python/sparserl/) builds the Gymnasium-shaped environment,
-// the batch reward function and the dataset helpers on top of them.
+// The sparserl._core extension module: the C++ libraries' Python face. Each
+// library's bindings live in their own file; the Python package
+// (python/sparserl/) builds the Gymnasium-shaped environment, the batch reward
+// function and the dataset helpers on top of them.
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
@@ -19,8 +20,9 @@ PYBIND11_MODULE(_core, m) {
   namespace py = pybind11;
   m.doc() = "SparseRL Gym's C++ core: datasets, the evaluator and the environment.";
   m.attr("__version__") = SPARSERL_VERSION;
-  // Where this build put things: the package falls back on them when it is used from the build
-  // tree (an installed package carries its own worker and split files).
+  // Where this build put things: the package falls back on them when it is used
+  // from the build tree (an installed package carries its own worker and split
+  // files).
   py::dict build;
   build["worker"] = SPARSERL_WORKER_BUILD_PATH;
   build["source_dir"] = SPARSERL_SOURCE_DIR;
