@@ -52,4 +52,6 @@ class CMakeBuild(build_ext):
             shutil.copy2(split, package / "splits" / split.name)
 
 
-setup(ext_modules=[Extension("sparserl._core", sources=[])], cmdclass={"build_ext": CMakeBuild})
+# setuptools' own scratch folder stays out of CMake's build/.
+setup(ext_modules=[Extension("sparserl._core", sources=[])], cmdclass={"build_ext": CMakeBuild},
+      options={"build": {"build_base": "build-pip/setuptools"}})

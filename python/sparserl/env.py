@@ -111,11 +111,14 @@ def _action(action, vocab):
 class _Resources:
     """The evaluator, store and recorder an environment uses, and which of them it must close."""
 
-    def __init__(self, evaluator, compile_only, data_dir, index_dirs, record, run_id, quiet):
+    def __init__(self, evaluator, compile_only, data_dir, index_dirs, record, run_id, quiet,
+                 evaluator_options):
         self.own_evaluator = evaluator is None
         if evaluator is None:
             evaluator = Evaluator(compile_only=compile_only, data_dir=data_dir,
-                                  index_dirs=index_dirs, quiet=quiet)
+                                  index_dirs=index_dirs, quiet=quiet, **(evaluator_options or {}))
+        elif evaluator_options:
+            raise ValueError("evaluator_options are for the env's own evaluator: not with evaluator=")
         self.evaluator = evaluator
         self.store = _datasets.store(data_dir, index_dirs)
         self.writer = None
@@ -141,7 +144,8 @@ class SparseRLEnv(_EnvBase):
 
     make()'s arguments choose the tasks (split= and part=, or matrix=, or uris=; op, dtype, k,
     order). Keyword arguments: seed (the first unseeded reset's, default 0); evaluator (an
-    Evaluator to share; otherwise the env starts its own, compile_only=, data_dir=, index_dirs=);
+    Evaluator to share; otherwise the env starts its own with compile_only=, data_dir=,
+    index_dirs=, quiet= and evaluator_options={...}: Evaluator's other keywords);
     reward (a dict of [reward] keys); render_mode (None or "ansi"); invalid_action ("terminate" or
     "raise"); record (an HDF5 path: every finished episode is appended, docs/trajectories.md) with
     policy_id and run_id; and the env's own keys - max_tokens, mask ("syntax" or "none"),
@@ -154,7 +158,7 @@ class SparseRLEnv(_EnvBase):
                  uris=None, order=None, seed=0, evaluator=None, compile_only=False,
                  data_dir=None, index_dirs=None, reward=None, render_mode=None,
                  invalid_action="terminate", record=None, policy_id="python", run_id=None,
-                 quiet=False, **env_options):
+                 quiet=False, evaluator_options=None, **env_options):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode: expected None or 'ansi', got {render_mode!r}")
         if invalid_action not in ("terminate", "raise"):
@@ -162,7 +166,7 @@ class SparseRLEnv(_EnvBase):
                              f"{invalid_action!r}")
         tasks = _tasks(split, part, op, dtype, k, matrix, uris, order)
         self._resources = _Resources(evaluator, compile_only, data_dir, index_dirs, record,
-                                     run_id, quiet)
+                                     run_id, quiet, evaluator_options)
         try:
             self._core = _core.EnvCore(tasks, self._resources.store,
                                        _evaluator_core(self._resources.evaluator), env_options,
@@ -290,10 +294,10 @@ class SparseRLVectorEnv(_VectorEnvBase):
                  matrix=None, uris=None, order=None, seed=0, autoreset="next_step", batch_size=0,
                  evaluator=None, compile_only=False, data_dir=None, index_dirs=None, reward=None,
                  render_mode=None, record=None, policy_id="python", run_id=None, quiet=False,
-                 **env_options):
+                 evaluator_options=None, **env_options):
         tasks = _tasks(split, part, op, dtype, k, matrix, uris, order)
         self._resources = _Resources(evaluator, compile_only, data_dir, index_dirs, record,
-                                     run_id, quiet)
+                                     run_id, quiet, evaluator_options)
         try:
             self._core = _core.VectorEnvCore(tasks, self._resources.store,
                                              _evaluator_core(self._resources.evaluator),

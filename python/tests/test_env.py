@@ -112,6 +112,15 @@ def test_bad_options_raise_naming_the_key(evaluator):
         sparserl.make(matrix=GEN, evaluator=evaluator).reset(options={"tsk": 1})
 
 
+def test_an_env_with_its_own_evaluator():
+    env = sparserl.make(matrix=GEN, compile_only=True, quiet=True,
+                        evaluator_options={"compile_workers": 1})
+    assert env.evaluator.compile_only and env.reset(seed=0)[1]["task.uri"] == GEN
+    env.close()
+    with pytest.raises(ValueError, match="unknown evaluator option 'compile_worker'"):
+        sparserl.make(matrix=GEN, quiet=True, evaluator_options={"compile_worker": 1})
+
+
 def test_options_reach_the_environment(evaluator):
     env = sparserl.make(matrix=GEN, evaluator=evaluator, nnz_samples=16, embedding_dim=8,
                         max_tokens=600, reward={"compile_pass": 1.0}, seed=5)
