@@ -28,12 +28,12 @@ struct EvaluatorHandle {
   bool compile_only = false;
   std::function<std::vector<std::string>()> notices;  // the pool's notices so far
   // The evaluator, or ValueError when it was closed.
-  reward::Evaluator &get();
+  reward::Evaluator& get();
 };
 
-void bind_datasets(py::module_ &m);
-void bind_reward_module(py::module_ &m);
-void bind_env(py::module_ &m);
-void bind_vector_env(py::module_ &m);
+void bind_datasets(py::module_& m);
+void bind_reward_module(py::module_& m);
+void bind_env(py::module_& m);
+void bind_vector_env(py::module_& m);
 
 }  // namespace sparserl::python

@@ -13,7 +13,7 @@ std::string type_name(py::handle value) {
   return py::str(py::type::handle_of(value).attr("__name__"));
 }
 
-[[noreturn]] void wrong_type(const std::string &what, const char *expected, py::handle value) {
+[[noreturn]] void wrong_type(const std::string& what, const char* expected, py::handle value) {
   throw py::type_error(what + ": expected " + expected + ", got " + type_name(value) + " " +
                        std::string(py::repr(value)));
 }
@@ -23,13 +23,13 @@ bool is_integer(py::handle value) {
   return py::isinstance<py::int_>(value) || py::hasattr(value, "__index__");
 }
 
-std::int64_t to_integer(py::handle value, const std::string &what) {
+std::int64_t to_integer(py::handle value, const std::string& what) {
   if (!is_integer(value)) wrong_type(what, "an integer", value);
   return py::int_(py::reinterpret_borrow<py::object>(value).attr("__index__")())
       .cast<std::int64_t>();
 }
 
-double to_real(py::handle value, const std::string &what) {
+double to_real(py::handle value, const std::string& what) {
   if (py::isinstance<py::bool_>(value) ||
       !(py::isinstance<py::float_>(value) || is_integer(value))) {
     wrong_type(what, "a number", value);
@@ -49,16 +49,16 @@ py::list as_list(py::handle value) {
 
 }  // namespace
 
-py::dict info_to_dict(const env::Info &info) {
+py::dict info_to_dict(const env::Info& info) {
   py::dict out;
-  for (const auto &[key, value] : info.entries()) {
-    std::visit([&out, &key](const auto &v) { out[py::str(key)] = py::cast(v); }, value);
+  for (const auto& [key, value] : info.entries()) {
+    std::visit([&out, &key](const auto& v) { out[py::str(key)] = py::cast(v); }, value);
   }
   return out;
 }
 
-datasets::KnobValue knob_value(const datasets::KnobSpec &spec, py::handle value,
-                               const std::string &what) {
+datasets::KnobValue knob_value(const datasets::KnobSpec& spec, py::handle value,
+                               const std::string& what) {
   using datasets::KnobType;
   switch (spec.type) {
     case KnobType::integer:
@@ -93,11 +93,11 @@ datasets::KnobValue knob_value(const datasets::KnobSpec &spec, py::handle value,
   throw py::type_error(what + ": unsupported knob type");
 }
 
-py::object knob_value_to_python(const datasets::KnobValue &value) {
-  return std::visit([](const auto &v) -> py::object { return py::cast(v); }, value);
+py::object knob_value_to_python(const datasets::KnobValue& value) {
+  return std::visit([](const auto& v) -> py::object { return py::cast(v); }, value);
 }
 
-std::vector<std::string> string_list(const py::handle &items, const std::string &what) {
+std::vector<std::string> string_list(const py::handle& items, const std::string& what) {
   std::vector<std::string> out;
   if (items.is_none()) return out;
   py::module_ os = py::module_::import("os");

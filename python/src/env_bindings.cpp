@@ -21,23 +21,23 @@ namespace sparserl::python {
 
 namespace {
 
-datasets::Op op_from(const std::string &text) {
+datasets::Op op_from(const std::string& text) {
   if (auto op = datasets::parse_op(text)) return *op;
   throw py::value_error("op: expected 'spmv' or 'spmm', got '" + text + "'");
 }
 
-datasets::DType dtype_from(const std::string &text) {
+datasets::DType dtype_from(const std::string& text) {
   if (auto dtype = datasets::parse_dtype(text)) return *dtype;
   throw py::value_error("dtype: expected 'f32' or 'f64', got '" + text + "'");
 }
 
-env::TaskOrder order_from(const std::string &text) {
+env::TaskOrder order_from(const std::string& text) {
   if (auto order = env::parse_task_order(text)) return *order;
   throw py::value_error("order: expected 'sequential', 'shuffled' or 'weighted', got '" + text +
                         "'");
 }
 
-env::TaskTemplate task_template(const std::string &op, const std::string &dtype, std::int64_t k) {
+env::TaskTemplate task_template(const std::string& op, const std::string& dtype, std::int64_t k) {
   env::TaskTemplate what;
   what.op = op_from(op);
   what.dtype = dtype_from(dtype);
@@ -48,7 +48,7 @@ env::TaskTemplate task_template(const std::string &op, const std::string &dtype,
   return what;
 }
 
-void bind_tokenizer(py::module_ &m) {
+void bind_tokenizer(py::module_& m) {
   using env::Tokenizer;
   py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(
       m, "Tokenizer",
@@ -57,35 +57,35 @@ void bind_tokenizer(py::module_ &m) {
       .def(py::init<>())
       .def(
           "encode",
-          [](const Tokenizer &t, const std::string &text) { return t.encode(text).tokens; },
+          [](const Tokenizer& t, const std::string& text) { return t.encode(text).tokens; },
           py::arg("program"),
           "Token ids ending with <eos>; ValueError naming the token and "
           "line:column.")
       .def(
           "decode",
-          [](const Tokenizer &t, const std::vector<env::TokenId> &ids) { return t.decode(ids); },
+          [](const Tokenizer& t, const std::vector<env::TokenId>& ids) { return t.decode(ids); },
           py::arg("tokens"))
-      .def_property_readonly("vocab_size", [](const Tokenizer &t) { return t.vocabulary().size(); })
-      .def_property_readonly("eos", [](const Tokenizer &t) { return t.vocabulary().eos(); })
-      .def_property_readonly("pad", [](const Tokenizer &t) { return t.vocabulary().pad(); })
-      .def_property_readonly("bos", [](const Tokenizer &t) { return t.vocabulary().bos(); })
+      .def_property_readonly("vocab_size", [](const Tokenizer& t) { return t.vocabulary().size(); })
+      .def_property_readonly("eos", [](const Tokenizer& t) { return t.vocabulary().eos(); })
+      .def_property_readonly("pad", [](const Tokenizer& t) { return t.vocabulary().pad(); })
+      .def_property_readonly("bos", [](const Tokenizer& t) { return t.vocabulary().bos(); })
       .def_property_readonly("vocabulary_name",
-                             [](const Tokenizer &t) { return t.vocabulary().name(); })
+                             [](const Tokenizer& t) { return t.vocabulary().name(); })
       .def_property_readonly("vocabulary_digest",
-                             [](const Tokenizer &t) { return t.vocabulary().digest(); })
+                             [](const Tokenizer& t) { return t.vocabulary().digest(); })
       .def(
           "describe",
-          [](const Tokenizer &t, env::TokenId id) { return t.vocabulary().describe(id); },
+          [](const Tokenizer& t, env::TokenId id) { return t.vocabulary().describe(id); },
           py::arg("token"), "One token as the vocabulary shows it.");
 }
 
-void bind_task_source(py::module_ &m) {
+void bind_task_source(py::module_& m) {
   using env::TaskSource;
   py::class_<TaskSource>(m, "TaskSource", "Where reset() gets its next task.")
       .def_static(
           "from_split",
-          [](const std::string &file, const std::string &part, const std::string &op,
-             const std::string &dtype, std::int64_t k, const std::string &order) {
+          [](const std::string& file, const std::string& part, const std::string& op,
+             const std::string& dtype, std::int64_t k, const std::string& order) {
             const auto p = datasets::parse_split_part(part);
             if (!p)
               throw py::value_error("part: expected 'train', 'val' or 'test', got '" + part + "'");
@@ -95,10 +95,10 @@ void bind_task_source(py::module_ &m) {
           py::arg("k") = 1, py::arg("order") = "shuffled")
       .def_static(
           "from_uris",
-          [](const std::vector<std::string> &uris, const std::string &op, const std::string &dtype,
-             std::int64_t k, const std::string &order) {
+          [](const std::vector<std::string>& uris, const std::string& op, const std::string& dtype,
+             std::int64_t k, const std::string& order) {
             std::vector<std::string> canonical;
-            for (const std::string &u : uris)
+            for (const std::string& u : uris)
               canonical.push_back(datasets::MatrixUri::from_argument(u).str());
             return TaskSource::from_uris(canonical, task_template(op, dtype, k), order_from(order));
           },
@@ -106,26 +106,26 @@ void bind_task_source(py::module_ &m) {
           py::arg("order") = "shuffled")
       .def_static(
           "from_tasks",
-          [](const std::vector<datasets::Task> &tasks, const std::string &order) {
+          [](const std::vector<datasets::Task>& tasks, const std::string& order) {
             return TaskSource::from_tasks(tasks, order_from(order));
           },
           py::arg("tasks"), py::arg("order") = "sequential")
       .def("tasks", &TaskSource::tasks)
       .def("describe", &TaskSource::describe)
       .def_property_readonly("order",
-                             [](const TaskSource &s) { return std::string(to_string(s.order())); });
+                             [](const TaskSource& s) { return std::string(to_string(s.order())); });
 }
 
-void bind_trajectory_writer(py::module_ &m) {
+void bind_trajectory_writer(py::module_& m) {
   using env::TrajectoryWriter;
   py::register_exception<env::TrajectoryError>(m, "TrajectoryError", PyExc_RuntimeError);
   py::class_<TrajectoryWriter, std::shared_ptr<TrajectoryWriter>>(
       m, "TrajectoryWriter",
       "Appends every finished episode as one row of an HDF5 file "
       "(docs/trajectories.md).")
-      .def(py::init([](const py::object &path, const std::string &run_id, const std::string &config,
-                       const std::string &created_by, bool append) {
-             const env::Vocabulary &v = env::Vocabulary::standard();
+      .def(py::init([](const py::object& path, const std::string& run_id, const std::string& config,
+                       const std::string& created_by, bool append) {
+             const env::Vocabulary& v = env::Vocabulary::standard();
              env::TrajectoryFileInfo info;
              info.run_id = run_id;
              info.config = config;
@@ -138,12 +138,12 @@ void bind_trajectory_writer(py::module_ &m) {
            py::arg("path"), py::arg("run_id"), py::arg("config") = "",
            py::arg("created_by") = "sparserl (Python)", py::arg("append") = false)
       .def_property_readonly("rows", &TrajectoryWriter::rows)
-      .def_property_readonly("path", [](const TrajectoryWriter &w) { return w.path().string(); })
+      .def_property_readonly("path", [](const TrajectoryWriter& w) { return w.path().string(); })
       .def("close", &TrajectoryWriter::close);
 }
 
-py::dict observe_task(const std::shared_ptr<datasets::MatrixStore> &store,
-                      const datasets::Task &task, std::uint64_t seed, const py::dict &options) {
+py::dict observe_task(const std::shared_ptr<datasets::MatrixStore>& store,
+                      const datasets::Task& task, std::uint64_t seed, const py::dict& options) {
   env::ObservationConfig config;
   apply_options(env::observation_knobs(), config, options, "observation option");
   env::TaskObserver::Observed observed;
@@ -156,7 +156,7 @@ py::dict observe_task(const std::shared_ptr<datasets::MatrixStore> &store,
 
 }  // namespace
 
-py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservation> &m) {
+py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservation>& m) {
   const py::ssize_t k = m->nnz_samples;
   py::dict d;
   d["rows"] = readonly_view(m->rows.data(), {k}, m);
@@ -169,10 +169,10 @@ py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservat
   return d;
 }
 
-py::dict observation_dict(const env::Observation &o, int max_tokens) {
+py::dict observation_dict(const env::Observation& o, int max_tokens) {
   py::dict d = matrix_observation_dict(o.matrix);
   py::array_t<std::int32_t> tokens(max_tokens);
-  std::int32_t *t = tokens.mutable_data();
+  std::int32_t* t = tokens.mutable_data();
   std::fill(t, t + max_tokens, -1);
   std::copy_n(o.tokens.begin(), std::min<std::size_t>(o.tokens.size(), max_tokens), t);
   d["tokens"] = tokens;
@@ -183,10 +183,10 @@ py::dict observation_dict(const env::Observation &o, int max_tokens) {
   return d;
 }
 
-EnvSetup make_setup(const env::TaskSource &tasks,
-                    const std::shared_ptr<datasets::MatrixStore> &store,
-                    const std::shared_ptr<EvaluatorHandle> &evaluator, const py::dict &options,
-                    const py::dict &reward_options, std::uint64_t seed) {
+EnvSetup make_setup(const env::TaskSource& tasks,
+                    const std::shared_ptr<datasets::MatrixStore>& store,
+                    const std::shared_ptr<EvaluatorHandle>& evaluator, const py::dict& options,
+                    const py::dict& reward_options, std::uint64_t seed) {
   EnvSetup s{.config = {},
              .tokenizer = std::make_shared<const env::Tokenizer>(),
              .tasks = tasks,
@@ -202,7 +202,7 @@ EnvSetup make_setup(const env::TaskSource &tasks,
   return s;
 }
 
-py::dict spaces_dict(const env::Spaces &s, std::int64_t vocab) {
+py::dict spaces_dict(const env::Spaces& s, std::int64_t vocab) {
   py::dict d;
   d["actions"] = s.actions;
   d["nnz_samples"] = s.nnz_samples;
@@ -214,14 +214,14 @@ py::dict spaces_dict(const env::Spaces &s, std::int64_t vocab) {
   return d;
 }
 
-py::dict config_dict(const env::EnvConfig &c) {
+py::dict config_dict(const env::EnvConfig& c) {
   py::dict d = knob_values(env::env_knobs(), c);
   d["reward"] = knob_values(reward::reward_knobs(), c.reward);
   d["seed"] = c.seed;
   return d;
 }
 
-void bind_env_parts(py::module_ &m) {
+void bind_env_parts(py::module_& m) {
   bind_tokenizer(m);
   bind_task_source(m);
   bind_trajectory_writer(m);

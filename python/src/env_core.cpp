@@ -64,7 +64,7 @@ py::dict EnvCore::spaces() const {
 }
 
 py::object EnvCore::last_episode() const {
-  const env::Episode *e = env_->last_episode();
+  const env::Episode* e = env_->last_episode();
   if (e == nullptr) return py::none();
   return episode_dict(*e);
 }
@@ -73,7 +73,7 @@ void EnvCore::record(std::shared_ptr<env::TrajectoryWriter> writer, std::string 
   recorder_ = Recorder{std::move(writer), std::move(policy_id)};
 }
 
-py::dict episode_dict(const env::Episode &e) {
+py::dict episode_dict(const env::Episode& e) {
   py::dict d;
   d["task"] = e.task;
   d["env_id"] = e.env_id;
@@ -90,14 +90,14 @@ py::dict episode_dict(const env::Episode &e) {
   return d;
 }
 
-void bind_env(py::module_ &m) {
+void bind_env(py::module_& m) {
   bind_env_parts(m);
   py::class_<EnvCore>(m, "EnvCore",
                       "SparseCudaEnv: reset / step with numpy observations and dict infos.")
-      .def(py::init([](const env::TaskSource &tasks,
-                       const std::shared_ptr<datasets::MatrixStore> &store,
-                       const std::shared_ptr<EvaluatorHandle> &evaluator, const py::dict &options,
-                       const py::dict &reward, std::uint64_t seed, int env_id) {
+      .def(py::init([](const env::TaskSource& tasks,
+                       const std::shared_ptr<datasets::MatrixStore>& store,
+                       const std::shared_ptr<EvaluatorHandle>& evaluator, const py::dict& options,
+                       const py::dict& reward, std::uint64_t seed, int env_id) {
              return std::make_unique<EnvCore>(
                  make_setup(tasks, store, evaluator, options, reward, seed), env_id);
            }),
@@ -115,7 +115,7 @@ void bind_env(py::module_ &m) {
            "or None.")
       .def("record", &EnvCore::record, py::arg("writer"), py::arg("policy_id") = "python",
            "Append every episode that ends from now on to `writer`.")
-      .def_property_readonly("truncation_reward", [](const EnvCore &e) {
+      .def_property_readonly("truncation_reward", [](const EnvCore& e) {
         return e.env().config().resolved_truncation_reward();
       });
 }

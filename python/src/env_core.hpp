@@ -29,26 +29,26 @@ struct EnvSetup {
 
 // ValueError naming the option for an unknown key, a wrong type or a value out
 // of range.
-EnvSetup make_setup(const env::TaskSource &tasks,
-                    const std::shared_ptr<datasets::MatrixStore> &store,
-                    const std::shared_ptr<EvaluatorHandle> &evaluator, const py::dict &options,
-                    const py::dict &reward_options, std::uint64_t seed);
+EnvSetup make_setup(const env::TaskSource& tasks,
+                    const std::shared_ptr<datasets::MatrixStore>& store,
+                    const std::shared_ptr<EvaluatorHandle>& evaluator, const py::dict& options,
+                    const py::dict& reward_options, std::uint64_t seed);
 
 // rows, cols [K] int32, embedding [K, D] float32, features [F] float32
 // (read-only views that keep the episode's matrix observation alive) and count.
-py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservation> &matrix);
+py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservation>& matrix);
 // The matrix part plus tokens [max_tokens] int32 (-1 past the tokens so far),
 // remaining_tokens and action_mask [V] int8.
-py::dict observation_dict(const env::Observation &observation, int max_tokens);
-py::dict spaces_dict(const env::Spaces &spaces, std::int64_t vocab);
-py::dict config_dict(const env::EnvConfig &config);
+py::dict observation_dict(const env::Observation& observation, int max_tokens);
+py::dict spaces_dict(const env::Spaces& spaces, std::int64_t vocab);
+py::dict config_dict(const env::EnvConfig& config);
 
 // A recorder of finished episodes, shared by the environments that write to one
 // file.
 struct Recorder {
   std::shared_ptr<env::TrajectoryWriter> writer;
   std::string policy_id;
-  void record(const env::Episode &episode) const {
+  void record(const env::Episode& episode) const {
     if (writer) writer->append(episode, policy_id);
   }
 };
@@ -65,7 +65,7 @@ class EnvCore {
   [[nodiscard]] py::dict config() const { return config_dict(env_->config()); }
   [[nodiscard]] py::object last_episode() const;
   void record(std::shared_ptr<env::TrajectoryWriter> writer, std::string policy_id);
-  [[nodiscard]] const env::SparseCudaEnv &env() const { return *env_; }
+  [[nodiscard]] const env::SparseCudaEnv& env() const { return *env_; }
 
  private:
   std::unique_ptr<env::SparseCudaEnv> env_;
@@ -74,8 +74,8 @@ class EnvCore {
 
 // A finished episode as a dict: ids, tokens, source, reward and breakdown, the
 // EvalResult's JSON.
-py::dict episode_dict(const env::Episode &episode);
+py::dict episode_dict(const env::Episode& episode);
 
-void bind_env_parts(py::module_ &m);
+void bind_env_parts(py::module_& m);
 
 }  // namespace sparserl::python

@@ -23,12 +23,12 @@ namespace sparserl::python {
 
 namespace {
 
-datasets::Op op_from(const std::string &text) {
+datasets::Op op_from(const std::string& text) {
   if (auto op = datasets::parse_op(text)) return *op;
   throw py::value_error("op: expected 'spmv' or 'spmm', got '" + text + "'");
 }
 
-reward::FormatSpec format_from(const std::string &text) {
+reward::FormatSpec format_from(const std::string& text) {
   const reward::ParseResult parsed =
       reward::parse_program("//@format " + text + "\n//@launch k grid=1 block=1\n");
   if (!parsed.ok()) {
@@ -37,7 +37,7 @@ reward::FormatSpec format_from(const std::string &text) {
   return parsed.program->format;
 }
 
-py::dict check_to_dict(const reward::StaticCheckResult &r) {
+py::dict check_to_dict(const reward::StaticCheckResult& r) {
   py::dict d;
   d["ok"] = r.ok();
   d["reason"] = r.failure ? std::string(to_string(r.failure->reason)) : std::string();
@@ -49,7 +49,7 @@ py::dict check_to_dict(const reward::StaticCheckResult &r) {
   return d;
 }
 
-py::dict breakdown_to_dict(const reward::RewardBreakdown &b) {
+py::dict breakdown_to_dict(const reward::RewardBreakdown& b) {
   py::dict d;
   d["total"] = b.total;
   d["compile"] = b.compile;
@@ -66,14 +66,14 @@ py::dict breakdown_to_dict(const reward::RewardBreakdown &b) {
   return d;
 }
 
-void bind_eval_result(py::module_ &m) {
+void bind_eval_result(py::module_& m) {
   using reward::EvalResult;
   py::class_<EvalResult>(m, "EvalResult",
                          "Everything the evaluator learned about one program on one task.")
       .def_property_readonly("stage",
-                             [](const EvalResult &r) { return std::string(to_string(r.stage)); })
+                             [](const EvalResult& r) { return std::string(to_string(r.stage)); })
       .def_property_readonly("error",
-                             [](const EvalResult &r) { return std::string(to_string(r.error)); })
+                             [](const EvalResult& r) { return std::string(to_string(r.error)); })
       .def_readonly("message", &EvalResult::message)
       .def_readonly("compiled", &EvalResult::compiled)
       .def_readonly("correct", &EvalResult::correct)
@@ -82,28 +82,28 @@ void bind_eval_result(py::module_ &m) {
       .def_readonly("wall_ms", &EvalResult::wall_ms)
       .def_property_readonly("ok", &EvalResult::ok)
       .def("to_json", &EvalResult::to_json, "Every field as one JSON object (stable key names).")
-      .def("__repr__", [](const EvalResult &r) {
+      .def("__repr__", [](const EvalResult& r) {
         return "EvalResult(stage=" + std::string(to_string(r.stage)) +
                ", error=" + std::string(to_string(r.error)) + ")";
       });
 }
 
-void bind_reward(py::module_ &m) {
+void bind_reward(py::module_& m) {
   py::class_<reward::HierarchicalReward>(m, "HierarchicalReward",
                                          "The method's reward as a pure function of an EvalResult.")
-      .def(py::init([](const py::dict &options) {
+      .def(py::init([](const py::dict& options) {
              reward::RewardConfig config;
              apply_options(reward::reward_knobs(), config, options, "reward option");
              return reward::HierarchicalReward(config);
            }),
            py::arg("options") = py::dict())
       .def("__call__",
-           [](const reward::HierarchicalReward &r, const reward::EvalResult &e) { return r(e); })
+           [](const reward::HierarchicalReward& r, const reward::EvalResult& e) { return r(e); })
       .def("breakdown",
-           [](const reward::HierarchicalReward &r, const reward::EvalResult &e) {
+           [](const reward::HierarchicalReward& r, const reward::EvalResult& e) {
              return breakdown_to_dict(r.breakdown(e));
            })
-      .def_property_readonly("config", [](const reward::HierarchicalReward &r) {
+      .def_property_readonly("config", [](const reward::HierarchicalReward& r) {
         return knob_values(reward::reward_knobs(), r.config());
       });
 }
@@ -121,9 +121,9 @@ struct Notices {
   }
 };
 
-std::shared_ptr<EvaluatorHandle> make_evaluator(const py::dict &options, const py::dict &protocol,
-                                                const py::dict &sandbox, const py::object &data_dir,
-                                                const py::object &index_dirs, bool compile_only,
+std::shared_ptr<EvaluatorHandle> make_evaluator(const py::dict& options, const py::dict& protocol,
+                                                const py::dict& sandbox, const py::object& data_dir,
+                                                const py::object& index_dirs, bool compile_only,
                                                 bool quiet) {
   reward::EvaluatorConfig config;
   apply_options(reward::evaluator_knobs(), config, options, "evaluator option");
@@ -131,7 +131,7 @@ std::shared_ptr<EvaluatorHandle> make_evaluator(const py::dict &options, const p
   apply_options(reward::sandbox_knobs(), config.sandbox, sandbox, "sandbox option");
   const std::vector<std::string> data = string_list(data_dir, "data_dir");
   if (!data.empty()) config.data_dir = data.front();
-  for (const std::string &dir : string_list(index_dirs, "index_dirs"))
+  for (const std::string& dir : string_list(index_dirs, "index_dirs"))
     config.index_dirs.emplace_back(dir);
   if (compile_only) config.gpu_workers = 0;
   auto notices = std::make_shared<Notices>();
@@ -148,16 +148,16 @@ std::shared_ptr<EvaluatorHandle> make_evaluator(const py::dict &options, const p
   return handle;
 }
 
-std::vector<reward::EvalResult> evaluate_batch(EvaluatorHandle &h,
-                                               const std::vector<datasets::Task> &tasks,
-                                               const std::vector<std::string> &programs,
+std::vector<reward::EvalResult> evaluate_batch(EvaluatorHandle& h,
+                                               const std::vector<datasets::Task>& tasks,
+                                               const std::vector<std::string>& programs,
                                                std::optional<bool> compile_only) {
   if (tasks.size() != programs.size()) {
     throw py::value_error("evaluate: " + std::to_string(tasks.size()) + " tasks for " +
                           std::to_string(programs.size()) +
                           " programs (give one task per program)");
   }
-  reward::Evaluator &evaluator = h.get();
+  reward::Evaluator& evaluator = h.get();
   reward::EvaluateOptions options;
   options.compile_only = compile_only.value_or(h.compile_only);
   py::gil_scoped_release release;
@@ -168,14 +168,14 @@ std::vector<reward::EvalResult> evaluate_batch(EvaluatorHandle &h,
   }
   std::vector<reward::EvalResult> results;
   results.reserve(futures.size());
-  for (auto &f : futures) results.push_back(f.get());
+  for (auto& f : futures) results.push_back(f.get());
   return results;
 }
 
-py::dict gpu_info_to_dict(const reward::GpuInfo &info) {
+py::dict gpu_info_to_dict(const reward::GpuInfo& info) {
   py::dict d;
   py::list devices;
-  for (const reward::GpuDevice &g : info.devices) {
+  for (const reward::GpuDevice& g : info.devices) {
     py::dict dev;
     dev["ordinal"] = g.ordinal;
     dev["name"] = g.name;
@@ -191,7 +191,7 @@ py::dict gpu_info_to_dict(const reward::GpuInfo &info) {
   return d;
 }
 
-py::dict stats_to_dict(const reward::EvaluatorStats &s) {
+py::dict stats_to_dict(const reward::EvaluatorStats& s) {
   py::dict d;
   d["evaluations"] = s.evaluations;
   d["result_cache_hits"] = s.result_cache_hits;
@@ -202,7 +202,7 @@ py::dict stats_to_dict(const reward::EvaluatorStats &s) {
   return d;
 }
 
-void bind_evaluator(py::module_ &m) {
+void bind_evaluator(py::module_& m) {
   py::class_<EvaluatorHandle, std::shared_ptr<EvaluatorHandle>>(
       m, "Evaluator",
       "The sandboxed evaluator: compile workers (NVRTC) and GPU workers, "
@@ -217,15 +217,15 @@ void bind_evaluator(py::module_ &m) {
            "submitted before any "
            "is waited for.")
       .def("gpu_available",
-           [](EvaluatorHandle &h) {
+           [](EvaluatorHandle& h) {
              if (h.compile_only) return false;
-             reward::Evaluator &e = h.get();
+             reward::Evaluator& e = h.get();
              py::gil_scoped_release release;
              return e.config().gpu_workers != 0 && !e.gpu_info().devices.empty();
            })
       .def("gpu_info",
-           [](EvaluatorHandle &h) {
-             reward::Evaluator &e = h.get();
+           [](EvaluatorHandle& h) {
+             reward::Evaluator& e = h.get();
              reward::GpuInfo info;
              {
                py::gil_scoped_release release;
@@ -234,23 +234,23 @@ void bind_evaluator(py::module_ &m) {
              return gpu_info_to_dict(info);
            })
       .def("arch",
-           [](EvaluatorHandle &h) {
-             reward::Evaluator &e = h.get();
+           [](EvaluatorHandle& h) {
+             reward::Evaluator& e = h.get();
              py::gil_scoped_release release;
              return e.arch();
            })
-      .def("stats", [](EvaluatorHandle &h) { return stats_to_dict(h.get().stats()); })
-      .def("notices", [](EvaluatorHandle &h) { return h.notices(); })
-      .def("__copy__", [](const std::shared_ptr<EvaluatorHandle> &h) { return h; })
+      .def("stats", [](EvaluatorHandle& h) { return stats_to_dict(h.get().stats()); })
+      .def("notices", [](EvaluatorHandle& h) { return h.notices(); })
+      .def("__copy__", [](const std::shared_ptr<EvaluatorHandle>& h) { return h; })
       .def(
           "__deepcopy__",
-          [](const std::shared_ptr<EvaluatorHandle> &h, const py::dict &) { return h; },
+          [](const std::shared_ptr<EvaluatorHandle>& h, const py::dict&) { return h; },
           "One pool, however often a config holding it is copied.")
       .def_readonly("compile_only", &EvaluatorHandle::compile_only)
-      .def_property_readonly("closed", [](const EvaluatorHandle &h) { return !h.evaluator; })
+      .def_property_readonly("closed", [](const EvaluatorHandle& h) { return !h.evaluator; })
       .def(
           "close",
-          [](EvaluatorHandle &h) {
+          [](EvaluatorHandle& h) {
             py::gil_scoped_release release;
             h.evaluator.reset();
           },
@@ -258,10 +258,10 @@ void bind_evaluator(py::module_ &m) {
           "it alive until they close).");
 }
 
-void bind_abi(py::module_ &m) {
+void bind_abi(py::module_& m) {
   m.def(
       "check_program",
-      [](const std::string &text, const std::string &op) {
+      [](const std::string& text, const std::string& op) {
         return check_to_dict(reward::check_program(text, op_from(op)));
       },
       py::arg("text"), py::arg("op") = "spmv",
@@ -270,13 +270,13 @@ void bind_abi(py::module_ &m) {
       "format, kernels.");
   m.def(
       "abi_signature",
-      [](const std::string &op, const std::string &format) {
+      [](const std::string& op, const std::string& format) {
         const auto f = reward::parse_format(format);
         if (!f)
           throw py::value_error("format: expected csr, coo, ell, sell or bsr, got '" + format +
                                 "'");
         py::list args;
-        for (const reward::KernelArg &a : reward::signature(op_from(op), *f).args) {
+        for (const reward::KernelArg& a : reward::signature(op_from(op), *f).args) {
           args.append(py::make_tuple(std::string(a.name), std::string(reward::c_type(a.kind)),
                                      std::string(a.length), std::string(a.doc)));
         }
@@ -285,16 +285,16 @@ void bind_abi(py::module_ &m) {
       py::arg("op"), py::arg("format"), "The kernel arguments: (name, C type, length, doc).");
   m.def(
       "abi_declaration",
-      [](const std::string &op, const std::string &format, const std::string &kernel) {
+      [](const std::string& op, const std::string& format, const std::string& kernel) {
         return reward::signature(op_from(op), format_from(format).format).declaration(kernel);
       },
       py::arg("op"), py::arg("format"), py::arg("kernel"));
   m.def(
       "abi_constants",
-      [](const std::string &format) {
+      [](const std::string& format) {
         const reward::Format f = format_from(format).format;
         py::list out;
-        for (const reward::ConstantInfo &c : reward::constant_infos()) {
+        for (const reward::ConstantInfo& c : reward::constant_infos()) {
           if (c.format && *c.format != f) continue;
           out.append(py::make_tuple(std::string(c.name), std::string(c.doc)));
         }
@@ -303,10 +303,10 @@ void bind_abi(py::module_ &m) {
       py::arg("format"), "The prelude constants a program of this format sees: (name, doc).");
   m.def(
       "compute_constants",
-      [](const MatrixHandle &matrix, const std::string &op, std::int64_t k,
-         const std::string &format) {
+      [](const MatrixHandle& matrix, const std::string& op, std::int64_t k,
+         const std::string& format) {
         py::list out;
-        for (const auto &e :
+        for (const auto& e :
              reward::compute_constants(*matrix.matrix, op_from(op), k, format_from(format))
                  .entries()) {
           out.append(py::make_tuple(e.name, e.value));
@@ -316,8 +316,8 @@ void bind_abi(py::module_ &m) {
       py::arg("matrix"), py::arg("op"), py::arg("k"), py::arg("format"));
   m.def(
       "render_prelude",
-      [](const MatrixHandle &matrix, const std::string &op, const std::string &dtype,
-         std::int64_t k, const std::string &format) {
+      [](const MatrixHandle& matrix, const std::string& op, const std::string& dtype,
+         std::int64_t k, const std::string& format) {
         const auto d = datasets::parse_dtype(dtype);
         if (!d) throw py::value_error("dtype: expected 'f32' or 'f64', got '" + dtype + "'");
         return reward::render_prelude(
@@ -331,12 +331,12 @@ void bind_abi(py::module_ &m) {
 
 }  // namespace
 
-reward::Evaluator &EvaluatorHandle::get() {
+reward::Evaluator& EvaluatorHandle::get() {
   if (!evaluator) throw py::value_error("the evaluator is closed");
   return *evaluator;
 }
 
-void bind_reward_module(py::module_ &m) {
+void bind_reward_module(py::module_& m) {
   bind_eval_result(m);
   bind_reward(m);
   bind_evaluator(m);

@@ -17,13 +17,13 @@ namespace sparserl::python {
 namespace {
 
 template <typename T>
-void copy_row(py::array_t<T> &out, std::size_t row, const T *data, std::size_t count) {
+void copy_row(py::array_t<T>& out, std::size_t row, const T* data, std::size_t count) {
   std::memcpy(out.mutable_data() + row * count, data, count * sizeof(T));
 }
 
 // The observations of one VectorStep as one dict of arrays with a leading batch
 // dimension.
-py::dict batch(const std::vector<env::Observation> &observations, const env::Spaces &s) {
+py::dict batch(const std::vector<env::Observation>& observations, const env::Spaces& s) {
   const auto n = static_cast<py::ssize_t>(observations.size());
   const py::ssize_t k = s.nnz_samples, dim = s.embedding_dim, f = s.feature_dim;
   const py::ssize_t t = s.max_tokens, v = s.actions;
@@ -32,14 +32,14 @@ py::dict batch(const std::vector<env::Observation> &observations, const env::Spa
   py::array_t<std::int64_t> count(n), remaining(n);
   py::array_t<std::int8_t> mask({n, v});
   for (py::ssize_t i = 0; i < n; ++i) {
-    const env::Observation &o = observations[static_cast<std::size_t>(i)];
-    const env::MatrixObservation &m = *o.matrix;
+    const env::Observation& o = observations[static_cast<std::size_t>(i)];
+    const env::MatrixObservation& m = *o.matrix;
     const auto r = static_cast<std::size_t>(i);
     copy_row(rows, r, m.rows.data(), static_cast<std::size_t>(k));
     copy_row(cols, r, m.cols.data(), static_cast<std::size_t>(k));
     copy_row(embedding, r, m.embedding.data(), static_cast<std::size_t>(k * dim));
     copy_row(features, r, m.features.data(), static_cast<std::size_t>(f));
-    std::int32_t *row = tokens.mutable_data() + i * t;
+    std::int32_t* row = tokens.mutable_data() + i * t;
     std::fill(row, row + t, -1);
     std::copy_n(o.tokens.begin(), std::min<std::size_t>(o.tokens.size(), t), row);
     count.mutable_data()[i] = m.count;
@@ -60,7 +60,7 @@ py::dict batch(const std::vector<env::Observation> &observations, const env::Spa
 
 class VectorEnvCore {
  public:
-  VectorEnvCore(EnvSetup setup, int num_envs, const std::string &autoreset, int batch_size) {
+  VectorEnvCore(EnvSetup setup, int num_envs, const std::string& autoreset, int batch_size) {
     env::VectorEnvConfig vc;
     vc.num_envs = num_envs;
     vc.batch_size = batch_size;
@@ -83,7 +83,7 @@ class VectorEnvCore {
       return std::make_unique<env::SparseCudaEnv>(setup.config, setup.tokenizer, mine, setup.store,
                                                   setup.backend, id);
     });
-    venv_->on_episode([this](const env::Episode &e) { recorder_.record(e); });
+    venv_->on_episode([this](const env::Episode& e) { recorder_.record(e); });
   }
 
   py::dict reset(std::optional<std::uint64_t> seed) {
@@ -95,7 +95,7 @@ class VectorEnvCore {
     return to_python(s);
   }
 
-  py::dict step(const std::vector<std::int64_t> &actions) {
+  py::dict step(const std::vector<std::int64_t>& actions) {
     if (static_cast<int>(actions.size()) != venv_->num_envs()) {
       throw py::value_error("step: " + std::to_string(actions.size()) + " actions for " +
                             std::to_string(venv_->num_envs()) + " environments");
@@ -109,7 +109,7 @@ class VectorEnvCore {
     return to_python(s);
   }
 
-  void send(const std::vector<std::int64_t> &actions, const std::vector<int> &env_ids) {
+  void send(const std::vector<std::int64_t>& actions, const std::vector<int>& env_ids) {
     if (actions.size() != env_ids.size()) {
       throw py::value_error("send: " + std::to_string(actions.size()) + " actions for " +
                             std::to_string(env_ids.size()) + " env ids");
@@ -135,7 +135,7 @@ class VectorEnvCore {
   [[nodiscard]] py::dict spaces() const { return spaces_dict(venv_->spaces(), vocab_); }
   [[nodiscard]] int num_envs() const { return venv_->num_envs(); }
   [[nodiscard]] py::dict stats() const {
-    const env::VectorEnvStats &s = venv_->stats();
+    const env::VectorEnvStats& s = venv_->stats();
     py::dict d;
     d["steps"] = s.steps;
     d["episodes"] = s.episodes;
@@ -149,12 +149,12 @@ class VectorEnvCore {
   [[nodiscard]] std::string text(int env_id) {
     if (env_id < 0 || env_id >= venv_->num_envs())
       throw py::value_error("no environment " + std::to_string(env_id));
-    const env::SparseCudaEnv &e = venv_->env(env_id);
+    const env::SparseCudaEnv& e = venv_->env(env_id);
     return e.tokenizer().decode(e.state().tokens);
   }
 
  private:
-  [[nodiscard]] std::vector<env::TokenId> checked(const std::vector<std::int64_t> &actions) const {
+  [[nodiscard]] std::vector<env::TokenId> checked(const std::vector<std::int64_t>& actions) const {
     std::vector<env::TokenId> tokens;
     for (std::size_t i = 0; i < actions.size(); ++i) {
       if (actions[i] < 0 || actions[i] >= vocab_) {
@@ -167,7 +167,7 @@ class VectorEnvCore {
     return tokens;
   }
 
-  py::dict to_python(const env::VectorStep &s) const {
+  py::dict to_python(const env::VectorStep& s) const {
     const env::Spaces spaces = venv_->spaces();
     py::dict d;
     d["env_ids"] = copy_array(s.env_ids);
@@ -202,14 +202,14 @@ class VectorEnvCore {
 
 }  // namespace
 
-void bind_vector_env(py::module_ &m) {
+void bind_vector_env(py::module_& m) {
   py::class_<VectorEnvCore>(m, "VectorEnvCore",
                             "VectorEnv: N environments, batched, declared auto-reset.")
-      .def(py::init([](const env::TaskSource &tasks,
-                       const std::shared_ptr<datasets::MatrixStore> &store,
-                       const std::shared_ptr<EvaluatorHandle> &evaluator, const py::dict &options,
-                       const py::dict &reward, std::uint64_t seed, int num_envs,
-                       const std::string &autoreset, int batch_size) {
+      .def(py::init([](const env::TaskSource& tasks,
+                       const std::shared_ptr<datasets::MatrixStore>& store,
+                       const std::shared_ptr<EvaluatorHandle>& evaluator, const py::dict& options,
+                       const py::dict& reward, std::uint64_t seed, int num_envs,
+                       const std::string& autoreset, int batch_size) {
              return std::make_unique<VectorEnvCore>(
                  make_setup(tasks, store, evaluator, options, reward, seed), num_envs, autoreset,
                  batch_size);
