@@ -49,6 +49,16 @@ py::list as_list(py::handle value) {
 
 }  // namespace
 
+datasets::Op op_from(const std::string& text) {
+  if (auto op = datasets::parse_op(text)) return *op;
+  throw py::value_error("op: expected 'spmv' or 'spmm', got '" + text + "'");
+}
+
+datasets::DType dtype_from(const std::string& text) {
+  if (auto dtype = datasets::parse_dtype(text)) return *dtype;
+  throw py::value_error("dtype: expected 'f32' or 'f64', got '" + text + "'");
+}
+
 py::dict info_to_dict(const env::Info& info) {
   py::dict out;
   for (const auto& [key, value] : info.entries()) {

@@ -16,11 +16,16 @@
 #include <vector>
 
 #include "sparserl/datasets/knobs.hpp"
+#include "sparserl/datasets/task.hpp"
 #include "sparserl/env/info.hpp"
 
 namespace sparserl::python {
 
 namespace py = pybind11;
+
+// A task's op and dtype from their names: ValueError naming the field and the accepted names.
+datasets::Op op_from(const std::string& text);
+datasets::DType dtype_from(const std::string& text);
 
 // Every entry of an Info, in order, as bool / int / float / str.
 py::dict info_to_dict(const env::Info& info);

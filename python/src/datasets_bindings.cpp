@@ -18,16 +18,6 @@ namespace sparserl::python {
 
 namespace {
 
-datasets::Op op_from(const std::string& text) {
-  if (auto op = datasets::parse_op(text)) return *op;
-  throw py::value_error("op: expected 'spmv' or 'spmm', got '" + text + "'");
-}
-
-datasets::DType dtype_from(const std::string& text) {
-  if (auto dtype = datasets::parse_dtype(text)) return *dtype;
-  throw py::value_error("dtype: expected 'f32' or 'f64', got '" + text + "'");
-}
-
 py::dict split_entry(const datasets::SplitEntry& e) {
   py::dict d;
   d["uri"] = e.uri;

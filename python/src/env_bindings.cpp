@@ -21,16 +21,6 @@ namespace sparserl::python {
 
 namespace {
 
-datasets::Op op_from(const std::string& text) {
-  if (auto op = datasets::parse_op(text)) return *op;
-  throw py::value_error("op: expected 'spmv' or 'spmm', got '" + text + "'");
-}
-
-datasets::DType dtype_from(const std::string& text) {
-  if (auto dtype = datasets::parse_dtype(text)) return *dtype;
-  throw py::value_error("dtype: expected 'f32' or 'f64', got '" + text + "'");
-}
-
 env::TaskOrder order_from(const std::string& text) {
   if (auto order = env::parse_task_order(text)) return *order;
   throw py::value_error("order: expected 'sequential', 'shuffled' or 'weighted', got '" + text +

@@ -23,11 +23,6 @@ namespace sparserl::python {
 
 namespace {
 
-datasets::Op op_from(const std::string& text) {
-  if (auto op = datasets::parse_op(text)) return *op;
-  throw py::value_error("op: expected 'spmv' or 'spmm', got '" + text + "'");
-}
-
 reward::FormatSpec format_from(const std::string& text) {
   const reward::ParseResult parsed =
       reward::parse_program("//@format " + text + "\n//@launch k grid=1 block=1\n");
