@@ -34,7 +34,7 @@ class KeyReader {
                                      std::int64_t min = 1) const {
     const json* v = get(key);
     if (v == nullptr) {
-      if (!fallback) fail(key, "missing (it fixes the network's shape)");
+      if (!fallback) fail(key, "missing");
       return *fallback;
     }
     if (!v->is_number_integer()) fail(key, "expected an integer, got " + v->dump());
@@ -217,25 +217,30 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& whe
       c.architectures.push_back(name.get<std::string>());
     }
   }
-  c.hidden_size = r.integer("hidden_size", std::nullopt);
-  c.intermediate_size = r.integer("intermediate_size", std::nullopt);
-  c.num_hidden_layers = r.integer("num_hidden_layers", std::nullopt);
-  c.num_attention_heads = r.integer("num_attention_heads", std::nullopt);
-  c.num_key_value_heads = r.integer("num_key_value_heads", c.num_attention_heads);
+  // save_pretrained writes only what differs from the class's defaults, so an absent key means
+  // the family's default (LlamaConfig: Llama-2-7B; Qwen2Config: Qwen2-7B-like).
+  const bool llama = c.family == HfFamily::llama;
+  c.hidden_size = r.integer("hidden_size", 4096);
+  c.intermediate_size = r.integer("intermediate_size", llama ? 11008 : 22016);
+  c.num_hidden_layers = r.integer("num_hidden_layers", 32);
+  c.num_attention_heads = r.integer("num_attention_heads", 32);
+  c.num_key_value_heads =
+      r.integer("num_key_value_heads", llama ? c.num_attention_heads : std::int64_t{32});
   if (r.get("head_dim") == nullptr && c.hidden_size % c.num_attention_heads != 0) {
     r.fail("num_attention_heads", "hidden_size = " + std::to_string(c.hidden_size) +
                                       " is not a multiple of it, and head_dim is not given");
   }
   c.head_dim = r.integer("head_dim", c.hidden_size / c.num_attention_heads);
-  c.vocab_size = r.integer("vocab_size", std::nullopt);
-  c.max_position_embeddings =
-      r.integer("max_position_embeddings", c.family == HfFamily::llama ? 2048 : 32768);
+  c.vocab_size = r.integer("vocab_size", llama ? 32000 : 151936);
+  c.max_position_embeddings = r.integer("max_position_embeddings", llama ? 2048 : 32768);
   c.rms_norm_eps = r.number("rms_norm_eps", 1e-6);
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   c.hidden_act = r.string("hidden_act", "silu");
   c.bos_token_id = r.token_id("bos_token_id");
   c.pad_token_id = r.token_id("pad_token_id");
   c.eos_token_ids = eos_ids(r);
+  if (llama && !root.contains("bos_token_id")) c.bos_token_id = 1;  // LlamaConfig's defaults
+  if (llama && !root.contains("eos_token_id")) c.eos_token_ids = {2};
   c.torch_dtype = r.string("dtype", r.string("torch_dtype", "float32"));
   read_rope(r, c);
   read_family_keys(r, c);

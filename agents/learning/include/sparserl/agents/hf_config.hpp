@@ -1,8 +1,8 @@
 // The config.json of a Hugging Face model folder of the Llama and Qwen2 families, read into a
 // struct the decoder is built from (no LibTorch here). Both transformers 4 spellings (top-level
 // rope_theta / rope_scaling, torch_dtype) and transformers 5's (rope_parameters, dtype) are read.
-// Keys that fix the network's shape must be present; the rest take the transformers defaults of the
-// family. Anything this decoder does not implement - another model_type, an activation other than
+// An absent key takes the transformers default of the family, as transformers reads it
+// (save_pretrained leaves out what equals the defaults). Anything this decoder does not implement - another model_type, an activation other than
 // SiLU, sliding-window attention, a RoPE variant other than default / linear / llama3, partial
 // rotary - is refused by name, with the file and the key: a checkpoint that loads computes what
 // transformers computes.
@@ -35,7 +35,7 @@ struct HfModelConfig {
   std::int64_t intermediate_size = 0;
   std::int64_t num_hidden_layers = 0;
   std::int64_t num_attention_heads = 0;
-  std::int64_t num_key_value_heads = 0;  // absent: num_attention_heads (no grouping)
+  std::int64_t num_key_value_heads = 0;  // absent: Llama num_attention_heads, Qwen2 32
   std::int64_t head_dim = 0;             // absent: hidden_size / num_attention_heads
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
