@@ -1,8 +1,8 @@
 // The Llama / Qwen2 decoder on a CUDA device (label gpu; every case skips itself where LibTorch
-// sees none): fp32 logits equal the CPU's (on LibTorch 2 the GPU runs scaled_dot_product_attention,
-// the CPU test build here the written-out attention), the key-value cache agrees with the full pass
-// in bf16, and checkpointed gradients with LoRA dropout equal the plain ones (the CUDA generator's
-// draws replayed). The lead runs these on the GPU host:
+// sees none): fp32 logits equal the CPU's (a LibTorch 2 build runs scaled_dot_product_attention on
+// both), the key-value cache agrees with the full pass in bf16, and checkpointed gradients with
+// LoRA dropout equal the plain ones (the CUDA generator's draws replayed). The lead runs these on
+// the GPU host:
 //   ctest --test-dir BUILD -L gpu -R agents_torch_gpu --output-on-failure
 #include <torch/torch.h>
 
@@ -103,16 +103,7 @@ TEST_CASE("HF decoders on CUDA: checkpointed gradients equal the plain ones", "[
   CausalLmPolicy plain = load_causal_lm(dir, o, 4);
   o.gradient_checkpointing = true;
   CausalLmPolicy checkpointed = load_causal_lm(dir, o, 4);
-  {
-    torch::NoGradGuard no_grad;
-    auto from = plain->named_parameters();
-    for (auto& item : checkpointed->named_parameters()) {
-      if (item.key().find(".lora_B.") != std::string::npos) {
-        from[item.key()].normal_(0.0, 0.3);
-        item.value().copy_(from[item.key()]);
-      }
-    }
-  }
+  agents::testing::draw_shared(*plain, *checkpointed, {".lora_B."}, 0.3);
   const torch::Tensor tokens = torch::randint(50, {2, 6}, torch::kLong).cuda();
   const torch::Tensor valid = torch::ones({2, 6}, torch::kBool).cuda();
   const PrefixBatch prefix = prefix_on(torch::kCUDA);

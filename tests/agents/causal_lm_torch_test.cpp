@@ -5,15 +5,18 @@
 // byte-identical; a fresh LoRA adapter leaves the logits unchanged, training moves only adapters
 // and heads, and the merged export reproduces the adapted logits; checkpointed gradients equal the
 // plain ones (dropout on); bf16 compute stays near fp32; a folder that does not fit its config is
-// refused naming the tensor.
+// refused naming the tensor; the [agent.model] knobs map onto the decoder's options.
 #include <torch/torch.h>
 
 #include <fstream>
 #include <set>
 
+#include "agents_torch_test_support.hpp"
 #include "catch.hpp"
 #include "hf_test_models.hpp"
+#include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
+#include "sparserl/env/observation.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -321,19 +324,7 @@ TEST_CASE("gradient checkpointing gives the gradients of the plain backward pass
     CausalLmPolicy plain = load_causal_lm(dir, o, 4);
     o.gradient_checkpointing = true;
     CausalLmPolicy checkpointed = load_causal_lm(dir, o, 4);
-    {
-      // LoRA's B and the value head start at zero; give them values so that every gradient
-      // path carries something.
-      torch::NoGradGuard no_grad;
-      auto from = plain->named_parameters();
-      for (auto& item : checkpointed->named_parameters()) {
-        if (item.key().find(".lora_B.") != std::string::npos ||
-            item.key().rfind("value_head.", 0) == 0) {
-          from[item.key()].normal_(0.0, 0.3);
-          item.value().copy_(from[item.key()]);
-        }
-      }
-    }
+    agents::testing::draw_shared(*plain, *checkpointed, {".lora_B.", "value_head."}, 0.3);
     const PrefixBatch prefix = soft_prefix(5);
     const torch::Tensor tokens = torch::randint(53, {3, 5}, torch::kLong);
     const torch::Tensor valid = torch::ones({3, 5}, torch::kBool);
@@ -451,4 +442,45 @@ TEST_CASE("HF decoders initialised from a seed are reproducible", "[agents][hf]"
   CHECK(a->named_parameters()["value_head.weight"].eq(0).all().item<bool>());
   CHECK(a->parameter_count() ==
         m.config.parameter_count() + kWidth * 24 + 24 + kFeatures * 24 + 24 + 24 + 1);
+}
+
+TEST_CASE("[agent.model] knobs: lists, checks and the decoder's options", "[agents][hf]") {
+  AgentConfig c;
+  apply_key_value(c, "model.lora_targets", "q_proj,down_proj");
+  CHECK(c.model.lora_targets == std::vector<std::string>{"q_proj", "down_proj"});
+  CHECK(to_key_values(c).at("model.lora_targets") == "q_proj,down_proj");
+  CHECK_THROWS_WITH(apply_key_value(c, "model.lora_targets", "q_proj,qkv"),
+                    Catch::Contains("key 'model.lora_targets'") && Catch::Contains("'qkv'"));
+  apply_key_value(c, "model.lora_targets", "");
+  CHECK(c.model.lora_targets.empty());
+  c.model.kind = ModelKind::hf;
+  CHECK(c.validate() == std::optional<std::string>("model.path: kind = hf needs the model folder"));
+  c.model.path = "folder";
+  c.model.lora_rank = 4;
+  CHECK(c.validate() == std::optional<std::string>(
+                            "model.lora_targets: lora_rank = 4 needs at least one projection"));
+  c.model.lora_targets = {"v_proj"};
+  c.model.gradient_checkpointing = true;
+  c.model.prompt = PromptForm::text;
+  CHECK_FALSE(c.validate().has_value());
+
+  HfModelConfig hf = tiny_model(HfFamily::qwen2).config;
+  hf.torch_dtype = "bfloat16";
+  CausalLmOptions o = causal_lm_options(c, hf, torch::kCPU);
+  CHECK(o.dtype == torch::kBFloat16);
+  CHECK(o.lora_rank == 4);
+  CHECK(o.lora_targets == c.model.lora_targets);
+  CHECK(o.gradient_checkpointing);
+  CHECK_FALSE(o.soft_prompt);
+  CHECK(o.nnz_samples == c.policy.nnz_samples);
+  CHECK(o.feature_dim == static_cast<int>(env::feature_names().size()));
+  hf.torch_dtype = "float32";
+  CHECK(causal_lm_options(c, hf, torch::kCPU).dtype == torch::kFloat);
+  c.model.dtype = "bfloat16";
+  CHECK(causal_lm_options(c, hf, torch::kCPU).dtype == torch::kBFloat16);
+
+  // Until the BPE tokenizer and its grammar mask are joined to the agent, it says so.
+  c.device = "cpu";
+  CHECK_THROWS_WITH(PolicyAgent(c, agents::testing::vocabulary()),
+                    Catch::Contains("model.kind = hf: Hugging Face decoders are not yet joined"));
 }

@@ -165,44 +165,44 @@ TEST_CASE("malformed safetensors are refused naming the file and the tensor", "[
   std::ofstream(dir / "short.safetensors") << "abc";
   CHECK_THAT(refusal(dir / "short.safetensors"),
              Catch::Contains("short.safetensors") && Catch::Contains("too short"));
-  CHECK_THAT(refusal(raw_file(dir, "truncated.safetensors", ok, 4)),
-             Catch::Contains("truncated.safetensors: tensor 'w'") &&
-                 Catch::Contains("past the data section"));
-  CHECK_THAT(refusal(raw_file(dir, "length.safetensors", ok, 8, 1u << 20)),
-             Catch::Contains("length.safetensors: header length 1048576 exceeds the file"));
-  CHECK_THAT(refusal(raw_file(dir, "json.safetensors", "{\"w\": [1,", 0)),
-             Catch::Contains("json.safetensors: the header is not valid JSON"));
-  CHECK_THAT(refusal(raw_file(dir, "i64.safetensors",
-                              R"({"ids":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", 8)),
-             Catch::Contains(
-                 "i64.safetensors: tensor 'ids': dtype I64 is not supported (F32, BF16, F16)"));
-  CHECK_THAT(
-      refusal(raw_file(dir, "size.safetensors",
-                       R"({"w":{"dtype":"BF16","shape":[3],"data_offsets":[0,8]}})", 8)),
-      Catch::Contains("size.safetensors: tensor 'w': data_offsets [0,8] hold 8 bytes, but shape "
-                      "[3] of BF16 needs 6"));
-  CHECK_THAT(refusal(raw_file(dir, "overlap.safetensors",
-                              R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
-                                  "b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                              8)),
-             Catch::Contains("overlap.safetensors: tensor 'b': overlaps"));
-  CHECK_THAT(refusal(raw_file(dir, "hole.safetensors",
-                              R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},
-                                  "b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                              12)),
-             Catch::Contains("hole.safetensors: tensor 'b': starts at 8, leaving a hole"));
-  CHECK_THAT(refusal(raw_file(dir, "trailing.safetensors", ok, 12)),
-             Catch::Contains("trailing.safetensors: the tensors end at byte 8 of a 12-byte"));
-  CHECK_THAT(refusal(raw_file(dir, "twice.safetensors",
-                              R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},
-                                  "w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                              8)),
-             Catch::Contains("twice.safetensors: tensor 'w': named twice"));
-  CHECK_THAT(refusal(raw_file(dir, "negative.safetensors",
-                              R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4)),
-             Catch::Contains("negative.safetensors: tensor 'w': shape entries must be"));
-  CHECK_THAT(refusal(raw_file(dir, "meta.safetensors", R"({"__metadata__":{"format":1}})", 0)),
-             Catch::Contains("meta.safetensors: __metadata__ 'format' must be a string"));
+  struct Case {
+    std::string file, header;
+    std::size_t data_bytes;
+    std::uint64_t claimed_length;
+    std::string expected;
+  };
+  const auto entry = [](const char* name, const char* dtype, const char* shape, int begin,
+                        int end) {
+    return "\"" + std::string(name) + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape +
+           ",\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
+  };
+  const std::vector<Case> cases = {
+      {"truncated", ok, 4, 0, "truncated.safetensors: tensor 'w': data_offsets end at 8 past"},
+      {"length", ok, 8, 1u << 20, "length.safetensors: header length 1048576 exceeds the file"},
+      {"json", "{\"w\": [1,", 0, 0, "json.safetensors: the header is not valid JSON"},
+      {"i64", "{" + entry("ids", "I64", "[1]", 0, 8) + "}", 8, 0,
+       "i64.safetensors: tensor 'ids': dtype I64 is not supported (F32, BF16, F16)"},
+      {"size", "{" + entry("w", "BF16", "[3]", 0, 8) + "}", 8, 0,
+       "size.safetensors: tensor 'w': data_offsets [0,8] hold 8 bytes, but shape [3] of BF16 "
+       "needs 6"},
+      {"overlap", "{" + entry("a", "F32", "[2]", 0, 8) + "," + entry("b", "F32", "[1]", 4, 8) + "}",
+       8, 0, "overlap.safetensors: tensor 'b': overlaps"},
+      {"hole", "{" + entry("a", "F32", "[1]", 0, 4) + "," + entry("b", "F32", "[1]", 8, 12) + "}",
+       12, 0, "hole.safetensors: tensor 'b': starts at 8, leaving a hole"},
+      {"trailing", ok, 12, 0, "trailing.safetensors: the tensors end at byte 8 of a 12-byte"},
+      {"twice", "{" + entry("w", "F32", "[1]", 0, 4) + "," + entry("w", "F32", "[1]", 4, 8) + "}",
+       8, 0, "twice.safetensors: tensor 'w': named twice"},
+      {"negative", "{" + entry("w", "F32", "[-1]", 0, 4) + "}", 4, 0,
+       "negative.safetensors: tensor 'w': shape entries must be"},
+      {"meta", R"({"__metadata__":{"format":1}})", 0, 0,
+       "meta.safetensors: __metadata__ 'format' must be a string"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.file);
+    CHECK_THAT(
+        refusal(raw_file(dir, c.file + ".safetensors", c.header, c.data_bytes, c.claimed_length)),
+        Catch::Contains(c.expected));
+  }
   const std::vector<float> three(3, 1.0f);
   const std::vector<TensorToWrite> mismatched = {{"w", TensorDtype::f32, {4}, bytes_of(three)}};
   CHECK_THROWS_WITH(write_safetensors(dir / "w.safetensors", mismatched),

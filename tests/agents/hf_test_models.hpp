@@ -1,7 +1,7 @@
 // Fixtures of the Hugging Face decoder tests: tiny random models of the Qwen2 and Llama families
 // written by the test itself as a model folder (config.json + safetensors, fp32 or bf16, sharded or
 // not), and an independent reference forward pass in plain C++ - loops over std::vector<float>, no
-// LibTorch - written out from the formulas of transformers' modeling_llama / modeling_qwen2
+// LibTorch in it - written out from the formulas of transformers' modeling_llama / modeling_qwen2
 // (RMSNorm, rotary positions with rotate_half, grouped-query attention, SwiGLU, tied or untied
 // output), which the LibTorch decoder's logits are compared against.
 #pragma once
@@ -19,6 +19,7 @@
 
 #include "sparserl/agents/hf_config.hpp"
 #include "sparserl/agents/safetensors.hpp"
+#include "sparserl/agents/torch/causal_lm.hpp"
 
 namespace sparserl::agents::testing {
 
@@ -110,6 +111,23 @@ inline void write_model(TinyModel& m, const std::filesystem::path& folder, Tenso
   }
   write_safetensors_folder(folder, tensors, {{"format", "pt"}}, max_shard_bytes);
   write_hf_config(m.config, folder / "config.json");
+}
+
+// Draws normal(0, std) values for the parameters of `a` whose names contain one of `parts`, and
+// gives `b` the same: LoRA's B and the value head start at zero, and gradient tests want every
+// path to carry something.
+inline void draw_shared(CausalLmPolicyImpl& a, CausalLmPolicyImpl& b,
+                        const std::vector<std::string>& parts, double std) {
+  torch::NoGradGuard no_grad;
+  auto source = a.named_parameters();
+  for (auto& item : b.named_parameters()) {
+    for (const std::string& part : parts) {
+      if (item.key().find(part) == std::string::npos) continue;
+      source[item.key()].normal_(0.0, std);
+      item.value().copy_(source[item.key()]);
+      break;
+    }
+  }
 }
 
 // ---- The reference forward pass ----------------------------------------------------------------

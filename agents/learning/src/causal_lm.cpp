@@ -40,15 +40,6 @@ torch::Tensor repeat_kv(const torch::Tensor& x, std::int64_t groups) {
       .reshape({s[0], s[1] * groups, s[2], s[3]});
 }
 
-// [B, L] valid slots -> [B, 1, L, L]: query i sees valid keys j <= i, and always itself.
-torch::Tensor causal_mask(const torch::Tensor& valid) {
-  const std::int64_t length = valid.size(1);
-  const auto options = torch::TensorOptions().dtype(torch::kBool).device(valid.device());
-  const torch::Tensor causal = torch::ones({length, length}, options).tril();
-  const torch::Tensor self = torch::eye(length, options);
-  return ((causal.unsqueeze(0) & valid.unsqueeze(1)) | self.unsqueeze(0)).unsqueeze(1);
-}
-
 // The position of each slot: how many valid slots precede it.
 torch::Tensor positions_of(const torch::Tensor& valid) {
   return (valid.to(torch::kLong).cumsum(1) - 1).clamp_min(0);
@@ -59,12 +50,6 @@ torch::ScalarType storage_dtype(const CausalLmOptions& o, bool trainable) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& lora_target_names() {
-  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
-                                                 "gate_proj", "up_proj", "down_proj"};
-  return names;
-}
 
 const char* attention_backend() {
 #if TORCH_VERSION_MAJOR >= 2
@@ -402,7 +387,7 @@ std::pair<torch::Tensor, torch::Tensor> CausalLmPolicyImpl::rotary(
 torch::Tensor CausalLmPolicyImpl::trunk(torch::Tensor x, const torch::Tensor& valid,
                                         const torch::Tensor& positions, KvCache* cache) {
   auto [cos, sin] = rotary(positions);
-  LayerInputs in(cos, sin, causal_mask(valid));
+  LayerInputs in(cos, sin, causal_prefix_mask(valid));
   const std::int64_t batch = x.size(0), length = x.size(1);
   if (cache != nullptr) {
     *cache = empty_cache(batch, length + 64);
@@ -466,17 +451,9 @@ torch::Tensor CausalLmPolicyImpl::lm_logits(const torch::Tensor& input_ids,
 }
 
 KvCache CausalLmPolicyImpl::empty_cache(std::int64_t batch, std::int64_t capacity) const {
-  const auto options = torch::TensorOptions().dtype(options_.dtype).device(options_.device);
-  KvCache cache;
-  for (std::int64_t l = 0; l < config_.num_hidden_layers; ++l) {
-    const std::vector<std::int64_t> shape = {batch, config_.num_key_value_heads, capacity,
-                                             config_.head_dim};
-    cache.keys.push_back(torch::zeros(shape, options));
-    cache.values.push_back(torch::zeros(shape, options));
-  }
-  cache.key_valid = torch::zeros({batch, capacity}, options.dtype(torch::kBool));
-  cache.lengths = torch::zeros({batch}, options.dtype(torch::kLong));
-  return cache;
+  return KvCache::zeros(config_.num_hidden_layers, batch, config_.num_key_value_heads, capacity,
+                        config_.head_dim,
+                        torch::TensorOptions().dtype(options_.dtype).device(options_.device));
 }
 
 PolicyOutput CausalLmPolicyImpl::prefill(const PrefixBatch& prefix, const torch::Tensor& tokens,
@@ -484,40 +461,26 @@ PolicyOutput CausalLmPolicyImpl::prefill(const PrefixBatch& prefix, const torch:
   torch::Tensor valid;
   const torch::Tensor x = embed(prefix, tokens, token_valid, valid);
   const torch::Tensor hidden = trunk(x, valid, positions_of(valid), &cache);
-  const std::int64_t batch = x.size(0);
-  const torch::Tensor last =
-      (cache.lengths - 1).view({batch, 1, 1}).expand({batch, 1, hidden.size(2)});
-  const torch::Tensor at_last = hidden.gather(1, last).squeeze(1);
-  return {logits_of(at_last), values_of(at_last)};
+  const torch::Tensor last = at_slots(hidden, cache.lengths - 1);
+  return {logits_of(last), values_of(last)};
 }
 
 PolicyOutput CausalLmPolicyImpl::decode_step(const torch::Tensor& tokens,
                                              const torch::Tensor& active, KvCache& cache) {
-  const std::int64_t batch = tokens.size(0);
-  const std::int64_t longest = cache.lengths.max().item<std::int64_t>();
-  cache.reserve(longest + 1);
-  const torch::Tensor at = cache.lengths;
-  // Slots at or past `at` are never valid, so the count of valid slots is the new position.
+  // Slots at or past `lengths` are never valid, so the count of valid slots is the new position.
   const torch::Tensor positions = cache.key_valid.to(torch::kLong).sum(1).unsqueeze(1);
-  cache.key_valid.scatter_(1, at.unsqueeze(1), active.to(torch::kBool).unsqueeze(1));
-  const std::int64_t span = longest + 1;
-  const torch::Tensor slots =
-      torch::arange(span, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()))
-          .unsqueeze(0);
-  const torch::Tensor mask = ((cache.key_valid.narrow(1, 0, span) & (slots <= at.unsqueeze(1))) |
-                              (slots == at.unsqueeze(1)))
-                                 .view({batch, 1, 1, span});
+  const KvCache::Step step = cache.open_step(active, cache.lengths.max().item<std::int64_t>());
   torch::Tensor x = model_->embed_tokens(tokens.unsqueeze(1), options_.dtype);
   auto [cos, sin] = rotary(positions);
-  LayerInputs in(cos, sin, mask);
-  in.write_at = at;
-  in.span = span;
+  LayerInputs in(cos, sin, step.mask);
+  in.write_at = step.at;
+  in.span = step.span;
   for (std::size_t l = 0; l < decoder_layers_.size(); ++l) {
     in.cache_keys = &cache.keys[l];
     in.cache_values = &cache.values[l];
     x = decoder_layers_[l]->forward(x, in);
   }
-  cache.lengths = cache.lengths + active.to(torch::kLong);
+  cache.close_step(active);
   const torch::Tensor hidden = model_->norm(x).squeeze(1);
   return {logits_of(hidden), values_of(hidden)};
 }

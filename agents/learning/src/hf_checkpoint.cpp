@@ -11,6 +11,7 @@
 
 #include "sparserl/agents/safetensors.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
+#include "sparserl/env/observation.hpp"
 
 namespace sparserl::agents {
 
@@ -104,6 +105,26 @@ void load_policy_tensors(CausalLmPolicyImpl& policy, const fs::path& file) {
 }
 
 }  // namespace
+
+CausalLmOptions causal_lm_options(const AgentConfig& config, const HfModelConfig& model,
+                                  torch::Device device) {
+  const ModelConfig& m = config.model;
+  CausalLmOptions o;
+  o.device = device;
+  const bool fp32 = m.dtype == "float32" || (m.dtype == "auto" && model.torch_dtype == "float32");
+  o.dtype = fp32 ? torch::kFloat : torch::kBFloat16;
+  o.lora_rank = m.lora_rank;
+  o.lora_alpha = m.lora_alpha;
+  o.lora_dropout = m.lora_dropout;
+  o.lora_targets = m.lora_targets;
+  o.gradient_checkpointing = m.gradient_checkpointing;
+  o.soft_prompt = m.prompt == PromptForm::soft;
+  o.nnz_samples = config.policy.nnz_samples;
+  o.embedding_dim = config.policy.embedding_dim;
+  o.feature_dim = config.policy.feature_dim > 0 ? config.policy.feature_dim
+                                                : static_cast<int>(env::feature_names().size());
+  return o;
+}
 
 void load_hf_weights(CausalLmPolicyImpl& policy, const fs::path& folder) {
   const SafetensorsCheckpoint weights(folder);

@@ -42,9 +42,6 @@
 
 namespace sparserl::agents {
 
-// The projections LoRA may target, by their Hugging Face names.
-const std::vector<std::string>& lora_target_names();
-
 struct CausalLmOptions {
   torch::ScalarType dtype = torch::kFloat;  // compute dtype: kFloat or kBFloat16
   torch::Device device = torch::kCPU;
@@ -225,6 +222,11 @@ TORCH_MODULE(CausalLmPolicy);
 torch::Tensor rotary_inverse_frequencies(const HfModelConfig& config);
 
 // ---- Model folders (hf_checkpoint.cpp) ----------------------------------------------------------
+
+// The decoder's options from an agent's knobs ([agent.model], the observation's shapes of
+// [policy]) and the folder's config.json: dtype auto is bfloat16 unless config.json says float32.
+CausalLmOptions causal_lm_options(const AgentConfig& config, const HfModelConfig& model,
+                                  torch::Device device);
 
 // The file beside a saved model folder's weights that holds the policy's own tensors (soft-prompt
 // projections, value head), which transformers ignores.
