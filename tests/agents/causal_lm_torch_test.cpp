@@ -224,8 +224,9 @@ TEST_CASE("HF decoders: save -> load -> save is byte-identical", "[agents][hf]")
       model_folder("hf_round_trip_source", HfFamily::qwen2, TensorDtype::bf16, 0, &m);
   const fs::path a = sparserl::testing::scratch_dir("hf_round_trip_a");
   const fs::path b = sparserl::testing::scratch_dir("hf_round_trip_b");
+  std::ofstream(source / "tokenizer.json") << R"({"model": {"type": "BPE"}})";
   CausalLmPolicy first = load_causal_lm(source, soft_options(), 9);
-  save_causal_lm(*first, a, 3000);
+  save_causal_lm(*first, a, 3000, source);
   CausalLmPolicy second = load_causal_lm(a, soft_options(), 10);  // heads from the file, not seed
   save_causal_lm(*second, b, 3000);
   std::set<std::string> names;
@@ -233,6 +234,10 @@ TEST_CASE("HF decoders: save -> load -> save is byte-identical", "[agents][hf]")
   CHECK(names.contains("config.json"));
   CHECK(names.contains("model.safetensors.index.json"));
   CHECK(names.contains(kPolicyTensorsFile));
+  CHECK(sparserl::testing::read_bytes(a / "tokenizer.json") ==
+        sparserl::testing::read_bytes(source / "tokenizer.json"));
+  CHECK_FALSE(fs::exists(b / "tokenizer.json"));  // saved without files_from
+  names.erase("tokenizer.json");
   for (const std::string& name : names) {
     INFO(name);
     REQUIRE(fs::exists(b / name));

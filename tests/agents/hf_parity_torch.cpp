@@ -135,7 +135,7 @@ TEST_CASE("HF parity: a saved model loads in transformers with the same logits",
     INFO(name);
     CausalLmPolicy policy = load_fixture(name);
     const fs::path out = sparserl::testing::scratch_dir("hf_parity_export_" + name);
-    save_causal_lm(*policy, out, 50'000);  // sharded, as large checkpoints are
+    save_causal_lm(*policy, out, 50'000, fixtures() / name);  // sharded, as large ones are
     // The C++ side reads its own export back first.
     CausalLmPolicy reloaded = load_causal_lm(out, policy->options(), 1);
     reloaded->eval();

@@ -171,8 +171,16 @@ CausalLmPolicy load_causal_lm(const fs::path& folder, const CausalLmOptions& opt
 }
 
 void save_causal_lm(const CausalLmPolicyImpl& policy, const fs::path& folder,
-                    std::uint64_t max_shard_bytes) {
+                    std::uint64_t max_shard_bytes, const fs::path& files_from) {
   fs::create_directories(folder);
+  if (!files_from.empty() && !fs::equivalent(files_from, folder)) {
+    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                             "generation_config.json", "vocab.json", "merges.txt"}) {
+      if (fs::exists(files_from / name)) {
+        fs::copy_file(files_from / name, folder / name, fs::copy_options::overwrite_existing);
+      }
+    }
+  }
   const HfModelConfig& config = policy.config();
   std::vector<torch::Tensor> keep;
   const std::vector<TensorToWrite> weights =

@@ -55,7 +55,8 @@ struct CausalLmOptions {
   // text-only prompt form.
   bool soft_prompt = true;
   int nnz_samples = 0, embedding_dim = 0, feature_dim = 0;
-  // Every parameter frozen and stored in the compute dtype (a KL reference, an evaluation).
+  // Every parameter frozen, the decoder's stored in the compute dtype (a KL reference, an
+  // evaluation; the soft-prompt projections and the value head stay fp32).
   bool frozen = false;
   [[nodiscard]] int prefix_length() const { return soft_prompt ? nnz_samples + 1 : 0; }
 };
@@ -243,9 +244,12 @@ CausalLmPolicy load_causal_lm(const std::filesystem::path& folder, const CausalL
 void load_hf_weights(CausalLmPolicyImpl& policy, const std::filesystem::path& folder);
 // Writes a folder transformers loads: config.json (the source file's keys kept, dtype set) and the
 // weights under their HF names, LoRA merged, in config().torch_dtype (bf16 / f16 / f32), sharded
-// above max_shard_bytes (0: one file); plus kPolicyTensorsFile.
+// above max_shard_bytes (0: one file); plus kPolicyTensorsFile. With `files_from` (the folder the
+// model came from), its tokenizer and generation files are copied beside them, so the folder is
+// complete.
 void save_causal_lm(const CausalLmPolicyImpl& policy, const std::filesystem::path& folder,
-                    std::uint64_t max_shard_bytes = 0);
+                    std::uint64_t max_shard_bytes = 0,
+                    const std::filesystem::path& files_from = {});
 // A frozen copy (LoRA merged into the base, every parameter in the compute dtype, eval mode): the
 // KL reference of RL.
 CausalLmPolicy frozen_copy(const CausalLmPolicyImpl& policy);
