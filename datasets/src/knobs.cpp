@@ -164,6 +164,24 @@ std::size_t parse_choice(std::string_view text, const std::vector<std::string>& 
                               "'");
 }
 
+std::string join_list(const std::vector<std::string>& items) {
+  std::string text;
+  for (std::size_t i = 0; i < items.size(); ++i) text += (i ? "," : "") + items[i];
+  return text;
+}
+
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> items;
+  if (text.empty()) return items;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    items.emplace_back(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) return items;
+    start = comma + 1;
+  }
+}
+
 }  // namespace knob_text
 
 }  // namespace sparserl::datasets

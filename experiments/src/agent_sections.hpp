@@ -20,7 +20,7 @@ struct AgentKnobSection {
   agents::AgentConfig defaults;                // whose values are the section's defaults
 };
 
-// In schema order: policy, agent, agent.optimizer, agent.sampling, agent.pretrain, agent.sft,
+// In schema order: policy, agent, agent.model, agent.optimizer, agent.sampling, agent.pretrain, agent.sft,
 // agent.rl, then agent.NAME for each registered algorithm that has knobs.
 std::vector<AgentKnobSection> agent_knob_sections();
 

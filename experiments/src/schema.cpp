@@ -144,6 +144,12 @@ void add_agent_sections(Schema& s) {
       .integer("d_ff", 0, "feed-forward width (0: the preset's)", 0, 262144)
       .knobs(knobs("policy"));
   add_agent_keys(s, agents::AlgorithmRegistry::names()).knobs(knobs("agent"));
+  s.section("agent.model",
+            "The network the agent runs (agents::ModelConfig): the transformer of [policy] (small) "
+            "or a Llama / Qwen2 decoder loaded from a Hugging Face folder (hf), with its dtype, "
+            "LoRA, gradient checkpointing and prompt form; the hf keys apply to kind = hf "
+            "(docs/agents.md, \"HF-format models\").")
+      .knobs(knobs("agent.model"));
   s.section("agent.optimizer",
             "AdamW settings every stage shares (each stage sets its own learning rate and "
             "schedule). Weight decay applies to matrices only.")
@@ -386,6 +392,7 @@ std::vector<AgentKnobSection> agent_knob_sections() {
   std::vector<AgentKnobSection> out = {
       {"policy", "", knobs.section("policy", {"dropout", "tie_embeddings"}), defaults},
       {"agent", "", knobs.section("agent", {"device"}), defaults},
+      {"agent.model", "", knobs.section("model"), defaults},
       {"agent.optimizer", "",
        knobs.section("optimizer",
                      {"beta1", "beta2", "eps", "weight_decay", "max_grad_norm", "min_lr_ratio"}),

@@ -92,6 +92,7 @@ TEST_CASE("bad configs are rejected with the key path and the line", "[experimen
       {"[agent.dpo]\nbeta = 0.1\n", "bad.toml:1: unknown section 'agent.dpo'"},
       {"[agent]\ndevice = \"gpu\"\n", "bad.toml:2: key 'agent.device': 'gpu': expected auto, cpu, cuda or cuda:N"},
       {"[policy]\npreset = \"huge\"\n", "key 'policy.preset': 'huge' is not one of: tiny, small, medium"},
+      {"[agent.model]\nlora_targets = [\"qkv\"]\n", "bad.toml:2: key 'agent.model.lora_targets': 'qkv' is not one of: q_proj, k_proj"},
   };
   for (const Case& c : agent_cases) {
     INFO(c.text);

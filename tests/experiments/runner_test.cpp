@@ -241,13 +241,17 @@ TEST_CASE("every agent key is set from the config, defaults equal", "[experiment
       "0.9\n[agent.grpo]\naggregation = \"seq_mean_token_sum\"\n[agent.reinforce]\nkl_estimator "
       "= \"k3\"\n[agent.optimizer]\nbeta2 = 0.99\n[agent.sampling]\ntop_k = 7\n[agent.rl]\nlr = "
       "2e-6\nschedule = \"cosine\"\n[env]\nmask = \"none\"\nnnz_samples = 16\n[policy]\npreset "
-      "= \"tiny\"\nd_model = 128\n",
+      "= \"tiny\"\nd_model = 128\n[agent.model]\nlora_rank = 8\nlora_targets = [\"q_proj\", "
+      "\"v_proj\"]\nprompt = \"text\"\n",
       "set.toml");
   const auto a = ag::to_key_values(ex::agent_config(set, "rl"));
   CHECK(a.at("agent.seed") == "9");
   CHECK(a.at("agent.algorithm") == "ppo");
   CHECK(a.at("ppo.lambda") == "0.90000000000000002");
   CHECK(a.at("grpo.aggregation") == "seq_mean_token_sum");
+  CHECK(a.at("model.lora_rank") == "8");
+  CHECK(a.at("model.lora_targets") == "q_proj,v_proj");
+  CHECK(a.at("model.prompt") == "text");
   CHECK(a.at("reinforce.kl_estimator") == "k3");
   CHECK(a.at("optimizer.beta2") == "0.98999999999999999");
   CHECK(a.at("sampling.top_k") == "7");

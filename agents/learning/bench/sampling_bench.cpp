@@ -11,12 +11,17 @@
 //   cpu|cuda]
 //                         [--threads N] [--repeat 3] [--mask syntax|none]
 // --repeat 0 prints the policy's parameter count and stops.
+//
+// --hf PATH measures `decode` for a Llama / Qwen2 decoder (torch/causal_lm.hpp) instead: PATH is a
+// Hugging Face folder (its weights are loaded) or a config.json (random weights of that shape),
+// with the soft prompt of K = 128 nonzeros; --dtype float32|bfloat16 is its compute dtype.
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/torch/causal_lm.hpp"
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/env/observation.hpp"
 #include "sparserl/env/vocabulary.hpp"
@@ -41,6 +47,8 @@ struct Options {
   int threads = 0;
   int repeat = 3;
   std::string mask = "syntax";
+  std::string hf;
+  std::string dtype = "float32";
 };
 
 // The options as CLI11 declares them; --help lists them.
@@ -53,6 +61,69 @@ void declare(CLI::App& app, Options& o) {
   app.add_option("--repeat", o.repeat, "timed runs (0: print the parameter count and stop)");
   app.add_option("--mask", o.mask, "generate's action mask")
       ->check(CLI::IsMember({"syntax", "none"}));
+  app.add_option("--hf", o.hf, "a Hugging Face folder or config.json: decode with that decoder");
+  app.add_option("--dtype", o.dtype, "--hf: compute dtype")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
+}
+
+// decode for a Llama / Qwen2 decoder: prefill of the soft prompt and one token, then --tokens
+// steps with every row active, sampling from the unmasked logits.
+int bench_hf(const Options& o) {
+  namespace fs = std::filesystem;
+  namespace ag = sparserl::agents;
+  ag::CausalLmOptions options;
+  options.device = torch::Device(o.device);
+  options.dtype = o.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
+  options.nnz_samples = 128, options.embedding_dim = 64;
+  options.feature_dim = static_cast<int>(sparserl::env::feature_names().size());
+  const fs::path folder = fs::is_directory(o.hf) ? fs::path(o.hf) : fs::path(o.hf).parent_path();
+  const bool weights =
+      fs::is_directory(o.hf) && (fs::exists(folder / "model.safetensors") ||
+                                 fs::exists(folder / "model.safetensors.index.json"));
+  ag::CausalLmPolicy policy{nullptr};
+  if (weights) {
+    policy = ag::load_causal_lm(folder, options, 1);
+  } else {
+    policy = ag::CausalLmPolicy(ag::read_hf_config(o.hf), options);
+    policy->initialize_weights(1);
+  }
+  policy->eval();
+  std::printf(
+      "hf %s (%s weights): %lld parameters, %s, %s, attention %s, batch %d, %d tokens, %d "
+      "LibTorch threads\n",
+      o.hf.c_str(), weights ? "loaded" : "random",
+      static_cast<long long>(policy->parameter_count()), o.device.c_str(), o.dtype.c_str(),
+      ag::attention_backend(), o.batch, o.tokens, torch::get_num_threads());
+  if (o.repeat == 0) return 0;
+  torch::NoGradGuard no_grad;
+  const auto on = torch::TensorOptions().device(options.device);
+  ag::CounterRng rng{1, 0};
+  for (int r = 0; r < o.repeat + 1; ++r) {  // the first run warms up
+    const auto start = std::chrono::steady_clock::now();
+    ag::PrefixBatch prefix{torch::randn({o.batch, 128, 64}, on),
+                           torch::ones({o.batch, 128}, on.dtype(torch::kBool)),
+                           torch::rand({o.batch, options.feature_dim}, on),
+                           torch::ones({o.batch}, on.dtype(torch::kBool))};
+    const torch::Tensor active = torch::ones({o.batch}, on.dtype(torch::kBool));
+    ag::KvCache cache;
+    auto out = policy->prefill(prefix, torch::zeros({o.batch, 1}, on.dtype(torch::kLong)),
+                               active.unsqueeze(1), cache);
+    for (int t = 0; t < o.tokens; ++t) {
+      std::vector<double> u(static_cast<std::size_t>(o.batch));
+      for (double& x : u) x = rng.uniform_open();
+      const torch::Tensor next =
+          ag::sample_from_logits(out.logits, torch::tensor(u, torch::kDouble));
+      if (t + 1 < o.tokens) out = policy->decode_step(next, active, cache);
+    }
+    (void)out.logits.to(torch::kCPU);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r > 0) {
+      std::printf("decode   run %d: %.3f s, %.0f tokens/s\n", r, seconds,
+                  double(o.batch) * o.tokens / seconds);
+    }
+  }
+  return 0;
 }
 
 std::shared_ptr<const sparserl::env::MatrixObservation> synthetic_observation(const AgentConfig& c,
@@ -86,6 +157,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.threads > 0) torch::set_num_threads(o.threads);
+    if (!o.hf.empty()) return bench_hf(o);
     AgentConfig config;
     config.policy = sparserl::agents::PolicyConfig::preset(o.preset);
     config.policy.max_tokens = o.tokens;

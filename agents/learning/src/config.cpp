@@ -91,9 +91,47 @@ const Knobs<OptimizerConfig>& optimizer_knobs() {
   return knobs;
 }
 
+const std::vector<std::string>& lora_target_names() {
+  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                                 "gate_proj", "up_proj", "down_proj"};
+  return names;
+}
+
+const Knobs<ModelConfig>& model_knobs() {
+  static const Knobs<ModelConfig> knobs =
+      Knobs<ModelConfig>()
+          .choice("kind", &ModelConfig::kind,
+                  "the network: small (the transformer of [policy], from scratch) or hf (a Llama / "
+                  "Qwen2 decoder from a Hugging Face folder)",
+                  {ModelKind::small, ModelKind::hf})
+          .string("path", &ModelConfig::path,
+                  "hf: the model folder (config.json, model.safetensors or shards, tokenizer.json)")
+          .string("dtype", &ModelConfig::dtype,
+                  "hf: compute dtype; trainable weights keep fp32 master copies (auto: bfloat16 "
+                  "unless config.json's dtype is float32)",
+                  {"auto", "float32", "bfloat16"})
+          .integer("lora_rank", &ModelConfig::lora_rank, "hf: LoRA rank (0: full fine-tuning)", 0,
+                   4096)
+          .real("lora_alpha", &ModelConfig::lora_alpha, "hf: LoRA's output scale is alpha / rank",
+                1e-6, 1e6)
+          .real("lora_dropout", &ModelConfig::lora_dropout, "hf: dropout on LoRA's input", 0, 0.9)
+          .string_list("lora_targets", &ModelConfig::lora_targets,
+                       "hf: the projections LoRA adapts, in every decoder layer",
+                       lora_target_names())
+          .boolean("gradient_checkpointing", &ModelConfig::gradient_checkpointing,
+                   "hf: keep each decoder layer's input only and recompute the layer in the "
+                   "backward pass")
+          .choice("prompt", &ModelConfig::prompt,
+                  "hf: the matrix as a soft prompt (trained projections of the nonzeros' embedding "
+                  "and the features) or as text (nonzero indices written out)",
+                  {PromptForm::soft, PromptForm::text});
+  return knobs;
+}
+
 Knobs<AgentConfig> agent_knobs() {
   Knobs<AgentConfig> knobs;
   knobs.nest("policy", &AgentConfig::policy, policy_knobs())
+      .nest("model", &AgentConfig::model, model_knobs())
       .nest("optimizer", &AgentConfig::optimizer, optimizer_knobs())
       .nest("sampling", &AgentConfig::sampling, sampling_knobs())
       .choice("agent.mask", &AgentConfig::mask,
@@ -136,6 +174,16 @@ std::optional<std::string> PolicyConfig::validate() const {
   return std::nullopt;
 }
 
+std::optional<std::string> ModelConfig::validate() const {
+  if (auto problem = under("model", model_knobs().check(*this))) return problem;
+  if (kind == ModelKind::hf && path.empty()) return "model.path: kind = hf needs the model folder";
+  if (kind == ModelKind::hf && lora_rank > 0 && lora_targets.empty()) {
+    return "model.lora_targets: lora_rank = " + std::to_string(lora_rank) +
+           " needs at least one projection";
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> SamplingConfig::validate() const {
   return under("sampling", sampling_knobs().check(*this));
 }
@@ -160,6 +208,7 @@ std::optional<std::string> OptimizerConfig::validate() const {
 
 std::optional<std::string> AgentConfig::validate() const {
   if (auto problem = policy.validate()) return problem;
+  if (auto problem = model.validate()) return problem;
   if (auto problem = agent_knobs().check(*this)) return problem;
   if (mask == env::MaskMode::syntax && policy.max_tokens < env::kMinSyntaxTokens) {
     return "policy.max_tokens = " + std::to_string(policy.max_tokens) +
@@ -172,6 +221,18 @@ std::string_view to_string(LrSchedule schedule) {
   static constexpr auto kNames = datasets::enum_names<LrSchedule::constant, LrSchedule::linear>(
       {"constant", "cosine", "linear"});
   return kNames.name(schedule);
+}
+
+std::string_view to_string(ModelKind kind) {
+  static constexpr auto kNames =
+      datasets::enum_names<ModelKind::small, ModelKind::hf>({"small", "hf"});
+  return kNames.name(kind);
+}
+
+std::string_view to_string(PromptForm form) {
+  static constexpr auto kNames =
+      datasets::enum_names<PromptForm::soft, PromptForm::text>({"soft", "text"});
+  return kNames.name(form);
 }
 
 std::string_view to_string(KlEstimator estimator) {

@@ -28,6 +28,13 @@ torch::Device resolve_device(const std::string& name) {
 
 AgentConfig resolved(AgentConfig config, const env::Vocabulary& vocabulary) {
   if (auto error = config.validate()) throw std::invalid_argument(*error);
+  if (config.model.kind == ModelKind::hf) {
+    // The network exists (torch/causal_lm.hpp); what joins it to the agent - the BPE tokenizer,
+    // the grammar mask over its tokens and the learner over either network - does not yet.
+    throw std::invalid_argument(
+        "model.kind = hf: Hugging Face decoders are not yet joined to the agent (issue 28); use "
+        "kind = small");
+  }
   const int vocab = static_cast<int>(vocabulary.size());
   if (config.policy.vocab_size != 0 && config.policy.vocab_size != vocab) {
     throw std::invalid_argument("policy.vocab_size = " + std::to_string(config.policy.vocab_size) +

@@ -19,8 +19,9 @@ namespace {
 
 constexpr double kInitStd = 0.02;  // GPT-2's initialisation
 
+}  // namespace
+
 torch::Tensor causal_prefix_mask(const torch::Tensor& key_valid) {
-  // [B, L] valid keys -> [B, 1, L, L]: query i sees valid keys j <= i, and always itself.
   const std::int64_t length = key_valid.size(1);
   const auto options = torch::TensorOptions().dtype(torch::kBool).device(key_valid.device());
   const torch::Tensor causal = torch::ones({length, length}, options).tril();
@@ -28,7 +29,10 @@ torch::Tensor causal_prefix_mask(const torch::Tensor& key_valid) {
   return ((causal.unsqueeze(0) & key_valid.unsqueeze(1)) | self.unsqueeze(0)).unsqueeze(1);
 }
 
-}  // namespace
+torch::Tensor at_slots(const torch::Tensor& hidden, const torch::Tensor& slots) {
+  const std::int64_t batch = hidden.size(0);
+  return hidden.gather(1, slots.view({batch, 1, 1}).expand({batch, 1, hidden.size(2)})).squeeze(1);
+}
 
 PrefixBatch PrefixBatch::to(const torch::Device& device) const {
   return {embedding.to(device), valid.to(device), features.to(device), feature_valid.to(device)};
@@ -53,6 +57,35 @@ void KvCache::reserve(std::int64_t needed) {
   for (auto& k : keys) widen(k);
   for (auto& v : values) widen(v);
   widen(key_valid);
+}
+
+KvCache KvCache::zeros(std::int64_t layers, std::int64_t batch, std::int64_t heads,
+                       std::int64_t capacity, std::int64_t head_dim,
+                       const torch::TensorOptions& options) {
+  KvCache cache;
+  for (std::int64_t l = 0; l < layers; ++l) {
+    cache.keys.push_back(torch::zeros({batch, heads, capacity, head_dim}, options));
+    cache.values.push_back(torch::zeros({batch, heads, capacity, head_dim}, options));
+  }
+  cache.key_valid = torch::zeros({batch, capacity}, options.dtype(torch::kBool));
+  cache.lengths = torch::zeros({batch}, options.dtype(torch::kLong));
+  return cache;
+}
+
+KvCache::Step KvCache::open_step(const torch::Tensor& active, std::int64_t longest) {
+  reserve(longest + 1);
+  Step step;
+  step.at = lengths;
+  step.span = longest + 1;
+  key_valid.scatter_(1, step.at.unsqueeze(1), active.to(torch::kBool).unsqueeze(1));
+  const torch::Tensor slots =
+      torch::arange(step.span,
+                    torch::TensorOptions().dtype(torch::kLong).device(key_valid.device()))
+          .unsqueeze(0);
+  const torch::Tensor at = step.at.unsqueeze(1);
+  step.mask = ((key_valid.narrow(1, 0, step.span) & (slots <= at)) | (slots == at))
+                  .view({key_valid.size(0), 1, 1, step.span});
+  return step;
 }
 
 void KvCache::assign_rows(const torch::Tensor& rows, KvCache& other) {
@@ -222,16 +255,9 @@ torch::Tensor TransformerPolicyImpl::values(const PrefixBatch& prefix, const tor
 
 KvCache TransformerPolicyImpl::empty_cache(std::int64_t batch, std::int64_t capacity,
                                            const torch::Device& device) const {
-  const std::int64_t d_head = config_.d_model / config_.heads;
-  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(device);
-  KvCache cache;
-  for (int l = 0; l < config_.layers; ++l) {
-    cache.keys.push_back(torch::zeros({batch, config_.heads, capacity, d_head}, options));
-    cache.values.push_back(torch::zeros({batch, config_.heads, capacity, d_head}, options));
-  }
-  cache.key_valid = torch::zeros({batch, capacity}, options.dtype(torch::kBool));
-  cache.lengths = torch::zeros({batch}, options.dtype(torch::kLong));
-  return cache;
+  return KvCache::zeros(config_.layers, batch, config_.heads, capacity,
+                        config_.d_model / config_.heads,
+                        torch::TensorOptions().dtype(torch::kFloat).device(device));
 }
 
 PolicyOutput TransformerPolicyImpl::prefill(const PrefixBatch& prefix, const torch::Tensor& tokens,
@@ -252,36 +278,26 @@ PolicyOutput TransformerPolicyImpl::prefill(const PrefixBatch& prefix, const tor
                                                length);
     ++l;
   }
-  const torch::Tensor last = (cache.lengths - 1).view({batch, 1, 1}).expand({batch, 1, x.size(2)});
-  return head(final_norm_(x).gather(1, last).squeeze(1));
+  return head(at_slots(final_norm_(x), cache.lengths - 1));
 }
 
 PolicyOutput TransformerPolicyImpl::decode_step(const torch::Tensor& tokens,
                                                 const torch::Tensor& active, KvCache& cache) {
-  const std::int64_t batch = tokens.size(0);
   const std::int64_t longest = cache.lengths.max().item<std::int64_t>();
   if (longest >= config_.max_sequence_length()) {
     throw std::invalid_argument("TransformerPolicy: decoding past max_tokens = " +
                                 std::to_string(config_.max_tokens));
   }
-  cache.reserve(longest + 1);
-  const torch::Tensor at = cache.lengths;
-  cache.key_valid.scatter_(1, at.unsqueeze(1), active.to(torch::kBool).unsqueeze(1));
-  const std::int64_t span = longest + 1;
-  const torch::Tensor slots =
-      torch::arange(span, torch::TensorOptions().dtype(torch::kLong).device(tokens.device()))
-          .unsqueeze(0);
-  const torch::Tensor mask = ((cache.key_valid.narrow(1, 0, span) & (slots <= at.unsqueeze(1))) |
-                              (slots == at.unsqueeze(1)))
-                                 .view({batch, 1, 1, span});
-  torch::Tensor x = (token_embedding_(tokens) + position_embedding_(at)).unsqueeze(1);
+  const KvCache::Step step = cache.open_step(active, longest);
+  torch::Tensor x = (token_embedding_(tokens) + position_embedding_(step.at)).unsqueeze(1);
   x = embedding_dropout_(x);
   int l = 0;
   for (const auto& block : *blocks_) {
-    x = block->as<TransformerBlock>()->forward(x, mask, &cache.keys[l], &cache.values[l], at, span);
+    x = block->as<TransformerBlock>()->forward(x, step.mask, &cache.keys[l], &cache.values[l],
+                                               step.at, step.span);
     ++l;
   }
-  cache.lengths = cache.lengths + active.to(torch::kLong);
+  cache.close_step(active);
   return head(final_norm_(x).squeeze(1));
 }
 

@@ -62,6 +62,9 @@ bool parse_boolean(std::string_view text);
 std::string one_of(const std::vector<std::string>& choices);  // "a, b, c"
 // The index of `text` among `choices`; std::invalid_argument "expected one of a, b, got 'x'".
 std::size_t parse_choice(std::string_view text, const std::vector<std::string>& choices);
+// A list of strings as one comma-separated text ("q_proj,v_proj"; "" is the empty list).
+std::string join_list(const std::vector<std::string>& items);
+std::vector<std::string> split_list(std::string_view text);
 
 template <typename Int>
 Int parse_integer(std::string_view text) {
@@ -106,6 +109,10 @@ class Knobs {
   Knobs& boolean(std::string path, bool Owner::*field, std::string help);
   Knobs& string(std::string path, std::string Owner::*field, std::string help,
                 std::vector<std::string> choices = {});
+  // A list of strings, each one of `choices` unless they are empty; its text form is
+  // comma-separated (knob_text::join_list).
+  Knobs& string_list(std::string path, std::vector<std::string> Owner::*field, std::string help,
+                     std::vector<std::string> choices = {});
   // An enum: its accepted values by the names to_string(Enum) gives them (found by ADL).
   template <typename Enum>
   Knobs& choice(std::string path, Enum Owner::*field, std::string help, std::vector<Enum> values);
@@ -219,6 +226,27 @@ Knobs<Owner>& Knobs<Owner>::string(std::string path, std::string Owner::*field, 
            [field, accepted](Owner& o, std::string_view text) {
              if (!accepted.empty()) (void)knob_text::parse_choice(text, accepted);
              o.*field = std::string(text);
+           }});
+}
+
+template <typename Owner>
+Knobs<Owner>& Knobs<Owner>::string_list(std::string path, std::vector<std::string> Owner::*field,
+                                        std::string help, std::vector<std::string> choices) {
+  const std::vector<std::string> accepted = choices;
+  return add(
+      {.spec = {std::move(path), KnobType::string_list, {}, std::move(help), {}, {},
+                std::move(choices), {}},
+       .get = [field](const Owner& o) { return KnobValue(o.*field); },
+       .set = [field](Owner& o,
+                      const KnobValue& v) { o.*field = std::get<std::vector<std::string>>(v); },
+       .text = [field](const Owner& o) { return knob_text::join_list(o.*field); },
+       .parse =
+           [field, accepted](Owner& o, std::string_view text) {
+             std::vector<std::string> items = knob_text::split_list(text);
+             if (!accepted.empty()) {
+               for (const std::string& item : items) (void)knob_text::parse_choice(item, accepted);
+             }
+             o.*field = std::move(items);
            }});
 }
 

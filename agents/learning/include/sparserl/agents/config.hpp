@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <typeindex>
+#include <vector>
 
 #include "sparserl/datasets/knobs.hpp"
 #include "sparserl/env/action_mask.hpp"
@@ -45,6 +46,33 @@ struct PolicyConfig {
   [[nodiscard]] int prefix_length() const { return nnz_samples + 1; }  // K + feature
   [[nodiscard]] int max_sequence_length() const { return prefix_length() + 1 + max_tokens; }
   // nullopt when valid, else "policy.heads = 3: d_model = 64 must be a multiple of heads".
+  [[nodiscard]] std::optional<std::string> validate() const;
+};
+
+// Which network the agent runs: the transformer above, trained from scratch ("small"), or a decoder
+// of the Llama / Qwen2 family loaded from a Hugging Face folder ("hf": torch/causal_lm.hpp) - the
+// matrix observation entering as a soft prompt (trained projections of the nonzeros' embedding and
+// the features, before the text prompt) or written out as text - fine-tuned in full or with LoRA.
+// The hf fields apply to kind = hf only.
+enum class ModelKind { small, hf };
+std::string_view to_string(ModelKind kind);
+enum class PromptForm { soft, text };
+std::string_view to_string(PromptForm form);
+
+// The projections of a decoder layer LoRA may adapt, by their Hugging Face names.
+const std::vector<std::string>& lora_target_names();
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::small;
+  std::string path;            // the model folder (config.json, safetensors, tokenizer.json)
+  std::string dtype = "auto";  // compute dtype: auto (config.json's, bfloat16 unless float32)
+  int lora_rank = 0;           // 0: full fine-tuning
+  double lora_alpha = 16.0;    // the adapter's output is scaled by alpha / rank (PEFT)
+  double lora_dropout = 0.0;
+  std::vector<std::string> lora_targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
+  bool gradient_checkpointing = false;
+  PromptForm prompt = PromptForm::soft;
+  // nullopt when valid, else "model.path: kind = hf needs the model folder".
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 
@@ -185,6 +213,7 @@ class AlgorithmSettings {
 // Everything one PolicyAgent is built from (and what its checkpoints record).
 struct AgentConfig {
   PolicyConfig policy;
+  ModelConfig model;
   OptimizerConfig optimizer;
   SamplingConfig sampling;                     // act() and generate() unless told otherwise
   env::MaskMode mask = env::MaskMode::syntax;  // the env's mask (replayed for update(episodes))
@@ -201,7 +230,9 @@ struct AgentConfig {
 const datasets::Knobs<PolicyConfig>& policy_knobs();
 const datasets::Knobs<SamplingConfig>& sampling_knobs();
 const datasets::Knobs<OptimizerConfig>& optimizer_knobs();
+const datasets::Knobs<ModelConfig>& model_knobs();
 // Every knob of an AgentConfig, by the path checkpoint.txt writes it under: "policy.dropout",
+// "model.lora_rank",
 // "optimizer.lr", "sampling.top_k", "agent.algorithm", "agent.device", ... and each registered
 // algorithm's under its name ("grpo.epsilon_high").
 datasets::Knobs<AgentConfig> agent_knobs();

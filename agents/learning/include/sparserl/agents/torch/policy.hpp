@@ -54,7 +54,29 @@ struct KvCache {
   void reserve(std::int64_t needed);
   // Copies rows of `other` into rows `rows` of this cache (capacities are reconciled).
   void assign_rows(const torch::Tensor& rows, KvCache& other);
+
+  // `layers` layers of `batch` empty rows (nothing valid, lengths 0): keys and values [batch,
+  // heads, capacity, head_dim] of `options`.
+  static KvCache zeros(std::int64_t layers, std::int64_t batch, std::int64_t heads,
+                       std::int64_t capacity, std::int64_t head_dim,
+                       const torch::TensorOptions& options);
+  // The slots of one decode step. open_step makes room for slot `longest` (the largest of
+  // `lengths`, read and checked by the caller), marks each row's slot `lengths` valid where
+  // `active`, and returns those slots [B] and the attention mask [B, 1, 1, longest + 1]: valid
+  // slots up to each row's own, which always sees itself. close_step advances the active rows.
+  struct Step {
+    torch::Tensor at, mask;
+    std::int64_t span = 0;
+  };
+  Step open_step(const torch::Tensor& active, std::int64_t longest);
+  void close_step(const torch::Tensor& active) { lengths = lengths + active.to(torch::kLong); }
 };
+
+// [B, L] valid keys -> [B, 1, L, L]: query i sees valid keys j <= i, and always itself (so no
+// softmax row is empty).
+torch::Tensor causal_prefix_mask(const torch::Tensor& key_valid);
+// hidden [B, L, d] at one slot per row ([B] int64) -> [B, d].
+torch::Tensor at_slots(const torch::Tensor& hidden, const torch::Tensor& slots);
 
 struct PolicyOutput {
   torch::Tensor logits;  // [B, T, V] (forward) or [B, V] (prefill, decode_step)
