@@ -52,7 +52,7 @@ say "CUDA toolkit: $cuda_root ($("$cuda_root/bin/nvcc" --version | sed -n 's/.*r
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
 packages=(cmake ninja-build g++ pkg-config zlib1g-dev libcurl4-openssl-dev libboost-dev
   libboost-filesystem-dev libhdf5-dev hdf5-tools libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
-  catch2 gnuplot-nox)
+  libpcre2-dev catch2 gnuplot-nox)
 [ -n "$torch_prefix" ] || packages+=(libtorch-dev)
 
 missing=()
