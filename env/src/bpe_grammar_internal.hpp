@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "action_mask_internal.hpp"
+#include "sparserl/env/bpe_tokenizer.hpp"
 
 namespace sparserl::env::bpe_grammar {
 
@@ -101,6 +102,8 @@ inline int separator_debt(const Lex& x) { return x.line_start ? 0 : x.blank ? 1 
 // Identifier spellings of one role, sorted by text, each with the closed token it reads as.
 class Words {
  public:
+  // Spellings are added, then sorted once; a spelling added twice keeps its first token (as an
+  // earlier class wins in encode()'s lookups).
   void add(std::string text, TokenId id);
   void sort();
   [[nodiscard]] std::optional<TokenId> find(std::string_view text) const;
@@ -112,6 +115,7 @@ class Words {
 
  private:
   std::vector<std::pair<std::string, TokenId>> list_;
+  std::unordered_map<std::string_view, TokenId> index_;  // into list_, rebuilt by sort()
 };
 
 // What the layer knows of the closed vocabulary, built once per vocabulary.
@@ -124,6 +128,8 @@ struct Grammar {
   std::array<TokenId, 128> digit{};  // a number's character -> its digit token (or -1)
   std::unordered_map<std::string, TokenId> punct;  // folded punctuator -> token
   std::vector<std::string> punct_spellings;  // every punctuator reward's lexer knows, unfolded
+  // Those of each first character, in the order reward's lexer tries them.
+  std::array<std::vector<std::string_view>, 128> punct_by_first;
   TokenId format = -1, launch = -1, eol = -1, num = -1, eos = -1, macro_open = -1, linkage = -1;
   TokenId minus = -1;
 
@@ -200,6 +206,9 @@ bool name_taken(const Context& c, const Lex& lex, Role role, std::string_view na
 // spelling where `role` reads it), or nullopt past kMaxIdent.
 std::optional<std::string> fresh_name(const Context& c, const Lex& lex, Role role,
                                       std::string_view prefix);
+// The cost (as needed() counts it) of ending the pending punctuator now; INT_MAX where the grammar
+// refuses it.
+int punct_end_cost(const Context& c, std::size_t end, const Lex& lex, const State& closed);
 // Feeds a closed token if the syntax mask takes it here.
 bool feed(const Grammar& g, ClosedRef& closed, TokenId id);
 // Where an identifier stands, by the closed phase.
@@ -207,5 +216,53 @@ Role role_of(const State& s);
 // A digest of the syntax mask's State but its token count (the mask cache's key).
 std::uint64_t digest(const State& s);
 std::uint64_t digest(const Lex& lex);
+
+// ---- the token trie and its walk (bpe_grammar_walk.cpp)
+// -------------------------------------------
+
+// The vocabulary's tokens by their bytes, for fill()'s walk. Children of a node are contiguous and
+// sorted by byte; token ids are kept in depth-first order, so a node's subtree holds the ids
+// [tokens_begin, subtree_end). Tokens whose bytes the grammar never takes (beyond ASCII, control
+// characters but tab and newline) and special tokens are left out.
+class TokenTrie {
+ public:
+  struct Node {
+    std::uint32_t first = 0;  // index of the first child
+    std::uint32_t children = 0;
+    std::uint32_t tokens_begin = 0;  // ids[tokens_begin, +tokens) end here
+    std::uint32_t tokens = 0;
+    std::uint32_t subtree_end = 0;    // ids of the whole subtree end here
+    std::uint16_t subtree_depth = 0;  // the longest token below, in bytes
+    bool word_only = false;           // every byte below continues an identifier
+    char byte = 0;
+  };
+
+  explicit TokenTrie(const BpeTokenizer& t);
+  [[nodiscard]] const Node& node(std::uint32_t i) const { return nodes_[i]; }
+  [[nodiscard]] const std::vector<TokenId>& ids() const { return ids_; }
+  [[nodiscard]] std::size_t depth() const { return depth_; }
+
+ private:
+  void build(std::uint32_t at, const std::vector<std::pair<std::string_view, TokenId>>& list,
+             std::size_t lo, std::size_t hi, std::size_t depth);
+  std::vector<Node> nodes_;
+  std::vector<TokenId> ids_;
+  std::size_t depth_ = 0;
+};
+
+// The walk's verdict on the tokens trie.ids()[begin, end): allowed where `need` BPE tokens still
+// fit after them; `exact` false when need is an upper bound (the exact count is then taken token by
+// token where the bound does not fit).
+struct Segment {
+  std::uint32_t begin = 0, end = 0;
+  std::int32_t need = 0;
+  bool exact = true;
+};
+using Verdicts = std::vector<Segment>;
+
+// Every token's verdict from a state: the layer's and the syntax mask's, the names, and the pending
+// identifier's characters.
+Verdicts walk(const Grammar& g, const TokenTrie& trie, const Names& names, std::string_view pending,
+              const Lex& lex, const State& closed);
 
 }  // namespace sparserl::env::bpe_grammar

@@ -12,7 +12,6 @@
 // syntax mask allows one; a launch line's kernel name is always a local (never a vocabulary word,
 // which code would read as that word); `#define NAME(` with the parenthesis glued is <macro(>.
 #include <algorithm>
-#include <cctype>
 #include <limits>
 
 #include "bpe_grammar_internal.hpp"
@@ -29,9 +28,10 @@ namespace {
 constexpr std::string_view kLiterals[] = {"//@format", "//@launch"};
 constexpr std::string_view kLinkage = "\"C\"";
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+// Character classes of the C locale, without the locale's lookups (the walk asks per byte).
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 bool is_punct_char(char c) {
   return std::string_view("{}[]()<>%:;.?*+-/^&|~!=,#").find(c) != std::string_view::npos;
@@ -201,7 +201,7 @@ bool flush_punct(const Context& c, Lex& x, ClosedRef& closed, std::size_t length
   x.pending = Pending::none;
   while (!buffer.empty()) {
     std::string_view match;
-    for (std::string_view p : reward::punctuators()) {
+    for (std::string_view p : c.grammar.punct_by_first[static_cast<unsigned char>(buffer[0])]) {
       if (buffer.substr(0, p.size()) == p) {
         match = p;
         break;
@@ -688,7 +688,10 @@ bool viable(const Context& c, std::size_t end, const Lex& x, const State& s) {
 }
 
 int needed_committed(const Context& c, const Lex& x, const State& s) {
-  int excess = 0;
+  // Each launched kernel still to declare is named once more in its declaration; where a launch
+  // line's name is due, the completion names one of them there too (the syntax mask's count
+  // reuses a pending kernel rather than declare another).
+  int excess = 0, least = std::numeric_limits<int>::max();
   const unsigned pending = detail::pending_kernel_bits(s);
   for (int k = 0; k < detail::kMaxKernelLocal; ++k) {
     if (((pending >> k) & 1u) == 0) continue;
@@ -697,13 +700,20 @@ int needed_committed(const Context& c, const Lex& x, const State& s) {
       length = c.names.by_local[static_cast<std::size_t>(k)].size();
     }
     for (int i = 0; i < x.new_names; ++i) {
-      if (x.news[static_cast<std::size_t>(i)].local == k)
-        length = x.news[static_cast<std::size_t>(i)].length;
+      const NewName& n = x.news[static_cast<std::size_t>(i)];
+      if (n.local == k) length = n.length;
     }
     excess += kernel_name_excess(static_cast<int>(length));
+    least = std::min(least, kernel_name_excess(static_cast<int>(length)));
   }
+  if (s.phase == detail::Phase::launch_name && pending != 0) excess += least;
   return kBytesPerToken * (detail::completion(*c.grammar.tables, s) - 1) + 1 + separator_debt(x) +
          excess;
+}
+
+int punct_end_cost(const Context& c, std::size_t end, const Lex& x, const State& s) {
+  std::string text(c.text.substr(0, end));
+  return completion_cost(c, end, x, s, Completion{"", false}, text);
 }
 
 int needed(const Context& c, std::size_t end, const Lex& x, const State& s) {

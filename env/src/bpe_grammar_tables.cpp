@@ -4,7 +4,6 @@
 // digits and punctuators; the program's names; and the digests that key the mask cache.
 #include <algorithm>
 #include <cstring>
-#include <unordered_set>
 
 #include "bpe_grammar_internal.hpp"
 #include "sparserl/reward/abi.hpp"
@@ -12,19 +11,21 @@
 
 namespace sparserl::env::bpe_grammar {
 
-void Words::add(std::string text, TokenId id) {
-  if (find(text)) return;  // an earlier class wins, as in encode()'s lookups
-  list_.emplace_back(std::move(text), id);
-  sort();
+void Words::add(std::string text, TokenId id) { list_.emplace_back(std::move(text), id); }
+
+void Words::sort() {
+  std::stable_sort(list_.begin(), list_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  list_.erase(std::unique(list_.begin(), list_.end(),
+                          [](const auto& a, const auto& b) { return a.first == b.first; }),
+              list_.end());
+  index_.clear();
+  for (const auto& [text, id] : list_) index_.emplace(text, id);
 }
 
-void Words::sort() { std::sort(list_.begin(), list_.end()); }
-
 std::optional<TokenId> Words::find(std::string_view text) const {
-  const auto it = std::lower_bound(
-      list_.begin(), list_.end(), text,
-      [](const std::pair<std::string, TokenId>& e, std::string_view t) { return e.first < t; });
-  if (it == list_.end() || it->first != text) return std::nullopt;
+  const auto it = index_.find(text);
+  if (it == index_.end()) return std::nullopt;
   return it->second;
 }
 
@@ -40,25 +41,38 @@ std::pair<std::size_t, std::size_t> Words::range(std::string_view prefix) const 
 
 void Names::add(const std::string& name) {
   sorted.add(name, static_cast<TokenId>(by_local.size()));
+  sorted.sort();
   by_local.push_back(name);
 }
 
 namespace {
 
-std::uint32_t pack(std::string_view s) {
-  std::uint32_t v = 0;
-  for (char c : s) v = (v << 8) | static_cast<unsigned char>(c);
-  return v | (static_cast<std::uint32_t>(s.size()) << 28);
-}
-
-// Punctuators by their packed spelling (at most 4 characters): those of reward's lexer, and
-// their proper prefixes.
+// Punctuators by spelling: a bit per spelling of one or two characters (a table of 128 x 128),
+// the few longer ones listed; each as a whole (`full`) and as a proper prefix of one (`grows`).
 struct PunctSets {
-  std::unordered_set<std::uint32_t> full, grows;
+  std::vector<bool> full = std::vector<bool>(128 * 129), grows = std::vector<bool>(128 * 129);
+  std::vector<std::string_view> full_long, grows_long;
+  static std::size_t index(std::string_view s) {
+    const auto c0 = static_cast<std::size_t>(static_cast<unsigned char>(s[0]) & 0x7F);
+    return s.size() == 1 ? c0 : 128 + c0 * 128 + (static_cast<unsigned char>(s[1]) & 0x7F);
+  }
+  void mark(std::string_view s, bool whole) {
+    if (s.size() <= 2) {
+      (whole ? full : grows)[index(s)] = true;
+    } else {
+      (whole ? full_long : grows_long).push_back(s);
+    }
+  }
+  [[nodiscard]] bool has(std::string_view s, bool whole) const {
+    if (s.empty() || static_cast<unsigned char>(s[0]) >= 0x80) return false;
+    if (s.size() <= 2) return (whole ? full : grows)[index(s)];
+    const auto& list = whole ? full_long : grows_long;
+    return std::find(list.begin(), list.end(), s) != list.end();
+  }
   PunctSets() {
     for (std::string_view p : reward::punctuators()) {
-      full.insert(pack(p));
-      for (std::size_t n = 1; n < p.size(); ++n) grows.insert(pack(p.substr(0, n)));
+      mark(p, true);
+      for (std::size_t n = 1; n < p.size(); ++n) mark(p.substr(0, n), false);
     }
   }
 };
@@ -69,12 +83,8 @@ const PunctSets& punct_sets() {
 
 }  // namespace
 
-bool Grammar::punct_grows(std::string_view buffer) const {
-  return punct_sets().grows.count(pack(buffer)) != 0;
-}
-bool Grammar::is_punct(std::string_view text) const {
-  return punct_sets().full.count(pack(text)) != 0;
-}
+bool Grammar::punct_grows(std::string_view buffer) const { return punct_sets().has(buffer, false); }
+bool Grammar::is_punct(std::string_view text) const { return punct_sets().has(text, true); }
 
 Grammar::Grammar(std::shared_ptr<const Vocabulary> v)
     : vocabulary(std::move(v)), tables(std::make_shared<const Tables>(*vocabulary)) {
@@ -108,7 +118,14 @@ Grammar::Grammar(std::shared_ptr<const Vocabulary> v)
     digit[static_cast<unsigned char>(text[0]) & 0x7F] = id;
   });
   all_of(TokenClass::punct, [&](const std::string& text, TokenId id) { punct.emplace(text, id); });
-  for (std::string_view p : reward::punctuators()) punct_spellings.emplace_back(p);
+  for (Words* words :
+       {&code_words, &field_words, &expr_words, &format_names, &format_keys, &launch_keys}) {
+    words->sort();
+  }
+  for (std::string_view p : reward::punctuators()) {
+    punct_spellings.emplace_back(p);
+    punct_by_first[static_cast<unsigned char>(p[0]) & 0x7F].push_back(p);
+  }
   linkage = vocabulary->id(TokenClass::literal, "\"C\"");
   minus = vocabulary->id(TokenClass::punct, "-");
   eol = vocabulary->eol();

@@ -45,6 +45,12 @@ std::shared_ptr<const BpeTokenizer> small_tokenizer() {
   return t;
 }
 
+// As many merges as the corpus programs give (about 1,100 tokens): longer tokens, longer names.
+std::shared_ptr<const BpeTokenizer> larger_tokenizer() {
+  static const auto t = trained(4096);
+  return t;
+}
+
 BpeGrammarMask make_mask(int max_tokens,
                          std::shared_ptr<const BpeTokenizer> tokenizer = small_tokenizer()) {
   BpeGrammarOptions options;
@@ -127,15 +133,15 @@ TEST_CASE("every corpus program in BPE form is accepted token by token, read as 
 
 TEST_CASE("random episodes under the BPE grammar mask end with <eos> and read as encode() reads",
           "[env][bpe][mask]") {
-  const auto tokenizer = small_tokenizer();
   const Tokenizer closed;
   datasets::Rng rng(20250612);
   const int least = make_mask(4000).min_completion();
-  const int budgets[] = {least, least + 1, least + 40, least + 200, 1200, 2000};
+  const int budgets[] = {least, least + 1, least + 40, least + 200, 1024, 2000};
   std::vector<std::uint8_t> m;
   std::vector<TokenId> allowed;
   int called_undeclared = 0;
   for (int e = 0; e < 300; ++e) {
+    const auto tokenizer = e % 2 == 0 ? small_tokenizer() : larger_tokenizer();
     BpeGrammarMask mask = make_mask(budgets[e % 6], tokenizer);
     m.resize(mask.size());
     std::vector<TokenId> ids;
@@ -233,6 +239,9 @@ TEST_CASE("the BPE grammar mask refuses bad tokens where they stand", "[env][bpe
   CHECK_FALSE(takes_after(format + "//@launch k grid=M", "\n"));  // no block=
   // Code: names in scope, no comments, no character literals, `#` first on its line.
   CHECK(takes_after(kHead, "  int i = threadIdx.x;\n"));
+  CHECK(takes_after(kHead, "  int i=threadIdx.x+1;\n"));  // no blank needed between lexemes
+  CHECK_FALSE(takes_after(kHead, "  int i = 0x "));       // a blank may not end `0x`
+  CHECK_FALSE(takes_after(kHead, "  int i = 1e+;"));  // ... nor may anything but a digit end `1e+`
   CHECK_FALSE(takes_after(kHead, "  int i = undeclared"));
   CHECK_FALSE(takes_after(kHead, "  int i = 0; // no comments"));
   CHECK_FALSE(takes_after(kHead, "  char c = 'a"));
