@@ -1,11 +1,14 @@
 // The project's BPE trainer: merges worked out by hand on a tiny text, the vocabulary's layout
 // (special tokens, the 256 bytes, the merges), determinism, its refusals, and - with
 // ../shared/corpus - a tokenizer trained on a few corpus files that round-trips every file of the
-// corpus (decode(encode(t)) == t) and compresses it.
+// corpus (decode(encode(t)) == t) and compresses it; and its command, `sparserl vocab bpe`.
 #include "sparserl/env/bpe_trainer.hpp"
+
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -98,4 +101,49 @@ TEST_CASE("a tokenizer trained on a few corpus files round-trips every file of t
   CHECK(failures == 0);
   INFO(files.size() << " files, " << bytes << " bytes, " << tokens << " tokens");
   CHECK(static_cast<double>(bytes) / static_cast<double>(tokens) > 2.5);
+}
+
+TEST_CASE("`sparserl vocab bpe` writes a tokenizer.json trained on a corpus folder",
+          "[env][bpe][cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = sparserl::testing::scratch_dir("vocab_bpe");
+  fs::create_directories(dir / "corpus" / "sub");
+  const std::string kernel =
+      "__global__ void scale(float* y, const float* x, int n) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < n) y[i] = 2.0f * x[i];\n}\n";
+  {
+    std::ofstream(dir / "corpus" / "a.cu") << kernel << kernel;
+    std::ofstream(dir / "corpus" / "sub" / "b.cuh") << "#pragma once\n" << kernel;
+    std::ofstream(dir / "corpus" / "notes.txt") << "zzzz zzzz zzzz zzzz zzzz zzzz zzzz zzzz\n";
+  }
+  const std::string cli = SPARSERL_CLI_PATH;
+  const fs::path out = dir / "tokenizer.json";
+  int status = 0;
+  const std::string output = sparserl::testing::run_command(
+      cli + " vocab bpe --corpus " + sparserl::testing::quoted(dir / "corpus") +
+          " --vocab-size 300 --no-design-space --out " + sparserl::testing::quoted(out),
+      status);
+  INFO(output);
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK_THAT(output, sparserl::testing::has_substring("from 2 files"));
+  CHECK_THAT(output, sparserl::testing::has_substring("every input round-trips"));
+  const BpeTokenizer t = BpeTokenizer::load(out);
+  CHECK(t.size() > 258 + 20);  // merges learnt
+  CHECK(t.size() <= 300);
+  CHECK(t.eos() == 0);
+  // The .txt file is no source: "zz" was never a pair of the training text.
+  CHECK_FALSE(t.find("zz").has_value());
+  CHECK(t.encode(kernel).size() * 2 < kernel.size());  // merges learnt from the sources
+  CHECK(t.decode(t.encode(kernel)) == kernel);
+  // Bad arguments: exit status 2, naming what is wrong.
+  const std::string small = sparserl::testing::run_command(
+      cli + " vocab bpe --vocab-size 100 --out " + sparserl::testing::quoted(out), status);
+  CHECK(WEXITSTATUS(status) == 2);
+  const std::string missing = sparserl::testing::run_command(
+      cli + " vocab bpe --corpus " + sparserl::testing::quoted(dir / "missing") + " --out " +
+          sparserl::testing::quoted(out),
+      status);
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_THAT(missing, sparserl::testing::has_substring("not a folder"));
 }
