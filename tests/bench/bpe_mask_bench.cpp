@@ -4,8 +4,8 @@
 //   1. fill()'s cost per step (median, p90 and max microseconds, one thread) along the corpus
 //      programs in BPE form token by token (the path of a policy that writes such programs) and
 //      along random episodes (uniform over the allowed tokens), with the mask cache's hit rate, and
-//      allows()' cost per token; for a small tokenizer trained here on the corpus programs (--small
-//      tokens) and a Qwen-sized one (--large tokens, 151,643 as Qwen2.5's byte-level vocabulary):
+//      allows()' cost per token; for a small tokenizer trained here on the CUDA corpus and the
+//      corpus programs (--small tokens) and a Qwen-sized one (--large tokens, 151,643 as Qwen2.5's byte-level vocabulary):
 //      read from --tokenizer FILE, or built - trained on the CUDA corpus (--corpus, default
 //      ../shared/corpus/cuda), where merges run out near 62,000 tokens, then grown to the size the
 //      way Qwen2's vocabulary is made up (qwen_sized()).
@@ -339,19 +339,22 @@ int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     const std::vector<std::string> programs = corpus_programs();
     std::printf("bpe_mask_bench: %zu corpus programs; one thread\n", programs.size());
+    // Training text: the CUDA corpus (where present) and the corpus programs.
+    std::vector<std::string> texts = programs;
+    if (fs::is_directory(o.corpus)) {
+      for (const auto& e : fs::recursive_directory_iterator(o.corpus)) {
+        if (e.is_regular_file()) texts.push_back(read(e.path()));
+      }
+    }
     std::printf("1. fill() per step, small tokenizer\n");
-    const auto small = train(o.small, programs, "small (corpus programs)");
+    const auto small = train(o.small, texts, "small (the CUDA corpus and the corpus programs)");
     cost_section(small, programs, o);
     if (!o.no_large) {
       std::printf("1. fill() per step, Qwen-sized tokenizer\n");
       std::shared_ptr<const BpeTokenizer> large;
       if (!o.tokenizer.empty()) {
         large = std::make_shared<const BpeTokenizer>(BpeTokenizer::load(o.tokenizer));
-      } else if (fs::is_directory(o.corpus)) {
-        std::vector<std::string> texts = programs;
-        for (const auto& e : fs::recursive_directory_iterator(o.corpus)) {
-          if (e.is_regular_file()) texts.push_back(read(e.path()));
-        }
+      } else if (texts.size() > programs.size()) {
         BpeTrainerOptions options;
         options.vocab_size = o.large;
         options.min_frequency = 1;
