@@ -9,14 +9,16 @@
 # It is idempotent: packages already present are left alone and it says which ones it installs. The
 # CUDA toolkit is not a Debian package we can install for you; if it is absent the script says where
 # to get it and stops. Environment: BUILD_DIR (default build), JOBS (default: all cores),
-# SPARSERL_NO_INSTALL=1 (never call apt-get; fail with the list of what is missing instead).
+# SPARSERL_NO_INSTALL=1 (never call apt-get; fail with the list of what is missing instead),
+# SPARSERL_PYTHON (the interpreter the Python package is built for; default: the first python3 with
+# numpy). The build lays the package out in BUILD_DIR/python (PYTHONPATH=BUILD_DIR/python).
 set -euo pipefail
 
 mode=${1:-build}
 case "$mode" in
   run | test | build) ;;
   -h | --help)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *)
@@ -50,9 +52,12 @@ say "CUDA toolkit: $cuda_root ($("$cuda_root/bin/nvcc" --version | sed -n 's/.*r
 # PyTorch's own LibTorch (a pip-installed torch) is used when present, as on the GPU hosts; otherwise
 # the distribution's CPU LibTorch.
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+# The Python package (python/) needs pybind11 and Python's headers; its tests numpy, pytest, scipy
+# and h5py - all Debian packages of the system python3.
 packages=(cmake ninja-build g++ pkg-config zlib1g-dev libcurl4-openssl-dev libboost-dev
   libboost-filesystem-dev libhdf5-dev hdf5-tools libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
-  libpcre2-dev catch2 gnuplot-nox)
+  libpcre2-dev catch2 gnuplot-nox python3-dev pybind11-dev python3-numpy python3-pytest
+  python3-scipy python3-h5py)
 [ -n "$torch_prefix" ] || packages+=(libtorch-dev)
 
 missing=()
@@ -78,9 +83,25 @@ else
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# --- the Python the package is built for ---------------------------------------------------------
+# SPARSERL_PYTHON when set; else the first python3 (on PATH, then the system's) that has numpy, so
+# that a python3 of another installation (pyenv, a bare venv) does not hide the one the packages
+# above went to.
+python=${SPARSERL_PYTHON:-}
+if [ -z "$python" ]; then
+  for candidate in "$(command -v python3 || true)" /usr/bin/python3; do
+    if [ -n "$candidate" ] && "$candidate" -c 'import numpy' >/dev/null 2>&1; then
+      python=$candidate
+      break
+    fi
+  done
+  python=${python:-/usr/bin/python3}
+fi
+say "Python package for $python"
+
 # --- configure and build ----------------------------------------------------------------------------
 cmake_args=(-S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}"
-  -DCUDAToolkit_ROOT="$cuda_root")
+  -DCUDAToolkit_ROOT="$cuda_root" -DPython3_EXECUTABLE="$python")
 [ -z "$torch_prefix" ] || cmake_args+=(-DCMAKE_PREFIX_PATH="$torch_prefix")
 say "configuring into $build_dir"
 cmake "${cmake_args[@]}" >"$build_dir.configure.log" 2>&1 || {
@@ -94,7 +115,10 @@ cmake --build "$build_dir" -j "$jobs"
 
 # --- the job ---------------------------------------------------------------------------------------
 case "$mode" in
-  build) say "built: $build_dir/tools/sparserl" ;;
+  build)
+    say "built: $build_dir/tools/sparserl"
+    say "Python: PYTHONPATH=$build_dir/python $python -c 'import sparserl' (or pip install .)"
+    ;;
   test)
     say "running the tests"
     cd "$build_dir"

@@ -17,8 +17,7 @@
 #include "test_support.hpp"
 
 using namespace sparserl;
-using kernels::DesignPoint;
-using kernels::DesignSpace;
+using namespace sparserl::kernels;
 using sparserl::testing::has_substring;
 
 namespace {

@@ -16,9 +16,7 @@ namespace {
 
 using namespace sparserl;
 using namespace sparserl::agents;
-using agents::testing::synthetic_observation;
-using agents::testing::tiny_config;
-using agents::testing::vocabulary;
+using namespace sparserl::agents::testing;
 
 void require_cuda() {
   if (!torch::cuda::is_available()) sparserl::testing::skip("LibTorch sees no CUDA device");

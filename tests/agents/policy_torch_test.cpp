@@ -19,9 +19,7 @@ namespace {
 
 using namespace sparserl;
 using namespace sparserl::agents;
-using agents::testing::synthetic_observation;
-using agents::testing::tiny_config;
-using agents::testing::vocabulary;
+using namespace sparserl::agents::testing;
 
 std::vector<env::TokenId> random_tokens(std::size_t n, std::uint64_t seed) {
   std::vector<env::TokenId> out;

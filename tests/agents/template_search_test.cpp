@@ -16,8 +16,7 @@
 #include "test_support.hpp"
 
 using namespace sparserl;
-using kernels::CandidateResult;
-using kernels::SearchResult;
+using namespace sparserl::kernels;
 using sparserl::testing::has_substring;
 
 namespace {

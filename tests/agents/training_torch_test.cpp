@@ -24,10 +24,7 @@ namespace {
 
 using namespace sparserl;
 using namespace sparserl::agents;
-using agents::testing::synthetic_observation;
-using agents::testing::tiny_config;
-using agents::testing::tokenizer;
-using agents::testing::vocabulary;
+using namespace sparserl::agents::testing;
 
 std::vector<SftExample> examples(std::size_t n) {
   const auto programs = agents::testing::reference_programs();

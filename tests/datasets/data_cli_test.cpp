@@ -10,12 +10,12 @@
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/matrix_market.hpp"
 #include "sparserl/datasets/splits.hpp"
+#include "command_checks.hpp"
 #include "test_support.hpp"
 
 namespace ds = sparserl::datasets;
 namespace fs = std::filesystem;
-using sparserl::testing::has_substring;
-using sparserl::testing::sparserl_data;
+using namespace sparserl::testing;
 
 namespace {
 
@@ -28,43 +28,29 @@ TEST_CASE("data info prints size, features and the read report", "[datasets][cli
   const ds::SparseMatrix a =
       ds::SparseMatrix::from_triplets(3, 4, {{0, 0, 1.0}, {2, 3, 2.0}, {2, 1, 0.0}});
   ds::write_matrix_market(dir / "a.mtx.gz", a);
-  const auto r = sparserl_data("info " + q(dir / "a.mtx.gz"));
-  INFO(r.output);
-  CHECK(r.status == 0);
-  CHECK_THAT(r.output, has_substring("rows                3\n"));
-  CHECK_THAT(r.output, has_substring("cols                4\n"));
-  CHECK_THAT(r.output, has_substring("nnz                 3\n"));
-  CHECK_THAT(r.output, has_substring("digest              " + a.digest()));
-  CHECK_THAT(r.output, has_substring("explicit zeros      1\n"));
-  CHECK_THAT(r.output, has_substring("banner              coordinate real general"));
-  CHECK_THAT(r.output, has_substring("  row_nnz_max       2\n"));
-  CHECK_THAT(r.output, has_substring("  bandwidth"));
+  check_output(
+      sparserl_data("info " + q(dir / "a.mtx.gz")), 0,
+      {"rows                3\n", "cols                4\n", "nnz                 3\n",
+       "digest              " + a.digest(), "explicit zeros      1\n",
+       "banner              coordinate real general", "  row_nnz_max       2\n", "  bandwidth"});
 
-  const auto j = sparserl_data("info --json " + q(dir / "a.mtx.gz"));
-  CHECK(j.status == 0);
-  CHECK_THAT(j.output, has_substring("\"nnz\": 3,"));
-  CHECK_THAT(j.output, has_substring("\"explicit_zeros\": 1"));
-  CHECK_THAT(j.output, has_substring("\"row_nnz_max\": 2"));
-  CHECK_THAT(j.output, has_substring("\"symmetry\": \"general\""));
+  check_output(
+      sparserl_data("info --json " + q(dir / "a.mtx.gz")), 0,
+      {"\"nnz\": 3,", "\"explicit_zeros\": 1", "\"row_nnz_max\": 2", "\"symmetry\": \"general\""});
 
-  const auto g = sparserl_data("info 'gen-v1/diagonal?n=5'");
-  CHECK(g.status == 0);
-  CHECK_THAT(g.output, has_substring("uri                 gen-v1/diagonal?n=5\n"));
-  CHECK_THAT(g.output, has_substring("nnz                 5\n"));
+  check_output(sparserl_data("info 'gen-v1/diagonal?n=5'"), 0,
+               {"uri                 gen-v1/diagonal?n=5\n", "nnz                 5\n"});
 }
 
 TEST_CASE("data info resolves suitesparse-v1 URIs through --index and --data-dir",
           "[datasets][cli]") {
   const auto shared = sparserl::testing::shared_matrices_dir();
-  const auto r = sparserl_data("info suitesparse-v1/HB/west0067 --index " + q(shared));
-  INFO(r.output);
-  CHECK(r.status == 0);
-  CHECK_THAT(r.output, has_substring("nnz                 294\n"));
+  check_output(sparserl_data("info suitesparse-v1/HB/west0067 --index " + q(shared)), 0,
+               {"nnz                 294\n"});
   const auto dir = sparserl::testing::scratch_dir("cli_info_uri");
-  const auto missing = sparserl_data("info suitesparse-v1/HB/west0067 --data-dir " + q(dir));
-  CHECK(missing.status == 1);
-  CHECK_THAT(missing.output, has_substring("matrix suitesparse-v1/HB/west0067 not found"));
-  CHECK_THAT(missing.output, has_substring((dir / "suitesparse" / "HB" / "west0067.mtx").string()));
+  check_output(sparserl_data("info suitesparse-v1/HB/west0067 --data-dir " + q(dir)), 1,
+               {"matrix suitesparse-v1/HB/west0067 not found",
+                (dir / "suitesparse" / "HB" / "west0067.mtx").string()});
 }
 
 TEST_CASE("data errors: unreadable inputs exit 1, bad arguments exit 2 with usage",
@@ -91,9 +77,7 @@ TEST_CASE("data errors: unreadable inputs exit 1, bad arguments exit 2 with usag
     CHECK(r.status == 2);
     CHECK_THAT(r.output, has_substring("usage: sparserl data SUBCOMMAND"));
   }
-  const auto help = sparserl_data("--help");
-  CHECK(help.status == 0);
-  CHECK_THAT(help.output, has_substring("summary [DIR | --index INDEX.csv]"));
+  check_output(sparserl_data("--help"), 0, {"summary [DIR | --index INDEX.csv]"});
 }
 
 TEST_CASE("data convert and data generate write Matrix Market files", "[datasets][cli]") {

@@ -24,8 +24,7 @@
 
 namespace ds = sparserl::datasets;
 namespace fs = std::filesystem;
-using sparserl::testing::has_substring;
-using sparserl::testing::sparserl_data;
+using namespace sparserl::testing;
 
 namespace {
 

@@ -15,8 +15,7 @@
 
 namespace ds = sparserl::datasets;
 namespace fs = std::filesystem;
-using sparserl::testing::files_under;
-using sparserl::testing::has_substring;
+using namespace sparserl::testing;
 
 namespace {
 

@@ -25,9 +25,7 @@ namespace ds = sparserl::datasets;
 using ds::GeneratorSpec;
 using ds::Index;
 using ds::SparseMatrix;
-using sparserl::testing::generated;
-using sparserl::testing::has_substring;
-using sparserl::testing::spec_error;
+using namespace sparserl::testing;
 
 namespace {
 

@@ -12,13 +12,12 @@
 #include "sparserl/experiments/agent_comparison.hpp"
 #include "sparserl/experiments/plots.hpp"
 #include "sparserl/experiments/run_info.hpp"
+#include "command_checks.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace sparserl::experiments;
-using sparserl::testing::has_substring;
-using sparserl::testing::run_command;
-using sparserl::testing::scratch_dir;
+using namespace sparserl::testing;
 
 namespace {
 
@@ -303,12 +302,9 @@ TEST_CASE("compare: without a GPU everything but the compile rate is n/a", "[com
   write_run(root / "cpu", "bench", 0, rows, "", "none");
   const fs::path out = root / "out";
   int status = 0;
-  const std::string text = run_command(
-      cli() + "'" + (root / "cpu").string() + "' --reps 100 --out '" + out.string() + "'", status);
-  INFO(text);
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(text, has_substring("skipped plot intervals.png: no agent has a timed speedup"));
-  CHECK_THAT(text, has_substring("grpo  n/a   n/a"));
+  const std::string text = check_command(
+      cli() + "'" + (root / "cpu").string() + "' --reps 100 --out '" + out.string() + "'", 0,
+      {"skipped plot intervals.png: no agent has a timed speedup", "grpo  n/a   n/a"});
   const auto csv = read_csv(out / "compare.csv");
   for (const char* metric :
        {"speedup_iqm", "speedup_geomean", "pass@1", "probability_of_improvement"}) {
@@ -382,11 +378,9 @@ TEST_CASE("compare: the interval plot", "[compare]") {
 
   const std::vector<fs::path> dirs = write_seeds(root / "runs");
   int status = 0;
-  const std::string text = run_command(
-      cli() + quoted(dirs) + "--reps 100 --out '" + (root / "out").string() + "'", status);
-  INFO(text);
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(text, has_substring("drew  " + (root / "out" / "intervals.png").string()));
+  const std::string text =
+      check_command(cli() + quoted(dirs) + "--reps 100 --out '" + (root / "out").string() + "'", 0,
+                    {"drew  " + (root / "out" / "intervals.png").string()});
   CHECK(is_png(root / "out" / "intervals.png"));
   CHECK_THAT(sparserl::testing::read_bytes(root / "out" / "compare.md"), has_substring("](intervals.png)"));
 }
@@ -439,7 +433,6 @@ TEST_CASE("compare: bad input names the run directory and the file", "[compare]"
   CHECK_THROWS_WITH(compare_agents({}, {}), has_substring("no run directory to compare"));
 
   int status = 0;
-  const std::string help = run_command(cli() + "--help", status);
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(help, has_substring("usage: sparserl compare RUN_DIR... [--out DIR]"));
+  const std::string help =
+      check_command(cli() + "--help", 0, {"usage: sparserl compare RUN_DIR... [--out DIR]"});
 }

@@ -15,10 +15,7 @@
 #include "sparserl/experiments/runner.hpp"
 #include "test_support.hpp"
 
-using sparserl::experiments::Config;
-using sparserl::experiments::ConfigError;
-using sparserl::experiments::experiment_schema;
-using sparserl::experiments::have_learned_agents;
+using namespace sparserl::experiments;
 using sparserl::testing::has_substring;
 
 TEST_CASE("defaults are complete and every key is readable", "[experiments][config]") {

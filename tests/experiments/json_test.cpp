@@ -14,17 +14,7 @@
 #include "catch.hpp"
 #include "test_support.hpp"
 
-using sparserl::experiments::as_integer;
-using sparserl::experiments::as_number;
-using sparserl::experiments::as_string;
-using sparserl::experiments::as_unsigned;
-using sparserl::experiments::dump_json;
-using sparserl::experiments::find_member;
-using sparserl::experiments::Json;
-using sparserl::experiments::json_number;
-using sparserl::experiments::json_quote;
-using sparserl::experiments::JsonError;
-using sparserl::experiments::parse_json;
+using namespace sparserl::experiments;
 using sparserl::testing::has_substring;
 
 TEST_CASE("strings are escaped and read back", "[experiments][json]") {

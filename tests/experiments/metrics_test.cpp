@@ -18,8 +18,7 @@
 #include "test_support.hpp"
 
 using namespace sparserl::experiments;
-using sparserl::testing::has_substring;
-using sparserl::testing::scratch_dir;
+using namespace sparserl::testing;
 
 namespace {
 
@@ -27,8 +26,6 @@ void write_text(const std::filesystem::path& file, const std::string& text) {
   std::ofstream out(file, std::ios::binary);
   out << text;
 }
-
-using sparserl::testing::read_bytes;
 
 }  // namespace
 

@@ -14,8 +14,7 @@
 
 namespace fs = std::filesystem;
 using namespace sparserl::experiments;
-using sparserl::testing::has_substring;
-using sparserl::testing::scratch_dir;
+using namespace sparserl::testing;
 
 namespace {
 

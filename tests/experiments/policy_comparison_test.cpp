@@ -9,13 +9,13 @@
 
 #include "catch.hpp"
 #include "sparserl/env/trajectory.hpp"
+#include "command_checks.hpp"
 #include "test_support.hpp"
 
 namespace env = sparserl::env;
 namespace reward = sparserl::reward;
 using namespace sparserl::experiments;
-using sparserl::testing::has_substring;
-using sparserl::testing::run_command;
+using namespace sparserl::testing;
 
 namespace {
 
@@ -114,19 +114,10 @@ TEST_CASE("a line diff keeps common lines and marks the rest", "[experiments][in
 TEST_CASE("sparserl inspect --compare", "[experiments][inspect]") {
   const auto file = write_file("cli.h5");
   const std::string cli = std::string(SPARSERL_CLI_PATH) + " inspect '" + file.string() + "' ";
-  int status = 0;
-  std::string out = run_command(cli + "--compare sft grpo --sources", status);
-  INFO(out);
-  CHECK(status == 0);
-  CHECK_THAT(out, has_substring("3 tasks answered by both, 2 with different programs"));
-  CHECK_THAT(out, has_substring("- kernel A\n+ kernel B\n"));
-  out = run_command(cli + "--compare sft nobody", status);
-  CHECK(WEXITSTATUS(status) == 1);
-  CHECK_THAT(out, has_substring("no episodes of policy 'nobody'"));
-  out = run_command(cli + "--compare sft", status);
-  CHECK(WEXITSTATUS(status) == 2);
-  CHECK_THAT(out, has_substring("--compare needs two policies"));
-  out = run_command(cli + "--sources", status);
-  CHECK(WEXITSTATUS(status) == 2);
-  CHECK_THAT(out, has_substring("--sources requires --compare"));
+  check_command(
+      cli + "--compare sft grpo --sources", 0,
+      {"3 tasks answered by both, 2 with different programs", "- kernel A\n+ kernel B\n"});
+  check_command(cli + "--compare sft nobody", 1, {"no episodes of policy 'nobody'"});
+  check_command(cli + "--compare sft", 2, {"--compare needs two policies"});
+  check_command(cli + "--sources", 2, {"--sources requires --compare"});
 }

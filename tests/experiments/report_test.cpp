@@ -15,12 +15,11 @@
 #include "sparserl/experiments/plots.hpp"
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_directory.hpp"
+#include "command_checks.hpp"
 #include "test_support.hpp"
 
 using namespace sparserl::experiments;
-using sparserl::testing::has_substring;
-using sparserl::testing::run_command;
-using sparserl::testing::scratch_dir;
+using namespace sparserl::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -284,28 +283,17 @@ TEST_CASE("a gnuplot without pngcairo falls back to the png terminal", "[experim
 TEST_CASE("sparserl plot re-renders a run directory", "[experiments][report]") {
   const RunDirectory run = make_run(scratch_dir("report_cli"));
   const std::string cli = std::string(SPARSERL_CLI_PATH) + " plot ";
-  int status = 0;
-  std::string out = run_command(cli + "'" + run.root().string() + "' --no-plots", status);
-  INFO(out);
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(out, has_substring("wrote " + run.report_path().string()));
+  check_command(cli + "'" + run.root().string() + "' --no-plots", 0,
+                {"wrote " + run.report_path().string()});
   CHECK_THAT(sparserl::testing::read_bytes(run.report_path()), has_substring("| grpo | 12 |"));
 
-  out = run_command(
-      cli + "'" + run.root().string() + "' --gnuplot /nonexistent/gnuplot --curve loss", status);
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(out, has_substring("skipped plots: '/nonexistent/gnuplot' not found"));
+  check_command(cli + "'" + run.root().string() + "' --gnuplot /nonexistent/gnuplot --curve loss",
+                0, {"skipped plots: '/nonexistent/gnuplot' not found"});
   CHECK_THAT(sparserl::testing::read_bytes(run.report_path()), has_substring("| `loss` | sft |"));
 
-  out = run_command(cli + "--help", status);
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(out, has_substring("usage: sparserl plot RUN_DIR"));
-  out = run_command(cli + "/nonexistent/run", status);
-  CHECK(WEXITSTATUS(status) == 1);
-  CHECK_THAT(out, has_substring("sparserl plot: error: /nonexistent/run: not a folder"));
-  out = run_command(cli + "'" + run.root().string() + "' --set report.nope=1", status);
-  CHECK(WEXITSTATUS(status) == 1);
-  CHECK_THAT(out, has_substring("report.nope"));
-  run_command(cli, status);
-  CHECK(WEXITSTATUS(status) == 2);
+  check_command(cli + "--help", 0, {"usage: sparserl plot RUN_DIR"});
+  check_command(cli + "/nonexistent/run", 1,
+                {"sparserl plot: error: /nonexistent/run: not a folder"});
+  check_command(cli + "'" + run.root().string() + "' --set report.nope=1", 1, {"report.nope"});
+  CHECK(run_shell(cli).status == 2);
 }

@@ -25,8 +25,7 @@
 #include "test_support.hpp"
 
 using namespace sparserl::experiments;
-using sparserl::testing::has_substring;
-using sparserl::testing::scratch_dir;
+using namespace sparserl::testing;
 namespace fs = std::filesystem;
 
 namespace {

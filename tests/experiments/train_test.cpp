@@ -36,9 +36,7 @@
 
 namespace fs = std::filesystem;
 using namespace sparserl::experiments;
-using sparserl::testing::has_substring;
-using sparserl::testing::kTinyConfig;
-using sparserl::testing::only_run;
+using namespace sparserl::testing;
 
 namespace {
 

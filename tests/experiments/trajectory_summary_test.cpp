@@ -15,6 +15,7 @@
 
 #include "catch.hpp"
 #include "sparserl/experiments/json.hpp"
+#include "command_checks.hpp"
 #include "test_support.hpp"
 
 #if __has_include("sparserl/env/trajectory.hpp")
@@ -23,9 +24,7 @@
 #endif
 
 using namespace sparserl::experiments;
-using sparserl::testing::has_substring;
-using sparserl::testing::run_command;
-using sparserl::testing::scratch_dir;
+using namespace sparserl::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -244,9 +243,8 @@ TEST_CASE("inspect names files that are not trajectories", "[experiments][inspec
   CHECK(WEXITSTATUS(status) == 1);
   CHECK_THAT(out, has_substring("sparserl inspect: error: " + (dir / "text.h5").string() +
                                 ": not an HDF5 file"));
-  const std::string help = run_command(std::string(SPARSERL_CLI_PATH) + " inspect --help", status);
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(help, has_substring("usage: sparserl inspect FILE.h5"));
+  check_command(std::string(SPARSERL_CLI_PATH) + " inspect --help", 0,
+                {"usage: sparserl inspect FILE.h5"});
   run_command(std::string(SPARSERL_CLI_PATH) + " inspect", status);
   CHECK(WEXITSTATUS(status) == 2);
 }

@@ -10,15 +10,15 @@
 #include <string>
 
 #include "catch.hpp"
+#include "command_checks.hpp"
 #include "test_support.hpp"
 
-using sparserl::testing::has_substring;
+using namespace sparserl::testing;
 namespace fs = std::filesystem;
 
 namespace {
 
 using Run = sparserl::testing::CommandResult;
-using sparserl::testing::shell_quote;
 
 Run check(const std::string& arguments) {
   return sparserl::testing::run_shell(shell_quote(SPARSERL_CLI_PATH) + " check " + arguments);
@@ -38,25 +38,16 @@ const std::string kMatrix = shell_quote("gen-v1/banded?n=200&bandwidth=3");
 }  // namespace
 
 TEST_CASE("check --compile-only --json prints the EvalResult and exits 0", "[reward][cli]") {
-  const Run r = check(program("spmv_csr.cu") + " --matrix " + kMatrix + " --compile-only --json");
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  REQUIRE_THAT(r.output, has_substring("\"error\":\"none\""));
-  REQUIRE_THAT(r.output, has_substring("\"compiled\":true"));
-  REQUIRE_THAT(r.output, has_substring("\"gpu_available\":false"));
-  REQUIRE_THAT(r.output, has_substring("\"arch\":\"sm_90\""));
+  check_output(
+      check(program("spmv_csr.cu") + " --matrix " + kMatrix + " --compile-only --json"), 0,
+      {"\"error\":\"none\"", "\"compiled\":true", "\"gpu_available\":false", "\"arch\":\"sm_90\""});
 }
 
 TEST_CASE("check prints a readable summary, SpMM and f64 included", "[reward][cli]") {
-  const Run r = check(program("spmm_bsr.cu") + " --matrix " + kMatrix +
-                      " --op spmm --dtype f64 --k 4 --arch sm_80");
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  REQUIRE_THAT(r.output, has_substring("verdict   ok"));
-  REQUIRE_THAT(r.output, has_substring("spmm f64 k=4"));
-  REQUIRE_THAT(r.output, has_substring("sm_80"));
-  REQUIRE_THAT(r.output, has_substring("gpu       not used"));
-  REQUIRE_THAT(r.output, has_substring("reward    total=0.5"));
+  check_output(
+      check(program("spmm_bsr.cu") + " --matrix " + kMatrix +
+            " --op spmm --dtype f64 --k 4 --arch sm_80"),
+      0, {"verdict   ok", "spmm f64 k=4", "sm_80", "gpu       not used", "reward    total=0.5"});
 }
 
 TEST_CASE("Verdicts are exit status 0, whatever they are", "[reward][cli]") {
@@ -152,11 +143,7 @@ TEST_CASE("Bad arguments exit 2 with the usage", "[reward][cli]") {
         program("spmv_csr.cu") + " --matrix " + kMatrix + " --arch gfx90a",
         program("spmv_csr.cu") + " --matrix " + kMatrix + " --bogus 1"}) {
     INFO("arguments: " << args);
-    const Run r = check(args);
-    REQUIRE(r.status == 2);
-    REQUIRE_THAT(r.output, has_substring("usage: sparserl check PROGRAM"));
+    check_output(check(args), 2, {"usage: sparserl check PROGRAM"});
   }
-  const Run help = check("--help");
-  REQUIRE(help.status == 0);
-  REQUIRE_THAT(help.output, has_substring("--compile-only"));
+  check_output(check("--help"), 0, {"--compile-only"});
 }

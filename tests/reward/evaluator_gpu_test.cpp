@@ -28,11 +28,9 @@ namespace rw = sparserl::reward;
 namespace ds = sparserl::datasets;
 using sparserl::reward::testing::adversarial_program;
 using sparserl::reward::testing::children_of_self;
-using sparserl::testing::has_substring;
+using namespace sparserl::testing;
 
 namespace {
-
-using sparserl::testing::read_bytes;
 
 std::filesystem::path program_path(const std::string& name) {
   return sparserl::testing::source_dir() / "reward" / "programs" / name;

@@ -68,7 +68,7 @@ struct GeneratorInfo {
   Op op = Op::spmv;
   Format format = Format::csr;
   std::string summary;                   // one line for docs and `sparserl tune --list`
-  std::vector<std::string> param_names;  // in id order
+  std::vector<std::string> param_names{};  // in id order
 };
 
 // Every generator, SpMV first, in documentation order.
