@@ -5,10 +5,10 @@
 //      programs in BPE form token by token (the path of a policy that writes such programs) and
 //      along random episodes (uniform over the allowed tokens), with the mask cache's hit rate, and
 //      allows()' cost per token; for a small tokenizer trained here on the CUDA corpus and the
-//      corpus programs (--small tokens) and a Qwen-sized one (--large tokens, 151,643 as Qwen2.5's byte-level vocabulary):
-//      read from --tokenizer FILE, or built - trained on the CUDA corpus (--corpus, default
-//      ../shared/corpus/cuda), where merges run out near 62,000 tokens, then grown to the size the
-//      way Qwen2's vocabulary is made up (qwen_sized()).
+//      corpus programs (--small tokens) and a Qwen-sized one (--large tokens, 151,643 as Qwen2.5's
+//      byte-level vocabulary): read from --tokenizer FILE, or built - trained on the CUDA corpus
+//      (--corpus, default ../shared/corpus/cuda), where merges run out near 62,000 tokens, then
+//      grown to the size the way Qwen2's vocabulary is made up (qwen_sized()).
 //   2. random episodes of the small tokenizer (--compile of them, max_tokens --max-tokens): how
 //   many
 //      parse, pass the static checks (check_program) and compile (NVRTC, sm_90, f32, a small
