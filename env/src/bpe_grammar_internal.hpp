@@ -11,7 +11,9 @@
 // takes (viable()), and the budget counts the cheapest such completion (needed()).
 //
 // Files: bpe_grammar_lexer.cpp (the character layer: step, finish, viable, needed),
-// bpe_grammar_mask.cpp (the tables, the token trie and its walk, the mask cache, the class).
+// bpe_grammar_tables.cpp (Words, Grammar, Names, the digests), bpe_grammar_walk.cpp (the token
+// trie and fill()'s walk over it), bpe_grammar_mask.cpp (the mask cache, the budget applied, the
+// class, bpe_program_text()).
 #pragma once
 
 #include <algorithm>

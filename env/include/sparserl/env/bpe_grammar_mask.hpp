@@ -20,14 +20,15 @@
 //
 // Guarantees (tests/env/bpe_grammar_mask_test.cpp): every sequence the mask accepts up to <eos> is
 // text that Tokenizer::encode() reads as exactly the closed tokens the layer fed (closed_tokens()),
-// which the syntax mask accepts, so it parses (reward::parse_program) with balanced brackets; the
-// design-space and reference programs in that form are accepted token by token; and every episode
-// ends with <eos> within max_tokens. The budget: the syntax mask's min_completion() counts closed
-// tokens; each costs at most kBytesPerToken bytes of text (13: `__restrict__` and a blank; a kernel
-// name longer than 12 characters is counted apart), and every byte is a BPE token, so a token is
-// allowed only where that many BPE tokens - and <eos> - still fit after it. min_completion()
-// says how many that is; the shortest budget a mask takes is the count at the start (its
-// constructor refuses less).
+// which the syntax mask accepts, so it parses (reward::parse_program) with balanced brackets - but
+// where a program calls a name that encode()'s call check does not see declared (as for the closed
+// mask's own programs); the design-space and reference programs in that form are accepted token by
+// token; and every episode ends with <eos> within max_tokens. The budget: the syntax mask's
+// min_completion() counts closed tokens; as text each costs at most 14 bytes (`__restrict__`, the
+// blank after it, a separator still due before it; a kernel name longer than 11 characters is
+// counted apart), and every byte is a BPE token, so a token is allowed only where that many BPE
+// tokens - and <eos> - still fit after it (docs/bpe.md). min_completion() says how many that is;
+// the shortest budget a mask takes is the count at the start, 575 (its constructor refuses less).
 #pragma once
 
 #include <cstdint>

@@ -49,7 +49,8 @@ inline constexpr std::string_view kGpt2PreTokenizerPattern =
 // Qwen2's (the Split step of its tokenizer.json): digits one by one, letters with one leading
 // non-letter, punctuation runs with the line ends after them, newline runs on their own.
 inline constexpr std::string_view kQwen2PreTokenizerPattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|)"
+    R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // A tokenizer file that cannot be read, is malformed, or asks for what is not supported (what()
 // names the file and the JSON path); or text that cannot be encoded (what() names the offset).
