@@ -51,6 +51,25 @@ message(STATUS "sparserl: nlohmann-json ${nlohmann_json_VERSION}")
 find_package(CLI11 2.1 REQUIRED CONFIG)
 message(STATUS "sparserl: CLI11 ${CLI11_VERSION}")
 
+# PCRE2 (8-bit) runs the pre-tokenizer patterns of Hugging Face tokenizer.json files (env's
+# BpeTokenizer): Unicode classes (\p{L}, \p{N}) and look-aheads, as the `tokenizers` library's
+# patterns need. Debian 12 and Ubuntu 24.04 both have 10.42 (libpcre2-dev); the Ubuntu GPU image has
+# the runtime (libpcre2-8.so.0) but maybe not the headers, which then travel as a .deb
+# (EXTRA_DEBS="libpcre2-dev" with ../shared/device/kit.sh; docs/bpe.md). The runtime's soname is
+# accepted where the development symlink is missing.
+find_path(SPARSERL_PCRE2_INCLUDE_DIR pcre2.h)
+find_library(SPARSERL_PCRE2_LIBRARY NAMES pcre2-8 libpcre2-8.so.0)
+if(NOT SPARSERL_PCRE2_INCLUDE_DIR OR NOT SPARSERL_PCRE2_LIBRARY)
+  message(FATAL_ERROR "sparserl: PCRE2 (8-bit) not found (pcre2.h: ${SPARSERL_PCRE2_INCLUDE_DIR}, "
+    "library: ${SPARSERL_PCRE2_LIBRARY}); install libpcre2-dev (tools/setup.sh does)")
+endif()
+add_library(sparserl_pcre2 INTERFACE)
+add_library(sparserl::pcre2 ALIAS sparserl_pcre2)
+target_include_directories(sparserl_pcre2 SYSTEM INTERFACE "${SPARSERL_PCRE2_INCLUDE_DIR}")
+target_link_libraries(sparserl_pcre2 INTERFACE "${SPARSERL_PCRE2_LIBRARY}")
+target_compile_definitions(sparserl_pcre2 INTERFACE PCRE2_CODE_UNIT_WIDTH=8)
+message(STATUS "sparserl: PCRE2 ${SPARSERL_PCRE2_LIBRARY}")
+
 find_package(CURL QUIET)
 if(CURL_FOUND)
   set(SPARSERL_HAVE_CURL ON)

@@ -56,8 +56,8 @@ torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2
 # and h5py - all Debian packages of the system python3.
 packages=(cmake ninja-build g++ pkg-config zlib1g-dev libcurl4-openssl-dev libboost-dev
   libboost-filesystem-dev libhdf5-dev hdf5-tools libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
-  catch2 gnuplot-nox python3-dev pybind11-dev python3-numpy python3-pytest python3-scipy
-  python3-h5py)
+  libpcre2-dev catch2 gnuplot-nox python3-dev pybind11-dev python3-numpy python3-pytest
+  python3-scipy python3-h5py)
 [ -n "$torch_prefix" ] || packages+=(libtorch-dev)
 
 missing=()

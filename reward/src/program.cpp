@@ -55,22 +55,12 @@ Spliced splice(std::string_view in) {
 }
 
 // Punctuators, longest first within each leading character (the search takes the first match).
-constexpr std::array<std::string_view, 52> kPunctuators = {
-    "%:%:", "...", "<<=", ">>=", "->*", "<=>", "<<<", "##", "::", "->", "++", "--", "<<",
-    ">>",   "<=",  ">=",  "==",  "!=",  "&&",  "||",  "+=", "-=", "*=", "/=", "%=", "&=",
-    "|=",   "^=",  ".*",  "%:",  "<:",  ":>",  "<%",  "%>", "{",  "}",  "[",  "]",  "(",
-    ")",    ";",   ":",   "?",   ".",   ",",   "+",   "-",  "*",  "/",  "%",  "^",  "&"};
-constexpr std::array<std::string_view, 7> kPunctuatorsTail = {"|", "~", "!", "=", "<", ">", "#"};
-
-std::string fold_digraph(std::string_view p) {
-  if (p == "%:%:") return "##";
-  if (p == "%:") return "#";
-  if (p == "<:") return "[";
-  if (p == ":>") return "]";
-  if (p == "<%") return "{";
-  if (p == "%>") return "}";
-  return std::string(p);
-}
+constexpr std::array<std::string_view, 59> kPunctuators = {
+    "%:%:", "...", "<<=", ">>=", "->*", "<=>", "<<<", "##", "::", "->", "++", "--",
+    "<<",   ">>",  "<=",  ">=",  "==",  "!=",  "&&",  "||", "+=", "-=", "*=", "/=",
+    "%=",   "&=",  "|=",  "^=",  ".*",  "%:",  "<:",  ":>", "<%", "%>", "{",  "}",
+    "[",    "]",   "(",   ")",   ";",   ":",   "?",   ".",  ",",  "+",  "-",  "*",
+    "/",    "%",   "^",   "&",   "|",   "~",   "!",   "=",  "<",  ">",  "#"};
 
 bool is_string_prefix(std::string_view id) {
   return id == "u8" || id == "u" || id == "U" || id == "L" || id == "R" || id == "u8R" ||
@@ -132,9 +122,6 @@ class Lexer {
     if (c == '"') return quoted(pos_, pos_, '"', TokenKind::string);
     if (c == '\'') return quoted(pos_, pos_, '\'', TokenKind::character);
     for (std::string_view p : kPunctuators) {
-      if (t_.compare(pos_, p.size(), p) == 0) return punct(p);
-    }
-    for (std::string_view p : kPunctuatorsTail) {
       if (t_.compare(pos_, p.size(), p) == 0) return punct(p);
     }
     push(TokenKind::other, std::string(1, c), pos_);
@@ -459,6 +446,18 @@ class DirectiveParser {
 }  // namespace
 
 LexResult lex(std::string_view text) { return Lexer(text).run(); }
+
+std::span<const std::string_view> punctuators() { return kPunctuators; }
+
+std::string fold_digraph(std::string_view p) {
+  if (p == "%:%:") return "##";
+  if (p == "%:") return "#";
+  if (p == "<:") return "[";
+  if (p == ":>") return "]";
+  if (p == "<%") return "{";
+  if (p == "%>") return "}";
+  return std::string(p);
+}
 
 std::vector<std::string> Program::kernel_names() const {
   std::vector<std::string> names;

@@ -3,7 +3,10 @@
 // design space by default; a builtin the corpus calls without declaring is added); `show` prints
 // one; `encode` prints a program's tokens and its decoded, canonical text; `check` encodes every
 // corpus program and says which ones do not round-trip. The committed env/vocab/cuda-c-v1.vocab is
-// `sparserl vocab build --out env/vocab/cuda-c-v1.vocab`.
+// `sparserl vocab build --out env/vocab/cuda-c-v1.vocab`. `bpe` (vocab_bpe_command.cpp) trains
+// the project's byte-level BPE tokenizer.
+#include "vocab_command.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -25,9 +28,28 @@
 #endif
 
 namespace sparserl::tools {
+
+std::vector<vocab::CorpusProgram> vocab::design_space_programs() {
+  std::vector<CorpusProgram> programs;
+#ifdef SPARSERL_VOCAB_HAVE_KERNELS
+  for (datasets::Op op : {datasets::Op::spmv, datasets::Op::spmm}) {
+    for (datasets::DType dtype : {datasets::DType::f32, datasets::DType::f64}) {
+      const kernels::DesignSpace space(op, dtype);
+      for (const kernels::DesignPoint& p : space.points()) {
+        programs.push_back({std::string(datasets::to_string(op)) + " " +
+                                std::string(datasets::to_string(dtype)) + " " + p.id(),
+                            space.render(p)});
+      }
+    }
+  }
+#endif
+  return programs;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
+using vocab::CorpusProgram;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -36,11 +58,6 @@ std::string read_file(const fs::path& path) {
   s << in.rdbuf();
   return s.str();
 }
-
-struct CorpusProgram {
-  std::string name;
-  std::string text;
-};
 
 // The default corpus folder: reward/programs beside the executable's source tree, if it is there.
 std::vector<fs::path> default_corpus_dirs() {
@@ -72,20 +89,9 @@ std::vector<CorpusProgram> load_corpus(const std::vector<std::string>& corpus_di
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) corpus.push_back({f.string(), read_file(f)});
   }
-#ifdef SPARSERL_VOCAB_HAVE_KERNELS
   if (design_space) {
-    for (datasets::Op op : {datasets::Op::spmv, datasets::Op::spmm}) {
-      for (datasets::DType dtype : {datasets::DType::f32, datasets::DType::f64}) {
-        const kernels::DesignSpace space(op, dtype);
-        for (const kernels::DesignPoint& p : space.points()) {
-          corpus.push_back({std::string(datasets::to_string(op)) + " " +
-                                std::string(datasets::to_string(dtype)) + " " + p.id(),
-                            space.render(p)});
-        }
-      }
-    }
+    for (CorpusProgram& p : vocab::design_space_programs()) corpus.push_back(std::move(p));
   }
-#endif
   return corpus;
 }
 
@@ -257,6 +263,11 @@ Run declare_vocab(CLI::App& app) {
                         ->type_name("FILE");
                     return [a](const std::vector<std::string>&) { return run_encode(*a); };
                   });
+  subcommands.add(
+      "bpe",
+      "the project's byte-level BPE tokenizer (a Hugging Face tokenizer.json), trained\n"
+      "on the source files under each --corpus DIR and the design space's programs",
+      vocab::declare_bpe);
   subcommands.add(
       "check",
       "encodes every corpus program: round trip, syntax-mask acceptance, longest sequence,\n"

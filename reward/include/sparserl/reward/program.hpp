@@ -15,6 +15,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,13 @@ struct LexResult {
 };
 
 LexResult lex(std::string_view text);
+
+// The punctuators lex() knows, in the order it tries them (the first that matches wins: longest
+// first within a leading character), and what a punctuator means once digraphs are folded (`%:`
+// is `#`, `<:` is `[`, ...). For lexers that must read text exactly as lex() does (env's grammar
+// mask over BPE tokens).
+std::span<const std::string_view> punctuators();
+std::string fold_digraph(std::string_view punctuator);
 
 inline constexpr int kMaxLaunches = 8;
 

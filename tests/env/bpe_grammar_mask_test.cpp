@@ -1,0 +1,281 @@
+// The grammar mask over BPE tokens: every corpus program (reward's reference programs and the
+// design space's, in the form bpe_program_text() gives) is accepted token by token, and the closed
+// tokens the mask read are exactly what the closed tokenizer's encode() makes of the text; random
+// episodes under the mask end with <eos> within max_tokens and decode to programs that encode,
+// parse and balance their brackets; fill() agrees with allows() on every token along random
+// episodes; specific bad tokens are refused where they stand. The tokenizers are trained here by
+// the project's trainer, on the corpus's programs (a small vocabulary, so the tests run fast).
+#include "sparserl/env/bpe_grammar_mask.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "env_test_support.hpp"
+#include "sparserl/datasets/random.hpp"
+#include "sparserl/env/bpe_trainer.hpp"
+#include "sparserl/env/tokenizer.hpp"
+
+namespace {
+
+using namespace sparserl;
+using namespace sparserl::env;
+using sparserl::testing::has_substring;
+
+std::vector<fixtures::CorpusProgram> corpus() {
+  auto programs = fixtures::reference_corpus();
+  for (auto& p : fixtures::design_space_corpus()) programs.push_back(std::move(p));
+  return programs;
+}
+
+// A BPE tokenizer learnt from the corpus's programs in BPE form (Qwen2's pattern by default).
+std::shared_ptr<const BpeTokenizer> trained(int vocab_size, std::string pattern = "") {
+  BpeTrainerOptions options;
+  options.vocab_size = vocab_size;
+  if (!pattern.empty()) options.pattern = pattern;
+  BpeTrainer trainer(options);
+  for (const auto& p : corpus()) trainer.add_text(bpe_program_text(p.text));
+  return std::make_shared<const BpeTokenizer>(BpeTokenizer::parse(trainer.train(), "trained"));
+}
+
+std::shared_ptr<const BpeTokenizer> small_tokenizer() {
+  static const auto t = trained(600);
+  return t;
+}
+
+// As many merges as the corpus programs give (about 1,100 tokens): longer tokens, longer names.
+std::shared_ptr<const BpeTokenizer> larger_tokenizer() {
+  static const auto t = trained(4096);
+  return t;
+}
+
+BpeGrammarMask make_mask(int max_tokens,
+                         std::shared_ptr<const BpeTokenizer> tokenizer = small_tokenizer()) {
+  BpeGrammarOptions options;
+  options.max_tokens = max_tokens;
+  return BpeGrammarMask(std::move(tokenizer), options);
+}
+
+// Feeds text token by token (its BPE encoding); the index of the first refused token or -1.
+int feed_text(BpeGrammarMask& mask, const std::string& text) {
+  const std::vector<TokenId> ids = small_tokenizer()->encode(text);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (!mask.allows(ids[i])) return static_cast<int>(i);
+    mask.advance(ids[i]);
+  }
+  return -1;
+}
+
+// Does the mask take `piece` (bytes, each its own token) after `prefix`?
+bool takes_after(const std::string& prefix, const std::string& piece, int max_tokens = 4000) {
+  BpeGrammarMask mask = make_mask(max_tokens);
+  REQUIRE(feed_text(mask, prefix) == -1);
+  const auto tokenizer = small_tokenizer();
+  for (char c : piece) {
+    const TokenId id = *tokenizer->byte_token(static_cast<unsigned char>(c));
+    if (!mask.allows(id)) return false;
+    mask.advance(id);
+  }
+  return true;
+}
+
+const std::string kHead =
+    "//@format csr\n//@launch spmv grid=ceil_div(M, 4) block=128\n"
+    "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, const int* __restrict__ "
+    "col_idx, const value_t* __restrict__ val, const value_t* __restrict__ x, value_t* "
+    "__restrict__ y) {\n";
+
+}  // namespace
+
+TEST_CASE("bpe_program_text drops comments, keeps directives, trims blanks", "[env][bpe]") {
+  const std::string program =
+      "// header\n//@format csr  \n/* a\nblock */ //@launch k grid=M block=M\n"
+      "int x; // trailing\n#define A 1 /* one */\n\n";
+  CHECK(bpe_program_text(program) ==
+        "//@format csr\n  //@launch k grid=M block=M\nint x;\n"
+        "#define A 1\n\n");
+  CHECK_THROWS_AS(bpe_program_text("int x; /* open"), TokenizeError);
+}
+
+TEST_CASE("every corpus program in BPE form is accepted token by token, read as encode() reads it",
+          "[env][bpe][mask]") {
+  const auto tokenizer = small_tokenizer();
+  const Tokenizer closed;
+  std::vector<std::uint8_t> m;
+  int checked_fills = 0, index = 0;
+  for (const auto& program : corpus()) {
+    INFO(program.name);
+    const std::string text = bpe_program_text(program.text);
+    const std::vector<TokenId> ids = tokenizer->encode(text);
+    BpeGrammarMask mask = make_mask(static_cast<int>(ids.size()) + 1000, tokenizer);
+    m.resize(mask.size());
+    // fill() on every step of the reference programs and of every 20th design-space program.
+    const bool fills = index++ < 10 || index % 20 == 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      INFO("token " << i << " '" << tokenizer->token_bytes(ids[i]) << "' after:\n" << mask.text());
+      REQUIRE(mask.allows(ids[i]));
+      if (fills) {
+        mask.fill(m);
+        REQUIRE(m[static_cast<std::size_t>(ids[i])] == 1);
+        ++checked_fills;
+      }
+      mask.advance(ids[i]);
+    }
+    REQUIRE(mask.allows(mask.eos()));
+    mask.advance(mask.eos());
+    CHECK(mask.text() == text);
+    CHECK(mask.closed_tokens() == closed.encode(text).tokens);
+  }
+  CHECK(checked_fills > 1000);
+}
+
+TEST_CASE("random episodes under the BPE grammar mask end with <eos> and read as encode() reads",
+          "[env][bpe][mask]") {
+  const Tokenizer closed;
+  datasets::Rng rng(20250612);
+  const int least = make_mask(4000).min_completion();
+  const int budgets[] = {least, least + 1, least + 40, least + 200, 1024, 2000};
+  std::vector<std::uint8_t> m;
+  std::vector<TokenId> allowed;
+  int called_undeclared = 0;
+  for (int e = 0; e < 300; ++e) {
+    const auto tokenizer = e % 2 == 0 ? small_tokenizer() : larger_tokenizer();
+    BpeGrammarMask mask = make_mask(budgets[e % 6], tokenizer);
+    m.resize(mask.size());
+    std::vector<TokenId> ids;
+    while (!mask.done()) {
+      mask.fill(m);
+      allowed.clear();
+      for (std::size_t i = 0; i < m.size(); ++i) {
+        if (m[i] != 0) allowed.push_back(static_cast<TokenId>(i));
+      }
+      REQUIRE(!allowed.empty());
+      REQUIRE(mask.tokens() < mask.max_tokens());
+      ids.push_back(allowed[rng.below(allowed.size())]);
+      mask.advance(ids.back());
+    }
+    REQUIRE(ids.back() == mask.eos());
+    REQUIRE(static_cast<int>(ids.size()) <= mask.max_tokens());
+    const std::string text = tokenizer->decode(ids, true);
+    INFO("episode " << e << ":\n" << text);
+    CHECK(text == mask.text());
+    const reward::ParseResult parsed = reward::parse_program(text);
+    CHECK(parsed.ok());
+    CHECK(fixtures::brackets_balance(text));
+    std::vector<TokenId> encoded;
+    try {
+      encoded = closed.encode(text).tokens;
+    } catch (const TokenizeError& error) {
+      // As under the closed mask, a random program may call a local it never declared.
+      CHECK_THAT(std::string(error.what()), has_substring("is called but"));
+      ++called_undeclared;
+      continue;
+    }
+    CHECK(encoded == mask.closed_tokens());
+  }
+  INFO(called_undeclared << " of 300 call a name they never declare");
+  CHECK(called_undeclared < 60);
+}
+
+TEST_CASE("the BPE grammar mask's fill() and allows() agree on every token along random episodes",
+          "[env][bpe][mask]") {
+  const auto tokenizer = small_tokenizer();
+  datasets::Rng rng(41);
+  const int least = make_mask(4000).min_completion();
+  std::vector<std::uint8_t> m;
+  std::vector<TokenId> allowed;
+  int mismatches = 0, steps = 0;
+  for (int e = 0; e < 12; ++e) {
+    BpeGrammarMask mask = make_mask(e % 2 == 0 ? least + 300 : least + 20, tokenizer);
+    m.resize(mask.size());
+    while (!mask.done()) {
+      mask.fill(m);
+      allowed.clear();
+      for (std::size_t i = 0; i < m.size(); ++i) {
+        const bool direct = mask.allows(static_cast<TokenId>(i));
+        if ((m[i] != 0) != direct && ++mismatches <= 3) {
+          UNSCOPED_INFO("episode " << e << " token " << mask.tokens() << ": id " << i << " '"
+                                   << (tokenizer->has_token(static_cast<TokenId>(i))
+                                           ? tokenizer->token_bytes(static_cast<TokenId>(i))
+                                           : "")
+                                   << "' fill " << int{m[i]} << " allows " << direct << " after:\n"
+                                   << mask.text());
+        }
+        if (m[i] != 0) allowed.push_back(static_cast<TokenId>(i));
+      }
+      ++steps;
+      INFO("episode " << e << ", " << mask.tokens() << " of " << mask.max_tokens()
+                      << " tokens, min_completion " << mask.min_completion() << ":\n"
+                      << mask.text());
+      REQUIRE(!allowed.empty());
+      mask.advance(allowed[rng.below(allowed.size())]);
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(steps > 12 * 100);
+}
+
+TEST_CASE("the BPE grammar mask refuses bad tokens where they stand", "[env][bpe][mask]") {
+  // Only the directives first.
+  CHECK(takes_after("", "\n  //@format csr\n"));
+  CHECK_FALSE(takes_after("", "int"));
+  CHECK_FALSE(takes_after("", "//@launch"));
+  CHECK_FALSE(takes_after("", "// comment"));
+  CHECK_FALSE(takes_after("//@format", "csr"));    // words apart
+  CHECK_FALSE(takes_after("//@format ", " csr"));  // by one blank
+  CHECK_FALSE(takes_after("//@format ", "crs"));
+  CHECK(takes_after("//@format sell C=32 sigma=", "256\n"));
+  CHECK_FALSE(takes_after("//@format sell C=", "032"));
+  CHECK_FALSE(takes_after("//@format sell C=32", " R=2"));
+  // Launch lines: a kernel name that is no vocabulary word, expressions over the format's names.
+  const std::string format = "//@format csr\n";
+  CHECK_FALSE(takes_after(format + "//@launch ", "min "));
+  CHECK(takes_after(format + "//@launch k grid=", "ceil_div(M, 4) block=128\n"));
+  CHECK_FALSE(takes_after(format + "//@launch k grid=", "ceil_div (M, 4)"));  // as decode() writes
+  CHECK_FALSE(takes_after(format + "//@launch k grid=", "ELL_WIDTH"));        // not csr's
+  CHECK_FALSE(takes_after(format + "//@launch k grid=", "M  block"));
+  CHECK_FALSE(takes_after(format + "//@launch k grid=M", "\n"));  // no block=
+  // Code: names in scope, no comments, no character literals, `#` first on its line.
+  CHECK(takes_after(kHead, "  int i = threadIdx.x;\n"));
+  CHECK(takes_after(kHead, "  int i=threadIdx.x+1;\n"));  // no blank needed between lexemes
+  CHECK_FALSE(takes_after(kHead, "  int i = 0x "));       // a blank may not end `0x`
+  CHECK_FALSE(takes_after(kHead, "  int i = 1e+;"));  // ... nor may anything but a digit end `1e+`
+  CHECK_FALSE(takes_after(kHead, "  int i = undeclared"));
+  CHECK_FALSE(takes_after(kHead, "  int i = 0; // no comments"));
+  CHECK_FALSE(takes_after(kHead, "  char c = 'a"));
+  CHECK_FALSE(takes_after(kHead, "  int i = 0; #"));
+  CHECK(takes_after(kHead, "#pragma unroll\n"));
+  CHECK_FALSE(takes_after(kHead, "  y[0] = \"D\""));
+  CHECK_FALSE(takes_after(kHead, "  y[0] = x[0] + 1.0p"));  // not a digit of the vocabulary
+  CHECK(takes_after(kHead, "  y[0] = x[0] + .5f;\n"));
+  // <eos> only where the program is complete.
+  BpeGrammarMask mask = make_mask(4000);
+  REQUIRE(feed_text(mask, kHead) == -1);
+  CHECK_FALSE(mask.allows(mask.eos()));
+  REQUIRE(feed_text(mask, "}") == -1);
+  CHECK(mask.allows(mask.eos()));
+}
+
+TEST_CASE("the BPE grammar mask's budget and its refusals at construction", "[env][bpe][mask]") {
+  const int least = make_mask(4000).min_completion();
+  CHECK(least > 42);
+  CHECK_THROWS_WITH(make_mask(least - 1), has_substring("needs at least"));
+  // At the least budget the mask still completes the shortest program: a walk taking the first
+  // allowed token ends with <eos> inside the budget.
+  BpeGrammarMask mask = make_mask(least);
+  std::vector<std::uint8_t> m(mask.size());
+  while (!mask.done()) {
+    mask.fill(m);
+    const auto first = std::find(m.begin(), m.end(), std::uint8_t{1});
+    REQUIRE(first != m.end());
+    mask.advance(static_cast<TokenId>(first - m.begin()));
+  }
+  CHECK(mask.tokens() <= least);
+  CHECK(reward::parse_program(mask.text()).ok());
+  // A tokenizer without an eos id is refused.
+  auto no_eos = std::make_shared<BpeTokenizer>(*small_tokenizer());
+  no_eos->set_special_ids({});
+  CHECK_THROWS_WITH(make_mask(4000, no_eos), has_substring("needs an eos id"));
+}
