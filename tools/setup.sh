@@ -53,7 +53,8 @@ torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2
 packages=(cmake ninja-build g++ pkg-config zlib1g-dev libcurl4-openssl-dev libboost-dev
   libboost-filesystem-dev libhdf5-dev hdf5-tools libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   catch2 gnuplot-nox)
-[ -n "$torch_prefix" ] || packages+=(libtorch-dev)
+# libgloo-dev: the gloo headers of Debian's LibTorch, for data-parallel ranks on CPUs (tests).
+[ -n "$torch_prefix" ] || packages+=(libtorch-dev libgloo-dev)
 
 missing=()
 for p in "${packages[@]}"; do
