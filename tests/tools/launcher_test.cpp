@@ -129,8 +129,8 @@ TEST_CASE("SIGINT reaches every rank once and the run ends with their status",
     for (int i = 0; i < 200 && !(fs::exists(dir / "up0") && fs::exists(dir / "up1")); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ::pthread_kill(launcher,
-                   SIGINT);  // taken by the launcher, which blocks it while it runs
+    // Taken by the launcher, which blocks SIGINT while it runs.
+    ::pthread_kill(launcher, SIGINT);
   });
   const int status = launch_ranks(shell_plan(script, 2, dir, notices));
   interrupt.join();
