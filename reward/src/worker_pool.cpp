@@ -152,6 +152,7 @@ struct Worker {
   bool err_open = true;
   std::unique_ptr<Job> job;
   int served = 0;
+  std::uint64_t last_dispatch = 0;  // the pool's dispatch count when it last got a request
 
   // Set when ending.
   ErrorKind end_error = ErrorKind::none;
@@ -232,6 +233,7 @@ struct WorkerPool::Impl {
   std::vector<std::string> gpu_devices;  // CUDA_VISIBLE_DEVICES value per GPU slot
   enum class GpuState { disabled, probing, ready, none } gpu_state = GpuState::disabled;
   std::uint64_t next_id = 1;
+  std::uint64_t dispatches = 0;
   bool stopping = false;
 
   // Shared with other threads.
@@ -670,11 +672,24 @@ struct WorkerPool::Impl {
     dispatch(r == 0 ? WorkerRole::compile : WorkerRole::gpu);
   }
 
+  // The idle worker of `role` that has waited longest for a request (null: none is idle). Requests
+  // that come one at a time thus go round every worker - and so round every GPU, one per GPU worker
+  // - instead of always to the first.
+  std::shared_ptr<Worker> longest_idle(WorkerRole role) const {
+    std::shared_ptr<Worker> best;
+    for (const auto& w : workers) {
+      if (w->role != role || w->probe || w->state != WorkerState::idle) continue;
+      if (!best || w->last_dispatch < best->last_dispatch) best = w;
+    }
+    return best;
+  }
+
   void dispatch(WorkerRole role) {
     auto& queue = queues[static_cast<std::size_t>(role_index(role))];
-    for (const auto& w : workers) {
-      if (queue.empty()) return;
-      if (w->role != role || w->probe || w->state != WorkerState::idle) continue;
+    while (!queue.empty()) {
+      const std::shared_ptr<Worker> w = longest_idle(role);
+      if (!w) return;
+      w->last_dispatch = ++dispatches;
       w->job = std::move(queue.front());
       queue.pop_front();
       w->state = WorkerState::busy;

@@ -111,19 +111,23 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
          held_out[i].tokens});
   }
 
+  const Shard share = batch_share(config.batch_size, config.group, "sft: batch_size");
   StageResult result;
   AgentConfig agent_config = config.agent;
   agent_config.algorithm = "sft";
-  std::unique_ptr<PolicyAgent> agent = open_stage_agent(
-      config.output_dir, agent_config, tokenizer.vocabulary_ptr(), config.init_checkpoint, result);
+  std::unique_ptr<PolicyAgent> agent =
+      open_stage_agent(config.output_dir, agent_config, tokenizer.vocabulary_ptr(),
+                       config.init_checkpoint, result, config.group);
   tokenizer.vocabulary().require_digest(agent->vocabulary().digest(), "the tokenizer of SFT");
 
   // Without resampling each pair keeps one observation for the whole run.
   std::map<std::size_t, std::shared_ptr<const env::MatrixObservation>> fixed;
   const auto sft_batch = [&](std::int64_t step) {
     std::vector<SftExample> batch;
-    for (const BatchItem& item :
-         epoch_batch(agent->config().seed, targets.size(), step, config.batch_size)) {
+    const std::vector<BatchItem> items =
+        epoch_batch(agent->config().seed, targets.size(), step, config.batch_size);
+    for (std::size_t i = share.begin; i < share.end; ++i) {
+      const BatchItem& item = items[i];
       const Target& target = targets[item.index];
       std::shared_ptr<const env::MatrixObservation> matrix;
       if (config.resample_observations) {
