@@ -435,6 +435,33 @@ TEST_CASE("GPU requests go round every GPU worker, one device each", "[reward][p
   CHECK(workers.size() == 3);
 }
 
+TEST_CASE("One device's requests that come one at a time stay with its warm worker",
+          "[reward][pool]") {
+  // Two GPU workers on one made-up device: the second takes requests only while the first is busy,
+  // so converted formats and baselines resident in the first are not converted again elsewhere.
+  ::setenv("SPARSERL_WORKER_TEST_GPUS", "1", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("SPARSERL_WORKER_TEST_GPUS"); }
+  } unset;
+  auto config = test_config();
+  config.gpu_workers = 2;
+  WorkerPool pool(config);
+  REQUIRE(wait_until([&] { return pool.gpu_worker_count() == 2; }, milliseconds(20'000)));
+  std::set<pid_t> sequential;
+  for (int i = 0; i < 5; ++i) {
+    sequential.insert(
+        pool.submit(WorkerRole::gpu, TestRequest{TestAction::echo, i, {}}).get().worker_pid);
+  }
+  CHECK(sequential.size() == 1);
+  std::vector<std::future<WorkerReply>> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.push_back(pool.submit(WorkerRole::gpu, TestRequest{TestAction::burn_cpu, 300, {}}));
+  }
+  std::set<pid_t> together;
+  for (auto& f : busy) together.insert(f.get().worker_pid);
+  CHECK(together.size() == 2);
+}
+
 TEST_CASE("A worker that cannot start marks its role broken instead of respawning forever",
           "[reward][pool]") {
   auto config = test_config();

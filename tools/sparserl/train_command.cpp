@@ -11,11 +11,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli.hpp"
 #include "launcher.hpp"
 #include "options.hpp"
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/config.hpp"
 #include "sparserl/experiments/runner.hpp"
 
@@ -43,7 +45,10 @@ int launch(const std::vector<std::string>& argv, int gpus) {
   plan.log_dir =
       std::filesystem::temp_directory_path() / ("sparserl-train-" + std::to_string(::getpid()));
   const int status = launch_ranks(plan);
-  if (status == 0) std::filesystem::remove_all(plan.log_dir);
+  if (status == 0) {
+    std::error_code ignored;  // the ranks' logs are only kept when a rank failed
+    datasets::remove_tree(plan.log_dir, ignored);
+  }
   return status;
 }
 

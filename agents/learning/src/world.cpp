@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sparserl/agents/distributed.hpp"
+#include "sparserl/datasets/enum_names.hpp"
 
 namespace sparserl::agents {
 
@@ -75,14 +76,13 @@ const std::vector<std::pair<std::string, std::string>>& multicast_off_environmen
   return variables;
 }
 
-std::string_view to_string(CollectiveBackend backend) {
-  return backend == CollectiveBackend::nccl ? "nccl" : "gloo";
-}
+constexpr auto kCollectiveBackends =
+    datasets::enum_names<CollectiveBackend::gloo, CollectiveBackend::nccl>({"gloo", "nccl"});
+
+std::string_view to_string(CollectiveBackend backend) { return kCollectiveBackends.name(backend); }
 
 std::optional<CollectiveBackend> parse_collective_backend(std::string_view text) {
-  if (text == "gloo") return CollectiveBackend::gloo;
-  if (text == "nccl") return CollectiveBackend::nccl;
-  return std::nullopt;
+  return kCollectiveBackends.parse(text);
 }
 
 Shard shard_of(std::size_t count, int rank, int size) {
