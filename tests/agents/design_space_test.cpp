@@ -6,6 +6,7 @@
 #include "sparserl/kernels/design_space.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <set>
 
@@ -61,6 +62,49 @@ TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   const DesignSpace spmm64(datasets::Op::spmm, datasets::DType::f64);
   CHECK(spmm64.find("spmm_csr_rowgroup lanes=8 cols=2 cache=1 block=256").has_value());
   CHECK_FALSE(spmm64.find("spmm_csr_rowgroup lanes=8 cols=4 cache=1 block=256").has_value());
+}
+
+// The generators of the space before issue 25: their points' programs are pinned byte for byte
+// (an FNV-1a digest over every id and program text of each space), because the corpus, the SFT
+// pairs and earlier measurements are keyed by design id. Newer generators add points; they never
+// change these.
+const std::set<std::string> kGeneratorsBeforeIssue25 = {
+    "csr_scalar",     "csr_vector", "csr_xstage", "csr_adaptive", "csr_binned", "csr_merge",
+    "coo_segmented",  "ell",        "sell",       "bsr_row",      "bsr_warp",   "spmm_csr_rowgroup",
+    "spmm_csr_merge", "spmm_coo",   "spmm_ell",   "spmm_sell",    "spmm_bsr"};
+
+std::string earlier_points_digest(datasets::Op op, datasets::DType dtype, std::size_t& count) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](const std::string& text) {
+    for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  };
+  count = 0;
+  const DesignSpace space(op, dtype);
+  for (const DesignPoint& p : space.points()) {
+    if (kGeneratorsBeforeIssue25.count(p.generator) == 0) continue;
+    mix(p.id() + "\n" + space.render(p) + "\n");
+    ++count;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+TEST_CASE("the programs of the earlier design points are byte-identical",
+          "[kernels][design_space]") {
+  std::size_t count = 0;
+  CHECK(earlier_points_digest(datasets::Op::spmv, datasets::DType::f32, count) ==
+        "8ca6e1b7bc725feb");
+  CHECK(count == 183);
+  CHECK(earlier_points_digest(datasets::Op::spmv, datasets::DType::f64, count) ==
+        "67345d393c6b7b26");
+  CHECK(count == 183);
+  CHECK(earlier_points_digest(datasets::Op::spmm, datasets::DType::f32, count) ==
+        "d38316735b8da552");
+  CHECK(count == 122);
+  CHECK(earlier_points_digest(datasets::Op::spmm, datasets::DType::f64, count) ==
+        "b193bc5629f158bd");
+  CHECK(count == 102);
 }
 
 TEST_CASE("design ids are unique and parse back to their points", "[kernels][design_space]") {
