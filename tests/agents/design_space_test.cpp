@@ -1,7 +1,8 @@
 // The design space: every point of every (op, dtype) renders a program that passes the evaluator's
 // static checks and resolves its launch geometry on awkward matrices (empty, single column, one
-// huge row); the representative subset (one point per generator and code path) compiles with NVRTC
-// for f32 and f64; ids are unique, parse back and are pinned; sampling is deterministic; pruning
+// huge row, dense rows and columns, a single row); the representative subset (one point per
+// generator and code path) compiles with NVRTC for f32 and f64; ids are unique, parse back and are
+// pinned, and the earlier generators' programs byte for byte; sampling is deterministic; pruning
 // keeps the general designs.
 #include "sparserl/kernels/design_space.hpp"
 
@@ -39,6 +40,8 @@ std::vector<datasets::SparseMatrix> geometry_matrices() {
   out.push_back(generated("gen-v1/column?n=50"));  // a single column
   out.push_back(awkward_matrix());
   out.push_back(generated("gen-v1/blockdiag?blocks=20&block_size=4"));
+  out.push_back(generated("gen-v1/arrow?n=300&width=2"));  // dense rows and columns
+  out.push_back(generated("gen-v1/uniform?rows=1&cols=500&nnz_per_row=500"));  // 1 x N
   return out;
 }
 
@@ -47,10 +50,11 @@ std::vector<datasets::SparseMatrix> geometry_matrices() {
 TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   // A deliberate change of the space changes these numbers: update them, and say so in the docs
   // (docs/design-space.md), because corpus files and SFT pairs are keyed by design id.
-  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f32).size() == 183);
-  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f64).size() == 183);
-  CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f32).size() == 122);
-  CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f64).size() == 102);
+  // Issue 25 added csr_split (12 points), csr_segscan (3) and spmm_csr_split (12 per dtype).
+  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f32).size() == 198);
+  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f64).size() == 198);
+  CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f32).size() == 134);
+  CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f64).size() == 114);
 
   const DesignSpace spmv(datasets::Op::spmv, datasets::DType::f32);
   CHECK(spmv.points().front().id() == "csr_scalar block=128 unroll=1 ldg=0");
@@ -62,6 +66,10 @@ TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   const DesignSpace spmm64(datasets::Op::spmm, datasets::DType::f64);
   CHECK(spmm64.find("spmm_csr_rowgroup lanes=8 cols=2 cache=1 block=256").has_value());
   CHECK_FALSE(spmm64.find("spmm_csr_rowgroup lanes=8 cols=4 cache=1 block=256").has_value());
+  CHECK(spmv.find("csr_split lanes=4 split=2048").has_value());
+  CHECK(spmv.find("csr_segscan slabs=16").has_value());
+  CHECK(spmm64.find("spmm_csr_split lanes=8 cols=2 split=64").has_value());
+  CHECK(spmv.points().back().id() == "csr_segscan slabs=64");
 }
 
 // The generators of the space before issue 25: their points' programs are pinned byte for byte
@@ -208,7 +216,7 @@ TEST_CASE("sampling is deterministic and without repeats", "[kernels][design_spa
   CHECK(ids.size() == 20);
   CHECK(space.sample(100000, 1).size() == space.size());
   // Pinned: the same seed draws the same points on every platform.
-  CHECK(a.front().id() == "csr_scalar block=256 unroll=1 ldg=1");
+  CHECK(a.front().id() == "csr_vector lanes=2 block=128 unroll=2 vec=1 ldg=0");
 }
 
 TEST_CASE("pruning keeps the general designs and drops the hopeless ones",

@@ -17,11 +17,6 @@ namespace {
 
 bool ldg_of(const DesignPoint& p) { return p.int_param("ldg") != 0; }
 
-// `sum += val[k] * x[col_idx[k]];` with or without __ldg, for an index expression.
-std::string fma_line(bool ldg, const std::string& k) {
-  return "sum += " + load(ldg, "val", k) + " * " + load(ldg, "x", load(ldg, "col_idx", k)) + ";";
-}
-
 // A warp-synchronous reduction of `sum` over groups of `lanes` lanes (lane 0 of each group ends up
 // with the group's total). `lanes` is a macro name or a number.
 std::string group_reduce(const std::string& lanes) {
@@ -34,20 +29,6 @@ std::string group_reduce(const std::string& lanes) {
          ");\n"
          "  }\n";
 }
-
-// The opening of the kernels in which each warp owns a tile of 32 consecutive rows, one per lane:
-// the lane's row and its [begin, end) in col_idx (empty past the last row).
-const char* kWarpTileRows =
-    R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  const long long row = tile * 32 + lane;
-  int begin = 0;
-  int end = 0;
-  if (row < M) {
-    begin = row_ptr[row];
-    end = row_ptr[row + 1];
-  }
-)cuda";
 
 // Position of the n-th (0-based) set bit of a mask that has more than n set bits: five popcount
 // steps instead of a loop over the bits (warp-group compaction of rows).

@@ -202,6 +202,42 @@ std::string load(bool ldg, std::string_view array, std::string_view index) {
   return std::string(array) + "[" + std::string(index) + "]";
 }
 
+std::string fma_line(bool ldg, const std::string& k) {
+  return "sum += " + load(ldg, "val", k) + " * " + load(ldg, "x", load(ldg, "col_idx", k)) + ";";
+}
+
+const char* const kWarpTileRows =
+    R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  const long long row = tile * 32 + lane;
+  int begin = 0;
+  int end = 0;
+  if (row < M) {
+    begin = row_ptr[row];
+    end = row_ptr[row + 1];
+  }
+)cuda";
+
+std::string row_of_nonzero_function(std::string_view group) {
+  return fill(
+      R"cuda(// The row holding nonzero nz (0 <= nz < NNZ): the count of rows from `low` on that end at or before
+// it (row_ptr[r + 1] <= nz holds for a prefix of the rows), found by ${group} lanes (`mask`) that
+// probe together, each step narrowing the range ${group}-fold.
+__device__ __forceinline__ int row_of_nonzero(const int* __restrict__ row_ptr, long long nz,
+                                              long long low, int lane, unsigned mask) {
+  long long high = M;
+  while (low < high) {
+    const long long step = (high - low + ${group} - 1) / ${group};
+    const long long probe = low + lane * step;
+    const bool before = probe < high && row_ptr[probe + 1] <= nz;
+    const int count = __popc(__ballot_sync(mask, before) & mask);
+${narrow}  }
+  return static_cast<int>(low);
+}
+)cuda",
+      {{"group", std::string(group)}, {"narrow", narrow_search_range()}});
+}
+
 VectorTypes vector_types(DType dtype, int width) {
   const std::string w = std::to_string(width);
   return {(dtype == DType::f32 ? "float" : "double") + w, "int" + w};

@@ -33,6 +33,7 @@ struct GeneratorDef {
 std::vector<GeneratorDef> csr_spmv_generators();
 GeneratorDef csr_merge_generator();  // csr_spmv_generators() lists it last
 std::vector<GeneratorDef> format_spmv_generators();
+std::vector<GeneratorDef> split_spmv_generators();  // gen_csr_split.cpp (issue 25)
 std::vector<GeneratorDef> spmm_generators();
 
 // All generators in documentation order.
@@ -93,6 +94,19 @@ std::string narrow_search_range();
 
 // `__ldg(&array[index])` or `array[index]`.
 std::string load(bool ldg, std::string_view array, std::string_view index);
+
+// `sum += val[k] * x[col_idx[k]];` with or without __ldg, for an index expression `k` (SpMV).
+std::string fma_line(bool ldg, const std::string& k);
+
+// The opening of the SpMV kernels in which each warp owns a tile of 32 consecutive rows, one per
+// lane: `tile`, `lane`, the lane's `row` and its [begin, end) in col_idx (empty past the last row).
+extern const char* const kWarpTileRows;
+
+// The device function `row_of_nonzero(row_ptr, nz, low, lane, mask)` of the split and segmented
+// designs: the row holding nonzero nz (0 <= nz < NNZ), searched from row `low` on by a group of
+// `group` lanes (`mask` names them, `lane` is the caller's place in the group) that probe together,
+// each step narrowing the range group-fold. Comment lines above it included.
+std::string row_of_nonzero_function(std::string_view group);
 
 // The vector type names of a dtype for `width` elements: {"float4", "int4"}, {"double2", "int2"}.
 struct VectorTypes {
