@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -254,16 +255,15 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
 // ahead of the others.
 constexpr double kFamilyMargin = 4.0;
 
-std::vector<DesignPoint> choose_candidates(const std::vector<DesignPoint>& points, CostModel& model,
-                                           int budget, std::vector<double>* predicted_us) {
+std::vector<std::size_t> order_candidates(const std::vector<DesignPoint>& points,
+                                          const std::vector<double>& predicted_us, int budget) {
   struct Scored {
     std::size_t index;
     double us;
   };
   std::vector<Scored> scored;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const CostEstimate e = model.estimate(points[i]);
-    if (e.feasible) scored.push_back({i, e.us});
+    if (std::isfinite(predicted_us[i])) scored.push_back({i, predicted_us[i]});
   }
   std::stable_sort(scored.begin(), scored.end(),
                    [](const Scored& a, const Scored& b) { return a.us < b.us; });
@@ -286,15 +286,21 @@ std::vector<DesignPoint> choose_candidates(const std::vector<DesignPoint>& point
     if (chosen.size() >= limit) break;
     if (taken.insert(s.index).second) chosen.push_back(s.index);
   }
+  return chosen;
+}
+
+std::vector<DesignPoint> choose_candidates(const std::vector<DesignPoint>& points, CostModel& model,
+                                           int budget, std::vector<double>* predicted_us) {
+  std::vector<double> us;
+  for (const DesignPoint& p : points) {
+    const CostEstimate e = model.estimate(p);
+    us.push_back(e.feasible ? e.us : std::numeric_limits<double>::infinity());
+  }
   std::vector<DesignPoint> out;
   if (predicted_us) predicted_us->clear();
-  for (std::size_t i : chosen) {
+  for (std::size_t i : order_candidates(points, us, budget)) {
     out.push_back(points[i]);
-    if (predicted_us) {
-      for (const Scored& s : scored) {
-        if (s.index == i) predicted_us->push_back(s.us);
-      }
-    }
+    if (predicted_us) predicted_us->push_back(us[i]);
   }
   return out;
 }
