@@ -15,7 +15,7 @@
 namespace sparserl::kernels {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // A field of a record; MeasurementStoreError naming where when it is missing or of another type.
 class RecordReader {

@@ -141,6 +141,11 @@ class TemplateSearch {
   SearchResult search(const datasets::Task& task);
 
   [[nodiscard]] const SearchOptions& options() const { return options_; }
+  // Replaces the learned cost model (nullptr: the analytic model alone), e.g. refitted on a
+  // measurement store that grew.
+  void set_model(std::shared_ptr<const LearnedCostModel> model) {
+    options_.model = std::move(model);
+  }
 
  private:
   struct Plan;
