@@ -28,7 +28,7 @@ std::size_t lines_of(const fs::path& file) {
 
 TEST_CASE("sparserl tune records to a measurement store and resumes from it", "[tools][tune]") {
   const fs::path dir = scratch_dir("tune_measurements");
-  const fs::path store = dir / "measurements.jsonl";
+  const fs::path store = dir / "store" / "measurements.jsonl";  // its folder is made too
   const std::string common = " --budget 2 --compile-only --compile-workers 2 --data-dir " +
                              quoted(dir / "data") + " --measurements " + quoted(store);
   const std::string arrow = " --matrix 'gen-v1/arrow?n=300&width=2'";

@@ -189,6 +189,9 @@ int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
   const std::string device = backend.gpu_available() ? backend.device() : std::string();
   std::unique_ptr<kernels::MeasurementStore> measurements;
   if (a.measurements) {
+    if (const fs::path parent = fs::path(*a.measurements).parent_path(); !parent.empty()) {
+      fs::create_directories(parent);
+    }
     measurements =
         std::make_unique<kernels::MeasurementStore>(*a.measurements, true, "sparserl tune");
     std::cerr << "sparserl tune: measurement store " << *a.measurements << ": "
