@@ -100,19 +100,21 @@ std::string earlier_points_digest(datasets::Op op, datasets::DType dtype, std::s
 
 TEST_CASE("the programs of the earlier design points are byte-identical",
           "[kernels][design_space]") {
-  std::size_t count = 0;
-  CHECK(earlier_points_digest(datasets::Op::spmv, datasets::DType::f32, count) ==
-        "8ca6e1b7bc725feb");
-  CHECK(count == 183);
-  CHECK(earlier_points_digest(datasets::Op::spmv, datasets::DType::f64, count) ==
-        "67345d393c6b7b26");
-  CHECK(count == 183);
-  CHECK(earlier_points_digest(datasets::Op::spmm, datasets::DType::f32, count) ==
-        "d38316735b8da552");
-  CHECK(count == 122);
-  CHECK(earlier_points_digest(datasets::Op::spmm, datasets::DType::f64, count) ==
-        "b193bc5629f158bd");
-  CHECK(count == 102);
+  struct Pinned {
+    datasets::Op op;
+    datasets::DType dtype;
+    const char* digest;
+    std::size_t points;
+  };
+  for (const Pinned& pinned :
+       {Pinned{datasets::Op::spmv, datasets::DType::f32, "8ca6e1b7bc725feb", 183},
+        Pinned{datasets::Op::spmv, datasets::DType::f64, "67345d393c6b7b26", 183},
+        Pinned{datasets::Op::spmm, datasets::DType::f32, "d38316735b8da552", 122},
+        Pinned{datasets::Op::spmm, datasets::DType::f64, "b193bc5629f158bd", 102}}) {
+    std::size_t count = 0;
+    CHECK(earlier_points_digest(pinned.op, pinned.dtype, count) == pinned.digest);
+    CHECK(count == pinned.points);
+  }
 }
 
 TEST_CASE("design ids are unique and parse back to their points", "[kernels][design_space]") {

@@ -81,25 +81,7 @@ ${long_head} {
       (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32 * SPLIT_ROW;
   const int lane = threadIdx.x % 32;
   if (chunk_begin >= NNZ) return;  // the whole warp
-  const long long chunk_end = chunk_begin + SPLIT_ROW < NNZ ? chunk_begin + SPLIT_ROW : NNZ;
-  int row = row_of_nonzero(row_ptr, chunk_begin, 0, lane, 0xffffffffu);
-  for (int side = 0; side < 2; ++side) {
-    const int begin = row_ptr[row];
-    const int end = row_ptr[row + 1];
-    if (end - begin > SPLIT_ROW) {
-      const long long from = begin > chunk_begin ? begin : chunk_begin;
-      const long long to = end < chunk_end ? end : chunk_end;
-      value_t sum = 0;
-#pragma unroll 4
-      for (long long k = from + lane; k < to; k += 32) ${fma}
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-      if (lane == 0) atomicAdd(&y[row], sum);
-    }
-    if (end >= chunk_end) break;  // this row reaches the end of the chunk
-    row = row_of_nonzero(row_ptr, chunk_end - 1, row + 1, lane, 0xffffffffu);
-  }
-#endif
+${chunk_walk}#endif
 }
 )cuda";
 
@@ -130,17 +112,20 @@ std::string render_csr_split(const DesignPoint& p) {
                      "    for (int offset = LANES / 2; offset > 0; offset /= 2) {\n"
                      "      sum += __shfl_down_sync(0xffffffffu, sum, offset, LANES);\n"
                      "    }\n";
-  parts.body =
-      fill(kCsrSplit, {{"lanes", lanes},
-                       {"split", split},
-                       {"row_of_nonzero", row_of_nonzero_function("32")},
-                       // No __launch_bounds__ on the bulk: with them ptxas caps it at 32
-                       // registers and spills in f64 (lanes=8).
-                       {"bulk_head", kernel_head(p.op, Format::csr, "spmv_split_bulk", "")},
-                       {"long_head", kernel_head(p.op, Format::csr, "spmv_split_long", "BLOCK")},
-                       {"warp_rows", kWarpTileRows},
-                       {"short_reduce", short_reduce},
-                       {"fma", fma_line(true, "k")}});
+  parts.body = fill(
+      kCsrSplit,
+      {{"lanes", lanes},
+       {"split", split},
+       {"row_of_nonzero", row_of_nonzero_function("32")},
+       // No __launch_bounds__ on the bulk: with them ptxas caps it at 32
+       // registers and spills in f64 (lanes=8).
+       {"bulk_head", kernel_head(p.op, Format::csr, "spmv_split_bulk", "")},
+       {"long_head", kernel_head(p.op, Format::csr, "spmv_split_long", "BLOCK")},
+       {"warp_rows", kWarpTileRows},
+       {"short_reduce", short_reduce},
+       {"fma", fma_line(true, "k")},
+       {"chunk_walk",
+        long_row_chunk_walk("0xffffffffu", warp_chunk_sum("      ", "row", fma_line(true, "k")))}});
   return assemble(p, parts);
 }
 
@@ -229,14 +214,7 @@ ${main_head} {
     for (int offset = 16; offset > 0; offset /= 2) share += __shfl_xor_sync(0xffffffffu, share, offset);
     if (lane == 0) sum += share;
     share = 0;
-#pragma unroll
-    for (int offset = 1; offset < 32; offset *= 2) {
-      const value_t other = __shfl_up_sync(0xffffffffu, sum, offset);
-      const int other_row = __shfl_up_sync(0xffffffffu, my_row, offset);
-      if (lane >= offset && other_row == my_row) sum += other;
-    }
-    const int next_row = __shfl_down_sync(0xffffffffu, my_row, 1);
-    if (nz < stop && (lane == 31 || next_row != my_row)) {
+${scan}    if (nz < stop && (lane == 31 || next_row != my_row)) {
       // The last lane of its row: a row ended here is stored when it began in this tile; a row
       // that goes on past the tile adds this tile's share.
       if (my_end <= stop) {
@@ -300,7 +278,8 @@ std::string render_csr_segscan(const DesignPoint& p) {
                          {"row_of_nonzero", row_of_nonzero_function("32")},
                          {"zero_head", kernel_head(p.op, Format::csr, "segscan_zero", "256")},
                          {"main_head", kernel_head(p.op, Format::csr, "spmv_segscan", "BLOCK")},
-                         {"fma", fma_line(true, "nz")}});
+                         {"fma", fma_line(true, "nz")},
+                         {"scan", warp_segmented_scan("sum", "my_row", "    ")}});
   return assemble(p, parts);
 }
 

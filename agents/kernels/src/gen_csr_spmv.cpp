@@ -459,13 +459,7 @@ ${narrow}  }
     const int row_end = __shfl_sync(0xffffffffu, end, source);
     const long long from = row_begin > chunk_begin ? row_begin : chunk_begin;
     const long long to = row_end < chunk_end ? row_end : chunk_end;
-    value_t sum = 0;
-#pragma unroll 4
-    for (long long k = from + lane; k < to; k += 32) ${fma}
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    if (lane == 0) atomicAdd(&y[r + source], sum);
-    if (row_end >= chunk_end) break;
+${chunk_sum}    if (row_end >= chunk_end) break;
     r += source + 1;
   }
 }
@@ -483,7 +477,7 @@ std::string binned_kernel(const DesignPoint& p, const std::vector<RowClass>& cla
     return fill(kSplitClass, {{"index", std::to_string(i)},
                               {"head", head},
                               {"narrow", narrow_search_range()},
-                              {"fma", fma}});
+                              {"chunk_sum", warp_chunk_sum("    ", "r + source", fma)}});
   }
   if (c.lanes == "1") {
     return fill(R"cuda(// Class ${index}: rows with ${test}, one thread each.${zero_doc}

@@ -303,27 +303,7 @@ ${long_head} {
   const unsigned group_mask = LANES == 32 ? 0xffffffffu
       : ((1u << (LANES % 32)) - 1u) << ((threadIdx.x % 32) / LANES * LANES);
   if (chunk_begin >= NNZ) return;  // the whole group
-  const long long chunk_end = chunk_begin + SPLIT_ROW < NNZ ? chunk_begin + SPLIT_ROW : NNZ;
-  int row = row_of_nonzero(row_ptr, chunk_begin, 0, lane, group_mask);
-  for (int side = 0; side < 2; ++side) {
-    const int begin = row_ptr[row];
-    const int end = row_ptr[row + 1];
-    if (end - begin > SPLIT_ROW) {
-      const long long from = begin > chunk_begin ? begin : chunk_begin;
-      const long long to = end < chunk_end ? end : chunk_end;
-      value_t* out = Y + static_cast<long long>(row) * K;
-      for (int c0 = lane * COLS; c0 < K; c0 += LANES * COLS) {
-${zero_acc_long}#pragma unroll 4
-        for (long long k = from; k < to; ++k) {
-          const value_t v = __ldg(&val[k]);
-          const value_t* xrow = X + static_cast<long long>(__ldg(&col_idx[k])) * K + c0;
-${accumulate_long}        }
-${atomic}      }
-    }
-    if (end >= chunk_end) break;  // this row reaches the end of the chunk
-    row = row_of_nonzero(row_ptr, chunk_end - 1, row + 1, lane, group_mask);
-  }
-#endif
+${chunk_walk}#endif
 }
 )cuda";
   ProgramParts parts;
@@ -344,6 +324,18 @@ ${atomic}      }
                      "max(ceil_div(ceil_div(NNZ, " + split + ") * " + lanes +
                          " * min(MAX_ROW_NNZ / (" + split + " + 1), 1), 256), 1)",
                      "256", ""}};
+  const std::string long_row = fill(R"cuda(      value_t* out = Y + static_cast<long long>(row) * K;
+      for (int c0 = lane * COLS; c0 < K; c0 += LANES * COLS) {
+${zero_acc}#pragma unroll 4
+        for (long long k = from; k < to; ++k) {
+          const value_t v = __ldg(&val[k]);
+          const value_t* xrow = X + static_cast<long long>(__ldg(&col_idx[k])) * K + c0;
+${accumulate}        }
+${atomic}      }
+)cuda",
+                                    {{"zero_acc", zero_acc("        ")},
+                                     {"accumulate", accumulate(p, "v", "xrow", "          ")},
+                                     {"atomic", store(p, "out + c0", true, "        ")}});
   parts.body =
       fill(tmpl, {{"columns", column_defines(p)},
                   {"split", split},
@@ -351,11 +343,9 @@ ${atomic}      }
                   {"bulk_head", kernel_head(p.op, Format::csr, "spmm_split_bulk", "BLOCK")},
                   {"long_head", kernel_head(p.op, Format::csr, "spmm_split_long", "BLOCK")},
                   {"zero_acc", zero_acc("    ")},
-                  {"zero_acc_long", zero_acc("        ")},
                   {"accumulate_bulk", accumulate(p, "v", "xrow", "      ")},
-                  {"accumulate_long", accumulate(p, "v", "xrow", "          ")},
                   {"store", store(p, "out + c0", false, "    ")},
-                  {"atomic", store(p, "out + c0", true, "        ")}});
+                  {"chunk_walk", long_row_chunk_walk("group_mask", long_row)}});
   return assemble(p, parts);
 }
 

@@ -109,22 +109,22 @@ datasets::MatrixFeatures read_features(const RecordReader& record) {
   return f;
 }
 
-json task_json(const std::string& kind, const datasets::Task& task) {
+json task_json(const std::string& kind, const MeasuredTask& t) {
   return {{"kind", kind},
-          {"uri", task.uri},
-          {"op", std::string(to_string(task.op))},
-          {"dtype", std::string(to_string(task.dtype))},
-          {"k", task.op == Op::spmm ? static_cast<std::int64_t>(task.k) : std::int64_t{1}}};
+          {"uri", t.uri},
+          {"op", std::string(to_string(t.op))},
+          {"dtype", std::string(to_string(t.dtype))},
+          {"k", t.k},
+          {"device", t.device}};
 }
 
-json measurement_json(const Measurement& m, const datasets::Task& task) {
-  json out = task_json("candidate", task);
+json measurement_json(const Measurement& m) {
+  json out = task_json("candidate", m);
   out["features"] = features_json(m.features);
   out["design"] = m.design;
   out["generator"] = m.generator;
   out["round"] = m.round;
   out["protocol"] = m.protocol;
-  out["device"] = m.device;
   out["compiled"] = m.compiled;
   out["correct"] = m.correct;
   out["timed"] = m.timed;
@@ -138,9 +138,8 @@ json measurement_json(const Measurement& m, const datasets::Task& task) {
   return out;
 }
 
-json search_json(const SearchRecord& s, const datasets::Task& task) {
-  json out = task_json("search", task);
-  out["device"] = s.device;
+json search_json(const SearchRecord& s) {
+  json out = task_json("search", s);
   out["budget"] = s.budget;
   out["evaluations"] = s.evaluations;
   out["best_design"] = s.best_design;
@@ -152,18 +151,24 @@ json search_json(const SearchRecord& s, const datasets::Task& task) {
   return out;
 }
 
+MeasuredTask read_task(const RecordReader& r) {
+  MeasuredTask t;
+  t.uri = r.text("uri");
+  t.op = r.op();
+  t.dtype = r.dtype();
+  t.k = r.integer("k");
+  t.device = r.text("device");
+  return t;
+}
+
 Measurement read_measurement(const RecordReader& r) {
   Measurement m;
-  m.uri = r.text("uri");
-  m.op = r.op();
-  m.dtype = r.dtype();
-  m.k = r.integer("k");
+  static_cast<MeasuredTask&>(m) = read_task(r);
   m.features = read_features(r);
   m.design = r.text("design");
   m.generator = r.text("generator");
   m.round = static_cast<int>(r.integer("round"));
   m.protocol = r.text("protocol");
-  m.device = r.text("device");
   m.compiled = r.flag("compiled");
   m.correct = r.flag("correct");
   m.timed = r.flag("timed");
@@ -179,11 +184,7 @@ Measurement read_measurement(const RecordReader& r) {
 
 SearchRecord read_search(const RecordReader& r) {
   SearchRecord s;
-  s.uri = r.text("uri");
-  s.op = r.op();
-  s.dtype = r.dtype();
-  s.k = r.integer("k");
-  s.device = r.text("device");
+  static_cast<MeasuredTask&>(s) = read_task(r);
   s.budget = static_cast<int>(r.integer("budget"));
   s.evaluations = static_cast<int>(r.integer("evaluations"));
   s.best_design = r.text("best_design");
@@ -199,25 +200,25 @@ datasets::Task task_of(const std::string& uri, Op op, DType dtype, std::int64_t 
   return {uri, op, dtype, static_cast<datasets::Index>(op == Op::spmm ? k : 1)};
 }
 
+MeasuredTask measured_task(const SearchResult& r) {
+  return {r.task.uri, r.task.op, r.task.dtype, r.task.op == Op::spmm ? r.task.k : 1, r.device};
+}
+
 }  // namespace
 
-std::string SearchRecord::task_key() const { return task_of(uri, op, dtype, k).str(); }
+std::string MeasuredTask::task_key() const { return task_of(uri, op, dtype, k).str(); }
 
 std::vector<Measurement> measurements_of(const SearchResult& r) {
   std::vector<Measurement> out;
   for (const CandidateResult& c : r.candidates) {
     const reward::EvalResult& e = c.result;
     Measurement m;
-    m.uri = r.task.uri;
-    m.op = r.task.op;
-    m.dtype = r.task.dtype;
-    m.k = r.task.op == Op::spmm ? r.task.k : 1;
+    static_cast<MeasuredTask&>(m) = measured_task(r);
     m.features = r.features;
     m.design = c.point.id();
     m.generator = c.point.generator;
     m.round = c.round;
     m.protocol = c.protocol;
-    m.device = r.device;
     m.compiled = e.compiled;
     m.correct = e.correct;
     m.timed = e.timed;
@@ -237,11 +238,7 @@ std::vector<Measurement> measurements_of(const SearchResult& r) {
 
 SearchRecord search_record_of(const SearchResult& r) {
   SearchRecord s;
-  s.uri = r.task.uri;
-  s.op = r.task.op;
-  s.dtype = r.task.dtype;
-  s.k = r.task.op == Op::spmm ? r.task.k : 1;
-  s.device = r.device;
+  static_cast<MeasuredTask&>(s) = measured_task(r);
   s.budget = r.budget;
   s.evaluations = static_cast<int>(r.candidates.size());
   if (const CandidateResult* b = r.best_candidate()) {
@@ -328,8 +325,8 @@ void MeasurementStore::append(const SearchResult& result) {
   std::vector<Measurement> added = measurements_of(result);
   const SearchRecord search = search_record_of(result);
   std::string text;
-  for (const Measurement& m : added) text += measurement_json(m, result.task).dump() + '\n';
-  text += search_json(search, result.task).dump() + '\n';
+  for (const Measurement& m : added) text += measurement_json(m).dump() + '\n';
+  text += search_json(search).dump() + '\n';
   {
     std::ofstream out(path_, std::ios::binary | std::ios::app);
     out << text;

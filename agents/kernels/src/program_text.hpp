@@ -108,6 +108,21 @@ extern const char* const kWarpTileRows;
 // each step narrowing the range group-fold. Comment lines above it included.
 std::string row_of_nonzero_function(std::string_view group);
 
+// A warp's inclusive segmented scan of `value` over runs of equal `key` (shuffles up, five steps),
+// then `next_row`, the key of the next lane: the lines at `indent`, "#pragma unroll" first.
+std::string warp_segmented_scan(std::string_view value, std::string_view key,
+                                std::string_view indent);
+
+// A warp's sum of the nonzeros [from, to) of one row, lane by lane (`fma` adds nonzero k to
+// `sum`), reduced to lane 0, which adds it to y[`row`] with atomicAdd: the lines at `indent`.
+std::string warp_chunk_sum(std::string_view indent, std::string_view row, std::string_view fma);
+
+// The walk of the split designs' long-row launches over a chunk [chunk_begin, chunk_end) of
+// SPLIT_ROW nonzeros: a long row holds more than SPLIT_ROW entries, so only the rows of the
+// chunk's first and last nonzero can be long; `body` runs for each of them that is (with begin,
+// end, from, to and row set) at an indent of 6. `mask` names the searching lanes.
+std::string long_row_chunk_walk(std::string_view mask, std::string_view body);
+
 // The vector type names of a dtype for `width` elements: {"float4", "int4"}, {"double2", "int2"}.
 struct VectorTypes {
   std::string value;

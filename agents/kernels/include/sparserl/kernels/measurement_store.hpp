@@ -42,18 +42,25 @@ class MeasurementStoreError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One candidate evaluation as the store keeps it.
-struct Measurement {
+// What every record names: the task and the GPU it ran on.
+struct MeasuredTask {
   std::string uri;
   Op op = Op::spmv;
   DType dtype = DType::f32;
-  std::int64_t k = 1;
+  std::int64_t k = 1;  // 1 for SpMV
+  std::string device;  // "" without a GPU
+
+  // "URI op dtype[ k=K]", as datasets::Task::str().
+  [[nodiscard]] std::string task_key() const;
+};
+
+// One candidate evaluation as the store keeps it.
+struct Measurement : MeasuredTask {
   datasets::MatrixFeatures features;
   std::string design;  // DesignPoint::id()
   std::string generator;
   int round = 1;
   std::string protocol;  // screen, full, compile
-  std::string device;    // "" without a GPU
   bool compiled = false;
   bool correct = false;
   bool timed = false;
@@ -68,12 +75,7 @@ struct Measurement {
 };
 
 // One finished search.
-struct SearchRecord {
-  std::string uri;
-  Op op = Op::spmv;
-  DType dtype = DType::f32;
-  std::int64_t k = 1;
-  std::string device;
+struct SearchRecord : MeasuredTask {
   int budget = 0;
   int evaluations = 0;
   std::string best_design;  // "" when no candidate was usable
@@ -82,9 +84,6 @@ struct SearchRecord {
   double speedup = 0;
   double wall_seconds = 0;
   std::string strategy;  // SearchResult::strategy
-
-  // "URI op dtype[ k=K]", as datasets::Task::str().
-  [[nodiscard]] std::string task_key() const;
 };
 
 // The candidate records of a search result, one per evaluation, in evaluation order.
