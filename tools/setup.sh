@@ -58,7 +58,8 @@ packages=(cmake ninja-build g++ pkg-config zlib1g-dev libcurl4-openssl-dev libbo
   libboost-filesystem-dev libhdf5-dev hdf5-tools libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   libpcre2-dev catch2 gnuplot-nox python3-dev pybind11-dev python3-numpy python3-pytest
   python3-scipy python3-h5py)
-[ -n "$torch_prefix" ] || packages+=(libtorch-dev)
+# libgloo-dev: the gloo headers of Debian's LibTorch, for data-parallel ranks on CPUs (tests).
+[ -n "$torch_prefix" ] || packages+=(libtorch-dev libgloo-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -111,6 +111,7 @@ void add_eval_result(Info& info, const reward::EvalResult& r) {
   info.set("eval.conversion_ms", r.conversion_ms);
   info.set("eval.wall_ms", r.wall_ms);
   info.set("eval.device", r.device);
+  info.set("eval.device_pci_bus_id", r.device_pci_bus_id);
   info.set("eval.program_digest", r.program_digest);
   info.set("eval.matrix_digest", r.matrix_digest);
   info.set("eval.result_cached", r.result_cached);

@@ -6,18 +6,18 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/env/seeding.hpp"
 
 namespace sparserl::env {
 
-std::string_view to_string(AutoReset mode) {
-  return mode == AutoReset::next_step ? "next_step" : "same_step";
-}
+constexpr auto kAutoResetModes =
+    datasets::enum_names<AutoReset::next_step, AutoReset::same_step>({"next_step", "same_step"});
+
+std::string_view to_string(AutoReset mode) { return kAutoResetModes.name(mode); }
 
 std::optional<AutoReset> parse_autoreset(std::string_view text) {
-  if (text == "next_step") return AutoReset::next_step;
-  if (text == "same_step") return AutoReset::same_step;
-  return std::nullopt;
+  return kAutoResetModes.parse(text);
 }
 
 VectorEnv::VectorEnv(VectorEnvConfig config, const EnvFactory& factory) : config_(config) {

@@ -6,8 +6,10 @@
 // and random agents wrote goes to trajectories.h5 (bench.record_trajectories).
 //
 // What each agent answers with, and what pass@k counts:
-//   template          the template search's best program (bench.template_budget measurements);
-//                     deterministic: one answer, no samples (pass@k = pass@1)
+//   template          the template search's best program (bench.template_budget measurements;
+//                     with bench.template_measurements its learned cost model chooses them);
+//                     deterministic: one answer, no samples (pass@k = pass@1); its row carries
+//                     the search's wall time (search_seconds)
 //   random            bench.samples episodes of uniform tokens under the action mask; the answer
 //                     is the first, pass@k counts all k
 //   sft, reinforce,   a policy checkpoint (bench.<agent>_checkpoint, or a bench.policies entry):
@@ -39,6 +41,8 @@
 #include "training_corpus.hpp"
 #if __has_include("sparserl/kernels/template_search.hpp")
 #include "sparserl/kernels/evaluator_backend.hpp"
+#include "sparserl/kernels/learned_cost_model.hpp"
+#include "sparserl/kernels/measurement_store.hpp"
 #include "sparserl/kernels/template_search.hpp"
 #define SPARSERL_BENCH_HAVE_KERNELS 1
 #endif
@@ -222,6 +226,8 @@ class Bench {
           options.budget = static_cast<int>(config_.integer("bench.template_budget"));
           options.finalists = std::min(options.finalists, options.budget);
           options.full = gpu_protocol(config_);
+          options.halving = config_.boolean("bench.template_halving");
+          options.model = learned_model();
           search_ = std::make_unique<kernels::TemplateSearch>(*candidates_, *s_.store, options);
         }
 #else
@@ -254,6 +260,28 @@ class Bench {
 #endif
     }
   }
+
+#ifdef SPARSERL_BENCH_HAVE_KERNELS
+  // The template search's learned cost model, fitted on bench.template_measurements (read only:
+  // the bench never adds to the store, so no val or test measurement reaches a later fit);
+  // nullptr without a store or without a usable measurement of this GPU.
+  std::shared_ptr<const kernels::LearnedCostModel> learned_model() {
+    const std::string& path = config_.string("bench.template_measurements");
+    if (path.empty()) return nullptr;
+    const fs::path file = resolve_path(s_.root, path);
+    std::optional<kernels::MeasurementStore> store;
+    try {
+      store.emplace(file, false);
+    } catch (const kernels::MeasurementStoreError& e) {
+      throw RunnerError("bench.template_measurements: " + std::string(e.what()));
+    }
+    const std::string device = candidates_->gpu_available() ? candidates_->device() : "";
+    auto model = std::make_shared<const kernels::LearnedCostModel>(store->measurements(), device);
+    s_.say("bench: template search with " + model->describe() + " from " + file.string() +
+           (model->size() == 0 ? " - none usable here, the analytic model chooses" : ""));
+    return model->size() > 0 ? model : nullptr;
+  }
+#endif
 
   // The learned agent's greedy answer and k samples for tasks [first, last), nothing evaluated.
   void generate(Contender& c, std::size_t first, std::size_t last) {
@@ -316,10 +344,13 @@ class Bench {
     if (auto entry = oracle_entry(result, gpu_protocol(config_))) {
       template_entries_[tasks_[i].uri] = std::move(*entry);
     }
+    MatrixResult row = answer_row(tasks_[i], nnz_[i], "template", eval, s_.gpu);
+    row.search_seconds = result.wall_seconds;
+    return row;
 #else
     (void)program;
-#endif
     return answer_row(tasks_[i], nnz_[i], "template", eval, s_.gpu);
+#endif
   }
 
   MatrixResult random_answer(Contender& c, std::size_t i, std::optional<TokenSequence>& program) {
@@ -428,6 +459,14 @@ void check_bench_config(const Config& config, const fs::path& root) {
     const std::string& value = config.string(key);
     if (value.empty()) throw RunnerError(key + ": empty, but bench.agents lists " + agents[i]);
     require_checkpoint(key, value);
+  }
+  if (const std::string& store = config.string("bench.template_measurements"); !store.empty()) {
+    std::error_code ec;
+    if (!fs::exists(resolve_path(root, store), ec)) {
+      throw RunnerError("bench.template_measurements: " + resolve_path(root, store).string() +
+                        " does not exist (relative paths start at the root " + root.string() +
+                        "; `sparserl tune --measurements FILE` makes one)");
+    }
   }
   (void)env_config(config);
 }

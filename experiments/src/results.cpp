@@ -85,7 +85,7 @@ const std::vector<std::string>& results_columns() {
       "candidate_us",    "cusparse_us",  "speedup",         "gflops",          "bandwidth_fraction",
       "tested",          "samples",      "samples_compiled", "samples_correct", "best_speedup",
       "program",         "regime",       "family",          "oracle_speedup",  "oracle_fraction",
-      "novel",           "corpus_distance", "cusparse_path",  "cusparse_paths"};
+      "novel",           "corpus_distance", "cusparse_path",  "cusparse_paths",  "search_seconds"};
   // clang-format on
   return columns;
 }
@@ -110,7 +110,8 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
         << ',' << csv_field(r.regime) << ',' << csv_field(r.family) << ','
         << csv_number(r.oracle_speedup) << ',' << csv_number(r.oracle_fraction) << ','
         << (r.novel ? (*r.novel ? "1" : "0") : "") << ',' << csv_number(r.corpus_distance) << ','
-        << csv_field(r.cusparse_path) << ',' << csv_field(r.cusparse_paths) << '\n';
+        << csv_field(r.cusparse_path) << ',' << csv_field(r.cusparse_paths) << ','
+        << csv_number(r.search_seconds) << '\n';
   }
   try {
     write_file_atomically(file, out.str());
@@ -211,6 +212,7 @@ ResultsTable read_results_table(const std::filesystem::path& file) {
     r.corpus_distance = number("corpus_distance");
     if (const auto f = field("cusparse_path")) r.cusparse_path = *f;
     if (const auto f = field("cusparse_paths")) r.cusparse_paths = *f;
+    r.search_seconds = number("search_seconds");
     rows.push_back(std::move(r));
     table.lines.push_back(record_line);
   }

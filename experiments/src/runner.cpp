@@ -2,7 +2,9 @@
 // (runner.hpp has the contract). The stages' loops are agents/training.hpp's; this file decides
 // what each stage gets (its AgentConfig, data, environment, where it starts from), files the
 // checkpoints the stages save into checkpoints/ with a stage.json, numbers steps through the
-// stages, and picks up where a stopped run left off.
+// stages, and picks up where a stopped run left off. Started as one rank of several (the
+// environment's WORLD_SIZE > 1: torchrun, Slurm, `sparserl train --gpus N`), it joins their group:
+// rank 0 makes and writes the run directory, every rank trains its share (docs/distributed.md).
 #include "sparserl/experiments/runner.hpp"
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "training_corpus.hpp"
 
 #if defined(SPARSERL_HAVE_AGENTS)
+#include "sparserl/agents/distributed.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/agents/tuning_data.hpp"
@@ -101,6 +104,27 @@ std::vector<StagePlan> plan_stages(const Config& config) {
 
 #if defined(SPARSERL_HAVE_AGENTS)
 
+using Group = std::shared_ptr<agents::ProcessGroup>;
+
+bool is_main(const Group& group) { return !group || group->main(); }
+
+// The SFT pairs as text and back, for rank 0 to hand the others the template search's answers
+// (timings differ between searches, so each rank searching for itself could train on other data).
+std::string encode_pairs(const std::vector<agents::SftPair>& pairs) {
+  Json list = Json::array();
+  for (const agents::SftPair& p : pairs) list.push_back(Json::array({p.task.str(), p.program}));
+  return dump_json(list);
+}
+
+std::vector<agents::SftPair> decode_pairs(const std::string& text) {
+  std::vector<agents::SftPair> pairs;
+  const Json list = parse_json(text, "rank 0's SFT pairs");
+  for (const Json& pair : as_array(list)) {
+    pairs.push_back({datasets::Task::parse(as_string(pair.at(0))), as_string(pair.at(1))});
+  }
+  return pairs;
+}
+
 // Where a stopped run stands: the latest checkpoint and what its stage.json says.
 struct Position {
   CheckpointInfo checkpoint;
@@ -131,8 +155,10 @@ std::optional<Position> read_position(const CheckpointStore& store) {
 // The runs of the training stages inside RunDirectory::run.
 class Trainer {
  public:
-  Trainer(Session& session, const RunDirectory& run, const StopSignals& stop)
-      : s_(session),
+  Trainer(Session& session, const RunDirectory& run, const StopSignals& stop, Group group)
+      : group_(std::move(group)),
+        main_(is_main(group_)),
+        s_(session),
         config_(session.config),
         train_(train_config(config_)),
         checkpoints_(checkpoint_config(config_)),
@@ -143,9 +169,12 @@ class Trainer {
 
   void run() {
     const std::optional<Position> position = read_position(store_);
-    rewind(position);
-    MetricsWriter metrics(run_.metrics_path());
-    metrics_ = &metrics;
+    // Rank 0 alone writes the run directory; the others read what it wrote (the stages start
+    // together, agents::open_stage_agent).
+    if (main_) {
+      rewind(position);
+      metrics_.emplace(run_.metrics_path());
+    }
     std::optional<fs::path> previous;
     if (!train_.init_checkpoint.empty()) {
       previous = resolve_path(s_.root, train_.init_checkpoint);
@@ -156,6 +185,7 @@ class Trainer {
     for (const StagePlan& stage : plan_) {
       if (stop_.requested()) return;
       if (!learning(stage.name)) {
+        if (!main_) continue;  // the evaluation runs on rank 0 (its evaluator uses every GPU)
         if (!previous) {
           throw RunnerError(
               "train.stages: eval needs a policy: a learning stage before it or "
@@ -173,10 +203,15 @@ class Trainer {
       const bool resuming = position && stage.name == position->stage;
       if (resuming && position->done) {
         // Finished, but perhaps stopped before its policy was set apart.
-        if (!fs::exists(kept / "checkpoint.txt")) {
+        if (main_ && !fs::exists(kept / "checkpoint.txt")) {
           fs::create_directories(kept);
           copy_folder_contents(position->checkpoint.dir, kept, {"meta.json", "stage.json"});
         }
+        previous = kept;
+        continue;
+      }
+      if (!main_) {
+        if (run_stage(stage, work, previous, resuming ? position->stage_step : 0).stopped) return;
         previous = kept;
         continue;
       }
@@ -199,6 +234,7 @@ class Trainer {
       datasets::remove_tree(work);
       previous = kept;
     }
+    if (!main_) return;
     datasets::remove_tree(run_.root() / "work");
     if (previous) {
       RunInfo info = run_.info();
@@ -267,7 +303,7 @@ class Trainer {
 
   agents::StatisticsCallback statistics(const StagePlan& stage) {
     return [this, stage](std::string_view name, std::int64_t step, const env::Statistics& stats) {
-      metrics_->append(stage.offset + step, name, stats);
+      if (metrics_) metrics_->append(stage.offset + step, name, stats);
       note_.clear();
       for (const char* key : {"loss", "reward/mean", "env/compile_rate"}) {
         for (const auto& [k, v] : stats) {
@@ -279,7 +315,10 @@ class Trainer {
 
   agents::StageResult run_stage(const StagePlan& stage, const fs::path& work,
                                 const std::optional<fs::path>& init, std::int64_t start_step) {
-    const agents::AgentConfig agent = agent_config(config_, stage.name);
+    agents::AgentConfig agent = agent_config(config_, stage.name);
+    if (group_) {
+      agent.device = agents::rank_device(agent.device, group_->world(), "agent.device");
+    }
     const int checkpoint_every = static_cast<int>(checkpoints_.every);
     const int log_every = static_cast<int>(train_.log_every);
     note_.clear();
@@ -312,6 +351,7 @@ class Trainer {
       c.output_dir = work;
       c.init_checkpoint = init;
       c.hooks = hooks(stage, progress);
+      c.group = group_;
     };
     if (stage.name == "pretrain") {
       agents::PretrainConfig c;
@@ -337,9 +377,16 @@ class Trainer {
       c.init_checkpoint = init;
       c.seed = agent.seed;
       c.hooks = hooks(stage, progress);
+      c.group = group_;
       std::unique_ptr<env::TrajectoryWriter> writer;
       agents::EpisodeCallback on_episode;
       if (train_.record_trajectories) {
+        // Every rank passes on_episode; rank 0's receives every rank's episodes and writes them.
+        on_episode = [&writer](const env::Episode& e) {
+          if (writer) writer->append(e);
+        };
+      }
+      if (train_.record_trajectories && main_) {
         env::TrajectoryFileInfo info;
         info.run_id = run_.run_id();
         info.config = config_.to_toml();
@@ -348,7 +395,6 @@ class Trainer {
         info.created_by = "sparserl train";
         const fs::path file = run_.trajectories_path();
         writer = std::make_unique<env::TrajectoryWriter>(file, info, fs::exists(file));
-        on_episode = [&writer](const env::Episode& e) { writer->append(e); };
       }
       result = agents::run_rl(c, *env, statistics(stage), on_episode);
     }
@@ -388,6 +434,13 @@ class Trainer {
   }
 
   std::vector<agents::SftPair> sft_pairs() const {
+    if (!group_ || group_->size() < 2) return own_sft_pairs();
+    // Every rank trains on the pairs rank 0 found.
+    const std::string text = group_->broadcast(main_ ? encode_pairs(own_sft_pairs()) : "");
+    return decode_pairs(text);
+  }
+
+  std::vector<agents::SftPair> own_sft_pairs() const {
     const std::string& source = train_.sft_pairs;
     if (source != kDesignSpace) {
       const fs::path file = resolve_path(s_.root, source);
@@ -449,6 +502,8 @@ class Trainer {
   }
 
  private:
+  Group group_;  // data parallel: the ranks (null: one process)
+  bool main_;    // this process writes the run directory (one process, or rank 0)
   Session& s_;
   const Config& config_;
   const TrainConfig train_;
@@ -457,17 +512,19 @@ class Trainer {
   const StopSignals& stop_;
   std::vector<StagePlan> plan_;
   CheckpointStore store_;
-  MetricsWriter* metrics_ = nullptr;
+  std::optional<MetricsWriter> metrics_;  // rank 0's (one process's) metrics.jsonl
   std::string note_;
 };
 
 #endif  // SPARSERL_HAVE_AGENTS
 
-// Everything that can be checked before a run directory is made.
-void check_training_config(const Config& config, const fs::path& root) {
+// Everything that can be checked before a run directory is made; `ranks` processes share each
+// batch.
+void check_training_config(const Config& config, const fs::path& root, int ranks) {
   const std::vector<StagePlan> plan = plan_stages(config);
 #if !defined(SPARSERL_HAVE_AGENTS)
   (void)root;
+  (void)ranks;
   throw RunnerError(
       "this build has no learned agents (LibTorch was not found), so `sparserl "
       "train` has nothing to train; `sparserl bench` with the template and random "
@@ -483,6 +540,19 @@ void check_training_config(const Config& config, const fs::path& root) {
     if (learning(stage.name)) {
       agent_config(config, stage.name);
       has_policy = true;
+      try {
+        if (stage.name == "pretrain") {
+          agents::require_divisible("train.pretrain_batch_size", train.pretrain_batch_size, ranks);
+        }
+        if (stage.name == "sft") {
+          agents::require_divisible("train.sft_batch_size", train.sft_batch_size, ranks);
+        }
+        if (stage.name == "rl") {
+          agents::require_divisible("train.tasks_per_update", train.tasks_per_update, ranks);
+        }
+      } catch (const std::invalid_argument& e) {
+        throw RunnerError(e.what());
+      }
     }
     if (stage.name == "eval" && !has_policy) {
       throw RunnerError(
@@ -519,22 +589,85 @@ void check_training_config(const Config& config, const fs::path& root) {
 #endif
 }
 
-RunOutcome train_in(const RunDirectory& run, Session& session, std::ostream& log) {
+#if defined(SPARSERL_HAVE_AGENTS)
+// The ranks of a data-parallel run when the environment describes several (WORLD_SIZE > 1), each
+// rank's device and backend chosen as agents/distributed.hpp says; one process: none.
+struct Ranks {
+  std::optional<agents::World> world;
+  Group group;
+  [[nodiscard]] int size() const { return world ? world->size : 1; }
+  [[nodiscard]] bool main() const { return is_main(group); }
+};
+
+Ranks world_of_environment() {
+  Ranks ranks;
+  try {
+    ranks.world = agents::world_from_environment();
+  } catch (const std::invalid_argument& e) {
+    throw RunnerError(std::string("the world of this rank: ") + e.what());
+  }
+  if (ranks.world && !ranks.world->distributed()) ranks.world.reset();
+  return ranks;
+}
+
+void join_ranks(Ranks& ranks, const Config& config, const RunnerOptions& options) {
+  if (!ranks.world) return;
+  try {
+    const std::string device =
+        agents::rank_device(config.string("agent.device"), *ranks.world, "agent.device");
+    ranks.group = agents::ProcessGroup::join(
+        *ranks.world, agents::choose_backend(options.backend, device, "--backend"));
+  } catch (const std::invalid_argument& e) {
+    throw RunnerError(e.what());
+  }
+}
+#else
+struct Ranks {
+  [[nodiscard]] int size() const { return 1; }
+  [[nodiscard]] bool main() const { return true; }
+};
+Ranks world_of_environment() { return {}; }
+void join_ranks(Ranks&, const Config&, const RunnerOptions&) {}
+#endif
+
+RunOutcome train_in(const RunDirectory& run, Session& session, std::ostream& log,
+                    const Ranks& ranks) {
+  const auto body = [&](const StopSignals& stop) {
+#if defined(SPARSERL_HAVE_AGENTS)
+    Trainer trainer(session, run, stop, ranks.group);
+    trainer.run();
+#else
+    (void)stop;
+#endif
+  };
+  if (!ranks.main()) {
+    // Rank 0 records the run's status and writes the report; the others only train.
+    const StopSignals stop;
+    body(stop);
+    return {run.root(), stop.requested() ? RunStatus::interrupted : RunStatus::completed, {}, {}};
+  }
   RunStatus status = RunStatus::running;
   try {
-    status = run.run([&](const StopSignals& stop) {
-#if defined(SPARSERL_HAVE_AGENTS)
-      Trainer trainer(session, run, stop);
-      trainer.run();
-#else
-      (void)stop;
-#endif
-    });
+    status = run.run(body);
   } catch (const std::exception&) {
     finish_run(run, session.config, RunStatus::failed, log);
     throw;
   }
   return finish_run(run, session.config, status, log);
+}
+
+// Each rank's evaluator notices: evaluator.log for rank 0, evaluator.rank<R>.log for the others.
+void record_evaluator(const Session& session, const RunDirectory& run, const Ranks& ranks) {
+#if defined(SPARSERL_HAVE_AGENTS)
+  if (!ranks.main()) {
+    session.notices->record_to(run.root() /
+                               ("evaluator.rank" + std::to_string(ranks.world->rank) + ".log"));
+    return;
+  }
+#else
+  (void)ranks;
+#endif
+  session.record_to(run.root());
 }
 
 // run.json's "split" of a training run: the part its learning stages read (data.part).
@@ -558,21 +691,31 @@ RunOutcome run_training(Config config, const RunnerOptions& options) {
   std::ostream& log = log_stream(options);
   const fs::path root = resolve_root(config, options.root);
   pin_paths(config, root, options);
-  check_training_config(config, root);
+  Ranks ranks = world_of_environment();
+  check_training_config(config, root, ranks.size());
+  join_ranks(ranks, config, options);
   std::optional<SplitRecord> split = training_split(config, root, log);
   auto session = Session::open(config, root, log);
-  RunStart start = run_start(*session, options);
-  start.split = std::move(split);
-  const RunDirectory run = RunDirectory::create(session->config, start);
-  {
+  std::optional<RunDirectory> run;
+  if (ranks.main()) {
+    RunStart start = run_start(*session, options);
+    start.split = std::move(split);
+    run.emplace(RunDirectory::create(session->config, start));
     // What the policy is trained on, for the novelty of its answers in later benches.
-    RunInfo info = run.info();
+    RunInfo info = run->info();
     info.extra["corpus"] = training_corpus(session->config, root).to_json();
-    run.write_info(info);
+    run->write_info(info);
   }
-  session->record_to(run.root());
-  session->say("run directory: " + run.root().string());
-  return train_in(run, *session, log);
+#if defined(SPARSERL_HAVE_AGENTS)
+  if (ranks.group) {
+    // Rank 0 made the run directory; the others learn where.
+    const std::string dir = ranks.group->broadcast(run ? run->root().string() : "");
+    if (!run) run.emplace(RunDirectory::open(dir));
+  }
+#endif
+  record_evaluator(*session, *run, ranks);
+  session->say("run directory: " + run->root().string());
+  return train_in(*run, *session, log, ranks);
 }
 
 RunOutcome resume_training(const fs::path& run_dir, const RunnerOptions& options) {
@@ -584,13 +727,15 @@ RunOutcome resume_training(const fs::path& run_dir, const RunnerOptions& options
   }
   Config config = run.config();
   const fs::path root = resolve_root(config, options.root);
-  check_training_config(config, root);
+  Ranks ranks = world_of_environment();
+  check_training_config(config, root, ranks.size());
+  join_ranks(ranks, config, options);
   auto session = Session::open(config, root, log);
-  session->record_to(run.root());
-  run.mark_resumed();
+  record_evaluator(*session, run, ranks);
+  if (ranks.main()) run.mark_resumed();
   session->say("resuming " + run.root().string() + " (it was " +
                std::string(to_string(info.status)) + ")");
-  return train_in(run, *session, log);
+  return train_in(run, *session, log, ranks);
 }
 
 RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,

@@ -261,6 +261,14 @@ void add_stage_sections(Schema& s) {
                "template search answers once)",
                1, 1 << 20)
       .integer("template_budget", 16, "programs the template search measures per matrix", 1, 100000)
+      .string("template_measurements", "",
+              "a measurement store (`sparserl tune --measurements`, docs/design-space.md), "
+              "relative to the root: the template search fits its learned cost model on the "
+              "store's measurements of this GPU and spends its budget by the matrix; the bench "
+              "never writes to it (\"\": the analytic model alone)")
+      .boolean("template_halving", false,
+               "the template search screens the faster half of its candidates again with twice "
+               "the repetitions until at most 2 x 4 finalists remain (successive halving)")
       .string("oracle", "cache",
               "the oracle every answer is measured against, the template search's best program "
               "per matrix (DATA_DIR/oracle/<split digest>/<device>/): cache (read what is there; "

@@ -78,6 +78,7 @@ GpuRunOutcome run_gpu_request(const GpuRequest& request) {
   } catch (const std::exception& e) {
     r.gpu_available = true;
     r.device = info.devices.front().name;
+    r.device_pci_bus_id = info.devices.front().pci_bus_id;
     r.error = ErrorKind::internal_error;
     r.message = std::string("the GPU worker could not set up its device: ") + e.what();
     out.must_exit = true;

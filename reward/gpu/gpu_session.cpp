@@ -255,7 +255,10 @@ GpuSession::GpuSession(int device) : device_(device) {
   activity_ = std::make_unique<KernelActivity>();
   char bus[32] = {};
   std::string lane = "device" + std::to_string(device_);
-  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device_) == cudaSuccess) lane = bus;
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device_) == cudaSuccess) {
+    pci_bus_id_ = bus;
+    lane = bus;
+  }
   for (char& c : lane) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '-';
   }
@@ -573,6 +576,7 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
   EvalResult r;
   r.gpu_available = true;
   r.device = device_name_;
+  r.device_pci_bus_id = pci_bus_id_;
   r.compiled = true;
   r.stage = Stage::compile;
   r.matrix_digest = request.matrix_digest;

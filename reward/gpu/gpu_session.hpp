@@ -109,6 +109,7 @@ class GpuSession {
 
   int device_ = 0;
   std::string device_name_;
+  std::string pci_bus_id_;  // EvalResult::device_pci_bus_id (empty when CUDA does not say)
   std::size_t l2_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<KernelActivity> activity_;

@@ -92,6 +92,7 @@ std::string EvalResult::to_json() const {
       {"conversion_ms", conversion_ms},
       {"wall_ms", wall_ms},
       {"device", device},
+      {"device_pci_bus_id", device_pci_bus_id},
       {"program_digest", program_digest},
       {"matrix_digest", matrix_digest},
       {"result_cached", result_cached},

@@ -22,10 +22,10 @@ constexpr auto kMessageTypeNames = datasets::enum_names<MessageType::hello, Mess
     {"Hello", "CompileRequest", "CompileResponse", "GpuRequest", "GpuResponse", "TestRequest",
      "TestResponse", "ErrorResponse", "Shutdown"});
 constexpr auto kTestActionNames =
-    datasets::enum_names<TestAction::echo, TestAction::stderr_then_crash>(
+    datasets::enum_names<TestAction::echo, TestAction::visible_devices>(
         {"echo", "crash_segv", "crash_abort", "hang_busy", "hang_sleep", "flood_protocol",
          "flood_stderr", "noise_stdout", "exit_early", "reply_then_exit", "spawn_grandchild",
-         "report", "write_file", "open_files", "burn_cpu", "stderr_then_crash"});
+         "report", "write_file", "open_files", "burn_cpu", "stderr_then_crash", "visible_devices"});
 constexpr auto kBaselineModeNames =
     datasets::enum_names<BaselineMode::best, BaselineMode::csr>({"best", "csr"});
 
@@ -397,7 +397,7 @@ void encode(Writer& w, const TestRequest& m) {
   w.str(m.path);
 }
 
-constexpr int kMaxTestAction = static_cast<int>(TestAction::stderr_then_crash);
+constexpr int kMaxTestAction = static_cast<int>(TestAction::visible_devices);
 
 TestRequest decode_test_request(Reader& r) {
   TestRequest m;
@@ -483,6 +483,7 @@ void write_eval_result(Writer& w, const EvalResult& r) {
   w.f64(r.conversion_ms);
   w.f64(r.wall_ms);
   w.str(r.device);
+  w.str(r.device_pci_bus_id);
   w.str(r.program_digest);
   w.str(r.matrix_digest);
   w.boolean(r.result_cached);
@@ -538,6 +539,7 @@ EvalResult read_eval_result(Reader& in) {
   r.conversion_ms = in.f64();
   r.wall_ms = in.f64();
   r.device = in.str();
+  r.device_pci_bus_id = in.str();
   r.program_digest = in.str();
   r.matrix_digest = in.str();
   r.result_cached = in.boolean();

@@ -58,37 +58,11 @@ constexpr milliseconds kStderrDrain{100};
 // before.
 constexpr milliseconds kExitLinger{100};
 
-std::string_view signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGILL:
-      return "SIGILL";
-    case SIGXCPU:
-      return "SIGXCPU";
-    case SIGXFSZ:
-      return "SIGXFSZ";
-    case SIGPIPE:
-      return "SIGPIPE";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGSYS:
-      return "SIGSYS";
-    case SIGTRAP:
-      return "SIGTRAP";
-    case SIGINT:
-      return "SIGINT";
-    default:
-      return "";
-  }
+// "SIGSEGV" for 11; "" for a number that names no signal. glibc's table (2.32+), so every signal a
+// worker can die of is named, not only the usual ones.
+std::string signal_name(int sig) {
+  const char* abbreviation = ::sigabbrev_np(sig);
+  return abbreviation == nullptr ? std::string() : "SIG" + std::string(abbreviation);
 }
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -152,6 +126,7 @@ struct Worker {
   bool err_open = true;
   std::unique_ptr<Job> job;
   int served = 0;
+  std::uint64_t last_dispatch = 0;  // the pool's dispatch count when it last got a request
 
   // Set when ending.
   ErrorKind end_error = ErrorKind::none;
@@ -232,6 +207,9 @@ struct WorkerPool::Impl {
   std::vector<std::string> gpu_devices;  // CUDA_VISIBLE_DEVICES value per GPU slot
   enum class GpuState { disabled, probing, ready, none } gpu_state = GpuState::disabled;
   std::uint64_t next_id = 1;
+  std::uint64_t dispatches = 0;
+  // Per device: the dispatch count of its last request.
+  std::vector<std::uint64_t> device_dispatches;
   bool stopping = false;
 
   // Shared with other threads.
@@ -670,11 +648,50 @@ struct WorkerPool::Impl {
     dispatch(r == 0 ? WorkerRole::compile : WorkerRole::gpu);
   }
 
+  // The GPU slot's device (an index into gpu_devices; -1 for a compile worker).
+  [[nodiscard]] int device_of(const Worker& w) const {
+    if (w.role != WorkerRole::gpu || gpu_devices.empty()) return -1;
+    return w.slot % static_cast<int>(gpu_devices.size());
+  }
+  [[nodiscard]] std::uint64_t device_last_dispatch(const Worker& w) const {
+    const int d = device_of(w);
+    return d < 0 || static_cast<std::size_t>(d) >= device_dispatches.size()
+               ? 0
+               : device_dispatches[static_cast<std::size_t>(d)];
+  }
+
+  // The idle worker of `role` to serve the next request (null: none is idle). GPU requests go to
+  // the device that has waited longest - so requests that come one at a time go round every GPU -
+  // and there to the worker that served last, whose converted formats and baselines are warm (a
+  // second worker of one device takes requests only while the first is busy). Compile requests go
+  // to the worker that has waited longest.
+  std::shared_ptr<Worker> next_idle(WorkerRole role) const {
+    std::shared_ptr<Worker> best;
+    for (const auto& w : workers) {
+      if (w->role != role || w->probe || w->state != WorkerState::idle) continue;
+      if (!best) {
+        best = w;
+      } else if (role == WorkerRole::gpu) {
+        const std::uint64_t dw = device_last_dispatch(*w), db = device_last_dispatch(*best);
+        if (dw < db || (dw == db && w->last_dispatch > best->last_dispatch)) best = w;
+      } else if (w->last_dispatch < best->last_dispatch) {
+        best = w;
+      }
+    }
+    return best;
+  }
+
   void dispatch(WorkerRole role) {
     auto& queue = queues[static_cast<std::size_t>(role_index(role))];
-    for (const auto& w : workers) {
-      if (queue.empty()) return;
-      if (w->role != role || w->probe || w->state != WorkerState::idle) continue;
+    while (!queue.empty()) {
+      const std::shared_ptr<Worker> w = next_idle(role);
+      if (!w) return;
+      w->last_dispatch = ++dispatches;
+      if (const int d = device_of(*w); d >= 0) {
+        if (device_dispatches.size() < gpu_devices.size())
+          device_dispatches.resize(gpu_devices.size());
+        device_dispatches[static_cast<std::size_t>(d)] = w->last_dispatch;
+      }
       w->job = std::move(queue.front());
       queue.pop_front();
       w->state = WorkerState::busy;

@@ -44,6 +44,24 @@ void write_all(int fd, const char* data, std::size_t n) {
 
 }  // namespace
 
+std::optional<GpuInfo> test_gpus() {
+  const char* text = std::getenv("SPARSERL_WORKER_TEST_GPUS");
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  const int count = std::atoi(text);
+  GpuInfo info;
+  for (int d = 0; d < count; ++d) {
+    GpuDevice device;
+    device.ordinal = d;
+    device.name = "test GPU";
+    device.arch = "sm_90";
+    device.cc_major = 9;
+    device.pci_bus_id = "test:" + std::to_string(d);
+    info.devices.push_back(std::move(device));
+  }
+  if (info.devices.empty()) info.error = "SPARSERL_WORKER_TEST_GPUS = " + std::string(text);
+  return info;
+}
+
 void run_test_request(const Channel& channel, const TestRequest& request) {
   TestResponse response;
   response.action = request.action;
@@ -158,6 +176,11 @@ void run_test_request(const Channel& channel, const TestRequest& request) {
       write_all(2, request.path.data(), request.path.size());
       ::raise(SIGSEGV);
       break;
+    case TestAction::visible_devices: {
+      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      response.text = visible != nullptr ? visible : "";
+      break;
+    }
   }
   channel.send(response);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include "sparserl/reward/protocol.hpp"
 
@@ -19,5 +20,10 @@ struct Channel {
 // Obeys one TestRequest (`--test-mode` only). Returns normally after answering; crashes, hangs,
 // floods or exits when asked to.
 void run_test_request(const Channel& channel, const TestRequest& request);
+
+// Test mode: with SPARSERL_WORKER_TEST_GPUS=N in its environment a GPU worker announces N made-up
+// devices instead of probing CUDA, so that CPU tests see the pool start one GPU worker per device
+// and can ask each (visible_devices) which device it was given. nullopt when the variable is unset.
+std::optional<GpuInfo> test_gpus();
 
 }  // namespace sparserl::reward::worker

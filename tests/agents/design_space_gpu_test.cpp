@@ -2,7 +2,9 @@
 // random inputs, NaN-filled outputs, guard zones, the fp64 reference): all points of SpMV and SpMM
 // (K = 8 and K = 5, the latter exercising the scalar column path of the vector tiles) in f32 and
 // f64 on generated matrices with empty rows, one huge row, a single column and a power-law
-// pattern; and the representative subset (one point per generator and code path) on every shared
+// pattern; the designs of issue 25 also on matrices that reach every path of theirs (rows past each
+// split threshold, dense rows and columns, long runs of empty rows; SpMM K = 8, 32, 5); and the
+// representative subset (one point per generator and code path) on every shared
 // SuiteSparse matrix, and every SpMV point on four of them. Each case skips itself where the
 // evaluator sees no GPU. Failures are listed together (design, matrix, error kind, message) so one
 // run shows every broken design.
@@ -110,6 +112,28 @@ const std::vector<std::string> kAwkwardMatrices = {
     "gen-v1/diagonal?n=1",
 };
 
+// Matrices that reach every path of the issue-25 designs (csr_split, csr_segscan, spmm_csr_split):
+// rows past each split threshold, dense rows and columns, a single long row, runs of empty rows
+// longer than 32 rows per 32 nonzeros, a row exactly as long as a chunk.
+const std::vector<std::string> kSplitMatrices = {
+    "gen-v1/arrow?n=3000&width=2",
+    "gen-v1/uniform?rows=20000&cols=20000&nnz_per_row=3&huge_row=15000&seed=6",
+    "gen-v1/uniform?rows=5000&cols=100&nnz_per_row=1&empty_rows=0.9&seed=7",
+    "gen-v1/uniform?rows=1&cols=5000&nnz_per_row=5000",
+    "gen-v1/uniform?rows=600&cols=600&nnz_per_row=2&huge_row=512&seed=8",
+};
+
+std::vector<DesignPoint> issue25_points(const DesignSpace& space) {
+  std::vector<DesignPoint> out;
+  for (const DesignPoint& p : space.points()) {
+    if (p.generator == "csr_split" || p.generator == "csr_segscan" ||
+        p.generator == "spmm_csr_split") {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> shared_uris() {
   const auto dir = shared_matrices();
   if (dir.empty()) sparserl::testing::skip("no shared matrices");
@@ -144,6 +168,21 @@ TEST_CASE("every SpMM design point is correct on awkward generated matrices", "[
         const datasets::Task task{uri, datasets::Op::spmm, dtype, static_cast<datasets::Index>(k)};
         tally.check(task, space.points());
       }
+    }
+  }
+  tally.report();
+}
+
+TEST_CASE("every issue-25 design point is correct on matrices with long rows and empty-row runs",
+          "[kernels][gpu]") {
+  require_gpu();
+  CorrectnessTally tally;
+  for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
+    const auto spmv = issue25_points(DesignSpace(datasets::Op::spmv, dtype));
+    const auto spmm = issue25_points(DesignSpace(datasets::Op::spmm, dtype));
+    for (const std::string& uri : kSplitMatrices) {
+      tally.check({uri, datasets::Op::spmv, dtype, 1}, spmv);
+      for (datasets::Index k : {8, 32, 5}) tally.check({uri, datasets::Op::spmm, dtype, k}, spmm);
     }
   }
   tally.report();

@@ -1,11 +1,13 @@
 // The design space: every point of every (op, dtype) renders a program that passes the evaluator's
 // static checks and resolves its launch geometry on awkward matrices (empty, single column, one
-// huge row); the representative subset (one point per generator and code path) compiles with NVRTC
-// for f32 and f64; ids are unique, parse back and are pinned; sampling is deterministic; pruning
+// huge row, dense rows and columns, a single row); the representative subset (one point per
+// generator and code path) compiles with NVRTC for f32 and f64; ids are unique, parse back and are
+// pinned, and the earlier generators' programs byte for byte; sampling is deterministic; pruning
 // keeps the general designs.
 #include "sparserl/kernels/design_space.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <set>
 
@@ -38,6 +40,8 @@ std::vector<datasets::SparseMatrix> geometry_matrices() {
   out.push_back(generated("gen-v1/column?n=50"));  // a single column
   out.push_back(awkward_matrix());
   out.push_back(generated("gen-v1/blockdiag?blocks=20&block_size=4"));
+  out.push_back(generated("gen-v1/arrow?n=300&width=2"));  // dense rows and columns
+  out.push_back(generated("gen-v1/uniform?rows=1&cols=500&nnz_per_row=500"));  // 1 x N
   return out;
 }
 
@@ -46,10 +50,11 @@ std::vector<datasets::SparseMatrix> geometry_matrices() {
 TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   // A deliberate change of the space changes these numbers: update them, and say so in the docs
   // (docs/design-space.md), because corpus files and SFT pairs are keyed by design id.
-  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f32).size() == 183);
-  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f64).size() == 183);
-  CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f32).size() == 122);
-  CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f64).size() == 102);
+  // Issue 25 added csr_split (12 points), csr_segscan (3) and spmm_csr_split (12 per dtype).
+  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f32).size() == 198);
+  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f64).size() == 198);
+  CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f32).size() == 134);
+  CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f64).size() == 114);
 
   const DesignSpace spmv(datasets::Op::spmv, datasets::DType::f32);
   CHECK(spmv.points().front().id() == "csr_scalar block=128 unroll=1 ldg=0");
@@ -61,6 +66,55 @@ TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   const DesignSpace spmm64(datasets::Op::spmm, datasets::DType::f64);
   CHECK(spmm64.find("spmm_csr_rowgroup lanes=8 cols=2 cache=1 block=256").has_value());
   CHECK_FALSE(spmm64.find("spmm_csr_rowgroup lanes=8 cols=4 cache=1 block=256").has_value());
+  CHECK(spmv.find("csr_split lanes=4 split=2048").has_value());
+  CHECK(spmv.find("csr_segscan slabs=16").has_value());
+  CHECK(spmm64.find("spmm_csr_split lanes=8 cols=2 split=64").has_value());
+  CHECK(spmv.points().back().id() == "csr_segscan slabs=64");
+}
+
+// The generators of the space before issue 25: their points' programs are pinned byte for byte
+// (an FNV-1a digest over every id and program text of each space), because the corpus, the SFT
+// pairs and earlier measurements are keyed by design id. Newer generators add points; they never
+// change these.
+const std::set<std::string> kGeneratorsBeforeIssue25 = {
+    "csr_scalar",     "csr_vector", "csr_xstage", "csr_adaptive", "csr_binned", "csr_merge",
+    "coo_segmented",  "ell",        "sell",       "bsr_row",      "bsr_warp",   "spmm_csr_rowgroup",
+    "spmm_csr_merge", "spmm_coo",   "spmm_ell",   "spmm_sell",    "spmm_bsr"};
+
+std::string earlier_points_digest(datasets::Op op, datasets::DType dtype, std::size_t& count) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](const std::string& text) {
+    for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  };
+  count = 0;
+  const DesignSpace space(op, dtype);
+  for (const DesignPoint& p : space.points()) {
+    if (kGeneratorsBeforeIssue25.count(p.generator) == 0) continue;
+    mix(p.id() + "\n" + space.render(p) + "\n");
+    ++count;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+TEST_CASE("the programs of the earlier design points are byte-identical",
+          "[kernels][design_space]") {
+  struct Pinned {
+    datasets::Op op;
+    datasets::DType dtype;
+    const char* digest;
+    std::size_t points;
+  };
+  for (const Pinned& pinned :
+       {Pinned{datasets::Op::spmv, datasets::DType::f32, "8ca6e1b7bc725feb", 183},
+        Pinned{datasets::Op::spmv, datasets::DType::f64, "67345d393c6b7b26", 183},
+        Pinned{datasets::Op::spmm, datasets::DType::f32, "d38316735b8da552", 122},
+        Pinned{datasets::Op::spmm, datasets::DType::f64, "b193bc5629f158bd", 102}}) {
+    std::size_t count = 0;
+    CHECK(earlier_points_digest(pinned.op, pinned.dtype, count) == pinned.digest);
+    CHECK(count == pinned.points);
+  }
 }
 
 TEST_CASE("design ids are unique and parse back to their points", "[kernels][design_space]") {
@@ -164,7 +218,7 @@ TEST_CASE("sampling is deterministic and without repeats", "[kernels][design_spa
   CHECK(ids.size() == 20);
   CHECK(space.sample(100000, 1).size() == space.size());
   // Pinned: the same seed draws the same points on every platform.
-  CHECK(a.front().id() == "csr_scalar block=256 unroll=1 ldg=1");
+  CHECK(a.front().id() == "csr_vector lanes=2 block=128 unroll=2 vec=1 ldg=0");
 }
 
 TEST_CASE("pruning keeps the general designs and drops the hopeless ones",

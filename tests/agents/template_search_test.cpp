@@ -9,6 +9,7 @@
 #include <set>
 
 #include "catch.hpp"
+#include "fake_candidate_evaluator.hpp"
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/kernels/cost_model.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
@@ -17,67 +18,10 @@
 
 using namespace sparserl;
 using namespace sparserl::kernels;
+using sparserl::testing::FakeEvaluator;
 using sparserl::testing::has_substring;
 
 namespace {
-
-// The design id of a rendered program (its first line is "// Design: ID (op, dtype)").
-std::string design_of(const std::string& program) {
-  const std::string head = "// Design: ";
-  const std::size_t end = program.find(" (", head.size());
-  return program.substr(head.size(), end - head.size());
-}
-
-// A deterministic stand-in for the GPU: each design has a fixed time (a hash of its id), some
-// designs answer wrong, and every call is recorded.
-class FakeEvaluator : public kernels::CandidateEvaluator {
- public:
-  bool gpu = true;
-  std::set<std::string> wrong;                     // designs that always answer wrong
-  std::set<std::string> wrong_in_full;             // designs wrong only under the full protocol
-  std::vector<std::pair<std::string, int>> calls;  // (design, timed_runs)
-  int batches = 0;
-
-  static double time_of(const std::string& id) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return 10.0 + static_cast<double>(h % 10000) / 100.0;  // 10 .. 110 us
-  }
-
-  bool gpu_available() override { return gpu; }
-  std::string device() override { return gpu ? "Fake GPU" : ""; }
-  std::vector<reward::EvalResult> evaluate(const datasets::Task&,
-                                           const std::vector<std::string>& programs,
-                                           const reward::GpuProtocol& protocol) override {
-    ++batches;
-    std::vector<reward::EvalResult> out;
-    for (const std::string& p : programs) {
-      const std::string id = design_of(p);
-      calls.push_back({id, protocol.timed_runs});
-      reward::EvalResult r;
-      r.compiled = true;
-      r.gpu_available = gpu;
-      r.stage = reward::Stage::compile;
-      if (gpu) {
-        const bool full = protocol.timed_runs >= 50;
-        if (wrong.count(id) || (full && wrong_in_full.count(id))) {
-          r.stage = reward::Stage::run;
-          r.error = reward::ErrorKind::wrong_answer;
-          r.message = "planted wrong answer";
-        } else {
-          r.stage = reward::Stage::time;
-          r.correct = r.timed = true;
-          r.timing.median_us = time_of(id);
-          r.timing.baseline_median_us = 50.0;
-          r.timing.speedup = 50.0 / r.timing.median_us;
-          r.timing.bandwidth_fraction = 0.5;
-        }
-      }
-      out.push_back(r);
-    }
-    return out;
-  }
-};
 
 datasets::MatrixStore& store() {
   static datasets::MatrixStore s(sparserl::testing::scratch_dir("kernels_search_data"));
@@ -205,7 +149,8 @@ TEST_CASE("the cost model prefers the designs that suit the matrix", "[kernels][
   };
   // One huge row: the load-balanced designs, never one thread or one group per row.
   const std::string huge = predicted_best("gen-v1/uniform?rows=20000&nnz_per_row=4&huge_row=20000");
-  CHECK((huge == "csr_merge" || huge == "coo_segmented" || huge == "csr_binned"));
+  CHECK((huge == "csr_merge" || huge == "coo_segmented" || huge == "csr_binned" ||
+         huge == "csr_split" || huge == "csr_segscan"));
   // Uniform short rows: a row-per-thread or row-per-group design.
   const std::string stencil = predicted_best("gen-v1/stencil2d?nx=300");
   CHECK((stencil == "csr_scalar" || stencil == "ell" || stencil == "csr_vector" ||

@@ -269,6 +269,12 @@ TEST_CASE("the summary reports the two regimes apart", "[kernels][tuning]") {
   CHECK_THAT(md, has_substring("| gen-v1/stencil2d?nx=1000 | spmv | f32 | 1 | 4996000 | 40.00 | "
                                "80.00 | 0.50x | 70% | `" +
                                kVector + "` | 1 | 1 |"));
+  // The search's wall time and cuSPARSE's path beside each result.
+  CHECK_THAT(md, has_substring("| search s | cuSPARSE path |"));
+  tasks[0].search_seconds = 12.3;
+  tasks[0].baseline_algorithm = "COO_ALG1";
+  CHECK_THAT(kernels::summary_markdown(tasks, {"cmd", "Fake GPU", "t", "p", 4}),
+             has_substring("| 1 | 1 | 12.3 | COO_ALG1 |"));
   const std::string cpu = kernels::summary_markdown(tasks, {"cmd", "", "t", "p", 4});
   CHECK_THAT(cpu, has_substring("Timing needs a GPU"));
 }

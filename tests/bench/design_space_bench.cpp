@@ -9,8 +9,15 @@
 // speedup of each regime. The budgets are sized so the whole run takes about five minutes on an
 // H100; every result also goes to --out (candidates.csv, summary.md, dataset.h5, best/).
 //
-//   design_space_bench [--shared DIR] [--out DIR] [--quick] [--only small|large|spmm]
+//   design_space_bench [--shared DIR] [--out DIR] [--quick] [--only small|large|spmm|unseen]
 //                      [--budget-small N] [--budget-large N] [--budget-spmm N]
+//                      [--measurements FILE] [--halving]
+//
+// `--only unseen` runs issue 25's weak structures instead (not part of the default run): an arrow
+// (two dense rows and columns), one 500k-entry row among 1M rows, two R-MAT graphs, uniform random
+// columns, a log-normal and an LP-like power law, f32 and f64 SpMV. `--measurements FILE` lets the
+// search's learned cost model fit on a measurement store (read only) and `--halving` turns on its
+// successive halving rounds; the progress lines give each search's wall time.
 //
 // Without a GPU it runs compile-only and says so (no times).
 #include <algorithm>
@@ -28,6 +35,8 @@
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/text.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
+#include "sparserl/kernels/learned_cost_model.hpp"
+#include "sparserl/kernels/measurement_store.hpp"
 #include "sparserl/kernels/template_search.hpp"
 #include "sparserl/kernels/tuning_output.hpp"
 #include "sparserl/reward/evaluator.hpp"
@@ -57,6 +66,17 @@ const std::vector<std::string> kSpmm = {
     "gen-v1/stencil2d?nx=1000",                    // 5.0M
     "gen-v1/uniform?rows=500000&nnz_per_row=8",    // 4.0M
     "gen-v1/rmat?scale=18&edge_factor=16&seed=1",  // ~4M, power law
+};
+
+// Issue 25's weak structures, 10M-30M nonzeros, none of them in bench-v2's train part.
+const std::vector<std::string> kUnseen = {
+    "gen-v1/arrow?n=4000000&width=2",                                     // ~20M, dense rows+cols
+    "gen-v1/uniform?rows=1000000&nnz_per_row=16&huge_row=500000&seed=9",  // 16.5M, one long row
+    "gen-v1/rmat?scale=21&edge_factor=8&seed=7",                          // ~16M, power law
+    "gen-v1/rmat?a=0.6&b=0.17&c=0.17&edge_factor=16&permute=1&scale=20&seed=8",  // ~16M
+    "gen-v1/uniform?rows=2000000&nnz_per_row=10&seed=9",  // 20M, random columns
+    "gen-v1/lognormal?cols=2000000&median=8&rows=1500000&seed=911&sigma=1.2",
+    "gen-v1/lp?alpha=1.5&cols=6000000&min_len=3&rows=1500000&seed=811",
 };
 
 using datasets::fixed;
@@ -142,6 +162,17 @@ std::vector<Phase> make_phases(const std::string& only, bool quick, datasets::Ma
     }
     phases.push_back(p);
   }
+  if (only == "unseen") {
+    Phase p{"unseen", {}, {}};
+    p.options.budget = budgets.large;
+    p.options.finalists = 2;
+    for (const auto& uri : quick ? std::vector<std::string>{kUnseen[0], kUnseen[1]} : kUnseen) {
+      for (auto d : {datasets::DType::f32, datasets::DType::f64}) {
+        p.tasks.push_back({uri, datasets::Op::spmv, d, 1});
+      }
+    }
+    phases.push_back(p);
+  }
   if (only.empty() || only == "spmm") {
     Phase p{"spmm", {}, {}};
     p.options.budget = budgets.spmm;
@@ -166,8 +197,9 @@ void print_report(const std::vector<Phase>& phases,
               minutes_seconds(elapsed).c_str());
   for (std::size_t pi = 0; pi < phases.size(); ++pi) {
     if (phases[pi].name == "small") continue;  // too long for the console: see summary.md
-    print_table(phases[pi].name == "large" ? "SpMV, generated 1M-50M nonzeros (bandwidth-bound)"
-                                           : "SpMM, K = 8 and 32 (fp32)",
+    print_table(phases[pi].name == "large"    ? "SpMV, generated 1M-50M nonzeros (bandwidth-bound)"
+                : phases[pi].name == "unseen" ? "SpMV, issue 25's unseen structures"
+                                              : "SpMM, K = 8 and 32 (fp32)",
                 results[pi]);
   }
   std::printf("\nGeomean speedup over cuSPARSE (per-matrix table of every regime: %s)\n",
@@ -179,12 +211,26 @@ void print_report(const std::vector<Phase>& phases,
         if (t.task.dtype == d) part.push_back(t);
       }
       if (part.empty()) continue;
-      const std::string label = phases[pi].name == "small"   ? "small (SuiteSparse, launch-bound)"
-                                : phases[pi].name == "large" ? "large SpMV"
-                                                             : "SpMM";
+      const std::string label = phases[pi].name == "small"    ? "small (SuiteSparse, launch-bound)"
+                                : phases[pi].name == "large"  ? "large SpMV"
+                                : phases[pi].name == "unseen" ? "unseen SpMV"
+                                                              : "SpMM";
       print_geomean(label + " " + std::string(to_string(d)), part);
     }
   }
+}
+
+// The learned cost model fitted on a measurement store (read only), or nullptr (no store, or no
+// usable measurement of this device).
+std::shared_ptr<const kernels::LearnedCostModel> learned_model(const std::string& file,
+                                                               const std::string& device) {
+  if (file.empty()) return nullptr;
+  const kernels::MeasurementStore measurements(file, false);
+  auto model =
+      std::make_shared<const kernels::LearnedCostModel>(measurements.measurements(), device);
+  std::fprintf(stderr, "design_space_bench: %s from %s%s\n", model->describe().c_str(),
+               file.c_str(), model->size() == 0 ? ": none usable, the analytic model chooses" : "");
+  return model->size() > 0 ? model : nullptr;
 }
 
 }  // namespace
@@ -198,6 +244,8 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
   int budget_small = 4, budget_large = 8, budget_spmm = 6;
+  std::string measurements;
+  bool halving = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -221,11 +269,15 @@ int main(int argc, char** argv) {
       budget_large = std::stoi(value());
     else if (a == "--budget-spmm")
       budget_spmm = std::stoi(value());
+    else if (a == "--measurements")
+      measurements = value();
+    else if (a == "--halving")
+      halving = true;
     else {
       std::fprintf(stderr,
                    "usage: design_space_bench [--shared DIR] [--out DIR] [--quick] "
-                   "[--only small|large|spmm] [--budget-small N] [--budget-large N] "
-                   "[--budget-spmm N]\n");
+                   "[--only small|large|spmm|unseen] [--budget-small N] [--budget-large N] "
+                   "[--budget-spmm N] [--measurements FILE] [--halving]\n");
       return 2;
     }
   }
@@ -246,11 +298,16 @@ int main(int argc, char** argv) {
   store_options.cache_capacity = 2;
   datasets::MatrixStore store(config.data_dir, store_options);
 
-  const std::vector<Phase> phases = make_phases(only, quick, have_shared ? &store : nullptr, shared,
-                                                {budget_small, budget_large, budget_spmm});
+  std::vector<Phase> phases = make_phases(only, quick, have_shared ? &store : nullptr, shared,
+                                          {budget_small, budget_large, budget_spmm});
   std::size_t total = 0;
   for (const Phase& p : phases) total += p.tasks.size();
   const std::string device = backend.gpu_available() ? backend.device() : std::string();
+  const auto model = learned_model(measurements, device);
+  for (Phase& p : phases) {
+    p.options.model = model;
+    p.options.halving = halving;
+  }
   std::fprintf(stderr, "design_space_bench: %zu tasks on %s, writing %s\n", total,
                device.empty() ? "no GPU (compile-only: no times)" : device.c_str(),
                out_dir.string().c_str());
@@ -294,14 +351,15 @@ int main(int argc, char** argv) {
       ++done;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      std::fprintf(stderr, "[%zu/%zu %s elapsed, ~%s left] %s: %s %s\n", done, total,
-                   minutes_seconds(elapsed).c_str(),
+      std::fprintf(stderr, "[%zu/%zu %s elapsed, ~%s left] %s: %s %s (search %.1f s)\n", done,
+                   total, minutes_seconds(elapsed).c_str(),
                    minutes_seconds(elapsed / done * (total - done)).c_str(), task.str().c_str(),
                    s.best_design.empty() ? "none" : s.best_design.c_str(),
                    s.timed ? (fixed(s.best_us, 2) + " us vs " + fixed(s.baseline_us, 2) +
                               " us = " + fixed(s.speedup, 2) + "x")
                                  .c_str()
-                           : "");
+                           : "",
+                   s.search_seconds);
     }
   }
   dataset.close();

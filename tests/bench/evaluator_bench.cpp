@@ -10,18 +10,24 @@
 //      over 1M nonzeros - the protocol's repeatability, with cuSPARSE's spread beside it;
 //   3. cuSPARSE's best CSR algorithm and a simple CSR kernel (reward/programs/spmv_csr.cu): time,
 //      GFLOP/s and fraction of the measured copy bandwidth, on the shared matrices and on large
-//      generated ones.
+//      generated ones;
+//   4. (--only devices, on a host of several GPUs) section 1's workload over the first 1, 2, 4 GPUs
+//      (--gpus), one GPU worker per GPU: evaluations per second, scaling efficiency, and how many
+//      evaluations each GPU timed.
 //
-//   evaluator_bench [--shared DIR] [--reps N] [--quick] [--only profile|throughput|spread|kernels]
+//   evaluator_bench [--shared DIR] [--reps N] [--quick] [--gpus 1,2,4]
+//                   [--only profile|throughput|spread|kernels|devices]
 //   (run from the build folder or anywhere)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -152,39 +158,101 @@ std::vector<std::string> large_matrices(std::int64_t max_nnz) {
   return uris;
 }
 
+// One warm workload on `ev` (section 1 and 4): two passes warm the compile cache, calibrations,
+// baselines and resident formats; then every matrix gets 8 new evaluations (4 formats x 2 fresh
+// seeds: no result cache), all submitted at once and timed.
+struct TimedPass {
+  int evaluations = 0, ok = 0;
+  double seconds = 0;
+  std::map<std::string, int> by_device;  // evaluations per GPU (EvalResult::device_pci_bus_id)
+};
+
+TimedPass timed_pass(rw::Evaluator& ev, const std::vector<std::string>& uris,
+                     const std::vector<std::string>& pool_programs) {
+  std::uint64_t seed = 1;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<std::future<rw::EvalResult>> warm;
+    for (const std::string& uri : uris) {
+      for (const std::string& program : pool_programs) warm.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
+    }
+    for (auto& f : warm) f.get();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<rw::EvalResult>> pending;
+  for (const std::string& uri : uris) {
+    for (int s = 0; s < 2; ++s) {
+      for (const std::string& program : pool_programs) pending.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
+    }
+  }
+  TimedPass out;
+  for (auto& f : pending) {
+    const rw::EvalResult r = f.get();
+    out.ok += r.ok() ? 1 : 0;
+    ++out.by_device[r.device_pci_bus_id.empty() ? "(none)" : r.device_pci_bus_id];
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.evaluations = static_cast<int>(pending.size());
+  return out;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> workloads(const fs::path& shared,
+                                                                        bool quick) {
+  return {{"small (shared SuiteSparse)", small_matrices(shared, 8)},
+          {"large (large regime, 1M-50M nnz)", large_matrices(quick ? 8'000'000 : 50'000'000)},
+          {"mid (uniform, 3.2M nnz; the figure before this issue)", {"gen-v1/uniform?nnz_per_row=16&rows=200000&seed=3"}}};
+}
+
 // Full evaluations per second on warm tasks (section 1).
 void throughput_section(const fs::path& shared, int reps, bool quick, const std::vector<std::string>& pool_programs) {
   std::printf("## Full evaluations per second, warm tasks\n\nCompile cache, calibrations, baselines and "
               "resident formats warmed by two passes; then every matrix gets 8 new evaluations (4 formats x 2 "
               "fresh seeds: no result cache), all submitted at once.\n\n"
               "| matrices | GPU workers | evaluations | seconds | evaluations/s |\n|---|---|---|---|---|\n");
-  const std::vector<std::pair<std::string, std::vector<std::string>>> sets = {
-      {"small (shared SuiteSparse)", small_matrices(shared, 8)},
-      {"large (large regime, 1M-50M nnz)", large_matrices(quick ? 8'000'000 : 50'000'000)},
-      {"mid (uniform, 3.2M nnz; the figure before this issue)", {"gen-v1/uniform?nnz_per_row=16&rows=200000&seed=3"}}};
-  for (const auto& [name, uris] : sets) {
+  for (const auto& [name, uris] : workloads(shared, quick)) {
     for (int workers : {1, 2, 4}) {
       rw::Evaluator ev(config(shared, workers, reps));
-      std::uint64_t seed = 1;
-      for (int pass = 0; pass < 2; ++pass) {
-        std::vector<std::future<rw::EvalResult>> warm;
-        for (const std::string& uri : uris) {
-          for (const std::string& program : pool_programs) warm.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
-        }
-        for (auto& f : warm) f.get();
+      const TimedPass t = timed_pass(ev, uris, pool_programs);
+      std::printf("| %s | %d | %d (%d ok) | %.2f | %.1f |\n", name.c_str(), workers, t.evaluations, t.ok,
+                  t.seconds, t.evaluations / t.seconds);
+      std::fflush(stdout);
+    }
+  }
+}
+
+// The same workload over the first N GPUs of the host, one GPU worker each (section 4): N comes
+// from `counts` (those above the visible devices are left out); CUDA_VISIBLE_DEVICES limits what
+// the evaluator's probe and workers see. Scaling efficiency = rate at N / (N x rate at 1).
+void devices_section(const fs::path& shared, int reps, bool quick,
+                     const std::vector<std::string>& pool_programs, const std::vector<int>& counts,
+                     int visible) {
+  std::vector<std::string> ids;  // the caller's device list, or 0 .. visible-1
+  if (const char* given = std::getenv("CUDA_VISIBLE_DEVICES"); given != nullptr && *given) {
+    std::stringstream list(given);
+    for (std::string id; std::getline(list, id, ',');) ids.push_back(id);
+  }
+  for (int d = static_cast<int>(ids.size()); d < visible; ++d) ids.push_back(std::to_string(d));
+  std::printf("\n## Full evaluations per second over several GPUs (one GPU worker per GPU)\n\n"
+              "Section 1's warm workload; the evaluator sees the first N GPUs. Per device: the evaluations "
+              "it timed (EvalResult::device_pci_bus_id).\n\n"
+              "| matrices | GPUs | evaluations | seconds | evaluations/s | scaling efficiency | per device |\n"
+              "|---|---|---|---|---|---|---|\n");
+  for (const auto& [name, uris] : workloads(shared, quick)) {
+    double one = 0;
+    for (int n : counts) {
+      if (n > visible) continue;
+      std::string list;
+      for (int d = 0; d < n; ++d) list += (d ? "," : "") + ids[static_cast<std::size_t>(d)];
+      ::setenv("CUDA_VISIBLE_DEVICES", list.c_str(), 1);
+      rw::Evaluator ev(config(shared, -1, reps));
+      const TimedPass t = timed_pass(ev, uris, pool_programs);
+      const double rate = t.evaluations / t.seconds;
+      if (n == counts.front()) one = rate / n;
+      std::string per_device;
+      for (const auto& [bus, count] : t.by_device) {
+        per_device += (per_device.empty() ? "" : ", ") + bus + ": " + std::to_string(count);
       }
-      const auto start = std::chrono::steady_clock::now();
-      std::vector<std::future<rw::EvalResult>> pending;
-      for (const std::string& uri : uris) {
-        for (int s = 0; s < 2; ++s) {
-          for (const std::string& program : pool_programs) pending.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
-        }
-      }
-      int ok = 0;
-      for (auto& f : pending) ok += f.get().ok() ? 1 : 0;
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const int n = static_cast<int>(pending.size());
-      std::printf("| %s | %d | %d (%d ok) | %.2f | %.1f |\n", name.c_str(), workers, n, ok, secs, n / secs);
+      std::printf("| %s | %d | %d (%d ok) | %.2f | %.1f | %.0f%% | %s |\n", name.c_str(), n, t.evaluations, t.ok,
+                  t.seconds, rate, one > 0 ? 100.0 * rate / (n * one) : 0.0, per_device.c_str());
       std::fflush(stdout);
     }
   }
@@ -197,18 +265,27 @@ int main(int argc, char** argv) {
   int reps = 50;
   bool quick = false;
   std::string only;
+  std::vector<int> gpu_counts = {1, 2, 4};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--shared" && i + 1 < argc) shared = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
-    else {
-      std::cerr << "usage: evaluator_bench [--shared DIR] [--reps N] [--quick] [--only profile|throughput|spread|kernels]\n";
+    else if (a == "--gpus" && i + 1 < argc) {
+      gpu_counts.clear();
+      std::stringstream list(argv[++i]);
+      for (std::string n; std::getline(list, n, ',');) gpu_counts.push_back(std::stoi(n));
+    } else {
+      std::cerr << "usage: evaluator_bench [--shared DIR] [--reps N] [--quick] [--gpus 1,2,4] "
+                   "[--only profile|throughput|spread|kernels|devices]\n";
       return 2;
     }
   }
-  const auto wanted = [&](const char* section) { return only.empty() || only == section; };
+  // The devices section runs only when asked for: it needs a host of several GPUs.
+  const auto wanted = [&](const char* section) {
+    return only == section || (only.empty() && std::string(section) != "devices");
+  };
   const fs::path programs = fs::path(SPARSERL_BENCH_SOURCE_DIR) / "reward" / "programs";
   const std::string csr = read_text(programs / "spmv_csr.cu");
   std::vector<std::string> pool_programs;
@@ -241,6 +318,13 @@ int main(int argc, char** argv) {
 
   // --- 1. throughput against GPU workers --------------------------------------------------------
   if (wanted("throughput")) throughput_section(shared, reps, quick, pool_programs);
+
+  // --- 4. several GPUs --------------------------------------------------------------------------
+  if (wanted("devices")) {
+    devices_section(shared, reps, quick, pool_programs, gpu_counts,
+                    static_cast<int>(gpu.devices.size()));
+    return 0;
+  }
 
   // --- 2. repeatability ---------------------------------------------------------------------------
   if (wanted("spread")) {

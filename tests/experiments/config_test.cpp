@@ -165,7 +165,7 @@ TEST_CASE("every config in experiments/configs is accepted", "[experiments][conf
   }
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"bench-spmm.toml", "bench-spmv.toml",
-                                          "bench-v2-large.toml", "bench-v2-small.toml",
-                                          "grpo.toml", "ppo.toml", "quickstart.toml",
-                                          "reinforce.toml", "sft.toml"});
+                                          "bench-v2-large-learned.toml", "bench-v2-large.toml",
+                                          "bench-v2-small.toml", "grpo.toml", "ppo.toml",
+                                          "quickstart.toml", "reinforce.toml", "sft.toml"});
 }

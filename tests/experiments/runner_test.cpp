@@ -191,6 +191,14 @@ TEST_CASE("configs that cannot run are refused before a run directory exists",
   CHECK_THROWS_WITH(
       ex::run_bench(bench, options),
       has_substring(ex::have_learned_agents() ? "bench.sft_checkpoint: empty" : "no LibTorch"));
+  // A measurement store that is not there (issue 25's learned template search).
+  const Config missing_store = Config::parse(
+      "[bench]\nagents = [\"template\"]\ntemplate_measurements = \"no/such/store.jsonl\"\n"
+      "[data]\nuris = [\"gen-v1/diagonal?n=4\"]\n",
+      "m.toml");
+  CHECK_THROWS_WITH(ex::run_bench(missing_store, options),
+                    has_substring("bench.template_measurements: ") &&
+                        has_substring("no/such/store.jsonl does not exist"));
   CHECK_FALSE(fs::exists(out / "runs"));
 }
 

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -401,6 +403,63 @@ TEST_CASE("Without GPU workers GPU requests answer no_gpu", "[reward][pool]") {
     REQUIRE(pool.gpu_worker_count() == 0);
     require_settled(pool, 1);  // the probe is gone, the compile worker remains
   }
+}
+
+TEST_CASE("GPU requests go round every GPU worker, one device each", "[reward][pool]") {
+  // Three made-up devices (test mode): the pool starts one GPU worker per device, each seeing its
+  // own CUDA_VISIBLE_DEVICES, and requests - one at a time or many at once - reach all of them.
+  ::setenv("SPARSERL_WORKER_TEST_GPUS", "3", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("SPARSERL_WORKER_TEST_GPUS"); }
+  } unset;
+  auto config = test_config();
+  config.gpu_workers = -1;
+  WorkerPool pool(config);
+  REQUIRE(pool.gpu_info().devices.size() == 3);
+  CHECK(pool.gpu_info().devices[2].pci_bus_id == "test:2");
+  REQUIRE(wait_until([&] { return pool.gpu_worker_count() == 3; }, milliseconds(20'000)));
+  const auto device_of = [](const WorkerReply& r) { return test_response(r).text; };
+  std::map<std::string, int> one_at_a_time;
+  for (int i = 0; i < 6; ++i) {
+    ++one_at_a_time[device_of(
+        pool.submit(WorkerRole::gpu, TestRequest{TestAction::visible_devices, 0, {}}).get())];
+  }
+  CHECK(one_at_a_time == std::map<std::string, int>{{"0", 2}, {"1", 2}, {"2", 2}});
+  // Together: three requests that each hold a worker for 300 ms land on three devices.
+  std::vector<std::future<WorkerReply>> busy;
+  for (int i = 0; i < 3; ++i) {
+    busy.push_back(pool.submit(WorkerRole::gpu, TestRequest{TestAction::burn_cpu, 300, {}}));
+  }
+  std::set<pid_t> workers;
+  for (auto& f : busy) workers.insert(f.get().worker_pid);
+  CHECK(workers.size() == 3);
+}
+
+TEST_CASE("One device's requests that come one at a time stay with its warm worker",
+          "[reward][pool]") {
+  // Two GPU workers on one made-up device: the second takes requests only while the first is busy,
+  // so converted formats and baselines resident in the first are not converted again elsewhere.
+  ::setenv("SPARSERL_WORKER_TEST_GPUS", "1", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("SPARSERL_WORKER_TEST_GPUS"); }
+  } unset;
+  auto config = test_config();
+  config.gpu_workers = 2;
+  WorkerPool pool(config);
+  REQUIRE(wait_until([&] { return pool.gpu_worker_count() == 2; }, milliseconds(20'000)));
+  std::set<pid_t> sequential;
+  for (int i = 0; i < 5; ++i) {
+    sequential.insert(
+        pool.submit(WorkerRole::gpu, TestRequest{TestAction::echo, i, {}}).get().worker_pid);
+  }
+  CHECK(sequential.size() == 1);
+  std::vector<std::future<WorkerReply>> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.push_back(pool.submit(WorkerRole::gpu, TestRequest{TestAction::burn_cpu, 300, {}}));
+  }
+  std::set<pid_t> together;
+  for (auto& f : busy) together.insert(f.get().worker_pid);
+  CHECK(together.size() == 2);
 }
 
 TEST_CASE("A worker that cannot start marks its role broken instead of respawning forever",

@@ -24,6 +24,8 @@
 #include "sparserl/datasets/text.hpp"
 #include "sparserl/kernels/design_space.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
+#include "sparserl/kernels/learned_cost_model.hpp"
+#include "sparserl/kernels/measurement_store.hpp"
 #include "sparserl/kernels/template_search.hpp"
 #include "sparserl/kernels/tuning_output.hpp"
 #include "sparserl/reward/evaluator.hpp"
@@ -36,6 +38,7 @@ namespace fs = std::filesystem;
 struct TuneArgs {
   std::optional<std::string> split;
   datasets::SplitPart part = datasets::SplitPart::train;
+  std::vector<std::string> regimes, sources, families;  // narrow the split's part
   std::vector<std::string> matrices;
   std::vector<std::string> ops = {"spmv"};
   std::vector<std::string> dtypes = {"f32"};
@@ -52,6 +55,13 @@ struct TuneArgs {
   bool verbose = false;
   bool list = false;
   std::optional<std::string> show;
+  // The measurement store (docs/design-space.md): fit the learned cost model on it, append every
+  // candidate to it (unless no_record), skip the tasks it has searched (resume).
+  std::optional<std::string> measurements;
+  bool no_record = false;
+  bool resume = false;
+  bool fixed_budget = false;
+  bool halving = false;
 };
 
 // The values of --op and --dtype, checked by the parser.
@@ -98,8 +108,19 @@ std::vector<datasets::Task> tune_tasks(const TuneArgs& a, std::string& source) {
   std::vector<std::string> uris;
   if (a.split) {
     const datasets::Split split = datasets::read_split(*a.split);
-    uris = split.uris(a.part);
-    source = "split " + split.name + " part " + std::string(datasets::to_string(a.part));
+    datasets::SplitSelection selection;
+    for (const std::string& r : a.regimes) selection.regimes.push_back(*datasets::parse_regime(r));
+    for (const std::string& m : a.sources) {
+      selection.sources.push_back(*datasets::parse_matrix_source(m));
+    }
+    selection.families = a.families;
+    if (!selection.regimes.empty() && split.version < datasets::Split::kBenchmarkFormatVersion) {
+      throw UsageError("--regime needs a benchmark split (version 2); " + *a.split +
+                       " is version " + std::to_string(split.version));
+    }
+    for (const datasets::SplitEntry& e : split.select(a.part, selection)) uris.push_back(e.uri);
+    source = "split " + split.name + " part " + std::string(datasets::to_string(a.part)) +
+             (selection.empty() ? std::string() : ", " + selection.describe());
   } else {
     if (a.matrices.empty())
       throw UsageError("give either --split FILE or one or more --matrix URI");
@@ -165,7 +186,37 @@ int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
   fs::create_directories(out_dir / "best");
   reward::Evaluator evaluator(config);
   kernels::EvaluatorBackend backend(evaluator);
+  const std::string device = backend.gpu_available() ? backend.device() : std::string();
+  std::unique_ptr<kernels::MeasurementStore> measurements;
+  if (a.measurements) {
+    if (const fs::path parent = fs::path(*a.measurements).parent_path(); !parent.empty()) {
+      fs::create_directories(parent);
+    }
+    measurements =
+        std::make_unique<kernels::MeasurementStore>(*a.measurements, true, "sparserl tune");
+    std::cerr << "sparserl tune: measurement store " << *a.measurements << ": "
+              << measurements->measurements().size() << " candidates, "
+              << measurements->searches().size() << " searches\n";
+  }
+  options.adaptive_budget = !a.fixed_budget;
+  options.halving = a.halving;
   kernels::TemplateSearch search(backend, store, options);
+  // The learned model, fitted on the store (refitted after every task this run adds to it);
+  // without any usable measurement of this device the analytic model alone chooses.
+  const auto fit = [&] {
+    if (!measurements) return;
+    auto model =
+        std::make_shared<const kernels::LearnedCostModel>(measurements->measurements(), device);
+    search.set_model(model->size() > 0 ? model : nullptr);
+  };
+  fit();
+  if (measurements) {
+    std::cerr << "sparserl tune: candidates chosen by "
+              << (search.options().model ? search.options().model->describe()
+                                         : std::string("the analytic model (no usable "
+                                                       "measurement of this device yet)"))
+              << "\n";
+  }
 
   kernels::TuningRunInfo info;
   info.command = command_line("tune", argv);
@@ -186,8 +237,13 @@ int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
   std::vector<kernels::TaskSummary> summaries;
   std::vector<std::string> failed;
   const auto started = std::chrono::steady_clock::now();
+  std::size_t resumed = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const datasets::Task& task = tasks[i];
+    if (a.resume && measurements && measurements->searched(task, device)) {
+      ++resumed;
+      continue;
+    }
     kernels::SearchResult result;
     try {
       result = search.search(task);
@@ -195,6 +251,10 @@ int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
       std::cerr << "sparserl tune: skipping " << task.str() << ": " << e.what() << "\n";
       failed.push_back(task.str());
       continue;
+    }
+    if (measurements && !a.no_record) {
+      measurements->append(result);
+      fit();
     }
     csv << kernels::candidates_csv_rows(result);
     csv.flush();
@@ -215,7 +275,12 @@ int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
                                 datasets::fixed(s.baseline_us, 2) +
                                 " us = " + datasets::fixed(s.speedup, 2) + "x"
                           : "")
-              << "  (" << s.correct_candidates << "/" << s.evaluations << " correct)\n";
+              << "  (" << s.correct_candidates << "/" << s.evaluations << " correct, search "
+              << datasets::fixed(s.search_seconds, 1) << " s)\n";
+  }
+  if (resumed > 0) {
+    std::cerr << "sparserl tune: " << resumed << " task(s) skipped: the measurement store has "
+              << "their searches on this device (--resume)\n";
   }
   dataset.close();
   const std::string summary = kernels::summary_markdown(summaries, info);
@@ -253,6 +318,12 @@ Run declare_tune(CLI::App& app) {
       "The corpus and SFT pairs of the shared train split:\n"
       "  sparserl tune --split datasets/splits/shared-v1.split --part train --op spmv,spmm \\\n"
       "      --dtype f32,f64 --k 8,32 --index ../shared/matrices --out runs/tune-shared-v1-train\n"
+      "Measurements of bench-v2's large train matrices for the learned cost model, one family\n"
+      "per call, resumable:\n"
+      "  sparserl tune --split datasets/splits/bench-v2.split --part train --regime large \\\n"
+      "      --source generated --family rmat --measurements runs/measurements.jsonl --resume \\\n"
+      "      --halving --index ../shared/matrices --index ../shared/matrices/real \\\n"
+      "      --out runs/tune-bench-v2-train-rmat\n"
       "\n"
       "Exit status: 0 when every task was searched, 1 when a matrix could not be loaded (the "
       "other\n"
@@ -263,8 +334,25 @@ Run declare_tune(CLI::App& app) {
                                       "matrices")
                            ->type_name("FILE");
   add_non_test_part(app, a->part, "tune")->needs(split);
-  matrix_argument(repeatable(app.add_option(
-                      "--matrix", a->matrices, "a Matrix Market file or a matrix URI (repeatable)")))
+  one_of(app.add_option("--regime", a->regimes,
+                        "only the part's matrices of these regimes (benchmark splits), "
+                        "comma-separated"),
+         {"small", "medium", "large"})
+      ->delimiter(',')
+      ->needs(split);
+  one_of(app.add_option("--source", a->sources,
+                        "only the part's matrices of these sources, comma-separated"),
+         {"shared", "catalogue", "generated"})
+      ->delimiter(',')
+      ->needs(split);
+  app.add_option("--family", a->families,
+                 "only the part's matrices of these families (generated family or collection "
+                 "group), comma-separated: splits a long run into calls that fit a time limit")
+      ->delimiter(',')
+      ->type_name("NAME")
+      ->needs(split);
+  matrix_argument(repeatable(app.add_option("--matrix", a->matrices,
+                                            "a Matrix Market file or a matrix URI (repeatable)")))
       ->excludes(split);
   one_of(app.add_option("--op", a->ops, "spmv (default), spmm, or both comma-separated"),
          {"spmv", "spmm"})
@@ -305,6 +393,26 @@ Run declare_tune(CLI::App& app) {
       ->type_name("N")
       ->check(CLI::Range(0, 1024));
   app.add_flag("--compile-only", a->compile_only, "stop every evaluation after the compile stage");
+  CLI::Option* measurements =
+      app.add_option("--measurements", a->measurements,
+                     "the measurement store (JSON lines, created if absent): the learned cost "
+                     "model is fitted on it and chooses the candidates, and every evaluation of "
+                     "this run is appended to it")
+          ->type_name("FILE");
+  app.add_flag("--no-record", a->no_record,
+               "use the --measurements store without appending this run's evaluations")
+      ->needs(measurements);
+  app.add_flag("--resume", a->resume,
+               "skip the tasks whose search the --measurements store holds for this device "
+               "(a run cut by a time limit goes on where it stopped)")
+      ->needs(measurements);
+  app.add_flag("--fixed-budget", a->fixed_budget,
+               "with --measurements: measure --budget programs per task whatever the model "
+               "knows (default: fewer where it is confident, 1.5x where the matrix is novel)")
+      ->needs(measurements);
+  app.add_flag("--halving", a->halving,
+               "successive halving: screen the faster half again with twice the repetitions "
+               "until at most 2 x --finalists remain, then the finalists in full");
   app.add_flag("--verbose", a->verbose, "print the evaluator's log to stderr");
   app.add_flag("--list", a->list, "print the design space's points (of --op and --dtype)");
   app.add_option("--show", a->show, "print the program of design point ID (of --op and --dtype)")

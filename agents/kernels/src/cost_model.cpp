@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -30,13 +31,70 @@ int auto_lanes(double mean) {
 // Count of launches in a point's program, from its generator.
 int launches_of(const DesignPoint& p) {
   const std::string& g = p.generator;
-  if (g == "csr_merge" || g == "coo_segmented" || g == "spmm_csr_merge" || g == "spmm_coo")
+  if (g == "csr_merge" || g == "coo_segmented" || g == "spmm_csr_merge" || g == "spmm_coo" ||
+      g == "csr_split" || g == "csr_segscan" || g == "spmm_csr_split")
     return 2;
   if (g == "csr_binned") {
     const std::string& c = p.param("classes");
     return 1 + static_cast<int>(std::count(c.begin(), c.end(), ','));
   }
   return 1;
+}
+
+// What the cost model needs of the matrix and the task to rate a design's use of the bandwidth.
+struct RowShape {
+  double nnz = 0;
+  double mean = 0;  // row length
+  double sd = 0;
+  double max_row = 0;
+  double k = 1;
+  double value_bytes = 4;
+};
+
+// A design's bandwidth efficiency, the lanes it puts on one long row and the traffic it adds.
+struct DesignFit {
+  double efficiency = 1.0;
+  double lanes_on_long_row = 1;
+  double extra_bytes = 0;
+};
+
+// The SpMM designs: column tiles (every lane of a group owns `cols` columns per step) and how each
+// design spreads a row.
+DesignFit spmm_fit(const DesignPoint& p, const RowShape& r) {
+  const std::string& g = p.generator;
+  const double lanes = p.int_param("lanes");
+  const double width = lanes * p.int_param("cols");
+  const double chunks = std::ceil(r.k / width);
+  DesignFit fit;
+  double eff = r.k / (chunks * width);
+  if (p.int_param("cols") == 1) eff *= 0.85;
+  if (static_cast<std::int64_t>(r.k) % p.int_param("cols") != 0) eff *= 0.7;
+  // Each lane walks the whole row once per chunk of columns.
+  fit.lanes_on_long_row = 1.0 / chunks;
+  const double rows_per_warp = 32.0 / lanes;
+  // How long a warp of row groups waits for its longest row of at most `longest` entries.
+  const auto wait = [&](double longest) {
+    return r.mean > 0
+               ? r.mean / std::max(r.mean, std::min(longest, r.mean + spread(rows_per_warp) * r.sd))
+               : 1.0;
+  };
+  if (g == "spmm_csr_rowgroup") {
+    eff *= wait(r.max_row);
+    if (p.param("cache") == "1") eff *= r.mean >= lanes ? 1.05 : 0.9;
+  } else if (g == "spmm_csr_merge" || g == "spmm_coo") {
+    eff *= g == "spmm_csr_merge" ? 0.85 : 0.7;
+    fit.lanes_on_long_row = 1e9;
+  } else if (g == "spmm_bsr") {
+    eff *= 0.85;
+  } else if (g == "spmm_csr_split") {
+    // Rows of at most `split` entries on a group each, longer ones in chunks over many groups.
+    const double split = p.int_param("split");
+    eff *= 0.9 * wait(std::min(r.max_row, split));
+    if (r.max_row > split) fit.lanes_on_long_row = 1e9;
+  }
+  fit.efficiency = eff;
+  fit.extra_bytes = (chunks - 1) * r.nnz * (4 + r.value_bytes) * 0.3;  // re-walks mostly hit L1
+  return fit;
 }
 
 }  // namespace
@@ -151,6 +209,21 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
   } else if (g == "csr_merge" || g == "coo_segmented") {
     eff = g == "csr_merge" ? 0.8 : 0.7;
     lanes_on_long_row = 1e9;  // rows are split across threads
+  } else if (g == "csr_split") {
+    // The bulk: short rows on groups of LANES lanes (idle lanes when rows are shorter), medium
+    // rows a warp each; rows over SPLIT_ROW in chunks over many warps (two searches per chunk).
+    const double lanes = p.int_param("lanes");
+    const double split = p.int_param("split");
+    const double steps = std::max(1.0, std::ceil(mean / lanes));
+    eff = mean > 0 ? std::min(1.0, mean / (lanes * steps)) : 1.0;
+    eff = 0.9 * std::max(eff, 0.3);
+    lanes_on_long_row = max_row > split ? 1e9 : 32;
+    if (max_row > split) extra_bytes += nnz / split * 32 * 4 * 8;  // search probes, mostly L2
+  } else if (g == "csr_segscan") {
+    // Per-lane sums inside a row, a segmented scan per slab with row ends: leaner than the merge
+    // path on long rows, about as costly on short ones.
+    eff = mean >= 32 ? 0.9 : 0.75;
+    lanes_on_long_row = 1e9;
   } else if (g == "ell") {
     eff = 0.95;
   } else if (g == "sell") {
@@ -163,27 +236,11 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
     eff = 0.9;
     lanes_on_long_row = 32.0 / (spec.params.bsr_r * spec.params.bsr_c) * spec.params.bsr_c;
   } else if (p.op == Op::spmm) {
-    // Column tiles: every lane of a group owns `cols` columns per step.
-    const double lanes = p.int_param("lanes");
-    const double width = lanes * p.int_param("cols");
-    const double chunks = std::ceil(k / width);
-    eff = k / (chunks * width);
-    if (p.int_param("cols") == 1) eff *= 0.85;
-    if (static_cast<std::int64_t>(k) % p.int_param("cols") != 0) eff *= 0.7;
-    // Each lane walks the whole row once per chunk of columns.
-    lanes_on_long_row = 1.0 / chunks;
-    if (g == "spmm_csr_rowgroup") {
-      const double rows_per_warp = 32.0 / lanes;
-      eff *= mean > 0 ? mean / std::max(mean, std::min(max_row, mean + spread(rows_per_warp) * sd))
-                      : 1.0;
-      if (p.param("cache") == "1") eff *= mean >= lanes ? 1.05 : 0.9;
-    } else if (g == "spmm_csr_merge" || g == "spmm_coo") {
-      eff *= g == "spmm_csr_merge" ? 0.85 : 0.7;
-      lanes_on_long_row = 1e9;
-    } else if (g == "spmm_bsr") {
-      eff *= 0.85;
-    }
-    extra_bytes += (chunks - 1) * nnz * (4 + vb) * 0.3;  // re-walks mostly hit L1
+    const DesignFit fit = spmm_fit(
+        p, {.nnz = nnz, .mean = mean, .sd = sd, .max_row = max_row, .k = k, .value_bytes = vb});
+    eff = fit.efficiency;
+    lanes_on_long_row = fit.lanes_on_long_row;
+    extra_bytes += fit.extra_bytes;
   }
 
   e.bytes = bytes + extra_bytes;
@@ -198,16 +255,15 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
 // ahead of the others.
 constexpr double kFamilyMargin = 4.0;
 
-std::vector<DesignPoint> choose_candidates(const std::vector<DesignPoint>& points, CostModel& model,
-                                           int budget, std::vector<double>* predicted_us) {
+std::vector<std::size_t> order_candidates(const std::vector<DesignPoint>& points,
+                                          const std::vector<double>& predicted_us, int budget) {
   struct Scored {
     std::size_t index;
     double us;
   };
   std::vector<Scored> scored;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const CostEstimate e = model.estimate(points[i]);
-    if (e.feasible) scored.push_back({i, e.us});
+    if (std::isfinite(predicted_us[i])) scored.push_back({i, predicted_us[i]});
   }
   std::stable_sort(scored.begin(), scored.end(),
                    [](const Scored& a, const Scored& b) { return a.us < b.us; });
@@ -230,15 +286,21 @@ std::vector<DesignPoint> choose_candidates(const std::vector<DesignPoint>& point
     if (chosen.size() >= limit) break;
     if (taken.insert(s.index).second) chosen.push_back(s.index);
   }
+  return chosen;
+}
+
+std::vector<DesignPoint> choose_candidates(const std::vector<DesignPoint>& points, CostModel& model,
+                                           int budget, std::vector<double>* predicted_us) {
+  std::vector<double> us;
+  for (const DesignPoint& p : points) {
+    const CostEstimate e = model.estimate(p);
+    us.push_back(e.feasible ? e.us : std::numeric_limits<double>::infinity());
+  }
   std::vector<DesignPoint> out;
   if (predicted_us) predicted_us->clear();
-  for (std::size_t i : chosen) {
+  for (std::size_t i : order_candidates(points, us, budget)) {
     out.push_back(points[i]);
-    if (predicted_us) {
-      for (const Scored& s : scored) {
-        if (s.index == i) predicted_us->push_back(s.us);
-      }
-    }
+    if (predicted_us) predicted_us->push_back(us[i]);
   }
   return out;
 }

@@ -19,6 +19,7 @@ const std::vector<GeneratorDef>& generator_defs() {
   static const std::vector<GeneratorDef> defs = [] {
     std::vector<GeneratorDef> all = csr_spmv_generators();
     for (auto& g : format_spmv_generators()) all.push_back(std::move(g));
+    for (auto& g : split_spmv_generators()) all.push_back(std::move(g));
     for (auto& g : spmm_generators()) all.push_back(std::move(g));
     return all;
   }();
@@ -220,8 +221,18 @@ std::vector<DesignPoint> DesignSpace::pruned(const datasets::MatrixFeatures& f,
       if (classes.find('b') != std::string::npos || classes.find('s') != std::string::npos) {
         keep = keep && max_row > 1024;  // a block or a split class for rows that need one
       }
-    } else if (g == "coo_segmented") {
+    } else if (g == "coo_segmented" || g == "csr_segscan") {
       keep = irregular;
+    } else if (g == "csr_split" || g == "spmm_csr_split") {
+      // A split pays where a few rows are much longer than the rest; a threshold far above the
+      // longest row is the same program as the smallest one without its long-row launch.
+      const double split = p.int_param("split");
+      const bool smallest = p.param("split") == (g == "csr_split" ? "512" : "64");
+      keep = max_row > 2 * mean + 8 && (smallest || max_row > split / 4);
+      if (g == "csr_split") {
+        const double lanes = p.int_param("lanes");
+        keep = keep && lanes <= 2 * mean + 2 && lanes * 16 >= mean;
+      }
     } else if (g == "ell" || g == "spmm_ell") {
       // ELL pads every row to the longest.
       keep = rows * max_row <= 1.3 * nnz + rows && rows * max_row <= 5.0e8;

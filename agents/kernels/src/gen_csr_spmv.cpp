@@ -17,11 +17,6 @@ namespace {
 
 bool ldg_of(const DesignPoint& p) { return p.int_param("ldg") != 0; }
 
-// `sum += val[k] * x[col_idx[k]];` with or without __ldg, for an index expression.
-std::string fma_line(bool ldg, const std::string& k) {
-  return "sum += " + load(ldg, "val", k) + " * " + load(ldg, "x", load(ldg, "col_idx", k)) + ";";
-}
-
 // A warp-synchronous reduction of `sum` over groups of `lanes` lanes (lane 0 of each group ends up
 // with the group's total). `lanes` is a macro name or a number.
 std::string group_reduce(const std::string& lanes) {
@@ -34,20 +29,6 @@ std::string group_reduce(const std::string& lanes) {
          ");\n"
          "  }\n";
 }
-
-// The opening of the kernels in which each warp owns a tile of 32 consecutive rows, one per lane:
-// the lane's row and its [begin, end) in col_idx (empty past the last row).
-const char* kWarpTileRows =
-    R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  const long long row = tile * 32 + lane;
-  int begin = 0;
-  int end = 0;
-  if (row < M) {
-    begin = row_ptr[row];
-    end = row_ptr[row + 1];
-  }
-)cuda";
 
 // Position of the n-th (0-based) set bit of a mask that has more than n set bits: five popcount
 // steps instead of a loop over the bits (warp-group compaction of rows).
@@ -478,13 +459,7 @@ ${narrow}  }
     const int row_end = __shfl_sync(0xffffffffu, end, source);
     const long long from = row_begin > chunk_begin ? row_begin : chunk_begin;
     const long long to = row_end < chunk_end ? row_end : chunk_end;
-    value_t sum = 0;
-#pragma unroll 4
-    for (long long k = from + lane; k < to; k += 32) ${fma}
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    if (lane == 0) atomicAdd(&y[r + source], sum);
-    if (row_end >= chunk_end) break;
+${chunk_sum}    if (row_end >= chunk_end) break;
     r += source + 1;
   }
 }
@@ -502,7 +477,7 @@ std::string binned_kernel(const DesignPoint& p, const std::vector<RowClass>& cla
     return fill(kSplitClass, {{"index", std::to_string(i)},
                               {"head", head},
                               {"narrow", narrow_search_range()},
-                              {"fma", fma}});
+                              {"chunk_sum", warp_chunk_sum("    ", "r + source", fma)}});
   }
   if (c.lanes == "1") {
     return fill(R"cuda(// Class ${index}: rows with ${test}, one thread each.${zero_doc}

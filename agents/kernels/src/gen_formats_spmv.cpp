@@ -38,14 +38,7 @@ ${head} {
     row = row_idx[e];
     v = __ldg(&val[e]) * __ldg(&x[__ldg(&col_idx[e])]);
   }
-#pragma unroll
-  for (int offset = 1; offset < 32; offset *= 2) {
-    const value_t other = __shfl_up_sync(0xffffffffu, v, offset);
-    const int other_row = __shfl_up_sync(0xffffffffu, row, offset);
-    if (lane >= offset && other_row == row) v += other;
-  }
-  const int next_row = __shfl_down_sync(0xffffffffu, row, 1);
-  if (row >= 0 && (lane == 31 || next_row != row)) atomicAdd(&y[row], v);
+${scan}  if (row >= 0 && (lane == 31 || next_row != row)) atomicAdd(&y[row], v);
 }
 )cuda";
   const char* many =
@@ -96,7 +89,8 @@ ${head} {
   if (items > 1) body += "#define ITEMS " + p.param("items") + "\n";
   body += "\n" + fill(zero, {{"zero_head", kernel_head(p.op, Format::coo, "zero_y", "256")}});
   body += fill(items == 1 ? one : many,
-               {{"head", kernel_head(p.op, Format::coo, "spmv_coo", "BLOCK")}});
+               {{"head", kernel_head(p.op, Format::coo, "spmv_coo", "BLOCK")},
+                {"scan", warp_segmented_scan("v", "row", "  ")}});
   parts.body = body;
   return assemble(p, parts);
 }

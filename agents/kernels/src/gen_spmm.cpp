@@ -5,7 +5,8 @@
 // when K is a multiple of COLS (checked at compile time on the prelude's K; otherwise a guarded
 // scalar path). Designs: spmm_csr_rowgroup (a row per group, optionally loading the row's entries
 // once per group and broadcasting them by shuffle), spmm_csr_merge (load-balanced merge path, for
-// power-law and huge rows), spmm_coo, spmm_ell, spmm_sell, spmm_bsr.
+// power-law and huge rows), spmm_coo, spmm_ell, spmm_sell, spmm_bsr, and spmm_csr_split (issue 25:
+// the bulk by row groups, the few long rows in nonzero chunks over many groups).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -259,6 +260,92 @@ ${atomic}    }
                            {"accumulate", accumulate(p, "v", "xrow", "        ")},
                            {"store", store(p, "out", false, "          ")},
                            {"atomic", store(p, "out", true, "          ")}});
+  return assemble(p, parts);
+}
+
+// -------------------------------------------------------------------------------------------------
+// spmm_csr_split (issue 25)
+
+std::string render_spmm_split(const DesignPoint& p) {
+  const std::string split = p.param("split");
+  const std::string tmpl = R"cuda(#define BLOCK 256
+${columns}#define SPLIT_ROW ${split}
+
+${row_of_nonzero}
+// Launch 1, the bulk: a group of LANES threads per row, each thread COLS columns; rows longer than
+// SPLIT_ROW get zeros here and their sums from launch 2.
+${bulk_head} {
+  const long long thread = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
+  const long long row = thread / LANES;
+  const int lane = static_cast<int>(thread % LANES);
+  if (row >= M) return;  // whole groups only: LANES divides 32
+  const int begin = row_ptr[row];
+  const int end = row_ptr[row + 1] - begin > SPLIT_ROW ? begin : row_ptr[row + 1];
+  value_t* out = Y + row * K;
+  for (int c0 = lane * COLS; c0 < K; c0 += LANES * COLS) {
+${zero_acc}#pragma unroll 4
+    for (int k = begin; k < end; ++k) {
+      const value_t v = __ldg(&val[k]);
+      const value_t* xrow = X + static_cast<long long>(__ldg(&col_idx[k])) * K + c0;
+${accumulate_bulk}    }
+${store}  }
+}
+
+// Launch 2, the long rows: a group per chunk of SPLIT_ROW consecutive nonzeros adds the chunk's
+// share of every long row it touches with atomicAdd (launch 1 zeroed them). No long row lies inside
+// a chunk, so only the rows of the chunk's first and last nonzero can be long. Without long rows
+// (MAX_ROW_NNZ <= SPLIT_ROW) this launch is one empty block.
+${long_head} {
+#if MAX_ROW_NNZ > SPLIT_ROW
+  const long long thread = static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x;
+  const long long chunk_begin = thread / LANES * SPLIT_ROW;
+  const int lane = static_cast<int>(thread % LANES);
+  const unsigned group_mask = LANES == 32 ? 0xffffffffu
+      : ((1u << (LANES % 32)) - 1u) << ((threadIdx.x % 32) / LANES * LANES);
+  if (chunk_begin >= NNZ) return;  // the whole group
+${chunk_walk}#endif
+}
+)cuda";
+  ProgramParts parts;
+  parts.summary =
+      "Split SpMM on CSR for a few very long rows among many short ones, in two launches. Launch "
+      "1: a group of LANES threads per row (each thread COLS columns) sums the rows of at most "
+      "SPLIT_ROW entries and zeroes the longer ones. Launch 2: a group per chunk of SPLIT_ROW "
+      "consecutive nonzeros finds the rows of the chunk's first and last nonzero (the only ones "
+      "that can be long) with group-wide searches on row_ptr and adds its share of each long one "
+      "with atomicAdd, so a huge row is spread over NNZ / SPLIT_ROW groups.";
+  parts.parameter_docs = column_docs(p);
+  parts.parameter_docs.push_back(
+      {"split=" + split, "rows longer than this are cut into chunks of this many nonzeros"});
+  parts.format = p.format();
+  const std::string lanes = p.param("lanes");
+  parts.launches = {{"spmm_split_bulk", "ceil_div(max(M, 1) * " + lanes + ", 256)", "256", ""},
+                    {"spmm_split_long",
+                     "max(ceil_div(ceil_div(NNZ, " + split + ") * " + lanes +
+                         " * min(MAX_ROW_NNZ / (" + split + " + 1), 1), 256), 1)",
+                     "256", ""}};
+  const std::string long_row = fill(R"cuda(      value_t* out = Y + static_cast<long long>(row) * K;
+      for (int c0 = lane * COLS; c0 < K; c0 += LANES * COLS) {
+${zero_acc}#pragma unroll 4
+        for (long long k = from; k < to; ++k) {
+          const value_t v = __ldg(&val[k]);
+          const value_t* xrow = X + static_cast<long long>(__ldg(&col_idx[k])) * K + c0;
+${accumulate}        }
+${atomic}      }
+)cuda",
+                                    {{"zero_acc", zero_acc("        ")},
+                                     {"accumulate", accumulate(p, "v", "xrow", "          ")},
+                                     {"atomic", store(p, "out + c0", true, "        ")}});
+  parts.body =
+      fill(tmpl, {{"columns", column_defines(p)},
+                  {"split", split},
+                  {"row_of_nonzero", row_of_nonzero_function("LANES")},
+                  {"bulk_head", kernel_head(p.op, Format::csr, "spmm_split_bulk", "BLOCK")},
+                  {"long_head", kernel_head(p.op, Format::csr, "spmm_split_long", "BLOCK")},
+                  {"zero_acc", zero_acc("    ")},
+                  {"accumulate_bulk", accumulate(p, "v", "xrow", "      ")},
+                  {"store", store(p, "out + c0", false, "    ")},
+                  {"chunk_walk", long_row_chunk_walk("group_mask", long_row)}});
   return assemble(p, parts);
 }
 
@@ -530,7 +617,15 @@ std::vector<GeneratorDef> spmm_generators() {
           [](DType dtype) {
             return with(lanes_cols(dtype, {"2", "8", "32"}), {{"shape", {"2x2", "3x3", "4x4"}}});
           },
-          render_spmm_bsr, {"cols", "shape"}, nullptr, bsr_format)};
+          render_spmm_bsr, {"cols", "shape"}, nullptr, bsr_format),
+      design_generator(
+          {"spmm_csr_split", Op::spmm, Format::csr,
+           "CSR in two launches: a lane group per row for the bulk, nonzero chunks over many "
+           "groups (atomics) for the long rows"},
+          [](DType dtype) {
+            return with(lanes_cols(dtype, {"2", "8", "32"}), {{"split", {"64", "512"}}});
+          },
+          render_spmm_split, {"cols"})};
 }
 
 }  // namespace sparserl::kernels::detail

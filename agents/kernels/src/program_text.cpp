@@ -186,6 +186,48 @@ ${narrow}  }
        {"narrow", narrow_search_range()}});
 }
 
+std::string warp_segmented_scan(std::string_view value, std::string_view key,
+                                std::string_view indent) {
+  return fill(R"cuda(#pragma unroll
+${i}for (int offset = 1; offset < 32; offset *= 2) {
+${i}  const value_t other = __shfl_up_sync(0xffffffffu, ${v}, offset);
+${i}  const int other_row = __shfl_up_sync(0xffffffffu, ${key}, offset);
+${i}  if (lane >= offset && other_row == ${key}) ${v} += other;
+${i}}
+${i}const int next_row = __shfl_down_sync(0xffffffffu, ${key}, 1);
+)cuda",
+              {{"i", std::string(indent)}, {"v", std::string(value)}, {"key", std::string(key)}});
+}
+
+std::string warp_chunk_sum(std::string_view indent, std::string_view row, std::string_view fma) {
+  return fill(R"cuda(${i}value_t sum = 0;
+#pragma unroll 4
+${i}for (long long k = from + lane; k < to; k += 32) ${fma}
+#pragma unroll
+${i}for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+${i}if (lane == 0) atomicAdd(&y[${row}], sum);
+)cuda",
+              {{"i", std::string(indent)}, {"row", std::string(row)}, {"fma", std::string(fma)}});
+}
+
+std::string long_row_chunk_walk(std::string_view mask, std::string_view body) {
+  return fill(
+      R"cuda(  const long long chunk_end = chunk_begin + SPLIT_ROW < NNZ ? chunk_begin + SPLIT_ROW : NNZ;
+  int row = row_of_nonzero(row_ptr, chunk_begin, 0, lane, ${mask});
+  for (int side = 0; side < 2; ++side) {
+    const int begin = row_ptr[row];
+    const int end = row_ptr[row + 1];
+    if (end - begin > SPLIT_ROW) {
+      const long long from = begin > chunk_begin ? begin : chunk_begin;
+      const long long to = end < chunk_end ? end : chunk_end;
+${body}    }
+    if (end >= chunk_end) break;  // this row reaches the end of the chunk
+    row = row_of_nonzero(row_ptr, chunk_end - 1, row + 1, lane, ${mask});
+  }
+)cuda",
+      {{"mask", std::string(mask)}, {"body", std::string(body)}});
+}
+
 std::string narrow_search_range() {
   return R"cuda(    if (count == 0) {
       high = low;
@@ -200,6 +242,42 @@ std::string narrow_search_range() {
 std::string load(bool ldg, std::string_view array, std::string_view index) {
   if (ldg) return "__ldg(&" + std::string(array) + "[" + std::string(index) + "])";
   return std::string(array) + "[" + std::string(index) + "]";
+}
+
+std::string fma_line(bool ldg, const std::string& k) {
+  return "sum += " + load(ldg, "val", k) + " * " + load(ldg, "x", load(ldg, "col_idx", k)) + ";";
+}
+
+const char* const kWarpTileRows =
+    R"cuda(  const long long tile = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  const long long row = tile * 32 + lane;
+  int begin = 0;
+  int end = 0;
+  if (row < M) {
+    begin = row_ptr[row];
+    end = row_ptr[row + 1];
+  }
+)cuda";
+
+std::string row_of_nonzero_function(std::string_view group) {
+  return fill(
+      R"cuda(// The row holding nonzero nz (0 <= nz < NNZ): the count of rows from `low` on that end at or before
+// it (row_ptr[r + 1] <= nz holds for a prefix of the rows), found by ${group} lanes (`mask`) that
+// probe together, each step narrowing the range ${group}-fold.
+__device__ __forceinline__ int row_of_nonzero(const int* __restrict__ row_ptr, long long nz,
+                                              long long low, int lane, unsigned mask) {
+  long long high = M;
+  while (low < high) {
+    const long long step = (high - low + ${group} - 1) / ${group};
+    const long long probe = low + lane * step;
+    const bool before = probe < high && row_ptr[probe + 1] <= nz;
+    const int count = __popc(__ballot_sync(mask, before) & mask);
+${narrow}  }
+  return static_cast<int>(low);
+}
+)cuda",
+      {{"group", std::string(group)}, {"narrow", narrow_search_range()}});
 }
 
 VectorTypes vector_types(DType dtype, int width) {

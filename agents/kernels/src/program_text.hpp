@@ -33,6 +33,7 @@ struct GeneratorDef {
 std::vector<GeneratorDef> csr_spmv_generators();
 GeneratorDef csr_merge_generator();  // csr_spmv_generators() lists it last
 std::vector<GeneratorDef> format_spmv_generators();
+std::vector<GeneratorDef> split_spmv_generators();  // gen_csr_split.cpp (issue 25)
 std::vector<GeneratorDef> spmm_generators();
 
 // All generators in documentation order.
@@ -93,6 +94,34 @@ std::string narrow_search_range();
 
 // `__ldg(&array[index])` or `array[index]`.
 std::string load(bool ldg, std::string_view array, std::string_view index);
+
+// `sum += val[k] * x[col_idx[k]];` with or without __ldg, for an index expression `k` (SpMV).
+std::string fma_line(bool ldg, const std::string& k);
+
+// The opening of the SpMV kernels in which each warp owns a tile of 32 consecutive rows, one per
+// lane: `tile`, `lane`, the lane's `row` and its [begin, end) in col_idx (empty past the last row).
+extern const char* const kWarpTileRows;
+
+// The device function `row_of_nonzero(row_ptr, nz, low, lane, mask)` of the split and segmented
+// designs: the row holding nonzero nz (0 <= nz < NNZ), searched from row `low` on by a group of
+// `group` lanes (`mask` names them, `lane` is the caller's place in the group) that probe together,
+// each step narrowing the range group-fold. Comment lines above it included.
+std::string row_of_nonzero_function(std::string_view group);
+
+// A warp's inclusive segmented scan of `value` over runs of equal `key` (shuffles up, five steps),
+// then `next_row`, the key of the next lane: the lines at `indent`, "#pragma unroll" first.
+std::string warp_segmented_scan(std::string_view value, std::string_view key,
+                                std::string_view indent);
+
+// A warp's sum of the nonzeros [from, to) of one row, lane by lane (`fma` adds nonzero k to
+// `sum`), reduced to lane 0, which adds it to y[`row`] with atomicAdd: the lines at `indent`.
+std::string warp_chunk_sum(std::string_view indent, std::string_view row, std::string_view fma);
+
+// The walk of the split designs' long-row launches over a chunk [chunk_begin, chunk_end) of
+// SPLIT_ROW nonzeros: a long row holds more than SPLIT_ROW entries, so only the rows of the
+// chunk's first and last nonzero can be long; `body` runs for each of them that is (with begin,
+// end, from, to and row set) at an indent of 6. `mask` names the searching lanes.
+std::string long_row_chunk_walk(std::string_view mask, std::string_view body);
 
 // The vector type names of a dtype for `width` elements: {"float4", "int4"}, {"double2", "int2"}.
 struct VectorTypes {

@@ -1,9 +1,12 @@
-// The template search (template_search.hpp): pruning, the cost model's candidate order, one
-// exhaustive round or screening + finalists, and the template-search agent's per-task cache.
+// The template search (template_search.hpp): pruning, the cost models' candidate order and the
+// budget by the matrix, one exhaustive round or screening (+ halving rounds) + finalists, and the
+// template-search agent's per-task cache.
 #include "sparserl/kernels/template_search.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -31,6 +34,25 @@ std::optional<std::size_t> fastest(const std::vector<CandidateResult>& candidate
   return best;
 }
 
+// The log line of a finished search.
+std::string summary_line(const SearchResult& r) {
+  std::size_t correct = 0;
+  for (const CandidateResult& c : r.candidates) correct += c.result.correct ? 1 : 0;
+  std::string line = "search " + r.task.str() + ": " + std::to_string(r.candidates.size()) +
+                     " evaluations of " + std::to_string(r.pruned_size) + " candidates (space " +
+                     std::to_string(r.space_size) + "), " + std::to_string(correct) + " correct";
+  if (const CandidateResult* b = r.best_candidate()) {
+    line += "; best " + b->point.id();
+    if (b->result.timed) {
+      line += " " + fixed(b->result.timing.median_us, 2) + " us (" +
+              fixed(b->result.timing.speedup, 2) + "x cuSPARSE)";
+    }
+  } else {
+    line += "; no usable candidate";
+  }
+  return line + "; " + fixed(r.wall_seconds, 1) + " s; " + r.strategy;
+}
+
 }  // namespace
 
 std::string SearchResult::best_program() const {
@@ -54,116 +76,182 @@ void TemplateSearch::log(const std::string& line) const {
   if (options_.log) options_.log(line);
 }
 
+// The candidates of a task in the order they are worth measuring, with their predictions.
+struct TemplateSearch::Plan {
+  std::vector<DesignPoint> ranked;  // every feasible pruned point, best first
+  std::vector<double> analytic;     // their analytic predictions
+  std::vector<double> learned;      // their learned predictions (NaN without a model)
+  int budget = 0;                   // the first round's budget for this task
+};
+
+TemplateSearch::Plan TemplateSearch::plan(const datasets::Task& task, const DesignSpace& space,
+                                          CostModel& model, SearchResult& r) const {
+  const std::int64_t k = task.op == Op::spmm ? task.k : 1;
+  const std::vector<DesignPoint> pruned = space.pruned(model.features(), k);
+  Plan p;
+  p.ranked = choose_candidates(pruned, model, 0, &p.analytic);
+  p.learned.assign(p.ranked.size(), std::numeric_limits<double>::quiet_NaN());
+  p.budget = options_.budget;
+  r.strategy = "analytic";
+  if (!options_.model) return p;
+  const LearnedCostModel& learned = *options_.model;
+  std::vector<LearnedPrediction> predictions;
+  std::vector<double> times;
+  for (std::size_t i = 0; i < p.ranked.size(); ++i) {
+    predictions.push_back(learned.predict(p.ranked[i], model.features(), k, p.analytic[i]));
+    times.push_back(predictions.back().us);
+  }
+  r.familiarity = learned.familiarity(model.features(), task.op, task.dtype, k);
+  if (options_.adaptive_budget) {
+    p.budget = learned.budget_for(options_.budget, options_.finalists, r.familiarity, p.ranked,
+                                  predictions);
+  }
+  // The learned order: the best predicted point of every family within the margin first, then the
+  // rest by prediction (choose_candidates' rule on the learned times).
+  const std::vector<std::size_t> order = order_candidates(p.ranked, times, 0);
+  Plan out;
+  out.budget = p.budget;
+  for (std::size_t i : order) {
+    out.ranked.push_back(p.ranked[i]);
+    out.analytic.push_back(p.analytic[i]);
+    out.learned.push_back(times[i]);
+  }
+  r.strategy = learned.describe() + "; familiarity " + fixed(r.familiarity, 2) + ", budget " +
+               std::to_string(out.budget);
+  return out;
+}
+
+std::vector<std::size_t> TemplateSearch::measure(SearchResult& r, const std::vector<Pick>& picks,
+                                                 int round, const reward::GpuProtocol& protocol,
+                                                 const std::string& name) {
+  // Grouped by format, so the GPU worker converts the matrix once per format.
+  std::vector<std::size_t> order(picks.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return picks[a].point.format().str() < picks[b].point.format().str();
+  });
+  std::vector<std::string> programs;
+  for (std::size_t i : order) programs.push_back(render_program(picks[i].point));
+  const std::vector<reward::EvalResult> results = evaluator_.evaluate(r.task, programs, protocol);
+  if (results.size() != programs.size()) {
+    throw std::logic_error("template search: the evaluator answered " +
+                           std::to_string(results.size()) + " results for " +
+                           std::to_string(programs.size()) + " programs");
+  }
+  std::vector<std::size_t> indices;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    CandidateResult c;
+    c.point = picks[order[j]].point;
+    c.program = programs[j];
+    c.round = round;
+    c.protocol = name;
+    c.predicted_us = picks[order[j]].analytic_us;
+    c.learned_us = picks[order[j]].learned_us;
+    c.result = results[j];
+    indices.push_back(r.candidates.size());
+    r.candidates.push_back(std::move(c));
+  }
+  return indices;
+}
+
+// Screening, the halving rounds, the finalists (successive halving on the GPU).
+void TemplateSearch::screen_and_finish(SearchResult& r, const std::vector<Pick>& chosen) {
+  const auto screened = measure(r, chosen, 1, options_.screen, "screen");
+  const auto by_time = [&](std::vector<std::size_t> indices) {
+    std::vector<std::size_t> ok;
+    for (std::size_t i : indices) {
+      if (usable(r.candidates[i])) ok.push_back(i);
+    }
+    std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) {
+      return r.candidates[a].result.timing.median_us < r.candidates[b].result.timing.median_us;
+    });
+    return ok;
+  };
+  const auto picks_of = [&](const std::vector<std::size_t>& indices) {
+    std::vector<Pick> picks;
+    for (std::size_t i : indices) {
+      const CandidateResult& c = r.candidates[i];
+      picks.push_back({c.point, c.predicted_us, c.learned_us});
+    }
+    return picks;
+  };
+  const auto finalists = static_cast<std::size_t>(options_.finalists);
+  std::vector<std::size_t> survivors = by_time(screened);
+  std::vector<std::size_t> last_screen = screened;
+  int round = 2;
+  reward::GpuProtocol protocol = options_.screen;
+  while (options_.halving && survivors.size() > 2 * finalists) {
+    survivors.resize(std::max(finalists, (survivors.size() + 1) / 2));
+    protocol.timed_runs *= 2;
+    protocol.seed += 1;
+    last_screen = measure(r, picks_of(survivors), round++, protocol, "screen");
+    survivors = by_time(last_screen);
+  }
+  if (survivors.size() > finalists) survivors.resize(finalists);
+  if (!survivors.empty()) {
+    const auto finals = measure(r, picks_of(survivors), round, options_.full, "full");
+    r.best = fastest(r.candidates, finals);
+  }
+  // A finalist that failed its full run (a wrong answer on another input) is no winner; fall back
+  // to the last screening round only if every finalist failed.
+  if (!r.best) r.best = fastest(r.candidates, last_screen);
+}
+
 SearchResult TemplateSearch::search(const datasets::Task& task) {
+  const auto started = std::chrono::steady_clock::now();
   SearchResult r;
   r.task = task;
   const auto matrix = store_.load(task.uri);
   const std::int64_t k = task.op == Op::spmm ? task.k : 1;
   const DesignSpace space(task.op, task.dtype);
   CostModel model(*matrix, task.op, task.dtype, k);
-  const std::vector<DesignPoint> pruned = space.pruned(model.features(), k);
-  std::vector<double> predicted;
-  const std::vector<DesignPoint> ranked = choose_candidates(pruned, model, 0, &predicted);
+  const Plan plan_ = plan(task, space, model, r);
   r.features = model.features();
   r.space_size = static_cast<std::int64_t>(space.size());
-  r.pruned_size = static_cast<std::int64_t>(ranked.size());
+  r.pruned_size = static_cast<std::int64_t>(plan_.ranked.size());
+  r.budget = plan_.budget;
   r.gpu = evaluator_.gpu_available();
   r.device = evaluator_.device();
+  std::vector<Pick> picks;
+  for (std::size_t i = 0; i < plan_.ranked.size(); ++i) {
+    picks.push_back({plan_.ranked[i], plan_.analytic[i], plan_.learned[i]});
+  }
 
-  // Evaluates points (grouped by format, so the GPU worker converts the matrix once per format) and
-  // appends their results; returns their indices in r.candidates.
-  auto measure = [&](const std::vector<DesignPoint>& points, const std::vector<double>& estimates,
-                     int round, const reward::GpuProtocol& protocol, const std::string& name) {
-    std::vector<std::size_t> order(points.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return points[a].format().str() < points[b].format().str();
-    });
-    std::vector<std::string> programs;
-    for (std::size_t i : order) programs.push_back(render_program(points[i]));
-    const std::vector<reward::EvalResult> results = evaluator_.evaluate(task, programs, protocol);
-    if (results.size() != programs.size()) {
-      throw std::logic_error("template search: the evaluator answered " +
-                             std::to_string(results.size()) + " results for " +
-                             std::to_string(programs.size()) + " programs");
-    }
-    std::vector<std::size_t> indices;
-    for (std::size_t j = 0; j < order.size(); ++j) {
-      CandidateResult c;
-      c.point = points[order[j]];
-      c.program = programs[j];
-      c.round = round;
-      c.protocol = name;
-      c.predicted_us = estimates[order[j]];
-      c.result = results[j];
-      indices.push_back(r.candidates.size());
-      r.candidates.push_back(std::move(c));
-    }
-    return indices;
-  };
-
-  const auto budget = static_cast<std::size_t>(options_.budget);
+  const auto budget = static_cast<std::size_t>(plan_.budget);
   if (!r.gpu) {
-    const std::size_t n = std::min(budget, ranked.size());
-    const std::vector<DesignPoint> chosen(ranked.begin(), ranked.begin() + n);
-    const std::vector<double> estimates(predicted.begin(), predicted.begin() + n);
-    const auto indices = measure(chosen, estimates, 1, options_.full, "compile");
-    // No timing: the cost model's order decides among the programs that compiled.
-    for (std::size_t i = 0; i < chosen.size() && !r.best; ++i) {
+    picks.resize(std::min(budget, picks.size()));
+    const auto indices = measure(r, picks, 1, options_.full, "compile");
+    // No timing: the predicted order decides among the programs that compiled.
+    for (std::size_t i = 0; i < picks.size() && !r.best; ++i) {
       for (std::size_t idx : indices) {
-        if (r.candidates[idx].point == chosen[i] && r.candidates[idx].result.compiled) r.best = idx;
+        if (r.candidates[idx].point == picks[i].point && r.candidates[idx].result.compiled) {
+          r.best = idx;
+        }
       }
     }
     r.note =
         "compile-only: timing needs a GPU; nothing was ranked by time, the best program is "
         "the cost model's favourite among those that compiled";
-  } else if (ranked.size() <= budget) {
+  } else if (picks.size() <= budget) {
     r.exhaustive = true;
-    const auto indices = measure(ranked, predicted, 1, options_.full, "full");
-    r.best = fastest(r.candidates, indices);
+    r.best = fastest(r.candidates, measure(r, picks, 1, options_.full, "full"));
   } else {
-    std::vector<double> estimates;
-    const std::vector<DesignPoint> chosen =
-        choose_candidates(pruned, model, options_.budget, &estimates);
-    const auto screened = measure(chosen, estimates, 1, options_.screen, "screen");
-    std::vector<std::size_t> ok;
-    for (std::size_t i : screened) {
-      if (usable(r.candidates[i])) ok.push_back(i);
+    if (options_.model) {
+      picks.resize(budget);  // the plan's order is already the learned family-first order
+    } else {
+      std::vector<double> estimates;
+      std::vector<Pick> chosen;
+      for (const DesignPoint& p :
+           choose_candidates(space.pruned(r.features, k), model, options_.budget, &estimates)) {
+        chosen.push_back({p, estimates[chosen.size()], std::numeric_limits<double>::quiet_NaN()});
+      }
+      picks = std::move(chosen);
     }
-    std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) {
-      return r.candidates[a].result.timing.median_us < r.candidates[b].result.timing.median_us;
-    });
-    if (ok.size() > static_cast<std::size_t>(options_.finalists)) ok.resize(options_.finalists);
-    std::vector<DesignPoint> finalists;
-    std::vector<double> finalist_estimates;
-    for (std::size_t i : ok) {
-      finalists.push_back(r.candidates[i].point);
-      finalist_estimates.push_back(r.candidates[i].predicted_us);
-    }
-    if (!finalists.empty()) {
-      const auto finals = measure(finalists, finalist_estimates, 2, options_.full, "full");
-      r.best = fastest(r.candidates, finals);
-    }
-    // A finalist that failed its full run (a wrong answer on another input) is no winner; fall
-    // back to the screening round only if every finalist failed.
-    if (!r.best) r.best = fastest(r.candidates, screened);
+    screen_and_finish(r, picks);
   }
-
-  std::size_t correct = 0;
-  for (const CandidateResult& c : r.candidates) correct += c.result.correct ? 1 : 0;
-  std::string line = "search " + task.str() + ": " + std::to_string(r.candidates.size()) +
-                     " evaluations of " + std::to_string(r.pruned_size) + " candidates (space " +
-                     std::to_string(r.space_size) + "), " + std::to_string(correct) + " correct";
-  if (const CandidateResult* b = r.best_candidate()) {
-    line += "; best " + b->point.id();
-    if (b->result.timed) {
-      line += " " + fixed(b->result.timing.median_us, 2) + " us (" +
-              fixed(b->result.timing.speedup, 2) + "x cuSPARSE)";
-    }
-  } else {
-    line += "; no usable candidate";
-  }
-  log(line);
+  r.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  log(summary_line(r));
   return r;
 }
 

@@ -205,7 +205,8 @@ const std::vector<Column>& candidate_column_defs() {
       {"message", Kind::str},      {"median_us", Kind::f64},   {"p10_us", Kind::f64},
       {"p90_us", Kind::f64},       {"baseline_us", Kind::f64}, {"baseline_algorithm", Kind::str},
       {"speedup", Kind::f64},      {"gflops", Kind::f64},      {"bandwidth_fraction", Kind::f64},
-      {"predicted_us", Kind::f64}, {"registers", Kind::i64},   {"best", Kind::u8},
+      {"predicted_us", Kind::f64}, {"learned_us", Kind::f64},  {"registers", Kind::i64},
+      {"best", Kind::u8},
   };
   return c;
 }
@@ -280,6 +281,9 @@ TaskSummary summarize(const SearchResult& r) {
   TaskSummary s;
   s.task = r.task;
   s.nnz = r.features.nnz;
+  s.search_seconds = r.wall_seconds;
+  s.budget = r.budget;
+  s.strategy = r.strategy;
   for (const CandidateResult& c : r.candidates) {
     ++s.evaluations;
     s.compiled += c.result.compiled ? 1 : 0;
@@ -316,7 +320,7 @@ double geomean_speedup(const std::vector<TaskSummary>& tasks, bool small, int* c
 std::string candidates_csv_header() {
   return "task,uri,op,dtype,k,nnz,design_id,generator,format,round,protocol,compiled,correct,"
          "timed,error,median_us,p10_us,p90_us,baseline_us,baseline_algorithm,speedup,gflops,"
-         "bandwidth_fraction,predicted_us,registers,best,message\n";
+         "bandwidth_fraction,predicted_us,learned_us,registers,best,message\n";
 }
 
 std::string candidates_csv_rows(const SearchResult& r) {
@@ -335,6 +339,7 @@ std::string candidates_csv_rows(const SearchResult& r) {
         << num(e.timing.baseline_median_us) << ',' << csv_field(e.timing.baseline_algorithm) << ','
         << num(e.timing.speedup) << ',' << num(e.timing.gflops) << ','
         << num(e.timing.bandwidth_fraction) << ',' << fixed(c.predicted_us, 3) << ','
+        << (std::isfinite(c.learned_us) ? fixed(c.learned_us, 3) : std::string()) << ','
         << e.compile.max_registers << ',' << (r.best && *r.best == i ? 1 : 0) << ','
         << csv_field(first_line(e.message)) << '\n';
   }
@@ -377,8 +382,8 @@ std::string summary_markdown(const std::vector<TaskSummary>& tasks, const Tuning
   out << "- " << regime(true) << "\n\n";
   out << "## Per task\n\n";
   out << "| matrix | op | dtype | k | nnz | cuSPARSE us | best us | speedup | bandwidth | "
-         "design | evaluated | correct |\n";
-  out << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+         "design | evaluated | correct | search s | cuSPARSE path |\n";
+  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const TaskSummary& t : tasks) {
     out << "| " << t.task.uri << " | " << to_string(t.task.op) << " | " << to_string(t.task.dtype)
         << " | " << (t.task.op == Op::spmm ? t.task.k : 1) << " | " << t.nnz << " | "
@@ -387,7 +392,16 @@ std::string summary_markdown(const std::vector<TaskSummary>& tasks, const Tuning
         << (t.timed ? fixed(t.speedup, 2) + "x" : "-") << " | "
         << (t.timed ? fixed(100.0 * t.bandwidth_fraction, 0) + "%" : "-") << " | `"
         << (t.best_design.empty() ? "none" : t.best_design) << "` | " << t.evaluations << " | "
-        << t.correct_candidates << " |\n";
+        << t.correct_candidates << " | " << fixed(t.search_seconds, 1) << " | "
+        << (t.baseline_algorithm.empty() ? "-" : t.baseline_algorithm) << " |\n";
+  }
+  out << "\nsearch s: the template search's wall time for the task (matrix load, cost models, "
+         "compiles and every evaluation).\n";
+  std::map<std::string, int> strategies;
+  for (const TaskSummary& t : tasks) ++strategies[t.strategy.substr(0, t.strategy.find(';'))];
+  for (const auto& [strategy, count] : strategies) {
+    if (!strategy.empty())
+      out << "Candidates chosen by: " << strategy << " (" << count << " tasks).\n";
   }
   return out.str();
 }
@@ -522,6 +536,7 @@ void TuningDataset::append(const SearchResult& r) {
                     nan_if_untimed(e, e.timing.gflops),
                     nan_if_untimed(e, e.timing.bandwidth_fraction),
                     c.predicted_us,
+                    c.learned_us,
                     std::int64_t{e.compile.max_registers},
                     std::int64_t{best}});
     if (e.correct) {

@@ -132,33 +132,53 @@ env::Statistics Grpo::update(Learner& learner, std::span<const Rollout> rollouts
   int steps = 0;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     for (const torch::Tensor& rows : minibatch_indices(learner, n, config.minibatches)) {
-      const SequenceBatch part = batch.select(rows);
-      const TokenScores now = learner.score(learner.policy, part, true);
-      const torch::Tensor old =
-          single_pass ? now.log_probs.detach() : old_log_probs.index_select(0, rows);
-      const torch::Tensor ref =
-          ref_log_probs.defined() ? ref_log_probs.index_select(0, rows) : torch::Tensor();
-      const GrpoLoss gl = grpo_loss(now.log_probs, old, ref, advantages.index_select(0, rows),
-                                    part.valid, effective);
-      gl.loss.backward();
-      grad_norm += learner.optimizer_step();
-      loss_sum += gl.loss.item<double>();
-      clip_low += gl.clip_low;
-      clip_high += gl.clip_high;
-      kl += gl.kl;
-      entropy += masked_mean(now.entropy, part.valid).item<double>();
+      // A rank may hold none of a data-parallel minibatch's rows: it adds nothing but still takes
+      // part in the step's reductions.
+      double tokens = 0, loss_weight = 0;
+      GrpoLoss gl;
+      torch::Tensor mean_entropy = torch::zeros({});
+      if (rows.numel() > 0) {
+        const SequenceBatch part = batch.select(rows);
+        const TokenScores now = learner.score(learner.policy, part, true);
+        const torch::Tensor old =
+            single_pass ? now.log_probs.detach() : old_log_probs.index_select(0, rows);
+        const torch::Tensor ref =
+            ref_log_probs.defined() ? ref_log_probs.index_select(0, rows) : torch::Tensor();
+        gl = grpo_loss(now.log_probs, old, ref, advantages.index_select(0, rows), part.valid,
+                       effective);
+        gl.loss.backward();
+        mean_entropy = masked_mean(now.entropy, part.valid);
+        tokens = part.valid.sum().item<double>();
+        loss_weight = config.aggregation == LossAggregation::token_mean
+                          ? tokens
+                          : static_cast<double>(rows.numel());
+      } else {
+        gl.loss = torch::zeros({});
+      }
+      grad_norm += learner.optimizer_step(loss_weight);
+      const std::vector<double> step = learner.shard_means({{gl.loss.item<double>(), loss_weight},
+                                                            {gl.clip_low, tokens},
+                                                            {gl.clip_high, tokens},
+                                                            {gl.kl, tokens},
+                                                            {mean_entropy.item<double>(), tokens}});
+      loss_sum += step[0];
+      clip_low += step[1];
+      clip_high += step[2];
+      kl += step[3];
+      entropy += step[4];
       ++steps;
     }
   }
   const double s = std::max(1, steps);
+  const MeanStd advantage = global_mean_std(learner, advantages);
   return {{"loss", loss_sum / s},
           {"kl", kl / s},
           {"entropy", entropy / s},
           {"clip_ratio/low_mean", clip_low / s},
           {"clip_ratio/high_mean", clip_high / s},
           {"clip_ratio/region_mean", (clip_low + clip_high) / s},
-          {"advantages/mean", advantages.mean().item<double>()},
-          {"advantages/std", n > 1 ? advantages.std().item<double>() : 0.0},
+          {"advantages/mean", advantage.mean},
+          {"advantages/std", advantage.std},
           {"grad_norm", grad_norm / s},
           {"learning_rate", lr},
           {"optimizer_steps", static_cast<double>(steps)}};

@@ -1,7 +1,8 @@
 // The Learner (torch/learner.hpp): the policy on its device, AdamW with the learning-rate
 // schedule and the separate critic, the counter-based generator, and the batches every algorithm
 // scores - observation prefixes, token sequences with their replayed action masks - with the
-// log-probabilities, entropies and values of their tokens.
+// log-probabilities, entropies and values of their tokens. With several ranks it also averages the
+// gradients before each step and reduces the means the algorithms report.
 #include "sparserl/agents/torch/learner.hpp"
 
 #include <torch/torch.h>
@@ -12,6 +13,7 @@
 
 #include "sparserl/agents/safetensors.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
+#include "sparserl/agents/torch/collectives.hpp"
 #include "sparserl/datasets/random.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
 
@@ -157,6 +159,53 @@ double clip_gradients(PolicyNetwork& model, double max_grad_norm) {
   return torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
 }
 
+// Several ranks: each rank's gradients are those of the mean loss over its `weight` items; after
+// this every rank holds sum(weight x gradient) / sum(weight), the gradient of the mean over all
+// ranks' items (one all-reduce of [weight, has-gradient flags, weight x gradients]). A parameter
+// that no rank with items gave a gradient keeps none, so AdamW skips it on every rank as one
+// process would. Only trainable parameters take part (a frozen LoRA base has no gradient).
+void average_gradients(ProcessGroup& group, PolicyNetwork& model, double weight) {
+  std::vector<torch::Tensor> parameters;
+  for (const torch::Tensor& p : model->parameters()) {
+    if (p.requires_grad()) parameters.push_back(p);
+  }
+  const auto count = static_cast<std::int64_t>(parameters.size());
+  std::int64_t elements = 0;
+  for (const auto& p : parameters) elements += p.numel();
+  torch::Tensor buffer =
+      torch::zeros({1 + count + elements},
+                   torch::TensorOptions().dtype(torch::kFloat).device(parameters[0].device()));
+  buffer[0] = weight;
+  std::int64_t at = 1 + count;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const torch::Tensor& p = parameters[static_cast<std::size_t>(i)];
+    if (weight > 0 && p.grad().defined()) {
+      buffer[1 + i] = 1.0;
+      buffer.narrow(0, at, p.numel()).copy_(p.grad().reshape(-1).to(torch::kFloat) * weight);
+    }
+    at += p.numel();
+  }
+  all_reduce_sum(group, buffer);
+  const double total = buffer[0].item<double>();
+  const torch::Tensor flags = buffer.narrow(0, 1, count).to(torch::kCPU);
+  at = 1 + count;
+  for (std::int64_t i = 0; i < count; ++i) {
+    torch::Tensor p = parameters[static_cast<std::size_t>(i)];
+    if (flags[i].item<float>() > 0 && total > 0) {
+      p.mutable_grad() = (buffer.narrow(0, at, p.numel()) / total).view_as(p).to(p.dtype()).clone();
+    } else {
+      p.mutable_grad() = torch::Tensor();
+    }
+    at += p.numel();
+  }
+}
+
+void broadcast_module(ProcessGroup& group, const torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor t : module.parameters()) broadcast_from_main(group, t);
+  for (torch::Tensor t : module.buffers()) broadcast_from_main(group, t);
+}
+
 }  // namespace
 
 void Learner::make_optimizer() {
@@ -171,7 +220,8 @@ void Learner::make_critic() {
   critic_optimizer = make_adamw(critic, config.optimizer, false);
 }
 
-double Learner::critic_step(double lr_scale) {
+double Learner::critic_step(double lr_scale, double shard_weight) {
+  if (distributed()) average_gradients(*ranks, critic, shard_weight);
   const double norm = clip_gradients(critic, config.optimizer.max_grad_norm);
   for (auto& group : critic_optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(current_lr() * lr_scale);
@@ -183,7 +233,8 @@ double Learner::critic_step(double lr_scale) {
 
 double Learner::current_lr() const { return config.optimizer.lr_at(counters.optimizer_steps); }
 
-double Learner::optimizer_step() {
+double Learner::optimizer_step(double shard_weight) {
+  if (distributed()) average_gradients(*ranks, policy, shard_weight);
   const double norm = clip_gradients(policy, config.optimizer.max_grad_norm);
   const double lr = current_lr();
   auto& groups = optimizer->param_groups();
@@ -196,6 +247,32 @@ double Learner::optimizer_step() {
   optimizer->zero_grad();
   ++counters.optimizer_steps;
   return norm;
+}
+
+std::vector<double> Learner::shard_means(const std::vector<ShardMean>& values) {
+  std::vector<double> out;
+  out.reserve(values.size());
+  if (!distributed()) {
+    for (const ShardMean& v : values) out.push_back(v.value);
+    return out;
+  }
+  std::vector<double> sums;
+  for (const ShardMean& v : values) {
+    sums.push_back(v.value * v.weight);
+    sums.push_back(v.weight);
+  }
+  sums = ranks->sum(std::move(sums));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out.push_back(sums[2 * i + 1] > 0 ? sums[2 * i] / sums[2 * i + 1] : 0.0);
+  return out;
+}
+
+void Learner::broadcast_weights() {
+  if (!distributed()) return;
+  broadcast_module(*ranks, *policy);
+  // Every rank has a reference (or a critic) when rank 0 has one: they were made by the same steps.
+  if (!reference.is_empty()) broadcast_module(*ranks, *reference);
+  if (!critic.is_empty()) broadcast_module(*ranks, *critic);
 }
 
 PrefixBatch Learner::prefix_batch(std::span<const env::MatrixObservation* const> matrices) const {

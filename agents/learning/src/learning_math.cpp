@@ -1,6 +1,7 @@
 // The pieces the algorithms share (torch/learner.hpp): masked means and whitening, KL estimators,
 // explained variance, groups and batches of rollouts, minibatches and the seeded data order of
-// pretraining and SFT, and the statistics every RL update reports about its rollouts.
+// pretraining and SFT, the same statistics over every rank's rows of a data-parallel update, and
+// the statistics every RL update reports about its rollouts.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -92,7 +93,15 @@ torch::Tensor rollout_rewards(const Learner& learner, std::span<const Rollout> r
   return torch::tensor(rewards, torch::kFloat).to(learner.device);
 }
 
-std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n, int minibatches) {
+std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n_local,
+                                             int minibatches) {
+  // Data parallel: the permutation of every rank's rows, drawn as one process draws it.
+  const RowWindow window = learner.rows;
+  if (window.total > 0 && window.offset + n_local > window.total) {
+    throw std::logic_error("minibatch_indices: " + std::to_string(n_local) + " rows at " +
+                           std::to_string(window.offset) + " of " + std::to_string(window.total));
+  }
+  const std::int64_t n = window.total > 0 ? window.total : n_local;
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   for (std::int64_t i = n - 1; i > 0; --i) {
@@ -105,9 +114,115 @@ std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n, i
   for (std::int64_t p = 0; p < parts; ++p) {
     const std::int64_t begin = p * n / parts, end = (p + 1) * n / parts;
     std::vector<std::int64_t> part(order.begin() + begin, order.begin() + end);
+    if (window.total > 0) {
+      std::vector<std::int64_t> mine;
+      for (std::int64_t row : part) {
+        if (row >= window.offset && row < window.offset + n_local)
+          mine.push_back(row - window.offset);
+      }
+      part = std::move(mine);
+    }
     out.push_back(torch::tensor(part, torch::kLong).to(learner.device));
   }
   return out;
+}
+
+// ---- Data parallel ------------------------------------------------------------------------------
+
+double global_masked_mean(Learner& learner, const torch::Tensor& x, const torch::Tensor& mask) {
+  if (!learner.distributed()) return masked_mean(x, mask).item<double>();
+  const std::vector<double> s = learner.ranks->sum(
+      {masked_sum(x, mask).item<double>(), mask.to(torch::kDouble).sum().item<double>()});
+  return s[0] / std::max(1.0, s[1]);
+}
+
+double global_masked_var(Learner& learner, const torch::Tensor& x, const torch::Tensor& mask) {
+  if (!learner.distributed()) return masked_var(x, mask).item<double>();
+  const double mean = global_masked_mean(learner, x, mask);
+  const torch::Tensor centered = (x.to(torch::kDouble) - mean) * mask.to(torch::kDouble);
+  const std::vector<double> s = learner.ranks->sum(
+      {(centered * centered).sum().item<double>(), mask.to(torch::kDouble).sum().item<double>()});
+  return s[0] / std::max(1.0, s[1] - 1.0);
+}
+
+torch::Tensor global_masked_whiten(Learner& learner, const torch::Tensor& x,
+                                   const torch::Tensor& mask) {
+  if (!learner.distributed()) return masked_whiten(x, mask);
+  const double mean = global_masked_mean(learner, x, mask);
+  const double var = global_masked_var(learner, x, mask);
+  return (x - mean) * (1.0 / std::sqrt(var + 1e-8)) * mask.to(x.dtype());
+}
+
+double global_explained_variance(Learner& learner, const torch::Tensor& values,
+                                 const torch::Tensor& returns, const torch::Tensor& mask) {
+  if (!learner.distributed()) return explained_variance(values, returns, mask);
+  const double var_returns = global_masked_var(learner, returns, mask);
+  const double var_residual = global_masked_var(learner, returns - values, mask);
+  return var_returns <= 0 ? 0.0 : 1.0 - var_residual / var_returns;
+}
+
+double global_mean(Learner& learner, const torch::Tensor& x) {
+  if (!learner.distributed()) return x.mean().item<double>();
+  return global_masked_mean(learner, x, torch::ones_like(x, torch::kBool));
+}
+
+MeanStd global_mean_std(Learner& learner, const torch::Tensor& x) {
+  if (!learner.distributed()) {
+    return {x.mean().item<double>(), x.numel() > 1 ? x.std().item<double>() : 0.0};
+  }
+  const torch::Tensor all = torch::ones_like(x, torch::kBool);
+  const std::vector<double> n = learner.ranks->sum({static_cast<double>(x.numel())});
+  return {global_masked_mean(learner, x, all),
+          n[0] > 1 ? std::sqrt(global_masked_var(learner, x, all)) : 0.0};
+}
+
+std::vector<Rollout> share_rollout_outcomes(Learner& learner, std::span<const Rollout> mine) {
+  const int size = learner.ranks->size();
+  const auto rank = static_cast<std::size_t>(learner.ranks->rank());
+  int groups = 0;
+  for (const Rollout& r : mine) groups = std::max(groups, r.group + 1);
+  // Rows and groups of every rank: this rank's place among them.
+  std::vector<double> counts(2 * static_cast<std::size_t>(size), 0.0);
+  counts[rank] = static_cast<double>(mine.size());
+  counts[static_cast<std::size_t>(size) + rank] = groups;
+  counts = learner.ranks->sum(std::move(counts));
+  std::int64_t offset = 0, total = 0, group_offset = 0;
+  for (std::size_t r = 0; r < static_cast<std::size_t>(size); ++r) {
+    if (r < rank) {
+      offset += static_cast<std::int64_t>(counts[r]);
+      group_offset += static_cast<std::int64_t>(counts[static_cast<std::size_t>(size) + r]);
+    }
+    total += static_cast<std::int64_t>(counts[r]);
+  }
+  learner.rows = {offset, total};
+  // Every rank's outcomes: each writes its rows into zeros and the sum is their concatenation.
+  constexpr std::size_t kFields = 7;
+  std::vector<double> table(static_cast<std::size_t>(total) * kFields, 0.0);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const Rollout& r = mine[i];
+    double* row = table.data() + (static_cast<std::size_t>(offset) + i) * kFields;
+    row[0] = r.reward;
+    row[1] = static_cast<double>(r.group + group_offset);
+    row[2] = static_cast<double>(r.completion.tokens.size());
+    row[3] = r.completion.terminated ? 1.0 : 0.0;
+    row[4] = r.compiled ? 1.0 : 0.0;
+    row[5] = r.correct ? 1.0 : 0.0;
+    row[6] = r.speedup;
+  }
+  table = learner.ranks->sum(std::move(table));
+  std::vector<Rollout> all(static_cast<std::size_t>(total));
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const double* row = table.data() + i * kFields;
+    Rollout& r = all[i];
+    r.reward = row[0];
+    r.group = static_cast<int>(row[1]);
+    r.completion.tokens.resize(static_cast<std::size_t>(row[2]));
+    r.completion.terminated = row[3] > 0;
+    r.compiled = row[4] > 0;
+    r.correct = row[5] > 0;
+    r.speedup = row[6];
+  }
+  return all;
 }
 
 namespace {
@@ -138,6 +253,14 @@ std::vector<BatchItem> epoch_batch(std::uint64_t seed, std::size_t n, std::int64
     out.push_back({order[static_cast<std::size_t>(j % static_cast<std::int64_t>(n))], epoch});
   }
   return out;
+}
+
+Shard batch_share(int batch_size, const std::shared_ptr<ProcessGroup>& group,
+                  std::string_view key) {
+  const auto n = static_cast<std::size_t>(std::max(0, batch_size));
+  if (!group || group->size() < 2) return {0, n};
+  require_divisible(key, batch_size, group->size());
+  return shard_of(n, group->rank(), group->size());
 }
 
 // ---- Rollout statistics -------------------------------------------------------------------------

@@ -138,6 +138,15 @@ void PolicyAgent::set_optimizer(const OptimizerConfig& optimizer) {
   learner_->make_optimizer();
 }
 
+void PolicyAgent::join(std::shared_ptr<ProcessGroup> group) {
+  learner_->ranks = group && group->size() > 1 ? std::move(group) : nullptr;
+  learner_->broadcast_weights();
+}
+
+const std::shared_ptr<ProcessGroup>& PolicyAgent::process_group() const { return learner_->ranks; }
+
+bool PolicyAgent::main_rank() const { return !learner_->ranks || learner_->ranks->main(); }
+
 std::string PolicyAgent::weights_digest() const {
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   for (const auto& item : learner_->policy->named_parameters()) {
@@ -273,7 +282,7 @@ env::ActionBatch PolicyAgent::act(std::span<const env::Observation> observations
 
 std::vector<Completion> PolicyAgent::generate(
     std::span<const std::shared_ptr<const env::MatrixObservation>> prompts, int samples,
-    const SamplingConfig& sampling) {
+    const SamplingConfig& sampling, RowWindow window) {
   if (auto error = sampling.validate()) throw std::invalid_argument(*error);
   if (samples < 1)
     throw std::invalid_argument("generate: samples = " + std::to_string(samples) +
@@ -290,6 +299,14 @@ std::vector<Completion> PolicyAgent::generate(
   // The masks travel with the completions for the update, but not a BPE vocabulary's (tens of
   // thousands of bytes per token): the update replays those from the tokens.
   const bool keep_masks = l.config.mask != env::MaskMode::none && space.kind() == "closed";
+  // Data parallel: step t's draw for row r is draw (t x total + offset + r) from here, as in one
+  // process generating every rank's rows.
+  if (window.total > 0 && window.offset + rows > window.total) {
+    throw std::invalid_argument("generate: rows " + std::to_string(window.offset) + " + " +
+                                std::to_string(rows) + " of " + std::to_string(window.total));
+  }
+  const std::uint64_t first_draw = l.rng.counter;
+  int steps = 0;
 
   std::vector<const env::MatrixObservation*> matrices;
   for (const auto& p : prompts) {
@@ -321,6 +338,10 @@ std::vector<Completion> PolicyAgent::generate(
                                    .to(torch::kBool)
                                    .to(l.device);
     const torch::Tensor masked = apply_action_mask(step.logits, mask);
+    if (window.total > 0 && !sampling.greedy) {
+      l.rng.counter = first_draw + static_cast<std::uint64_t>(t * window.total + window.offset);
+    }
+    ++steps;
     const torch::Tensor chosen =
         sampling.greedy
             ? masked.argmax(-1)
@@ -367,6 +388,14 @@ std::vector<Completion> PolicyAgent::generate(
         torch::from_blob(still.data(), {rows}, torch::kUInt8).to(torch::kBool).to(l.device);
     step = l.policy->decode_step(torch::tensor(next, torch::kLong).to(l.device), active_t, cache);
   }
+  if (window.total > 0 && !sampling.greedy) {
+    // The generator ends where one process's would: after the longest rank's last step.
+    std::int64_t longest = steps;
+    if (l.distributed()) {
+      longest = static_cast<std::int64_t>(l.ranks->max({static_cast<double>(steps)})[0]);
+    }
+    l.rng.counter = first_draw + static_cast<std::uint64_t>(longest * window.total);
+  }
   return out;
 }
 
@@ -376,13 +405,28 @@ env::Statistics PolicyAgent::update_rollouts(std::span<const Rollout> rollouts) 
   const auto start = std::chrono::steady_clock::now();
   // The reference is the policy as RL found it, unless a stage set one before.
   if (l.algorithm->wants_reference(l.config) && l.reference.is_empty()) set_reference_to_current();
-  env::Statistics stats = l.algorithm->update(l, rollouts);
+  // Several ranks: where these rollouts sit among every rank's (l.rows, for the minibatches) and
+  // every rank's outcomes, so that the statistics are those of the whole batch.
+  std::vector<Rollout> everyone;
+  std::span<const Rollout> all = rollouts;
+  if (l.distributed()) {
+    everyone = share_rollout_outcomes(l, rollouts);
+    all = everyone;
+  }
+  env::Statistics stats;
+  try {
+    stats = l.algorithm->update(l, rollouts);
+  } catch (...) {
+    l.rows = {};
+    throw;
+  }
+  l.rows = {};
   std::int64_t tokens = 0;
-  for (const Rollout& r : rollouts) tokens += static_cast<std::int64_t>(r.completion.tokens.size());
+  for (const Rollout& r : all) tokens += static_cast<std::int64_t>(r.completion.tokens.size());
   ++l.counters.updates;
-  l.counters.samples += static_cast<std::int64_t>(rollouts.size());
+  l.counters.samples += static_cast<std::int64_t>(all.size());
   l.counters.tokens += tokens;
-  const env::Statistics rollout = rollout_statistics(rollouts);
+  const env::Statistics rollout = rollout_statistics(all);
   stats.insert(stats.end(), rollout.begin(), rollout.end());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

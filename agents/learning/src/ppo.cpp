@@ -169,6 +169,81 @@ datasets::Knobs<AgentConfig> Ppo::knobs() const {
                   {PpoCritic::shared, PpoCritic::separate}));
 }
 
+// What the minibatches of one update are scored against: the policy and the critic before it, the
+// advantages (whitened when asked) and the returns, [B, T] each.
+struct PpoTargets {
+  const torch::Tensor& old_log_probs;
+  const torch::Tensor& old_values;
+  const torch::Tensor& advantages;
+  const torch::Tensor& returns;
+};
+
+// One minibatch's means on this rank, over its `tokens` (all 0 when it holds none of the rows).
+struct PpoStep {
+  double policy_loss = 0, value_loss = 0, total_loss = 0, clip_fraction = 0,
+         value_clip_fraction = 0, approx_kl = 0, entropy = 0, tokens = 0;
+};
+
+// The losses of minibatch `rows`, their gradients and the optimiser steps (which every rank takes,
+// with or without rows of its own: they average the ranks' gradients).
+PpoStep ppo_minibatch(Learner& learner, const PpoConfig& config, const SequenceBatch& batch,
+                      const torch::Tensor& rows, const PpoTargets& targets, bool critic_warmup,
+                      double& grad_norm, double& critic_grad_norm) {
+  const bool separate = config.critic == PpoCritic::separate;
+  const bool has_rows = rows.numel() > 0;
+  PolicyLoss pl;
+  ValueLoss vl;
+  torch::Tensor mean_entropy, policy_term, loss;
+  PpoStep out;
+  if (has_rows) {
+    const SequenceBatch part = batch.select(rows);
+    const TokenScores now = learner.score(learner.policy, part, true);
+    pl = ppo_policy_loss(now.log_probs, targets.old_log_probs.index_select(0, rows),
+                         targets.advantages.index_select(0, rows), part.valid, config.clip_ratio);
+    const torch::Tensor values = separate ? learner.score_values(learner.critic, part) : now.values;
+    vl = clipped_value_loss(values, targets.old_values.index_select(0, rows),
+                            targets.returns.index_select(0, rows), part.valid, config.value_clip);
+    mean_entropy = masked_mean(now.entropy, part.valid);
+    policy_term = pl.loss - config.entropy_coef * mean_entropy;
+    out.tokens = part.valid.sum().item<double>();
+  }
+  if (separate) {
+    // Two networks, two losses, two optimisers: the policy's step is the one vf_coef = 0
+    // would give, and the critic learns the value term alone.
+    if (has_rows) {
+      loss = critic_warmup ? vl.loss : policy_term + vl.loss;
+      vl.loss.backward();
+    }
+    critic_grad_norm += learner.critic_step(config.value_lr_scale, out.tokens);
+    if (!critic_warmup) {
+      if (has_rows) policy_term.backward();
+      grad_norm += learner.optimizer_step(out.tokens);
+    }
+  } else {
+    if (has_rows) {
+      loss = critic_warmup ? config.vf_coef * vl.loss : policy_term + config.vf_coef * vl.loss;
+      if (critic_warmup || config.value_trunk_gradients) {
+        loss.backward();
+        if (critic_warmup) keep_value_head_gradients_only(learner);
+      } else {
+        add_value_head_gradients(learner, config.vf_coef * vl.loss);
+        policy_term.backward();
+      }
+    }
+    grad_norm += learner.optimizer_step(out.tokens);
+  }
+  if (has_rows) {
+    out.policy_loss = pl.loss.item<double>();
+    out.value_loss = vl.loss.item<double>();
+    out.total_loss = loss.item<double>();
+    out.clip_fraction = pl.clip_fraction;
+    out.value_clip_fraction = vl.clip_fraction;
+    out.approx_kl = pl.approx_kl;
+    out.entropy = mean_entropy.item<double>();
+  }
+  return out;
+}
+
 }  // namespace
 
 env::Statistics Ppo::update(Learner& learner, std::span<const Rollout> rollouts) {
@@ -202,7 +277,8 @@ env::Statistics Ppo::update(Learner& learner, std::span<const Rollout> rollouts)
         compute_gae(token_rewards, old_values, valid, config.gamma, config.lambda);
     raw_advantages = gae.advantages;
     returns = gae.returns;
-    advantages = config.whiten_advantages ? masked_whiten(gae.advantages, valid) : gae.advantages;
+    advantages = config.whiten_advantages ? global_masked_whiten(learner, gae.advantages, valid)
+                                          : gae.advantages;
   }
 
   learner.policy->train();
@@ -213,78 +289,57 @@ env::Statistics Ppo::update(Learner& learner, std::span<const Rollout> rollouts)
          value_clip_fraction = 0;
   double approx_kl = 0, entropy = 0, grad_norm = 0, critic_grad_norm = 0;
   int steps = 0;
+  const PpoTargets targets{old_log_probs, old_values, advantages, returns};
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     for (const torch::Tensor& rows : minibatch_indices(learner, n, config.minibatches)) {
-      const SequenceBatch part = batch.select(rows);
-      const TokenScores now = learner.score(learner.policy, part, true);
-      const PolicyLoss pl =
-          ppo_policy_loss(now.log_probs, old_log_probs.index_select(0, rows),
-                          advantages.index_select(0, rows), part.valid, config.clip_ratio);
-      const torch::Tensor values =
-          separate ? learner.score_values(learner.critic, part) : now.values;
-      const ValueLoss vl =
-          clipped_value_loss(values, old_values.index_select(0, rows),
-                             returns.index_select(0, rows), part.valid, config.value_clip);
-      const torch::Tensor mean_entropy = masked_mean(now.entropy, part.valid);
-      const torch::Tensor policy_term = pl.loss - config.entropy_coef * mean_entropy;
-      torch::Tensor loss;
-      if (separate) {
-        // Two networks, two losses, two optimisers: the policy's step is the one vf_coef = 0
-        // would give, and the critic learns the value term alone.
-        loss = critic_warmup ? vl.loss : policy_term + vl.loss;
-        vl.loss.backward();
-        critic_grad_norm += learner.critic_step(config.value_lr_scale);
-        if (!critic_warmup) {
-          policy_term.backward();
-          grad_norm += learner.optimizer_step();
-        }
-      } else {
-        loss = critic_warmup ? config.vf_coef * vl.loss : policy_term + config.vf_coef * vl.loss;
-        if (critic_warmup || config.value_trunk_gradients) {
-          loss.backward();
-          if (critic_warmup) keep_value_head_gradients_only(learner);
-        } else {
-          add_value_head_gradients(learner, config.vf_coef * vl.loss);
-          policy_term.backward();
-        }
-        grad_norm += learner.optimizer_step();
-      }
-      policy_loss += pl.loss.item<double>();
-      value_loss += vl.loss.item<double>();
-      total_loss += loss.item<double>();
-      clip_fraction += pl.clip_fraction;
-      value_clip_fraction += vl.clip_fraction;
-      approx_kl += pl.approx_kl;
-      entropy += mean_entropy.item<double>();
+      const PpoStep local = ppo_minibatch(learner, config, batch, rows, targets, critic_warmup,
+                                          grad_norm, critic_grad_norm);
+      const std::vector<double> step =
+          learner.shard_means({{local.policy_loss, local.tokens},
+                               {local.value_loss, local.tokens},
+                               {local.total_loss, local.tokens},
+                               {local.clip_fraction, local.tokens},
+                               {local.value_clip_fraction, local.tokens},
+                               {local.approx_kl, local.tokens},
+                               {local.entropy, local.tokens}});
+      policy_loss += step[0];
+      value_loss += step[1];
+      total_loss += step[2];
+      clip_fraction += step[3];
+      value_clip_fraction += step[4];
+      approx_kl += step[5];
+      entropy += step[6];
       ++steps;
     }
   }
   const double s = std::max(1, steps);
   torch::NoGradGuard no_grad;
   const torch::Tensor non_score = (-config.kl_coef * kl).sum(1);
-  return {{"loss/policy", policy_loss / s},
-          {"loss/value", value_loss / s},
-          {"loss/total", total_loss / s},
-          {"policy/clip_fraction", clip_fraction / s},
-          {"policy/approx_kl", approx_kl / s},
-          {"policy/entropy", entropy / s},
-          {"value/clip_fraction", value_clip_fraction / s},
-          {"value/explained_variance", explained_variance(old_values, returns, valid)},
-          {"value/mean", masked_mean(old_values, valid).item<double>()},
-          {"returns/mean", masked_mean(returns, valid).item<double>()},
-          {"kl", masked_mean(kl, valid).item<double>()},
-          {"objective/non_score_reward", non_score.mean().item<double>()},
-          {"objective/rlhf_reward", (scores + non_score).mean().item<double>()},
-          {"advantages/mean", masked_mean(raw_advantages, valid).item<double>()},
-          {"advantages/std",
-           std::sqrt(std::max(0.0, masked_var(raw_advantages, valid).item<double>()))},
-          {"advantages/first_token_outcome_weight",
-           first_token_outcome_weight(valid, config.gamma, config.lambda)},
-          {"grad_norm", grad_norm / s},
-          {"value/grad_norm", critic_grad_norm / s},
-          {"learning_rate", lr},
-          {"optimizer_steps", static_cast<double>(steps)},
-          {"value/critic_warmup", critic_warmup ? 1.0 : 0.0}};
+  return {
+      {"loss/policy", policy_loss / s},
+      {"loss/value", value_loss / s},
+      {"loss/total", total_loss / s},
+      {"policy/clip_fraction", clip_fraction / s},
+      {"policy/approx_kl", approx_kl / s},
+      {"policy/entropy", entropy / s},
+      {"value/clip_fraction", value_clip_fraction / s},
+      {"value/explained_variance", global_explained_variance(learner, old_values, returns, valid)},
+      {"value/mean", global_masked_mean(learner, old_values, valid)},
+      {"returns/mean", global_masked_mean(learner, returns, valid)},
+      {"kl", global_masked_mean(learner, kl, valid)},
+      {"objective/non_score_reward", global_mean(learner, non_score)},
+      {"objective/rlhf_reward", global_mean(learner, scores + non_score)},
+      {"advantages/mean", global_masked_mean(learner, raw_advantages, valid)},
+      {"advantages/std",
+       std::sqrt(std::max(0.0, global_masked_var(learner, raw_advantages, valid)))},
+      {"advantages/first_token_outcome_weight",
+       learner.shard_means({{first_token_outcome_weight(valid, config.gamma, config.lambda),
+                             valid.any(1).sum().item<double>()}})[0]},
+      {"grad_norm", grad_norm / s},
+      {"value/grad_norm", critic_grad_norm / s},
+      {"learning_rate", lr},
+      {"optimizer_steps", static_cast<double>(steps)},
+      {"value/critic_warmup", critic_warmup ? 1.0 : 0.0}};
 }
 
 std::unique_ptr<Algorithm> make_ppo_algorithm() { return std::make_unique<Ppo>(); }

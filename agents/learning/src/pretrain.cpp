@@ -35,19 +35,32 @@ env::Statistics next_token_step(Learner& learner, const SequenceBatch& batch, bo
   const torch::Tensor log_softmax = torch::log_softmax(out.logits, -1);
   const torch::Tensor loss = mean_cross_entropy(log_softmax, batch);
   loss.backward();
-  const double grad_norm = learner.optimizer_step();
-  const auto tokens = batch.valid.sum().item<std::int64_t>();
-  ++learner.counters.updates;
-  learner.counters.samples += batch.size();
-  learner.counters.tokens += tokens;
-  const double value = loss.item<double>();
-  env::Statistics stats = {{"loss", value}, {"perplexity", std::exp(value)}};
+  auto tokens = batch.valid.sum().item<std::int64_t>();
+  // The loss is a mean over this rank's tokens: so is its gradient, weighted by them.
+  const double grad_norm = learner.optimizer_step(static_cast<double>(tokens));
+  std::int64_t samples = batch.size();
+  double value = loss.item<double>();
+  double accuracy = 0;
   if (token_accuracy) {
-    stats.emplace_back(
-        "mean_token_accuracy",
-        masked_mean((log_softmax.argmax(-1) == batch.targets).to(torch::kFloat), batch.valid)
-            .item<double>());
+    accuracy = masked_mean((log_softmax.argmax(-1) == batch.targets).to(torch::kFloat), batch.valid)
+                   .item<double>();
   }
+  if (learner.distributed()) {
+    // The statistics of every rank's batch: token means weighted by tokens, counts summed.
+    const std::vector<double> means = learner.shard_means(
+        {{value, static_cast<double>(tokens)}, {accuracy, static_cast<double>(tokens)}});
+    const std::vector<double> counts =
+        learner.ranks->sum({static_cast<double>(tokens), static_cast<double>(samples)});
+    value = means[0];
+    accuracy = means[1];
+    tokens = static_cast<std::int64_t>(counts[0]);
+    samples = static_cast<std::int64_t>(counts[1]);
+  }
+  ++learner.counters.updates;
+  learner.counters.samples += samples;
+  learner.counters.tokens += tokens;
+  env::Statistics stats = {{"loss", value}, {"perplexity", std::exp(value)}};
+  if (token_accuracy) stats.emplace_back("mean_token_accuracy", accuracy);
   stats.insert(stats.end(),
                {{"grad_norm", grad_norm},
                 {"learning_rate", lr},
@@ -75,9 +88,11 @@ StageResult run_pretraining(const PretrainConfig& config, const std::vector<std:
   if (config.steps < 1 || config.batch_size < 1) {
     throw std::invalid_argument("pretraining: steps and batch_size must be positive");
   }
+  const Shard share = batch_share(config.batch_size, config.group, "pretraining: batch_size");
   StageResult result;
-  std::unique_ptr<PolicyAgent> agent = open_stage_agent(
-      config.output_dir, config.agent, tokenizer.vocabulary_ptr(), config.init_checkpoint, result);
+  std::unique_ptr<PolicyAgent> agent =
+      open_stage_agent(config.output_dir, config.agent, tokenizer.vocabulary_ptr(),
+                       config.init_checkpoint, result, config.group);
   tokenizer.vocabulary().require_digest(agent->vocabulary().digest(),
                                         "the tokenizer of pretraining");
 
@@ -108,10 +123,9 @@ StageResult run_pretraining(const PretrainConfig& config, const std::vector<std:
 
   const auto pretrain_batch = [&](std::int64_t step) {
     std::vector<std::vector<env::TokenId>> batch;
-    for (const BatchItem& item :
-         epoch_batch(agent->config().seed, programs.size(), step, config.batch_size)) {
-      batch.push_back(programs[item.index]);
-    }
+    const std::vector<BatchItem> items =
+        epoch_batch(agent->config().seed, programs.size(), step, config.batch_size);
+    for (std::size_t i = share.begin; i < share.end; ++i) batch.push_back(programs[items[i].index]);
     return agent->pretrain_step(batch);
   };
   const auto corpus_statistics = [&](env::Statistics& stats) {

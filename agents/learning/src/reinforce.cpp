@@ -77,14 +77,20 @@ env::Statistics Reinforce::update(Learner& learner, std::span<const Rollout> rol
   const torch::Tensor kl_sequence = kl_tokens.sum(1);
   const torch::Tensor shaped = rewards - config.kl_coef * kl_sequence;
   torch::Tensor advantages = rloo_advantages(shaped, group_index(rollouts));
-  if (config.normalize_advantages && n > 1) {
-    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8);
+  if (config.normalize_advantages) {
+    if (!learner.distributed()) {
+      if (n > 1) advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8);
+    } else if (learner.rows.total > 1) {
+      const MeanStd whole = global_mean_std(learner, advantages);
+      advantages = (advantages - whole.mean) / (whole.std + 1e-8);
+    }
   }
 
   learner.policy->train();
   double loss_sum = 0, entropy_sum = 0;
   const double lr = learner.current_lr();
   for (const torch::Tensor& rows : minibatch_indices(learner, n, config.minibatches)) {
+    if (rows.numel() == 0) continue;  // none of this data-parallel minibatch's rows is this rank's
     const SequenceBatch part = batch.select(rows);
     const TokenScores scores = learner.score(learner.policy, part, true);
     const torch::Tensor part_valid = part.valid.to(torch::kFloat);
@@ -98,15 +104,21 @@ env::Statistics Reinforce::update(Learner& learner, std::span<const Rollout> rol
     loss_sum += loss.item<double>();
     entropy_sum += masked_sum(scores.entropy, part.valid).item<double>();
   }
-  const double grad_norm = learner.optimizer_step();
+  // The loss is a mean over this rank's n sequences: so is its gradient, weighted by n.
+  const double grad_norm = learner.optimizer_step(static_cast<double>(n));
   const double tokens = valid.sum().item<double>();
-  return {{"loss", loss_sum},
-          {"kl", tokens > 0 ? kl_tokens.sum().item<double>() / tokens : 0.0},
-          {"kl/sequence_mean", kl_sequence.mean().item<double>()},
-          {"entropy", tokens > 0 ? entropy_sum / tokens : 0.0},
-          {"objective/rlhf_reward", shaped.mean().item<double>()},
-          {"advantages/mean", advantages.mean().item<double>()},
-          {"advantages/std", n > 1 ? advantages.std().item<double>() : 0.0},
+  const std::vector<double> means =
+      learner.shard_means({{loss_sum, static_cast<double>(n)},
+                           {tokens > 0 ? kl_tokens.sum().item<double>() / tokens : 0.0, tokens},
+                           {tokens > 0 ? entropy_sum / tokens : 0.0, tokens}});
+  const MeanStd advantage = global_mean_std(learner, advantages);
+  return {{"loss", means[0]},
+          {"kl", means[1]},
+          {"kl/sequence_mean", global_mean(learner, kl_sequence)},
+          {"entropy", means[2]},
+          {"objective/rlhf_reward", global_mean(learner, shaped)},
+          {"advantages/mean", advantage.mean},
+          {"advantages/std", advantage.std},
           {"grad_norm", grad_norm},
           {"learning_rate", lr}};
 }

@@ -19,12 +19,17 @@
 #include <set>
 #include <stdexcept>
 
+#include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/reward/digest.hpp"
 
 namespace sparserl::agents {
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors data is little-endian; this reader copies bytes as they are");
+
+// The dtypes a file may hold, in the file's spelling.
+constexpr auto kTensorDtypes =
+    datasets::enum_names<TensorDtype::f32, TensorDtype::f16>({"F32", "BF16", "F16"});
 
 namespace {
 
@@ -86,7 +91,9 @@ TensorEntry parse_entry(const fs::path& file, const std::string& name, const jso
   if (!spec["dtype"].is_string()) fail_tensor(file, name, "dtype must be a string");
   const std::string dtype = spec["dtype"].get<std::string>();
   const auto parsed = parse_tensor_dtype(dtype);
-  if (!parsed) fail_tensor(file, name, "dtype " + dtype + " is not supported (F32, BF16, F16)");
+  if (!parsed)
+    fail_tensor(file, name,
+                "dtype " + dtype + " is not supported (" + kTensorDtypes.list(", ") + ")");
   entry.dtype = *parsed;
   if (!spec["shape"].is_array()) fail_tensor(file, name, "shape must be an array");
   std::uint64_t numel = 1;
@@ -186,23 +193,10 @@ std::uint64_t checked_bytes(const TensorToWrite& t) {
 
 }  // namespace
 
-std::string_view to_string(TensorDtype dtype) {
-  switch (dtype) {
-    case TensorDtype::f32:
-      return "F32";
-    case TensorDtype::bf16:
-      return "BF16";
-    case TensorDtype::f16:
-      return "F16";
-  }
-  return "?";
-}
+std::string_view to_string(TensorDtype dtype) { return kTensorDtypes.name(dtype); }
 
 std::optional<TensorDtype> parse_tensor_dtype(std::string_view name) {
-  if (name == "F32") return TensorDtype::f32;
-  if (name == "BF16") return TensorDtype::bf16;
-  if (name == "F16") return TensorDtype::f16;
-  return std::nullopt;
+  return kTensorDtypes.parse(name);
 }
 
 std::size_t element_size(TensorDtype dtype) { return dtype == TensorDtype::f32 ? 4 : 2; }

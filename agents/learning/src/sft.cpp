@@ -81,11 +81,13 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
     throw std::invalid_argument("sft: steps and batch_size must be positive");
   if (!observe) throw std::invalid_argument("sft: no observation function");
 
+  const Shard share = batch_share(config.batch_size, config.group, "sft: batch_size");
   StageResult result;
   AgentConfig agent_config = config.agent;
   agent_config.algorithm = "sft";
-  std::unique_ptr<PolicyAgent> agent = open_stage_agent(
-      config.output_dir, agent_config, tokenizer.vocabulary_ptr(), config.init_checkpoint, result);
+  std::unique_ptr<PolicyAgent> agent =
+      open_stage_agent(config.output_dir, agent_config, tokenizer.vocabulary_ptr(),
+                       config.init_checkpoint, result, config.group);
   tokenizer.vocabulary().require_digest(agent->vocabulary().digest(), "the tokenizer of SFT");
 
   // The programs as the agent's tokens (the closed vocabulary's, or an HF model's BPE tokens of
@@ -125,8 +127,10 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
   std::map<std::size_t, std::shared_ptr<const env::MatrixObservation>> fixed;
   const auto sft_batch = [&](std::int64_t step) {
     std::vector<SftExample> batch;
-    for (const BatchItem& item :
-         epoch_batch(agent->config().seed, targets.size(), step, config.batch_size)) {
+    const std::vector<BatchItem> items =
+        epoch_batch(agent->config().seed, targets.size(), step, config.batch_size);
+    for (std::size_t i = share.begin; i < share.end; ++i) {
+      const BatchItem& item = items[i];
       const Target& target = targets[item.index];
       std::shared_ptr<const env::MatrixObservation> matrix;
       if (config.resample_observations) {

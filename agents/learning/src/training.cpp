@@ -2,7 +2,9 @@
 // every stage uses. No LibTorch here: the loop drives PolicyAgent's public calls (generate, update)
 // and the env's EpisodePipeline, so it reads as the algorithm's outer loop: start a batch of
 // episodes (tasks in, prompts out), generate G completions each, finish them (the env decodes,
-// evaluates and rewards them), update.
+// evaluates and rewards them), update. With several ranks each starts, generates and finishes its
+// share of the update's tasks; the update averages over all of them, rank 0 alone writes
+// checkpoints and receives every rank's episodes (docs/distributed.md).
 #include "sparserl/agents/training.hpp"
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <stdexcept>
 
 #include "sparserl/agents/algorithm.hpp"
+#include "sparserl/agents/distributed.hpp"
 #include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/knobs.hpp"
 #include "sparserl/env/episode_pipeline.hpp"
@@ -62,6 +65,42 @@ double speedup_of(const env::Episode& e) {
   return e.eval && e.eval->correct && e.eval->timed ? e.eval->timing.speedup : 0.0;
 }
 
+bool distributed(const std::shared_ptr<ProcessGroup>& group) { return group && group->size() > 1; }
+
+// Several ranks: on rank 0 the other ranks' episodes of this update, in rank order (ranks hold
+// consecutive tasks, so rank 0's own then these are the order of one process); none elsewhere.
+std::vector<env::Episode> other_ranks_episodes(ProcessGroup& group,
+                                               std::span<const env::Episode> mine) {
+  const std::vector<std::string> parts = group.gather(encode_episodes(mine));
+  std::vector<env::Episode> theirs;
+  for (std::size_t r = 1; r < parts.size(); ++r) {
+    for (env::Episode& e : decode_episodes(parts[r])) theirs.push_back(std::move(e));
+  }
+  return theirs;
+}
+
+// Several ranks: the wall times of an update are the slowest rank's (the update waits for it), the
+// sampling rate is every rank's tokens over that time.
+void reduce_timings(ProcessGroup& group, env::Statistics& stats, double generated,
+                    double generation_seconds) {
+  std::vector<double> seconds;
+  for (const auto& [key, value] : stats) {
+    if (key.rfind("perf/", 0) == 0 && key.size() > 8 && key.ends_with("_seconds")) {
+      seconds.push_back(value);
+    }
+  }
+  seconds.push_back(generation_seconds);
+  seconds = group.max(std::move(seconds));
+  const double tokens = group.sum({generated})[0];
+  std::size_t i = 0;
+  for (auto& [key, value] : stats) {
+    if (key.rfind("perf/", 0) == 0 && key.size() > 8 && key.ends_with("_seconds")) {
+      value = seconds[i++];
+    }
+    if (key == "perf/tokens_per_second") value = seconds.back() > 0 ? tokens / seconds.back() : 0;
+  }
+}
+
 }  // namespace
 
 double find_statistic(const env::Statistics& statistics, std::string_view name) {
@@ -91,9 +130,11 @@ void save_checkpoint(const PolicyAgent& agent, const std::filesystem::path& outp
 bool end_of_step(const PolicyAgent& agent, const std::filesystem::path& output_dir,
                  const StageHooks& hooks, std::int64_t done, std::int64_t total,
                  int checkpoint_every, const env::Statistics& statistics) {
-  const bool stop = done < total && hooks.stop_requested && hooks.stop_requested();
+  bool stop = done < total && hooks.stop_requested && hooks.stop_requested();
+  // Every rank stops at the same step: the one after which any rank saw the request.
+  if (done < total && distributed(agent.process_group())) stop = agent.process_group()->any(stop);
   const bool periodic = checkpoint_every > 0 && done % checkpoint_every == 0 && done < total;
-  if (stop || periodic) {
+  if ((stop || periodic) && agent.main_rank()) {
     save_checkpoint(agent, output_dir, "latest");
     if (hooks.on_checkpoint) hooks.on_checkpoint(latest_checkpoint(output_dir), done, statistics);
   }
@@ -107,25 +148,32 @@ StageResult finish_stage(const PolicyAgent& agent, const std::filesystem::path& 
     result.checkpoint = latest_checkpoint(output_dir);
     return result;
   }
+  result.checkpoint = final_checkpoint(output_dir);
+  if (!agent.main_rank()) return result;  // rank 0 writes for every rank
   save_checkpoint(agent, output_dir, "latest");
   save_checkpoint(agent, output_dir, "final");
   if (hooks.on_checkpoint) {
     hooks.on_checkpoint(latest_checkpoint(output_dir), result.steps, result.last);
   }
-  result.checkpoint = final_checkpoint(output_dir);
   return result;
 }
 
 std::unique_ptr<PolicyAgent> open_stage_agent(
     const std::filesystem::path& output_dir, const AgentConfig& config,
     std::shared_ptr<const env::Vocabulary> vocabulary,
-    const std::optional<std::filesystem::path>& init_checkpoint, StageResult& result) {
+    const std::optional<std::filesystem::path>& init_checkpoint, StageResult& result,
+    const std::shared_ptr<ProcessGroup>& group) {
+  // Several ranks: rank 0 has written what the stage starts from before any rank reads it.
+  if (distributed(group)) group->barrier();
+  std::unique_ptr<PolicyAgent> agent;
   if (std::filesystem::exists(latest_checkpoint(output_dir) / "checkpoint.txt")) {
     result.resumed = true;
-    return PolicyAgent::from_checkpoint(latest_checkpoint(output_dir), config.device);
+    agent = PolicyAgent::from_checkpoint(latest_checkpoint(output_dir), config.device);
+  } else {
+    agent = std::make_unique<PolicyAgent>(config, std::move(vocabulary));
+    if (init_checkpoint) agent->load_weights(*init_checkpoint);
   }
-  auto agent = std::make_unique<PolicyAgent>(config, std::move(vocabulary));
-  if (init_checkpoint) agent->load_weights(*init_checkpoint);
+  agent->join(group);
   return agent;
 }
 
@@ -210,10 +258,16 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     throw std::invalid_argument(
         "rl: updates, tasks_per_update and samples_per_task must be positive");
   }
+  const int ranks = distributed(config.group) ? config.group->size() : 1;
+  require_divisible("rl: tasks_per_update", config.tasks_per_update, ranks);
+  if (ranks > 1 &&
+      config.group->any(static_cast<bool>(on_episode)) != static_cast<bool>(on_episode)) {
+    throw std::invalid_argument("rl: on_episode must be given on every rank or on none");
+  }
   StageResult result;
   std::unique_ptr<PolicyAgent> agent =
       open_stage_agent(config.output_dir, config.agent, env.tokenizer().vocabulary_ptr(),
-                       config.init_checkpoint, result);
+                       config.init_checkpoint, result, config.group);
   if (!result.resumed)
     agent->set_reference_to_current();  // the KL anchor: the policy RL starts from
   check_env_matches(env, agent->config(), "rl");
@@ -227,12 +281,23 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
 
   std::unique_ptr<env::EpisodePipeline> own_pipeline;
   const env::EpisodePipeline& pipeline = agent_pipeline(*agent, env, own_pipeline);
+  // This rank's tasks of each update (all of them in one process) and its rows of the batch.
+  const std::size_t tasks_per_update = static_cast<std::size_t>(config.tasks_per_update);
+  const Shard mine = shard_of(tasks_per_update, ranks > 1 ? config.group->rank() : 0, ranks);
+  const RowWindow rows =
+      ranks > 1 ? RowWindow{static_cast<std::int64_t>(mine.begin) * config.samples_per_task,
+                            config.tasks_per_update * config.samples_per_task}
+                : RowWindow{};
   const auto update_step = [&](std::int64_t update) {
     const auto step_start = std::chrono::steady_clock::now();
-    std::vector<env::EpisodeStart> starts(static_cast<std::size_t>(config.tasks_per_update));
-    for (std::size_t i = 0; i < starts.size(); ++i) {
-      env::EpisodeStart& s = starts[i];
-      s.task = tasks.next();
+    // Every rank draws every task of the update (the stream stays the same on all) and starts its
+    // own; episode indices and seeds are those of one process.
+    std::vector<env::EpisodeStart> starts;
+    for (std::size_t i = 0; i < tasks_per_update; ++i) {
+      datasets::Task task = tasks.next();
+      if (i < mine.begin || i >= mine.end) continue;
+      env::EpisodeStart& s = starts.emplace_back();
+      s.task = std::move(task);
       s.env_id = env.env_id();
       s.env_seed = config.seed;
       s.episode_index = static_cast<std::uint64_t>(update * config.tasks_per_update) + i;
@@ -244,7 +309,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     const std::int64_t tokens_before = agent->counters().generated_tokens;
     const auto generation_start = std::chrono::steady_clock::now();
     std::vector<Completion> completions = agent->generate(
-        prompt_matrices(prompts), config.samples_per_task, agent->config().sampling);
+        prompt_matrices(prompts), config.samples_per_task, agent->config().sampling, rows);
     const double generation_seconds = seconds_since(generation_start);
     const double generated =
         static_cast<double>(agent->counters().generated_tokens - tokens_before);
@@ -255,7 +320,10 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     const std::string policy = agent->policy_id();
     for (env::Episode& e : episodes) {
       e.policy_id = policy;
-      if (on_episode) on_episode(e);
+      if (on_episode && agent->main_rank()) on_episode(e);
+    }
+    if (on_episode && ranks > 1) {
+      for (const env::Episode& e : other_ranks_episodes(*config.group, episodes)) on_episode(e);
     }
 
     env::Statistics stats = agent->update(episodes);  // carries perf/update_seconds (learning)
@@ -267,6 +335,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     stats.emplace_back("perf/tokens_per_second",
                        generation_seconds > 0 ? generated / generation_seconds : 0.0);
     stats.emplace_back("perf/step_seconds", seconds_since(step_start));
+    if (ranks > 1) reduce_timings(*config.group, stats, generated, generation_seconds);
     return stats;
   };
   return run_stage_steps(*agent, stage_loop("rl", config.updates, config), std::move(result),

@@ -100,6 +100,9 @@ struct RunnerOptions {
   // way may a run read the test part (split_tasks.hpp).
   std::optional<std::string> part;
   std::ostream* log = nullptr;                    // notices and progress; nullptr: std::cerr
+  // --backend of `sparserl train` started as one rank of several: auto, gloo or nccl
+  // (agents/distributed.hpp: choose_backend).
+  std::string backend = "auto";
 };
 
 struct RunOutcome {
@@ -119,7 +122,11 @@ int exit_status(const RunOutcome& outcome);
 
 // `sparserl train CONFIG`: a new run directory, the stages of train.stages, the report. Errors in
 // the config or its inputs throw before the run directory is made; a failure during the run is
-// recorded (status failed, report written) and rethrown.
+// recorded (status failed, report written) and rethrown. When the environment describes several
+// ranks (WORLD_SIZE > 1, agents/distributed.hpp) this process joins them: rank 0 makes and writes
+// the run directory, every rank trains its share of each batch (train.pretrain_batch_size,
+// train.sft_batch_size and train.tasks_per_update must divide by the world size), and the others
+// return their status without a report. resume_training joins the same way.
 RunOutcome run_training(Config config, const RunnerOptions& options);
 // `sparserl train --resume RUN_DIR`: continues from the latest checkpoint. RunnerError for a run
 // that already completed.

@@ -111,6 +111,9 @@ struct EvalResult {
   double conversion_ms = 0;       // format conversion + upload, reported apart from kernel time
   double wall_ms = 0;             // the whole evaluation as the caller saw it
   std::string device;             // GPU name, empty without one
+  // The PCI bus id of the GPU that checked and timed it ("0000:18:00.0"): which of a host's GPUs
+  // did (their names are alike), empty without one.
+  std::string device_pci_bus_id;
   std::string program_digest;     // content digest of the program text
   std::string matrix_digest;
   bool result_cached = false;     // answered from the result cache or an identical evaluation in flight

@@ -34,7 +34,7 @@ namespace sparserl::reward {
 
 // Bumped whenever a message's layout changes; the pool rejects a worker that speaks another
 // version.
-inline constexpr std::uint32_t kProtocolVersion = 4;
+inline constexpr std::uint32_t kProtocolVersion = 5;
 
 // Default cap on one frame's payload, both directions. A cubin is a few hundred KB at most.
 inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{64} << 20;
@@ -243,6 +243,7 @@ enum class TestAction : std::uint8_t {
   open_files = 13,         // open /dev/null up to `amount` times; value = how many succeeded
   burn_cpu = 14,           // spin for `amount` ms of wall time, then answer
   stderr_then_crash = 15,  // write `path` to stderr, then SIGSEGV
+  visible_devices = 16,    // answer with CUDA_VISIBLE_DEVICES as the worker got it (text)
 };
 std::string_view to_string(TestAction action);
 

@@ -78,4 +78,9 @@ class CostModel {
 std::vector<DesignPoint> choose_candidates(const std::vector<DesignPoint>& points, CostModel& model,
                                            int budget, std::vector<double>* predicted_us = nullptr);
 
+// The same rule on given predictions (the analytic or the learned model's; non-finite ones are
+// dropped): indices into points, at most `budget` of them (all when budget <= 0).
+std::vector<std::size_t> order_candidates(const std::vector<DesignPoint>& points,
+                                          const std::vector<double>& predicted_us, int budget);
+
 }  // namespace sparserl::kernels

@@ -8,8 +8,9 @@
 //
 // The designs (docs/design-space.md has the full table):
 //   SpMV  csr_scalar, csr_vector, csr_xstage, csr_adaptive, csr_binned, csr_merge, coo_segmented,
-//         ell, sell, bsr_row, bsr_warp
-//   SpMM  spmm_csr_rowgroup, spmm_csr_merge, spmm_coo, spmm_ell, spmm_sell, spmm_bsr
+//         ell, sell, bsr_row, bsr_warp, csr_split, csr_segscan
+//   SpMM  spmm_csr_rowgroup, spmm_csr_merge, spmm_coo, spmm_ell, spmm_sell, spmm_bsr,
+//         spmm_csr_split
 // Every point is correct for every matrix the ABI admits (empty rows, a huge row, a single column,
 // the 0 x 0 matrix): a program specialises itself to the matrix only through the prelude constants
 // and falls back to a general path where a specialisation does not apply.
@@ -67,7 +68,7 @@ struct GeneratorInfo {
   std::string name;
   Op op = Op::spmv;
   Format format = Format::csr;
-  std::string summary;                   // one line for docs and `sparserl tune --list`
+  std::string summary;                     // one line for docs and `sparserl tune --list`
   std::vector<std::string> param_names{};  // in id order
 };
 

@@ -11,6 +11,11 @@
 //      family first) measured with a cheap screening protocol (few repetitions, one random input),
 //      then the fastest `finalists` correct ones measured again with the full protocol; the best is
 //      the fastest correct finalist. Every round's figures are kept.
+// With a learned cost model (SearchOptions::model, fitted on the measurement store) the search
+// spends its budget by the matrix: the points are ordered by the learned prediction, and the
+// budget shrinks where the model knows the matrix's neighbourhood and is confident of its
+// favourite, and grows where the matrix is far from anything measured; with SearchOptions::halving
+// the screened candidates are halved round by round (repetitions doubling) down to the finalists.
 // Candidates of one format are evaluated together, so the GPU worker converts the matrix once.
 // Without a GPU the search still runs: every chosen candidate goes through the static checks and
 // NVRTC, nothing is ranked by time, the best program is the cost model's favourite among those that
@@ -19,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,10 +35,13 @@
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/kernels/design_space.hpp"
+#include "sparserl/kernels/learned_cost_model.hpp"
 #include "sparserl/reward/eval_result.hpp"
 #include "sparserl/reward/protocol.hpp"
 
 namespace sparserl::kernels {
+
+class CostModel;  // cost_model.hpp
 
 // What the search needs from the evaluator.
 class CandidateEvaluator {
@@ -70,6 +79,14 @@ struct SearchOptions {
                            .time = true};
   // Optional progress lines ("task 3/40 ..."); empty: silent.
   std::function<void(const std::string&)> log;
+  // The learned cost model (nullptr: the analytic model alone, the budget as given).
+  std::shared_ptr<const LearnedCostModel> model;
+  // With a model: the budget by the matrix (LearnedCostModel::budget_for).
+  bool adaptive_budget = true;
+  // Successive halving: after screening, the faster half of the usable candidates is screened
+  // again with twice the repetitions (a new seed) until at most 2 x finalists remain; then the
+  // finalists get the full protocol. false: screening, then the finalists (two rounds).
+  bool halving = false;
 };
 
 // One measured candidate.
@@ -79,6 +96,8 @@ struct CandidateResult {
   int round = 1;            // 1: screening (or the only round), 2: finalists
   std::string protocol;     // "screen" or "full"
   double predicted_us = 0;  // the cost model's estimate
+  // The learned model's estimate that ordered it (NaN without a learned model).
+  double learned_us = std::numeric_limits<double>::quiet_NaN();
   reward::EvalResult result;
 
   [[nodiscard]] bool correct() const { return result.correct; }
@@ -94,6 +113,12 @@ struct SearchResult {
   std::int64_t space_size = 0;   // points of the (op, dtype) space
   std::int64_t pruned_size = 0;  // after feature and cost-model pruning
   bool exhaustive = false;       // every remaining point was measured with the full protocol
+  int budget = 0;                // the first round's budget for this task
+  // How the candidates were chosen: "analytic", or the learned model's size, the matrix's
+  // familiarity and the budget it led to.
+  std::string strategy;
+  double familiarity = 0;   // LearnedCostModel::familiarity (0 without a model)
+  double wall_seconds = 0;  // the whole search: matrix load, cost models, every evaluation
   std::vector<CandidateResult> candidates;  // every evaluation, in evaluation order
   std::optional<std::size_t> best;          // index into candidates
 
@@ -116,8 +141,27 @@ class TemplateSearch {
   SearchResult search(const datasets::Task& task);
 
   [[nodiscard]] const SearchOptions& options() const { return options_; }
+  // Replaces the learned cost model (nullptr: the analytic model alone), e.g. refitted on a
+  // measurement store that grew.
+  void set_model(std::shared_ptr<const LearnedCostModel> model) {
+    options_.model = std::move(model);
+  }
 
  private:
+  struct Plan;
+  // A point to measure with the predictions that chose it.
+  struct Pick {
+    DesignPoint point;
+    double analytic_us = 0;
+    double learned_us = 0;
+  };
+  Plan plan(const datasets::Task& task, const DesignSpace& space, CostModel& model,
+            SearchResult& r) const;
+  // Evaluates the picks (grouped by format) and appends their results; their indices in
+  // r.candidates.
+  std::vector<std::size_t> measure(SearchResult& r, const std::vector<Pick>& picks, int round,
+                                   const reward::GpuProtocol& protocol, const std::string& name);
+  void screen_and_finish(SearchResult& r, const std::vector<Pick>& chosen);
   void log(const std::string& line) const;
 
   CandidateEvaluator& evaluator_;

@@ -4,7 +4,8 @@
 //   candidates.csv   one row per evaluation (every round of every task): the design, its verdict
 //                    and its figures
 //   summary.md       one row per task (cuSPARSE time, best template time, speedup, bandwidth
-//                    fraction, winning design) and the geomean speedups of the two regimes: small
+//                    fraction, winning design, the search's wall time, cuSPARSE's winning path)
+//                    and the geomean speedups of the two regimes: small
 //                    matrices (< 200k nonzeros, launch-bound) and large ones
 //   best/NAME.cu     the best program of each task
 //   dataset.h5       HDF5 (C API; h5py reads it without project code):
@@ -60,6 +61,9 @@ struct TaskSummary {
   int evaluations = 0;
   int compiled = 0;
   int correct_candidates = 0;
+  double search_seconds = 0;  // the search's wall time (SearchResult::wall_seconds)
+  int budget = 0;             // its first round's budget
+  std::string strategy;       // how its candidates were chosen
 };
 TaskSummary summarize(const SearchResult& result);
 

@@ -48,7 +48,15 @@
 
 namespace sparserl::agents {
 
-struct Learner;  // torch/learner.hpp
+struct Learner;      // torch/learner.hpp
+class ProcessGroup;  // distributed.hpp
+
+// Data parallel: the rows of one batch that this rank holds, [offset, offset + its count), out of
+// `total` rows over every rank. total 0: one process, every row its own.
+struct RowWindow {
+  std::int64_t offset = 0;
+  std::int64_t total = 0;
+};
 
 // One generated program: tokens (with <eos> when it ended), the log-probability and value estimate
 // of each, and the action masks it was sampled under - the env's Completion, which its
@@ -117,10 +125,13 @@ class PolicyAgent final : public env::Agent {
 
   // `samples` completions of each matrix observation (nullptr: no matrix, as in pretraining), in
   // order prompt-major, sampled together in one batch with the key-value cache, under the action
-  // mask of the configured mode and the policy's max_tokens.
+  // mask of the configured mode and the policy's max_tokens. With a `rows` window (data parallel:
+  // these are rows [offset, offset + prompts x samples) of `total` over every rank) each row draws
+  // what it would draw were one process generating all `total` rows, and the generator ends where
+  // that process's would: ranks together sample what one process samples.
   std::vector<Completion> generate(
       std::span<const std::shared_ptr<const env::MatrixObservation>> prompts, int samples,
-      const SamplingConfig& sampling);
+      const SamplingConfig& sampling, RowWindow rows = {});
 
   // One update of the configured algorithm on a batch of rollouts (groups by Rollout::group).
   env::Statistics update_rollouts(std::span<const Rollout> rollouts);
@@ -138,6 +149,13 @@ class PolicyAgent final : public env::Agent {
   // std::invalid_argument listing the registered names for another.
   void set_algorithm(const std::string& algorithm);
   void set_optimizer(const OptimizerConfig& optimizer);  // a fresh AdamW with these settings
+  // Data parallel: trains as one rank of `group` from now on (its updates average gradients and
+  // reduce statistics over the ranks); rank 0's weights are copied to every rank first. A group of
+  // one, or null, leaves the agent a process of its own.
+  void join(std::shared_ptr<ProcessGroup> group);
+  [[nodiscard]] const std::shared_ptr<ProcessGroup>& process_group() const;
+  // True where this process writes files (checkpoints): one process, or rank 0.
+  [[nodiscard]] bool main_rank() const;
 
   [[nodiscard]] const AgentConfig& config() const;
   // The environment's closed vocabulary the agent was built with (checked against the env's).

@@ -7,6 +7,12 @@
 // and resumes from OUTPUT_DIR/latest when it exists: the resumed run continues the same trajectory
 // of numbers (data order, samples and updates are functions of the seed and the step). Statistics
 // go to the callback every log_every steps; names are in docs/agents.md.
+//
+// Data parallel (a stage config's `group` of several ranks, docs/distributed.md): every rank runs
+// the stage with the same config and OUTPUT_DIR; each takes its share of every batch (SFT and
+// pretraining examples, RL tasks), gradients and statistics are averaged over all ranks, so the
+// statistics every rank reports are those of the whole batch. Rank 0 alone writes checkpoints and
+// calls on_checkpoint; every rank starts a stage after rank 0 reached it.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +26,7 @@
 #include <vector>
 
 #include "sparserl/agents/config.hpp"
+#include "sparserl/agents/distributed.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/datasets/task.hpp"
@@ -102,11 +109,13 @@ StageLoop stage_loop(std::string_view stage, std::int64_t steps, const StageConf
 
 // The agent a stage trains: the one saved at OUTPUT_DIR/latest when there is one (result.resumed
 // set), else a new one of `config` over `vocabulary`, with the weights of `init_checkpoint` when
-// given.
+// given. With a group of several ranks: opened once every rank has arrived, and joined to the
+// group (rank 0's weights on every rank).
 std::unique_ptr<PolicyAgent> open_stage_agent(
     const std::filesystem::path& output_dir, const AgentConfig& config,
     std::shared_ptr<const env::Vocabulary> vocabulary,
-    const std::optional<std::filesystem::path>& init_checkpoint, StageResult& result);
+    const std::optional<std::filesystem::path>& init_checkpoint, StageResult& result,
+    const std::shared_ptr<ProcessGroup>& group = nullptr);
 
 // One step of a stage (its index, from 0): the step's statistics.
 using StageStep = std::function<env::Statistics(std::int64_t step)>;
@@ -151,6 +160,7 @@ struct PretrainConfig {
   std::filesystem::path output_dir;                      // required
   std::optional<std::filesystem::path> init_checkpoint;  // weights to start from
   StageHooks hooks;
+  std::shared_ptr<ProcessGroup> group;  // data parallel: batch_size must divide by its size
 };
 
 // Next-token loss on the corpus programs without a matrix prefix. Programs the agent's tokens
@@ -190,6 +200,7 @@ struct SftConfig {
   bool resample_observations = true;
   std::uint64_t observation_seed = 0;
   StageHooks hooks;
+  std::shared_ptr<ProcessGroup> group;  // data parallel: batch_size must divide by its size
 };
 
 // The SFT stage's own knobs (resample_observations), paths relative to the stage.
@@ -218,6 +229,8 @@ struct RlConfig {
   std::optional<std::filesystem::path> init_checkpoint;  // the SFT checkpoint: policy and reference
   std::uint64_t seed = 0;                                // task order and episode seeds
   StageHooks hooks;
+  // Data parallel: tasks_per_update must divide by its size; each rank takes consecutive tasks.
+  std::shared_ptr<ProcessGroup> group;
 };
 
 // Each update, CleanRL's loop over the env's EpisodePipeline: start the next tasks_per_update
@@ -226,6 +239,8 @@ struct RlConfig {
 // (batched, under the env's mask) -> finish them through the pipeline (decoded, evaluated,
 // rewarded; a completion without <eos> gets the env's truncation reward) -> episodes, one group per
 // prompt -> agent.update(episodes). The env's mask mode and max_tokens must match the agent's.
+// With several ranks every rank passes on_episode or none; rank 0's receives every rank's episodes
+// in the order of one process.
 StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
                    const StatisticsCallback& on_statistics = {},
                    const EpisodeCallback& on_episode = {});

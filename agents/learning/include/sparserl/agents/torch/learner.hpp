@@ -26,6 +26,7 @@
 
 #include "sparserl/agents/algorithm.hpp"
 #include "sparserl/agents/config.hpp"
+#include "sparserl/agents/distributed.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/token_space.hpp"
 #include "sparserl/agents/torch/policy.hpp"
@@ -65,6 +66,12 @@ struct TokenScores {
   torch::Tensor values;     // [B, T]
 };
 
+// A mean over `weight` items of this rank's share of a batch (a token mean: weight = its tokens).
+struct ShardMean {
+  double value = 0;
+  double weight = 0;
+};
+
 // act()'s per-row state: which episode the row of the key-value cache holds.
 struct ActRow {
   std::shared_ptr<const env::MatrixObservation> matrix;
@@ -99,6 +106,12 @@ struct Learner {
   // (the algorithm's value_head_lr_scale): not 1, the value head is AdamW's third group.
   double value_head_lr_scale = 1.0;
 
+  // Data parallel (docs/distributed.md): the ranks (null: one process) and, during an update, where
+  // this rank's rollouts sit among every rank's (total 0 outside an update and in one process).
+  std::shared_ptr<ProcessGroup> ranks;
+  RowWindow rows;
+  [[nodiscard]] bool distributed() const { return ranks && ranks->size() > 1; }
+
   // act() state.
   KvCache act_cache;
   std::vector<ActRow> act_rows;
@@ -128,15 +141,22 @@ struct Learner {
   // without its logits: the separate critic's forward pass.
   torch::Tensor score_values(PolicyNetwork& model, const SequenceBatch& batch);
   // Clips the gradients, sets the scheduled learning rate, steps AdamW and clears the gradients.
-  // Returns the gradient norm before clipping.
-  double optimizer_step();
+  // Returns the gradient norm before clipping. Several ranks: first every rank's gradients become
+  // their mean weighted by `shard_weight` - the count of items (tokens, sequences) this rank's loss
+  // is a mean over - which is the gradient of the mean over every rank's items.
+  double optimizer_step(double shard_weight = 1.0);
   [[nodiscard]] double current_lr() const;
   // The critic: a trainable copy of the policy as it is now (trunk and value head), with an AdamW
   // of its own (the policy's settings, decay on matrices only).
   void make_critic();
   // Clips the critic's gradients, steps its AdamW at current_lr() x lr_scale and clears them (the
   // schedule follows the policy's optimiser steps). Returns the norm before clipping.
-  double critic_step(double lr_scale);
+  double critic_step(double lr_scale, double shard_weight = 1.0);
+  // One process: the values as they are. Several ranks: the mean over every rank's items of each
+  // (the sum of value x weight over the sum of weights; 0 where no rank has items).
+  std::vector<double> shard_means(const std::vector<ShardMean>& values);
+  // Several ranks: rank 0's policy, reference and critic weights on every rank.
+  void broadcast_weights();
 };
 
 // ---- Shared math (learning_math.cpp) ------------------------------------------------------------
@@ -160,8 +180,32 @@ torch::Tensor group_index(std::span<const Rollout> rollouts);
 SequenceBatch rollout_batch(Learner& learner, std::span<const Rollout> rollouts);
 // The rollouts' rewards [N], float32 on the learner's device.
 torch::Tensor rollout_rewards(const Learner& learner, std::span<const Rollout> rollouts);
-// Contiguous minibatches of a permutation of 0..n-1 drawn from the learner's generator.
+// Contiguous minibatches of a permutation of 0..n-1 drawn from the learner's generator. During a
+// data-parallel update (learner.rows set) the permutation is of every rank's rows, as one process
+// would draw it, and each minibatch keeps this rank's rows of it (renumbered from 0; maybe none).
 std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n, int minibatches);
+
+// ---- Data parallel (learning_math.cpp): every rank's rows; one process: the local numbers ----
+
+// masked_mean, masked_var, masked_whiten and explained_variance over every rank's elements.
+double global_masked_mean(Learner& learner, const torch::Tensor& x, const torch::Tensor& mask);
+double global_masked_var(Learner& learner, const torch::Tensor& x, const torch::Tensor& mask);
+torch::Tensor global_masked_whiten(Learner& learner, const torch::Tensor& x,
+                                   const torch::Tensor& mask);
+double global_explained_variance(Learner& learner, const torch::Tensor& values,
+                                 const torch::Tensor& returns, const torch::Tensor& mask);
+// The mean of every rank's elements of x.
+double global_mean(Learner& learner, const torch::Tensor& x);
+// The mean and the unbiased standard deviation (0 for one element) of every rank's elements of x.
+struct MeanStd {
+  double mean = 0;
+  double std = 0;
+};
+MeanStd global_mean_std(Learner& learner, const torch::Tensor& x);
+// Several ranks: sets learner.rows (where `mine` sit among every rank's rollouts, ranks in order)
+// and returns every rank's rollouts with what rollout_statistics reads (rewards, groups renumbered
+// apart, lengths, outcomes; no tokens, prompts or masks).
+std::vector<Rollout> share_rollout_outcomes(Learner& learner, std::span<const Rollout> mine);
 // Items of training step `step` over a dataset of n items: positions step * batch_size ... of the
 // endless sequence of per-epoch permutations, permutation e a pure function of (seed, e), so a
 // resumed run draws the same batches without saved state.
@@ -171,6 +215,9 @@ struct BatchItem {
 };
 std::vector<BatchItem> epoch_batch(std::uint64_t seed, std::size_t n, std::int64_t step,
                                    int batch_size);
+// The items of each epoch_batch this rank of `group` trains on (all of them without a group);
+// std::invalid_argument naming `key` unless batch_size divides by the group's size.
+Shard batch_share(int batch_size, const std::shared_ptr<ProcessGroup>& group, std::string_view key);
 
 // ---- Pretraining and SFT (pretrain.cpp, sft.cpp) ------------------------------------------------
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Multi-GPU throughput on one host (issue 29), two measurements, each meant to fit one command of
+# ten minutes on an nvidia-h100-x4 host:
+#
+#   tests/bench/multi_gpu_bench.sh evaluator BUILD   evaluations/s over 1, 2, 4 GPUs (one GPU worker
+#                                                   each): evaluator_bench --only devices --quick
+#   tests/bench/multi_gpu_bench.sh rl BUILD [N...]   RL updates/s of `sparserl train --gpus N` (GRPO
+#                                                   from grpo.toml, RL stage alone, a fresh small
+#                                                   policy, 8 tasks x 8 samples an update, shared
+#                                                   over N ranks) for N = 1 2 4 by default
+#
+# Both print Markdown tables with the device and the date; scaling efficiency = rate at N / (N x
+# rate at 1). The RL rate is 1 / the mean perf/step_seconds of the updates after the first (which
+# includes starting the workers and compiling); metrics.jsonl of each run stays under OUT
+# (default /tmp/sparserl-multi-gpu). Environment: OUT, UPDATES (default 6), MAX_TOKENS (default 1024).
+set -euo pipefail
+
+mode=${1:-}
+build=${2:-}
+if [ -z "$mode" ] || [ -z "$build" ] || { [ "$mode" != evaluator ] && [ "$mode" != rl ]; }; then
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=${OUT:-/tmp/sparserl-multi-gpu}
+mkdir -p "$out"
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo "unknown")
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l || echo 0)
+echo "# Multi-GPU throughput: $mode"
+echo
+echo "date $(date -u +%Y-%m-%dT%H:%MZ), device $device x $gpus, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo
+
+if [ "$mode" = evaluator ]; then
+  exec "$build/tests/bench/evaluator_bench" --only devices --quick --gpus 1,2,4
+fi
+
+shift 2
+counts=("$@")
+[ ${#counts[@]} -gt 0 ] || counts=(1 2 4)
+updates=${UPDATES:-6}
+max_tokens=${MAX_TOKENS:-1024}
+echo "| GPUs | command | updates | mean step seconds (after the first) | updates/s | scaling efficiency |"
+echo "|---|---|---|---|---|---|"
+one=""
+for n in "${counts[@]}"; do
+  runs="$out/rl-$n"
+  rm -rf "$runs"
+  args=(train "$root/experiments/configs/grpo.toml" --runs-dir "$runs"
+    --set 'train.stages=["rl"]' --set "train.rl_updates=$updates" --set train.tasks_per_update=8
+    --set train.samples_per_task=8 --set "env.max_tokens=$max_tokens" --set report.plots=false
+    --set checkpoints.rl_every=1000)
+  [ "$n" -gt 1 ] && args+=(--gpus "$n")
+  "$build/tools/sparserl" "${args[@]}" >"$out/rl-$n.log" 2>&1 || {
+    echo "| $n | sparserl ${args[*]} | failed: see $out/rl-$n.log | | | |"
+    continue
+  }
+  metrics=$(ls "$runs"/*/metrics.jsonl)
+  read -r steps mean < <(python3 - "$metrics" <<'EOF'
+import json, sys
+steps = [json.loads(line)["perf/step_seconds"] for line in open(sys.argv[1])
+         if '"stage":"rl"' in line.replace(" ", "")]
+later = steps[1:] or steps
+print(len(steps), sum(later) / len(later))
+EOF
+)
+  rate=$(python3 -c "print(f'{1 / $mean:.3f}')")
+  [ -n "$one" ] || one=$(python3 -c "print($rate / $n)")
+  efficiency=$(python3 -c "print(f'{100 * $rate / ($n * $one):.0f}%')")
+  echo "| $n | sparserl ${args[*]} | $steps | $(python3 -c "print(f'{$mean:.2f}')") | $rate | $efficiency |"
+done
