@@ -398,8 +398,10 @@ class Trainer {
         env::TrajectoryFileInfo info;
         info.run_id = run_.run_id();
         info.config = config_.to_toml();
-        info.vocabulary_name = s_.tokenizer->vocabulary().name();
-        info.vocabulary_digest = s_.tokenizer->vocabulary().digest();
+        // The tokens the episodes hold: the closed vocabulary, or an HF model's BPE tokenizer.
+        const auto tokens = agents::make_token_space(agent, s_.tokenizer->vocabulary_ptr());
+        info.vocabulary_name = tokens->name();
+        info.vocabulary_digest = tokens->digest();
         info.created_by = "sparserl train";
         const fs::path file = run_.trajectories_path();
         writer = std::make_unique<env::TrajectoryWriter>(file, info, fs::exists(file));

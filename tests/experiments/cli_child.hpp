@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "sparserl/experiments/checkpoints.hpp"
 #include "test_support.hpp"
 
 namespace sparserl::testing {
@@ -72,6 +73,26 @@ inline int interrupt_when(pid_t pid, const std::function<bool()>& reached) {
 // A log's text, or "" while the child has not written it (INFO lines print what there is).
 inline std::string read_if_present(const std::filesystem::path& file) {
   return std::filesystem::exists(file) ? sparserl::testing::read_bytes(file) : std::string();
+}
+
+// Stops the running `sparserl train` child as Ctrl-C does once its run under RUNS has saved a
+// checkpoint of the rl stage; its exit code (130 for a clean stop), and that run's folder in `run`.
+inline int interrupt_in_rl(pid_t pid, const std::filesystem::path& runs,
+                           std::filesystem::path& run) {
+  namespace fs = std::filesystem;
+  return interrupt_when(pid, [&] {
+    std::error_code ec;
+    if (!fs::exists(runs, ec)) return false;
+    for (const fs::directory_entry& e : fs::directory_iterator(runs, ec)) {
+      if (e.path().filename().string().front() == '.') continue;
+      run = e.path();
+      for (const experiments::CheckpointInfo& c :
+           experiments::CheckpointStore(run / "checkpoints").list()) {
+        if (read_if_present(c.dir / "stage.json").find("\"rl\"") != std::string::npos) return true;
+      }
+    }
+    return false;
+  });
 }
 
 }  // namespace sparserl::testing

@@ -3,7 +3,8 @@
 // experiments/models/qwen2-tiny.json and tokenizer.json; a tiny config pretrains it on plain CUDA
 // text and the design space's programs, fine-tunes it on the template search's pairs, runs GRPO
 // updates and evaluates it - every masked sample a program that parses, SFT lowering its loss, a
-// run stopped by SIGINT in RL resuming from its checkpoint to the end. Then the same with LoRA.
+// run stopped by SIGINT in RL resuming from its checkpoint to the end. Then the same with LoRA, and
+// `sparserl agent export-hf` merging its adapters into a Hugging Face folder.
 // Needs the learned agents (LibTorch); the compile stage is NVRTC's, nothing launches.
 #include <algorithm>
 #include <chrono>
@@ -31,15 +32,13 @@ namespace {
 // Every stage on generated matrices with a 0.6M-parameter Qwen2; @MODEL@ and @TEXT@ are filled in.
 // max_tokens 640: the BPE grammar mask's least budget is 575 tokens, and the design space's
 // heuristic programs for these matrices fit.
-constexpr const char* kHfConfig = R"(
+const std::string kHfConfig = R"(
 [experiment]
 name = "hf-tiny"
 seed = 3
 
 [data]
-uris = ["gen-v1/diagonal?n=48", "gen-v1/banded?n=40&bandwidth=2",
-        "gen-v1/uniform?rows=32&nnz_per_row=3", "gen-v1/stencil2d?nx=6&ny=6"]
-index_dirs = []
+)" + kTinyMatrices + R"(
 
 [env]
 max_tokens = 640
@@ -74,21 +73,7 @@ tasks_per_update = 1
 samples_per_task = 2
 log_every = 1
 
-[eval]
-samples = 1
-max_tasks = 2
-
-[checkpoints]
-every = 4
-rl_every = 1
-keep_last = 2
-
-[evaluator]
-compile_workers = 1
-
-[report]
-plots = false
-)";
+)" + kTinyRunSections;
 
 // Two small CUDA sources: the plain-text part of pretraining.
 void write_text_corpus(const fs::path& dir) {
@@ -125,10 +110,10 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 // DIR/model (random weights from the committed shape and tokenizer) and DIR/hf.toml over it.
 fs::path write_model_and_config(const fs::path& dir) {
   const fs::path models = source_dir() / "experiments" / "models";
-  const pid_t init = start_cli({"agent", "init-hf", "--config", (models / "qwen2-tiny.json").string(),
-                                "--tokenizer", (models / "tokenizer.json").string(), "--out",
-                                (dir / "model").string(), "--seed", "5"},
-                               dir / "init.log");
+  const pid_t init = start_cli(
+      {"agent", "init-hf", "--config", (models / "qwen2-tiny.json").string(), "--tokenizer",
+       (models / "tokenizer.json").string(), "--out", (dir / "model").string(), "--seed", "5"},
+      dir / "init.log");
   INFO(read_if_present(dir / "init.log"));
   REQUIRE(finish(init, std::chrono::seconds(60)) == 0);
   CHECK_THAT(read_if_present(dir / "init.log"), has_substring("qwen2, 2 layers, hidden 64"));
@@ -147,7 +132,9 @@ fs::path write_model_and_config(const fs::path& dir) {
 int check_masked_samples(const fs::path& run, std::size_t expected_rows) {
   const sparserl::env::TrajectoryFile episodes =
       sparserl::env::read_trajectories(run / "trajectories.h5");
-  CHECK(episodes.rows == expected_rows);
+  CHECK(episodes.rows == static_cast<std::int64_t>(expected_rows));
+  // The file names the tokens its episodes hold: the model's BPE tokenizer.
+  CHECK(episodes.info.vocabulary_name == "bpe-8192 tokenizer.json");
   int compiled = 0;
   for (const sparserl::env::Episode& e : episodes.episodes) {
     INFO(e.source);
@@ -166,10 +153,10 @@ TEST_CASE("sparserl agent init-hf names the input it cannot use", "[experiments]
   if (!have_learned_agents()) skip("this build has no LibTorch agents");
   const fs::path dir = scratch_dir("hf_init_refusals");
   const fs::path models = source_dir() / "experiments" / "models";
-  const pid_t missing = start_cli(
-      {"agent", "init-hf", "--config", (models / "qwen2-tiny.json").string(), "--tokenizer",
-       (dir / "absent.json").string(), "--out", (dir / "model").string()},
-      dir / "missing.log");
+  const pid_t missing =
+      start_cli({"agent", "init-hf", "--config", (models / "qwen2-tiny.json").string(),
+                 "--tokenizer", (dir / "absent.json").string(), "--out", (dir / "model").string()},
+                dir / "missing.log");
   CHECK(finish(missing, std::chrono::seconds(60)) == 2);
   CHECK_THAT(read_if_present(dir / "missing.log"),
              has_substring("--tokenizer " + (dir / "absent.json").string() + ": no such file"));
@@ -193,18 +180,7 @@ TEST_CASE("sparserl train: an HF model pretrains, SFTs, runs GRPO and resumes",
   const pid_t first =
       start_cli({"train", config.string(), "--runs-dir", (dir / "runs").string()}, dir / "cut.log");
   fs::path run;
-  const int code = interrupt_when(first, [&] {
-    std::error_code ec;
-    if (!fs::exists(dir / "runs", ec)) return false;
-    for (const fs::directory_entry& e : fs::directory_iterator(dir / "runs", ec)) {
-      if (e.path().filename().string().front() == '.') continue;
-      run = e.path();
-      for (const CheckpointInfo& c : CheckpointStore(run / "checkpoints").list()) {
-        if (read_if_present(c.dir / "stage.json").find("\"rl\"") != std::string::npos) return true;
-      }
-    }
-    return false;
-  });
+  const int code = interrupt_in_rl(first, dir / "runs", run);
   INFO(read_if_present(dir / "cut.log"));
   CHECK(code == 130);
   CHECK(read_run_info(run / "run.json").status == RunStatus::interrupted);
@@ -266,4 +242,35 @@ TEST_CASE("sparserl train: an HF model trains with LoRA", "[experiments][train][
   REQUIRE(sft.size() == 4);
   CHECK(sft.back().second < sft.front().second);
   check_masked_samples(run, 2 * 2);
+
+  // export-hf merges the trained adapters into the base's weights: a folder transformers loads.
+  const pid_t exported =
+      start_cli({"agent", "export-hf", "--checkpoint", (run / "policies" / "rl").string(), "--out",
+                 (dir / "exported").string()},
+                dir / "export.log");
+  CHECK(finish(exported, std::chrono::seconds(60)) == 0);
+  CHECK_THAT(read_if_present(dir / "export.log"), has_substring("LoRA merged"));
+  for (const char* file : {"config.json", "tokenizer.json", "sparserl_policy.safetensors"}) {
+    CHECK(fs::exists(dir / "exported" / file));
+  }
+  REQUIRE(fs::exists(dir / "exported" / "model.safetensors"));
+  CHECK(fs::file_size(dir / "exported" / "model.safetensors") ==
+        fs::file_size(dir / "model" / "model.safetensors"));
+  CHECK(read_bytes(dir / "exported" / "model.safetensors") !=
+        read_bytes(dir / "model" / "model.safetensors"));
+}
+
+TEST_CASE("sparserl train refuses a text corpus for the closed vocabulary",
+          "[experiments][train][hf]") {
+  if (!have_learned_agents()) skip("this build has no LibTorch agents");
+  const fs::path dir = scratch_dir("hf_text_corpus_small");
+  write_text_corpus(dir / "text");
+  std::ofstream(dir / "tiny.toml") << kTinyConfig;
+  const pid_t pid =
+      start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / "runs").string(),
+                 "--set", "train.text_corpus=[\"" + (dir / "text").string() + "\"]"},
+                dir / "small.log");
+  CHECK(finish(pid, std::chrono::seconds(60)) == 1);
+  CHECK_THAT(read_if_present(dir / "small.log"),
+             has_substring("train.text_corpus: plain text needs agent.model.kind = \"hf\""));
 }

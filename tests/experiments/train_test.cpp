@@ -91,18 +91,7 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
       start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / "cut").string()},
                 dir / "cut.log");
   fs::path run;
-  const int code = interrupt_when(first, [&] {
-    std::error_code ec;
-    if (!fs::exists(dir / "cut", ec)) return false;
-    for (const fs::directory_entry& e : fs::directory_iterator(dir / "cut", ec)) {
-      if (e.path().filename().string().front() == '.') continue;
-      run = e.path();
-      for (const CheckpointInfo& c : CheckpointStore(run / "checkpoints").list()) {
-        if (read_if_present(c.dir / "stage.json").find("\"rl\"") != std::string::npos) return true;
-      }
-    }
-    return false;
-  });
+  const int code = interrupt_in_rl(first, dir / "cut", run);
   INFO(read_if_present(dir / "cut.log"));
   CHECK(code == 130);
 

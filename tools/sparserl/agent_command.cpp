@@ -317,8 +317,9 @@ std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const AgentArgs& a,
   for (const auto& [key, value] : agents::to_key_values(agent))
     text << key << " = " << value << "\n";
   info.config = text.str();
-  info.vocabulary_name = env.tokenizer().vocabulary().name();
-  info.vocabulary_digest = env.tokenizer().vocabulary().digest();
+  const auto tokens = agents::make_token_space(agent, env.tokenizer().vocabulary_ptr());
+  info.vocabulary_name = tokens->name();
+  info.vocabulary_digest = tokens->digest();
   info.created_by = created_by;
   return std::make_unique<env::TrajectoryWriter>(*file, info, fs::exists(*file));
 }
@@ -429,6 +430,39 @@ Run declare_init_hf(CLI::App& sub) {
       ->required();
   non_negative(sub.add_option("--seed", a->seed, "the weights' seed"))->type_name("N");
   return [a](const std::vector<std::string>&) { return run_init_hf(*a); };
+}
+
+// export-hf: an HF policy's checkpoint as the Hugging Face folder transformers loads (LoRA merged;
+// the soft prompt and value head in sparserl_policy.safetensors beside it).
+struct ExportHfArgs {
+  std::string checkpoint;
+  std::string out;
+  std::uint64_t shard_bytes = 0;
+};
+
+int run_export_hf(const ExportHfArgs& a) {
+  auto agent = agents::PolicyAgent::from_checkpoint(a.checkpoint, "cpu");
+  if (agent->config().model.kind != agents::ModelKind::hf) {
+    throw UsageError("--checkpoint " + a.checkpoint +
+                     ": model.kind = small has no Hugging Face form (export-hf needs kind = hf)");
+  }
+  agent->export_model(a.out, a.shard_bytes);
+  std::cout << "wrote " << a.out << ": " << agent->policy_id() << ", " << agent->parameter_count()
+            << " parameters" << (agent->config().model.lora_rank > 0 ? ", LoRA merged" : "")
+            << "\n";
+  return 0;
+}
+
+Run declare_export_hf(CLI::App& sub) {
+  auto a = std::make_shared<ExportHfArgs>();
+  sub.add_option("--checkpoint", a->checkpoint, "a policy checkpoint of kind = hf")
+      ->type_name("CKPT")
+      ->required();
+  sub.add_option("--out", a->out, "the Hugging Face folder to write")->type_name("DIR")->required();
+  non_negative(sub.add_option("--shard-bytes", a->shard_bytes,
+                              "shards of at most this many bytes (0: one model.safetensors)"))
+      ->type_name("N");
+  return [a](const std::vector<std::string>&) { return run_export_hf(*a); };
 }
 
 // --preset and --max-tokens (the shape of a new policy: not with --init), --steps and --batch: the
@@ -621,11 +655,13 @@ Run declare_agent(CLI::App& app) {
   subcommands.add("init-hf",
                   "random weights in a Hugging Face model folder, for kind = \"hf\" from scratch",
                   declare_init_hf);
+  subcommands.add("export-hf", "an HF policy's checkpoint as a Hugging Face folder (LoRA merged)",
+                  declare_export_hf);
   return subcommands.run();
 }
 
 const CommandRegistration kRegistration(
-    "agent", "train and evaluate the learned agents (pretrain, sft, rl, eval, init-hf)",
+    "agent", "train and evaluate the learned agents (pretrain, sft, rl, eval, init-hf, export-hf)",
     declare_agent);
 
 }  // namespace
