@@ -12,8 +12,8 @@
 namespace sparserl::testing {
 
 // The four generated matrices of the tiny runs' tasks (data.uris, no index).
-inline const std::string kTinyMatrices = R"(
-uris = ["gen-v1/diagonal?n=48", "gen-v1/banded?n=40&bandwidth=2",
+inline const std::string kTinyMatrices =
+    R"(uris = ["gen-v1/diagonal?n=48", "gen-v1/banded?n=40&bandwidth=2",
         "gen-v1/uniform?rows=32&nnz_per_row=3", "gen-v1/stencil2d?nx=6&ny=6"]
 index_dirs = []
 )";
@@ -38,14 +38,15 @@ plots = false
 )";
 
 // Two stages' worth of everything on generated matrices: seconds on one core.
-inline const std::string kTinyConfig = R"(
+inline const std::string kTinyConfig =
+    R"(
 [experiment]
 name = "tiny"
 seed = 3
 
 [data]
-)" + kTinyMatrices + R"(
-# RL also on fresh matrices (a drawn seed= each): a resumed run must draw the same ones.
+)" + kTinyMatrices +
+    R"(# RL also on fresh matrices (a drawn seed= each): a resumed run must draw the same ones.
 generators = ["gen-v1/rmat?scale=5&edge_factor=3&permute=1", "gen-v1/arrow?n=30&width=2"]
 generated_share = 0.5
 
