@@ -457,6 +457,17 @@ std::string BpeTokenizer::decode(std::span<const TokenId> ids, bool skip_special
   return out;
 }
 
+std::string BpeTokenizer::program_text(std::span<const TokenId> ids) const {
+  const std::optional<TokenId> end = eos();
+  const auto stop = end ? std::find(ids.begin(), ids.end(), *end) : ids.end();
+  return decode(ids.first(static_cast<std::size_t>(stop - ids.begin())), true);
+}
+
+TokenId BpeTokenizer::end_of_program() const {
+  if (!eos()) throw std::logic_error(source() + ": the tokenizer has no eos token");
+  return *eos();
+}
+
 // ---- loading and lookups -----------------------------------------------------------------------
 
 BpeTokenizer::BpeTokenizer(std::shared_ptr<const Model> model)

@@ -86,7 +86,8 @@ TaskObserver::Observed TaskObserver::observe(const datasets::Task& task, std::ui
   return out;
 }
 
-EpisodePipeline::EpisodePipeline(EnvConfig config, std::shared_ptr<const Tokenizer> tokenizer,
+EpisodePipeline::EpisodePipeline(EnvConfig config,
+                                 std::shared_ptr<const ProgramTokenizer> tokenizer,
                                  std::shared_ptr<datasets::MatrixStore> store,
                                  std::shared_ptr<EvaluationBackend> backend)
     : config_(std::move(config)),
@@ -103,6 +104,11 @@ EpisodePipeline::EpisodePipeline(EnvConfig config, std::shared_ptr<const Tokeniz
     throw std::invalid_argument(
         "SparseCudaEnv needs a tokenizer, a matrix store and an evaluation backend");
   }
+}
+
+std::unique_ptr<EpisodePipeline> EpisodePipeline::with_tokenizer(
+    std::shared_ptr<const ProgramTokenizer> tokenizer) const {
+  return std::make_unique<EpisodePipeline>(config_, std::move(tokenizer), store_, backend_);
 }
 
 Prompt EpisodePipeline::start(const EpisodeStart& start) const {
@@ -126,9 +132,10 @@ std::vector<Prompt> EpisodePipeline::start(std::span<const EpisodeStart> starts)
 }
 
 PendingEpisode EpisodePipeline::submit(const Prompt& prompt, Completion completion) const {
-  const Vocabulary& v = tokenizer_->vocabulary();
+  const std::size_t actions = tokenizer_->action_count();
   const auto length = static_cast<int>(completion.tokens.size());
-  const bool ends = !completion.tokens.empty() && completion.tokens.back() == v.eos();
+  const bool ends =
+      !completion.tokens.empty() && completion.tokens.back() == tokenizer_->end_of_program();
   const std::string what = "completion for " + prompt.start.task.str() + " (episode " +
                            std::to_string(prompt.start.episode_index) + ")";
   if (length > config_.max_tokens) {
@@ -145,9 +152,9 @@ PendingEpisode EpisodePipeline::submit(const Prompt& prompt, Completion completi
                                 " but the tokens " + (ends ? "end" : "do not end") + " with <eos>");
   }
   for (const TokenId t : completion.tokens) {
-    if (t < 0 || static_cast<std::size_t>(t) >= v.size()) {
+    if (t < 0 || static_cast<std::size_t>(t) >= actions) {
       throw std::invalid_argument(what + ": token " + std::to_string(t) + " is outside Discrete(" +
-                                  std::to_string(v.size()) + ")");
+                                  std::to_string(actions) + ")");
     }
   }
   PendingEpisode pending;
@@ -166,7 +173,7 @@ PendingEpisode EpisodePipeline::submit(const Prompt& prompt, Completion completi
   // An agent that reports nothing records zeros, one per token (as step() without annotations).
   if (e.log_probs.empty()) e.log_probs.assign(e.tokens.size(), 0.0f);
   if (e.values.empty()) e.values.assign(e.tokens.size(), 0.0f);
-  e.source = tokenizer_->decode(e.tokens);
+  e.source = tokenizer_->program_text(e.tokens);
   e.terminated = ends;
   e.truncated = !ends;
   e.episode_seconds = seconds_since(prompt.started);  // finish() adds the evaluation's wait

@@ -1,5 +1,6 @@
-// Sampling, the sinusoidal embedding and the feature vector of a matrix observation. Draws come
-// from the project's Rng only, so a (matrix, seed) pair gives the same samples everywhere.
+// Sampling, the sinusoidal embedding, the feature vector and the text of a matrix observation.
+// Draws come from the project's Rng only, so a (matrix, seed) pair gives the same samples
+// everywhere.
 #include "sparserl/env/observation.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "sparserl/datasets/enum_names.hpp"
 #include "sparserl/datasets/random.hpp"
 #include "sparserl/env/env_knobs.hpp"
+#include "sparserl/env/prompt_text.hpp"
 
 namespace sparserl::env {
 namespace {
@@ -170,6 +172,7 @@ MatrixObservation observe_matrix(const datasets::SparseMatrix& matrix,
     positional_encoding(pc, half, row + half);
   }
   obs.features = feature_vector(features, task);
+  obs.text = prompt_text(matrix, task, obs);
   return obs;
 }
 

@@ -38,11 +38,11 @@ std::string Spaces::describe() const {
 SparseCudaEnv::SparseCudaEnv(EnvConfig config, std::shared_ptr<const Tokenizer> tokenizer,
                              TaskSource tasks, std::shared_ptr<datasets::MatrixStore> store,
                              std::shared_ptr<EvaluationBackend> backend, int env_id)
-    : pipeline_(std::make_shared<EpisodePipeline>(std::move(config), std::move(tokenizer),
-                                                  std::move(store), std::move(backend))),
+    : tokenizer_(std::move(tokenizer)),
+      pipeline_(std::make_shared<EpisodePipeline>(std::move(config), tokenizer_, std::move(store),
+                                                  std::move(backend))),
       tasks_(std::move(tasks)),
-      mask_(pipeline_->tokenizer().vocabulary_ptr(), pipeline_->config().mask,
-            pipeline_->config().max_tokens),
+      mask_(tokenizer_->vocabulary_ptr(), pipeline_->config().mask, pipeline_->config().max_tokens),
       env_id_(env_id) {}
 
 SparseCudaEnv::~SparseCudaEnv() {
@@ -194,7 +194,7 @@ const Episode* SparseCudaEnv::last_episode() const {
 
 ReplayReport SparseCudaEnv::replay(const Episode& recorded) {
   ReplayReport report;
-  SparseCudaEnv fresh(config(), pipeline_->tokenizer_ptr(),
+  SparseCudaEnv fresh(config(), tokenizer_,
                       TaskSource::from_tasks({recorded.task}, TaskOrder::sequential),
                       pipeline_->store(), pipeline_->backend(), recorded.env_id);
   ResetOptions options;

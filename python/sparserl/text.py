@@ -10,8 +10,10 @@ build_prompt() renders a task the way the method feeds a matrix to its policy - 
 indices of its nonzeros, at most 128 of them sampled with a seed (the public code's --max-nnz) -
 with what a text model must know to answer in this project's kernel ABI: the operation, the
 directives, the kernel signature of each format asked for, and the prelude the evaluator prepends
-(value_t and the matrix constants). The same sampled nonzeros come as the environment's arrays
-(their sinusoidal embedding, the features) for a model that takes the matrix as a soft prompt.
+(value_t and the matrix constants). The text is the C++ library's (env/prompt_text.hpp), so the
+C++ agents' text-only prompt form reads the same (it is this text without formats and
+instructions). The same sampled nonzeros come as the environment's arrays (their sinusoidal
+embedding, the features) for a model that takes the matrix as a soft prompt.
 """
 
 import re
@@ -91,22 +93,6 @@ class Prompt:
     seed: int = 0
 
 
-_OPS = {"spmv": "SpMV, y = A x (x has N entries, y has M)",
-        "spmm": "SpMM, Y = A X (X is N x K row-major, Y is M x K row-major)"}
-
-
-def _format_section(matrix, task, spec):
-    fmt = spec.split()[0]
-    lines = [f"Format {spec}: every launched kernel takes these arguments, in this order:",
-             _core.abi_declaration(task.op, spec, f"{task.op}_{fmt}")]
-    for name, ctype, length, doc in _core.abi_signature(task.op, fmt):
-        lines.append(f"  {name} ({ctype}, {length} elements): {doc}")
-    lines.append("The evaluator prepends this prelude to the program:")
-    lines.append(_core.render_prelude(matrix, task.op, task.dtype, task.k, spec).split("#line")[0]
-                 .rstrip())
-    return "\n".join(lines)
-
-
 def build_prompt(task, *, formats=("csr",), nnz_samples=128, seed=0, store=None,
                  observation=None, instructions=True):
     """A Prompt for `task` (a Task, a task's text or a matrix URI): its text and its arrays.
@@ -118,32 +104,11 @@ def build_prompt(task, *, formats=("csr",), nnz_samples=128, seed=0, store=None,
     observation options (embedding_dim, index_scaling, stratification)."""
     task = _task(task)
     store = store if store is not None else _store()
-    matrix = store.load(task.uri)
     options = dict(observation or {})
     options["nnz_samples"] = nnz_samples
     arrays = _core.observe(store, task, seed, options)
-    count = int(arrays["count"])
-    pairs = " ".join(f"({r},{c})" for r, c in zip(arrays["rows"][:count], arrays["cols"][:count]))
     if formats == "all":
         formats = FORMATS
     specs = [DEFAULT_FORMAT_SPECS.get(f, f) for f in formats]
-    sampled = ("all of them" if count == matrix.nnz
-               else f"{count} of them, sampled across the matrix")
-    parts = [f"Task: {_OPS[task.op]}, values {task.dtype}"
-             + (f", K = {task.k}" if task.op == "spmm" else "") + ".",
-             f"Matrix {task.uri}: M = {matrix.rows} rows, N = {matrix.cols} columns, "
-             f"NNZ = {matrix.nnz} nonzeros.",
-             f"Nonzero indices (row,col), {sampled}:", pairs]
-    if instructions:
-        parts.append(
-            "Write a CUDA program for this matrix: device code only (no host code, no #include), "
-            "starting with its directives:\n"
-            "//@format csr | coo | ell | sell C=<slice height> sigma=<window> | bsr R=<rows> "
-            "C=<cols>\n"
-            "//@launch KERNEL grid=EXPR block=EXPR [smem=EXPR]   (1 to 8 launches, run in order; "
-            "EXPR uses integers, the prelude constants, + - * /, ceil_div, min, max)\n"
-            "Kernels are extern \"C\" __global__; every output element must be written.")
-    parts.extend(_format_section(matrix, task, spec) for spec in specs)
-    if instructions:
-        parts.append("Answer with the program in one ```cuda code block.")
-    return Prompt(task=task, text="\n\n".join(parts), arrays=arrays, seed=seed)
+    text = _core.prompt_text(store, task, seed, options, specs, instructions)
+    return Prompt(task=task, text=text, arrays=arrays, seed=seed)

@@ -5,6 +5,8 @@
 
 #include <variant>
 
+#include "sparserl/reward/program.hpp"
+
 namespace sparserl::python {
 
 namespace {
@@ -57,6 +59,15 @@ datasets::Op op_from(const std::string& text) {
 datasets::DType dtype_from(const std::string& text) {
   if (auto dtype = datasets::parse_dtype(text)) return *dtype;
   throw py::value_error("dtype: expected 'f32' or 'f64', got '" + text + "'");
+}
+
+reward::FormatSpec format_from(const std::string& text) {
+  const reward::ParseResult parsed =
+      reward::parse_program("//@format " + text + "\n//@launch k grid=1 block=1\n");
+  if (!parsed.ok()) {
+    throw py::value_error("format '" + text + "': " + parsed.error.message);
+  }
+  return parsed.program->format;
 }
 
 py::dict info_to_dict(const env::Info& info) {

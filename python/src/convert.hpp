@@ -18,6 +18,7 @@
 #include "sparserl/datasets/knobs.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/env/info.hpp"
+#include "sparserl/reward/abi.hpp"
 
 namespace sparserl::python {
 
@@ -26,6 +27,8 @@ namespace py = pybind11;
 // A task's op and dtype from their names: ValueError naming the field and the accepted names.
 datasets::Op op_from(const std::string& text);
 datasets::DType dtype_from(const std::string& text);
+// A //@format directive's argument ("csr", "sell C=32 sigma=1"): ValueError naming it otherwise.
+reward::FormatSpec format_from(const std::string& text);
 
 // Every entry of an Info, in order, as bool / int / float / str.
 py::dict info_to_dict(const env::Info& info);

@@ -13,6 +13,7 @@
 #include "env_core.hpp"
 #include "sparserl/env/env_knobs.hpp"
 #include "sparserl/env/evaluator_backend.hpp"
+#include "sparserl/env/prompt_text.hpp"
 #include "sparserl/env/seeding.hpp"
 #include "sparserl/env/trajectory.hpp"
 #include "sparserl/reward/reward_knobs.hpp"
@@ -144,6 +145,22 @@ py::dict observe_task(const std::shared_ptr<datasets::MatrixStore>& store,
   return matrix_observation_dict(observed.observation);
 }
 
+// The text of a task as prompt_text() writes it, over the observation an episode with `seed`
+// shows (the same sample the arrays of observe() hold).
+std::string task_prompt_text(const std::shared_ptr<datasets::MatrixStore>& store,
+                             const datasets::Task& task, std::uint64_t seed,
+                             const py::dict& options, const std::vector<std::string>& formats,
+                             bool instructions) {
+  env::ObservationConfig config;
+  apply_options(env::observation_knobs(), config, options, "observation option");
+  env::PromptTextOptions text;
+  for (const std::string& f : formats) text.formats.push_back(format_from(f));
+  text.instructions = instructions;
+  py::gil_scoped_release release;
+  const env::TaskObserver::Observed observed = env::TaskObserver(store, config).observe(task, seed);
+  return env::prompt_text(*observed.matrix, task, *observed.observation, text);
+}
+
 }  // namespace
 
 py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservation>& m) {
@@ -220,6 +237,12 @@ void bind_env_parts(py::module_& m) {
         "The matrix observation an episode of `task` with episode seed `seed` "
         "shows: rows, cols, "
         "embedding, features, count.");
+  m.def("prompt_text", &task_prompt_text, py::arg("store"), py::arg("task"), py::arg("seed") = 0,
+        py::arg("options") = py::dict(), py::arg("formats") = std::vector<std::string>{},
+        py::arg("instructions") = false,
+        "The task written out as text (env/prompt_text.hpp): the operation, the matrix's "
+        "shape, the sampled nonzeros of observe()'s episode; with formats, each one's kernel "
+        "signature and prelude; with instructions, how to answer.");
   m.def(
       "feature_names", [] { return env::feature_names(); },
       "The names of an observation's features: the pattern's, scaled, then the "

@@ -23,15 +23,6 @@ namespace sparserl::python {
 
 namespace {
 
-reward::FormatSpec format_from(const std::string& text) {
-  const reward::ParseResult parsed =
-      reward::parse_program("//@format " + text + "\n//@launch k grid=1 block=1\n");
-  if (!parsed.ok()) {
-    throw py::value_error("format '" + text + "': " + parsed.error.message);
-  }
-  return parsed.program->format;
-}
-
 py::dict check_to_dict(const reward::StaticCheckResult& r) {
   py::dict d;
   d["ok"] = r.ok();

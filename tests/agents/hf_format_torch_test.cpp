@@ -145,7 +145,7 @@ TEST_CASE("a sharded model folder is read through its index", "[agents][hf]") {
     FAIL("accepted an index naming a tensor its shard lacks");
   } catch (const std::runtime_error& e) {
     CHECK_THAT(e.what(),
-               Catch::Contains("model-00001-of-00003.safetensors: tensor 't4' is missing"));
+               sparserl::testing::has_substring("model-00001-of-00003.safetensors: tensor 't4' is missing"));
   }
   const fs::path empty = sparserl::testing::scratch_dir("hf_safetensors_no_weights");
   std::ofstream(empty / "pytorch_model.bin") << "pickle";
@@ -153,7 +153,7 @@ TEST_CASE("a sharded model folder is read through its index", "[agents][hf]") {
     SafetensorsCheckpoint none(empty);
     FAIL("accepted a folder without safetensors");
   } catch (const std::runtime_error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("no model.safetensors") && Catch::Contains(".bin"));
+    CHECK_THAT(e.what(), sparserl::testing::has_substring("no model.safetensors") && sparserl::testing::has_substring(".bin"));
   }
 }
 
@@ -164,7 +164,7 @@ TEST_CASE("malformed safetensors are refused naming the file and the tensor", "[
 
   std::ofstream(dir / "short.safetensors") << "abc";
   CHECK_THAT(refusal(dir / "short.safetensors"),
-             Catch::Contains("short.safetensors") && Catch::Contains("too short"));
+             sparserl::testing::has_substring("short.safetensors") && sparserl::testing::has_substring("too short"));
   struct Case {
     std::string file, header;
     std::size_t data_bytes;
@@ -201,12 +201,12 @@ TEST_CASE("malformed safetensors are refused naming the file and the tensor", "[
     INFO(c.file);
     CHECK_THAT(
         refusal(raw_file(dir, c.file + ".safetensors", c.header, c.data_bytes, c.claimed_length)),
-        Catch::Contains(c.expected));
+        sparserl::testing::has_substring(c.expected));
   }
   const std::vector<float> three(3, 1.0f);
   const std::vector<TensorToWrite> mismatched = {{"w", TensorDtype::f32, {4}, bytes_of(three)}};
   CHECK_THROWS_WITH(write_safetensors(dir / "w.safetensors", mismatched),
-                    Catch::Contains("tensor 'w': 12 bytes for a shape of 16"));
+                    sparserl::testing::has_substring("tensor 'w': 12 bytes for a shape of 16"));
 }
 
 TEST_CASE("config.json of both families is read in either transformers spelling", "[agents][hf]") {
@@ -266,43 +266,43 @@ TEST_CASE("config.json of both families is read in either transformers spelling"
 
 TEST_CASE("config.json settings the decoder lacks are refused by key", "[agents][hf]") {
   CHECK_THAT(config_refusal(with(kQwenConfig, "model_type", "\"mistral\"")),
-             Catch::Contains("dir/config.json: key 'model_type': 'mistral' is not supported"));
+             sparserl::testing::has_substring("dir/config.json: key 'model_type': 'mistral' is not supported"));
   CHECK_THAT(config_refusal(R"({"hidden_size": 8})"),
-             Catch::Contains("dir/config.json: key 'model_type': missing"));
+             sparserl::testing::has_substring("dir/config.json: key 'model_type': missing"));
   CHECK_THAT(config_refusal(with(kQwenConfig, "hidden_size", "\"896\"")),
-             Catch::Contains("key 'hidden_size': expected an integer, got \"896\""));
+             sparserl::testing::has_substring("key 'hidden_size': expected an integer, got \"896\""));
   CHECK_THAT(config_refusal(with(kQwenConfig, "num_hidden_layers", "0")),
-             Catch::Contains("key 'num_hidden_layers': expected at least 1"));
+             sparserl::testing::has_substring("key 'num_hidden_layers': expected at least 1"));
   CHECK_THAT(
       config_refusal(with(kQwenConfig, "num_key_value_heads", "4")),
-      Catch::Contains("num_attention_heads = 14: not a multiple of num_key_value_heads = 4"));
+      sparserl::testing::has_substring("num_attention_heads = 14: not a multiple of num_key_value_heads = 4"));
   CHECK_THAT(config_refusal(with(kQwenConfig, "hidden_act", "\"gelu\"")),
-             Catch::Contains("hidden_act = 'gelu': only silu"));
+             sparserl::testing::has_substring("hidden_act = 'gelu': only silu"));
   CHECK_THAT(config_refusal(with(kQwenConfig, "use_sliding_window", "true")),
-             Catch::Contains("key 'use_sliding_window': sliding-window attention"));
+             sparserl::testing::has_substring("key 'use_sliding_window': sliding-window attention"));
   CHECK_THAT(config_refusal(with(kQwenConfig, "rope_scaling", R"({"type": "yarn", "factor": 4})")),
-             Catch::Contains("key 'rope_scaling.rope_type': 'yarn' is not implemented"));
+             sparserl::testing::has_substring("key 'rope_scaling.rope_type': 'yarn' is not implemented"));
   CHECK_THAT(config_refusal(with(kQwenConfig, "partial_rotary_factor", "0.5")),
-             Catch::Contains("key 'partial_rotary_factor': partial rotary"));
+             sparserl::testing::has_substring("key 'partial_rotary_factor': partial rotary"));
   CHECK_THAT(config_refusal(
                  with(kQwenConfig, "layer_types", R"(["full_attention", "sliding_attention"])")),
-             Catch::Contains("key 'layer_types': \"sliding_attention\" layers"));
+             sparserl::testing::has_substring("key 'layer_types': \"sliding_attention\" layers"));
   CHECK_THAT(config_refusal(with(kQwenConfig, "torch_dtype", "\"int8\"")),
-             Catch::Contains("torch_dtype = 'int8'"));
-  CHECK_THAT(config_refusal("[1, 2]"), Catch::Contains("dir/config.json: expected a JSON object"));
+             sparserl::testing::has_substring("torch_dtype = 'int8'"));
+  CHECK_THAT(config_refusal("[1, 2]"), sparserl::testing::has_substring("dir/config.json: expected a JSON object"));
   CHECK_THROWS_WITH(read_hf_config("/nonexistent/folder"),
-                    Catch::Contains("/nonexistent/folder") && Catch::Contains("cannot read"));
+                    sparserl::testing::has_substring("/nonexistent/folder") && sparserl::testing::has_substring("cannot read"));
 }
 
 TEST_CASE("config.json is written back with the keys it came with", "[agents][hf]") {
   HfModelConfig q = parse_hf_config(kQwenConfig, "qwen/config.json");
   q.torch_dtype = "float32";
   const std::string text = hf_config_json(q);
-  CHECK_THAT(text, Catch::Contains("\"initializer_range\": 0.02"));  // not modelled, kept
-  CHECK_THAT(text, Catch::Contains("\"dtype\": \"float32\""));
-  CHECK_THAT(text, Catch::Contains("\"torch_dtype\": \"float32\""));
-  CHECK_THAT(text, Catch::Contains("\"rope_scaling\": null"));
-  CHECK_THAT(text, !Catch::Contains("\"attention_bias\""));  // not a Qwen2 key
+  CHECK_THAT(text, sparserl::testing::has_substring("\"initializer_range\": 0.02"));  // not modelled, kept
+  CHECK_THAT(text, sparserl::testing::has_substring("\"dtype\": \"float32\""));
+  CHECK_THAT(text, sparserl::testing::has_substring("\"torch_dtype\": \"float32\""));
+  CHECK_THAT(text, sparserl::testing::has_substring("\"rope_scaling\": null"));
+  CHECK_THAT(text, !sparserl::testing::has_substring("\"attention_bias\""));  // not a Qwen2 key
   const HfModelConfig again = parse_hf_config(text, "again/config.json");
   CHECK(again.hidden_size == q.hidden_size);
   CHECK(again.rope_theta == q.rope_theta);

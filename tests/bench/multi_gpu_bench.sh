@@ -8,6 +8,7 @@
 #                                                   from grpo.toml, RL stage alone, a fresh small
 #                                                   policy, 8 tasks x 8 samples an update, shared
 #                                                   over N ranks) for N = 1 2 4 by default
+#                                                   (those the host has)
 #
 # Both print Markdown tables with the device and the date; scaling efficiency = rate at N / (N x
 # rate at 1). The RL rate is 1 / the mean perf/step_seconds of the updates after the first (which
@@ -31,13 +32,19 @@ echo
 echo "date $(date -u +%Y-%m-%dT%H:%MZ), device $device x $gpus, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo
 
+# 1, 2 and 4 GPUs, those of them this host has.
+default_counts=()
+for n in 1 2 4; do [ "$n" -le "$gpus" ] && default_counts+=("$n"); done
+[ ${#default_counts[@]} -gt 0 ] || { echo "no GPU visible to nvidia-smi" >&2; exit 1; }
+
 if [ "$mode" = evaluator ]; then
-  exec "$build/tests/bench/evaluator_bench" --only devices --quick --gpus 1,2,4
+  exec "$build/tests/bench/evaluator_bench" --only devices --quick \
+    --gpus "$(IFS=,; echo "${default_counts[*]}")"
 fi
 
 shift 2
 counts=("$@")
-[ ${#counts[@]} -gt 0 ] || counts=(1 2 4)
+[ ${#counts[@]} -gt 0 ] || counts=("${default_counts[@]}")
 updates=${UPDATES:-6}
 max_tokens=${MAX_TOKENS:-1024}
 echo "| GPUs | command | updates | mean step seconds (after the first) | updates/s | scaling efficiency |"

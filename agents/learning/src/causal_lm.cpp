@@ -436,6 +436,15 @@ PolicyOutput CausalLmPolicyImpl::forward(const PrefixBatch& prefix, const torch:
   return {logits_of(hidden), values_of(hidden)};
 }
 
+PolicyOutput CausalLmPolicyImpl::forward_from(const PrefixBatch& prefix,
+                                              const torch::Tensor& tokens,
+                                              const torch::Tensor& token_valid,
+                                              std::int64_t first) {
+  const torch::Tensor hidden =
+      token_hidden(prefix, tokens, token_valid).narrow(1, first, tokens.size(1) - first);
+  return {logits_of(hidden), values_of(hidden)};
+}
+
 torch::Tensor CausalLmPolicyImpl::values(const PrefixBatch& prefix, const torch::Tensor& tokens,
                                          const torch::Tensor& token_valid) {
   return values_of(token_hidden(prefix, tokens, token_valid));
@@ -454,6 +463,13 @@ KvCache CausalLmPolicyImpl::empty_cache(std::int64_t batch, std::int64_t capacit
   return KvCache::zeros(config_.num_hidden_layers, batch, config_.num_key_value_heads, capacity,
                         config_.head_dim,
                         torch::TensorOptions().dtype(options_.dtype).device(options_.device));
+}
+
+KvCache CausalLmPolicyImpl::empty_cache(std::int64_t batch, std::int64_t capacity,
+                                        const torch::Device& device) const {
+  return KvCache::zeros(config_.num_hidden_layers, batch, config_.num_key_value_heads, capacity,
+                        config_.head_dim,
+                        torch::TensorOptions().dtype(options_.dtype).device(device));
 }
 
 PolicyOutput CausalLmPolicyImpl::prefill(const PrefixBatch& prefix, const torch::Tensor& tokens,

@@ -1,7 +1,10 @@
 // PolicyAgent's checkpoints (see policy_agent.hpp for the folder layout): checkpoint.txt with the
 // format version, every AgentConfig knob (agent_knobs(): the policy's, the optimiser's, every
 // registered algorithm's), the counters and the generator state, written last and renamed into
-// place; the tensors beside it. Loading checks the vocabulary and the policy's shape.
+// place; the tensors beside it, each network's as its save_state() keeps it (a LoRA decoder's
+// adapters and heads only: its base is the model folder's, whose digest checkpoint.txt records).
+// Loading checks the vocabulary (and an HF model's tokenizer and base weights) and the network's
+// shape.
 #include <torch/torch.h>
 
 #include <fstream>
@@ -19,13 +22,17 @@ namespace {
 
 constexpr int kCheckpointVersion = 1;
 
-// The policy's shape: what two checkpoints must share for weights to move between them.
-const std::vector<std::string>& shape_keys() {
-  static const std::vector<std::string> keys = {
-      "policy.layers",     "policy.heads",         "policy.d_model",       "policy.d_ff",
-      "policy.max_tokens", "policy.nnz_samples",   "policy.embedding_dim", "policy.feature_dim",
-      "policy.vocab_size", "policy.tie_embeddings"};
-  return keys;
+// The network's shape: what two checkpoints must share for weights to move between them (an HF
+// model's layers come from its folder, whose weights' digest is compared apart).
+const std::vector<std::string>& shape_keys(ModelKind kind) {
+  static const std::vector<std::string> small = {
+      "model.kind",         "policy.layers",     "policy.heads",         "policy.d_model",
+      "policy.d_ff",        "policy.max_tokens", "policy.nnz_samples",   "policy.embedding_dim",
+      "policy.feature_dim", "policy.vocab_size", "policy.tie_embeddings"};
+  static const std::vector<std::string> hf = {
+      "model.kind",         "model.lora_rank",      "model.lora_targets", "model.prompt",
+      "policy.nnz_samples", "policy.embedding_dim", "policy.feature_dim", "policy.vocab_size"};
+  return kind == ModelKind::hf ? hf : small;
 }
 
 struct CheckpointFile {
@@ -99,6 +106,48 @@ void require_file(const std::filesystem::path& path) {
     throw std::runtime_error(path.string() + ": missing from the checkpoint");
 }
 
+// What a checkpoint of `file` must share with this learner before its tensors are read: the
+// vocabulary, the network's shape, and for an HF model the tokenizer and the base weights.
+void require_compatible(const Learner& l, const CheckpointFile& file,
+                        const std::filesystem::path& dir) {
+  const std::string where = (dir / "checkpoint.txt").string();
+  l.vocabulary->require_digest(file.get("vocabulary.digest"), where);
+  const auto mine = to_key_values(l.config);
+  const auto theirs = to_key_values(config_from(file));
+  for (const std::string& key : shape_keys(l.config.model.kind)) {
+    if (mine.at(key) != theirs.at(key)) {
+      throw std::invalid_argument(file.path.string() + ": " + key + " = " + theirs.at(key) +
+                                  ", but this agent has " + mine.at(key));
+    }
+  }
+  if (l.config.model.kind != ModelKind::hf) return;
+  l.tokens->require_digest(file.get("tokens.digest"), where);
+  const std::string& base = l.base_digest;
+  if (file.get("model.base_digest") != base) {
+    throw std::invalid_argument(file.path.string() +
+                                ": model.base_digest = " + file.get("model.base_digest") +
+                                ", but the weights of " + l.config.model.path + " have digest " +
+                                base + " (the checkpoint was trained from another base model)");
+  }
+}
+
+void save_state(const PolicyNetwork& network, const std::filesystem::path& file) {
+  torch::serialize::OutputArchive archive;
+  network->save_state(archive);
+  archive.save_to(file.string());
+}
+
+void load_state(PolicyNetwork& network, const std::filesystem::path& file,
+                const torch::Device& device) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(file.string(), device);
+  try {
+    network->load_state(archive);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<PolicyAgent> PolicyAgent::from_checkpoint(const std::filesystem::path& dir,
@@ -124,22 +173,15 @@ void PolicyAgent::save(const std::filesystem::path& dir) const {
   std::filesystem::create_directories(dir);
   // checkpoint.txt goes last and is replaced atomically: its presence marks a complete checkpoint.
   std::filesystem::remove(dir / "checkpoint.txt");
-  {
-    torch::serialize::OutputArchive archive;
-    l.policy->save(archive);
-    archive.save_to((dir / "model.pt").string());
-  }
+  save_state(l.policy, dir / "model.pt");
   if (!l.reference.is_empty()) {
-    torch::serialize::OutputArchive archive;
-    l.reference->save(archive);
-    archive.save_to((dir / "reference.pt").string());
+    save_state(l.reference, dir / "reference.pt");
   } else {
     std::filesystem::remove(dir / "reference.pt");
   }
   if (!l.critic.is_empty()) {
-    torch::serialize::OutputArchive model, optimizer;
-    l.critic->save(model);
-    model.save_to((dir / "critic.pt").string());
+    save_state(l.critic, dir / "critic.pt");
+    torch::serialize::OutputArchive optimizer;
     l.critic_optimizer->save(optimizer);
     optimizer.save_to((dir / "critic_optimizer.pt").string());
   } else {
@@ -157,6 +199,8 @@ void PolicyAgent::save(const std::filesystem::path& dir) const {
     archive.save_to((dir / "rng.pt").string());
   }
   l.vocabulary->save(dir / "vocabulary.vocab");
+  const bool hf = l.config.model.kind == ModelKind::hf;
+  if (hf) l.tokens->save(dir);  // tokenizer.json
 
   std::ostringstream text;
   text << "# SparseRL Gym agent checkpoint "
@@ -164,6 +208,11 @@ void PolicyAgent::save(const std::filesystem::path& dir) const {
   text << "format = sparserl-agent-checkpoint " << kCheckpointVersion << "\n";
   text << "vocabulary.name = " << l.vocabulary->name() << "\n";
   text << "vocabulary.digest = " << l.vocabulary->digest() << "\n";
+  if (hf) {
+    text << "tokens.name = " << l.tokens->name() << "\n";
+    text << "tokens.digest = " << l.tokens->digest() << "\n";
+    text << "model.base_digest = " << l.base_digest << "\n";
+  }
   text << "counters.optimizer_steps = " << l.counters.optimizer_steps << "\n";
   text << "counters.updates = " << l.counters.updates << "\n";
   text << "counters.samples = " << l.counters.samples << "\n";
@@ -188,34 +237,22 @@ void PolicyAgent::save(const std::filesystem::path& dir) const {
 void PolicyAgent::load(const std::filesystem::path& dir) {
   Learner& l = *learner_;
   const CheckpointFile file = read_checkpoint_file(dir);
-  l.vocabulary->require_digest(file.get("vocabulary.digest"), (dir / "checkpoint.txt").string());
+  require_compatible(l, file, dir);
   AgentConfig saved = config_from(file);
-  const auto mine = to_key_values(l.config);
-  const auto theirs = to_key_values(saved);
-  for (const std::string& key : shape_keys()) {
-    if (mine.at(key) != theirs.at(key)) {
-      throw std::invalid_argument(file.path.string() + ": " + key + " = " + theirs.at(key) +
-                                  ", but this agent has " + mine.at(key));
-    }
-  }
   for (const char* name : {"model.pt", "optimizer.pt", "rng.pt"}) require_file(dir / name);
   saved.device = l.config.device;
   l.config = saved;
   l.algorithm = AlgorithmRegistry::make(l.config.algorithm);
-  {
-    torch::serialize::InputArchive archive;
-    archive.load_from((dir / "model.pt").string(), l.device);
-    l.policy->load(archive);
-  }
+  load_state(l.policy, dir / "model.pt", l.device);
   if (file.get("reference") == "true") {
     require_file(dir / "reference.pt");
-    if (l.reference.is_empty()) l.reference = clone_policy(l.policy);
-    torch::serialize::InputArchive archive;
-    archive.load_from((dir / "reference.pt").string(), l.device);
-    l.reference->load(archive);
+    // A copy of the policy just loaded, then the reference's own state over it (a LoRA
+    // reference shares the policy's base and differs in its adapters and heads).
+    if (l.reference.is_empty()) l.reference = PolicyNetwork(l.policy->frozen_copy());
+    load_state(l.reference, dir / "reference.pt", l.device);
     for (auto& p : l.reference->parameters()) p.set_requires_grad(false);
   } else {
-    l.reference = TransformerPolicy{nullptr};
+    l.reference = PolicyNetwork{nullptr};
   }
   // Checkpoints from before the separate critic have no "critic" line: none was kept then.
   const auto critic_line = file.values.find("critic");
@@ -223,13 +260,12 @@ void PolicyAgent::load(const std::filesystem::path& dir) {
     require_file(dir / "critic.pt");
     require_file(dir / "critic_optimizer.pt");
     l.make_critic();
-    torch::serialize::InputArchive model, optimizer;
-    model.load_from((dir / "critic.pt").string(), l.device);
-    l.critic->load(model);
+    load_state(l.critic, dir / "critic.pt", l.device);
+    torch::serialize::InputArchive optimizer;
     optimizer.load_from((dir / "critic_optimizer.pt").string(), l.device);
     l.critic_optimizer->load(optimizer);
   } else {
-    l.critic = TransformerPolicy{nullptr};
+    l.critic = PolicyNetwork{nullptr};
     l.critic_optimizer.reset();
   }
   l.make_optimizer();  // with the saved optimiser settings, then its saved state
@@ -260,19 +296,9 @@ void PolicyAgent::load(const std::filesystem::path& dir) {
 void PolicyAgent::load_weights(const std::filesystem::path& dir) {
   Learner& l = *learner_;
   const CheckpointFile file = read_checkpoint_file(dir);
-  l.vocabulary->require_digest(file.get("vocabulary.digest"), (dir / "checkpoint.txt").string());
-  const auto mine = to_key_values(l.config);
-  const auto theirs = to_key_values(config_from(file));
-  for (const std::string& key : shape_keys()) {
-    if (mine.at(key) != theirs.at(key)) {
-      throw std::invalid_argument(file.path.string() + ": " + key + " = " + theirs.at(key) +
-                                  ", but this agent has " + mine.at(key));
-    }
-  }
+  require_compatible(l, file, dir);
   require_file(dir / "model.pt");
-  torch::serialize::InputArchive archive;
-  archive.load_from((dir / "model.pt").string(), l.device);
-  l.policy->load(archive);
+  load_state(l.policy, dir / "model.pt", l.device);
   l.act_rows.clear();
   l.act_cache = KvCache{};
 }

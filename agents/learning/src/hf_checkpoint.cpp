@@ -6,11 +6,14 @@
 #include <torch/torch.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
 
+#include "sparserl/agents/hf_model.hpp"
 #include "sparserl/agents/safetensors.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
+#include "sparserl/env/bpe_tokenizer.hpp"
 #include "sparserl/env/observation.hpp"
 
 namespace sparserl::agents {
@@ -170,6 +173,17 @@ CausalLmPolicy load_causal_lm(const fs::path& folder, const CausalLmOptions& opt
   return policy;
 }
 
+void write_hf_weights(const CausalLmPolicyImpl& policy, const fs::path& folder,
+                      std::uint64_t max_shard_bytes) {
+  const HfModelConfig& config = policy.config();
+  std::vector<torch::Tensor> keep;
+  const std::vector<TensorToWrite> weights =
+      to_write(policy.hf_tensors(), file_dtype_of(config.torch_dtype), keep);
+  // transformers refuses a safetensors file whose metadata lacks format = pt.
+  write_safetensors_folder(folder, weights, {{"format", "pt"}}, max_shard_bytes);
+  write_hf_config(config, folder / "config.json");
+}
+
 void save_causal_lm(const CausalLmPolicyImpl& policy, const fs::path& folder,
                     std::uint64_t max_shard_bytes, const fs::path& files_from) {
   fs::create_directories(folder);
@@ -181,20 +195,76 @@ void save_causal_lm(const CausalLmPolicyImpl& policy, const fs::path& folder,
       }
     }
   }
-  const HfModelConfig& config = policy.config();
+  write_hf_weights(policy, folder, max_shard_bytes);
   std::vector<torch::Tensor> keep;
-  const std::vector<TensorToWrite> weights =
-      to_write(policy.hf_tensors(), file_dtype_of(config.torch_dtype), keep);
-  // transformers refuses a safetensors file whose metadata lacks format = pt.
-  write_safetensors_folder(folder, weights, {{"format", "pt"}}, max_shard_bytes);
-  write_hf_config(config, folder / "config.json");
   const std::vector<TensorToWrite> own = to_write(policy.policy_tensors(), TensorDtype::f32, keep);
   write_safetensors(folder / kPolicyTensorsFile, own, {{"format", "pt"}});
 }
 
-CausalLmPolicy frozen_copy(const CausalLmPolicyImpl& policy) {
+HfModelConfig init_hf_model(const fs::path& config_file, const fs::path& tokenizer_file,
+                            const fs::path& folder, std::uint64_t seed) {
+  HfModelConfig config = read_hf_config(config_file);
+  const env::BpeTokenizer tokenizer = env::BpeTokenizer::load(tokenizer_file);
+  if (!tokenizer.eos()) {
+    throw std::invalid_argument(tokenizer_file.string() +
+                                ": the tokenizer has no eos token (a completion ends with one)");
+  }
+  if (config.vocab_size < static_cast<std::int64_t>(tokenizer.size())) {
+    throw std::invalid_argument(
+        config_file.string() + ": vocab_size = " + std::to_string(config.vocab_size) + ", but " +
+        tokenizer_file.string() + " has " + std::to_string(tokenizer.size()) + " tokens");
+  }
+  // The special ids the folder's tokenizer will be read with (config.json's win, load_folder).
+  config.eos_token_ids = {*tokenizer.eos()};
+  config.bos_token_id = tokenizer.bos();
+  config.pad_token_id = tokenizer.pad();
+  // An id the tokenizer lacks is written as null: a reader would give Llama its bos 1 otherwise.
+  nlohmann::json source = config.source_json.empty() ? nlohmann::json::object()
+                                                     : nlohmann::json::parse(config.source_json);
+  if (!config.bos_token_id) source["bos_token_id"] = nullptr;
+  if (!config.pad_token_id) source["pad_token_id"] = nullptr;
+  config.source_json = source.dump();
+  CausalLmOptions options;
+  options.dtype = config.torch_dtype == "float32" ? torch::kFloat : torch::kBFloat16;
+  options.soft_prompt = false;  // the policy's own parts are the agent's, drawn from its seed
+  CausalLmPolicy policy(config, options);
+  policy->initialize_weights(seed);
+  fs::create_directories(folder);
+  write_hf_weights(*policy, folder, 0);
+  fs::copy_file(tokenizer_file, folder / "tokenizer.json", fs::copy_options::overwrite_existing);
+  return config;
+}
+
+namespace {
+
+// A copy of `policy` with the same options but `frozen`; under LoRA the copy's base parameters
+// are the source's tensors (set_ shares their storage: the base is frozen in both), the rest is
+// copied.
+CausalLmPolicy copy_policy(const CausalLmPolicyImpl& policy, bool frozen) {
   CausalLmOptions options = policy.options();
-  options.lora_rank = 0;
+  options.frozen = frozen;
+  if (frozen) options.gradient_checkpointing = false;
+  CausalLmPolicy copy(policy.config(), options);
+  torch::NoGradGuard no_grad;
+  const bool share_base = options.lora_rank > 0;
+  auto source = policy.named_parameters();
+  for (auto& item : copy->named_parameters()) {
+    const torch::Tensor& from = source[item.key()];
+    if (share_base && is_hf_name(item.key())) {
+      item.value().set_(from);
+    } else {
+      item.value().copy_(from);
+    }
+  }
+  if (frozen) copy->eval();
+  return copy;
+}
+
+}  // namespace
+
+CausalLmPolicy frozen_copy(const CausalLmPolicyImpl& policy) {
+  if (policy.options().lora_rank > 0) return copy_policy(policy, true);
+  CausalLmOptions options = policy.options();
   options.frozen = true;
   options.gradient_checkpointing = false;
   CausalLmPolicy copy(policy.config(), options);
@@ -204,6 +274,57 @@ CausalLmPolicy frozen_copy(const CausalLmPolicyImpl& policy) {
   for (const auto& [name, tensor] : policy.policy_tensors()) parameters[name].copy_(tensor);
   copy->eval();
   return copy;
+}
+
+std::shared_ptr<PolicyNetworkImpl> CausalLmPolicyImpl::frozen_copy() const {
+  return agents::frozen_copy(*this).ptr();
+}
+
+std::shared_ptr<PolicyNetworkImpl> CausalLmPolicyImpl::trainable_copy() const {
+  CausalLmPolicy copy = copy_policy(*this, false);
+  copy->train();
+  return copy.ptr();
+}
+
+namespace {
+
+// The archive key of a parameter: its name with '.' spelled "__" (an archive's keys are its own
+// hierarchy's names).
+std::string state_key(const std::string& name) {
+  std::string key;
+  for (const char c : name) key += c == '.' ? std::string("__") : std::string(1, c);
+  return key;
+}
+
+// The parameters a checkpoint holds: all of them, or under LoRA all but the frozen base.
+bool in_state(const CausalLmOptions& options, const std::string& name) {
+  return options.lora_rank == 0 || !is_hf_name(name);
+}
+
+}  // namespace
+
+void CausalLmPolicyImpl::save_state(torch::serialize::OutputArchive& archive) const {
+  for (const auto& item : named_parameters()) {
+    if (in_state(options_, item.key())) archive.write(state_key(item.key()), item.value());
+  }
+}
+
+void CausalLmPolicyImpl::load_state(torch::serialize::InputArchive& archive) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters()) {
+    if (!in_state(options_, item.key())) continue;
+    torch::Tensor value;
+    if (!archive.try_read(state_key(item.key()), value)) {
+      throw std::runtime_error("the checkpoint has no tensor '" + item.key() +
+                               "' (saved with another LoRA rank, targets or prompt form?)");
+    }
+    if (value.sizes() != item.value().sizes()) {
+      throw std::runtime_error("the checkpoint's tensor '" + item.key() + "' has shape " +
+                               shape_text(value.sizes()) + ", this policy's " +
+                               shape_text(item.value().sizes()));
+    }
+    item.value().copy_(value);
+  }
 }
 
 }  // namespace sparserl::agents

@@ -11,6 +11,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "sparserl/agents/safetensors.hpp"
+#include "sparserl/agents/torch/causal_lm.hpp"
 #include "sparserl/agents/torch/collectives.hpp"
 #include "sparserl/datasets/random.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
@@ -18,6 +20,8 @@
 namespace sparserl::agents {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 torch::Device resolve_device(const std::string& name) {
   if (name == "auto")
@@ -28,19 +32,19 @@ torch::Device resolve_device(const std::string& name) {
   return torch::Device(name);
 }
 
+// The config with what it leaves to the vocabulary and the observation filled in: the logits'
+// width (the closed vocabulary's size, or an HF model's embedding rows) and the feature count.
 AgentConfig resolved(AgentConfig config, const env::Vocabulary& vocabulary) {
   if (auto error = config.validate()) throw std::invalid_argument(*error);
-  if (config.model.kind == ModelKind::hf) {
-    // The network exists (torch/causal_lm.hpp); what joins it to the agent - the BPE tokenizer,
-    // the grammar mask over its tokens and the learner over either network - does not yet.
-    throw std::invalid_argument(
-        "model.kind = hf: Hugging Face decoders are not yet joined to the agent (issue 28); use "
-        "kind = small");
-  }
-  const int vocab = static_cast<int>(vocabulary.size());
+  const bool hf = config.model.kind == ModelKind::hf;
+  const int vocab =
+      hf ? static_cast<int>(read_hf_config(fs::path(config.model.path) / "config.json").vocab_size)
+         : static_cast<int>(vocabulary.size());
   if (config.policy.vocab_size != 0 && config.policy.vocab_size != vocab) {
     throw std::invalid_argument("policy.vocab_size = " + std::to_string(config.policy.vocab_size) +
-                                ": the vocabulary '" + vocabulary.name() + "' has " +
+                                ": " +
+                                (hf ? "the model " + config.model.path + " has "
+                                    : "the vocabulary '" + vocabulary.name() + "' has ") +
                                 std::to_string(vocab));
   }
   config.policy.vocab_size = vocab;
@@ -82,8 +86,11 @@ SequenceBatch SequenceBatch::select(const torch::Tensor& rows) const {
   SequenceBatch out;
   out.prefix = prefix.index_select(r);
   out.inputs = inputs.index_select(0, r);
+  out.prompt_length = prompt_length;
+  out.input_valid = input_valid.is_same(valid) ? torch::Tensor() : input_valid.index_select(0, r);
   out.targets = targets.index_select(0, r);
   out.valid = valid.index_select(0, r);
+  if (!out.input_valid.defined()) out.input_valid = out.valid;
   if (action_masks.defined()) out.action_masks = action_masks.index_select(0, r);
   return out;
 }
@@ -93,24 +100,40 @@ SequenceBatch SequenceBatch::select(const torch::Tensor& rows) const {
 Learner::Learner(AgentConfig config_in, std::shared_ptr<const env::Vocabulary> vocabulary_in)
     : config(resolved(std::move(config_in), *vocabulary_in)),
       vocabulary(std::move(vocabulary_in)),
+      tokens(make_token_space(config, vocabulary)),
       device(resolve_device(config.device)),
       algorithm(AlgorithmRegistry::make(config.algorithm)) {
+  // A budget the grammar cannot complete a program in is refused now, not at the first sample.
+  (void)tokens->mask(config.mask, config.policy.max_tokens);
   torch::manual_seed(config.seed);
-  policy = TransformerPolicy(config.policy);
-  policy->to(device);
+  if (config.model.kind == ModelKind::hf) {
+    const fs::path folder = config.model.path;
+    base_digest = SafetensorsCheckpoint(folder).weights_digest();
+    policy = PolicyNetwork::of(
+        load_causal_lm(folder,
+                       causal_lm_options(config, read_hf_config(folder / "config.json"), device),
+                       config.seed)
+            .ptr());
+  } else {
+    policy = PolicyNetwork::of(TransformerPolicy(config.policy).ptr());
+    policy->to(device);
+  }
   rng.seed = config.seed ^ 0x706f6c6963792121ULL;  // "policy!!": apart from the env's streams
   make_optimizer();
 }
 
 namespace {
 
-// AdamW over `model`: matrices of Linear layers are decayed; biases, norms and embeddings are not
-// (GPT-2, nanoGPT). With `value_head_group`, the value head is a third group (no weight decay).
-std::unique_ptr<torch::optim::AdamW> make_adamw(TransformerPolicy& model, const OptimizerConfig& o,
+// AdamW over `model`'s trainable parameters (a frozen base under LoRA has none): matrices of
+// Linear layers are decayed; biases, norms and embeddings are not (GPT-2, nanoGPT). With
+// `value_head_group`, the value head is a third group (no weight decay).
+std::unique_ptr<torch::optim::AdamW> make_adamw(PolicyNetwork& model, const OptimizerConfig& o,
                                                 bool value_head_group) {
   std::vector<torch::Tensor> decay, no_decay, value_head;
   for (const auto& item : model->named_parameters()) {
-    const bool embedding = item.key().find("embedding") != std::string::npos;
+    if (!item.value().requires_grad()) continue;
+    const bool embedding = item.key().find("embedding") != std::string::npos ||
+                           item.key().find("embed_tokens") != std::string::npos;
     if (value_head_group && item.key().rfind("value_head.", 0) == 0) {
       value_head.push_back(item.value());
       continue;
@@ -130,7 +153,7 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(TransformerPolicy& model, const 
   return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(o.lr));
 }
 
-double clip_gradients(TransformerPolicy& model, double max_grad_norm) {
+double clip_gradients(PolicyNetwork& model, double max_grad_norm) {
   const double max_norm =
       max_grad_norm > 0 ? max_grad_norm : std::numeric_limits<double>::infinity();
   return torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
@@ -140,9 +163,12 @@ double clip_gradients(TransformerPolicy& model, double max_grad_norm) {
 // this every rank holds sum(weight x gradient) / sum(weight), the gradient of the mean over all
 // ranks' items (one all-reduce of [weight, has-gradient flags, weight x gradients]). A parameter
 // that no rank with items gave a gradient keeps none, so AdamW skips it on every rank as one
-// process would.
-void average_gradients(ProcessGroup& group, TransformerPolicy& model, double weight) {
-  const std::vector<torch::Tensor> parameters = model->parameters();
+// process would. Only trainable parameters take part (a frozen LoRA base has no gradient).
+void average_gradients(ProcessGroup& group, PolicyNetwork& model, double weight) {
+  std::vector<torch::Tensor> parameters;
+  for (const torch::Tensor& p : model->parameters()) {
+    if (p.requires_grad()) parameters.push_back(p);
+  }
   const auto count = static_cast<std::int64_t>(parameters.size());
   std::int64_t elements = 0;
   for (const auto& p : parameters) elements += p.numel();
@@ -190,9 +216,7 @@ void Learner::make_optimizer() {
 }
 
 void Learner::make_critic() {
-  critic = clone_policy(policy);
-  for (auto& p : critic->parameters()) p.set_requires_grad(true);
-  critic->train();
+  critic = PolicyNetwork(policy->trainable_copy());
   critic_optimizer = make_adamw(critic, config.optimizer, false);
 }
 
@@ -294,6 +318,29 @@ PrefixBatch Learner::prefix_batch(std::span<const env::MatrixObservation* const>
   return out.to(device);
 }
 
+std::pair<torch::Tensor, torch::Tensor> Learner::prompt_batch(
+    std::span<const env::MatrixObservation* const> matrices) const {
+  std::vector<std::vector<env::TokenId>> prompts;
+  std::size_t longest = 1;
+  for (const env::MatrixObservation* m : matrices) {
+    prompts.push_back(tokens->prompt(m));
+    longest = std::max(longest, prompts.back().size());
+  }
+  const auto batch = static_cast<std::int64_t>(matrices.size());
+  const auto width = static_cast<std::int64_t>(longest);
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(batch * width), tokens->pad());
+  std::vector<std::uint8_t> valid(static_cast<std::size_t>(batch * width), 0);
+  for (std::size_t b = 0; b < prompts.size(); ++b) {
+    const std::size_t offset = b * longest + longest - prompts[b].size();  // left padding
+    std::copy(prompts[b].begin(), prompts[b].end(),
+              ids.begin() + static_cast<std::ptrdiff_t>(offset));
+    std::fill_n(valid.begin() + static_cast<std::ptrdiff_t>(offset), prompts[b].size(), 1);
+  }
+  return {
+      torch::tensor(ids, torch::kLong).view({batch, width}).to(device),
+      torch::from_blob(valid.data(), {batch, width}, torch::kUInt8).to(torch::kBool).to(device)};
+}
+
 SequenceBatch Learner::sequence_batch(
     std::span<const env::MatrixObservation* const> matrices,
     std::span<const std::vector<env::TokenId>* const> sequences,
@@ -307,14 +354,16 @@ SequenceBatch Learner::sequence_batch(
         "a sequence of " + std::to_string(longest) +
         " tokens exceeds policy.max_tokens = " + std::to_string(config.policy.max_tokens));
   }
-  const env::TokenId pad = vocabulary->pad();
+  // Each row: its prompt, left-padded to the longest (P columns), then its tokens but the last.
+  const auto [prompt, prompt_valid] = prompt_batch(matrices);
+  const std::int64_t p = prompt.size(1);
+  const env::TokenId pad = tokens->pad();
   std::vector<std::int64_t> inputs(static_cast<std::size_t>(batch * longest), pad);
   std::vector<std::int64_t> targets(static_cast<std::size_t>(batch * longest), pad);
   std::vector<std::uint8_t> valid(static_cast<std::size_t>(batch * longest), 0);
   for (std::int64_t b = 0; b < batch; ++b) {
     const auto& s = *sequences[static_cast<std::size_t>(b)];
     const std::int64_t row = b * longest;
-    inputs[static_cast<std::size_t>(row)] = vocabulary->bos();
     for (std::size_t t = 0; t < s.size(); ++t) {
       targets[static_cast<std::size_t>(row) + t] = s[t];
       valid[static_cast<std::size_t>(row) + t] = 1;
@@ -324,18 +373,29 @@ SequenceBatch Learner::sequence_batch(
   }
   SequenceBatch out;
   out.prefix = prefix_batch(matrices);
-  out.inputs = torch::tensor(inputs, torch::kLong).view({batch, longest}).to(device);
+  out.prompt_length = p;
+  // Column 0 of `inputs` is where the prompt's last token goes.
+  const torch::Tensor code = torch::tensor(inputs, torch::kLong).view({batch, longest}).to(device);
   out.targets = torch::tensor(targets, torch::kLong).view({batch, longest}).to(device);
   out.valid =
       torch::from_blob(valid.data(), {batch, longest}, torch::kUInt8).to(torch::kBool).to(device);
+  if (p == 1) {
+    out.inputs = code.clone();
+    out.inputs.select(1, 0).copy_(prompt.select(1, 0));
+    out.input_valid = out.valid;
+  } else {
+    out.inputs = torch::cat({prompt, code.narrow(1, 1, longest - 1)}, 1);
+    out.input_valid = torch::cat({prompt_valid, out.valid.narrow(1, 1, longest - 1)}, 1);
+  }
   if (masks.empty()) return out;  // no masks asked for (pretraining, SFT)
 
-  const auto vocab = static_cast<std::int64_t>(vocabulary->size());
+  const auto vocab = static_cast<std::int64_t>(tokens->size());
   if (config.mask == env::MaskMode::none) {
-    // Mode none forbids only <pad> and <bos>: one row, broadcast.
-    torch::Tensor row = torch::ones({vocab}, torch::kBool);
-    row[vocabulary->pad()] = false;
-    row[vocabulary->bos()] = false;
+    // Mode none allows the same tokens at every step: one row, broadcast.
+    std::vector<std::uint8_t> allowed(static_cast<std::size_t>(vocab));
+    tokens->mask(config.mask, config.policy.max_tokens)->fill(allowed);
+    const torch::Tensor row =
+        torch::from_blob(allowed.data(), {vocab}, torch::kUInt8).to(torch::kBool);
     out.action_masks = row.view({1, 1, vocab}).expand({batch, longest, vocab}).to(device);
     return out;
   }
@@ -354,16 +414,17 @@ SequenceBatch Learner::sequence_batch(
       std::copy(given->begin(), given->end(), base);
       continue;
     }
-    env::ActionMask replay(vocabulary, config.mask, config.policy.max_tokens);
+    const std::unique_ptr<CompletionMask> replay =
+        tokens->mask(config.mask, config.policy.max_tokens);
     for (std::size_t t = 0; t < s.size(); ++t) {
-      replay.fill(std::span<std::uint8_t>(base + t * vocab, static_cast<std::size_t>(vocab)));
-      if (!replay.allows(s[t])) {
+      replay->fill(std::span<std::uint8_t>(base + t * vocab, static_cast<std::size_t>(vocab)));
+      if (!replay->allows(s[t])) {
         throw std::invalid_argument("sequence " + std::to_string(b) + ": token " +
-                                    std::to_string(t) + " (" + vocabulary->describe(s[t]) +
+                                    std::to_string(t) + " (" + tokens->describe(s[t]) +
                                     ") is not allowed by the " +
                                     std::string(env::to_string(config.mask)) + " mask");
       }
-      replay.advance(s[t]);
+      replay->advance(s[t]);
     }
   }
   out.action_masks = torch::from_blob(all.data(), {batch, longest, vocab}, torch::kUInt8)
@@ -372,8 +433,13 @@ SequenceBatch Learner::sequence_batch(
   return out;
 }
 
-TokenScores Learner::score(TransformerPolicy& model, const SequenceBatch& batch, bool entropy) {
-  const PolicyOutput out = model->forward(batch.prefix, batch.inputs, batch.valid);
+PolicyOutput Learner::outputs(PolicyNetwork& model, const SequenceBatch& batch) {
+  return model->forward_from(batch.prefix, batch.inputs, batch.input_valid,
+                             batch.prompt_length - 1);
+}
+
+TokenScores Learner::score(PolicyNetwork& model, const SequenceBatch& batch, bool entropy) {
+  const PolicyOutput out = outputs(model, batch);
   torch::Tensor logits = apply_action_mask(out.logits, batch.action_masks);
   if (config.sampling.temperature != 1.0) logits = logits / config.sampling.temperature;
   const torch::Tensor log_softmax = torch::log_softmax(logits, -1);
@@ -392,9 +458,12 @@ TokenScores Learner::score(TransformerPolicy& model, const SequenceBatch& batch,
   return scores;
 }
 
-torch::Tensor Learner::score_values(TransformerPolicy& model, const SequenceBatch& batch) {
-  return model->values(batch.prefix, batch.inputs, batch.valid)
-      .masked_fill(batch.valid.logical_not(), 0.0);
+torch::Tensor Learner::score_values(PolicyNetwork& model, const SequenceBatch& batch) {
+  torch::Tensor values = model->values(batch.prefix, batch.inputs, batch.input_valid);
+  if (batch.prompt_length > 1) {
+    values = values.narrow(1, batch.prompt_length - 1, batch.targets.size(1));
+  }
+  return values.masked_fill(batch.valid.logical_not(), 0.0);
 }
 
 }  // namespace sparserl::agents

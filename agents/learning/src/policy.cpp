@@ -248,6 +248,16 @@ PolicyOutput TransformerPolicyImpl::forward(const PrefixBatch& prefix, const tor
   return head(token_hidden(prefix, tokens, token_valid));
 }
 
+PolicyOutput TransformerPolicyImpl::forward_from(const PrefixBatch& prefix,
+                                                 const torch::Tensor& tokens,
+                                                 const torch::Tensor& token_valid,
+                                                 std::int64_t first) {
+  const PolicyOutput all = forward(prefix, tokens, token_valid);
+  if (first == 0) return all;
+  const std::int64_t kept = tokens.size(1) - first;
+  return {all.logits.narrow(1, first, kept), all.values.narrow(1, first, kept)};
+}
+
 torch::Tensor TransformerPolicyImpl::values(const PrefixBatch& prefix, const torch::Tensor& tokens,
                                             const torch::Tensor& token_valid) {
   return value_head_(token_hidden(prefix, tokens, token_valid)).squeeze(-1);
@@ -301,23 +311,34 @@ PolicyOutput TransformerPolicyImpl::decode_step(const torch::Tensor& tokens,
   return head(final_norm_(x).squeeze(1));
 }
 
-TransformerPolicy clone_policy(TransformerPolicy& policy) {
+TransformerPolicy clone_policy(const TransformerPolicyImpl& policy) {
   // Construction draws initial weights from LibTorch's default generator; keep its state so that a
   // clone does not shift the dropout stream of the run.
   auto generator = at::detail::getDefaultCPUGenerator();
   const torch::Tensor state = generator.get_state();
-  TransformerPolicy copy(policy->config());
+  TransformerPolicy copy(policy.config());
   generator.set_state(state);
-  const auto device = policy->parameters().front().device();
+  const auto device = policy.parameters().front().device();
   copy->to(device);
   torch::NoGradGuard no_grad;
-  const auto source = policy->named_parameters();
+  const auto source = policy.named_parameters();
   for (auto& item : copy->named_parameters()) item.value().copy_(source[item.key()]);
-  const auto source_buffers = policy->named_buffers();
+  const auto source_buffers = policy.named_buffers();
   for (auto& item : copy->named_buffers()) item.value().copy_(source_buffers[item.key()]);
   copy->eval();
   for (auto& p : copy->parameters()) p.set_requires_grad(false);
   return copy;
+}
+
+std::shared_ptr<PolicyNetworkImpl> TransformerPolicyImpl::frozen_copy() const {
+  return clone_policy(*this).ptr();
+}
+
+std::shared_ptr<PolicyNetworkImpl> TransformerPolicyImpl::trainable_copy() const {
+  TransformerPolicy copy = clone_policy(*this);
+  for (auto& p : copy->parameters()) p.set_requires_grad(true);
+  copy->train();
+  return copy.ptr();
 }
 
 torch::Tensor apply_action_mask(const torch::Tensor& logits, const torch::Tensor& mask) {

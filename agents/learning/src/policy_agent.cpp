@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "sparserl/agents/algorithm.hpp"
+#include "sparserl/agents/torch/causal_lm.hpp"
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
@@ -104,13 +105,26 @@ const env::Vocabulary& PolicyAgent::vocabulary() const { return *learner_->vocab
 const std::shared_ptr<const env::Vocabulary>& PolicyAgent::vocabulary_ptr() const {
   return learner_->vocabulary;
 }
+const TokenSpace& PolicyAgent::tokens() const { return *learner_->tokens; }
+const std::shared_ptr<const TokenSpace>& PolicyAgent::tokens_ptr() const {
+  return learner_->tokens;
+}
 const AgentCounters& PolicyAgent::counters() const { return learner_->counters; }
+
+void PolicyAgent::export_model(const std::filesystem::path& folder,
+                               std::uint64_t max_shard_bytes) const {
+  const auto* model = dynamic_cast<const CausalLmPolicyImpl*>(learner_->policy.get());
+  if (model == nullptr) {
+    throw std::logic_error("export_model: model.kind = small has no Hugging Face form");
+  }
+  save_causal_lm(*model, folder, max_shard_bytes, learner_->config.model.path);
+}
 std::int64_t PolicyAgent::parameter_count() const { return learner_->policy->parameter_count(); }
 std::string PolicyAgent::device() const { return learner_->device.str(); }
 bool PolicyAgent::has_reference() const { return !learner_->reference.is_empty(); }
 
 void PolicyAgent::set_reference_to_current() {
-  learner_->reference = clone_policy(learner_->policy);
+  learner_->reference = PolicyNetwork(learner_->policy->frozen_copy());
 }
 
 void PolicyAgent::set_algorithm(const std::string& algorithm) {
@@ -145,6 +159,12 @@ std::string PolicyAgent::weights_digest() const {
 
 env::ActionBatch PolicyAgent::act(std::span<const env::Observation> observations) {
   Learner& l = *learner_;
+  if (l.config.model.kind != ModelKind::small) {
+    // The env's step() path and its observations' masks are the closed vocabulary's.
+    throw std::logic_error(
+        "act: model.kind = hf acts through generate() (the RL stage, the evaluation); "
+        "SparseCudaEnv's step() and its action masks are the closed vocabulary's");
+  }
   torch::NoGradGuard no_grad;
   l.policy->eval();
   const auto batch = static_cast<std::int64_t>(observations.size());
@@ -273,9 +293,12 @@ std::vector<Completion> PolicyAgent::generate(
   const auto rows = static_cast<std::int64_t>(prompts.size()) * samples;
   std::vector<Completion> out(static_cast<std::size_t>(rows));
   if (rows == 0) return out;
-  const auto vocab = static_cast<std::int64_t>(l.vocabulary->size());
+  const TokenSpace& space = *l.tokens;
+  const auto vocab = static_cast<std::int64_t>(space.size());
   const int max_tokens = l.config.policy.max_tokens;
-  const bool keep_masks = l.config.mask != env::MaskMode::none;
+  // The masks travel with the completions for the update, but not a BPE vocabulary's (tens of
+  // thousands of bytes per token): the update replays those from the tokens.
+  const bool keep_masks = l.config.mask != env::MaskMode::none && space.kind() == "closed";
   // Data parallel: step t's draw for row r is draw (t x total + offset + r) from here, as in one
   // process generating every rank's rows.
   if (window.total > 0 && window.offset + rows > window.total) {
@@ -289,16 +312,13 @@ std::vector<Completion> PolicyAgent::generate(
   for (const auto& p : prompts) {
     for (int s = 0; s < samples; ++s) matrices.push_back(p.get());
   }
-  std::vector<env::ActionMask> action_masks;
+  std::vector<std::unique_ptr<CompletionMask>> action_masks;
   action_masks.reserve(static_cast<std::size_t>(rows));
   for (std::int64_t r = 0; r < rows; ++r)
-    action_masks.emplace_back(l.vocabulary, l.config.mask, max_tokens);
+    action_masks.push_back(space.mask(l.config.mask, max_tokens));
 
   const PrefixBatch prefix = l.prefix_batch(matrices);
-  const torch::Tensor start = torch::full(
-      {rows, 1}, l.vocabulary->bos(), torch::TensorOptions().dtype(torch::kLong).device(l.device));
-  const torch::Tensor start_valid =
-      torch::ones({rows, 1}, torch::TensorOptions().dtype(torch::kBool).device(l.device));
+  const auto [start, start_valid] = l.prompt_batch(matrices);
   KvCache cache;
   PolicyOutput step = l.policy->prefill(prefix, start, start_valid, cache);
 
@@ -309,7 +329,7 @@ std::vector<Completion> PolicyAgent::generate(
     for (std::int64_t r = 0; r < rows; ++r) {
       std::span<std::uint8_t> row(mask_bytes.data() + r * vocab, static_cast<std::size_t>(vocab));
       if (active[static_cast<std::size_t>(r)]) {
-        action_masks[static_cast<std::size_t>(r)].fill(row);
+        action_masks[static_cast<std::size_t>(r)]->fill(row);
       } else {
         std::fill(row.begin(), row.end(), 1);  // finished rows draw anything; the draw is discarded
       }
@@ -335,15 +355,15 @@ std::vector<Completion> PolicyAgent::generate(
     const auto* lp_data = log_probs_cpu.data_ptr<float>();
     const auto* v_data = values_cpu.data_ptr<float>();
     bool any = false;
-    std::vector<std::int64_t> next(static_cast<std::size_t>(rows), l.vocabulary->pad());
+    std::vector<std::int64_t> next(static_cast<std::size_t>(rows), space.pad());
     for (std::int64_t r = 0; r < rows; ++r) {
       if (!active[static_cast<std::size_t>(r)]) continue;
       Completion& c = out[static_cast<std::size_t>(r)];
       const auto token = static_cast<env::TokenId>(chosen_data[r]);
-      if (!action_masks[static_cast<std::size_t>(r)].allows(token)) {
+      if (!action_masks[static_cast<std::size_t>(r)]->allows(token)) {
         throw std::runtime_error(
             "generate: the policy's logits are not finite (sampled the forbidden " +
-            l.vocabulary->describe(token) + "); training has diverged");
+            space.describe(token) + "); training has diverged");
       }
       c.tokens.push_back(token);
       c.log_probs.push_back(lp_data[r]);
@@ -352,9 +372,9 @@ std::vector<Completion> PolicyAgent::generate(
         c.action_masks.insert(c.action_masks.end(), mask_bytes.begin() + r * vocab,
                               mask_bytes.begin() + (r + 1) * vocab);
       }
-      action_masks[static_cast<std::size_t>(r)].advance(token);
+      action_masks[static_cast<std::size_t>(r)]->advance(token);
       ++l.counters.generated_tokens;
-      if (token == l.vocabulary->eos()) {
+      if (token == space.eos()) {
         c.terminated = true;
         active[static_cast<std::size_t>(r)] = 0;
       } else {

@@ -24,14 +24,14 @@ torch::Tensor mean_cross_entropy(const torch::Tensor& log_softmax, const Sequenc
 }  // namespace
 
 torch::Tensor next_token_loss(Learner& learner, const SequenceBatch& batch) {
-  const PolicyOutput out = learner.policy->forward(batch.prefix, batch.inputs, batch.valid);
+  const PolicyOutput out = learner.outputs(learner.policy, batch);
   return mean_cross_entropy(torch::log_softmax(out.logits, -1), batch);
 }
 
 env::Statistics next_token_step(Learner& learner, const SequenceBatch& batch, bool token_accuracy) {
   learner.policy->train();
   const double lr = learner.current_lr();
-  const PolicyOutput out = learner.policy->forward(batch.prefix, batch.inputs, batch.valid);
+  const PolicyOutput out = learner.outputs(learner.policy, batch);
   const torch::Tensor log_softmax = torch::log_softmax(out.logits, -1);
   const torch::Tensor loss = mean_cross_entropy(log_softmax, batch);
   loss.backward();
@@ -82,27 +82,12 @@ std::string libtorch_version() { return TORCH_VERSION; }
 
 StageResult run_pretraining(const PretrainConfig& config, const std::vector<std::string>& corpus,
                             const env::Tokenizer& tokenizer,
-                            const StatisticsCallback& on_statistics) {
+                            const StatisticsCallback& on_statistics,
+                            const std::vector<std::string>& texts) {
   if (config.output_dir.empty()) throw std::invalid_argument("pretraining: output_dir is required");
   if (config.steps < 1 || config.batch_size < 1) {
     throw std::invalid_argument("pretraining: steps and batch_size must be positive");
   }
-  // The corpus as token sequences; what cannot be generated within max_tokens is left out.
-  std::vector<std::vector<env::TokenId>> programs;
-  std::size_t skipped = 0;
-  for (const std::string& text : corpus) {
-    if (auto tokens = tokens_within(tokenizer, text, config.agent.policy.max_tokens)) {
-      programs.push_back(std::move(*tokens));
-    } else {
-      ++skipped;
-    }
-  }
-  if (programs.empty()) {
-    throw std::invalid_argument("pretraining: none of the " + std::to_string(corpus.size()) +
-                                " corpus programs tokenizes within policy.max_tokens = " +
-                                std::to_string(config.agent.policy.max_tokens));
-  }
-
   const Shard share = batch_share(config.batch_size, config.group, "pretraining: batch_size");
   StageResult result;
   std::unique_ptr<PolicyAgent> agent =
@@ -110,6 +95,31 @@ StageResult run_pretraining(const PretrainConfig& config, const std::vector<std:
                        config.init_checkpoint, result, config.group);
   tokenizer.vocabulary().require_digest(agent->vocabulary().digest(),
                                         "the tokenizer of pretraining");
+
+  // The corpus as token sequences of the agent's tokens; what cannot be generated within
+  // max_tokens is left out. Plain texts are cut into sequences.
+  const TokenSpace& space = agent->tokens();
+  const int max_tokens = config.agent.policy.max_tokens;
+  std::vector<std::vector<env::TokenId>> programs;
+  std::size_t skipped = 0;
+  for (const std::string& text : corpus) {
+    if (auto tokens = space.program_tokens(text, max_tokens)) {
+      programs.push_back(std::move(*tokens));
+    } else {
+      ++skipped;
+    }
+  }
+  const std::size_t from_programs = programs.size();
+  for (const std::string& text : texts) {
+    std::vector<std::vector<env::TokenId>> pieces = space.text_tokens(text, max_tokens);
+    if (pieces.empty()) ++skipped;
+    for (auto& piece : pieces) programs.push_back(std::move(piece));
+  }
+  if (programs.empty()) {
+    throw std::invalid_argument(
+        "pretraining: none of the " + std::to_string(corpus.size() + texts.size()) +
+        " corpus programs tokenizes within policy.max_tokens = " + std::to_string(max_tokens));
+  }
 
   const auto pretrain_batch = [&](std::int64_t step) {
     std::vector<std::vector<env::TokenId>> batch;
@@ -119,8 +129,12 @@ StageResult run_pretraining(const PretrainConfig& config, const std::vector<std:
     return agent->pretrain_step(batch);
   };
   const auto corpus_statistics = [&](env::Statistics& stats) {
-    stats.emplace_back("corpus/programs", static_cast<double>(programs.size()));
+    stats.emplace_back("corpus/programs", static_cast<double>(from_programs));
     stats.emplace_back("corpus/skipped", static_cast<double>(skipped));
+    if (!texts.empty()) {
+      stats.emplace_back("corpus/text_sequences",
+                         static_cast<double>(programs.size() - from_programs));
+    }
   };
   return run_supervised_steps(*agent, stage_loop("pretrain", config.steps, config),
                               config.batch_size, programs.size(), std::move(result), pretrain_batch,

@@ -20,6 +20,7 @@
 #include <stdexcept>
 
 #include "sparserl/datasets/enum_names.hpp"
+#include "sparserl/reward/digest.hpp"
 
 namespace sparserl::agents {
 
@@ -363,6 +364,31 @@ std::vector<std::string> SafetensorsCheckpoint::names() const {
   std::vector<std::string> out;
   for (const auto& [name, tensor] : tensors_) out.push_back(name);
   return out;
+}
+
+std::string SafetensorsCheckpoint::weights_digest() const {
+  // Small tensors whole; larger ones through 16 windows spread over their bytes, so the digest of a
+  // 7B model reads megabytes, not gigabytes.
+  constexpr std::size_t kWhole = 64 * 1024, kWindow = 4 * 1024, kWindows = 16;
+  reward::Sha256 sha;
+  for (const auto& [name, tensor] : tensors_) {
+    const TensorEntry& e = *tensor.entry;
+    sha.update_field(name).update_field(to_string(e.dtype));
+    for (const std::int64_t d : e.shape) sha.update_field(std::to_string(d));
+    const std::span<const std::byte> bytes = tensor.data();
+    const auto text = [](std::span<const std::byte> b) {
+      return std::string_view(reinterpret_cast<const char*>(b.data()), b.size());
+    };
+    if (bytes.size() <= kWhole) {
+      sha.update_field(text(bytes));
+      continue;
+    }
+    for (std::size_t w = 0; w < kWindows; ++w) {
+      const std::size_t at = (bytes.size() - kWindow) * w / (kWindows - 1);
+      sha.update_field(text(bytes.subspan(at, kWindow)));
+    }
+  }
+  return sha.finish_hex();
 }
 
 std::vector<float> to_floats(TensorDtype dtype, std::span<const std::byte> data) {

@@ -81,6 +81,17 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
     throw std::invalid_argument("sft: steps and batch_size must be positive");
   if (!observe) throw std::invalid_argument("sft: no observation function");
 
+  const Shard share = batch_share(config.batch_size, config.group, "sft: batch_size");
+  StageResult result;
+  AgentConfig agent_config = config.agent;
+  agent_config.algorithm = "sft";
+  std::unique_ptr<PolicyAgent> agent =
+      open_stage_agent(config.output_dir, agent_config, tokenizer.vocabulary_ptr(),
+                       config.init_checkpoint, result, config.group);
+  tokenizer.vocabulary().require_digest(agent->vocabulary().digest(), "the tokenizer of SFT");
+
+  // The programs as the agent's tokens (the closed vocabulary's, or an HF model's BPE tokens of
+  // the program's grammar form).
   struct Target {
     datasets::Task task;
     std::vector<env::TokenId> tokens;
@@ -89,7 +100,8 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
   auto encode_all = [&](const std::vector<SftPair>& list) {
     std::vector<Target> out;
     for (const SftPair& pair : list) {
-      if (auto tokens = tokens_within(tokenizer, pair.program, config.agent.policy.max_tokens)) {
+      if (auto tokens =
+              agent->tokens().program_tokens(pair.program, config.agent.policy.max_tokens)) {
         out.push_back({pair.task, std::move(*tokens)});
       } else {
         ++skipped;
@@ -110,15 +122,6 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
         {observe(held_out[i].task, observation_seed(~config.observation_seed, i, 0)),
          held_out[i].tokens});
   }
-
-  const Shard share = batch_share(config.batch_size, config.group, "sft: batch_size");
-  StageResult result;
-  AgentConfig agent_config = config.agent;
-  agent_config.algorithm = "sft";
-  std::unique_ptr<PolicyAgent> agent =
-      open_stage_agent(config.output_dir, agent_config, tokenizer.vocabulary_ptr(),
-                       config.init_checkpoint, result, config.group);
-  tokenizer.vocabulary().require_digest(agent->vocabulary().digest(), "the tokenizer of SFT");
 
   // Without resampling each pair keeps one observation for the whole run.
   std::map<std::size_t, std::shared_ptr<const env::MatrixObservation>> fixed;

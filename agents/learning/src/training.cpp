@@ -229,6 +229,13 @@ std::optional<std::vector<env::TokenId>> tokens_within(const env::Tokenizer& tok
   return std::nullopt;
 }
 
+const env::EpisodePipeline& agent_pipeline(const PolicyAgent& agent, const env::SparseCudaEnv& env,
+                                           std::unique_ptr<env::EpisodePipeline>& own) {
+  if (agent.tokens().kind() == "closed") return env.pipeline();
+  own = env.pipeline().with_tokenizer(agent.tokens().program_tokenizer());
+  return *own;
+}
+
 ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
                              env::ObservationConfig config) {
   // The env's own observer: SFT's examples are sampled as RL's episodes are.
@@ -272,7 +279,8 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
   const std::int64_t start_update = agent->counters().updates;
   for (std::int64_t i = 0; i < start_update * config.tasks_per_update; ++i) (void)tasks.next();
 
-  const env::EpisodePipeline& pipeline = env.pipeline();
+  std::unique_ptr<env::EpisodePipeline> own_pipeline;
+  const env::EpisodePipeline& pipeline = agent_pipeline(*agent, env, own_pipeline);
   // This rank's tasks of each update (all of them in one process) and its rows of the batch.
   const std::size_t tasks_per_update = static_cast<std::size_t>(config.tasks_per_update);
   const Shard mine = shard_of(tasks_per_update, ranks > 1 ? config.group->rank() : 0, ranks);
@@ -352,7 +360,8 @@ EvaluationSummary run_evaluation(PolicyAgent& agent, env::SparseCudaEnv& env,
   const std::uint64_t per_task =
       (config.greedy ? 1 : 0) + static_cast<std::uint64_t>(std::max(0, config.samples));
   const std::string policy = on_episode ? agent.policy_id() : std::string();
-  const env::EpisodePipeline& pipeline = env.pipeline();
+  std::unique_ptr<env::EpisodePipeline> own_pipeline;
+  const env::EpisodePipeline& pipeline = agent_pipeline(agent, env, own_pipeline);
   for (std::size_t first = 0; first < tasks.size(); first += per_batch) {
     const std::size_t last = std::min(tasks.size(), first + per_batch);
     std::vector<env::EpisodeStart> starts;

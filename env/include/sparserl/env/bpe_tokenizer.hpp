@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sparserl/env/program_tokenizer.hpp"
 #include "sparserl/env/vocabulary.hpp"
 
 namespace sparserl::env {
@@ -70,7 +71,7 @@ struct BpeSpecialIds {
   std::optional<TokenId> bos, eos, pad;
 };
 
-class BpeTokenizer {
+class BpeTokenizer final : public ProgramTokenizer {
  public:
   // `json` is the text of a tokenizer.json; `source` names it in errors.
   static BpeTokenizer parse(std::string_view json, const std::string& source);
@@ -110,6 +111,12 @@ class BpeTokenizer {
   // A SHA-256 of the file's text: what a checkpoint records of its tokenizer.
   [[nodiscard]] const std::string& digest() const;
   [[nodiscard]] const std::string& source() const;
+
+  // ProgramTokenizer: the text of the tokens before the first eos(), special tokens skipped; the
+  // action space is size(). end_of_program() throws std::logic_error when there is no eos id.
+  [[nodiscard]] std::string program_text(std::span<const TokenId> tokens) const override;
+  [[nodiscard]] TokenId end_of_program() const override;
+  [[nodiscard]] std::size_t action_count() const override { return size(); }
 
   struct Model;
 

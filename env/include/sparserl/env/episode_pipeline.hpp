@@ -3,7 +3,8 @@
 //
 //   start(EpisodeStart)        loads the task's matrix, samples its observation with the episode
 //                              seed (the prompt the agent writes for) and stamps the episode's ids.
-//   submit(prompt, completion) decodes the tokens and applies the truncation rule: a completion that
+//   submit(prompt, completion) decodes the tokens and applies the truncation rule: a completion
+//   that
 //                              ends with <eos> is sent to the EvaluationBackend; one cut at
 //                              max_tokens is not evaluated and gets EnvConfig's truncation reward.
 //   finish(pending)            waits for the evaluation and fills the episode: the EvalResult, the
@@ -12,11 +13,16 @@
 //                              evaluator overlaps them), episodes in order.
 //   final_info(episode)        the info dictionary step() returns with an episode's last step.
 //
+// The tokens are those of a ProgramTokenizer (program_tokenizer.hpp): the closed vocabulary's
+// Tokenizer, which SparseCudaEnv's pipeline has, or a Hugging Face model's BpeTokenizer, whose
+// policy finishes its completions through a pipeline of its own over the env's parts
+// (with_tokenizer()): decode, truncation, evaluation and reward are the same for both.
+//
 // SparseCudaEnv::step() plays one completion token by token and hands it to submit()/finish();
 // VectorEnv drives many environments through the same halves; the RL trainer, the policy evaluation
-// and the bench sample whole completions and call run(). So an episode, its reward and its breakdown
-// are the same whichever of them produced it (tests/env/episode_paths_test.cpp feeds the same
-// completions through all of them).
+// and the bench sample whole completions and call run(). So an episode, its reward and its
+// breakdown are the same whichever of them produced it (tests/env/episode_paths_test.cpp feeds the
+// same completions through all of them).
 #pragma once
 
 #include <chrono>
@@ -38,7 +44,7 @@
 #include "sparserl/env/evaluation.hpp"
 #include "sparserl/env/info.hpp"
 #include "sparserl/env/observation.hpp"
-#include "sparserl/env/tokenizer.hpp"
+#include "sparserl/env/program_tokenizer.hpp"
 #include "sparserl/reward/reward.hpp"
 
 namespace sparserl::env {
@@ -116,9 +122,13 @@ struct PendingEpisode {
 class EpisodePipeline {
  public:
   // std::invalid_argument naming the EnvConfig field that is invalid, or a missing part.
-  EpisodePipeline(EnvConfig config, std::shared_ptr<const Tokenizer> tokenizer,
+  EpisodePipeline(EnvConfig config, std::shared_ptr<const ProgramTokenizer> tokenizer,
                   std::shared_ptr<datasets::MatrixStore> store,
                   std::shared_ptr<EvaluationBackend> backend);
+  // A pipeline of this one's config, store and backend over another tokenizer (a policy of another
+  // vocabulary finishing its episodes in the same environment).
+  [[nodiscard]] std::unique_ptr<EpisodePipeline> with_tokenizer(
+      std::shared_ptr<const ProgramTokenizer> tokenizer) const;
 
   // Thread-safe.
   [[nodiscard]] Prompt start(const EpisodeStart& start) const;
@@ -126,7 +136,7 @@ class EpisodePipeline {
 
   // std::invalid_argument for a completion that neither ends with <eos> nor fills max_tokens, is
   // longer than max_tokens, says `terminated` against its tokens, or carries a token outside the
-  // vocabulary. A backend that throws is answered internal_error (no exception).
+  // action space. A backend that throws is answered internal_error (no exception).
   [[nodiscard]] PendingEpisode submit(const Prompt& prompt, Completion completion) const;
   [[nodiscard]] static bool ready(const PendingEpisode& pending);
   static bool wait(const PendingEpisode& pending, std::chrono::microseconds timeout);
@@ -143,17 +153,14 @@ class EpisodePipeline {
   [[nodiscard]] static Info final_info(const Episode& episode);
 
   [[nodiscard]] const EnvConfig& config() const { return config_; }
-  [[nodiscard]] const Tokenizer& tokenizer() const { return *tokenizer_; }
-  [[nodiscard]] const std::shared_ptr<const Tokenizer>& tokenizer_ptr() const {
-    return tokenizer_;
-  }
+  [[nodiscard]] const ProgramTokenizer& tokenizer() const { return *tokenizer_; }
   [[nodiscard]] const std::shared_ptr<datasets::MatrixStore>& store() const { return store_; }
   [[nodiscard]] const std::shared_ptr<EvaluationBackend>& backend() const { return backend_; }
   [[nodiscard]] const reward::HierarchicalReward& reward_function() const { return reward_; }
 
  private:
   EnvConfig config_;
-  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<const ProgramTokenizer> tokenizer_;
   std::shared_ptr<datasets::MatrixStore> store_;
   std::shared_ptr<EvaluationBackend> backend_;
   reward::HierarchicalReward reward_;

@@ -25,6 +25,9 @@
 // Features (feature_names() names them): the pattern features of datasets/features.hpp, counts as
 // log1p, density as log10(max(density, 1e-12)) / 12, shares and the Gini coefficient as they are;
 // then the task: op_spmm (0/1), dtype_f64 (0/1), log1p(K).
+//
+// Text: the task, the matrix's shape and the sampled (row, col) pairs written out
+// (prompt_text.hpp), for a policy that reads the matrix as a text prompt.
 #pragma once
 
 #include <cstdint>
@@ -82,6 +85,10 @@ struct MatrixObservation {
   std::vector<std::int32_t> rows, cols;  // K each
   std::vector<float> embedding;          // K x D, row-major
   std::vector<float> features;           // feature_names().size()
+  // The task and the sampled nonzeros written out (prompt_text.hpp, the short form): the prompt
+  // of a policy that reads the matrix as text. Empty where the observation was not made by
+  // observe_matrix().
+  std::string text;
 };
 
 MatrixObservation observe_matrix(const datasets::SparseMatrix& matrix,

@@ -145,7 +145,7 @@ class SparseCudaEnv {
   ReplayReport replay(const Episode& recorded);
 
   [[nodiscard]] const EnvConfig& config() const { return pipeline_->config(); }
-  [[nodiscard]] const Tokenizer& tokenizer() const { return pipeline_->tokenizer(); }
+  [[nodiscard]] const Tokenizer& tokenizer() const { return *tokenizer_; }
   [[nodiscard]] const EpisodePipeline& pipeline() const { return *pipeline_; }
   [[nodiscard]] const TaskSource& task_source() const { return tasks_; }
   [[nodiscard]] int env_id() const { return env_id_; }
@@ -157,6 +157,9 @@ class SparseCudaEnv {
   Observation observe();
   void end_episode(StepResult& result);
 
+  // The closed vocabulary's: step() and its mask are the closed vocabulary's, and so is the
+  // pipeline's (a policy of another vocabulary has a pipeline of its own: with_tokenizer()).
+  std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<EpisodePipeline> pipeline_;
   TaskSource tasks_;
   ActionMask mask_;

@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sparserl/env/program_tokenizer.hpp"
 #include "sparserl/env/vocabulary.hpp"
 
 namespace sparserl::env {
@@ -61,7 +62,7 @@ struct EncodedProgram {
   std::vector<std::string> locals;  // locals[i] is the program's name for vi
 };
 
-class Tokenizer {
+class Tokenizer final : public ProgramTokenizer {
  public:
   explicit Tokenizer(std::shared_ptr<const Vocabulary> vocabulary);
   // The standard vocabulary (Vocabulary::standard()).
@@ -82,6 +83,13 @@ class Tokenizer {
   // refuses as out-of-vocabulary and what the vocabulary builder adds as builtins from the corpus.
   // Throws TokenizeError for a lexical or directive error.
   [[nodiscard]] std::vector<std::string> undeclared_calls(std::string_view program) const;
+
+  // ProgramTokenizer: decode(), the vocabulary's <eos> and size.
+  [[nodiscard]] std::string program_text(std::span<const TokenId> tokens) const override {
+    return decode(tokens);
+  }
+  [[nodiscard]] TokenId end_of_program() const override { return vocabulary_->eos(); }
+  [[nodiscard]] std::size_t action_count() const override { return vocabulary_->size(); }
 
  private:
   std::shared_ptr<const Vocabulary> vocabulary_;

@@ -1,9 +1,12 @@
-// PolicyAgent: the LibTorch transformer policy behind the environment's Agent interface (act on a
-// batch of observations, update from finished episodes, save / load), plus the calls the training
-// stages need that the interface has no room for: whole-sequence generation with a key-value cache,
-// one optimiser step of pretraining / SFT / RL, and loading weights from another stage's
-// checkpoint. No LibTorch in this header (experiments/ and tools/ include it); the network and the
-// algorithms are behind a pointer (sparserl/agents/torch/learner.hpp).
+// PolicyAgent: the LibTorch policy - the transformer of [policy], or a Llama / Qwen2 decoder of a
+// Hugging Face folder ([agent.model] kind = "hf") - behind the environment's Agent interface (act
+// on a batch of observations, update from finished episodes, save / load), plus the calls the
+// training stages need that the interface has no room for: whole-sequence generation with a
+// key-value cache, one optimiser step of pretraining / SFT / RL, and loading weights from another
+// stage's checkpoint. No LibTorch in this header (experiments/ and tools/ include it); the network
+// and the algorithms are behind a pointer (sparserl/agents/torch/learner.hpp), the tokens behind
+// TokenSpace (token_space.hpp). An HF policy acts through generate() only: act() and the env's
+// step() are the closed vocabulary's.
 //
 // act() keeps a key-value cache per row of the batch: when row i continues the episode it held on
 // the previous call (the same matrix observation object and one token more), only the new token is
@@ -13,12 +16,18 @@
 //
 // Checkpoints are folders:
 //   checkpoint.txt   format version, every AgentConfig key, step counters, RNG state, vocabulary
-//                    name and digest ("key = value" lines)
-//   model.pt         the policy's parameters (torch::serialize archive)
-//   reference.pt     the frozen KL reference policy (when one is set)
+//                    name and digest ("key = value" lines); kind = hf: the tokenizer's name and
+//                    digest and the digest of the model folder's weights (model.base_digest)
+//   model.pt         the policy's parameters (torch::serialize archive); under LoRA the adapters
+//                    (unmerged), the soft-prompt projections and the value head only - the base
+//                    is model.path's, checked against model.base_digest
+//   reference.pt     the frozen KL reference policy (when one is set; the same subset)
+//   critic.pt, critic_optimizer.pt   PPO's separate critic (when there is one)
 //   optimizer.pt     AdamW's state
 //   rng.pt           LibTorch's CPU generator state (dropout)
 //   vocabulary.vocab the vocabulary (env::Vocabulary file, digest-checked on load)
+//   tokenizer.json   kind = hf: the model folder's tokenizer, as it was
+// export_model() writes the merged Hugging Face folder.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +39,7 @@
 #include <vector>
 
 #include "sparserl/agents/config.hpp"
+#include "sparserl/agents/token_space.hpp"
 #include "sparserl/datasets/task.hpp"
 #include "sparserl/env/agent.hpp"
 #include "sparserl/env/episode_pipeline.hpp"
@@ -148,8 +158,18 @@ class PolicyAgent final : public env::Agent {
   [[nodiscard]] bool main_rank() const;
 
   [[nodiscard]] const AgentConfig& config() const;
+  // The environment's closed vocabulary the agent was built with (checked against the env's).
   [[nodiscard]] const env::Vocabulary& vocabulary() const;
   [[nodiscard]] const std::shared_ptr<const env::Vocabulary>& vocabulary_ptr() const;
+  // The tokens the policy reads and writes: that vocabulary's, or an HF model's BPE tokenizer's.
+  [[nodiscard]] const TokenSpace& tokens() const;
+  [[nodiscard]] const std::shared_ptr<const TokenSpace>& tokens_ptr() const;
+
+  // model.kind = hf: the policy as a Hugging Face folder transformers loads (config.json and the
+  // weights with LoRA merged, sharded above max_shard_bytes, 0: one file), the model folder's
+  // tokenizer and generation files copied, the soft-prompt projections and the value head beside
+  // (sparserl_policy.safetensors: a later model.path reads them back). std::logic_error for small.
+  void export_model(const std::filesystem::path& folder, std::uint64_t max_shard_bytes = 0) const;
   [[nodiscard]] const AgentCounters& counters() const;
   [[nodiscard]] std::int64_t parameter_count() const;
   [[nodiscard]] std::string device() const;  // "cpu", "cuda:0"

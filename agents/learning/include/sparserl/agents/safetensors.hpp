@@ -84,6 +84,10 @@ class SafetensorsCheckpoint {
   [[nodiscard]] std::vector<std::string> names() const;  // sorted
   [[nodiscard]] const std::filesystem::path& folder() const { return folder_; }
   [[nodiscard]] bool sharded() const { return files_.size() > 1 || index_; }
+  // A SHA-256 of the weights: every tensor's name, dtype and shape, and its bytes - all of them up
+  // to 64 KiB, else 16 windows of 4 KiB spread over them. Another model, another fine-tune or
+  // another dtype differs; an edit of a few weights inside a large tensor may not.
+  [[nodiscard]] std::string weights_digest() const;
 
  private:
   std::filesystem::path folder_;

@@ -142,6 +142,13 @@ StageResult run_supervised_steps(PolicyAgent& agent, const StageLoop& loop, int 
 std::optional<std::vector<env::TokenId>> tokens_within(const env::Tokenizer& tokenizer,
                                                        const std::string& program, int max_tokens);
 
+// The episode pipeline that finishes `agent`'s completions in `env`: the env's own when the agent
+// writes the env's closed vocabulary; else one over the agent's tokenizer with the env's config,
+// matrix store and evaluator (held by `own`), so an HF policy's tokens are decoded by the
+// tokenizer that wrote them.
+const env::EpisodePipeline& agent_pipeline(const PolicyAgent& agent, const env::SparseCudaEnv& env,
+                                           std::unique_ptr<env::EpisodePipeline>& own);
+
 // ---- Pretraining -------------------------------------------------------------------------------
 
 struct PretrainConfig {
@@ -156,12 +163,16 @@ struct PretrainConfig {
   std::shared_ptr<ProcessGroup> group;  // data parallel: batch_size must divide by its size
 };
 
-// Next-token loss on the corpus programs without a matrix prefix. Programs the tokenizer refuses or
-// longer than policy.max_tokens are skipped (counted in the statistics as corpus/skipped); none
-// usable is an error. The batch at step s is a slice of seeded per-epoch permutations.
+// Next-token loss on the corpus programs without a matrix prefix. Programs the agent's tokens
+// (TokenSpace::program_tokens) refuse or longer than policy.max_tokens are skipped (counted in the
+// statistics as corpus/skipped); none usable is an error. `texts` are plain text (source files
+// of a CUDA corpus) for an HF model: each cut into sequences of policy.max_tokens tokens
+// (corpus/text_sequences); the closed vocabulary reads each as a program. The batch at step s is
+// a slice of seeded per-epoch permutations.
 StageResult run_pretraining(const PretrainConfig& config, const std::vector<std::string>& corpus,
                             const env::Tokenizer& tokenizer,
-                            const StatisticsCallback& on_statistics = {});
+                            const StatisticsCallback& on_statistics = {},
+                            const std::vector<std::string>& texts = {});
 
 // ---- SFT ---------------------------------------------------------------------------------------
 

@@ -28,7 +28,6 @@
 // recomputes the layer in the backward pass (replaying the dropout draws).
 #pragma once
 
-#include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/types.h>
@@ -148,7 +147,7 @@ class DecoderStackImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderStack);
 
-class CausalLmPolicyImpl : public torch::nn::Module {
+class CausalLmPolicyImpl : public PolicyNetworkImpl {
  public:
   // Parameters are allocated uninitialised on options.device: load weights (load_hf_weights) or
   // call initialize_weights().
@@ -166,9 +165,12 @@ class CausalLmPolicyImpl : public torch::nn::Module {
   // Every position of B sequences: tokens [B, T] int64, token_valid [B, T] bool (left or right
   // padding false). Logits [B, T, V] and values [B, T] (fp32) of the token slots.
   PolicyOutput forward(const PrefixBatch& prefix, const torch::Tensor& tokens,
-                       const torch::Tensor& token_valid);
+                       const torch::Tensor& token_valid) override;
+  // The same from token slot `first` on (the logits of the slots before are never computed).
+  PolicyOutput forward_from(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                            const torch::Tensor& token_valid, std::int64_t first) override;
   torch::Tensor values(const PrefixBatch& prefix, const torch::Tensor& tokens,
-                       const torch::Tensor& token_valid);
+                       const torch::Tensor& token_valid) override;
   // The plain language model (no soft prompt, no value head) as transformers' forward computes it:
   // attention_mask [B, T] (1 = token), position_ids [B, T] or undefined (then counted over valid
   // tokens). Logits [B, T, V] fp32.
@@ -176,12 +178,14 @@ class CausalLmPolicyImpl : public torch::nn::Module {
                           const torch::Tensor& position_ids = {});
   // forward() filling a fresh cache; logits [B, V] and values [B] at each row's last valid slot.
   PolicyOutput prefill(const PrefixBatch& prefix, const torch::Tensor& tokens,
-                       const torch::Tensor& token_valid, KvCache& cache);
+                       const torch::Tensor& token_valid, KvCache& cache) override;
   // One token per row at slot cache.lengths; rows with active = false are computed but neither
   // advance nor become visible. Logits [B, V] and values [B].
   PolicyOutput decode_step(const torch::Tensor& tokens, const torch::Tensor& active,
-                           KvCache& cache);
+                           KvCache& cache) override;
   [[nodiscard]] KvCache empty_cache(std::int64_t batch, std::int64_t capacity) const;
+  [[nodiscard]] KvCache empty_cache(std::int64_t batch, std::int64_t capacity,
+                                    const torch::Device& device) const override;
 
   // Tensors under their Hugging Face names, LoRA merged, in the model's dtype for export.
   [[nodiscard]] std::vector<std::pair<std::string, torch::Tensor>> hf_tensors() const;
@@ -189,7 +193,17 @@ class CausalLmPolicyImpl : public torch::nn::Module {
   [[nodiscard]] std::vector<std::pair<std::string, torch::Tensor>> policy_tensors() const;
   [[nodiscard]] const HfModelConfig& config() const { return config_; }
   [[nodiscard]] const CausalLmOptions& options() const { return options_; }
-  [[nodiscard]] std::int64_t parameter_count() const;
+  [[nodiscard]] std::int64_t parameter_count() const override;
+  [[nodiscard]] std::int64_t output_size() const override { return config_.vocab_size; }
+  // agents::frozen_copy(*this), and a trainable copy (the same parameters trainable; under LoRA
+  // the frozen base is shared, not copied).
+  [[nodiscard]] std::shared_ptr<PolicyNetworkImpl> frozen_copy() const override;
+  [[nodiscard]] std::shared_ptr<PolicyNetworkImpl> trainable_copy() const override;
+  // Under LoRA what a checkpoint needs beside the model folder: every parameter but the frozen
+  // base (the adapters, unmerged, the soft-prompt projections, the value head); in full
+  // fine-tuning, every parameter.
+  void save_state(torch::serialize::OutputArchive& archive) const override;
+  void load_state(torch::serialize::InputArchive& archive) override;
   [[nodiscard]] std::int64_t trainable_parameter_count() const;
   [[nodiscard]] const std::vector<DecoderLayer>& decoder_layers() const { return decoder_layers_; }
 
@@ -242,6 +256,11 @@ CausalLmPolicy load_causal_lm(const std::filesystem::path& folder, const CausalL
 // Copies the folder's weights into `policy` by Hugging Face name (what load_causal_lm does after
 // building it).
 void load_hf_weights(CausalLmPolicyImpl& policy, const std::filesystem::path& folder);
+// config.json (the source file's keys kept, dtype set) and the weights under their HF names, LoRA
+// merged, in config().torch_dtype, sharded above max_shard_bytes (0: one file): what transformers
+// needs of a folder.
+void write_hf_weights(const CausalLmPolicyImpl& policy, const std::filesystem::path& folder,
+                      std::uint64_t max_shard_bytes);
 // Writes a folder transformers loads: config.json (the source file's keys kept, dtype set) and the
 // weights under their HF names, LoRA merged, in config().torch_dtype (bf16 / f16 / f32), sharded
 // above max_shard_bytes (0: one file); plus kPolicyTensorsFile. With `files_from` (the folder the
@@ -250,8 +269,12 @@ void load_hf_weights(CausalLmPolicyImpl& policy, const std::filesystem::path& fo
 void save_causal_lm(const CausalLmPolicyImpl& policy, const std::filesystem::path& folder,
                     std::uint64_t max_shard_bytes = 0,
                     const std::filesystem::path& files_from = {});
-// A frozen copy (LoRA merged into the base, every parameter in the compute dtype, eval mode): the
-// KL reference of RL.
+// A frozen copy (every parameter without gradients, the decoder's in the compute dtype, eval
+// mode): the KL reference of RL. Under LoRA it shares the frozen base tensors with `policy` and
+// holds frozen copies of the adapters, unmerged - so it computes exactly what the policy computed
+// (no bf16 rounding of a merged weight) and adds only the adapters' memory (its construction
+// allocates a base it then drops: a transient peak of one base); in full fine-tuning it is a copy
+// of every weight.
 CausalLmPolicy frozen_copy(const CausalLmPolicyImpl& policy);
 
 // Gradient checkpointing of one decoder layer (layer_checkpoint.cpp): the layer's output, keeping

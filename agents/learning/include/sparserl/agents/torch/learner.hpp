@@ -8,7 +8,9 @@
 //
 // Conventions of every [B, T] tensor: row b is one completion, column t its t-th code token;
 // `valid` marks real tokens (right padding is false); log-probabilities are those of the masked,
-// temperature-scaled policy (what the sampler drew from).
+// temperature-scaled policy (what the sampler drew from). The network is either kind
+// (torch/policy_network.hpp) and the tokens are those of the agent's TokenSpace (token_space.hpp):
+// the algorithms see neither.
 #pragma once
 
 #include <torch/optim/adamw.h>
@@ -26,7 +28,9 @@
 #include "sparserl/agents/config.hpp"
 #include "sparserl/agents/distributed.hpp"
 #include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/token_space.hpp"
 #include "sparserl/agents/torch/policy.hpp"
+#include "sparserl/agents/torch/policy_network.hpp"
 #include "sparserl/env/agent.hpp"
 
 namespace sparserl::agents {
@@ -41,14 +45,17 @@ struct CounterRng {
   std::uint64_t below(std::uint64_t n);
 };
 
-// B sequences ready for a forward pass: inputs are <bos> then the tokens shifted right by one, so
-// the logits at column t predict targets[t].
+// B sequences ready for a forward pass: inputs are each row's prompt (TokenSpace::prompt: <bos>
+// alone for the closed vocabulary, so P = 1; a text prompt is left-padded to the longest, P) then
+// the tokens but the last, so the logits at input column P - 1 + t predict targets[t].
 struct SequenceBatch {
   PrefixBatch prefix;
-  torch::Tensor inputs;        // [B, T] int64
-  torch::Tensor targets;       // [B, T] int64 (<pad> past the end)
-  torch::Tensor valid;         // [B, T] bool
-  torch::Tensor action_masks;  // [B, T, V] bool, or undefined when the mask is none
+  torch::Tensor inputs;            // [B, P + T - 1] int64
+  torch::Tensor input_valid;       // [B, P + T - 1] bool (the same tensor as `valid` when P = 1)
+  std::int64_t prompt_length = 1;  // P
+  torch::Tensor targets;           // [B, T] int64 (<pad> past the end)
+  torch::Tensor valid;             // [B, T] bool
+  torch::Tensor action_masks;      // [B, T, V] bool, or undefined when the mask is none
   [[nodiscard]] std::int64_t size() const { return inputs.size(0); }
   [[nodiscard]] SequenceBatch select(const torch::Tensor& rows) const;
 };
@@ -72,16 +79,25 @@ struct ActRow {
 };
 
 struct Learner {
+  // The network of config.model.kind: the transformer of config.policy over `vocabulary`, or the
+  // decoder of config.model.path (its weights, its tokenizer; the soft-prompt projections, the
+  // value head and LoRA adapters drawn from config.seed).
   Learner(AgentConfig config, std::shared_ptr<const env::Vocabulary> vocabulary);
 
   AgentConfig config;
+  // The environment's closed vocabulary, and the tokens the policy reads and writes (that
+  // vocabulary's, or the model folder's BPE tokenizer's).
   std::shared_ptr<const env::Vocabulary> vocabulary;
+  std::shared_ptr<const TokenSpace> tokens;
+  // kind = hf: the model folder's SafetensorsCheckpoint::weights_digest() (what a checkpoint of
+  // adapters was trained on).
+  std::string base_digest;
   torch::Device device;
-  TransformerPolicy policy{nullptr};
-  TransformerPolicy reference{nullptr};  // frozen; null until set_reference_to_current()
+  PolicyNetwork policy{nullptr};
+  PolicyNetwork reference{nullptr};  // frozen; null until set_reference_to_current()
   std::unique_ptr<torch::optim::AdamW> optimizer;
   // PPO with ppo.critic = separate: the critic network (null until make_critic()) and its AdamW.
-  TransformerPolicy critic{nullptr};
+  PolicyNetwork critic{nullptr};
   std::unique_ptr<torch::optim::AdamW> critic_optimizer;
   CounterRng rng;
   AgentCounters counters;
@@ -113,11 +129,17 @@ struct Learner {
       std::span<const env::MatrixObservation* const> matrices,
       std::span<const std::vector<env::TokenId>* const> sequences,
       std::span<const std::vector<std::uint8_t>* const> masks) const;
+  // The prompts of `matrices` (TokenSpace::prompt) left-padded into tokens [B, P] and their valid
+  // slots, on the device: what generation prefills.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> prompt_batch(
+      std::span<const env::MatrixObservation* const> matrices) const;
+  // `model`'s logits [B, T, V] and values [B, T] at the slots that predict a batch's targets.
+  PolicyOutput outputs(PolicyNetwork& model, const SequenceBatch& batch);
   // Log-probabilities (and entropy, values) of a batch's targets under `model`.
-  TokenScores score(TransformerPolicy& model, const SequenceBatch& batch, bool entropy);
+  TokenScores score(PolicyNetwork& model, const SequenceBatch& batch, bool entropy);
   // The value estimates [B, T] of a batch's token slots under `model` (0 past each sequence's end),
   // without its logits: the separate critic's forward pass.
-  torch::Tensor score_values(TransformerPolicy& model, const SequenceBatch& batch);
+  torch::Tensor score_values(PolicyNetwork& model, const SequenceBatch& batch);
   // Clips the gradients, sets the scheduled learning rate, steps AdamW and clears the gradients.
   // Returns the gradient norm before clipping. Several ranks: first every rank's gradients become
   // their mean weighted by `shard_weight` - the count of items (tokens, sequences) this rank's loss

@@ -17,7 +17,6 @@
 // an `active` mask), and the capacity grows by doubling.
 #pragma once
 
-#include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
@@ -28,60 +27,9 @@
 #include <vector>
 
 #include "sparserl/agents/config.hpp"
+#include "sparserl/agents/torch/policy_network.hpp"
 
 namespace sparserl::agents {
-
-// The prefix inputs of a batch of B sequences.
-struct PrefixBatch {
-  torch::Tensor embedding;      // [B, K, D] float
-  torch::Tensor valid;          // [B, K] bool: sampled entries
-  torch::Tensor features;       // [B, F] float
-  torch::Tensor feature_valid;  // [B] bool: false when there is no matrix
-  [[nodiscard]] PrefixBatch to(const torch::Device& device) const;
-  [[nodiscard]] PrefixBatch index_select(const torch::Tensor& rows) const;
-};
-
-struct KvCache {
-  std::vector<torch::Tensor> keys, values;  // per layer [B, H, capacity, d_head]
-  torch::Tensor key_valid;                  // [B, capacity] bool
-  torch::Tensor lengths;                    // [B] int64: filled slots (the next write position)
-  [[nodiscard]] bool empty() const { return keys.empty(); }
-  [[nodiscard]] std::int64_t capacity() const {
-    return key_valid.defined() ? key_valid.size(1) : 0;
-  }
-  [[nodiscard]] std::int64_t batch() const { return key_valid.defined() ? key_valid.size(0) : 0; }
-  // Makes room for at least `needed` slots (doubling), keeping the contents.
-  void reserve(std::int64_t needed);
-  // Copies rows of `other` into rows `rows` of this cache (capacities are reconciled).
-  void assign_rows(const torch::Tensor& rows, KvCache& other);
-
-  // `layers` layers of `batch` empty rows (nothing valid, lengths 0): keys and values [batch,
-  // heads, capacity, head_dim] of `options`.
-  static KvCache zeros(std::int64_t layers, std::int64_t batch, std::int64_t heads,
-                       std::int64_t capacity, std::int64_t head_dim,
-                       const torch::TensorOptions& options);
-  // The slots of one decode step. open_step makes room for slot `longest` (the largest of
-  // `lengths`, read and checked by the caller), marks each row's slot `lengths` valid where
-  // `active`, and returns those slots [B] and the attention mask [B, 1, 1, longest + 1]: valid
-  // slots up to each row's own, which always sees itself. close_step advances the active rows.
-  struct Step {
-    torch::Tensor at, mask;
-    std::int64_t span = 0;
-  };
-  Step open_step(const torch::Tensor& active, std::int64_t longest);
-  void close_step(const torch::Tensor& active) { lengths = lengths + active.to(torch::kLong); }
-};
-
-// [B, L] valid keys -> [B, 1, L, L]: query i sees valid keys j <= i, and always itself (so no
-// softmax row is empty).
-torch::Tensor causal_prefix_mask(const torch::Tensor& key_valid);
-// hidden [B, L, d] at one slot per row ([B] int64) -> [B, d].
-torch::Tensor at_slots(const torch::Tensor& hidden, const torch::Tensor& slots);
-
-struct PolicyOutput {
-  torch::Tensor logits;  // [B, T, V] (forward) or [B, V] (prefill, decode_step)
-  torch::Tensor values;  // [B, T] or [B]
-};
 
 class TransformerBlockImpl : public torch::nn::Module {
  public:
@@ -103,33 +51,39 @@ class TransformerBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerBlock);
 
-class TransformerPolicyImpl : public torch::nn::Module {
+class TransformerPolicyImpl : public PolicyNetworkImpl {
  public:
   explicit TransformerPolicyImpl(const PolicyConfig& config);
 
   // Every position of B sequences: tokens [B, T] int64 starting with <bos>, token_valid [B, T] bool
   // (right padding false). Logits [B, T, V] and values [B, T] of the token slots.
   PolicyOutput forward(const PrefixBatch& prefix, const torch::Tensor& tokens,
-                       const torch::Tensor& token_valid);
+                       const torch::Tensor& token_valid) override;
+  PolicyOutput forward_from(const PrefixBatch& prefix, const torch::Tensor& tokens,
+                            const torch::Tensor& token_valid, std::int64_t first) override;
   // forward()'s values [B, T] alone: the trunk and the value head, without the [B, T, V] logits
   // (what a critic is asked for).
   torch::Tensor values(const PrefixBatch& prefix, const torch::Tensor& tokens,
-                       const torch::Tensor& token_valid);
+                       const torch::Tensor& token_valid) override;
   // The same, filling a fresh cache; returns the logits [B, V] and values [B] at each row's last
   // valid token (what predicts its next token).
   PolicyOutput prefill(const PrefixBatch& prefix, const torch::Tensor& tokens,
-                       const torch::Tensor& token_valid, KvCache& cache);
+                       const torch::Tensor& token_valid, KvCache& cache) override;
   // One new token per row ([B] int64) at slot cache.lengths; rows with active = false are computed
   // but neither advance nor become visible. Returns logits [B, V] and values [B].
   PolicyOutput decode_step(const torch::Tensor& tokens, const torch::Tensor& active,
-                           KvCache& cache);
+                           KvCache& cache) override;
 
   // A cache of `batch` empty rows (nothing valid, lengths 0) with room for `capacity` slots.
   [[nodiscard]] KvCache empty_cache(std::int64_t batch, std::int64_t capacity,
-                                    const torch::Device& device) const;
+                                    const torch::Device& device) const override;
 
   [[nodiscard]] const PolicyConfig& config() const { return config_; }
-  [[nodiscard]] std::int64_t parameter_count() const;
+  [[nodiscard]] std::int64_t parameter_count() const override;
+  [[nodiscard]] std::int64_t output_size() const override { return config_.vocab_size; }
+  // clone_policy(): a copy with every parameter frozen, or (the critic) every one trainable.
+  [[nodiscard]] std::shared_ptr<PolicyNetworkImpl> frozen_copy() const override;
+  [[nodiscard]] std::shared_ptr<PolicyNetworkImpl> trainable_copy() const override;
 
  private:
   torch::Tensor embed(const PrefixBatch& prefix, const torch::Tensor& tokens,
@@ -150,8 +104,9 @@ class TransformerPolicyImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerPolicy);
 
-// A deep copy of a policy (same config, same weights, same device): the frozen KL reference.
-TransformerPolicy clone_policy(TransformerPolicy& policy);
+// A deep copy of a policy (same config, same weights, same device), frozen and in eval mode: the
+// frozen KL reference.
+TransformerPolicy clone_policy(const TransformerPolicyImpl& policy);
 
 // Forbidden tokens to -inf. mask: bool (or uint8) broadcastable to logits; undefined: no mask.
 torch::Tensor apply_action_mask(const torch::Tensor& logits, const torch::Tensor& mask);
