@@ -36,17 +36,9 @@ std::vector<Rollout> rollouts_with_a_flat_group() {
   PolicyAgent sampler(grpo_config(false), vocabulary());
   const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
       synthetic_observation(1), synthetic_observation(2), synthetic_observation(3)};
-  std::vector<Completion> completions = sampler.generate(prompts, 4, sampler.config().sampling);
-  std::vector<Rollout> out;
-  for (std::size_t k = 0; k < completions.size(); ++k) {
-    Rollout r;
-    r.matrix = prompts[k / 4];
-    r.group = static_cast<int>(k / 4);
-    r.reward = r.group == 1 ? 0.5 : static_cast<double>(k % 3);
-    r.completion = std::move(completions[k]);
-    out.push_back(std::move(r));
-  }
-  return out;
+  return sampled_rollouts(sampler, prompts, 4, [](std::size_t k, const Completion&) {
+    return k / 4 == 1 ? 0.5 : static_cast<double>(k % 3);
+  });
 }
 
 }  // namespace
