@@ -145,9 +145,10 @@ TEST_CASE("every config in experiments/configs is accepted", "[experiments][conf
   namespace fs = std::filesystem;
   const fs::path dir = sparserl::testing::source_dir() / "experiments" / "configs";
   std::vector<std::string> names;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir)) {
     if (e.path().extension() != ".toml") continue;
-    names.push_back(e.path().filename().string());
+    const fs::path name = e.path().lexically_relative(dir);
+    names.push_back(name.generic_string());
     INFO(e.path().string());
     if (!have_learned_agents() &&
         sparserl::testing::read_bytes(e.path()).find("\n[agent") != std::string::npos) {
@@ -157,15 +158,35 @@ TEST_CASE("every config in experiments/configs is accepted", "[experiments][conf
     const Config c = Config::load(e.path());
     CHECK(c.file() == e.path());
     // Shipped configs keep their paths relative: the project root, then paths below it.
-    CHECK(c.string("experiment.root") == "../..");
+    // (experiments/configs/study/ is one folder deeper)
+    std::string root = "../..";
+    const fs::path folder = name.parent_path();
+    for ([[maybe_unused]] const fs::path& part : folder) root += "/..";
+    CHECK(c.string("experiment.root") == root);
     if (!c.string("data.split").empty()) {
-      CHECK(fs::is_regular_file(dir / c.string("experiment.root") / c.string("data.split")));
+      CHECK(fs::is_regular_file(e.path().parent_path() / c.string("experiment.root") /
+                                c.string("data.split")));
     }
     CHECK(Config::parse(c.to_toml(), "resolved.toml") == c);
   }
   std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{"bench-spmm.toml", "bench-spmv.toml",
-                                          "bench-v2-large-learned.toml", "bench-v2-large.toml",
-                                          "bench-v2-small.toml", "grpo.toml", "ppo.toml",
-                                          "quickstart.toml", "reinforce.toml", "sft.toml"});
+  CHECK(names == std::vector<std::string>{"bench-spmm.toml",
+                                          "bench-spmv.toml",
+                                          "bench-v2-large-learned.toml",
+                                          "bench-v2-large.toml",
+                                          "bench-v2-small.toml",
+                                          "grpo.toml",
+                                          "ppo.toml",
+                                          "quickstart.toml",
+                                          "reinforce.toml",
+                                          "sft.toml",
+                                          "study/bench.toml",
+                                          "study/grpo-dr.toml",
+                                          "study/grpo-dynamic.toml",
+                                          "study/grpo-seq-mean.toml",
+                                          "study/grpo-symmetric.toml",
+                                          "study/grpo.toml",
+                                          "study/ppo.toml",
+                                          "study/reinforce.toml",
+                                          "study/sft.toml"});
 }
