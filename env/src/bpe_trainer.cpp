@@ -6,9 +6,11 @@
 #include "sparserl/env/bpe_trainer.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -243,6 +245,35 @@ std::string BpeTrainer::train() const {
                  {"vocab", vocab},
                  {"merges", merge_list}}}};
   return doc.dump(1) + "\n";
+}
+
+std::vector<SourceText> read_source_tree(const std::vector<std::filesystem::path>& folders) {
+  namespace fs = std::filesystem;
+  static const std::vector<std::string> kExtensions = {".cu",  ".cuh", ".h",  ".hpp", ".hxx",
+                                                       ".inl", ".cpp", ".cc", ".c",   ".cxx"};
+  const auto is_source = [](const fs::path& p) {
+    return std::find(kExtensions.begin(), kExtensions.end(), p.extension().string()) !=
+           kExtensions.end();
+  };
+  std::vector<SourceText> texts;
+  for (const fs::path& folder : folders) {
+    if (!fs::is_directory(folder)) {
+      throw std::invalid_argument(folder.string() + ": not a folder");
+    }
+    std::vector<fs::path> files;
+    for (const auto& e : fs::recursive_directory_iterator(folder)) {
+      if (e.is_regular_file() && is_source(e.path())) files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      std::ostringstream s;
+      s << in.rdbuf();
+      if (!in) throw std::runtime_error("cannot read " + f.string());
+      texts.push_back({f.string(), s.str()});
+    }
+  }
+  return texts;
 }
 
 }  // namespace sparserl::env

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "policy_evaluation.hpp"
@@ -33,6 +34,7 @@
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/agents/tuning_data.hpp"
+#include "sparserl/env/bpe_trainer.hpp"
 #include "sparserl/env/trajectory.hpp"
 #include "sparserl/kernels/design_space.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
@@ -138,7 +140,8 @@ std::optional<Position> read_position(const CheckpointStore& store) {
   if (!latest) return std::nullopt;
   const fs::path file = latest->dir / "stage.json";
   const std::optional<std::string> text = datasets::read_file_bytes(file);
-  if (!text) throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
+  if (!text)
+    throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
   const Json json = parse_json(*text, file.string());
   Position p;
   p.checkpoint = *latest;
@@ -316,6 +319,8 @@ class Trainer {
   agents::StageResult run_stage(const StagePlan& stage, const fs::path& work,
                                 const std::optional<fs::path>& init, std::int64_t start_step) {
     agents::AgentConfig agent = agent_config(config_, stage.name);
+    // An HF model folder is named relative to the root, as every other path of the config.
+    if (!agent.model.path.empty()) agent.model.path = resolve_path(s_.root, agent.model.path);
     if (group_) {
       agent.device = agents::rank_device(agent.device, group_->world(), "agent.device");
     }
@@ -323,10 +328,13 @@ class Trainer {
     const int log_every = static_cast<int>(train_.log_every);
     note_.clear();
     // The data first (it may take a while and shows its own progress), then the stage's line.
-    std::vector<std::string> corpus;
+    std::vector<std::string> corpus, texts;
     std::vector<agents::SftPair> pairs;
     std::unique_ptr<env::SparseCudaEnv> env;
-    if (stage.name == "pretrain") corpus = pretraining_corpus();
+    if (stage.name == "pretrain") {
+      corpus = pretraining_corpus();
+      texts = pretraining_texts(agent);
+    }
     if (stage.name == "sft") pairs = sft_pairs();
     if (stage.name == "rl") {
       const auto order = *env::parse_task_order(config_.string("env.task_order"));
@@ -356,7 +364,7 @@ class Trainer {
     if (stage.name == "pretrain") {
       agents::PretrainConfig c;
       set_supervised(c, train_.pretrain_batch_size);
-      result = agents::run_pretraining(c, corpus, *s_.tokenizer, statistics(stage));
+      result = agents::run_pretraining(c, corpus, *s_.tokenizer, statistics(stage), texts);
     } else if (stage.name == "sft") {
       agents::SftConfig c;
       set_supervised(c, train_.sft_batch_size);
@@ -390,8 +398,10 @@ class Trainer {
         env::TrajectoryFileInfo info;
         info.run_id = run_.run_id();
         info.config = config_.to_toml();
-        info.vocabulary_name = s_.tokenizer->vocabulary().name();
-        info.vocabulary_digest = s_.tokenizer->vocabulary().digest();
+        // The tokens the episodes hold: the closed vocabulary, or an HF model's BPE tokenizer.
+        const auto tokens = agents::make_token_space(agent, s_.tokenizer->vocabulary_ptr());
+        info.vocabulary_name = tokens->name();
+        info.vocabulary_digest = tokens->digest();
         info.created_by = "sparserl train";
         const fs::path file = run_.trajectories_path();
         writer = std::make_unique<env::TrajectoryWriter>(file, info, fs::exists(file));
@@ -406,6 +416,44 @@ class Trainer {
   std::vector<datasets::Task> train_tasks() const {
     return config_tasks(config_, s_.root, config_.string("data.part"),
                         config_.integer("data.max_tasks"));
+  }
+
+  // train.text_corpus: the source files under its folders (at most text_corpus_files of them,
+  // drawn with the seed), plain text for an HF model's pretraining.
+  std::vector<std::string> pretraining_texts(const agents::AgentConfig& agent) const {
+    if (train_.text_corpus.empty()) return {};
+    if (agent.model.kind != agents::ModelKind::hf) {
+      throw RunnerError(
+          "train.text_corpus: plain text needs agent.model.kind = \"hf\" (the closed vocabulary "
+          "reads programs only)");
+    }
+    std::vector<fs::path> folders;
+    for (const std::string& f : train_.text_corpus) folders.push_back(resolve_path(s_.root, f));
+    std::vector<env::SourceText> files;
+    try {
+      files = env::read_source_tree(folders);
+    } catch (const std::invalid_argument& e) {
+      throw RunnerError(std::string("train.text_corpus: ") + e.what());
+    }
+    const std::size_t total = files.size();
+    const auto n = static_cast<std::size_t>(train_.text_corpus_files);
+    if (n > 0 && n < files.size()) {
+      std::mt19937_64 rng(static_cast<std::uint64_t>(config_.integer("experiment.seed")));
+      std::shuffle(files.begin(), files.end(), rng);
+      files.resize(n);
+      std::sort(files.begin(), files.end(),
+                [](const env::SourceText& a, const env::SourceText& b) { return a.name < b.name; });
+    }
+    std::vector<std::string> texts;
+    std::size_t bytes = 0;
+    for (env::SourceText& f : files) {
+      bytes += f.text.size();
+      texts.push_back(std::move(f.text));
+    }
+    if (texts.empty()) throw RunnerError("train.text_corpus: no C/C++/CUDA source in its folders");
+    s_.say("pretrain: " + std::to_string(texts.size()) + " text files of " + std::to_string(total) +
+           " (" + std::to_string(bytes) + " bytes) from train.text_corpus");
+    return texts;
   }
 
   std::vector<std::string> pretraining_corpus() const {
@@ -476,14 +524,14 @@ class Trainer {
     s_.say("sft: " + std::to_string(pairs.size()) + " pairs from the template search over " +
            std::to_string(tasks.size()) + " training matrices (budget " +
            std::to_string(options.budget) + ")" +
-           (s_.gpu ? std::string(selection.per_task > 1
-                                     ? ": the fastest correct program of each, and up to " +
-                                           std::to_string(selection.per_task - 1) +
-                                           " more within " + json_number(selection.within) +
-                                           " of its speedup"
-                                     : ": the fastest correct program of each")
-                   : std::string(": no GPU, so nothing was timed or checked - the target is "
-                                 "the cost model's favourite among the programs that compiled")));
+           (s_.gpu
+                ? std::string(selection.per_task > 1
+                                  ? ": the fastest correct program of each, and up to " +
+                                        std::to_string(selection.per_task - 1) + " more within " +
+                                        json_number(selection.within) + " of its speedup"
+                                  : ": the fastest correct program of each")
+                : std::string(": no GPU, so nothing was timed or checked - the target is "
+                              "the cost model's favourite among the programs that compiled")));
     if (pairs.empty()) throw RunnerError("sft: the template search produced no pair");
     return pairs;
   }

@@ -60,6 +60,12 @@ const datasets::Knobs<TrainConfig>& train_knobs() {
           .integer("corpus_programs", &C::corpus_programs,
                    "design-space corpus: at most this many points, drawn with the seed (0: all)", 0,
                    1e9)
+          .string_list("text_corpus", &C::text_corpus,
+                       "pretraining text beside the programs, for agent.model.kind = \"hf\": every "
+                       "C/C++/CUDA source under these folders (relative to the root), e.g. "
+                       "[\"../shared/corpus/cuda\"], cut into sequences of env.max_tokens tokens")
+          .integer("text_corpus_files", &C::text_corpus_files,
+                   "text corpus: at most this many files, drawn with the seed (0: all)", 0, 1e9)
           .string("sft_pairs", &C::sft_pairs,
                   "SFT (matrix -> program) pairs: \"design-space\" (the template search over the "
                   "training matrices, in-process) or a dataset.h5 of `sparserl tune` (/sft)")

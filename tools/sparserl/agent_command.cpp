@@ -22,6 +22,7 @@
 #include "cli.hpp"
 #include "options.hpp"
 #include "sparserl/agents/algorithm.hpp"
+#include "sparserl/agents/hf_model.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/agents/tuning_data.hpp"
@@ -316,8 +317,9 @@ std::unique_ptr<env::TrajectoryWriter> trajectory_writer(const AgentArgs& a,
   for (const auto& [key, value] : agents::to_key_values(agent))
     text << key << " = " << value << "\n";
   info.config = text.str();
-  info.vocabulary_name = env.tokenizer().vocabulary().name();
-  info.vocabulary_digest = env.tokenizer().vocabulary().digest();
+  const auto tokens = agents::make_token_space(agent, env.tokenizer().vocabulary_ptr());
+  info.vocabulary_name = tokens->name();
+  info.vocabulary_digest = tokens->digest();
   info.created_by = created_by;
   return std::make_unique<env::TrajectoryWriter>(*file, info, fs::exists(*file));
 }
@@ -387,6 +389,82 @@ int run_eval(const AgentArgs& a) {
   return 0;
 }
 
+// init-hf: a Hugging Face model folder of random weights from a config.json and a tokenizer.json
+// (hf_model.hpp), for [agent.model] kind = "hf" path = OUT.
+struct InitHfArgs {
+  std::string config;
+  std::string tokenizer;
+  std::string out;
+  std::uint64_t seed = 0;
+};
+
+int run_init_hf(const InitHfArgs& a) {
+  for (const auto& [option, file] :
+       {std::pair{"--config", &a.config}, {"--tokenizer", &a.tokenizer}}) {
+    if (!fs::is_regular_file(*file))
+      throw UsageError(std::string(option) + " " + *file + ": no such file");
+  }
+  const agents::HfModelConfig config = agents::init_hf_model(a.config, a.tokenizer, a.out, a.seed);
+  std::cout << "wrote " << a.out << ": " << agents::to_string(config.family) << ", "
+            << config.num_hidden_layers << " layers, hidden " << config.hidden_size
+            << ", vocab_size " << config.vocab_size << ", " << config.parameter_count()
+            << " parameters (" << config.torch_dtype << "), seed " << a.seed << "\n";
+  return 0;
+}
+
+Run declare_init_hf(CLI::App& sub) {
+  auto a = std::make_shared<InitHfArgs>();
+  sub.add_option("--config", a->config,
+                 "the model's shape: a config.json of the llama or qwen2 family "
+                 "(experiments/models/)")
+      ->type_name("CONFIG.json")
+      ->required();
+  sub.add_option("--tokenizer", a->tokenizer,
+                 "a Hugging Face tokenizer.json with an eos token (`sparserl vocab bpe`)")
+      ->type_name("TOKENIZER.json")
+      ->required();
+  sub.add_option("--out", a->out,
+                 "the model folder to write (config.json, model.safetensors, "
+                 "tokenizer.json)")
+      ->type_name("DIR")
+      ->required();
+  non_negative(sub.add_option("--seed", a->seed, "the weights' seed"))->type_name("N");
+  return [a](const std::vector<std::string>&) { return run_init_hf(*a); };
+}
+
+// export-hf: an HF policy's checkpoint as the Hugging Face folder transformers loads (LoRA merged;
+// the soft prompt and value head in sparserl_policy.safetensors beside it).
+struct ExportHfArgs {
+  std::string checkpoint;
+  std::string out;
+  std::uint64_t shard_bytes = 0;
+};
+
+int run_export_hf(const ExportHfArgs& a) {
+  auto agent = agents::PolicyAgent::from_checkpoint(a.checkpoint, "cpu");
+  if (agent->config().model.kind != agents::ModelKind::hf) {
+    throw UsageError("--checkpoint " + a.checkpoint +
+                     ": model.kind = small has no Hugging Face form (export-hf needs kind = hf)");
+  }
+  agent->export_model(a.out, a.shard_bytes);
+  std::cout << "wrote " << a.out << ": " << agent->policy_id() << ", " << agent->parameter_count()
+            << " parameters" << (agent->config().model.lora_rank > 0 ? ", LoRA merged" : "")
+            << "\n";
+  return 0;
+}
+
+Run declare_export_hf(CLI::App& sub) {
+  auto a = std::make_shared<ExportHfArgs>();
+  sub.add_option("--checkpoint", a->checkpoint, "a policy checkpoint of kind = hf")
+      ->type_name("CKPT")
+      ->required();
+  sub.add_option("--out", a->out, "the Hugging Face folder to write")->type_name("DIR")->required();
+  non_negative(sub.add_option("--shard-bytes", a->shard_bytes,
+                              "shards of at most this many bytes (0: one model.safetensors)"))
+      ->type_name("N");
+  return [a](const std::vector<std::string>&) { return run_export_hf(*a); };
+}
+
 // --preset and --max-tokens (the shape of a new policy: not with --init), --steps and --batch: the
 // options of pretrain and sft.
 void add_new_policy_options(CLI::App& sub, AgentArgs& a, CLI::Option* init) {
@@ -446,8 +524,8 @@ void add_env_options(CLI::App& sub, AgentArgs& a) {
   CLI::Option* split =
       sub.add_option("--split", a.split, "tasks from a split file (its --part)")->type_name("FILE");
   add_non_test_part(sub, a.part, "agent " + sub.get_name())->needs(split);
-  matrix_argument(repeatable(
-      sub.add_option("--matrix", a.matrices, "a task matrix: a file or a matrix URI (repeatable)")))
+  matrix_argument(repeatable(sub.add_option("--matrix", a.matrices,
+                                            "a task matrix: a file or a matrix URI (repeatable)")))
       ->excludes(split);
   one_of(sub.add_option("--op", a.op, "the operation of split / matrix tasks"), {"spmv", "spmm"});
   one_of(sub.add_option("--dtype", a.dtype, "the value type of split / matrix tasks"),
@@ -574,11 +652,17 @@ Run declare_agent(CLI::App& app) {
                   declare_rl);
   subcommands.add("eval", "the greedy program and pass@k of a checkpoint on a split or matrices",
                   declare_eval);
+  subcommands.add("init-hf",
+                  "random weights in a Hugging Face model folder, for kind = \"hf\" from scratch",
+                  declare_init_hf);
+  subcommands.add("export-hf", "an HF policy's checkpoint as a Hugging Face folder (LoRA merged)",
+                  declare_export_hf);
   return subcommands.run();
 }
 
 const CommandRegistration kRegistration(
-    "agent", "train and evaluate the learned agents (pretrain, sft, rl, eval)", declare_agent);
+    "agent", "train and evaluate the learned agents (pretrain, sft, rl, eval, init-hf, export-hf)",
+    declare_agent);
 
 }  // namespace
 }  // namespace sparserl::tools

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "options.hpp"
 #include "sparserl/env/bpe_grammar_mask.hpp"
@@ -29,29 +28,14 @@ struct BpeArgs {
   bool no_design_space = false;
 };
 
-bool is_source(const fs::path& p) {
-  static const std::vector<std::string> kExtensions = {".cu",  ".cuh", ".h",  ".hpp", ".hxx",
-                                                       ".inl", ".cpp", ".cc", ".c",   ".cxx"};
-  return std::find(kExtensions.begin(), kExtensions.end(), p.extension().string()) !=
-         kExtensions.end();
-}
-
 std::vector<CorpusProgram> read_sources(const std::vector<std::string>& dirs) {
   std::vector<CorpusProgram> texts;
-  for (const fs::path dir : dirs) {
-    if (!fs::is_directory(dir)) throw UsageError("--corpus " + dir.string() + ": not a folder");
-    std::vector<fs::path> files;
-    for (const auto& e : fs::recursive_directory_iterator(dir)) {
-      if (e.is_regular_file() && is_source(e.path())) files.push_back(e.path());
+  try {
+    for (env::SourceText& t : env::read_source_tree({dirs.begin(), dirs.end()})) {
+      texts.push_back({std::move(t.name), std::move(t.text)});
     }
-    std::sort(files.begin(), files.end());
-    for (const fs::path& f : files) {
-      std::ifstream in(f, std::ios::binary);
-      if (!in) throw std::runtime_error("cannot read " + f.string());
-      std::ostringstream s;
-      s << in.rdbuf();
-      texts.push_back({f.string(), s.str()});
-    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--corpus ") + e.what());
   }
   return texts;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,5 +55,18 @@ class BpeTrainer {
   BpeTrainerOptions options_;
   std::unique_ptr<Counts> counts_;
 };
+
+// A source file of a training text corpus: its path and its bytes.
+struct SourceText {
+  std::string name;
+  std::string text;
+};
+
+// Every C, C++ and CUDA source or header (.cu .cuh .h .hpp .hxx .inl .cpp .cc .c .cxx) under each
+// folder, recursively, in path order within a folder: the training text of `sparserl vocab bpe`
+// and the plain-text pretraining corpus of an HF model (train.text_corpus).
+// std::invalid_argument naming a folder that is not one; std::runtime_error naming a file that
+// cannot be read.
+std::vector<SourceText> read_source_tree(const std::vector<std::filesystem::path>& folders);
 
 }  // namespace sparserl::env

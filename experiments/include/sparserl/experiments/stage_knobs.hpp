@@ -17,13 +17,15 @@
 namespace sparserl::experiments {
 
 // A path or this word: data built in-process from the kernel design space.
-inline constexpr const char *kDesignSpace = "design-space";
+inline constexpr const char* kDesignSpace = "design-space";
 
 struct TrainConfig {
   std::vector<std::string> stages = {"pretrain", "sft", "rl", "eval"};
   std::string init_checkpoint;
   std::string corpus = kDesignSpace;
   std::int64_t corpus_programs = 0;
+  std::vector<std::string> text_corpus;  // folders of C/C++/CUDA sources: plain text (kind = hf)
+  std::int64_t text_corpus_files = 0;
   std::string sft_pairs = kDesignSpace;
   std::int64_t search_budget = 4;
   std::int64_t sft_per_task = 1;
@@ -61,14 +63,14 @@ struct CheckpointConfig {
   [[nodiscard]] CheckpointPolicy policy() const;
 };
 
-const datasets::Knobs<TrainConfig> &train_knobs();
-const datasets::Knobs<EvalConfig> &eval_knobs();
-const datasets::Knobs<CheckpointConfig> &checkpoint_knobs();
+const datasets::Knobs<TrainConfig>& train_knobs();
+const datasets::Knobs<EvalConfig>& eval_knobs();
+const datasets::Knobs<CheckpointConfig>& checkpoint_knobs();
 
 // The sections of a resolved config, read through the declarations above
 // (wiring.cpp); RunnerError naming the key path for a value they refuse.
-TrainConfig train_config(const Config &config);
-EvalConfig eval_config(const Config &config);
-CheckpointConfig checkpoint_config(const Config &config);
+TrainConfig train_config(const Config& config);
+EvalConfig eval_config(const Config& config);
+CheckpointConfig checkpoint_config(const Config& config);
 
 }  // namespace sparserl::experiments
