@@ -398,7 +398,8 @@ std::vector<AgentKnobSection> agent_knob_sections() {
   rl.optimizer.lr = agents::kRlLearningRate;
   const std::vector<std::string> schedule = {"lr", "warmup_steps", "schedule", "decay_steps"};
   std::vector<AgentKnobSection> out = {
-      {"policy", "", knobs.section("policy", {"dropout", "tie_embeddings"}), defaults},
+      {"policy", "", knobs.section("policy", {"dropout", "tie_embeddings", "matrix_input"}),
+       defaults},
       {"agent", "", knobs.section("agent", {"device"}), defaults},
       {"agent.model", "", knobs.section("model"), defaults},
       {"agent.optimizer", "",

@@ -185,6 +185,7 @@ py::dict stats_to_dict(const reward::EvaluatorStats& s) {
   d["gpu_requests"] = s.gpu_requests;
   d["compiles_coalesced"] = s.compiles_coalesced;
   d["gpu_runs_coalesced"] = s.gpu_runs_coalesced;
+  d["matrix_loads_coalesced"] = s.matrix_loads_coalesced;
   return d;
 }
 

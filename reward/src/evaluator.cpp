@@ -345,21 +345,33 @@ struct Evaluator::Impl {
     log("no GPU (" + why + "): evaluations stop after the compile stage");
   }
 
-  // The matrix and its digest (computed once per URI: it reads every value).
+  // The matrix and its digest (computed once per URI: it reads every value). A group of G
+  // candidates on a task the evaluator has not seen arrives at once: without coalescing every one
+  // of them would read or generate the matrix and hash it again (G copies of a 40M-nonzero matrix
+  // in memory at once), so concurrent first requests for a URI share one load and one digest.
+  struct MatrixAndDigest {
+    std::shared_ptr<const datasets::SparseMatrix> matrix;
+    std::string digest;
+  };
   std::pair<std::shared_ptr<const datasets::SparseMatrix>, std::string> matrix(
       const std::string& uri) {
     const datasets::MatrixUri parsed = datasets::MatrixUri::parse(uri);
     const std::string canonical = parsed.str();
-    std::shared_ptr<const datasets::SparseMatrix> m = store.load(parsed);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (auto it = digests.find(canonical); it != digests.end()) return {m, it->second};
-    }
-    std::string digest = m->digest();
-    std::lock_guard<std::mutex> lock(mutex);
-    if (digests.size() > 4096) digests.clear();
-    digests.emplace(canonical, digest);
-    return {m, digest};
+    MatrixAndDigest loaded = matrix_loads.run(canonical, [&] {
+      MatrixAndDigest l{store.load(parsed), {}};
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (auto it = digests.find(canonical); it != digests.end()) l.digest = it->second;
+      }
+      if (l.digest.empty()) {
+        l.digest = l.matrix->digest();
+        std::lock_guard<std::mutex> lock(mutex);
+        if (digests.size() > 4096) digests.clear();
+        digests.emplace(canonical, l.digest);
+      }
+      return l;
+    }).value;
+    return {std::move(loaded.matrix), std::move(loaded.digest)};
   }
 
   // The ABI constants of (matrix, op, k, format), computed once: the padded formats' counts read
@@ -716,6 +728,7 @@ struct Evaluator::Impl {
   InFlight<CompileOutcome> compiles;  // by compile cache key
   InFlight<GpuOutcome> gpu_runs;      // by result key
   InFlight<bool> calibrations;        // by deadline key
+  InFlight<MatrixAndDigest> matrix_loads;  // by canonical matrix URI
 
   // The GPU worker's verdict and figures, with what this process knows (compile, digests) kept.
   static void merge_gpu_result(EvalResult gpu, EvalResult& r) {
@@ -779,6 +792,7 @@ EvaluatorStats Evaluator::stats() const {
   }
   s.compiles_coalesced = impl_->compiles.shared();
   s.gpu_runs_coalesced = impl_->gpu_runs.shared();
+  s.matrix_loads_coalesced = impl_->matrix_loads.shared();
   s.compile_cache = impl_->compile_cache.stats();
   s.pool = impl_->pool.stats();
   return s;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <memory>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "sparserl/agents/config.hpp"
+#include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/env/evaluation.hpp"
 #include "sparserl/env/observation.hpp"
 #include "sparserl/env/tokenizer.hpp"
@@ -75,6 +77,25 @@ inline std::shared_ptr<const env::MatrixObservation> synthetic_observation(std::
     m->features[f] = static_cast<float>((seed * 7 + f * 3) % 10) / 10.0f;
   }
   return m;
+}
+
+// G completions per prompt from the agent as rollouts, grouped by prompt (group p for prompt p),
+// rewarded by reward(index, completion).
+inline std::vector<Rollout> sampled_rollouts(
+    PolicyAgent& agent, const std::vector<std::shared_ptr<const env::MatrixObservation>>& prompts,
+    int samples, const std::function<double(std::size_t, const Completion&)>& reward) {
+  std::vector<Completion> completions = agent.generate(prompts, samples, agent.config().sampling);
+  std::vector<Rollout> out;
+  const auto g = static_cast<std::size_t>(samples);
+  for (std::size_t k = 0; k < completions.size(); ++k) {
+    Rollout r;
+    r.matrix = prompts[k / g];
+    r.group = static_cast<int>(k / g);
+    r.reward = reward(k, completions[k]);
+    r.completion = std::move(completions[k]);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 struct NamedProgram {

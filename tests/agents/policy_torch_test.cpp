@@ -294,16 +294,10 @@ TEST_CASE("the same seed gives the same update", "[agents][policy]") {
     PolicyAgent agent(c, vocabulary());
     const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
         synthetic_observation(1), synthetic_observation(2)};
-    std::vector<Completion> completions = agent.generate(prompts, 4, agent.config().sampling);
-    std::vector<Rollout> rollouts;
-    for (std::size_t k = 0; k < completions.size(); ++k) {
-      Rollout r;
-      r.matrix = prompts[k / 4];
-      r.group = static_cast<int>(k / 4);
-      r.reward = static_cast<double>(completions[k].tokens.size() % 5);
-      r.completion = std::move(completions[k]);
-      rollouts.push_back(std::move(r));
-    }
+    const std::vector<Rollout> rollouts =
+        sampled_rollouts(agent, prompts, 4, [](std::size_t, const Completion& c) {
+          return static_cast<double>(c.tokens.size() % 5);
+        });
     const env::Statistics stats = agent.update_rollouts(rollouts);
     return std::make_pair(agent.weights_digest(), find_statistic(stats, "loss"));
   };

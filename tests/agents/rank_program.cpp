@@ -3,12 +3,13 @@
 // functions of agents/training.hpp (RL against an env whose evaluator "compiles" half the
 // programs), then a file of what this rank saw.
 //
-//   agents_rank_program sft|grpo|ppo|reinforce|update OUT_DIR
+//   agents_rank_program sft|grpo|grpo-dynamic|ppo|reinforce|update OUT_DIR
 //
 // A stage writes into OUT_DIR/stage-rank<R> (a rank other than 0 should write nothing there); the
 // program writes OUT_DIR/rank<R>.txt with every logged statistic ("step name value"), for RL every
 // episode on_episode received ("episode index task tokens") and rank 0's final weights digest.
-// `update` runs PolicyAgent's generate and update_rollouts alone (direct_update). One process is
+// grpo-dynamic is GRPO with dynamic sampling (each rank drops its own flat groups). `update` runs
+// PolicyAgent's generate and update_rollouts alone (direct_update). One process is
 // rank 0. The world comes from the environment (RANK, WORLD_SIZE, ...).
 #include <cstdio>
 #include <filesystem>
@@ -144,7 +145,8 @@ int run(const std::string& mode, const std::filesystem::path& out) {
   } else {
     RlConfig config;
     config.agent = agents::testing::tiny_config(env::MaskMode::syntax, 48);
-    config.agent.algorithm = mode;
+    config.agent.algorithm = mode == "grpo-dynamic" ? "grpo" : mode;
+    config.agent.settings.get<GrpoConfig>().dynamic_sampling = mode == "grpo-dynamic";
     // Two passes of two minibatches: the ranks' rows split each minibatch unevenly.
     config.agent.settings.get<GrpoConfig>().epochs = 2;
     config.agent.settings.get<GrpoConfig>().minibatches = 2;
@@ -180,7 +182,7 @@ int run(const std::string& mode, const std::filesystem::path& out) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::cerr << "usage: agents_rank_program sft|grpo|ppo|reinforce|update OUT_DIR\n";
+    std::cerr << "usage: agents_rank_program sft|grpo|grpo-dynamic|ppo|reinforce|update OUT_DIR\n";
     return 2;
   }
   try {

@@ -304,25 +304,6 @@ AgentConfig exact_ppo_config() {
   return config;
 }
 
-// G completions per prompt from the agent as rollouts, grouped by prompt, rewarded by
-// reward(index, completion).
-std::vector<Rollout> sampled_rollouts(
-    PolicyAgent& agent, const std::vector<std::shared_ptr<const env::MatrixObservation>>& prompts,
-    int samples, const std::function<double(std::size_t, const Completion&)>& reward) {
-  std::vector<Completion> completions = agent.generate(prompts, samples, agent.config().sampling);
-  std::vector<Rollout> out;
-  const auto g = static_cast<std::size_t>(samples);
-  for (std::size_t k = 0; k < completions.size(); ++k) {
-    Rollout r;
-    r.matrix = prompts[k / g];
-    r.group = static_cast<int>(k / g);
-    r.reward = reward(k, completions[k]);
-    r.completion = std::move(completions[k]);
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("PPO's critic warm-up trains the value head alone, then the policy too",

@@ -275,6 +275,39 @@ TEST_CASE("Identical programs submitted together are compiled once", "[reward][e
   REQUIRE(s.compiles_coalesced + s.compile_cache.hits == 7);
 }
 
+TEST_CASE("A new matrix asked for by a group at once is loaded and hashed once",
+          "[reward][evaluator]") {
+  // Eight candidates on a task the evaluator has not seen: one of them generates the 4M-nonzero
+  // matrix and computes its digest (hundreds of milliseconds) while the others wait for it.
+  auto config = test_config();
+  config.evaluation_threads = 8;
+  Evaluator evaluator(config);
+  Task t = task();
+  t.uri = "gen-v1/uniform?nnz_per_row=10&rows=400000&seed=77";
+  std::vector<std::future<EvalResult>> futures;
+  for (const char* format : {"csr", "coo", "ell", "sell"}) {
+    for (int copy = 0; copy < 2; ++copy) {
+      futures.push_back(evaluator.submit(t, read_program(std::string("spmv_") + format + ".cu"),
+                                         compile_only()));
+    }
+  }
+  std::set<std::string> digests;
+  for (auto& f : futures) {
+    const EvalResult r = f.get();
+    INFO(r.message);
+    REQUIRE(r.error == ErrorKind::none);
+    digests.insert(r.matrix_digest);
+  }
+  CHECK(digests.size() == 1);
+  const EvaluatorStats s = evaluator.stats();
+  CHECK(s.matrix_loads_coalesced >= 1);
+  CHECK(s.matrix_loads_coalesced <= 7);
+  // Later requests find the digest and the store's copy: nothing is coalesced or loaded again.
+  REQUIRE(evaluator.evaluate(t, read_program("spmv_csr.cu"), compile_only()).matrix_digest ==
+          *digests.begin());
+  CHECK(evaluator.stats().matrix_loads_coalesced == s.matrix_loads_coalesced);
+}
+
 TEST_CASE("A disk cache folder is shared by evaluators", "[reward][evaluator]") {
   const auto dir = sparserl::testing::scratch_dir("evaluator_disk_cache");
   const std::string program = read_program("spmv_ell.cu");

@@ -55,7 +55,12 @@ const Knobs<PolicyConfig>& policy_knobs() {
           .real("dropout", &PolicyConfig::dropout,
                 "dropout in training (0 keeps resumed CPU runs exact)", 0, 0.9)
           .boolean("tie_embeddings", &PolicyConfig::tie_embeddings,
-                   "the output layer shares the token embedding");
+                   "the output layer shares the token embedding")
+          .choice("matrix_input", &PolicyConfig::matrix_input,
+                  "what the policy reads of the matrix: full (the sampled nonzeros' sinusoidal "
+                  "embedding and the features), features (the features alone), none (no matrix: "
+                  "one program for every matrix); the ablations of docs/study.md",
+                  {MatrixInput::full, MatrixInput::features, MatrixInput::none});
   return knobs;
 }
 
@@ -227,6 +232,12 @@ std::string_view to_string(ModelKind kind) {
   static constexpr auto kNames =
       datasets::enum_names<ModelKind::small, ModelKind::hf>({"small", "hf"});
   return kNames.name(kind);
+}
+
+std::string_view to_string(MatrixInput input) {
+  static constexpr auto kNames = datasets::enum_names<MatrixInput::full, MatrixInput::none>(
+      {"full", "features", "none"});
+  return kNames.name(input);
 }
 
 std::string_view to_string(PromptForm form) {

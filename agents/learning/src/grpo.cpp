@@ -7,11 +7,18 @@
 //   sequence mean of token sums.
 // With one epoch and one minibatch pi_old is pi itself (detached), so r = 1 and the clip never
 // acts, as in TRL's default num_iterations = 1; more epochs make the ratio and the clip matter.
+// Dynamic sampling (DAPO) is the filter form: groups whose rewards are all equal leave the batch
+// before anything is scored, and none is sampled again to refill it.
 // Its knobs (GrpoConfig, config.hpp) are declared here: [agent.grpo] in a config, "grpo.KEY" in a
 // checkpoint.
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "sparserl/agents/torch/learner.hpp"
 
@@ -40,12 +47,22 @@ class Grpo final : public Algorithm {
                     {LossAggregation::token_mean, LossAggregation::seq_mean_token_mean,
                      LossAggregation::seq_mean_token_sum})
             .integer("epochs", &C::epochs, "passes over each batch (TRL num_iterations)", 1, 1e6)
-            .integer("minibatches", &C::minibatches, "minibatches per pass", 1, 1e6));
+            .integer("minibatches", &C::minibatches, "minibatches per pass", 1, 1e6)
+            .boolean("dynamic_sampling", &C::dynamic_sampling,
+                     "DAPO's dynamic sampling as a filter (verl algorithm.filter_groups): skip the "
+                     "groups whose rewards are all equal (advantage 0 for every member); nothing is "
+                     "resampled, so the update has fewer rows (statistics "
+                     "dynamic_sampling/skipped_groups, /kept_rows)"));
   }
   [[nodiscard]] bool wants_reference(const AgentConfig& config) const override {
     return config.settings.get<GrpoConfig>().beta > 0;
   }
   env::Statistics update(Learner& learner, std::span<const Rollout> rollouts) override;
+
+ private:
+  // The update proper, on the rollouts dynamic sampling kept (maybe none on this rank).
+  static env::Statistics update_rows(Learner& learner, std::span<const Rollout> rollouts,
+                                     const GrpoConfig& config);
 };
 
 }  // namespace
@@ -105,17 +122,83 @@ GrpoLoss grpo_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_
   return out;
 }
 
-env::Statistics Grpo::update(Learner& learner, std::span<const Rollout> rollouts) {
+std::vector<std::size_t> varied_group_rows(std::span<const Rollout> rollouts) {
+  std::map<int, std::pair<double, double>> range;  // group -> lowest and highest reward
+  for (const Rollout& r : rollouts) {
+    auto [it, fresh] = range.try_emplace(r.group, r.reward, r.reward);
+    if (fresh) continue;
+    it->second.first = std::min(it->second.first, r.reward);
+    it->second.second = std::max(it->second.second, r.reward);
+  }
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < rollouts.size(); ++i) {
+    const auto& [low, high] = range.at(rollouts[i].group);
+    if (low != high) rows.push_back(i);
+  }
+  return rows;
+}
+
+namespace {
+
+std::size_t group_count(std::span<const Rollout> rollouts) {
+  std::set<int> groups;
+  for (const Rollout& r : rollouts) groups.insert(r.group);
+  return groups.size();
+}
+
+}  // namespace
+
+env::Statistics Grpo::update(Learner& learner, std::span<const Rollout> all_rollouts) {
   const GrpoConfig& config = learner.config.settings.get<GrpoConfig>();
-  const SequenceBatch batch = rollout_batch(learner, rollouts);
-  const std::int64_t n = batch.size();
-  const torch::Tensor rewards = rollout_rewards(learner, rollouts);
-  const torch::Tensor advantages =
-      grpo_advantages(rewards, group_index(rollouts), config.scale_rewards, config.std_eps);
+  std::span<const Rollout> rollouts = all_rollouts;
+  std::vector<Rollout> varied;
+  env::Statistics filtered;
+  if (config.dynamic_sampling) {
+    const std::vector<std::size_t> rows = varied_group_rows(all_rollouts);
+    if (rows.size() < all_rollouts.size()) {
+      // A copy of the kept rollouts, so that the batch is the one those rollouts alone make.
+      varied.reserve(rows.size());
+      for (std::size_t i : rows) varied.push_back(all_rollouts[i]);
+      rollouts = varied;
+    }
+    // Counts over every rank (whole groups sit on one rank); this rank's rows among the kept ones.
+    double skipped = static_cast<double>(group_count(all_rollouts) - group_count(rollouts));
+    double total_kept = static_cast<double>(rollouts.size());
+    if (learner.distributed()) {
+      learner.rows = rank_window(learner, static_cast<std::int64_t>(rollouts.size()));
+      total_kept = static_cast<double>(learner.rows.total);
+      skipped = learner.ranks->sum({skipped})[0];
+    }
+    filtered = {{"dynamic_sampling/skipped_groups", skipped},
+                {"dynamic_sampling/kept_rows", total_kept}};
+    // Nothing varied anywhere: no step (the learning-rate schedule follows the steps taken).
+    if (total_kept == 0) {
+      filtered.emplace_back("learning_rate", learner.current_lr());
+      filtered.emplace_back("optimizer_steps", 0.0);
+      return filtered;
+    }
+  }
+  env::Statistics stats = update_rows(learner, rollouts, config);
+  stats.insert(stats.end(), filtered.begin(), filtered.end());
+  return stats;
+}
+
+env::Statistics Grpo::update_rows(Learner& learner, std::span<const Rollout> rollouts,
+                                  const GrpoConfig& config) {
+  // A rank that dynamic sampling left without rows scores nothing but still takes part in every
+  // step's reductions (its minibatches are empty).
+  const auto n = static_cast<std::int64_t>(rollouts.size());
+  SequenceBatch batch;
+  torch::Tensor advantages = torch::zeros({0}, torch::TensorOptions().device(learner.device));
+  if (n > 0) {
+    batch = rollout_batch(learner, rollouts);
+    advantages = grpo_advantages(rollout_rewards(learner, rollouts), group_index(rollouts),
+                                 config.scale_rewards, config.std_eps);
+  }
 
   const bool single_pass = config.epochs == 1 && config.minibatches == 1;
   torch::Tensor old_log_probs, ref_log_probs;
-  {
+  if (n > 0) {
     torch::NoGradGuard no_grad;
     learner.policy->eval();
     if (!single_pass) old_log_probs = learner.score(learner.policy, batch, false).log_probs;

@@ -295,10 +295,14 @@ PrefixBatch Learner::prefix_batch(std::span<const env::MatrixObservation* const>
           ", embedding_dim = " + std::to_string(p.embedding_dim) +
           ", feature_dim = " + std::to_string(p.feature_dim) + ")");
     }
-    std::copy(m->embedding.begin(), m->embedding.end(),
-              embedding.begin() + b * p.nnz_samples * p.embedding_dim);
-    for (int k = 0; k < std::min(m->count, p.nnz_samples); ++k)
-      valid[static_cast<std::size_t>(b * p.nnz_samples + k)] = 1;
+    // policy.matrix_input: what is left out reads as the padding of a matrix without it.
+    if (p.matrix_input == MatrixInput::none) continue;
+    if (p.matrix_input == MatrixInput::full) {
+      std::copy(m->embedding.begin(), m->embedding.end(),
+                embedding.begin() + b * p.nnz_samples * p.embedding_dim);
+      for (int k = 0; k < std::min(m->count, p.nnz_samples); ++k)
+        valid[static_cast<std::size_t>(b * p.nnz_samples + k)] = 1;
+    }
     std::copy(m->features.begin(), m->features.end(), features.begin() + b * p.feature_dim);
     feature_valid[static_cast<std::size_t>(b)] = 1;
   }

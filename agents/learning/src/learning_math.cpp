@@ -176,6 +176,19 @@ MeanStd global_mean_std(Learner& learner, const torch::Tensor& x) {
           n[0] > 1 ? std::sqrt(global_masked_var(learner, x, all)) : 0.0};
 }
 
+RowWindow rank_window(Learner& learner, std::int64_t count) {
+  const auto rank = static_cast<std::size_t>(learner.ranks->rank());
+  std::vector<double> counts(static_cast<std::size_t>(learner.ranks->size()), 0.0);
+  counts[rank] = static_cast<double>(count);
+  counts = learner.ranks->sum(std::move(counts));
+  RowWindow window;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (r < rank) window.offset += static_cast<std::int64_t>(counts[r]);
+    window.total += static_cast<std::int64_t>(counts[r]);
+  }
+  return window;
+}
+
 std::vector<Rollout> share_rollout_outcomes(Learner& learner, std::span<const Rollout> mine) {
   const int size = learner.ranks->size();
   const auto rank = static_cast<std::size_t>(learner.ranks->rank());

@@ -118,6 +118,9 @@ struct EvaluatorStats {
   // compile stage (same compile cache key) and at the GPU stage (same result key).
   std::uint64_t compiles_coalesced = 0;
   std::uint64_t gpu_runs_coalesced = 0;
+  // Evaluations that found their matrix being loaded (read or generated, and hashed) by another
+  // evaluation and waited for it instead of loading it again.
+  std::uint64_t matrix_loads_coalesced = 0;
   CompileCacheStats compile_cache;
   WorkerPoolStats pool;
 };

@@ -22,6 +22,14 @@
 
 namespace sparserl::agents {
 
+// What the policy reads of the matrix (issue 26's ablations of the observation):
+//   full      the K sampled nonzeros' sinusoidal embedding and the feature vector (the method)
+//   features  the feature vector alone: the nonzero slots are masked out as keys
+//   none      nothing: every prefix slot masked, as in pretraining - one program for every matrix
+// The prefix keeps its slots either way, so the shapes (and checkpoints' tensors) are the same.
+enum class MatrixInput { full, features, none };
+std::string_view to_string(MatrixInput input);
+
 // A decoder-only, pre-norm transformer. The sequence it reads:
 //   [K matrix slots][1 feature slot][<bos>][code tokens ...]
 // where the K slots hold the observation's sinusoidal nonzero embeddings [K x D] projected to
@@ -39,6 +47,7 @@ struct PolicyConfig {
   int vocab_size = 0;      // 0 = the vocabulary's size
   double dropout = 0.0;
   bool tie_embeddings = true;  // the output layer shares the token embedding (GPT-2, nanoGPT)
+  MatrixInput matrix_input = MatrixInput::full;
 
   // Named presets: "tiny" (CI, ~0.3M parameters), "small" (~4M), "medium" (~28M).
   static PolicyConfig preset(std::string_view name);
@@ -186,6 +195,10 @@ struct GrpoConfig {
   LossAggregation aggregation = LossAggregation::token_mean;
   int epochs = 1;  // TRL num_iterations
   int minibatches = 1;
+  // DAPO's dynamic sampling as a filter (verl's algorithm.filter_groups): groups whose rewards are
+  // all equal - advantage 0 for every member - are left out of the update. Nothing is sampled again
+  // to refill the batch, so every algorithm spends the same number of sampled programs.
+  bool dynamic_sampling = false;
 };
 
 // The knobs of every learning algorithm, each as the algorithm's own struct (PpoConfig for ppo, a

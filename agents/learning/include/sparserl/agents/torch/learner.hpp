@@ -202,6 +202,8 @@ struct MeanStd {
   double std = 0;
 };
 MeanStd global_mean_std(Learner& learner, const torch::Tensor& x);
+// Several ranks, each with `count` rows: where this rank's sit among every rank's (ranks in order).
+RowWindow rank_window(Learner& learner, std::int64_t count);
 // Several ranks: sets learner.rows (where `mine` sit among every rank's rollouts, ranks in order)
 // and returns every rank's rollouts with what rollout_statistics reads (rewards, groups renumbered
 // apart, lengths, outcomes; no tokens, prompts or masks).
@@ -286,6 +288,9 @@ struct GrpoLoss {
   double clip_low = 0, clip_high = 0;  // share of tokens clipped below (A < 0) / above (A > 0)
   double kl = 0;                       // mean k3 per token (0 when beta = 0)
 };
+// Dynamic sampling: the indices of the rollouts whose group's rewards are not all equal (a group
+// of one is all equal), in order.
+std::vector<std::size_t> varied_group_rows(std::span<const Rollout> rollouts);
 // advantages: [B] per sequence; ref_log_probs may be undefined when beta = 0.
 GrpoLoss grpo_loss(const torch::Tensor& log_probs, const torch::Tensor& old_log_probs,
                    const torch::Tensor& ref_log_probs, const torch::Tensor& advantages,

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The study's driver end to end on the CPU (tools/study.sh --smoke, docs/study.md): every config of
+# experiments/configs/study/ trains, chains and is benched, and every table of the val and the test
+# part comes out with every agent in it, and the files for docs/examples/ beside them; a second call
+# trains nothing again; a source tree with local changes is refused before anything runs. Skipped
+# (77) without ../shared's matrices.
+# Usage: study_smoke_test.sh SPARSERL SOURCE_DIR SHARED_DIR
+set -euo pipefail
+SPARSERL=$1
+SRC=$2
+SHARED=$3
+[[ -f $SHARED/matrices/INDEX.csv ]] || { echo "skipped: no $SHARED/matrices"; exit 77; }
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/study_smoke.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# 1. A tree with local changes is refused, naming the way out; nothing is made.
+git init -q "$WORK/tree"
+mkdir -p "$WORK/tree/tools"
+cp "$SRC/tools/study.sh" "$WORK/tree/tools/"
+git -C "$WORK/tree" add tools/study.sh
+git -C "$WORK/tree" -c user.email=t@t -c user.name=t commit -qm tree
+echo "# changed" >>"$WORK/tree/tools/study.sh"
+set +e
+refusal=$("$WORK/tree/tools/study.sh" --smoke --sparserl "$SPARSERL" --out "$WORK/dirty" 2>&1)
+status=$?
+set -e
+[[ $status == 2 ]] || fail "a dirty tree: exit status $status, expected 2"
+grep -q "has local changes" <<<"$refusal" || fail "a dirty tree: $refusal"
+[[ ! -e $WORK/dirty/study.txt ]] || fail "a dirty tree: study.txt written"
+
+# 2. The smoke study: one seed of everything (the full study has 5 RL and 2 SFT seeds).
+run() {
+  "$SRC/tools/study.sh" --smoke --allow-dirty --sparserl "$SPARSERL" --out "$WORK/study" \
+    --seeds 1 --sft-seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]"
+}
+run >"$WORK/first.txt" 2>"$WORK/first.err" || { tail -30 "$WORK/first.err"; fail "the smoke study failed"; }
+
+expect_agents() {  # TABLE AGENT...
+  local table=$1 part csv
+  shift
+  for part in val test; do
+    csv="$WORK/study/tables/$table-$part/compare.csv"
+    [[ -f $csv ]] || fail "no $csv"
+    [[ -f $WORK/study/tables/$table-$part/compare.md ]] || fail "no compare.md for $table-$part"
+    for agent in "$@"; do
+      grep -q "^$agent,all,compile_rate," "$csv" || fail "$table-$part: no compile_rate row of $agent"
+    done
+    # The agents and no others: template, random and one per row.
+    local n
+    n=$(grep -c ",all,compile_rate," "$csv")
+    [[ $n == "$#" ]] || fail "$table-$part: $n agents, expected $#"
+  done
+}
+main=(template random sft reinforce ppo grpo)
+expect_agents spmv-f32 "${main[@]}" grpo-symmetric grpo-seq-mean grpo-dr grpo-dynamic \
+  sft-features grpo-features sft-no-matrix grpo-no-matrix sft-medium grpo-medium
+expect_agents spmv-f64 "${main[@]}"
+expect_agents spmm-k32 "${main[@]}"
+grep -q "^commit " "$WORK/study/study.txt" || fail "study.txt names no commit"
+# The RL rows start from their SFT row's run, with the configs' budget of sampled programs.
+grep -q "train.init_checkpoint=$WORK/study/spmv-f32/runs/sft-features-s1/.*/policies/sft" \
+  "$WORK/study/commands.log" || fail "grpo-features does not start from sft-features"
+
+# What docs/examples/ would keep: tables, reports and summaries, never weights.
+[[ -f $WORK/study/examples/tables/spmv-f32-test/compare.md ]] || fail "examples: no tables"
+ls "$WORK"/study/examples/spmv-f32/bench-test/*/summary.csv >/dev/null || fail "examples: no summary"
+ls "$WORK"/study/examples/spmv-f32/runs/grpo-s1/*/report.md >/dev/null || fail "examples: no report"
+[[ -z $(find "$WORK/study/examples" -name '*.pt') ]] || fail "examples: weights copied"
+
+# 3. Resumable: the second call finds every run and bench finished and trains nothing.
+run >"$WORK/second.txt" 2>"$WORK/second.err" || { tail -30 "$WORK/second.err"; fail "second call"; }
+if grep -q "sparserl train\|sparserl bench\|resuming" "$WORK/second.err"; then
+  fail "the second call ran again: $(grep -m3 'sparserl train\|sparserl bench\|resuming' "$WORK/second.err")"
+fi
+grep -q ": done (" "$WORK/second.err" || fail "the second call did not find the runs done"
+echo "study smoke: every table and agent present; the second call trained nothing"

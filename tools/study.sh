@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# tools/study.sh: issue 26's algorithm study end to end, from the configs under
+# experiments/configs/study/ (docs/study.md says what it runs and why). In order:
+#   1. SFT-only policies (pretrain -> SFT on the template search's near-best programs of bench-v2's
+#      train part), one per SFT seed;
+#   2. from SFT seed 1's policy, every RL row (REINFORCE, PPO, GRPO and its variants) with each RL
+#      seed and the same budget of sampled programs;
+#   3. the ablations (SpMV f32): the policy's matrix input (features only, none) and the medium
+#      preset, each its own SFT seeds and GRPO seeds;
+#   4. one `sparserl bench` of the val part per table - the template search, random tokens and every
+#      policy above side by side - and `sparserl compare` of it;
+#   5. only when every val table exists: the test part, once, the same way.
+# Then OUT/examples/: every run's report.md and run.json, the benches' results and summaries and
+# the tables, what docs/examples/ keeps of the study. Tables: SpMV f32 (every row, every regime), SpMV f64 and SpMM f32 K = 32 (SFT and the three
+# algorithms, on the large regime). Resumable: a run whose run.json says completed is kept, an
+# interrupted one is resumed (`sparserl train --resume`), so the same command continues a stopped
+# study. It refuses a source tree with local changes unless --allow-dirty: the tables must name a
+# clean commit. --smoke runs the whole path on a CPU in minutes (tiny policy, compile-only reward,
+# two matrices, one step of everything); its tables measure nothing.
+set -euo pipefail
+shopt -s inherit_errexit
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CONFIGS=experiments/configs/study
+SPARSERL=${SPARSERL:-$ROOT/build/tools/sparserl}
+OUT=""
+SEEDS=5
+SFT_SEEDS=2
+SMOKE=0
+ALLOW_DIRTY=0
+TEST_PART=1
+EXTRA=()
+
+usage() {
+  cat <<'EOF'
+usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] [--no-test]
+                      [--allow-dirty] [--smoke] [--set KEY=VALUE]...
+  --out DIR        where the runs and tables go (default runs/study, with --smoke runs/study-smoke)
+  --sparserl PATH  the sparserl binary (default $SPARSERL, else build/tools/sparserl)
+  --seeds N        RL seeds per row (default 5)
+  --sft-seeds N    SFT seeds (default 2); every RL row starts from SFT seed 1
+  --no-test        stop after the val tables (the test part is read once, at the end)
+  --allow-dirty    run from a tree with local changes (its tables cannot name a clean commit)
+  --smoke          the whole pipeline on a CPU with tiny budgets and the compile-only reward
+  --set KEY=VALUE  passed to every sparserl train and bench (e.g. data.index_dirs for this host)
+EOF
+}
+
+die() {
+  echo "study: $*" >&2
+  exit 2
+}
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --out) OUT=$2; shift 2 ;;
+    --sparserl) SPARSERL=$2; shift 2 ;;
+    --seeds) SEEDS=$2; shift 2 ;;
+    --sft-seeds) SFT_SEEDS=$2; shift 2 ;;
+    --no-test) TEST_PART=0; shift ;;
+    --allow-dirty) ALLOW_DIRTY=1; shift ;;
+    --smoke) SMOKE=1; shift ;;
+    --set) EXTRA+=(--set "$2"); shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+done
+[[ $SEEDS =~ ^[1-9][0-9]*$ ]] || die "--seeds: $SEEDS is not a positive integer"
+[[ $SFT_SEEDS =~ ^[1-9][0-9]*$ ]] || die "--sft-seeds: $SFT_SEEDS is not a positive integer"
+[[ -x $SPARSERL ]] || die "no sparserl binary at $SPARSERL (build it, or give --sparserl PATH)"
+[[ -n $OUT ]] || OUT=$([[ $SMOKE == 1 ]] && echo runs/study-smoke || echo runs/study)
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+# The tree the tables will name: tracked files unchanged, or --allow-dirty.
+COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
+CHANGES=$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null || echo "not a git checkout")
+if [[ -n $CHANGES && $ALLOW_DIRTY == 0 ]]; then
+  echo "$CHANGES" | head -5 >&2
+  die "the source tree $ROOT has local changes: commit them (the tables must name a clean commit) or pass --allow-dirty"
+fi
+{
+  echo "commit   $COMMIT$([[ -n $CHANGES ]] && echo ' (local changes)')"
+  echo "started  $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "command  tools/study.sh $*"
+} >>"$OUT/study.txt"
+
+# Smoke: every budget at its least, two small shared matrices, the compile stage of the reward.
+SMOKE_SETS=()
+if [[ $SMOKE == 1 ]]; then
+  for kv in evaluator.compile_only=true agent.device='"cpu"' policy.preset='"tiny"' \
+    env.nnz_samples=16 env.embedding_dim=16 \
+    'data.regimes=["small"]' 'data.sources=["shared"]' data.max_tasks=2 \
+    train.corpus_programs=8 train.pretrain_steps=1 train.pretrain_batch_size=2 \
+    train.sft_steps=1 train.sft_batch_size=2 train.search_budget=1 train.sft_per_task=1 \
+    train.rl_updates=1 train.tasks_per_update=1 train.samples_per_task=2 \
+    train.record_trajectories=false agent.ppo.epochs=1 agent.ppo.minibatches=1 bench.max_tasks=1 \
+    bench.samples=1 bench.template_budget=1 \
+    bench.oracle_budget=1 bench.record_trajectories=false report.plots=false \
+    progress.interval_s=1000; do
+    SMOKE_SETS+=(--set "$kv")
+  done
+fi
+
+log() { echo "[study $(date -u +%H:%M:%S)] $*" >&2; }
+
+# The run directory of a finished run under $1 (empty when none), or of one to resume ($2 = resume).
+run_dir_with() {
+  local dir=$1 status=$2 d
+  [[ -d $dir ]] || return 0
+  for d in "$dir"/*/; do
+    [[ -f $d/run.json ]] || continue
+    if grep -Eq "\"status\": *\"($status)\"" "$d/run.json"; then
+      echo "${d%/}"
+      return 0
+    fi
+  done
+}
+
+# train TABLE LABEL SEED CONFIG [ARGS...]: one `sparserl train`, skipped when done, resumed when
+# stopped. Prints the finished run directory.
+train() {
+  local table=$1 label=$2 seed=$3 config=$4
+  shift 4
+  local runs="$OUT/$table/runs/$label-s$seed" done_dir stopped
+  done_dir=$(run_dir_with "$runs" completed)
+  if [[ -n $done_dir ]]; then
+    log "$table $label-s$seed: done ($done_dir)"
+    echo "$done_dir"
+    return 0
+  fi
+  stopped=$(run_dir_with "$runs" "interrupted|running")
+  mkdir -p "$runs"
+  if [[ -n $stopped ]]; then
+    log "$table $label-s$seed: resuming $stopped"
+    echo "sparserl train --resume $stopped" >>"$OUT/commands.log"
+    "$SPARSERL" train --resume "$stopped" --root "$ROOT" >&2
+  else
+    local cmd=(train "$ROOT/$CONFIGS/$config" --root "$ROOT" --runs-dir "$runs"
+      --set "experiment.seed=$seed" "$@" "${EXTRA[@]}" "${SMOKE_SETS[@]}")
+    log "$table $label-s$seed: sparserl ${cmd[*]}"
+    echo "sparserl ${cmd[*]}" >>"$OUT/commands.log"
+    "$SPARSERL" "${cmd[@]}" >&2
+  fi
+  done_dir=$(run_dir_with "$runs" completed)
+  [[ -n $done_dir ]] || die "$table $label-s$seed did not complete (see $runs)"
+  echo "$done_dir"
+}
+
+# The rows of a table: "LABEL CONFIG SFT_LABEL SETS" (SFT_LABEL - for an SFT row; SETS are --set
+# values separated by spaces, - for none).
+rows_of() {
+  local table=$1
+  echo "sft sft.toml - -"
+  echo "reinforce reinforce.toml sft -"
+  echo "ppo ppo.toml sft -"
+  echo "grpo grpo.toml sft -"
+  [[ $table == spmv-f32 ]] || return 0
+  local variant
+  for variant in grpo-symmetric grpo-seq-mean grpo-dr grpo-dynamic; do
+    echo "$variant $variant.toml sft -"
+  done
+  echo 'sft-features sft.toml - policy.matrix_input="features"'
+  echo 'grpo-features grpo.toml sft-features policy.matrix_input="features"'
+  echo 'sft-no-matrix sft.toml - policy.matrix_input="none"'
+  echo 'grpo-no-matrix grpo.toml sft-no-matrix policy.matrix_input="none"'
+  echo 'sft-medium sft.toml - policy.preset="medium"'
+  echo 'grpo-medium grpo.toml sft-medium policy.preset="medium"'
+}
+
+# The task of each table (and, in the smoke mode, room for its programs), and the regimes its
+# benches read.
+table_sets() {
+  case "$1" in
+    spmv-f32) echo "" ;;
+    spmv-f64) echo 'data.dtype="f64"' ;;
+    spmm-k32) echo 'data.op="spmm" data.k=32' ;;
+  esac
+  [[ $SMOKE == 0 ]] || { [[ $1 == spmm-k32 ]] && echo env.max_tokens=1024 || echo env.max_tokens=512; }
+}
+table_regimes() { [[ $1 == spmv-f32 ]] && echo "" || echo 'data.regimes=["large"]'; }
+
+# Trains every row of table $1; prints the bench's policies as "NAME=CHECKPOINT" lines.
+train_table() {
+  local table=$1 label config from sets seed dir args kv
+  while read -r label config from sets; do
+    args=()
+    for kv in $(table_sets "$table"); do args+=(--set "$kv"); done
+    [[ $sets == - ]] || for kv in $sets; do args+=(--set "$kv"); done
+    if [[ $from == - ]]; then
+      for ((seed = 1; seed <= SFT_SEEDS; seed++)); do
+        dir=$(train "$table" "$label" "$seed" "$config" "${args[@]}")
+        echo "$label-s$seed=$dir/policies/sft"
+      done
+    else
+      local sft
+      sft=$(run_dir_with "$OUT/$table/runs/$from-s1" completed)
+      [[ -n $sft ]] || die "$table $label: the SFT run $from-s1 has not completed"
+      for ((seed = 1; seed <= SEEDS; seed++)); do
+        dir=$(train "$table" "$label" "$seed" "$config" "${args[@]}" \
+          --set "train.init_checkpoint=$sft/policies/sft")
+        echo "$label-s$seed=$dir/policies/rl"
+      done
+    fi
+  done < <(rows_of "$table")
+}
+
+# bench TABLE PART POLICIES...: one `sparserl bench` of every agent on PART, then its comparison
+# into $OUT/tables/TABLE-PART/. A finished bench is kept unless its policies changed.
+bench() {
+  local table=$1 part=$2
+  shift 2
+  local runs="$OUT/$table/bench-$part" list dir kv args=()
+  list=$(printf '"%s",' "$@")
+  list="[${list%,}]"
+  dir=$(run_dir_with "$runs" completed)
+  if [[ -n $dir ]] && ! cmp -s <(echo "$list") "$runs/policies.txt"; then
+    die "$runs holds a bench of other policies ($runs/policies.txt): remove it to bench again"
+  fi
+  if [[ -z $dir ]]; then
+    mkdir -p "$runs"
+    echo "$list" >"$runs/policies.txt"
+    for kv in $(table_sets "$table") $(table_regimes "$table"); do args+=(--set "$kv"); done
+    local cmd=(bench "$ROOT/$CONFIGS/bench.toml" --root "$ROOT" --runs-dir "$runs"
+      "${args[@]}" --set "bench.policies=$list" "${EXTRA[@]}" "${SMOKE_SETS[@]}")
+    [[ $part == val ]] || cmd+=(--part "$part")
+    log "$table bench $part: sparserl ${cmd[*]}"
+    echo "sparserl ${cmd[*]}" >>"$OUT/commands.log"
+    "$SPARSERL" "${cmd[@]}" >&2
+    dir=$(run_dir_with "$runs" completed)
+    [[ -n $dir ]] || die "$table bench $part did not complete (see $runs)"
+  fi
+  local cmp=(compare "$dir" --seeds-in-names --reference sft --out "$OUT/tables/$table-$part")
+  [[ $SMOKE == 0 ]] || cmp+=(--no-plots)
+  log "$table compare $part: sparserl ${cmp[*]}"
+  echo "sparserl ${cmp[*]}" >>"$OUT/commands.log"
+  "$SPARSERL" "${cmp[@]}" >"$OUT/tables/$table-$part.txt"
+}
+
+TABLES=(spmv-f32 spmv-f64 spmm-k32)
+mkdir -p "$OUT/tables"
+declare -A POLICIES
+for table in "${TABLES[@]}"; do
+  mkdir -p "$OUT/$table"
+  train_table "$table" >"$OUT/$table/policies.list"
+  mapfile -t policies <"$OUT/$table/policies.list"
+  POLICIES[$table]="${policies[*]}"
+  # shellcheck disable=SC2086  # checkpoint paths hold no spaces: run directories are named safely
+  bench "$table" val ${POLICIES[$table]}
+done
+if [[ $TEST_PART == 1 ]]; then
+  for table in "${TABLES[@]}"; do
+    # shellcheck disable=SC2086
+    bench "$table" test ${POLICIES[$table]}
+  done
+fi
+# What docs/examples/ keeps of the study (issue 26): each run's report.md and run.json, each
+# bench's results and summary, the tables and the commands, without checkpoints or trajectories.
+collect() {
+  local into="$OUT/examples" f rel
+  rm -rf "$into"
+  mkdir -p "$into"
+  cp "$OUT/study.txt" "$OUT/commands.log" "$into/"
+  cp -r "$OUT/tables" "$into/"
+  while IFS= read -r f; do
+    rel=${f#"$OUT"/}
+    mkdir -p "$into/$(dirname "$rel")"
+    cp "$f" "$into/$rel"
+  done < <(find "$OUT" -path "$into" -prune -o -type f \( -name report.md -o -name run.json \
+    -o -name summary.csv -o -name results.csv \) -print)
+  echo "$into"
+}
+
+echo "finished $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/study.txt"
+for f in "$OUT"/tables/*/compare.md; do echo "table    $f"; done
+echo "examples $(collect)   (reports, summaries and tables for docs/examples/)"
