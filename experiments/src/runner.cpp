@@ -140,7 +140,8 @@ std::optional<Position> read_position(const CheckpointStore& store) {
   if (!latest) return std::nullopt;
   const fs::path file = latest->dir / "stage.json";
   const std::optional<std::string> text = datasets::read_file_bytes(file);
-  if (!text) throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
+  if (!text)
+    throw RunnerError(file.string() + ": missing (a checkpoint this runner did not write?)");
   const Json json = parse_json(*text, file.string());
   Position p;
   p.checkpoint = *latest;
@@ -523,14 +524,14 @@ class Trainer {
     s_.say("sft: " + std::to_string(pairs.size()) + " pairs from the template search over " +
            std::to_string(tasks.size()) + " training matrices (budget " +
            std::to_string(options.budget) + ")" +
-           (s_.gpu ? std::string(selection.per_task > 1
-                                     ? ": the fastest correct program of each, and up to " +
-                                           std::to_string(selection.per_task - 1) +
-                                           " more within " + json_number(selection.within) +
-                                           " of its speedup"
-                                     : ": the fastest correct program of each")
-                   : std::string(": no GPU, so nothing was timed or checked - the target is "
-                                 "the cost model's favourite among the programs that compiled")));
+           (s_.gpu
+                ? std::string(selection.per_task > 1
+                                  ? ": the fastest correct program of each, and up to " +
+                                        std::to_string(selection.per_task - 1) + " more within " +
+                                        json_number(selection.within) + " of its speedup"
+                                  : ": the fastest correct program of each")
+                : std::string(": no GPU, so nothing was timed or checked - the target is "
+                              "the cost model's favourite among the programs that compiled")));
     if (pairs.empty()) throw RunnerError("sft: the template search produced no pair");
     return pairs;
   }

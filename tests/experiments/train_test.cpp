@@ -56,9 +56,10 @@ std::vector<std::string> comparable(const MetricsLog& log) {
 // policy's folder.
 std::string tiny_sft_policy(const fs::path& dir) {
   std::ofstream(dir / "tiny.toml") << kTinyConfig;
-  const pid_t sft = start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir",
-                               (dir / "runs").string(), "--set", R"(train.stages=["pretrain","sft"])"},
-                              dir / "sft.log");
+  const pid_t sft =
+      start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / "runs").string(),
+                 "--set", R"(train.stages=["pretrain","sft"])"},
+                dir / "sft.log");
   INFO(read_if_present(dir / "sft.log"));
   REQUIRE(finish(sft, std::chrono::seconds(120)) == 0);
   return (only_run(dir / "runs") / "policies" / "sft").string();
@@ -116,7 +117,8 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   CHECK(fs::exists(run / "policies" / "sft" / "checkpoint.txt"));
   CHECK(fs::exists(run / "report.md"));
   CHECK_THAT(read_if_present(run / "report.md"), has_substring("**interrupted**"));
-  CHECK_THAT(read_if_present(dir / "cut.log"), has_substring("sparserl train --resume " + run.string()));
+  CHECK_THAT(read_if_present(dir / "cut.log"),
+             has_substring("sparserl train --resume " + run.string()));
 
   // Resume to the end: the same numbers as the run that was never stopped.
   const pid_t second = start_cli({"train", "--resume", run.string()}, dir / "resume.log");
@@ -127,7 +129,8 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   CHECK(read_run_info(run / "run.json").resumed_at.size() == 1);
   CHECK(comparable(read_metrics(run / "metrics.jsonl")) ==
         comparable(read_metrics(reference / "metrics.jsonl")));
-  const sparserl::env::TrajectoryFile all = sparserl::env::read_trajectories(run / "trajectories.h5");
+  const sparserl::env::TrajectoryFile all =
+      sparserl::env::read_trajectories(run / "trajectories.h5");
   CHECK(all.rows == 2 * 12);
   int generated = 0;  // RL episodes on the generators' matrices, each with its drawn seed=
   for (const sparserl::env::Episode& e : all.episodes) {
@@ -136,7 +139,7 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
       ++generated;
     }
   }
-  CHECK(generated >= 4);   // 12 tasks at a share of 0.5: 6 expected (P(< 2) = 0.3%)
+  CHECK(generated >= 4);  // 12 tasks at a share of 0.5: 6 expected (P(< 2) = 0.3%)
   CHECK(generated <= 20);
   const auto a = read_results_csv(run / "results.csv");
   const auto b = read_results_csv(reference / "results.csv");
@@ -280,10 +283,25 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
   require_agents();
   const fs::path dir = sparserl::testing::scratch_dir("agent_rl_generated");
   const std::string init = tiny_sft_policy(dir);
-  const std::vector<std::string> common = {
-      "agent",     "rl",           "--algorithm",        "grpo",      "--init",     init,
-      "--updates", "3",            "--tasks-per-update", "2",         "--samples",  "2",
-      "--device",  "cpu",          "--compile-only",     "--compile-workers", "1", "--log-every", "3"};
+  const std::vector<std::string> common = {"agent",
+                                           "rl",
+                                           "--algorithm",
+                                           "grpo",
+                                           "--init",
+                                           init,
+                                           "--updates",
+                                           "3",
+                                           "--tasks-per-update",
+                                           "2",
+                                           "--samples",
+                                           "2",
+                                           "--device",
+                                           "cpu",
+                                           "--compile-only",
+                                           "--compile-workers",
+                                           "1",
+                                           "--log-every",
+                                           "3"};
   const auto rl = [&](const std::string& name, std::vector<std::string> extra) {
     std::vector<std::string> args = common;
     args.insert(args.end(), {"--out", (dir / name).string(), "--trajectories",
@@ -323,8 +341,10 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
                has_substring("tasks: 1 task, shuffled; 50% generated from 1 generator"));
     int listed = 0, generated = 0;
     for (const std::string& uri : uris("mixed")) {
-      if (uri == "gen-v1/diagonal?n=48") ++listed;
-      else if (uri.rfind("gen-v1/arrow?", 0) == 0) ++generated;
+      if (uri == "gen-v1/diagonal?n=48")
+        ++listed;
+      else if (uri.rfind("gen-v1/arrow?", 0) == 0)
+        ++generated;
     }
     CHECK(listed + generated == 8 * 2 * 2);
     CHECK(listed >= 4);  // 16 tasks at 0.5 each way: fewer than 2 of either has P < 0.1%
@@ -345,8 +365,8 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
     const MetricsLog cut = read_metrics(metrics);
     REQUIRE_FALSE(cut.records.empty());
     const std::string saved = read_if_present(dir / "cut" / "latest" / "checkpoint.txt");
-    CHECK_THAT(saved, has_substring("counters.updates = " +
-                                    std::to_string(cut.records.back().step) + "\n"));
+    CHECK_THAT(saved, has_substring(
+                          "counters.updates = " + std::to_string(cut.records.back().step) + "\n"));
     // The same command with a budget just past the stop resumes there and finishes.
     args[args.size() - 7] = std::to_string(cut.records.back().step + 1);  // --updates
     REQUIRE(finish(start_cli(args, dir / "resume.log"), std::chrono::seconds(60)) == 0);
@@ -355,13 +375,16 @@ TEST_CASE("sparserl agent rl trains on generated matrices, alone or mixed into a
   }
   SECTION("bad generator options are usage errors") {
     CHECK(rl("bad1", {"--generator", "suitesparse-v1/HB/west0067"}) == 2);
-    CHECK_THAT(read_if_present(dir / "bad1.log"), has_substring("--generator: generated task source: "
-                                                          "'suitesparse-v1/HB/west0067' is not"));
+    CHECK_THAT(read_if_present(dir / "bad1.log"),
+               has_substring("--generator: generated task source: "
+                             "'suitesparse-v1/HB/west0067' is not"));
     CHECK(rl("bad2", {"--matrix", "gen-v1/diagonal?n=48", "--generated-share", "0.5"}) == 2);
-    CHECK_THAT(read_if_present(dir / "bad2.log"), has_substring("--generated-share needs --generator"));
+    CHECK_THAT(read_if_present(dir / "bad2.log"),
+               has_substring("--generated-share needs --generator"));
     CHECK(rl("bad3", {"--matrix", "gen-v1/diagonal?n=48", "--generator", "gen-v1/diagonal?n=9",
                       "--generated-share", "1.5"}) == 2);
-    CHECK_THAT(read_if_present(dir / "bad3.log"), has_substring("--generated-share must be in (0, 1]"));
+    CHECK_THAT(read_if_present(dir / "bad3.log"),
+               has_substring("--generated-share must be in (0, 1]"));
     CHECK(rl("bad4", {"--generator", "gen-v1/diagonal?n=9", "--generated-share", "0.5"}) == 2);
     CHECK_THAT(read_if_present(dir / "bad4.log"), has_substring("needs --split or --matrix"));
   }
@@ -373,13 +396,13 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
   const fs::path dir = sparserl::testing::scratch_dir("bench_policies");
   const std::string policy = tiny_sft_policy(dir);
   const auto bench = [&](const std::string& name, const std::string& policies) {
-    return finish(start_cli({"bench", (dir / "tiny.toml").string(), "--runs-dir",
-                             (dir / name).string(), "--set", R"(bench.agents=["template","sft"])",
-                             "--set", "bench.sft_checkpoint=" + policy, "--set",
-                             "bench.policies=" + policies, "--set", "bench.samples=2", "--set",
-                             "bench.template_budget=1"},
-                            dir / (name + ".log")),
-                  std::chrono::seconds(180));
+    return finish(
+        start_cli({"bench", (dir / "tiny.toml").string(), "--runs-dir", (dir / name).string(),
+                   "--set", R"(bench.agents=["template","sft"])", "--set",
+                   "bench.sft_checkpoint=" + policy, "--set", "bench.policies=" + policies, "--set",
+                   "bench.samples=2", "--set", "bench.template_budget=1"},
+                  dir / (name + ".log")),
+        std::chrono::seconds(180));
   };
 
   SECTION("every agent answers every matrix; one checkpoint twice answers the same programs") {
@@ -414,11 +437,12 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
     // oracle fraction or novelty of correct answers either).
     CHECK_THAT(summary, has_substring("speedup_vs_reference,answers_differing,"));
     CHECK_THAT(summary, has_substring(",,0,,\n"));  // sft-again: no ratio, 0 answers differ
-    CHECK_THAT(read_if_present(run / "report.md"), has_substring("| sft-again | 4 | 0 | 0 / 0 | n/a |"));
+    CHECK_THAT(read_if_present(run / "report.md"),
+               has_substring("| sft-again | 4 | 0 | 0 / 0 | n/a |"));
     const std::vector<AgentSummary> s = summarize_results(rows);
     REQUIRE(s.size() == 3);
     CHECK(s[1].sample_compile_rate == s[2].sample_compile_rate);
-    CHECK(std::isnan(s[0].sample_compile_rate));  // the template search answers once
+    CHECK(std::isnan(s[0].sample_compile_rate));   // the template search answers once
     CHECK(std::isnan(s[1].geomean_best_speedup));  // nothing timed without a GPU
     CHECK_THAT(read_if_present(run / "report.md"), has_substring("| sft-again | 4 |"));
     // Novelty: the checkpoints' run recorded its corpus (24 sampled design-space programs for
@@ -454,7 +478,8 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
       CHECK(e.eval.has_value() == e.terminated);
       if (e.policy_id.ends_with(":greedy")) greedy[e.policy_id + " " + e.task.uri] = e.source;
     }
-    CHECK(per_policy == std::map<std::string, int>{{"sft:greedy", 4}, {"sft:sampled", 8},
+    CHECK(per_policy == std::map<std::string, int>{{"sft:greedy", 4},
+                                                   {"sft:sampled", 8},
                                                    {"sft-again:greedy", 4},
                                                    {"sft-again:sampled", 8}});
     for (std::size_t m = 0; m < 4; ++m) {
@@ -464,10 +489,10 @@ TEST_CASE("sparserl bench compares several policies matrix by matrix (bench.poli
   }
   SECTION("a bad entry is named before anything runs") {
     CHECK(bench("bad1", R"(["grpo=)" + policy + R"("])") == 1);
-    CHECK_THAT(read_if_present(dir / "bad1.log"),
-               has_substring("override 'bench.policies=[\"grpo=" + policy +
-                             "\"]': element 0 'grpo=" + policy +
-                             "': 'grpo' is a bench.agents name"));
+    CHECK_THAT(
+        read_if_present(dir / "bad1.log"),
+        has_substring("override 'bench.policies=[\"grpo=" + policy +
+                      "\"]': element 0 'grpo=" + policy + "': 'grpo' is a bench.agents name"));
     CHECK(bench("bad2", R"(["seed2"])") == 1);
     CHECK_THAT(read_if_present(dir / "bad2.log"),
                has_substring("element 0 'seed2': not NAME=CHECKPOINT"));

@@ -524,8 +524,8 @@ void add_env_options(CLI::App& sub, AgentArgs& a) {
   CLI::Option* split =
       sub.add_option("--split", a.split, "tasks from a split file (its --part)")->type_name("FILE");
   add_non_test_part(sub, a.part, "agent " + sub.get_name())->needs(split);
-  matrix_argument(repeatable(
-      sub.add_option("--matrix", a.matrices, "a task matrix: a file or a matrix URI (repeatable)")))
+  matrix_argument(repeatable(sub.add_option("--matrix", a.matrices,
+                                            "a task matrix: a file or a matrix URI (repeatable)")))
       ->excludes(split);
   one_of(sub.add_option("--op", a.op, "the operation of split / matrix tasks"), {"spmv", "spmm"});
   one_of(sub.add_option("--dtype", a.dtype, "the value type of split / matrix tasks"),

@@ -17,7 +17,7 @@
 namespace sparserl::experiments {
 
 // A path or this word: data built in-process from the kernel design space.
-inline constexpr const char *kDesignSpace = "design-space";
+inline constexpr const char* kDesignSpace = "design-space";
 
 struct TrainConfig {
   std::vector<std::string> stages = {"pretrain", "sft", "rl", "eval"};
@@ -63,14 +63,14 @@ struct CheckpointConfig {
   [[nodiscard]] CheckpointPolicy policy() const;
 };
 
-const datasets::Knobs<TrainConfig> &train_knobs();
-const datasets::Knobs<EvalConfig> &eval_knobs();
-const datasets::Knobs<CheckpointConfig> &checkpoint_knobs();
+const datasets::Knobs<TrainConfig>& train_knobs();
+const datasets::Knobs<EvalConfig>& eval_knobs();
+const datasets::Knobs<CheckpointConfig>& checkpoint_knobs();
 
 // The sections of a resolved config, read through the declarations above
 // (wiring.cpp); RunnerError naming the key path for a value they refuse.
-TrainConfig train_config(const Config &config);
-EvalConfig eval_config(const Config &config);
-CheckpointConfig checkpoint_config(const Config &config);
+TrainConfig train_config(const Config& config);
+EvalConfig eval_config(const Config& config);
+CheckpointConfig checkpoint_config(const Config& config);
 
 }  // namespace sparserl::experiments
