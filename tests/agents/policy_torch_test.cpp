@@ -295,8 +295,8 @@ TEST_CASE("the same seed gives the same update", "[agents][policy]") {
     const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {
         synthetic_observation(1), synthetic_observation(2)};
     const std::vector<Rollout> rollouts =
-        sampled_rollouts(agent, prompts, 4, [](std::size_t, const Completion& c) {
-          return static_cast<double>(c.tokens.size() % 5);
+        sampled_rollouts(agent, prompts, 4, [](std::size_t, const Completion& completion) {
+          return static_cast<double>(completion.tokens.size() % 5);
         });
     const env::Statistics stats = agent.update_rollouts(rollouts);
     return std::make_pair(agent.weights_digest(), find_statistic(stats, "loss"));
