@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
+#include "hf_fixtures.hpp"
 #include "sparserl/agents/safetensors.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
 #include "test_support.hpp"
@@ -23,21 +24,11 @@ namespace fs = std::filesystem;
 
 constexpr double kTolerance = 1e-4;
 
-fs::path fixtures() { return sparserl::testing::source_dir() / "tests" / "fixtures" / "hf"; }
+fs::path fixtures() { return sparserl::testing::hf_fixtures_dir(); }
 
-json read_json(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(file.string() + ": cannot read");
-  return json::parse(in);
-}
+json read_json(const fs::path& file) { return sparserl::testing::read_json_file(file); }
 
-std::vector<std::string> model_names() {
-  const json manifest = read_json(fixtures() / "manifest.json");
-  std::vector<std::string> names;
-  for (const auto& [name, info] : manifest.at("models").items()) names.push_back(name);
-  if (names.empty()) throw std::runtime_error("tests/fixtures/hf/manifest.json: no models");
-  return names;
-}
+std::vector<std::string> model_names() { return sparserl::testing::hf_fixture_models(); }
 
 // A model's expected outputs: the prompts' ids and transformers' logits by tensor name.
 struct Expected {

@@ -6,12 +6,12 @@
 // text back wherever the library's decoding did. Skipped where the fixtures or the corpus are absent.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "catch.hpp"
+#include "hf_fixtures.hpp"
 #include "sparserl/env/bpe_tokenizer.hpp"
 #include "sparserl/reward/digest.hpp"
 #include "test_support.hpp"
@@ -22,23 +22,15 @@ using namespace sparserl::env;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-fs::path fixtures() { return sparserl::testing::source_dir() / "tests" / "fixtures" / "hf"; }
+fs::path fixtures() { return sparserl::testing::hf_fixtures_dir(); }
 
-json read_json(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(file.string() + ": cannot read");
-  return json::parse(in);
-}
+json read_json(const fs::path& file) { return sparserl::testing::read_json_file(file); }
 
 std::vector<std::string> fixture_models() {
   if (!fs::exists(fixtures() / "manifest.json")) {
     sparserl::testing::skip("no tests/fixtures/hf/manifest.json (make_fixtures.py makes it)");
   }
-  const json manifest = read_json(fixtures() / "manifest.json");  // outlives the loop's proxy
-  std::vector<std::string> names;
-  for (const auto& [name, info] : manifest.at("models").items()) names.push_back(name);
-  REQUIRE(!names.empty());
-  return names;
+  return sparserl::testing::hf_fixture_models();
 }
 
 // The digest make_fixtures.py records: SHA-256 of the ids as int32 little-endian.
