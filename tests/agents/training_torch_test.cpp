@@ -136,6 +136,12 @@ TEST_CASE("loading refuses a checkpoint of another shape and names the key",
   CHECK_THROWS_WITH(other.load_weights(dir), sparserl::testing::has_substring("policy.d_model"));
   CHECK_THROWS_WITH(PolicyAgent::from_checkpoint(dir / "missing"),
                     sparserl::testing::has_substring("checkpoint.txt"));
+  // The same shapes trained to read other inputs (the study's ablations) are refused too.
+  AgentConfig ablated = tiny_config();
+  ablated.policy.matrix_input = MatrixInput::features;
+  PolicyAgent features_only(ablated, vocabulary());
+  CHECK_THROWS_WITH(features_only.load_weights(dir),
+                    sparserl::testing::has_substring("policy.matrix_input = full"));
 }
 
 TEST_CASE("a resumed SFT run repeats the uninterrupted run's numbers", "[agents][checkpoint]") {

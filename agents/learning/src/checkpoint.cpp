@@ -24,14 +24,18 @@ constexpr int kCheckpointVersion = 1;
 
 // The network's shape: what two checkpoints must share for weights to move between them (an HF
 // model's layers come from its folder, whose weights' digest is compared apart).
+// policy.matrix_input changes no shape but what the weights were trained to read: an RL run from
+// an ablated SFT policy with the full input (or the reverse) would train silently on inputs its
+// policy never saw, so it must agree too.
 const std::vector<std::string>& shape_keys(ModelKind kind) {
   static const std::vector<std::string> small = {
-      "model.kind",         "policy.layers",     "policy.heads",         "policy.d_model",
-      "policy.d_ff",        "policy.max_tokens", "policy.nnz_samples",   "policy.embedding_dim",
-      "policy.feature_dim", "policy.vocab_size", "policy.tie_embeddings"};
+      "model.kind",         "policy.layers",     "policy.heads",          "policy.d_model",
+      "policy.d_ff",        "policy.max_tokens", "policy.nnz_samples",    "policy.embedding_dim",
+      "policy.feature_dim", "policy.vocab_size", "policy.tie_embeddings", "policy.matrix_input"};
   static const std::vector<std::string> hf = {
-      "model.kind",         "model.lora_rank",      "model.lora_targets", "model.prompt",
-      "policy.nnz_samples", "policy.embedding_dim", "policy.feature_dim", "policy.vocab_size"};
+      "model.kind",         "model.lora_rank",    "model.lora_targets",
+      "model.prompt",       "policy.nnz_samples", "policy.embedding_dim",
+      "policy.feature_dim", "policy.vocab_size",  "policy.matrix_input"};
   return kind == ModelKind::hf ? hf : small;
 }
 
