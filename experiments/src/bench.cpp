@@ -48,6 +48,7 @@
 #endif
 #if defined(SPARSERL_HAVE_AGENTS)
 #include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/training.hpp"
 #endif
 
 namespace fs = std::filesystem;
@@ -107,6 +108,10 @@ struct Contender {
   std::unique_ptr<env::SparseCudaEnv> env;  // random and learned agents
 #if defined(SPARSERL_HAVE_AGENTS)
   std::unique_ptr<agents::PolicyAgent> policy;
+  // The env's episode pipeline over the policy's tokens (an HF model's BPE ids are decoded by its
+  // tokenizer, as in training): agent_pipeline() sets it, own_pipeline holds one made for it.
+  const env::EpisodePipeline* pipeline = nullptr;
+  std::unique_ptr<env::EpisodePipeline> own_pipeline;
   // The current batch of tasks' observations and completions: one greedy answer and k samples
   // per task.
   std::vector<env::Prompt> prompts;
@@ -246,12 +251,19 @@ class Bench {
       {
         c.policy = agents::PolicyAgent::from_checkpoint(resolve_path(s_.root, c.checkpoint),
                                                         config_.string("agent.device"));
+        if (trajectories_ != nullptr && c.policy->tokens().kind() != "closed") {
+          // One trajectories file names one vocabulary, the closed one the other agents write.
+          throw RunnerError("bench.record_trajectories: " + c.name + " (" + c.checkpoint +
+                            ") is an HF-model policy whose episodes hold its own tokenizer's ids; "
+                            "set bench.record_trajectories = false to bench it");
+        }
         env::EnvConfig e = env_config(config_);
         e.max_tokens = c.policy->config().policy.max_tokens;
         e.mask = c.policy->config().mask;
         e.observation.nnz_samples = c.policy->config().policy.nnz_samples;
         e.observation.embedding_dim = c.policy->config().policy.embedding_dim;
         c.env = s_.make_env(e, env::TaskSource::from_tasks(tasks_, env::TaskOrder::sequential));
+        c.pipeline = &agents::agent_pipeline(*c.policy, *c.env, c.own_pipeline);
         return;
       }
 #else
@@ -296,7 +308,7 @@ class Bench {
       s.episode_index = i;
       s.episode_seed = env::episode_seed(seed, i);
     }
-    c.prompts = c.env->pipeline().start(starts);
+    c.prompts = c.pipeline->start(starts);
     std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
     for (const env::Prompt& p : c.prompts) prompts.push_back(p.matrix);
     agents::SamplingConfig greedy;
@@ -389,8 +401,8 @@ class Bench {
     const auto k = c.samples.size() / std::max<std::size_t>(1, c.answers.size());
     std::vector<agents::Completion> completions = {std::move(c.answers[b])};
     for (std::size_t j = 0; j < k; ++j) completions.push_back(std::move(c.samples[b * k + j]));
-    std::vector<env::Episode> episodes = c.env->pipeline().run(
-        std::span<const env::Prompt>(&c.prompts[b], 1), std::move(completions));
+    std::vector<env::Episode> episodes =
+        c.pipeline->run(std::span<const env::Prompt>(&c.prompts[b], 1), std::move(completions));
     for (std::size_t j = 0; j < episodes.size(); ++j) {
       episodes[j].policy_id = c.name + (j == 0 ? ":greedy" : ":sampled");
     }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -258,6 +259,33 @@ TEST_CASE("sparserl train: an HF model trains with LoRA", "[experiments][train][
         fs::file_size(dir / "model" / "model.safetensors"));
   CHECK(read_bytes(dir / "exported" / "model.safetensors") !=
         read_bytes(dir / "model" / "model.safetensors"));
+
+  // sparserl bench answers with the HF policy through its own tokenizer beside the
+  // closed-vocabulary random agent, and refuses to write both into one trajectories file.
+  const std::string policy = "hf=" + (run / "policies" / "rl").string();
+  const std::vector<std::string> bench = {"bench",      config.string(),
+                                          "--runs-dir", (dir / "bench").string(),
+                                          "--set",      R"(bench.agents=["random"])",
+                                          "--set",      "bench.policies=[\"" + policy + "\"]",
+                                          "--set",      "bench.samples=1"};
+  std::vector<std::string> refused = bench;
+  refused.insert(refused.end(), {"--set", "bench.record_trajectories=true"});
+  CHECK(finish(start_cli(refused, dir / "bench-refused.log"), std::chrono::seconds(120)) != 0);
+  CHECK_THAT(read_if_present(dir / "bench-refused.log"),
+             has_substring("bench.record_trajectories: hf ("));
+  std::vector<std::string> plain = bench;
+  plain.insert(plain.end(), {"--set", "bench.record_trajectories=false"});
+  const int benched = finish(start_cli(plain, dir / "bench.log"), std::chrono::seconds(120));
+  INFO(read_if_present(dir / "bench.log"));
+  REQUIRE(benched == 0);
+  std::size_t hf_rows = 0;
+  for (const fs::path& r : fs::directory_iterator(dir / "bench")) {
+    if (!fs::exists(r / "results.csv")) continue;
+    std::istringstream rows(read_bytes(r / "results.csv"));
+    for (std::string line; std::getline(rows, line);)
+      hf_rows += line.find(",hf,") != std::string::npos;
+  }
+  CHECK(hf_rows == 4);  // one per matrix of data.uris
 }
 
 TEST_CASE("sparserl train refuses a text corpus for the closed vocabulary",
