@@ -24,10 +24,11 @@ constexpr int kCheckpointVersion = 1;
 
 // The network's shape: what two checkpoints must share for weights to move between them (an HF
 // model's layers come from its folder, whose weights' digest is compared apart).
-// policy.matrix_input changes no shape but what the weights were trained to read: an RL run from
-// an ablated SFT policy with the full input (or the reverse) would train silently on inputs its
-// policy never saw, so it must agree too.
-const std::vector<std::string>& shape_keys(ModelKind kind) {
+// The keys a checkpoint and the agent that loads its weights must agree on: the shapes, and
+// policy.matrix_input, which changes no shape but what the weights were trained to read (an RL run
+// from an ablated SFT policy with the full input would train silently on inputs its policy never
+// saw).
+const std::vector<std::string>& agreeing_keys(ModelKind kind) {
   static const std::vector<std::string> small = {
       "model.kind",         "policy.layers",     "policy.heads",          "policy.d_model",
       "policy.d_ff",        "policy.max_tokens", "policy.nnz_samples",    "policy.embedding_dim",
@@ -118,7 +119,7 @@ void require_compatible(const Learner& l, const CheckpointFile& file,
   l.vocabulary->require_digest(file.get("vocabulary.digest"), where);
   const auto mine = to_key_values(l.config);
   const auto theirs = to_key_values(config_from(file));
-  for (const std::string& key : shape_keys(l.config.model.kind)) {
+  for (const std::string& key : agreeing_keys(l.config.model.kind)) {
     if (mine.at(key) != theirs.at(key)) {
       throw std::invalid_argument(file.path.string() + ": " + key + " = " + theirs.at(key) +
                                   ", but this agent has " + mine.at(key));
