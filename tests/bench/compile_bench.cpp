@@ -5,7 +5,12 @@
 // uncached pass really compiles each one. The flow is the Evaluator's (`compile_only`): static
 // checks, the matrix's constants, the compile cache, the sandboxed compile workers.
 //
-//   compile_bench [--workers 1,2] [--matrices 6] [--repeat 1]
+//   compile_bench [--workers 1,2] [--matrices 6] [--repeat 1] [--full]
+//
+// --full (a GPU host) runs the same jobs through the whole evaluation (compile, run, check, time
+// against cuSPARSE; the default protocol, one GPU worker per visible GPU), with the compile and
+// result caches both off for "uncached" and both on for "cached": the C++ figure beside
+// python/bench/evaluator_throughput.py --full, whose workload and passes are these.
 //
 // For each worker count: a warm-up (worker start, NVRTC's first call, matrix generation) is not
 // timed; then "uncached" evaluates every program with the memory cache off, and "cached" evaluates
@@ -69,12 +74,12 @@ std::string cpu_model() {
 
 // Runs every job at once; returns the seconds until the last answer and the mean in-worker compile
 // time of the non-cached answers. Exits on any evaluation that is not `none`.
-std::pair<double, double> run_pass(Evaluator& evaluator, const std::vector<Job>& jobs) {
+std::pair<double, double> run_pass(Evaluator& evaluator, const std::vector<Job>& jobs, bool full) {
   const auto start = Clock::now();
   std::vector<std::future<EvalResult>> futures;
   futures.reserve(jobs.size());
   EvaluateOptions options;
-  options.compile_only = true;
+  options.compile_only = !full;
   for (const Job& j : jobs) futures.push_back(evaluator.submit(j.task, j.program, options));
   double compile_ms = 0;
   int compiled = 0;
@@ -100,16 +105,23 @@ int main(int argc, char** argv) {
   std::vector<int> worker_counts = {1, 2};
   int matrices = 6;
   int repeat = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool full = false;
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--workers")
+    if (a == "--full") {
+      full = true;
+      --i;  // a flag: no value follows
+    } else if (i + 1 >= argc) {
+      std::cerr << "compile_bench: " << a << " needs a value\n";
+      return 2;
+    } else if (a == "--workers")
       worker_counts = parse_list(argv[i + 1]);
     else if (a == "--matrices")
       matrices = std::stoi(argv[i + 1]);
     else if (a == "--repeat")
       repeat = std::stoi(argv[i + 1]);
     else {
-      std::cerr << "usage: compile_bench [--workers 1,2] [--matrices 6] [--repeat 1]\n";
+      std::cerr << "usage: compile_bench [--workers 1,2] [--matrices 6] [--repeat 1] [--full]\n";
       return 2;
     }
   }
@@ -145,7 +157,8 @@ int main(int argc, char** argv) {
   char date[64];
   std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::cout << "compile_bench: " << jobs.size() << " distinct programs (10 reference programs x "
-            << "f32/f64 x " << matrices << " matrices), compile_only, arch " << kDefaultArch
+            << "f32/f64 x " << matrices << " matrices), "
+            << (full ? "full evaluation" : "compile_only") << ", arch " << kDefaultArch
             << "\nmachine: " << cpu_model() << ", " << std::thread::hardware_concurrency()
             << " hardware threads; " << date << "\n\n";
   std::cout << "workers  uncached evals/s  mean NVRTC ms  cached evals/s\n";
@@ -154,21 +167,26 @@ int main(int argc, char** argv) {
     for (int rep = 0; rep < repeat; ++rep) {
       EvaluatorConfig config;
       config.compile_workers = workers;
-      config.gpu_workers = 0;
+      config.gpu_workers = full ? -1 : 0;
       config.evaluation_threads = std::max(4, 4 * workers);
       config.matrix_cache_entries = static_cast<std::size_t>(matrices) + 2;
       config.log = [](std::string_view) {};
 
       EvaluatorConfig uncached_config = config;
       uncached_config.compile_cache_entries = 0;
+      uncached_config.result_cache_entries = 0;
       Evaluator uncached(uncached_config);
-      run_pass(uncached, warmup);
-      const auto [uncached_s, nvrtc_ms] = run_pass(uncached, jobs);
+      if (full && uncached.gpu_info().devices.empty()) {
+        std::cerr << "compile_bench: --full needs a GPU: " << uncached.gpu_info().error << "\n";
+        return 1;
+      }
+      run_pass(uncached, warmup, full);
+      const auto [uncached_s, nvrtc_ms] = run_pass(uncached, jobs, full);
 
       Evaluator cached(config);
-      run_pass(cached, warmup);
-      run_pass(cached, jobs);  // fills the cache
-      const auto [cached_s, unused] = run_pass(cached, jobs);
+      run_pass(cached, warmup, full);
+      run_pass(cached, jobs, full);  // fills the caches
+      const auto [cached_s, unused] = run_pass(cached, jobs, full);
       (void)unused;
 
       char line[160];

@@ -13,7 +13,10 @@
 # Both print Markdown tables with the device and the date; scaling efficiency = rate at N / (N x
 # rate at 1). The RL rate is 1 / the mean perf/step_seconds of the updates after the first (which
 # includes starting the workers and compiling); metrics.jsonl of each run stays under OUT
-# (default /tmp/sparserl-multi-gpu). Environment: OUT, UPDATES (default 6), MAX_TOKENS (default 1024).
+# (default /tmp/sparserl-multi-gpu). Environment: OUT, UPDATES (default 6), MAX_TOKENS (default 1024),
+# TASKS (tasks an update at 1 GPU, default 8), SCALING=strong (default: TASKS an update whatever N,
+# shared over the ranks) or weak (TASKS x N an update: each rank keeps TASKS; efficiency is then
+# the step time at 1 GPU / the step time at N).
 set -euo pipefail
 
 mode=${1:-}
@@ -47,19 +50,26 @@ counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=("${default_counts[@]}")
 updates=${UPDATES:-6}
 max_tokens=${MAX_TOKENS:-1024}
-echo "| GPUs | command | updates | mean step seconds (after the first) | updates/s | scaling efficiency |"
-echo "|---|---|---|---|---|---|"
+tasks=${TASKS:-8}
+scaling=${SCALING:-strong}
+[ "$scaling" = strong ] || [ "$scaling" = weak ] || { echo "SCALING must be strong or weak, not '$scaling'" >&2; exit 2; }
+echo "$scaling scaling, $tasks tasks x 8 samples an update$([ "$scaling" = weak ] && echo " per rank")"
+echo
+echo "| GPUs | command | updates | mean step seconds (after the first) | updates/s | samples/s | scaling efficiency |"
+echo "|---|---|---|---|---|---|---|"
 one=""
 for n in "${counts[@]}"; do
-  runs="$out/rl-$n"
+  runs="$out/rl-$scaling-$n"
+  per_update=$tasks
+  [ "$scaling" = weak ] && per_update=$((tasks * n))
   rm -rf "$runs"
   args=(train "$root/experiments/configs/grpo.toml" --runs-dir "$runs"
-    --set 'train.stages=["rl"]' --set "train.rl_updates=$updates" --set train.tasks_per_update=8
+    --set 'train.stages=["rl"]' --set "train.rl_updates=$updates" --set train.tasks_per_update=$per_update
     --set train.samples_per_task=8 --set "env.max_tokens=$max_tokens" --set report.plots=false
     --set checkpoints.rl_every=1000)
   [ "$n" -gt 1 ] && args+=(--gpus "$n")
-  "$build/tools/sparserl" "${args[@]}" >"$out/rl-$n.log" 2>&1 || {
-    echo "| $n | sparserl ${args[*]} | failed: see $out/rl-$n.log | | | |"
+  "$build/tools/sparserl" "${args[@]}" >"$runs.log" 2>&1 || {
+    echo "| $n | sparserl ${args[*]} | failed: see $runs.log | | | | |"
     continue
   }
   metrics=$(ls "$runs"/*/metrics.jsonl)
@@ -72,7 +82,9 @@ print(len(steps), sum(later) / len(later))
 EOF
 )
   rate=$(python3 -c "print(f'{1 / $mean:.3f}')")
-  [ -n "$one" ] || one=$(python3 -c "print($rate / $n)")
-  efficiency=$(python3 -c "print(f'{100 * $rate / ($n * $one):.0f}%')")
-  echo "| $n | sparserl ${args[*]} | $steps | $(python3 -c "print(f'{$mean:.2f}')") | $rate | $efficiency |"
+  samples=$(python3 -c "print(f'{$per_update * 8 / $mean:.1f}')")
+  # Samples/s per GPU at N against that at 1 GPU: the same formula for either scaling.
+  [ -n "$one" ] || one=$(python3 -c "print($samples / $n)")
+  efficiency=$(python3 -c "print(f'{100 * $samples / ($n * $one):.0f}%')")
+  echo "| $n | sparserl ${args[*]} | $steps | $(python3 -c "print(f'{$mean:.2f}')") | $rate | $samples | $efficiency |"
 done
