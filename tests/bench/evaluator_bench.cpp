@@ -15,7 +15,7 @@
 //      (--gpus), one GPU worker per GPU: evaluations per second, scaling efficiency, and how many
 //      evaluations each GPU timed.
 //
-//   evaluator_bench [--shared DIR] [--reps N] [--quick] [--gpus 1,2,4]
+//   evaluator_bench [--shared DIR] [--reps N] [--quick] [--gpus 1,2,4] [--seeds 2]
 //                   [--only profile|throughput|spread|kernels|devices]
 //   (run from the build folder or anywhere)
 #include <algorithm>
@@ -159,13 +159,15 @@ std::vector<std::string> large_matrices(std::int64_t max_nnz) {
 }
 
 // One warm workload on `ev` (section 1 and 4): two passes warm the compile cache, calibrations,
-// baselines and resident formats; then every matrix gets 8 new evaluations (4 formats x 2 fresh
-// seeds: no result cache), all submitted at once and timed.
+// baselines and resident formats; then every matrix gets 4 x `seeds` new evaluations (4 formats x
+// fresh seeds: no result cache; --seeds, default 2), all submitted at once and timed.
 struct TimedPass {
   int evaluations = 0, ok = 0;
   double seconds = 0;
   std::map<std::string, int> by_device;  // evaluations per GPU (EvalResult::device_pci_bus_id)
 };
+
+int g_seeds = 2;  // fresh seeds per matrix and program in a timed pass (--seeds)
 
 TimedPass timed_pass(rw::Evaluator& ev, const std::vector<std::string>& uris,
                      const std::vector<std::string>& pool_programs) {
@@ -180,7 +182,7 @@ TimedPass timed_pass(rw::Evaluator& ev, const std::vector<std::string>& uris,
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::future<rw::EvalResult>> pending;
   for (const std::string& uri : uris) {
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < g_seeds; ++s) {
       for (const std::string& program : pool_programs) pending.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
     }
   }
@@ -271,13 +273,14 @@ int main(int argc, char** argv) {
     if (a == "--shared" && i + 1 < argc) shared = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
     else if (a == "--quick") quick = true;
+    else if (a == "--seeds" && i + 1 < argc) g_seeds = std::max(1, std::stoi(argv[++i]));
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--gpus" && i + 1 < argc) {
       gpu_counts.clear();
       std::stringstream list(argv[++i]);
       for (std::string n; std::getline(list, n, ',');) gpu_counts.push_back(std::stoi(n));
     } else {
-      std::cerr << "usage: evaluator_bench [--shared DIR] [--reps N] [--quick] [--gpus 1,2,4] "
+      std::cerr << "usage: evaluator_bench [--shared DIR] [--reps N] [--quick] [--gpus 1,2,4] [--seeds 2] "
                    "[--only profile|throughput|spread|kernels|devices]\n";
       return 2;
     }

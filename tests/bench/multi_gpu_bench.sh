@@ -16,7 +16,10 @@
 # (default /tmp/sparserl-multi-gpu). Environment: OUT, UPDATES (default 6), MAX_TOKENS (default 1024),
 # TASKS (tasks an update at 1 GPU, default 8), SCALING=strong (default: TASKS an update whatever N,
 # shared over the ranks) or weak (TASKS x N an update: each rank keeps TASKS; efficiency is then
-# the step time at 1 GPU / the step time at N).
+# the step time at 1 GPU / the step time at N), SEEDS (the evaluator's fresh seeds per matrix and
+# program, default 2: 8 evaluations a matrix). A fresh policy's programs end at different lengths,
+# so the RL table also gives the tokens generated (all ranks) per second of whole step, and the
+# efficiency on it, which does not depend on how long this run's samples happened to be.
 set -euo pipefail
 
 mode=${1:-}
@@ -41,7 +44,7 @@ for n in 1 2 4; do [ "$n" -le "$gpus" ] && default_counts+=("$n"); done
 [ ${#default_counts[@]} -gt 0 ] || { echo "no GPU visible to nvidia-smi" >&2; exit 1; }
 
 if [ "$mode" = evaluator ]; then
-  exec "$build/tests/bench/evaluator_bench" --only devices --quick \
+  exec "$build/tests/bench/evaluator_bench" --only devices --quick --seeds "${SEEDS:-2}" \
     --gpus "$(IFS=,; echo "${default_counts[*]}")"
 fi
 
@@ -55,9 +58,10 @@ scaling=${SCALING:-strong}
 [ "$scaling" = strong ] || [ "$scaling" = weak ] || { echo "SCALING must be strong or weak, not '$scaling'" >&2; exit 2; }
 echo "$scaling scaling, $tasks tasks x 8 samples an update$([ "$scaling" = weak ] && echo " per rank")"
 echo
-echo "| GPUs | command | updates | mean step seconds (after the first) | updates/s | samples/s | scaling efficiency |"
-echo "|---|---|---|---|---|---|---|"
+echo "| GPUs | command | updates | mean step seconds (after the first) | updates/s | samples/s | scaling efficiency | tokens/s of step | efficiency on tokens |"
+echo "|---|---|---|---|---|---|---|---|---|"
 one=""
+one_tokens=""
 for n in "${counts[@]}"; do
   runs="$out/rl-$scaling-$n"
   per_update=$tasks
@@ -69,22 +73,26 @@ for n in "${counts[@]}"; do
     --set checkpoints.rl_every=1000)
   [ "$n" -gt 1 ] && args+=(--gpus "$n")
   "$build/tools/sparserl" "${args[@]}" >"$runs.log" 2>&1 || {
-    echo "| $n | sparserl ${args[*]} | failed: see $runs.log | | | | |"
+    echo "| $n | sparserl ${args[*]} | failed: see $runs.log | | | | | | |"
     continue
   }
   metrics=$(ls "$runs"/*/metrics.jsonl)
-  read -r steps mean < <(python3 - "$metrics" <<'EOF'
+  read -r steps mean tokens < <(python3 - "$metrics" <<'EOF'
 import json, sys
-steps = [json.loads(line)["perf/step_seconds"] for line in open(sys.argv[1])
-         if '"stage":"rl"' in line.replace(" ", "")]
-later = steps[1:] or steps
-print(len(steps), sum(later) / len(later))
+rows = [json.loads(line) for line in open(sys.argv[1]) if '"stage":"rl"' in line.replace(" ", "")]
+later = rows[1:] or rows
+seconds = sum(r["perf/step_seconds"] for r in later)
+# perf/tokens_per_second: every rank's generated tokens over the slowest rank's generation time.
+generated = sum(r["perf/tokens_per_second"] * r["perf/generation_seconds"] for r in later)
+print(len(rows), seconds / len(later), generated / seconds)
 EOF
 )
   rate=$(python3 -c "print(f'{1 / $mean:.3f}')")
   samples=$(python3 -c "print(f'{$per_update * 8 / $mean:.1f}')")
   # Samples/s per GPU at N against that at 1 GPU: the same formula for either scaling.
   [ -n "$one" ] || one=$(python3 -c "print($samples / $n)")
+  [ -n "$one_tokens" ] || one_tokens=$(python3 -c "print($tokens / $n)")
   efficiency=$(python3 -c "print(f'{100 * $samples / ($n * $one):.0f}%')")
-  echo "| $n | sparserl ${args[*]} | $steps | $(python3 -c "print(f'{$mean:.2f}')") | $rate | $samples | $efficiency |"
+  token_efficiency=$(python3 -c "print(f'{100 * $tokens / ($n * $one_tokens):.0f}%')")
+  echo "| $n | sparserl ${args[*]} | $steps | $(python3 -c "print(f'{$mean:.2f}')") | $rate | $samples | $efficiency | $(python3 -c "print(f'{$tokens:.0f}')") | $token_efficiency |"
 done
