@@ -9,6 +9,30 @@
 
 namespace sparserl::reward::gpu {
 
+HostStaging::~HostStaging() {
+  if (pinned_ != nullptr) cudaFreeHost(pinned_);
+}
+
+std::span<std::uint8_t> HostStaging::get(std::size_t bytes) {
+  if (bytes <= capacity_) return {pinned_, bytes};
+  if (bytes <= fallback_.size()) return {fallback_.data(), bytes};
+  if (pinned_ != nullptr) cudaFreeHost(pinned_);
+  pinned_ = nullptr;
+  capacity_ = 0;
+  // A quarter more than asked, so that slightly larger arrays do not reallocate each time.
+  const std::size_t want = bytes + bytes / 4;
+  void* p = nullptr;
+  if (cudaMallocHost(&p, want) == cudaSuccess) {
+    pinned_ = static_cast<std::uint8_t*>(p);
+    capacity_ = want;
+    fallback_ = {};
+    return {pinned_, bytes};
+  }
+  (void)cudaGetLastError();  // a failed allocation is not sticky; clear it for the next check
+  fallback_.resize(bytes);
+  return {fallback_.data(), bytes};
+}
+
 GuardedBuffer::GuardedBuffer(std::string name, std::size_t bytes) : name_(std::move(name)), bytes_(bytes) {
   const std::size_t total = bytes + 2 * kGuardBytes;
   void* base = nullptr;
@@ -74,10 +98,10 @@ bool GuardedBuffer::guards_intact(cudaStream_t stream) const {
   return true;
 }
 
-bool GuardedBuffer::unchanged(cudaStream_t stream) const {
-  std::vector<std::uint8_t> now(bytes_);
+bool GuardedBuffer::unchanged(cudaStream_t stream, HostStaging& staging) const {
+  const std::span<std::uint8_t> now = staging.get(bytes_);
   download(now, stream);
-  return now == expected_;
+  return bytes_ == 0 || std::memcmp(now.data(), expected_.data(), bytes_) == 0;
 }
 
 }  // namespace sparserl::reward::gpu

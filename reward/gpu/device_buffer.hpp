@@ -2,7 +2,8 @@
 // zones filled with 0xFF bytes (a NaN for float and double, -1 for int), so a kernel that writes past
 // an array's end is caught when the guards are read back, and one that reads past it picks up a NaN or
 // a -1 index and fails the check instead of passing on leftover data. Inputs keep a host copy: after a
-// run the evaluator compares the device contents with it (a kernel may not write its inputs).
+// run the evaluator compares the device contents with it (a kernel may not write its inputs). The
+// copy stays on the host, out of a kernel's reach; read-backs go through HostStaging.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,6 +15,27 @@
 #include <vector>
 
 namespace sparserl::reward::gpu {
+
+// Page-locked host memory for read-backs, kept by a worker across evaluations: a device-to-host copy
+// into pageable memory runs at a fraction of the bus's speed, and a fresh vector per read-back is
+// allocated and zeroed each time (on a matrix of 8M nonzeros, tens of megabytes several times an
+// evaluation). Grows to the largest size asked for; where page-locked memory cannot be had, ordinary
+// memory serves instead.
+class HostStaging {
+ public:
+  HostStaging() = default;
+  ~HostStaging();
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+
+  // `bytes` of staging memory, valid until the next call.
+  std::span<std::uint8_t> get(std::size_t bytes);
+
+ private:
+  std::uint8_t* pinned_ = nullptr;
+  std::size_t capacity_ = 0;
+  std::vector<std::uint8_t> fallback_;
+};
 
 class GuardedBuffer {
  public:
@@ -41,8 +63,9 @@ class GuardedBuffer {
 
   // After a synchronised run: true if both guard zones still hold 0xFF only.
   [[nodiscard]] bool guards_intact(cudaStream_t stream) const;
-  // After a synchronised run: true if the array still equals what upload() put there.
-  [[nodiscard]] bool unchanged(cudaStream_t stream) const;
+  // After a synchronised run: true if the array still equals what upload() put there (read back
+  // through `staging`).
+  [[nodiscard]] bool unchanged(cudaStream_t stream, HostStaging& staging) const;
 
  private:
   void release() noexcept;

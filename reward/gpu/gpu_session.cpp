@@ -33,19 +33,23 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Runs body(begin, end) over [0, n) on up to hardware_concurrency threads.
+// How many chunks parallel_rows splits n rows into: up to hardware_concurrency, at least 4096 rows
+// each.
+std::int64_t row_chunks(std::int64_t n) {
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::thread::hardware_concurrency()), 1,
+                                  std::max<std::int64_t>(1, n / 4096));
+}
+
+// Runs body(chunk, begin, end) over `chunks` consecutive ranges of [0, n), one thread each.
 template <typename Body>
-void parallel_rows(std::int64_t n, Body body) {
-  const std::int64_t threads =
-      std::clamp<std::int64_t>(static_cast<std::int64_t>(std::thread::hardware_concurrency()), 1,
-                               std::max<std::int64_t>(1, n / 4096));
-  if (threads <= 1) {
-    body(0, n);
+void parallel_rows(std::int64_t n, std::int64_t chunks, Body body) {
+  if (chunks <= 1) {
+    body(0, 0, n);
     return;
   }
   std::vector<std::thread> pool;
-  for (std::int64_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] { body(n * t / threads, n * (t + 1) / threads); });
+  for (std::int64_t t = 0; t < chunks; ++t) {
+    pool.emplace_back([&, t] { body(t, n * t / chunks, n * (t + 1) / chunks); });
   }
   for (auto& th : pool) th.join();
 }
@@ -58,7 +62,7 @@ void reference(const datasets::SparseMatrix& a, const std::vector<double>& x, in
   const auto row_ptr = a.row_ptr();
   const auto col_idx = a.col_idx();
   const auto val = a.values();
-  parallel_rows(a.rows(), [&](std::int64_t begin, std::int64_t end) {
+  parallel_rows(a.rows(), row_chunks(a.rows()), [&](std::int64_t, std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       double* yi = &y[static_cast<std::size_t>(i) * k];
       double* ai = &y_abs[static_cast<std::size_t>(i) * k];
@@ -86,8 +90,10 @@ struct Verdict {
 // Compares the kernel's output (host bytes in the dtype) with the reference. Rows whose exact result
 // cannot be represented in the dtype (an entry, or sum_j |a_ij x_j|, beyond its largest finite
 // value: real matrices such as SuiteSparse's `temp` hold entries above FLT_MAX) have no right f32
-// answer, so their elements are counted as unchecked instead of judged.
-Verdict compare(const std::vector<std::uint8_t>& out_bytes, DType dtype, const datasets::SparseMatrix& a, int k,
+// answer, so their elements are counted as unchecked instead of judged. Rows are compared in
+// parallel chunks whose tallies merge in row order, so the verdict and its detail (the first bad
+// row, the worst element: the first of the largest ratio) are those of one pass in row order.
+Verdict compare(std::span<const std::uint8_t> out_bytes, DType dtype, const datasets::SparseMatrix& a, int k,
                 const std::vector<double>& ref, const std::vector<double>& ref_abs, double factor) {
   Verdict v;
   const double eps = dtype == DType::f32 ? std::numeric_limits<float>::epsilon()
@@ -96,37 +102,59 @@ Verdict compare(const std::vector<std::uint8_t>& out_bytes, DType dtype, const d
                                              : std::numeric_limits<double>::max();
   const auto row_ptr = a.row_ptr();
   const auto values = a.values();
+  struct Tally {
+    std::int64_t unchecked = 0, unwritten = 0, first_unwritten = -1, wrong = 0, first_wrong = -1;
+    double max_ratio = 0, worst_got = 0, worst_ref = 0;
+  };
+  const std::int64_t chunks = row_chunks(a.rows());
+  std::vector<Tally> tallies(static_cast<std::size_t>(chunks));
+  parallel_rows(a.rows(), chunks, [&](std::int64_t chunk, std::int64_t begin, std::int64_t end) {
+    Tally& t = tallies[static_cast<std::size_t>(chunk)];
+    for (std::int64_t i = begin; i < end; ++i) {
+      const double scale = factor * eps * (std::sqrt(static_cast<double>(row_ptr[i + 1] - row_ptr[i])) + 2.0);
+      bool row_representable = true;
+      for (std::int64_t p = row_ptr[i]; p < row_ptr[i + 1]; ++p) {
+        if (!(std::abs(values[p]) <= largest)) row_representable = false;
+      }
+      for (int c = 0; c < k; ++c) {
+        const std::size_t e = static_cast<std::size_t>(i) * k + c;
+        if (!row_representable || !(ref_abs[e] <= largest)) {
+          ++t.unchecked;
+          continue;
+        }
+        const double got = dtype == DType::f32
+                               ? static_cast<double>(reinterpret_cast<const float*>(out_bytes.data())[e])
+                               : reinterpret_cast<const double*>(out_bytes.data())[e];
+        if (std::isnan(got)) {
+          if (t.unwritten++ == 0) t.first_unwritten = i;
+          continue;
+        }
+        const double diff = std::abs(got - ref[e]);
+        const double tol = scale * ref_abs[e];
+        const double ratio = diff == 0 ? 0 : (tol > 0 ? diff / tol : std::numeric_limits<double>::infinity());
+        if (ratio > t.max_ratio) {
+          t.max_ratio = ratio;
+          t.worst_got = got;
+          t.worst_ref = ref[e];
+        }
+        if (!(diff <= tol)) {
+          if (t.wrong++ == 0) t.first_wrong = i;
+        }
+      }
+    }
+  });
   std::int64_t unwritten = 0, first_unwritten = -1, wrong = 0, first_wrong = -1;
   double worst_diff = 0, worst_ref = 0;
-  for (std::int64_t i = 0; i < a.rows(); ++i) {
-    const double scale = factor * eps * (std::sqrt(static_cast<double>(row_ptr[i + 1] - row_ptr[i])) + 2.0);
-    bool row_representable = true;
-    for (std::int64_t p = row_ptr[i]; p < row_ptr[i + 1]; ++p) {
-      if (!(std::abs(values[p]) <= largest)) row_representable = false;
-    }
-    for (int c = 0; c < k; ++c) {
-      const std::size_t e = static_cast<std::size_t>(i) * k + c;
-      if (!row_representable || !(ref_abs[e] <= largest)) {
-        ++v.unchecked;
-        continue;
-      }
-      const double got = dtype == DType::f32 ? static_cast<double>(reinterpret_cast<const float*>(out_bytes.data())[e])
-                                             : reinterpret_cast<const double*>(out_bytes.data())[e];
-      if (std::isnan(got)) {
-        if (unwritten++ == 0) first_unwritten = i;
-        continue;
-      }
-      const double diff = std::abs(got - ref[e]);
-      const double tol = scale * ref_abs[e];
-      const double ratio = diff == 0 ? 0 : (tol > 0 ? diff / tol : std::numeric_limits<double>::infinity());
-      if (ratio > v.max_ratio) {
-        v.max_ratio = ratio;
-        worst_diff = got;
-        worst_ref = ref[e];
-      }
-      if (!(diff <= tol)) {
-        if (wrong++ == 0) first_wrong = i;
-      }
+  for (const Tally& t : tallies) {  // in row order
+    v.unchecked += t.unchecked;
+    if (first_unwritten < 0) first_unwritten = t.first_unwritten;
+    unwritten += t.unwritten;
+    if (first_wrong < 0) first_wrong = t.first_wrong;
+    wrong += t.wrong;
+    if (t.max_ratio > v.max_ratio) {
+      v.max_ratio = t.max_ratio;
+      worst_diff = t.worst_got;
+      worst_ref = t.worst_ref;
     }
   }
   std::ostringstream detail;
@@ -357,14 +385,23 @@ GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prep
 // matrix arrays, x, y) and the steps that launch, guard and check it. Failures are thrown as
 // CandidateFailure and recorded in r.
 struct GpuSession::Candidate {
+  // The fp64 reference of one input (y = A x and sum_j |a_ij x_j|), computed once per evaluation and
+  // input while every input's fits kReferenceCacheBytes, else recomputed in one reused slot.
+  struct Reference {
+    int input = -1;
+    std::vector<double> y, abs;
+  };
+  static constexpr std::size_t kReferenceCacheBytes = std::size_t{512} << 20;
+
   Candidate(const GpuRequest& req, const Prepared& prep, std::vector<cudaKernel_t> loaded,
-            cudaStream_t on_stream, EvalResult& result);
+            cudaStream_t on_stream, HostStaging& read_back, EvalResult& result);
 
   void use_input(int input) { slots[x_slot] = xs[input].data(); }
   void enqueue_all();  // launches every kernel on the stream, without waiting
   void launch_all();   // enqueue_all() and wait for the stream
   void verify_memory(const char* when);
   void check_output(int input, const std::string& what);
+  const Reference& reference_of(int input);
 
   const GpuRequest& request;
   const Prepared& prepared;
@@ -384,8 +421,8 @@ struct GpuSession::Candidate {
   std::vector<void*> slots;
   std::size_t x_slot = 0;
   std::vector<void*> params;
-  std::vector<double> ref, ref_abs;
-  std::vector<std::uint8_t> out;
+  std::vector<Reference> references;
+  HostStaging& staging;  // the session's read-back memory
 
  private:
   // The inputs x, uploaded before y is allocated (members are initialised in declaration order).
@@ -393,7 +430,8 @@ struct GpuSession::Candidate {
 };
 
 GpuSession::Candidate::Candidate(const GpuRequest& req, const Prepared& prep,
-                                 std::vector<cudaKernel_t> loaded, cudaStream_t on_stream, EvalResult& result)
+                                 std::vector<cudaKernel_t> loaded, cudaStream_t on_stream,
+                                 HostStaging& read_back, EvalResult& result)
     : request(req),
       prepared(prep),
       a(prep.rounded),
@@ -409,7 +447,10 @@ GpuSession::Candidate::Candidate(const GpuRequest& req, const Prepared& prep,
       x_values(inputs),
       xs(upload_inputs()),
       y(k == 1 ? "y" : "Y", y_elems * vbytes),
-      out(y_elems * vbytes) {
+      references(y_elems * 2 * sizeof(double) * static_cast<std::size_t>(inputs) <= kReferenceCacheBytes
+                     ? static_cast<std::size_t>(inputs)
+                     : 1),
+      staging(read_back) {
   for (const GuardedBuffer& b : prepared.matrix_args) slots.push_back(b.data());
   x_slot = slots.size();
   slots.push_back(xs[0].data());
@@ -456,13 +497,13 @@ void GpuSession::Candidate::launch_all() {
 
 void GpuSession::Candidate::verify_memory(const char* when) {
   for (const GuardedBuffer& b : prepared.matrix_args) {
-    if (!b.unchanged(stream)) {
+    if (!b.unchanged(stream, staging)) {
       throw CandidateFailure{ErrorKind::input_mutated, std::string("the input array '") + b.name() +
                                                            "' changed during the " + when, false};
     }
   }
   for (const GuardedBuffer& b : xs) {
-    if (!b.unchanged(stream)) {
+    if (!b.unchanged(stream, staging)) {
       throw CandidateFailure{ErrorKind::input_mutated,
                              std::string("the input array '") + b.name() + "' changed during the " + when, false};
     }
@@ -479,10 +520,20 @@ void GpuSession::Candidate::verify_memory(const char* when) {
   guards(y);
 }
 
+const GpuSession::Candidate::Reference& GpuSession::Candidate::reference_of(int input) {
+  Reference& slot = references[references.size() == 1 ? 0 : static_cast<std::size_t>(input)];
+  if (slot.input != input) {
+    reference(a, x_values[static_cast<std::size_t>(input)], k, slot.y, slot.abs);
+    slot.input = input;
+  }
+  return slot;
+}
+
 void GpuSession::Candidate::check_output(int input, const std::string& what) {
+  const std::span<std::uint8_t> out = staging.get(y_elems * vbytes);
   y.download(out, stream);
-  reference(a, x_values[input], k, ref, ref_abs);
-  Verdict v = compare(out, dtype, a, k, ref, ref_abs, kDefaultToleranceFactor);
+  const Reference& ref = reference_of(input);
+  Verdict v = compare(out, dtype, a, k, ref.y, ref.abs, kDefaultToleranceFactor);
   r.check.max_error_ratio = std::max(r.check.max_error_ratio, v.max_ratio);
   r.check.unchecked_outputs = std::max(r.check.unchecked_outputs, v.unchecked);
   if (v.error != ErrorKind::none) {
@@ -582,10 +633,15 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
   r.matrix_digest = request.matrix_digest;
   const auto wall_start = Clock::now();
   auto phase_start = wall_start;
-  // Closes the phase that began at the previous call (or at the start).
+  // Closes the phase that began at the previous call (or at the start); a phase closed again (the
+  // run, memory and check steps of each input) adds to its first entry.
   auto phase = [&](const char* name) {
     const auto now = Clock::now();
-    r.phases.push_back({std::string("gpu.") + name, std::chrono::duration<double, std::milli>(now - phase_start).count()});
+    const double ms = std::chrono::duration<double, std::milli>(now - phase_start).count();
+    const std::string full = std::string("gpu.") + name;
+    const auto seen = std::find_if(r.phases.begin(), r.phases.end(), [&](const PhaseTime& p) { return p.name == full; });
+    if (seen != r.phases.end()) seen->ms += ms;
+    else r.phases.push_back({full, ms});
     phase_start = now;
   };
   cudaLibrary_t library = nullptr;
@@ -624,7 +680,7 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
     // --- module, kernels and operands -----------------------------------------------------------
     std::vector<cudaKernel_t> kernels = load_kernels(request, library);
     phase("module");
-    Candidate candidate(request, *prepared, std::move(kernels), stream_, r);
+    Candidate candidate(request, *prepared, std::move(kernels), stream_, staging_, r);
     phase("inputs");
 
     // --- run and check -------------------------------------------------------------------------
@@ -634,17 +690,19 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
       candidate.y.fill_nan(stream_);
       candidate.launch_all();
       r.stage = Stage::run;
+      phase("run");
       // Inputs and guards first: a kernel that wrote its inputs is judged for that, not for the wrong
       // output it may have caused.
       candidate.verify_memory("checked runs");
+      phase("memory");
       candidate.check_output(i, "random input " + std::to_string(i + 1) + " of " + std::to_string(candidate.inputs));
       r.check.inputs = i + 1;
+      phase("check");
     }
     r.stage = Stage::check;
     r.correct = true;
     std::vector<KernelRecord> check_records = activity_->drain();
     r.timing.launches_per_run = static_cast<int>(check_records.size() / static_cast<std::size_t>(candidate.inputs));
-    phase("check");
 
     if (!request.protocol.time) {
       r.wall_ms = ms_since(wall_start);
@@ -779,10 +837,10 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   {
     // cuSPARSE's last output must match the same reference: a candidate that reached into the
     // baseline's memory (to slow it down or copy from it) voids the comparison.
-    std::vector<std::uint8_t> base_out(cusparse.y_bytes());
+    const std::span<std::uint8_t> base_out = staging_.get(cusparse.y_bytes());
     check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost), "baseline y");
-    const Verdict v = compare(base_out, candidate.dtype, a, candidate.k, candidate.ref, candidate.ref_abs,
-                              kDefaultToleranceFactor);
+    const Candidate::Reference& ref = candidate.reference_of(last_input);
+    const Verdict v = compare(base_out, candidate.dtype, a, candidate.k, ref.y, ref.abs, kDefaultToleranceFactor);
     if (v.error != ErrorKind::none) {
       throw CandidateFailure{ErrorKind::internal_error,
                              "cuSPARSE's output disagrees with the reference after the timed runs (" + v.detail +
@@ -817,9 +875,7 @@ void GpuSession::choose_baseline_path(
   std::size_t launches = 0;
   const int reps = std::max(5, request.protocol.timed_runs / 4);
   const int check_input = (reps - 1) % inputs;
-  std::vector<double> base_ref, base_ref_abs;
-  reference(candidate.a, candidate.x_values[check_input], candidate.k, base_ref, base_ref_abs);
-  std::vector<std::uint8_t> base_out(cusparse.y_bytes());
+  const Candidate::Reference& ref = candidate.reference_of(check_input);
   double best_us = std::numeric_limits<double>::infinity();
   std::ostringstream paths;
   for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) {
@@ -835,10 +891,10 @@ void GpuSession::choose_baseline_path(
       paths << "failed";
       continue;
     }
+    const std::span<std::uint8_t> base_out = staging_.get(cusparse.y_bytes());
     check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost),
                "baseline path output");
-    if (compare(base_out, candidate.dtype, candidate.a, candidate.k, base_ref, base_ref_abs,
-                kDefaultToleranceFactor)
+    if (compare(base_out, candidate.dtype, candidate.a, candidate.k, ref.y, ref.abs, kDefaultToleranceFactor)
             .error != ErrorKind::none) {
       paths << "wrong";
       continue;

@@ -124,6 +124,7 @@ class GpuSession {
   std::size_t resident_budget_bytes_ = 0;  // per cache: kResidentFraction of the device's memory
   ResidentCache<Prepared> prepared_;
   ResidentCache<Baseline> baselines_;
+  HostStaging staging_;  // page-locked read-back memory, reused by every evaluation
 };
 
 }  // namespace sparserl::reward::gpu

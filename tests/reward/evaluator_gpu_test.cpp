@@ -173,6 +173,17 @@ TEST_CASE("adversarial programs get their verdicts and the pool recovers", "[rew
     CHECK(bad.error == c.verdict);
     CHECK_FALSE(bad.correct);
     CHECK_THAT(bad.message, has_substring(std::string(c.message)));
+    // Where the bad outputs are known exactly, their count and the first row (the check compares
+    // rows in parallel chunks; the first bad row of half_y lies in a later chunk than the first).
+    if (c.name == "skip_rows") {  // rows 3, 10, ..., 19996 of 20000
+      CHECK(bad.check.first_bad_row == 3);
+      CHECK(bad.check.bad_outputs == 2857);
+    } else if (c.name == "half_y") {
+      CHECK(bad.check.first_bad_row == 10000);
+      CHECK(bad.check.bad_outputs == 10000);
+    } else if (c.name == "skip_rows_zero") {
+      CHECK(bad.check.first_bad_row == 3);
+    }
     // The next evaluation in the same pool works.
     const rw::EvalResult after = ev.evaluate(t, good);
     INFO("good program after " << c.name << ": " << describe(after));
