@@ -16,7 +16,11 @@
 # interrupted one is resumed (`sparserl train --resume`), so the same command continues a stopped
 # study. It refuses a source tree with local changes unless --allow-dirty: the tables must name a
 # clean commit. --smoke runs the whole path on a CPU in minutes (tiny policy, compile-only reward,
-# two matrices, one step of everything); its tables measure nothing.
+# two matrices, one step of everything); its tables measure nothing. --pilot is the study cut to
+# what one GPU session's device time allows (about 25 minutes on one H100 / H200, by the figures in
+# docs/study.md): the headline table alone, SFT-only against REINFORCE, PPO and GRPO, 3 RL seeds
+# from one SFT seed, 20 updates a run, bench-v2's small shared matrices only - a first look with
+# intervals, not the study.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -27,6 +31,7 @@ OUT=""
 SEEDS=5
 SFT_SEEDS=2
 SMOKE=0
+PILOT=0
 ALLOW_DIRTY=0
 TEST_PART=1
 EXTRA=()
@@ -34,15 +39,19 @@ EXTRA=()
 usage() {
   cat <<'EOF'
 usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] [--no-test]
-                      [--allow-dirty] [--smoke] [--set KEY=VALUE]...
-  --out DIR        where the runs and tables go (default runs/study, with --smoke runs/study-smoke)
+                      [--allow-dirty] [--smoke] [--pilot] [--set KEY=VALUE]...
+  --out DIR        where the runs and tables go (default runs/study; runs/study-pilot with
+                   --pilot, runs/study-smoke with --smoke)
   --sparserl PATH  the sparserl binary (default $SPARSERL, else build/tools/sparserl)
-  --seeds N        RL seeds per row (default 5)
-  --sft-seeds N    SFT seeds (default 2); every RL row starts from SFT seed 1
+  --seeds N        RL seeds per row (default 5; 3 with --pilot)
+  --sft-seeds N    SFT seeds (default 2; 1 with --pilot); every RL row starts from SFT seed 1
   --no-test        stop after the val tables (the test part is read once, at the end)
   --allow-dirty    run from a tree with local changes (its tables cannot name a clean commit)
   --smoke          the whole pipeline on a CPU with tiny budgets and the compile-only reward
-  --set KEY=VALUE  passed to every sparserl train and bench (e.g. data.index_dirs for this host)
+  --pilot          the headline table cut to one GPU session: sft, reinforce, ppo, grpo; 20
+                   updates a run; small shared matrices (with --smoke: that path on a CPU)
+  --set KEY=VALUE  passed to every sparserl train and bench (e.g. data.index_dirs for this host),
+                   after the --smoke and --pilot settings, so that it wins over them
 EOF
 }
 
@@ -51,24 +60,37 @@ die() {
   exit 2
 }
 
+ARGS=("$@")  # for study.txt
+SEEDS_GIVEN=0
+SFT_SEEDS_GIVEN=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
     --sparserl) SPARSERL=$2; shift 2 ;;
-    --seeds) SEEDS=$2; shift 2 ;;
-    --sft-seeds) SFT_SEEDS=$2; shift 2 ;;
+    --seeds) SEEDS=$2; SEEDS_GIVEN=1; shift 2 ;;
+    --sft-seeds) SFT_SEEDS=$2; SFT_SEEDS_GIVEN=1; shift 2 ;;
     --no-test) TEST_PART=0; shift ;;
     --allow-dirty) ALLOW_DIRTY=1; shift ;;
     --smoke) SMOKE=1; shift ;;
+    --pilot) PILOT=1; shift ;;
     --set) EXTRA+=(--set "$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
+if [[ $PILOT == 1 ]]; then
+  # The pilot's own defaults, unless given.
+  [[ $SEEDS_GIVEN == 1 ]] || SEEDS=3
+  [[ $SFT_SEEDS_GIVEN == 1 ]] || SFT_SEEDS=1
+fi
 [[ $SEEDS =~ ^[1-9][0-9]*$ ]] || die "--seeds: $SEEDS is not a positive integer"
 [[ $SFT_SEEDS =~ ^[1-9][0-9]*$ ]] || die "--sft-seeds: $SFT_SEEDS is not a positive integer"
 [[ -x $SPARSERL ]] || die "no sparserl binary at $SPARSERL (build it, or give --sparserl PATH)"
-[[ -n $OUT ]] || OUT=$([[ $SMOKE == 1 ]] && echo runs/study-smoke || echo runs/study)
+if [[ -z $OUT ]]; then
+  OUT=runs/study
+  [[ $PILOT == 0 ]] || OUT+=-pilot
+  [[ $SMOKE == 0 ]] || OUT+=-smoke
+fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -82,7 +104,7 @@ fi
 {
   echo "commit   $COMMIT$([[ -n $CHANGES ]] && echo ' (local changes)')"
   echo "started  $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "command  tools/study.sh $*"
+  echo "command  tools/study.sh ${ARGS[*]}"
 } >>"$OUT/study.txt"
 
 # Smoke: every budget at its least, two small shared matrices, the compile stage of the reward.
@@ -100,6 +122,13 @@ if [[ $SMOKE == 1 ]]; then
     progress.interval_s=1000; do
     SMOKE_SETS+=(--set "$kv")
   done
+fi
+
+# Pilot: the budgets and matrices that fit one GPU session; the row and table lists are cut below.
+PILOT_SETS=()
+if [[ $PILOT == 1 ]]; then
+  PILOT_SETS=(--set 'data.sources=["shared"]')
+  [[ $SMOKE == 1 ]] || PILOT_SETS+=(--set train.rl_updates=20)
 fi
 
 log() { echo "[study $(date -u +%H:%M:%S)] $*" >&2; }
@@ -137,7 +166,7 @@ train() {
     "$SPARSERL" train --resume "$stopped" --root "$ROOT" >&2
   else
     local cmd=(train "$ROOT/$CONFIGS/$config" --root "$ROOT" --runs-dir "$runs"
-      --set "experiment.seed=$seed" "$@" "${EXTRA[@]}" "${SMOKE_SETS[@]}")
+      --set "experiment.seed=$seed" "$@" "${PILOT_SETS[@]}" "${SMOKE_SETS[@]}" "${EXTRA[@]}")
     log "$table $label-s$seed: sparserl ${cmd[*]}"
     echo "sparserl ${cmd[*]}" >>"$OUT/commands.log"
     "$SPARSERL" "${cmd[@]}" >&2
@@ -155,7 +184,7 @@ rows_of() {
   echo "reinforce reinforce.toml sft -"
   echo "ppo ppo.toml sft -"
   echo "grpo grpo.toml sft -"
-  [[ $table == spmv-f32 ]] || return 0
+  [[ $table == spmv-f32 && $PILOT == 0 ]] || return 0
   local variant
   for variant in grpo-symmetric grpo-seq-mean grpo-dr grpo-dynamic; do
     echo "$variant $variant.toml sft -"
@@ -222,7 +251,7 @@ bench() {
     echo "$list" >"$runs/policies.txt"
     for kv in $(table_sets "$table") $(table_regimes "$table"); do args+=(--set "$kv"); done
     local cmd=(bench "$ROOT/$CONFIGS/bench.toml" --root "$ROOT" --runs-dir "$runs"
-      "${args[@]}" --set "bench.policies=$list" "${EXTRA[@]}" "${SMOKE_SETS[@]}")
+      "${args[@]}" --set "bench.policies=$list" "${PILOT_SETS[@]}" "${SMOKE_SETS[@]}" "${EXTRA[@]}")
     [[ $part == val ]] || cmd+=(--part "$part")
     log "$table bench $part: sparserl ${cmd[*]}"
     echo "sparserl ${cmd[*]}" >>"$OUT/commands.log"
@@ -238,6 +267,7 @@ bench() {
 }
 
 TABLES=(spmv-f32 spmv-f64 spmm-k32)
+[[ $PILOT == 0 ]] || TABLES=(spmv-f32)
 mkdir -p "$OUT/tables"
 declare -A POLICIES
 for table in "${TABLES[@]}"; do
