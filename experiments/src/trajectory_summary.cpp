@@ -57,6 +57,25 @@ class Handle {
   Closer close_;
 };
 
+// A string attribute's value, variable- or fixed-length (a fixed one cut at its first NUL).
+std::optional<std::string> string_value(hid_t attr, hid_t type) {
+  if (H5Tis_variable_str(type) > 0) {
+    const Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type));
+    char* value = nullptr;
+    if (H5Aread(attr, mem.get(), &value) < 0) return std::nullopt;
+    std::string s = value != nullptr ? value : "";
+    H5free_memory(value);
+    return s;
+  }
+  const std::size_t size = H5Tget_size(type);
+  std::string s(size, '\0');
+  if (H5Aread(attr, type, s.data()) < 0) return std::nullopt;
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
+
 class Reader {
  public:
   explicit Reader(const std::filesystem::path& file) : file_(file), fid_(open(file), H5Fclose) {}
@@ -64,37 +83,15 @@ class Reader {
   [[nodiscard]] hid_t fid() const { return fid_.get(); }
 
   std::optional<std::string> string_attribute(const char* name) const {
-    if (H5Aexists(fid_.get(), name) <= 0) return std::nullopt;
-    const Handle attr(H5Aopen(fid_.get(), name, H5P_DEFAULT), H5Aclose);
-    if (!attr.ok()) return std::nullopt;
-    const Handle type(H5Aget_type(attr.get()), H5Tclose);
-    if (H5Tget_class(type.get()) != H5T_STRING) return std::nullopt;
-    if (H5Tis_variable_str(type.get()) > 0) {
-      const Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
-      H5Tset_size(mem.get(), H5T_VARIABLE);
-      H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
-      char* value = nullptr;
-      if (H5Aread(attr.get(), mem.get(), &value) < 0) return std::nullopt;
-      std::string s = value != nullptr ? value : "";
-      H5free_memory(value);
-      return s;
-    }
-    const std::size_t size = H5Tget_size(type.get());
-    std::string s(size, '\0');
-    if (H5Aread(attr.get(), type.get(), s.data()) < 0) return std::nullopt;
-    s.resize(std::strlen(s.c_str()));
-    return s;
+    return read_attribute(name, H5T_STRING, string_value);
   }
 
   std::optional<std::int64_t> integer_attribute(const char* name) const {
-    if (H5Aexists(fid_.get(), name) <= 0) return std::nullopt;
-    const Handle attr(H5Aopen(fid_.get(), name, H5P_DEFAULT), H5Aclose);
-    if (!attr.ok()) return std::nullopt;
-    const Handle type(H5Aget_type(attr.get()), H5Tclose);
-    if (H5Tget_class(type.get()) != H5T_INTEGER) return std::nullopt;
-    std::int64_t v = 0;
-    if (H5Aread(attr.get(), H5T_NATIVE_INT64, &v) < 0) return std::nullopt;
-    return v;
+    return read_attribute(name, H5T_INTEGER, [](hid_t attr, hid_t) -> std::optional<std::int64_t> {
+      std::int64_t v = 0;
+      if (H5Aread(attr, H5T_NATIVE_INT64, &v) < 0) return std::nullopt;
+      return v;
+    });
   }
 
   [[nodiscard]] bool has_column(const std::string& name) const {
@@ -158,6 +155,19 @@ class Reader {
   }
 
  private:
+  // `read(attribute, its type)` on the file's attribute `name` when it exists and its type is of
+  // class `type_class`; nullopt otherwise.
+  template <typename Read>
+  auto read_attribute(const char* name, H5T_class_t type_class, Read read) const
+      -> decltype(read(hid_t{}, hid_t{})) {
+    if (H5Aexists(fid_.get(), name) <= 0) return std::nullopt;
+    const Handle attr(H5Aopen(fid_.get(), name, H5P_DEFAULT), H5Aclose);
+    if (!attr.ok()) return std::nullopt;
+    const Handle type(H5Aget_type(attr.get()), H5Tclose);
+    if (H5Tget_class(type.get()) != type_class) return std::nullopt;
+    return read(attr.get(), type.get());
+  }
+
   static hid_t open(const std::filesystem::path& file) {
     std::error_code ec;
     if (!std::filesystem::exists(file, ec))
@@ -215,6 +225,16 @@ Json stats_json(const ValueStats& s) {
   j["min"] = s.min;
   j["max"] = s.max;
   return j;
+}
+
+// The outcome counts, under the same keys for the whole file and for each task
+// (TrajectorySummary and TaskTrajectorySummary name them alike).
+template <typename Summary>
+void add_outcome_counts(Json& j, const Summary& s) {
+  j["evaluated"] = s.evaluated;
+  j["compiled"] = s.compiled;
+  j["correct"] = s.correct;
+  j["timed"] = s.timed;
 }
 
 std::string num(double v, int significant = 4) {
@@ -386,10 +406,7 @@ Json TrajectorySummary::to_json(bool per_task) const {
   j["episodes"] = episodes;
   j["tasks"] = static_cast<std::int64_t>(tasks.size());
   j["truncated"] = truncated;
-  j["evaluated"] = evaluated;
-  j["compiled"] = compiled;
-  j["correct"] = correct;
-  j["timed"] = timed;
+  add_outcome_counts(j, *this);
   j["gpu"] = gpu;
   j["compile_rate"] = compile_rate;
   j["correct_rate"] = correct_rate;
@@ -416,10 +433,7 @@ Json TrajectorySummary::to_json(bool per_task) const {
       Json tj = Json::object();
       tj["task"] = t.task;
       tj["episodes"] = t.episodes;
-      tj["evaluated"] = t.evaluated;
-      tj["compiled"] = t.compiled;
-      tj["correct"] = t.correct;
-      tj["timed"] = t.timed;
+      add_outcome_counts(tj, t);
       tj["compile_rate"] = ratio(t.compiled, t.evaluated);
       tj["correct_rate"] = gpu ? ratio(t.correct, t.evaluated) : kNaN;
       tj["reward"] = stats_json(t.reward);

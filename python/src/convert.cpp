@@ -70,10 +70,12 @@ reward::FormatSpec format_from(const std::string& text) {
   return parsed.program->format;
 }
 
-py::dict info_to_dict(const env::Info& info) {
+py::dict info_to_dict(const env::Info& info, std::string_view prefix) {
   py::dict out;
   for (const auto& [key, value] : info.entries()) {
-    std::visit([&out, &key](const auto& v) { out[py::str(key)] = py::cast(v); }, value);
+    if (!key.starts_with(prefix)) continue;
+    const py::str name(key.substr(prefix.size()));
+    std::visit([&out, &name](const auto& v) { out[name] = py::cast(v); }, value);
   }
   return out;
 }

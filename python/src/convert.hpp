@@ -30,8 +30,9 @@ datasets::DType dtype_from(const std::string& text);
 // A //@format directive's argument ("csr", "sell C=32 sigma=1"): ValueError naming it otherwise.
 reward::FormatSpec format_from(const std::string& text);
 
-// Every entry of an Info, in order, as bool / int / float / str.
-py::dict info_to_dict(const env::Info& info);
+// Every entry of an Info, in order, as bool / int / float / str; with a `prefix`
+// ("reward."), only the entries under it, their keys without it.
+py::dict info_to_dict(const env::Info& info, std::string_view prefix = {});
 
 // The value of one knob from a Python object: TypeError naming `what` and the
 // key when the type is wrong (a bool is no integer, an int is a real).

@@ -163,31 +163,56 @@ std::string task_prompt_text(const std::shared_ptr<datasets::MatrixStore>& store
 
 }  // namespace
 
-py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservation>& m) {
-  const py::ssize_t k = m->nnz_samples;
+py::dict ObservationParts::dict() const {
   py::dict d;
-  d["rows"] = readonly_view(m->rows.data(), {k}, m);
-  d["cols"] = readonly_view(m->cols.data(), {k}, m);
-  d["embedding"] =
-      readonly_view(m->embedding.data(), {k, static_cast<py::ssize_t>(m->embedding_dim)}, m);
-  d["features"] =
-      readonly_view(m->features.data(), {static_cast<py::ssize_t>(m->features.size())}, m);
-  d["count"] = m->count;
+  d["rows"] = rows;
+  d["cols"] = cols;
+  d["embedding"] = embedding;
+  d["features"] = features;
+  d["count"] = count;
+  if (tokens) {
+    d["tokens"] = tokens;
+    d["remaining_tokens"] = remaining_tokens;
+    d["action_mask"] = action_mask;
+  }
   return d;
 }
 
+namespace {
+
+ObservationParts matrix_parts(const std::shared_ptr<const env::MatrixObservation>& m) {
+  const py::ssize_t k = m->nnz_samples;
+  return {.rows = readonly_view(m->rows.data(), {k}, m),
+          .cols = readonly_view(m->cols.data(), {k}, m),
+          .embedding = readonly_view(m->embedding.data(),
+                                     {k, static_cast<py::ssize_t>(m->embedding_dim)}, m),
+          .features =
+              readonly_view(m->features.data(), {static_cast<py::ssize_t>(m->features.size())}, m),
+          .count = py::cast(m->count)};
+}
+
+}  // namespace
+
+py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservation>& m) {
+  return matrix_parts(m).dict();
+}
+
 py::dict observation_dict(const env::Observation& o, int max_tokens) {
-  py::dict d = matrix_observation_dict(o.matrix);
+  ObservationParts parts = matrix_parts(o.matrix);
   py::array_t<std::int32_t> tokens(max_tokens);
-  std::int32_t* t = tokens.mutable_data();
-  std::fill(t, t + max_tokens, -1);
-  std::copy_n(o.tokens.begin(), std::min<std::size_t>(o.tokens.size(), max_tokens), t);
-  d["tokens"] = tokens;
-  d["remaining_tokens"] = o.remaining_tokens;
+  write_token_row(tokens.mutable_data(), o.tokens, static_cast<std::size_t>(max_tokens));
+  parts.tokens = tokens;
+  parts.remaining_tokens = py::cast(o.remaining_tokens);
   py::array_t<std::int8_t> mask(static_cast<py::ssize_t>(o.action_mask.size()));
   std::memcpy(mask.mutable_data(), o.action_mask.data(), o.action_mask.size());
-  d["action_mask"] = mask;
-  return d;
+  parts.action_mask = mask;
+  return parts.dict();
+}
+
+void write_token_row(std::int32_t* row, const std::vector<env::TokenId>& tokens,
+                     std::size_t max_tokens) {
+  std::fill(row, row + max_tokens, -1);
+  std::copy_n(tokens.begin(), std::min(tokens.size(), max_tokens), row);
 }
 
 EnvSetup make_setup(const env::TaskSource& tasks,

@@ -10,6 +10,21 @@
 
 namespace sparserl::python {
 
+namespace {
+
+// What identifies an episode, under the same keys in the live state and in the
+// finished episode (env::EnvState and env::Episode name these fields alike).
+template <typename Record>
+void add_episode_ids(py::dict& d, const Record& r) {
+  d["task"] = r.task;
+  d["env_id"] = r.env_id;
+  d["env_seed"] = r.env_seed;
+  d["episode_index"] = r.episode_index;
+  d["episode_seed"] = r.episode_seed;
+}
+
+}  // namespace
+
 EnvCore::EnvCore(EnvSetup s, int env_id)
     : env_(std::make_unique<env::SparseCudaEnv>(std::move(s.config), std::move(s.tokenizer),
                                                 std::move(s.tasks), std::move(s.store),
@@ -48,11 +63,7 @@ std::string EnvCore::text() const { return env_->tokenizer().decode(env_->state(
 py::dict EnvCore::state() const {
   const env::EnvState s = env_->state();
   py::dict d;
-  d["task"] = s.task;
-  d["env_id"] = s.env_id;
-  d["env_seed"] = s.env_seed;
-  d["episode_index"] = s.episode_index;
-  d["episode_seed"] = s.episode_seed;
+  add_episode_ids(d, s);
   d["tokens"] = s.tokens;
   d["active"] = s.active;
   return d;
@@ -75,11 +86,7 @@ void EnvCore::record(std::shared_ptr<env::TrajectoryWriter> writer, std::string 
 
 py::dict episode_dict(const env::Episode& e) {
   py::dict d;
-  d["task"] = e.task;
-  d["env_id"] = e.env_id;
-  d["env_seed"] = e.env_seed;
-  d["episode_index"] = e.episode_index;
-  d["episode_seed"] = e.episode_seed;
+  add_episode_ids(d, e);
   d["observation_digest"] = e.observation_digest;
   d["tokens"] = e.tokens;
   d["source"] = e.source;

@@ -7,6 +7,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,12 +36,25 @@ EnvSetup make_setup(const env::TaskSource& tasks,
                     const std::shared_ptr<EvaluatorHandle>& evaluator, const py::dict& options,
                     const py::dict& reward_options, std::uint64_t seed);
 
+// An observation's parts under the keys Python sees, in one place for one
+// environment's observation and for VectorEnv's batch of them (there each part
+// has a leading [N] dimension). The agent's parts are left out when empty:
+// observe() shows the matrix part alone.
+struct ObservationParts {
+  py::object rows, cols, embedding, features, count;       // the matrix part
+  py::object tokens{}, remaining_tokens{}, action_mask{};  // the agent's part
+  [[nodiscard]] py::dict dict() const;
+};
+
 // rows, cols [K] int32, embedding [K, D] float32, features [F] float32
 // (read-only views that keep the episode's matrix observation alive) and count.
 py::dict matrix_observation_dict(const std::shared_ptr<const env::MatrixObservation>& matrix);
 // The matrix part plus tokens [max_tokens] int32 (-1 past the tokens so far),
 // remaining_tokens and action_mask [V] int8.
 py::dict observation_dict(const env::Observation& observation, int max_tokens);
+// One row of tokens as observations hold it: `tokens`, then -1 up to `max_tokens`.
+void write_token_row(std::int32_t* row, const std::vector<env::TokenId>& tokens,
+                     std::size_t max_tokens);
 py::dict spaces_dict(const env::Spaces& spaces, std::int64_t vocab);
 py::dict config_dict(const env::EnvConfig& config);
 

@@ -12,6 +12,7 @@
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "sparserl/env/info.hpp"
 #include "sparserl/reward/abi.hpp"
 #include "sparserl/reward/evaluator.hpp"
 #include "sparserl/reward/program.hpp"
@@ -35,21 +36,12 @@ py::dict check_to_dict(const reward::StaticCheckResult& r) {
   return d;
 }
 
+// The terms under the names env's info gives them ("reward.<term>", the prefix
+// dropped), so that the list of terms is kept in one place.
 py::dict breakdown_to_dict(const reward::RewardBreakdown& b) {
-  py::dict d;
-  d["total"] = b.total;
-  d["compile"] = b.compile;
-  d["test"] = b.test;
-  d["efficiency"] = b.efficiency;
-  d["penalty"] = b.penalty;
-  d["unclipped"] = b.unclipped;
-  d["speedup"] = b.speedup;
-  d["compiled"] = b.compiled;
-  d["tested"] = b.tested;
-  d["correct"] = b.correct;
-  d["resource_limit"] = b.resource_limit;
-  d["compile_only"] = b.compile_only;
-  return d;
+  env::Info info;
+  env::add_reward_breakdown(info, b);
+  return info_to_dict(info, "reward.");
 }
 
 void bind_eval_result(py::module_& m) {

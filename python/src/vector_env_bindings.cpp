@@ -39,23 +39,20 @@ py::dict batch(const std::vector<env::Observation>& observations, const env::Spa
     copy_row(cols, r, m.cols.data(), static_cast<std::size_t>(k));
     copy_row(embedding, r, m.embedding.data(), static_cast<std::size_t>(k * dim));
     copy_row(features, r, m.features.data(), static_cast<std::size_t>(f));
-    std::int32_t* row = tokens.mutable_data() + i * t;
-    std::fill(row, row + t, -1);
-    std::copy_n(o.tokens.begin(), std::min<std::size_t>(o.tokens.size(), t), row);
+    write_token_row(tokens.mutable_data() + i * t, o.tokens, static_cast<std::size_t>(t));
     count.mutable_data()[i] = m.count;
     remaining.mutable_data()[i] = o.remaining_tokens;
     std::memcpy(mask.mutable_data() + i * v, o.action_mask.data(), static_cast<std::size_t>(v));
   }
-  py::dict d;
-  d["rows"] = rows;
-  d["cols"] = cols;
-  d["embedding"] = embedding;
-  d["features"] = features;
-  d["count"] = count;
-  d["tokens"] = tokens;
-  d["remaining_tokens"] = remaining;
-  d["action_mask"] = mask;
-  return d;
+  return ObservationParts{.rows = rows,
+                          .cols = cols,
+                          .embedding = embedding,
+                          .features = features,
+                          .count = count,
+                          .tokens = tokens,
+                          .remaining_tokens = remaining,
+                          .action_mask = mask}
+      .dict();
 }
 
 class VectorEnvCore {
