@@ -6,17 +6,7 @@
 # update exactly once. Also: the pilot's rows and table are the cut ones (sft, reinforce, ppo, grpo;
 # spmv-f32 only). Skipped (77) without ../shared's matrices.
 # Usage: study_pilot_resume_test.sh SPARSERL SOURCE_DIR SHARED_DIR
-set -euo pipefail
-SPARSERL=$1
-SRC=$2
-SHARED=$3
-[[ -f $SHARED/matrices/INDEX.csv ]] || { echo "skipped: no $SHARED/matrices"; exit 77; }
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/study_pilot.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
 UPDATES=20
 study=("$SRC/tools/study.sh" --smoke --pilot --allow-dirty --sparserl "$SPARSERL" --out "$WORK/pilot"
   --seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]"

@@ -5,17 +5,7 @@
 # trains nothing again; a source tree with local changes is refused before anything runs. Skipped
 # (77) without ../shared's matrices.
 # Usage: study_smoke_test.sh SPARSERL SOURCE_DIR SHARED_DIR
-set -euo pipefail
-SPARSERL=$1
-SRC=$2
-SHARED=$3
-[[ -f $SHARED/matrices/INDEX.csv ]] || { echo "skipped: no $SHARED/matrices"; exit 77; }
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/study_smoke.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
 
 # 1. A tree with local changes is refused, naming the way out; nothing is made.
 git init -q "$WORK/tree"
