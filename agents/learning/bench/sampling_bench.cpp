@@ -15,9 +15,18 @@
 // --hf PATH measures `decode` for a Llama / Qwen2 decoder (torch/causal_lm.hpp) instead: PATH is a
 // Hugging Face folder (its weights are loaded) or a config.json (random weights of that shape),
 // with the soft prompt of K = 128 nonzeros; --dtype float32|bfloat16 is its compute dtype.
+//
+// --hf PATH --train-step measures training instead: --repeat steps of next-token cross-entropy
+// over --batch sequences of --tokens random tokens (after the soft prompt), backward and AdamW on
+// the trainable parameters (LoRA adapters only with --lora-rank R; --checkpointing recomputes each
+// layer in the backward pass), tokens per second of training and, on CUDA, the GPU memory the
+// process holds after the steps above what it held before the model was loaded (nvidia-smi's
+// memory.used of its GPU: LibTorch's caching allocator keeps what the steps' peak reserved, so this
+// is the footprint a run of that shape needs, CUDA context aside) - docs/agents.md's "What fits".
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +58,9 @@ struct Options {
   std::string mask = "syntax";
   std::string hf;
   std::string dtype = "float32";
+  bool train_step = false;
+  int lora_rank = 0;
+  bool checkpointing = false;
 };
 
 // The options as CLI11 declares them; --help lists them.
@@ -64,6 +76,31 @@ void declare(CLI::App& app, Options& o) {
   app.add_option("--hf", o.hf, "a Hugging Face folder or config.json: decode with that decoder");
   app.add_option("--dtype", o.dtype, "--hf: compute dtype")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_flag("--train-step", o.train_step,
+               "--hf: time training steps and measure their GPU memory instead of decoding");
+  app.add_option("--lora-rank", o.lora_rank, "--train-step: LoRA rank (0: full fine-tuning)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--checkpointing", o.checkpointing, "--train-step: gradient checkpointing");
+}
+
+// The GPU memory in use on this process's GPU, MiB (nvidia-smi, which numbers devices without
+// regard to CUDA_VISIBLE_DEVICES: its first entry is asked for), or -1 when it cannot be read.
+long gpu_memory_used_mib() {
+  std::string device = "0";
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr && *visible) {
+    device = std::string(visible).substr(0, std::string(visible).find(','));
+  }
+  for (char c : device) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-') return -1;
+  }
+  const std::string command = "nvidia-smi --id=" + device +
+                              " --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null";
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) return -1;
+  long mib = -1;
+  if (std::fscanf(p, "%ld", &mib) != 1) mib = -1;
+  pclose(p);
+  return mib;
 }
 
 // decode for a Llama / Qwen2 decoder: prefill of the soft prompt and one token, then --tokens
@@ -80,6 +117,15 @@ int bench_hf(const Options& o) {
   const bool weights =
       fs::is_directory(o.hf) && (fs::exists(folder / "model.safetensors") ||
                                  fs::exists(folder / "model.safetensors.index.json"));
+  options.lora_rank = o.train_step ? o.lora_rank : 0;
+  options.gradient_checkpointing = o.train_step && o.checkpointing;
+  const bool cuda = options.device.is_cuda();
+  long memory_before = -1;
+  if (o.train_step && cuda) {  // the CUDA context first, so that it is not counted
+    (void)torch::zeros({1}, torch::TensorOptions().device(options.device)).sum().item<float>();
+    torch::cuda::synchronize();
+    memory_before = gpu_memory_used_mib();
+  }
   ag::CausalLmPolicy policy{nullptr};
   if (weights) {
     policy = ag::load_causal_lm(folder, options, 1);
@@ -87,7 +133,6 @@ int bench_hf(const Options& o) {
     policy = ag::CausalLmPolicy(ag::read_hf_config(o.hf), options);
     policy->initialize_weights(1);
   }
-  policy->eval();
   std::printf(
       "hf %s (%s weights): %lld parameters, %s, %s, attention %s, batch %d, %d tokens, %d "
       "LibTorch threads\n",
@@ -95,15 +140,67 @@ int bench_hf(const Options& o) {
       static_cast<long long>(policy->parameter_count()), o.device.c_str(), o.dtype.c_str(),
       ag::attention_backend(), o.batch, o.tokens, torch::get_num_threads());
   if (o.repeat == 0) return 0;
-  torch::NoGradGuard no_grad;
   const auto on = torch::TensorOptions().device(options.device);
-  ag::CounterRng rng{1, 0};
-  for (int r = 0; r < o.repeat + 1; ++r) {  // the first run warms up
-    const auto start = std::chrono::steady_clock::now();
-    ag::PrefixBatch prefix{torch::randn({o.batch, 128, 64}, on),
+  auto random_prefix = [&] {
+    return ag::PrefixBatch{torch::randn({o.batch, 128, 64}, on),
                            torch::ones({o.batch, 128}, on.dtype(torch::kBool)),
                            torch::rand({o.batch, options.feature_dim}, on),
                            torch::ones({o.batch}, on.dtype(torch::kBool))};
+  };
+  if (o.train_step) {
+    policy->train();
+    std::vector<torch::Tensor> trainable;
+    std::int64_t trainable_count = 0;
+    for (const torch::Tensor& p : policy->parameters()) {
+      if (!p.requires_grad()) continue;
+      trainable.push_back(p);
+      trainable_count += p.numel();
+    }
+    torch::optim::AdamW optimizer(trainable, torch::optim::AdamWOptions(1e-5));
+    const std::int64_t vocab = policy->output_size();
+    std::printf("train step: %s, %lld trainable parameters, gradient checkpointing %s\n",
+                o.lora_rank > 0 ? ("LoRA rank " + std::to_string(o.lora_rank)).c_str()
+                                : "full fine-tuning",
+                static_cast<long long>(trainable_count), o.checkpointing ? "on" : "off");
+    for (int r = 0; r < o.repeat + 1; ++r) {  // the first step warms up
+      const auto start = std::chrono::steady_clock::now();
+      const torch::Tensor tokens = torch::randint(vocab, {o.batch, o.tokens}, on.dtype(torch::kLong));
+      const torch::Tensor valid = torch::ones({o.batch, o.tokens}, on.dtype(torch::kBool));
+      const ag::PolicyOutput out = policy->forward(random_prefix(), tokens, valid);
+      const torch::Tensor logits = out.logits.slice(1, 0, o.tokens - 1).reshape({-1, vocab});
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(
+          logits.to(torch::kFloat), tokens.slice(1, 1).reshape({-1}));
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+      (void)loss.item<float>();  // waits for the step
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (r > 0) {
+        std::printf("train    step %d: %.3f s, %.0f tokens/s, loss %.3f\n", r, seconds,
+                    double(o.batch) * o.tokens / seconds, loss.item<float>());
+      }
+    }
+    if (cuda) {
+      torch::cuda::synchronize();
+      const long memory_after = gpu_memory_used_mib();
+      if (memory_before >= 0 && memory_after >= 0) {
+        std::printf("GPU memory held after the steps: %ld MiB (%ld before the model, %ld after)\n",
+                    memory_after - memory_before, memory_before, memory_after);
+      } else {
+        std::printf("GPU memory: nvidia-smi could not be read\n");
+      }
+    } else {
+      std::printf("GPU memory: n/a (device %s)\n", o.device.c_str());
+    }
+    return 0;
+  }
+  policy->eval();
+  torch::NoGradGuard no_grad;
+  ag::CounterRng rng{1, 0};
+  for (int r = 0; r < o.repeat + 1; ++r) {  // the first run warms up
+    const auto start = std::chrono::steady_clock::now();
+    const ag::PrefixBatch prefix = random_prefix();
     const torch::Tensor active = torch::ones({o.batch}, on.dtype(torch::kBool));
     ag::KvCache cache;
     auto out = policy->prefill(prefix, torch::zeros({o.batch, 1}, on.dtype(torch::kLong)),

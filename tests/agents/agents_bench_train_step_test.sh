@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# sparserl-agents-bench --hf DIR --train-step (docs/agents.md, "What fits"): full fine-tuning and
+# LoRA with gradient checkpointing each run timed steps on the tiny Qwen2 fixture and say what they
+# train - every parameter, or the adapters alone (fewer) - and, without a GPU, that the memory
+# figure is n/a rather than a number.
+# Usage: agents_bench_train_step_test.sh BENCH FIXTURE_DIR
+set -euo pipefail
+BENCH=$1
+FIXTURE=$2
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+full=$("$BENCH" --hf "$FIXTURE" --train-step --batch 2 --tokens 16 --repeat 1 --threads 1)
+lora=$("$BENCH" --hf "$FIXTURE" --train-step --batch 2 --tokens 16 --repeat 1 --threads 1 \
+  --lora-rank 4 --checkpointing)
+echo "$full"
+echo "$lora"
+grep -q "^train    step 1: .* tokens/s, loss [0-9.]*$" <<<"$full" || fail "full: no timed step"
+grep -q "^train    step 1: .* tokens/s, loss [0-9.]*$" <<<"$lora" || fail "LoRA: no timed step"
+grep -q "full fine-tuning, .* gradient checkpointing off" <<<"$full" || fail "full: not full"
+grep -q "LoRA rank 4, .* gradient checkpointing on" <<<"$lora" || fail "LoRA: not LoRA"
+parameters() { sed -n 's/^hf .*: \([0-9]*\) parameters,.*/\1/p' <<<"$1"; }
+trainable() { sed -n 's/.*, \([0-9]*\) trainable parameters,.*/\1/p' <<<"$1"; }
+[[ $(trainable "$full") == "$(parameters "$full")" ]] || fail "full fine-tuning does not train every parameter"
+[[ $(trainable "$lora") -lt $(trainable "$full") ]] || fail "LoRA trains as many parameters as full fine-tuning"
+if [[ ${CUDA_VISIBLE_DEVICES-} == "" ]] && ! command -v nvidia-smi >/dev/null; then
+  grep -q "^GPU memory: n/a (device cpu)$" <<<"$full" || fail "a CPU run printed a memory figure"
+fi
+echo "train steps: full and LoRA timed, trainable parameters told apart"
