@@ -379,6 +379,7 @@ class Trainer {
       c.updates = static_cast<int>(stage.steps);
       c.tasks_per_update = static_cast<int>(train_.tasks_per_update);
       c.samples_per_task = static_cast<int>(train_.samples_per_task);
+      c.overlap_generation = train_.overlap_generation;
       c.log_every = static_cast<int>(train_.rl_log_every);
       c.checkpoint_every = static_cast<int>(checkpoints_.rl_every);
       c.output_dir = work;

@@ -98,6 +98,10 @@ const datasets::Knobs<TrainConfig>& train_knobs() {
                    "pretraining and SFT: a metrics line every this many steps", 1, 1e12)
           .integer("rl_log_every", &C::rl_log_every, "RL: a metrics line every this many updates",
                    1, 1e12)
+          .boolean("overlap_generation", &C::overlap_generation,
+                   "RL: sample the next update's batch while the last one is evaluated (one update "
+                   "stale; PPO and GRPO only, which weigh it by the ratio to the log-probabilities "
+                   "recorded at sampling; docs/training.md)")
           .boolean("record_trajectories", &C::record_trajectories,
                    "write every RL episode to trajectories.h5 (docs/trajectories.md)");
   return knobs;

@@ -15,6 +15,7 @@
 #include "agents_torch_test_support.hpp"
 #include "catch.hpp"
 #include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
@@ -234,6 +235,90 @@ TEST_CASE("the RL stage refuses an algorithm that learns from examples, naming t
                     sparserl::testing::has_substring(
                         "rl: agent.algorithm = sft learns from examples, not rollouts: expected "
                         "one of reinforce, ppo, grpo"));
+}
+
+TEST_CASE("overlap_generation samples each batch after the first with the policy before the last update",
+          "[agents][rl]") {
+  RlConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 48);
+  config.agent.algorithm = "grpo";
+  config.agent.settings.get<GrpoConfig>().epochs = 2;  // two optimiser steps an update
+  config.updates = 4;
+  config.tasks_per_update = 2;
+  config.samples_per_task = 3;
+  config.seed = 4;
+  config.overlap_generation = true;
+  config.output_dir = sparserl::testing::scratch_dir("agents_rl_overlap");
+  std::vector<std::string> policies;  // the policy of each episode, in order
+  std::vector<double> waits;
+  auto env = make_env(48);
+  const StageResult r = run_rl(
+      config, *env,
+      [&](std::string_view, std::int64_t, const env::Statistics& stats) {
+        waits.push_back(find_statistic(stats, "perf/evaluation_wait_seconds"));
+      },
+      [&](const env::Episode& e) { policies.push_back(e.policy_id); });
+  CHECK(r.steps == 4);
+  REQUIRE(policies.size() == 4 * 2 * 3);
+  CHECK(waits.size() == 4);
+  std::vector<std::string> per_update;
+  for (std::size_t u = 0; u < 4; ++u) {
+    for (std::size_t i = 1; i < 6; ++i) CHECK(policies[u * 6 + i] == policies[u * 6]);
+    per_update.push_back(policies[u * 6]);
+  }
+  // Update 0's batch and update 1's both come from the starting policy (update 1's was sampled
+  // while update 0's was evaluated); update u's from the policy after update u - 2.
+  CHECK(per_update[0].ends_with(":step=0"));
+  CHECK(per_update[1].ends_with(":step=0"));
+  CHECK(per_update[2].ends_with(":step=2"));
+  CHECK(per_update[3].ends_with(":step=4"));
+}
+
+TEST_CASE("overlap_generation is refused for an algorithm that does not correct stale samples",
+          "[agents][rl]") {
+  RlConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 48);
+  config.agent.algorithm = "reinforce";
+  config.overlap_generation = true;
+  config.output_dir = sparserl::testing::scratch_dir("agents_rl_overlap_refused");
+  auto env = make_env(48);
+  CHECK_THROWS_WITH(run_rl(config, *env),
+                    sparserl::testing::has_substring(
+                        "rl: train.overlap_generation samples each batch with the policy of one "
+                        "update before, which agent.algorithm = reinforce does not correct for: "
+                        "expected one of ppo, grpo"));
+}
+
+TEST_CASE("the log-probabilities recorded at sampling are the ones the learner scores",
+          "[agents][rl]") {
+  // What overlap_generation's ratio rests on: Completion::log_probs (masked, tempered, from the
+  // key-value cache) equal score()'s full forward pass of the same policy.
+  AgentConfig c = tiny_config(env::MaskMode::syntax, 48);
+  c.sampling.temperature = 0.7;
+  PolicyAgent agent(c, tokenizer()->vocabulary_ptr());
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {synthetic_observation(1),
+                                                                         synthetic_observation(2)};
+  const std::vector<Completion> completions = agent.generate(prompts, 3, agent.config().sampling);
+  std::vector<Rollout> rollouts;
+  for (std::size_t i = 0; i < completions.size(); ++i) {
+    Rollout& r = rollouts.emplace_back();
+    r.matrix = prompts[i / 3];
+    r.group = static_cast<int>(i / 3);
+    r.completion = completions[i];
+  }
+  Learner& learner = agent.learner();
+  torch::NoGradGuard no_grad;
+  learner.policy->eval();
+  const SequenceBatch batch = rollout_batch(learner, rollouts);
+  const torch::Tensor recorded = recorded_log_probs(learner, rollouts, batch);
+  const torch::Tensor scored = learner.score(learner.policy, batch, false).log_probs;
+  REQUIRE(recorded.sizes() == scored.sizes());
+  CHECK((recorded - scored).abs().max().item<double>() < 1e-4);
+  CHECK(recorded.masked_select(batch.valid).abs().sum().item<double>() > 0);
+  // A completion whose log-probabilities do not match its tokens is refused.
+  rollouts[1].completion.log_probs.pop_back();
+  CHECK_THROWS_WITH(recorded_log_probs(learner, rollouts, batch),
+                    sparserl::testing::has_substring("rollout 1: "));
 }
 
 TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][rl]") {

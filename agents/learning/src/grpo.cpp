@@ -33,6 +33,7 @@ class Grpo final : public Algorithm {
     return "GRPO (TRL's GRPOTrainer, verl): group-normalised advantages, clipped ratio, k3 KL to "
            "the reference in the loss.";
   }
+  [[nodiscard]] bool corrects_stale_samples() const override { return true; }
   [[nodiscard]] datasets::Knobs<AgentConfig> knobs() const override {
     using C = GrpoConfig;
     return settings_knobs(
@@ -196,12 +197,19 @@ env::Statistics Grpo::update_rows(Learner& learner, std::span<const Rollout> rol
                                  config.scale_rewards, config.std_eps);
   }
 
-  const bool single_pass = config.epochs == 1 && config.minibatches == 1;
+  // One pass over fresh samples: the old policy is the current one (its log-probabilities
+  // detached). Samples that may predate the last update bring the sampling policy's.
+  const bool recorded = learner.old_log_probs_recorded;
+  const bool single_pass = config.epochs == 1 && config.minibatches == 1 && !recorded;
   torch::Tensor old_log_probs, ref_log_probs;
   if (n > 0) {
     torch::NoGradGuard no_grad;
     learner.policy->eval();
-    if (!single_pass) old_log_probs = learner.score(learner.policy, batch, false).log_probs;
+    if (recorded) {
+      old_log_probs = recorded_log_probs(learner, rollouts, batch);
+    } else if (!single_pass) {
+      old_log_probs = learner.score(learner.policy, batch, false).log_probs;
+    }
     if (config.beta > 0 && !learner.reference.is_empty()) {
       ref_log_probs = learner.score(learner.reference, batch, false).log_probs;
     }

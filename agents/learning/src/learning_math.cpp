@@ -93,6 +93,24 @@ torch::Tensor rollout_rewards(const Learner& learner, std::span<const Rollout> r
   return torch::tensor(rewards, torch::kFloat).to(learner.device);
 }
 
+torch::Tensor recorded_log_probs(const Learner& learner, std::span<const Rollout> rollouts,
+                                 const SequenceBatch& batch) {
+  const auto rows = static_cast<std::int64_t>(rollouts.size());
+  const std::int64_t width = batch.targets.size(1);
+  std::vector<float> values(static_cast<std::size_t>(rows * width), 0.0f);
+  for (std::int64_t b = 0; b < rows; ++b) {
+    const Completion& c = rollouts[static_cast<std::size_t>(b)].completion;
+    if (c.log_probs.size() != c.tokens.size() || static_cast<std::int64_t>(c.tokens.size()) > width) {
+      throw std::invalid_argument("rollout " + std::to_string(b) + ": " +
+                                  std::to_string(c.log_probs.size()) +
+                                  " recorded log-probabilities for " +
+                                  std::to_string(c.tokens.size()) + " tokens");
+    }
+    std::copy(c.log_probs.begin(), c.log_probs.end(), values.begin() + b * width);
+  }
+  return torch::tensor(values, torch::kFloat).reshape({rows, width}).to(learner.device);
+}
+
 std::vector<torch::Tensor> minibatch_indices(Learner& learner, std::int64_t n_local,
                                              int minibatches) {
   // Data parallel: the permutation of every rank's rows, drawn as one process draws it.

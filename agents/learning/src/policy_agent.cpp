@@ -120,6 +120,10 @@ void PolicyAgent::export_model(const std::filesystem::path& folder,
   save_causal_lm(*model, folder, max_shard_bytes, learner_->config.model.path);
 }
 std::int64_t PolicyAgent::parameter_count() const { return learner_->policy->parameter_count(); }
+void PolicyAgent::set_old_log_probs_recorded(bool recorded) {
+  learner_->old_log_probs_recorded = recorded;
+}
+
 std::string PolicyAgent::device() const { return learner_->device.str(); }
 bool PolicyAgent::has_reference() const { return !learner_->reference.is_empty(); }
 

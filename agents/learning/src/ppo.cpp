@@ -125,6 +125,7 @@ class Ppo final : public Algorithm {
     return "PPO for language models (TRL's PPOTrainer, verl): value head, GAE, clipped ratio and "
            "value, per-token KL penalty.";
   }
+  [[nodiscard]] bool corrects_stale_samples() const override { return true; }
   [[nodiscard]] datasets::Knobs<AgentConfig> knobs() const override;
   [[nodiscard]] bool wants_reference(const AgentConfig& config) const override {
     return config.settings.get<PpoConfig>().kl_coef > 0;
@@ -260,7 +261,9 @@ env::Statistics Ppo::update(Learner& learner, std::span<const Rollout> rollouts)
     torch::NoGradGuard no_grad;
     learner.policy->eval();
     const TokenScores old = learner.score(learner.policy, batch, false);
-    old_log_probs = old.log_probs;
+    // Samples that may predate the last update: the sampling policy's log-probabilities.
+    old_log_probs =
+        learner.old_log_probs_recorded ? recorded_log_probs(learner, rollouts, batch) : old.log_probs;
     if (separate) {
       learner.critic->eval();
       old_values = learner.score_values(learner.critic, batch);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <future>
 #include <optional>
 #include <stdexcept>
 
@@ -258,6 +259,18 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     throw std::invalid_argument(
         "rl: updates, tasks_per_update and samples_per_task must be positive");
   }
+  if (const Algorithm* algorithm = AlgorithmRegistry::find(config.agent.algorithm);
+      config.overlap_generation && (algorithm == nullptr || !algorithm->corrects_stale_samples())) {
+    std::vector<std::string> correcting;
+    for (const std::string& name : AlgorithmRegistry::rollout_learners()) {
+      if (AlgorithmRegistry::find(name)->corrects_stale_samples()) correcting.push_back(name);
+    }
+    throw std::invalid_argument(
+        "rl: train.overlap_generation samples each batch with the policy of one update before, "
+        "which agent.algorithm = " + config.agent.algorithm +
+        " does not correct for: expected one of " + datasets::knob_text::one_of(correcting) +
+        ", or overlap_generation = false");
+  }
   const int ranks = distributed(config.group) ? config.group->size() : 1;
   require_divisible("rl: tasks_per_update", config.tasks_per_update, ranks);
   if (ranks > 1 &&
@@ -288,10 +301,20 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
       ranks > 1 ? RowWindow{static_cast<std::int64_t>(mine.begin) * config.samples_per_task,
                             config.tasks_per_update * config.samples_per_task}
                 : RowWindow{};
-  const auto update_step = [&](std::int64_t update) {
-    const auto step_start = std::chrono::steady_clock::now();
-    // Every rank draws every task of the update (the stream stays the same on all) and starts its
-    // own; episode indices and seeds are those of one process.
+  // One update's batch: its prompts, and its completions once sampled (by the policy `policy`).
+  struct Batch {
+    std::int64_t update = -1;
+    std::vector<env::Prompt> prompts;
+    std::vector<Completion> completions;
+    std::string policy;
+    double start_seconds = 0, generation_seconds = 0, generated = 0;
+  };
+  // Every rank draws every task of the update (the stream stays the same on all) and starts its
+  // own; episode indices and seeds are those of one process.
+  const auto start_batch = [&](std::int64_t update) {
+    const auto started = std::chrono::steady_clock::now();
+    Batch batch;
+    batch.update = update;
     std::vector<env::EpisodeStart> starts;
     for (std::size_t i = 0; i < tasks_per_update; ++i) {
       datasets::Task task = tasks.next();
@@ -303,23 +326,63 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
       s.episode_index = static_cast<std::uint64_t>(update * config.tasks_per_update) + i;
       s.episode_seed = env::episode_seed(config.seed, s.episode_index);
     }
-    const std::vector<env::Prompt> prompts = pipeline.start(starts);
-    const double start_seconds = seconds_since(step_start);
-
+    batch.prompts = pipeline.start(starts);
+    batch.start_seconds = seconds_since(started);
+    return batch;
+  };
+  const auto sample = [&](Batch& batch) {
     const std::int64_t tokens_before = agent->counters().generated_tokens;
     const auto generation_start = std::chrono::steady_clock::now();
-    std::vector<Completion> completions = agent->generate(
-        prompt_matrices(prompts), config.samples_per_task, agent->config().sampling, rows);
-    const double generation_seconds = seconds_since(generation_start);
-    const double generated =
-        static_cast<double>(agent->counters().generated_tokens - tokens_before);
+    batch.policy = agent->policy_id();
+    batch.completions = agent->generate(prompt_matrices(batch.prompts), config.samples_per_task,
+                                        agent->config().sampling, rows);
+    batch.generation_seconds = seconds_since(generation_start);
+    batch.generated = static_cast<double>(agent->counters().generated_tokens - tokens_before);
+  };
+  // With overlap_generation, the batch sampled during the last update's evaluation: update u's,
+  // from the policy before update u - 1. A resumed run samples its first batch afresh.
+  std::optional<Batch> ahead;
+  agent->set_old_log_probs_recorded(config.overlap_generation);
+  const auto update_step = [&](std::int64_t update) {
+    const auto step_start = std::chrono::steady_clock::now();
+    Batch batch;
+    if (ahead && ahead->update == update) {
+      batch = std::move(*ahead);
+    } else {
+      batch = start_batch(update);
+      sample(batch);
+    }
+    ahead.reset();
+    const double start_seconds = batch.start_seconds;
+    double generation_seconds = batch.generation_seconds;
+    double generated = batch.generated;
 
+    // Evaluation (the pipeline: decode, evaluator, reward); with overlap_generation in the
+    // background while the next update's batch is started (before: the pipeline is not asked two
+    // things at once) and sampled.
     const auto evaluation_start = std::chrono::steady_clock::now();
-    std::vector<env::Episode> episodes = pipeline.run(prompts, std::move(completions));
+    std::vector<env::Episode> episodes;
+    double evaluation_wait_seconds = 0;
+    if (config.overlap_generation && update + 1 < config.updates) {
+      Batch next = start_batch(update + 1);
+      std::future<std::vector<env::Episode>> evaluated =
+          std::async(std::launch::async, [&pipeline, &batch] {
+            return pipeline.run(batch.prompts, std::move(batch.completions));
+          });
+      sample(next);  // on an exception the future's destructor waits for the evaluation
+      generation_seconds = next.generation_seconds;
+      generated = next.generated;
+      const auto waited = std::chrono::steady_clock::now();
+      episodes = evaluated.get();
+      evaluation_wait_seconds = seconds_since(waited);
+      ahead = std::move(next);
+    } else {
+      episodes = pipeline.run(batch.prompts, std::move(batch.completions));
+      evaluation_wait_seconds = seconds_since(evaluation_start);
+    }
     const double evaluation_seconds = seconds_since(evaluation_start);
-    const std::string policy = agent->policy_id();
     for (env::Episode& e : episodes) {
-      e.policy_id = policy;
+      e.policy_id = batch.policy;
       if (on_episode && agent->main_rank()) on_episode(e);
     }
     if (on_episode && ranks > 1) {
@@ -327,11 +390,14 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     }
 
     env::Statistics stats = agent->update(episodes);  // carries perf/update_seconds (learning)
-    // The wall time of each phase of the update: start (tasks, observations, prompts), generation,
-    // evaluation (the pipeline: decode, evaluator, reward), the agent's update, and the whole step.
+    // The wall time of each phase of the update: start (tasks, observations, prompts), generation
+    // (of the next update's batch when overlapped), evaluation (from its start to its episodes;
+    // overlapped, it runs beside the generation and the wait is what the generation left of it),
+    // the agent's update, and the whole step.
     stats.emplace_back("perf/start_seconds", start_seconds);
     stats.emplace_back("perf/generation_seconds", generation_seconds);
     stats.emplace_back("perf/evaluation_seconds", evaluation_seconds);
+    stats.emplace_back("perf/evaluation_wait_seconds", evaluation_wait_seconds);
     stats.emplace_back("perf/tokens_per_second",
                        generation_seconds > 0 ? generated / generation_seconds : 0.0);
     stats.emplace_back("perf/step_seconds", seconds_since(step_start));

@@ -39,6 +39,7 @@ struct TrainConfig {
   std::int64_t samples_per_task = 8;
   std::int64_t log_every = 10;
   std::int64_t rl_log_every = 1;
+  bool overlap_generation = false;
   bool record_trajectories = true;
 };
 

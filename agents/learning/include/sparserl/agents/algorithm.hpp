@@ -39,6 +39,12 @@ class Algorithm {
   // False for an algorithm that learns from examples rather than rollouts (SFT): the RL stage
   // refuses it.
   [[nodiscard]] virtual bool learns_from_rollouts() const { return true; }
+  // Whether update() can learn from rollouts sampled by the policy as it was one update before: it
+  // weighs them by an importance ratio against the old policy, and with
+  // Learner::old_log_probs_recorded takes the old policy's log-probabilities from the completions
+  // (recorded at sampling) instead of scoring them with the current weights. What lets the RL stage
+  // sample the next batch while the last one is evaluated (train.overlap_generation).
+  [[nodiscard]] virtual bool corrects_stale_samples() const { return false; }
   // Whether update() reads the frozen reference policy (a KL term): the first update freezes the
   // policy as it is then, unless a stage set a reference before.
   [[nodiscard]] virtual bool wants_reference(const AgentConfig& /*config*/) const { return false; }

@@ -176,6 +176,10 @@ class PolicyAgent final : public env::Agent {
   // A digest of every parameter's bytes (tests compare two agents' weights with it).
   [[nodiscard]] std::string weights_digest() const;
 
+  // Learner::old_log_probs_recorded: batches may predate the last update (the RL stage's
+  // train.overlap_generation).
+  void set_old_log_probs_recorded(bool recorded);
+
   [[nodiscard]] Learner& learner() { return *learner_; }  // for agents/ and its tests
 
  private:

@@ -228,6 +228,11 @@ struct RlConfig {
   std::filesystem::path output_dir;
   std::optional<std::filesystem::path> init_checkpoint;  // the SFT checkpoint: policy and reference
   std::uint64_t seed = 0;                                // task order and episode seeds
+  // Sample update u + 1's batch while update u's is evaluated (train.overlap_generation): the batch
+  // then comes from the policy before update u, one update stale, and the algorithm must correct
+  // for that (Algorithm::corrects_stale_samples: PPO and GRPO, through the log-probabilities
+  // recorded at sampling); others are refused. See docs/training.md.
+  bool overlap_generation = false;
   StageHooks hooks;
   // Data parallel: tasks_per_update must divide by its size; each rank takes consecutive tasks.
   std::shared_ptr<ProcessGroup> group;

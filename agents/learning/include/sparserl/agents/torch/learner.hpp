@@ -102,6 +102,11 @@ struct Learner {
   CounterRng rng;
   AgentCounters counters;
   std::unique_ptr<Algorithm> algorithm;  // config.algorithm's, from the registry
+  // Set by the RL stage when a batch may have been sampled before the last update
+  // (train.overlap_generation): the algorithms that correct stale samples then take the old
+  // policy's log-probabilities from the completions (Completion::log_probs, the sampling policy's:
+  // masked and tempered as score() computes them) instead of re-scoring with the current weights.
+  bool old_log_probs_recorded = false;
   // The value head's learning rate as a multiple of the policy's, as make_optimizer() found it
   // (the algorithm's value_head_lr_scale): not 1, the value head is AdamW's third group.
   double value_head_lr_scale = 1.0;
@@ -180,6 +185,11 @@ torch::Tensor group_index(std::span<const Rollout> rollouts);
 SequenceBatch rollout_batch(Learner& learner, std::span<const Rollout> rollouts);
 // The rollouts' rewards [N], float32 on the learner's device.
 torch::Tensor rollout_rewards(const Learner& learner, std::span<const Rollout> rollouts);
+// The log-probabilities the sampling policy gave the rollouts' tokens (Completion::log_probs) as
+// [B, T] on the learner's device, T = batch.targets' width, 0 past each completion; throws when a
+// completion's log-probabilities do not match its tokens.
+torch::Tensor recorded_log_probs(const Learner& learner, std::span<const Rollout> rollouts,
+                                 const SequenceBatch& batch);
 // Contiguous minibatches of a permutation of 0..n-1 drawn from the learner's generator. During a
 // data-parallel update (learner.rows set) the permutation is of every rank's rows, as one process
 // would draw it, and each minibatch keeps this rank's rows of it (renumbered from 0; maybe none).
