@@ -23,6 +23,7 @@
 #include "gpu/cuda_errors.hpp"
 #include "sparserl/datasets/random.hpp"
 #include "sparserl/datasets/text.hpp"
+#include "sparserl/reward/timing_lane.hpp"
 
 namespace sparserl::reward::gpu {
 namespace {
@@ -210,10 +211,10 @@ void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType
 // "12.34": a median in us as baseline_paths spells it.
 std::string format_us(double us) { return datasets::fixed(us, 2); }
 
-// The device's timing lane: an exclusive lock (flock) on a file named after the GPU's PCI bus id,
-// opened once per worker (GpuSession) and held for the timed runs of an evaluation, so that the GPU
-// workers of every evaluator on this host overlap their untimed stages (loading, conversion,
-// checks) but never time two kernels at once. The kernel releases the lock when its holder dies.
+// The device's timing lane (sparserl/reward/timing_lane.hpp): an exclusive lock (flock) on a file
+// named after the GPU's PCI bus id, opened once per worker (GpuSession) and held for the timed runs
+// of an evaluation, so that the GPU workers of every evaluator on this host overlap their untimed
+// stages (loading, conversion, checks) but never time two kernels at once. The kernel releases the lock when its holder dies.
 // Without a lock file (it could not be opened: said once on stderr) the timing is unserialised.
 class TimingLane {
  public:
@@ -287,11 +288,7 @@ GpuSession::GpuSession(int device) : device_(device) {
     pci_bus_id_ = bus;
     lane = bus;
   }
-  for (char& c : lane) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '-';
-  }
-  const std::string lane_path =
-      (std::filesystem::temp_directory_path() / ("sparserl-timing-" + lane + ".lock")).string();
+  const std::string lane_path = timing_lane_path(lane).string();
   timing_lane_fd_ = ::open(lane_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (timing_lane_fd_ < 0) std::fprintf(stderr, "timing lane %s: %s\n", lane_path.c_str(), std::strerror(errno));
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <map>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "catch.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/learner.hpp"
+#include "sparserl/reward/timing_lane.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
@@ -272,6 +274,25 @@ TEST_CASE("overlap_generation samples each batch after the first with the policy
   CHECK(per_update[1].ends_with(":step=0"));
   CHECK(per_update[2].ends_with(":step=2"));
   CHECK(per_update[3].ends_with(":step=4"));
+}
+
+TEST_CASE("generate() holds the timing lane it is given while it samples, and lets it go",
+          "[agents][rl]") {
+  // What keeps the evaluator's timed runs off the GPU while overlap_generation samples on it: with
+  // the lane held elsewhere generate() waits; afterwards the lane is free again.
+  const auto path = sparserl::testing::scratch_dir("agents_timing_lane") / "lane.lock";
+  PolicyAgent agent(tiny_config(env::MaskMode::syntax, 48), tokenizer()->vocabulary_ptr());
+  agent.set_timing_lane(std::make_shared<reward::TimingLaneLock>(path));
+  reward::TimingLaneLock timer(path);  // an evaluator's GPU worker, timing
+  timer.lock();
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {synthetic_observation(3)};
+  auto sampled = std::async(std::launch::async,
+                            [&] { return agent.generate(prompts, 2, agent.config().sampling); });
+  CHECK(sampled.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+  timer.unlock();
+  CHECK(sampled.get().size() == 2);
+  CHECK(timer.try_lock());  // generate() let it go
+  timer.unlock();
 }
 
 TEST_CASE("overlap_generation is refused for an algorithm that does not correct stale samples",

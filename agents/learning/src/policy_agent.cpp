@@ -19,6 +19,7 @@
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
+#include "sparserl/reward/timing_lane.hpp"
 
 namespace sparserl::agents {
 
@@ -120,6 +121,10 @@ void PolicyAgent::export_model(const std::filesystem::path& folder,
   save_causal_lm(*model, folder, max_shard_bytes, learner_->config.model.path);
 }
 std::int64_t PolicyAgent::parameter_count() const { return learner_->policy->parameter_count(); }
+void PolicyAgent::set_timing_lane(std::shared_ptr<reward::TimingLaneLock> lane) {
+  timing_lane_ = std::move(lane);
+}
+
 void PolicyAgent::set_old_log_probs_recorded(bool recorded) {
   learner_->old_log_probs_recorded = recorded;
 }
@@ -321,10 +326,40 @@ std::vector<Completion> PolicyAgent::generate(
   for (std::int64_t r = 0; r < rows; ++r)
     action_masks.push_back(space.mask(l.config.mask, max_tokens));
 
+  // The GPU's timing lane, when the evaluator times on this GPU meanwhile: held while this
+  // function's kernels run (a step's kernels have finished when it is let go).
+  reward::TimingLaneLock* lane = timing_lane_.get();
+  bool lane_held = false;
+  const auto hold_lane = [&] {
+    if (lane == nullptr) return;
+    lane->lock();
+    lane_held = true;
+  };
+  const auto release_lane = [&] {
+    if (!lane_held) return;
+    lane_held = false;
+    struct Unlock {
+      reward::TimingLaneLock* lane;
+      ~Unlock() { lane->unlock(); }
+    } unlock{lane};
+    if (l.device.is_cuda()) torch::cuda::synchronize();
+  };
+  struct ReleaseAtExit {  // lets the lane go when generate() throws
+    const decltype(release_lane)& release;
+    ~ReleaseAtExit() {
+      try {
+        release();
+      } catch (...) {  // the exception already in flight is the one to report
+      }
+    }
+  } const release_at_exit{release_lane};
+
+  hold_lane();
   const PrefixBatch prefix = l.prefix_batch(matrices);
   const auto [start, start_valid] = l.prompt_batch(matrices);
   KvCache cache;
   PolicyOutput step = l.policy->prefill(prefix, start, start_valid, cache);
+  release_lane();
 
   std::vector<std::uint8_t> active(static_cast<std::size_t>(rows), 1);
   std::vector<std::uint8_t> mask_bytes(static_cast<std::size_t>(rows * vocab), 0);
@@ -338,6 +373,7 @@ std::vector<Completion> PolicyAgent::generate(
         std::fill(row.begin(), row.end(), 1);  // finished rows draw anything; the draw is discarded
       }
     }
+    hold_lane();
     const torch::Tensor mask = torch::from_blob(mask_bytes.data(), {rows, vocab}, torch::kUInt8)
                                    .to(torch::kBool)
                                    .to(l.device);
@@ -386,11 +422,15 @@ std::vector<Completion> PolicyAgent::generate(
         any = true;
       }
     }
-    if (!any || t + 1 == max_tokens) break;
+    if (!any || t + 1 == max_tokens) {
+      release_lane();
+      break;
+    }
     std::vector<std::uint8_t> still(active);
     const torch::Tensor active_t =
         torch::from_blob(still.data(), {rows}, torch::kUInt8).to(torch::kBool).to(l.device);
     step = l.policy->decode_step(torch::tensor(next, torch::kLong).to(l.device), active_t, cache);
+    release_lane();
   }
   if (window.total > 0 && !sampling.greedy) {
     // The generator ends where one process's would: after the longest rank's last step.

@@ -19,6 +19,8 @@
 #include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/knobs.hpp"
 #include "sparserl/env/episode_pipeline.hpp"
+#include "sparserl/env/evaluator_backend.hpp"
+#include "sparserl/reward/timing_lane.hpp"
 #include "sparserl/env/seeding.hpp"
 
 namespace sparserl::agents {
@@ -246,6 +248,25 @@ ObservationFn store_observer(std::shared_ptr<datasets::MatrixStore> store,
   };
 }
 
+namespace {
+
+// The timing lane of the GPU `agent` samples on, when the pipeline's evaluator times candidates on
+// that GPU (its GPU workers, this process's or another's on the host); null otherwise.
+std::shared_ptr<reward::TimingLaneLock> sampling_lane(const PolicyAgent& agent,
+                                                      const env::EpisodePipeline& pipeline) {
+  const std::string device = agent.device();  // "cpu", "cuda:0"
+  if (!device.starts_with("cuda")) return nullptr;
+  const auto backend = std::dynamic_pointer_cast<env::EvaluatorBackend>(pipeline.backend());
+  if (!backend || !backend->gpu_available()) return nullptr;
+  const reward::GpuInfo info = backend->evaluator().gpu_info();
+  const std::size_t index = device.size() > 5 ? std::stoul(device.substr(5)) : 0;
+  if (index >= info.devices.size() || info.devices[index].pci_bus_id.empty()) return nullptr;
+  return std::make_shared<reward::TimingLaneLock>(
+      reward::timing_lane_path(info.devices[index].pci_bus_id));
+}
+
+}  // namespace
+
 StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
                    const StatisticsCallback& on_statistics, const EpisodeCallback& on_episode) {
   if (config.output_dir.empty()) throw std::invalid_argument("rl: output_dir is required");
@@ -343,6 +364,9 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
   // from the policy before update u - 1. A resumed run samples its first batch afresh.
   std::optional<Batch> ahead;
   agent->set_old_log_probs_recorded(config.overlap_generation);
+  // Sampling then runs while the evaluator may time candidates on the same GPU: it takes the
+  // GPU's timing lane while its kernels run, so timed kernels never share the GPU with it.
+  if (config.overlap_generation) agent->set_timing_lane(sampling_lane(*agent, pipeline));
   const auto update_step = [&](std::int64_t update) {
     const auto step_start = std::chrono::steady_clock::now();
     Batch batch;

@@ -46,6 +46,10 @@
 #include "sparserl/env/observation.hpp"
 #include "sparserl/env/vocabulary.hpp"
 
+namespace sparserl::reward {
+class TimingLaneLock;  // reward/timing_lane.hpp
+}
+
 namespace sparserl::agents {
 
 struct Learner;      // torch/learner.hpp
@@ -179,12 +183,18 @@ class PolicyAgent final : public env::Agent {
   // Learner::old_log_probs_recorded: batches may predate the last update (the RL stage's
   // train.overlap_generation).
   void set_old_log_probs_recorded(bool recorded);
+  // The timing lane of the GPU this agent samples on, when the evaluator times candidates there
+  // while generate() runs (train.overlap_generation): generate() then holds it while its kernels
+  // run - the prefill, and each step from the mask's upload to the next decode step's end - and
+  // lets it go while it fills the next step's masks on the CPU. Null: no lane (the default).
+  void set_timing_lane(std::shared_ptr<reward::TimingLaneLock> lane);
 
   [[nodiscard]] Learner& learner() { return *learner_; }  // for agents/ and its tests
 
  private:
   explicit PolicyAgent(std::unique_ptr<Learner> learner);
   std::unique_ptr<Learner> learner_;
+  std::shared_ptr<reward::TimingLaneLock> timing_lane_;
 };
 
 }  // namespace sparserl::agents
