@@ -319,14 +319,8 @@ TEST_CASE("the log-probabilities recorded at sampling are the ones the learner s
   PolicyAgent agent(c, tokenizer()->vocabulary_ptr());
   std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {synthetic_observation(1),
                                                                          synthetic_observation(2)};
-  const std::vector<Completion> completions = agent.generate(prompts, 3, agent.config().sampling);
-  std::vector<Rollout> rollouts;
-  for (std::size_t i = 0; i < completions.size(); ++i) {
-    Rollout& r = rollouts.emplace_back();
-    r.matrix = prompts[i / 3];
-    r.group = static_cast<int>(i / 3);
-    r.completion = completions[i];
-  }
+  std::vector<Rollout> rollouts =
+      sampled_rollouts(agent, prompts, 3, [](std::size_t, const Completion&) { return 0.0; });
   Learner& learner = agent.learner();
   torch::NoGradGuard no_grad;
   learner.policy->eval();

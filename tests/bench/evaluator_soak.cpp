@@ -27,6 +27,7 @@
 
 #include "adversarial_programs.hpp"
 #include "sparserl/reward/evaluator.hpp"
+#include "sparserl/reward/gpu_memory.hpp"
 
 namespace rw = sparserl::reward;
 namespace ds = sparserl::datasets;
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
   const std::string me = std::to_string(getpid());
   const int fds_before = descriptors(me);
   const std::size_t children_before = children().size();
-  const long memory_before = sparserl::testing::gpu_memory_used_mib();
+  const long memory_before = sparserl::reward::gpu_memory_used_mib();
   int wrong = 0, hangs = 0, max_worker_fds = 0, worker_fds_at_1000 = -1;
   long memory_at_1000 = -1, memory_at_end = -1;
   std::map<std::string, int> verdicts;
@@ -177,7 +178,7 @@ int main(int argc, char** argv) {
       if ((i + 1) % 1000 == 0) {
         for (const std::string& pid : children()) max_worker_fds = std::max(max_worker_fds, descriptors(pid));
         if (i + 1 == 1000) {
-          memory_at_1000 = sparserl::testing::gpu_memory_used_mib();
+          memory_at_1000 = sparserl::reward::gpu_memory_used_mib();
           worker_fds_at_1000 = max_worker_fds;
         }
       }
@@ -186,12 +187,12 @@ int main(int argc, char** argv) {
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
     }
-    memory_at_end = sparserl::testing::gpu_memory_used_mib();
+    memory_at_end = sparserl::reward::gpu_memory_used_mib();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int fds_after = descriptors(me);
   const std::size_t children_after = children().size();
-  const long memory_after = sparserl::testing::gpu_memory_used_mib();
+  const long memory_after = sparserl::reward::gpu_memory_used_mib();
 
   std::printf("\n| program -> verdict | evaluations |\n|---|---|\n");
   for (const auto& [key, n] : verdicts) std::printf("| %s | %d |\n", key.c_str(), n);

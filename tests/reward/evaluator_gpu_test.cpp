@@ -22,6 +22,7 @@
 #include "child_processes.hpp"
 #include "sparserl/datasets/suitesparse_index.hpp"
 #include "sparserl/reward/evaluator.hpp"
+#include "sparserl/reward/gpu_memory.hpp"
 #include "test_support.hpp"
 
 namespace rw = sparserl::reward;
@@ -483,9 +484,9 @@ TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU mem
         UNSCOPED_INFO("evaluation " << i << " " << kinds[which].name << " on " << uri << ": "
                                     << describe(r));
       }
-      if (i == 99) memory_at_100 = sparserl::testing::gpu_memory_used_mib();
+      if (i == 99) memory_at_100 = sparserl::reward::gpu_memory_used_mib();
     }
-    memory_at_end = sparserl::testing::gpu_memory_used_mib();
+    memory_at_end = sparserl::reward::gpu_memory_used_mib();
     CHECK(wrong_verdicts == 0);
     const auto stats = ev.stats();
     CHECK(stats.evaluations >= 1000);

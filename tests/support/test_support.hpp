@@ -45,8 +45,4 @@ CommandResult run_shell(const std::string& command);
 std::string shell_quote(const std::string& s);
 std::string quoted(const std::filesystem::path& p);
 
-// GPU memory in use (MiB) of the first device this process sees (CUDA_VISIBLE_DEVICES), as
-// nvidia-smi reports it, or -1 where it cannot be read.
-long gpu_memory_used_mib();
-
 }  // namespace sparserl::testing

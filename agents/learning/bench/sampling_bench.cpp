@@ -42,6 +42,7 @@
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/env/observation.hpp"
 #include "sparserl/env/vocabulary.hpp"
+#include "sparserl/reward/gpu_memory.hpp"
 
 namespace {
 
@@ -83,26 +84,6 @@ void declare(CLI::App& app, Options& o) {
   app.add_flag("--checkpointing", o.checkpointing, "--train-step: gradient checkpointing");
 }
 
-// The GPU memory in use on this process's GPU, MiB (nvidia-smi, which numbers devices without
-// regard to CUDA_VISIBLE_DEVICES: its first entry is asked for), or -1 when it cannot be read.
-long gpu_memory_used_mib() {
-  std::string device = "0";
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr && *visible) {
-    device = std::string(visible).substr(0, std::string(visible).find(','));
-  }
-  for (char c : device) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-') return -1;
-  }
-  const std::string command = "nvidia-smi --id=" + device +
-                              " --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null";
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return -1;
-  long mib = -1;
-  if (std::fscanf(p, "%ld", &mib) != 1) mib = -1;
-  pclose(p);
-  return mib;
-}
-
 // decode for a Llama / Qwen2 decoder: prefill of the soft prompt and one token, then --tokens
 // steps with every row active, sampling from the unmasked logits.
 int bench_hf(const Options& o) {
@@ -124,7 +105,7 @@ int bench_hf(const Options& o) {
   if (o.train_step && cuda) {  // the CUDA context first, so that it is not counted
     (void)torch::zeros({1}, torch::TensorOptions().device(options.device)).sum().item<float>();
     torch::cuda::synchronize();
-    memory_before = gpu_memory_used_mib();
+    memory_before = sparserl::reward::gpu_memory_used_mib();
   }
   ag::CausalLmPolicy policy{nullptr};
   if (weights) {
@@ -183,7 +164,7 @@ int bench_hf(const Options& o) {
     }
     if (cuda) {
       torch::cuda::synchronize();
-      const long memory_after = gpu_memory_used_mib();
+      const long memory_after = sparserl::reward::gpu_memory_used_mib();
       if (memory_before >= 0 && memory_after >= 0) {
         std::printf("GPU memory held after the steps: %ld MiB (%ld before the model, %ld after)\n",
                     memory_after - memory_before, memory_before, memory_after);
