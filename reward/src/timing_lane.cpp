@@ -1,15 +1,15 @@
 // A GPU's timing lane (timing_lane.hpp): its file's name, and a lock on it.
 #include "sparserl/reward/timing_lane.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <string>
-
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 namespace sparserl::reward {
 

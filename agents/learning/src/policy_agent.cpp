@@ -289,6 +289,45 @@ env::ActionBatch PolicyAgent::act(std::span<const env::Observation> observations
   return actions;
 }
 
+namespace {
+
+// generate()'s turns on the GPU's timing lane (PolicyAgent::set_timing_lane; none: no-ops): held
+// from hold() to release(), which first waits for the kernels launched meanwhile; let go at the end
+// (an exception included) if still held.
+class LaneTurns {
+ public:
+  LaneTurns(reward::TimingLaneLock* lane, bool cuda) : lane_(lane), cuda_(cuda) {}
+  LaneTurns(const LaneTurns&) = delete;
+  LaneTurns& operator=(const LaneTurns&) = delete;
+  ~LaneTurns() {
+    try {
+      release();
+    } catch (...) {  // an exception already in flight is the one to report
+    }
+  }
+  void hold() {
+    if (lane_ == nullptr) return;
+    lane_->lock();
+    held_ = true;
+  }
+  void release() {
+    if (!held_) return;
+    held_ = false;
+    struct Unlock {
+      reward::TimingLaneLock* lane;
+      ~Unlock() { lane->unlock(); }
+    } unlock{lane_};
+    if (cuda_) torch::cuda::synchronize();
+  }
+
+ private:
+  reward::TimingLaneLock* lane_;
+  bool cuda_;
+  bool held_ = false;
+};
+
+}  // namespace
+
 std::vector<Completion> PolicyAgent::generate(
     std::span<const std::shared_ptr<const env::MatrixObservation>> prompts, int samples,
     const SamplingConfig& sampling, RowWindow window) {
@@ -328,38 +367,13 @@ std::vector<Completion> PolicyAgent::generate(
 
   // The GPU's timing lane, when the evaluator times on this GPU meanwhile: held while this
   // function's kernels run (a step's kernels have finished when it is let go).
-  reward::TimingLaneLock* lane = timing_lane_.get();
-  bool lane_held = false;
-  const auto hold_lane = [&] {
-    if (lane == nullptr) return;
-    lane->lock();
-    lane_held = true;
-  };
-  const auto release_lane = [&] {
-    if (!lane_held) return;
-    lane_held = false;
-    struct Unlock {
-      reward::TimingLaneLock* lane;
-      ~Unlock() { lane->unlock(); }
-    } unlock{lane};
-    if (l.device.is_cuda()) torch::cuda::synchronize();
-  };
-  struct ReleaseAtExit {  // lets the lane go when generate() throws
-    const decltype(release_lane)& release;
-    ~ReleaseAtExit() {
-      try {
-        release();
-      } catch (...) {  // the exception already in flight is the one to report
-      }
-    }
-  } const release_at_exit{release_lane};
-
-  hold_lane();
+  LaneTurns lane(timing_lane_.get(), l.device.is_cuda());
+  lane.hold();
   const PrefixBatch prefix = l.prefix_batch(matrices);
   const auto [start, start_valid] = l.prompt_batch(matrices);
   KvCache cache;
   PolicyOutput step = l.policy->prefill(prefix, start, start_valid, cache);
-  release_lane();
+  lane.release();
 
   std::vector<std::uint8_t> active(static_cast<std::size_t>(rows), 1);
   std::vector<std::uint8_t> mask_bytes(static_cast<std::size_t>(rows * vocab), 0);
@@ -373,7 +387,7 @@ std::vector<Completion> PolicyAgent::generate(
         std::fill(row.begin(), row.end(), 1);  // finished rows draw anything; the draw is discarded
       }
     }
-    hold_lane();
+    lane.hold();
     const torch::Tensor mask = torch::from_blob(mask_bytes.data(), {rows, vocab}, torch::kUInt8)
                                    .to(torch::kBool)
                                    .to(l.device);
@@ -423,14 +437,14 @@ std::vector<Completion> PolicyAgent::generate(
       }
     }
     if (!any || t + 1 == max_tokens) {
-      release_lane();
+      lane.release();
       break;
     }
     std::vector<std::uint8_t> still(active);
     const torch::Tensor active_t =
         torch::from_blob(still.data(), {rows}, torch::kUInt8).to(torch::kBool).to(l.device);
     step = l.policy->decode_step(torch::tensor(next, torch::kLong).to(l.device), active_t, cache);
-    release_lane();
+    lane.release();
   }
   if (window.total > 0 && !sampling.greedy) {
     // The generator ends where one process's would: after the longest rank's last step.

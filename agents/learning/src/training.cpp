@@ -9,8 +9,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <future>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -20,8 +20,8 @@
 #include "sparserl/datasets/knobs.hpp"
 #include "sparserl/env/episode_pipeline.hpp"
 #include "sparserl/env/evaluator_backend.hpp"
-#include "sparserl/reward/timing_lane.hpp"
 #include "sparserl/env/seeding.hpp"
+#include "sparserl/reward/timing_lane.hpp"
 
 namespace sparserl::agents {
 
@@ -265,6 +265,33 @@ std::shared_ptr<reward::TimingLaneLock> sampling_lane(const PolicyAgent& agent,
       reward::timing_lane_path(info.devices[index].pci_bus_id));
 }
 
+// train.overlap_generation samples with the policy of one update before: refused for an
+// algorithm that does not correct for that, naming those that do.
+void check_overlap(const std::string& algorithm) {
+  if (const Algorithm* a = AlgorithmRegistry::find(algorithm);
+      a != nullptr && a->corrects_stale_samples()) {
+    return;
+  }
+  std::vector<std::string> correcting;
+  for (const std::string& name : AlgorithmRegistry::rollout_learners()) {
+    if (AlgorithmRegistry::find(name)->corrects_stale_samples()) correcting.push_back(name);
+  }
+  throw std::invalid_argument(
+      "rl: train.overlap_generation samples each batch with the policy of one update before, "
+      "which agent.algorithm = " +
+      algorithm + " does not correct for: expected one of " +
+      datasets::knob_text::one_of(correcting) + ", or overlap_generation = false");
+}
+
+// One update's batch: its prompts, and its completions once sampled (by the policy `policy`).
+struct Batch {
+  std::int64_t update = -1;
+  std::vector<env::Prompt> prompts;
+  std::vector<Completion> completions;
+  std::string policy;
+  double start_seconds = 0, generation_seconds = 0, generated = 0;
+};
+
 }  // namespace
 
 StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
@@ -280,18 +307,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     throw std::invalid_argument(
         "rl: updates, tasks_per_update and samples_per_task must be positive");
   }
-  if (const Algorithm* algorithm = AlgorithmRegistry::find(config.agent.algorithm);
-      config.overlap_generation && (algorithm == nullptr || !algorithm->corrects_stale_samples())) {
-    std::vector<std::string> correcting;
-    for (const std::string& name : AlgorithmRegistry::rollout_learners()) {
-      if (AlgorithmRegistry::find(name)->corrects_stale_samples()) correcting.push_back(name);
-    }
-    throw std::invalid_argument(
-        "rl: train.overlap_generation samples each batch with the policy of one update before, "
-        "which agent.algorithm = " + config.agent.algorithm +
-        " does not correct for: expected one of " + datasets::knob_text::one_of(correcting) +
-        ", or overlap_generation = false");
-  }
+  if (config.overlap_generation) check_overlap(config.agent.algorithm);
   const int ranks = distributed(config.group) ? config.group->size() : 1;
   require_divisible("rl: tasks_per_update", config.tasks_per_update, ranks);
   if (ranks > 1 &&
@@ -322,14 +338,6 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
       ranks > 1 ? RowWindow{static_cast<std::int64_t>(mine.begin) * config.samples_per_task,
                             config.tasks_per_update * config.samples_per_task}
                 : RowWindow{};
-  // One update's batch: its prompts, and its completions once sampled (by the policy `policy`).
-  struct Batch {
-    std::int64_t update = -1;
-    std::vector<env::Prompt> prompts;
-    std::vector<Completion> completions;
-    std::string policy;
-    double start_seconds = 0, generation_seconds = 0, generated = 0;
-  };
   // Every rank draws every task of the update (the stream stays the same on all) and starts its
   // own; episode indices and seeds are those of one process.
   const auto start_batch = [&](std::int64_t update) {
