@@ -194,6 +194,7 @@ TEST_CASE("every config in experiments/configs is accepted", "[experiments][conf
                                           "bench-v2-large.toml",
                                           "bench-v2-small.toml",
                                           "grpo.toml",
+                                          "hf-grpo-pilot.toml",
                                           "hf-grpo.toml",
                                           "ppo.toml",
                                           "quickstart.toml",
