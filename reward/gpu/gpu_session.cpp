@@ -3,8 +3,6 @@
 #include "gpu/gpu_session.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,14 +14,9 @@
 #include <sstream>
 #include <thread>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include "gpu/cuda_errors.hpp"
 #include "sparserl/datasets/random.hpp"
 #include "sparserl/datasets/text.hpp"
-#include "sparserl/reward/timing_lane.hpp"
 
 namespace sparserl::reward::gpu {
 namespace {
@@ -211,28 +204,6 @@ void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType
 // "12.34": a median in us as baseline_paths spells it.
 std::string format_us(double us) { return datasets::fixed(us, 2); }
 
-// The device's timing lane (sparserl/reward/timing_lane.hpp): an exclusive lock (flock) on a file
-// named after the GPU's PCI bus id, opened once per worker (GpuSession) and held for the timed runs
-// of an evaluation, so that the GPU workers of every evaluator on this host overlap their untimed
-// stages (loading, conversion, checks) but never time two kernels at once. The kernel releases the lock when its holder dies.
-// Without a lock file (it could not be opened: said once on stderr) the timing is unserialised.
-class TimingLane {
- public:
-  explicit TimingLane(int fd) : fd_(fd) {
-    if (fd_ < 0) return;
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-    }
-  }
-  ~TimingLane() {
-    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
-  }
-  TimingLane(const TimingLane&) = delete;
-  TimingLane& operator=(const TimingLane&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 // One repetition of the timed stage: the candidate's or cuSPARSE's, on checked input `input`;
 // warm-ups are not timed.
 struct TimedRun {
@@ -288,16 +259,17 @@ GpuSession::GpuSession(int device) : device_(device) {
     pci_bus_id_ = bus;
     lane = bus;
   }
-  const std::string lane_path = timing_lane_path(lane).string();
-  timing_lane_fd_ = ::open(lane_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (timing_lane_fd_ < 0) std::fprintf(stderr, "timing lane %s: %s\n", lane_path.c_str(), std::strerror(errno));
+  try {
+    timing_lane_ = std::make_unique<TimingLaneLock>(timing_lane_path(lane));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+  }
 }
 
 GpuSession::~GpuSession() {
   baselines_.clear();
   prepared_.clear();
   activity_.reset();
-  if (timing_lane_fd_ >= 0) ::close(timing_lane_fd_);
   if (flush_buffer_ != nullptr) cudaFree(flush_buffer_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -734,7 +706,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   Baseline& base = baseline(request, prepared);
   CusparseBaseline& cusparse = *base.cusparse;
   phase("baseline_setup");
-  const TimingLane lane(timing_lane_fd_);
+  const TimingLaneTurn lane(timing_lane_.get());
   phase("lane_wait");
   auto flush = [&](cudaStream_t s) {
     if (request.protocol.flush_l2) {

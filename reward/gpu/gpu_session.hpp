@@ -35,6 +35,7 @@
 #include "sparserl/reward/eval_result.hpp"
 #include "sparserl/reward/kernel_arrays.hpp"
 #include "sparserl/reward/protocol.hpp"
+#include "sparserl/reward/timing_lane.hpp"
 
 namespace sparserl::reward::gpu {
 
@@ -120,7 +121,11 @@ class GpuSession {
 
   std::string store_key_;
   std::unique_ptr<datasets::MatrixStore> store_;
-  int timing_lane_fd_ = -1;  // TimingLane's lock file for this device (-1: none)
+  // The device's timing lane (sparserl/reward/timing_lane.hpp), opened once and held for the timed
+  // runs of an evaluation, so that the GPU workers of every evaluator on this host overlap their
+  // untimed stages (loading, conversion, checks) but never time two kernels at once. Null when its
+  // file could not be opened (said once on stderr): the timing is then unserialised.
+  std::unique_ptr<TimingLaneLock> timing_lane_;
   std::size_t resident_budget_bytes_ = 0;  // per cache: kResidentFraction of the device's memory
   ResidentCache<Prepared> prepared_;
   ResidentCache<Baseline> baselines_;

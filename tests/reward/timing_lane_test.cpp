@@ -47,3 +47,16 @@ TEST_CASE("a timing lane has one holder at a time", "[reward][timing_lane]") {
   CHECK_THROWS_WITH(TimingLaneLock(path / "no" / "such"),
                     sparserl::testing::has_substring("timing lane "));
 }
+
+TEST_CASE("a lane turn holds the lane for its scope", "[reward][timing_lane]") {
+  const auto path = sparserl::testing::scratch_dir("timing_lane_turn") / "lane.lock";
+  TimingLaneLock worker(path);
+  TimingLaneLock other(path);
+  {
+    const TimingLaneTurn turn(&worker);
+    CHECK_FALSE(other.try_lock());
+  }
+  CHECK(other.try_lock());  // let go at the end of the scope
+  other.unlock();
+  const TimingLaneTurn none(nullptr);  // no lane: nothing held, nothing to fail
+}

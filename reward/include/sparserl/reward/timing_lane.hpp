@@ -35,4 +35,20 @@ class TimingLaneLock {
   bool held_ = false;
 };
 
+// Holds a lane for a scope (a null lane: nothing is held).
+class TimingLaneTurn {
+ public:
+  explicit TimingLaneTurn(TimingLaneLock* lane) : lane_(lane) {
+    if (lane_ != nullptr) lane_->lock();
+  }
+  ~TimingLaneTurn() {
+    if (lane_ != nullptr) lane_->unlock();
+  }
+  TimingLaneTurn(const TimingLaneTurn&) = delete;
+  TimingLaneTurn& operator=(const TimingLaneTurn&) = delete;
+
+ private:
+  TimingLaneLock* lane_;
+};
+
 }  // namespace sparserl::reward
