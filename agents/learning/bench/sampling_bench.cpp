@@ -26,7 +26,6 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -84,11 +83,73 @@ void declare(CLI::App& app, Options& o) {
   app.add_flag("--checkpointing", o.checkpointing, "--train-step: gradient checkpointing");
 }
 
+namespace ag = sparserl::agents;
+
+// B soft prompts of K = 128 random nonzeros of width 64 and random features.
+ag::PrefixBatch random_prefix(int batch, const ag::CausalLmOptions& options) {
+  const auto on = torch::TensorOptions().device(options.device);
+  return ag::PrefixBatch{
+      torch::randn({batch, 128, 64}, on), torch::ones({batch, 128}, on.dtype(torch::kBool)),
+      torch::rand({batch, options.feature_dim}, on), torch::ones({batch}, on.dtype(torch::kBool))};
+}
+
+// --train-step: the timed training steps and the GPU memory held after them (`memory_before`:
+// nvidia-smi's figure before the model was loaded, -1 when unread).
+void train_steps(const Options& o, ag::CausalLmPolicy& policy, const ag::CausalLmOptions& options,
+                 long memory_before) {
+  const auto on = torch::TensorOptions().device(options.device);
+  policy->train();
+  std::vector<torch::Tensor> trainable;
+  std::int64_t trainable_count = 0;
+  for (const torch::Tensor& p : policy->parameters()) {
+    if (!p.requires_grad()) continue;
+    trainable.push_back(p);
+    trainable_count += p.numel();
+  }
+  torch::optim::AdamW optimizer(trainable, torch::optim::AdamWOptions(1e-5));
+  const std::int64_t vocab = policy->output_size();
+  std::printf(
+      "train step: %s, %lld trainable parameters, gradient checkpointing %s\n",
+      o.lora_rank > 0 ? ("LoRA rank " + std::to_string(o.lora_rank)).c_str() : "full fine-tuning",
+      static_cast<long long>(trainable_count), o.checkpointing ? "on" : "off");
+  for (int r = 0; r < o.repeat + 1; ++r) {  // the first step warms up
+    const auto start = std::chrono::steady_clock::now();
+    const torch::Tensor tokens = torch::randint(vocab, {o.batch, o.tokens}, on.dtype(torch::kLong));
+    const torch::Tensor valid = torch::ones({o.batch, o.tokens}, on.dtype(torch::kBool));
+    const ag::PolicyOutput out = policy->forward(random_prefix(o.batch, options), tokens, valid);
+    const torch::Tensor logits = out.logits.slice(1, 0, o.tokens - 1).reshape({-1, vocab});
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(
+        logits.to(torch::kFloat), tokens.slice(1, 1).reshape({-1}));
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+    (void)loss.item<float>();  // waits for the step
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r > 0) {
+      std::printf("train    step %d: %.3f s, %.0f tokens/s, loss %.3f\n", r, seconds,
+                  double(o.batch) * o.tokens / seconds, loss.item<float>());
+    }
+  }
+  if (options.device.is_cuda()) {
+    torch::cuda::synchronize();
+    const long memory_after = sparserl::reward::gpu_memory_used_mib();
+    if (memory_before >= 0 && memory_after >= 0) {
+      std::printf("GPU memory held after the steps: %ld MiB (%ld before the model, %ld after)\n",
+                  memory_after - memory_before, memory_before, memory_after);
+    } else {
+      std::printf("GPU memory: nvidia-smi could not be read\n");
+    }
+  } else {
+    std::printf("GPU memory: n/a (device %s)\n", o.device.c_str());
+  }
+}
+
 // decode for a Llama / Qwen2 decoder: prefill of the soft prompt and one token, then --tokens
-// steps with every row active, sampling from the unmasked logits.
+// steps with every row active, sampling from the unmasked logits; or, with --train-step,
+// train_steps().
 int bench_hf(const Options& o) {
   namespace fs = std::filesystem;
-  namespace ag = sparserl::agents;
   ag::CausalLmOptions options;
   options.device = torch::Device(o.device);
   options.dtype = o.dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
@@ -100,9 +161,9 @@ int bench_hf(const Options& o) {
                                  fs::exists(folder / "model.safetensors.index.json"));
   options.lora_rank = o.train_step ? o.lora_rank : 0;
   options.gradient_checkpointing = o.train_step && o.checkpointing;
-  const bool cuda = options.device.is_cuda();
   long memory_before = -1;
-  if (o.train_step && cuda) {  // the CUDA context first, so that it is not counted
+  if (o.train_step && options.device.is_cuda()) {
+    // The CUDA context first, so that it is not counted.
     (void)torch::zeros({1}, torch::TensorOptions().device(options.device)).sum().item<float>();
     torch::cuda::synchronize();
     memory_before = sparserl::reward::gpu_memory_used_mib();
@@ -122,58 +183,8 @@ int bench_hf(const Options& o) {
       ag::attention_backend(), o.batch, o.tokens, torch::get_num_threads());
   if (o.repeat == 0) return 0;
   const auto on = torch::TensorOptions().device(options.device);
-  auto random_prefix = [&] {
-    return ag::PrefixBatch{torch::randn({o.batch, 128, 64}, on),
-                           torch::ones({o.batch, 128}, on.dtype(torch::kBool)),
-                           torch::rand({o.batch, options.feature_dim}, on),
-                           torch::ones({o.batch}, on.dtype(torch::kBool))};
-  };
   if (o.train_step) {
-    policy->train();
-    std::vector<torch::Tensor> trainable;
-    std::int64_t trainable_count = 0;
-    for (const torch::Tensor& p : policy->parameters()) {
-      if (!p.requires_grad()) continue;
-      trainable.push_back(p);
-      trainable_count += p.numel();
-    }
-    torch::optim::AdamW optimizer(trainable, torch::optim::AdamWOptions(1e-5));
-    const std::int64_t vocab = policy->output_size();
-    std::printf("train step: %s, %lld trainable parameters, gradient checkpointing %s\n",
-                o.lora_rank > 0 ? ("LoRA rank " + std::to_string(o.lora_rank)).c_str()
-                                : "full fine-tuning",
-                static_cast<long long>(trainable_count), o.checkpointing ? "on" : "off");
-    for (int r = 0; r < o.repeat + 1; ++r) {  // the first step warms up
-      const auto start = std::chrono::steady_clock::now();
-      const torch::Tensor tokens = torch::randint(vocab, {o.batch, o.tokens}, on.dtype(torch::kLong));
-      const torch::Tensor valid = torch::ones({o.batch, o.tokens}, on.dtype(torch::kBool));
-      const ag::PolicyOutput out = policy->forward(random_prefix(), tokens, valid);
-      const torch::Tensor logits = out.logits.slice(1, 0, o.tokens - 1).reshape({-1, vocab});
-      const torch::Tensor loss = torch::nn::functional::cross_entropy(
-          logits.to(torch::kFloat), tokens.slice(1, 1).reshape({-1}));
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
-      (void)loss.item<float>();  // waits for the step
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (r > 0) {
-        std::printf("train    step %d: %.3f s, %.0f tokens/s, loss %.3f\n", r, seconds,
-                    double(o.batch) * o.tokens / seconds, loss.item<float>());
-      }
-    }
-    if (cuda) {
-      torch::cuda::synchronize();
-      const long memory_after = sparserl::reward::gpu_memory_used_mib();
-      if (memory_before >= 0 && memory_after >= 0) {
-        std::printf("GPU memory held after the steps: %ld MiB (%ld before the model, %ld after)\n",
-                    memory_after - memory_before, memory_before, memory_after);
-      } else {
-        std::printf("GPU memory: nvidia-smi could not be read\n");
-      }
-    } else {
-      std::printf("GPU memory: n/a (device %s)\n", o.device.c_str());
-    }
+    train_steps(o, policy, options, memory_before);
     return 0;
   }
   policy->eval();
@@ -181,7 +192,7 @@ int bench_hf(const Options& o) {
   ag::CounterRng rng{1, 0};
   for (int r = 0; r < o.repeat + 1; ++r) {  // the first run warms up
     const auto start = std::chrono::steady_clock::now();
-    const ag::PrefixBatch prefix = random_prefix();
+    const ag::PrefixBatch prefix = random_prefix(o.batch, options);
     const torch::Tensor active = torch::ones({o.batch}, on.dtype(torch::kBool));
     ag::KvCache cache;
     auto out = policy->prefill(prefix, torch::zeros({o.batch, 1}, on.dtype(torch::kLong)),

@@ -6,7 +6,9 @@
 //   r = pi / pi_old, aggregated over the batch by token mean, sequence mean of token means, or
 //   sequence mean of token sums.
 // With one epoch and one minibatch pi_old is pi itself (detached), so r = 1 and the clip never
-// acts, as in TRL's default num_iterations = 1; more epochs make the ratio and the clip matter.
+// acts, as in TRL's default num_iterations = 1; more epochs make the ratio and the clip matter, and
+// so do samples drawn before the last update (Learner::old_log_probs_recorded): pi_old is then the
+// sampling policy, its log-probabilities those recorded at sampling.
 // Dynamic sampling (DAPO) is the filter form: groups whose rewards are all equal leave the batch
 // before anything is scored, and none is sampled again to refill it.
 // Its knobs (GrpoConfig, config.hpp) are declared here: [agent.grpo] in a config, "grpo.KEY" in a

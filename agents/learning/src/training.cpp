@@ -285,7 +285,6 @@ void check_overlap(const std::string& algorithm) {
 
 // One update's batch: its prompts, and its completions once sampled (by the policy `policy`).
 struct Batch {
-  std::int64_t update = -1;
   std::vector<env::Prompt> prompts;
   std::vector<Completion> completions;
   std::string policy;
@@ -343,7 +342,6 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
   const auto start_batch = [&](std::int64_t update) {
     const auto started = std::chrono::steady_clock::now();
     Batch batch;
-    batch.update = update;
     std::vector<env::EpisodeStart> starts;
     for (std::size_t i = 0; i < tasks_per_update; ++i) {
       datasets::Task task = tasks.next();
@@ -368,8 +366,9 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     batch.generation_seconds = seconds_since(generation_start);
     batch.generated = static_cast<double>(agent->counters().generated_tokens - tokens_before);
   };
-  // With overlap_generation, the batch sampled during the last update's evaluation: update u's,
-  // from the policy before update u - 1. A resumed run samples its first batch afresh.
+  // With overlap_generation, the batch sampled during the last update's evaluation: this update's,
+  // from the policy before the last update. A run's first batch (a resumed run's too) is sampled in
+  // its step.
   std::optional<Batch> ahead;
   agent->set_old_log_probs_recorded(config.overlap_generation);
   // Sampling then runs while the evaluator may time candidates on the same GPU: it takes the
@@ -378,13 +377,13 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
   const auto update_step = [&](std::int64_t update) {
     const auto step_start = std::chrono::steady_clock::now();
     Batch batch;
-    if (ahead && ahead->update == update) {
+    if (ahead) {
       batch = std::move(*ahead);
+      ahead.reset();
     } else {
       batch = start_batch(update);
       sample(batch);
     }
-    ahead.reset();
     const double start_seconds = batch.start_seconds;
     double generation_seconds = batch.generation_seconds;
     double generated = batch.generated;
