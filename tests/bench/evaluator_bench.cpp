@@ -167,10 +167,8 @@ struct TimedPass {
   std::map<std::string, int> by_device;  // evaluations per GPU (EvalResult::device_pci_bus_id)
 };
 
-int g_seeds = 2;  // fresh seeds per matrix and program in a timed pass (--seeds)
-
 TimedPass timed_pass(rw::Evaluator& ev, const std::vector<std::string>& uris,
-                     const std::vector<std::string>& pool_programs) {
+                     const std::vector<std::string>& pool_programs, int seeds) {
   std::uint64_t seed = 1;
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<std::future<rw::EvalResult>> warm;
@@ -182,7 +180,7 @@ TimedPass timed_pass(rw::Evaluator& ev, const std::vector<std::string>& uris,
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::future<rw::EvalResult>> pending;
   for (const std::string& uri : uris) {
-    for (int s = 0; s < g_seeds; ++s) {
+    for (int s = 0; s < seeds; ++s) {
       for (const std::string& program : pool_programs) pending.push_back(ev.submit(spmv_task(uri), program, with_seed(ev, ++seed)));
     }
   }
@@ -205,15 +203,17 @@ std::vector<std::pair<std::string, std::vector<std::string>>> workloads(const fs
 }
 
 // Full evaluations per second on warm tasks (section 1).
-void throughput_section(const fs::path& shared, int reps, bool quick, const std::vector<std::string>& pool_programs) {
+void throughput_section(const fs::path& shared, int reps, bool quick, const std::vector<std::string>& pool_programs,
+                        int seeds) {
   std::printf("## Full evaluations per second, warm tasks\n\nCompile cache, calibrations, baselines and "
-              "resident formats warmed by two passes; then every matrix gets 8 new evaluations (4 formats x 2 "
+              "resident formats warmed by two passes; then every matrix gets %d new evaluations (4 formats x %d "
               "fresh seeds: no result cache), all submitted at once.\n\n"
-              "| matrices | GPU workers | evaluations | seconds | evaluations/s |\n|---|---|---|---|---|\n");
+              "| matrices | GPU workers | evaluations | seconds | evaluations/s |\n|---|---|---|---|---|\n",
+              4 * seeds, seeds);
   for (const auto& [name, uris] : workloads(shared, quick)) {
     for (int workers : {1, 2, 4}) {
       rw::Evaluator ev(config(shared, workers, reps));
-      const TimedPass t = timed_pass(ev, uris, pool_programs);
+      const TimedPass t = timed_pass(ev, uris, pool_programs, seeds);
       std::printf("| %s | %d | %d (%d ok) | %.2f | %.1f |\n", name.c_str(), workers, t.evaluations, t.ok,
                   t.seconds, t.evaluations / t.seconds);
       std::fflush(stdout);
@@ -225,7 +225,7 @@ void throughput_section(const fs::path& shared, int reps, bool quick, const std:
 // from `counts` (those above the visible devices are left out); CUDA_VISIBLE_DEVICES limits what
 // the evaluator's probe and workers see. Scaling efficiency = rate at N / (N x rate at 1).
 void devices_section(const fs::path& shared, int reps, bool quick,
-                     const std::vector<std::string>& pool_programs, const std::vector<int>& counts,
+                     const std::vector<std::string>& pool_programs, int seeds, const std::vector<int>& counts,
                      int visible) {
   std::vector<std::string> ids;  // the caller's device list, or 0 .. visible-1
   if (const char* given = std::getenv("CUDA_VISIBLE_DEVICES"); given != nullptr && *given) {
@@ -246,7 +246,7 @@ void devices_section(const fs::path& shared, int reps, bool quick,
       for (int d = 0; d < n; ++d) list += (d ? "," : "") + ids[static_cast<std::size_t>(d)];
       ::setenv("CUDA_VISIBLE_DEVICES", list.c_str(), 1);
       rw::Evaluator ev(config(shared, -1, reps));
-      const TimedPass t = timed_pass(ev, uris, pool_programs);
+      const TimedPass t = timed_pass(ev, uris, pool_programs, seeds);
       const double rate = t.evaluations / t.seconds;
       if (n == counts.front()) one = rate / n;
       std::string per_device;
@@ -265,6 +265,7 @@ void devices_section(const fs::path& shared, int reps, bool quick,
 int main(int argc, char** argv) {
   fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
   int reps = 50;
+  int seeds = 2;  // fresh seeds per matrix and program in a timed pass
   bool quick = false;
   std::string only;
   std::vector<int> gpu_counts = {1, 2, 4};
@@ -273,7 +274,7 @@ int main(int argc, char** argv) {
     if (a == "--shared" && i + 1 < argc) shared = argv[++i];
     else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
     else if (a == "--quick") quick = true;
-    else if (a == "--seeds" && i + 1 < argc) g_seeds = std::max(1, std::stoi(argv[++i]));
+    else if (a == "--seeds" && i + 1 < argc) seeds = std::max(1, std::stoi(argv[++i]));
     else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else if (a == "--gpus" && i + 1 < argc) {
       gpu_counts.clear();
@@ -320,11 +321,11 @@ int main(int argc, char** argv) {
   }
 
   // --- 1. throughput against GPU workers --------------------------------------------------------
-  if (wanted("throughput")) throughput_section(shared, reps, quick, pool_programs);
+  if (wanted("throughput")) throughput_section(shared, reps, quick, pool_programs, seeds);
 
   // --- 4. several GPUs --------------------------------------------------------------------------
   if (wanted("devices")) {
-    devices_section(shared, reps, quick, pool_programs, gpu_counts,
+    devices_section(shared, reps, quick, pool_programs, seeds, gpu_counts,
                     static_cast<int>(gpu.devices.size()));
     return 0;
   }
