@@ -106,20 +106,16 @@ int main(int argc, char** argv) {
   int matrices = 6;
   int repeat = 1;
   bool full = false;
-  for (int i = 1; i < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--full") {
+    if (a == "--full")
       full = true;
-      --i;  // a flag: no value follows
-    } else if (i + 1 >= argc) {
-      std::cerr << "compile_bench: " << a << " needs a value\n";
-      return 2;
-    } else if (a == "--workers")
-      worker_counts = parse_list(argv[i + 1]);
-    else if (a == "--matrices")
-      matrices = std::stoi(argv[i + 1]);
-    else if (a == "--repeat")
-      repeat = std::stoi(argv[i + 1]);
+    else if (a == "--workers" && i + 1 < argc)
+      worker_counts = parse_list(argv[++i]);
+    else if (a == "--matrices" && i + 1 < argc)
+      matrices = std::stoi(argv[++i]);
+    else if (a == "--repeat" && i + 1 < argc)
+      repeat = std::stoi(argv[++i]);
     else {
       std::cerr << "usage: compile_bench [--workers 1,2] [--matrices 6] [--repeat 1] [--full]\n";
       return 2;
