@@ -20,7 +20,8 @@
 # what one GPU session's device time allows (about 25 minutes on one H100 / H200, by the figures in
 # docs/study.md): the headline table alone, SFT-only against REINFORCE, PPO and GRPO, 3 RL seeds
 # from one SFT seed, 20 updates a run, bench-v2's small shared matrices only - a first look with
-# intervals, not the study.
+# intervals, not the study. --gpus N trains the runs of a stage N at a time, one a GPU (the SFT runs,
+# then the RL runs; a stage of one run and the benches see every GPU).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -34,12 +35,13 @@ SMOKE=0
 PILOT=0
 ALLOW_DIRTY=0
 TEST_PART=1
+GPUS=1
 EXTRA=()
 
 usage() {
   cat <<'EOF'
 usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] [--no-test]
-                      [--allow-dirty] [--smoke] [--pilot] [--set KEY=VALUE]...
+                      [--allow-dirty] [--smoke] [--pilot] [--gpus N] [--set KEY=VALUE]...
   --out DIR        where the runs and tables go (default runs/study; runs/study-pilot with
                    --pilot, runs/study-smoke with --smoke)
   --sparserl PATH  the sparserl binary (default $SPARSERL, else build/tools/sparserl)
@@ -50,6 +52,9 @@ usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] 
   --smoke          the whole pipeline on a CPU with tiny budgets and the compile-only reward
   --pilot          the headline table cut to one GPU session: sft, reinforce, ppo, grpo; 20
                    updates a run; small shared matrices (with --smoke: that path on a CPU)
+  --gpus N         train up to N runs at once, each on its own GPU (CUDA_VISIBLE_DEVICES: the
+                   first N of its list where set, else 0 .. N-1), its output in OUT/lanes/;
+                   default 1 (one run after another, every GPU visible to each)
   --set KEY=VALUE  passed to every sparserl train and bench (e.g. data.index_dirs for this host),
                    after the --smoke and --pilot settings, so that it wins over them
 EOF
@@ -73,6 +78,7 @@ while [[ $# -gt 0 ]]; do
     --allow-dirty) ALLOW_DIRTY=1; shift ;;
     --smoke) SMOKE=1; shift ;;
     --pilot) PILOT=1; shift ;;
+    --gpus) GPUS=$2; shift 2 ;;
     --set) EXTRA+=(--set "$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
@@ -85,6 +91,14 @@ if [[ $PILOT == 1 ]]; then
 fi
 [[ $SEEDS =~ ^[1-9][0-9]*$ ]] || die "--seeds: $SEEDS is not a positive integer"
 [[ $SFT_SEEDS =~ ^[1-9][0-9]*$ ]] || die "--sft-seeds: $SFT_SEEDS is not a positive integer"
+[[ $GPUS =~ ^[1-9][0-9]*$ ]] || die "--gpus: $GPUS is not a positive integer"
+# The device of each lane.
+if [[ -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
+  IFS=, read -ra DEVICES <<<"$CUDA_VISIBLE_DEVICES"
+else
+  mapfile -t DEVICES < <(seq 0 $((GPUS - 1)))
+fi
+((${#DEVICES[@]} >= GPUS)) || die "--gpus $GPUS: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES names ${#DEVICES[@]}"
 [[ -x $SPARSERL ]] || die "no sparserl binary at $SPARSERL (build it, or give --sparserl PATH)"
 if [[ -z $OUT ]]; then
   OUT=runs/study
@@ -131,7 +145,8 @@ if [[ $PILOT == 1 ]]; then
   [[ $SMOKE == 1 ]] || PILOT_SETS+=(--set train.rl_updates=20)
 fi
 
-log() { echo "[study $(date -u +%H:%M:%S)] $*" >&2; }
+exec 3>&2  # the terminal's stderr, also from a lane whose stderr goes to its log
+log() { echo "[study $(date -u +%H:%M:%S)] $*" >&3; }
 
 # The run directory of a finished run under $1 (empty when none), or of one to resume ($2 = resume).
 run_dir_with() {
@@ -209,28 +224,70 @@ table_sets() {
 }
 table_regimes() { [[ $1 == spmv-f32 ]] && echo "" || echo 'data.regimes=["large"]'; }
 
-# Trains every row of table $1; prints the bench's policies as "NAME=CHECKPOINT" lines.
+# run_job "TABLE LABEL SEED CONFIG KEY=VALUE...": one `train`, each KEY=VALUE a --set.
+run_job() {
+  local fields sets=() kv
+  read -ra fields <<<"$1"
+  for kv in "${fields[@]:4}"; do sets+=(--set "$kv"); done
+  train "${fields[@]:0:4}" "${sets[@]}" >/dev/null
+}
+
+# lanes JOB...: the `train` calls JOB ("TABLE LABEL SEED CONFIG ARGS...", no spaces inside an
+# item), --gpus of them at once: lane g takes jobs g, g + N, ... one after another on its GPU, its
+# stderr in $OUT/lanes/. One job, or --gpus 1, runs here with every GPU visible.
+lanes() {
+  local job g f pids=() failed=0
+  if ((GPUS == 1 || $# == 1)); then
+    for job in "$@"; do run_job "$job"; done
+    return 0
+  fi
+  mkdir -p "$OUT/lanes"
+  local jobs=("$@")
+  for ((g = 0; g < GPUS && g < ${#jobs[@]}; g++)); do
+    (
+      export CUDA_VISIBLE_DEVICES=${DEVICES[g]}
+      for ((i = g; i < ${#jobs[@]}; i += GPUS)); do
+        read -ra f <<<"${jobs[i]}"
+        log "lane $g (GPU $CUDA_VISIBLE_DEVICES): ${f[0]} ${f[1]}-s${f[2]}"
+        run_job "${jobs[i]}"
+      done
+    ) 2>>"$OUT/lanes/lane-$g.log" &
+    pids+=($!)
+  done
+  for g in "${!pids[@]}"; do
+    wait "${pids[g]}" || { failed=1; log "lane $g failed: $OUT/lanes/lane-$g.log"; tail -5 "$OUT/lanes/lane-$g.log" >&3; }
+  done
+  ((failed == 0)) || die "a lane failed (logs in $OUT/lanes)"
+}
+
+# Trains every row of table $1 (the SFT rows, then the RL rows from SFT seed 1's policies, each
+# stage in lanes); prints the bench's policies as "NAME=CHECKPOINT" lines in the rows' order.
 train_table() {
-  local table=$1 label config from sets seed dir args kv
+  local table=$1 stage label config from sets seed kv args sft jobs
+  for stage in sft rl; do
+    jobs=()
+    while read -r label config from sets; do
+      [[ $stage == sft && $from == - || $stage == rl && $from != - ]] || continue
+      args=$(table_sets "$table" | tr '\n' ' ')
+      [[ $sets == - ]] || args+=" $sets"
+      if [[ $stage == sft ]]; then
+        for ((seed = 1; seed <= SFT_SEEDS; seed++)); do jobs+=("$table $label $seed $config $args"); done
+      else
+        sft=$(run_dir_with "$OUT/$table/runs/$from-s1" completed)
+        [[ -n $sft ]] || die "$table $label: the SFT run $from-s1 has not completed"
+        for ((seed = 1; seed <= SEEDS; seed++)); do
+          jobs+=("$table $label $seed $config $args train.init_checkpoint=$sft/policies/sft")
+        done
+      fi
+    done < <(rows_of "$table")
+    lanes "${jobs[@]}"
+  done
   while read -r label config from sets; do
-    args=()
-    for kv in $(table_sets "$table"); do args+=(--set "$kv"); done
-    [[ $sets == - ]] || for kv in $sets; do args+=(--set "$kv"); done
-    if [[ $from == - ]]; then
-      for ((seed = 1; seed <= SFT_SEEDS; seed++)); do
-        dir=$(train "$table" "$label" "$seed" "$config" "${args[@]}")
-        echo "$label-s$seed=$dir/policies/sft"
-      done
-    else
-      local sft
-      sft=$(run_dir_with "$OUT/$table/runs/$from-s1" completed)
-      [[ -n $sft ]] || die "$table $label: the SFT run $from-s1 has not completed"
-      for ((seed = 1; seed <= SEEDS; seed++)); do
-        dir=$(train "$table" "$label" "$seed" "$config" "${args[@]}" \
-          --set "train.init_checkpoint=$sft/policies/sft")
-        echo "$label-s$seed=$dir/policies/rl"
-      done
-    fi
+    local n=$SEEDS policy=rl
+    [[ $from != - ]] || { n=$SFT_SEEDS; policy=sft; }
+    for ((seed = 1; seed <= n; seed++)); do
+      echo "$label-s$seed=$(run_dir_with "$OUT/$table/runs/$label-s$seed" completed)/policies/$policy"
+    done
   done < <(rows_of "$table")
 }
 

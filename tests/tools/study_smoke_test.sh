@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The study's driver end to end on the CPU (tools/study.sh --smoke, docs/study.md): every config of
 # experiments/configs/study/ trains, chains and is benched, and every table of the val and the test
-# part comes out with every agent in it, and the files for docs/examples/ beside them; a second call
-# trains nothing again; a source tree with local changes is refused before anything runs. Skipped
-# (77) without ../shared's matrices.
+# part comes out with every agent in it, and the files for docs/examples/ beside them, with the runs
+# of each stage trained in two lanes (--gpus 2); a second call, in one lane, trains nothing again;
+# a source tree with local changes is refused before anything runs. Skipped (77) without ../shared's
+# matrices.
 # Usage: study_smoke_test.sh SPARSERL SOURCE_DIR SHARED_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
 
@@ -22,12 +23,20 @@ set -e
 grep -q "has local changes" <<<"$refusal" || fail "a dirty tree: $refusal"
 [[ ! -e $WORK/dirty/study.txt ]] || fail "a dirty tree: study.txt written"
 
-# 2. The smoke study: one seed of everything (the full study has 5 RL and 2 SFT seeds).
+# 2. The smoke study: one seed of everything (the full study has 5 RL and 2 SFT seeds), the runs
+#    of a stage two at a time (the devices named are not used: the smoke policy runs on the CPU).
 run() {
   "$SRC/tools/study.sh" --smoke --allow-dirty --sparserl "$SPARSERL" --out "$WORK/study" \
-    --seeds 1 --sft-seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]"
+    --seeds 1 --sft-seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]" "$@"
 }
-run >"$WORK/first.txt" 2>"$WORK/first.err" || { tail -30 "$WORK/first.err"; fail "the smoke study failed"; }
+CUDA_VISIBLE_DEVICES=7,5 run --gpus 2 >"$WORK/first.txt" 2>"$WORK/first.err" ||
+  { tail -30 "$WORK/first.err"; fail "the smoke study failed"; }
+for lane in "0 (GPU 7): spmv-f32 sft-s1" "1 (GPU 5): spmv-f32 sft-features-s1" \
+  "1 (GPU 5): spmv-f32 ppo-s1" "0 (GPU 7): spmm-k32 grpo-s1"; do
+  grep -q "lane $lane" "$WORK/first.err" || fail "no run in lane $lane: $(grep -m4 'lane ' "$WORK/first.err")"
+done
+grep -q "^run directory: $WORK/study/spmv-f32/runs/sft-features-s1/" "$WORK/study/lanes/lane-1.log" ||
+  fail "lane 1's log holds no training of sft-features"
 
 expect_agents() {  # TABLE AGENT...
   local table=$1 part csv
