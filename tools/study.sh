@@ -243,12 +243,17 @@ lanes() {
   fi
   mkdir -p "$OUT/lanes"
   local jobs=("$@")
+  # LibTorch's OpenMP pool takes every core in each process: N processes' small per-token CPU ops
+  # (the mask's upload, the draws' read-back) then spin against each other, and sampling on the GPU
+  # ran 11x slower beside three busy processes on an H100 host (docs/study.md). Each lane gets its
+  # share of the cores, unless OMP_NUM_THREADS is set.
+  local threads=${OMP_NUM_THREADS:-$(($(nproc) / GPUS > 0 ? $(nproc) / GPUS : 1))}
   for ((g = 0; g < GPUS && g < ${#jobs[@]}; g++)); do
     (
-      export CUDA_VISIBLE_DEVICES=${DEVICES[g]}
+      export CUDA_VISIBLE_DEVICES=${DEVICES[g]} OMP_NUM_THREADS=$threads
       for ((i = g; i < ${#jobs[@]}; i += GPUS)); do
         read -ra f <<<"${jobs[i]}"
-        log "lane $g (GPU $CUDA_VISIBLE_DEVICES): ${f[0]} ${f[1]}-s${f[2]}"
+        log "lane $g (GPU $CUDA_VISIBLE_DEVICES, $OMP_NUM_THREADS threads): ${f[0]} ${f[1]}-s${f[2]}"
         run_job "${jobs[i]}"
       done
     ) 2>>"$OUT/lanes/lane-$g.log" &

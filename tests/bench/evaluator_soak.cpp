@@ -149,7 +149,11 @@ int main(int argc, char** argv) {
         const Program& p = *w.program;
         const bool right = r.error == p.expected ||
                            // skipping every seventh row is invisible where those rows are empty
-                           (p.expected == rw::ErrorKind::wrong_answer && r.ok());
+                           (p.expected == rw::ErrorKind::wrong_answer && r.ok()) ||
+                           // a read 4 GiB past x faults only where nothing is mapped there; once
+                           // the worker holds large matrices it can land in one, and the output
+                           // is wrong instead (seen once in 1,100 evaluations on an H100)
+                           (p.file == "oob_read" && r.error == rw::ErrorKind::wrong_answer);
         ++verdicts[p.file + " -> " + std::string(rw::to_string(r.error))];
         if (!right && ++wrong <= 20) {
           std::printf("- WRONG: evaluation %d, %s on %s (%s): %s: %s\n", w.index, p.file.c_str(),

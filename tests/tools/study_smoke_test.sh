@@ -29,10 +29,12 @@ run() {
   "$SRC/tools/study.sh" --smoke --allow-dirty --sparserl "$SPARSERL" --out "$WORK/study" \
     --seeds 1 --sft-seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]" "$@"
 }
-CUDA_VISIBLE_DEVICES=7,5 run --gpus 2 >"$WORK/first.txt" 2>"$WORK/first.err" ||
+# Each lane gets half of the cores for LibTorch's threads (OMP_NUM_THREADS unset).
+(unset OMP_NUM_THREADS; CUDA_VISIBLE_DEVICES=7,5 run --gpus 2) >"$WORK/first.txt" 2>"$WORK/first.err" ||
   { tail -30 "$WORK/first.err"; fail "the smoke study failed"; }
-for lane in "0 (GPU 7): spmv-f32 sft-s1" "1 (GPU 5): spmv-f32 sft-features-s1" \
-  "1 (GPU 5): spmv-f32 ppo-s1" "0 (GPU 7): spmm-k32 grpo-s1"; do
+t=$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))
+for lane in "0 (GPU 7, $t threads): spmv-f32 sft-s1" "1 (GPU 5, $t threads): spmv-f32 sft-features-s1" \
+  "1 (GPU 5, $t threads): spmv-f32 ppo-s1" "0 (GPU 7, $t threads): spmm-k32 grpo-s1"; do
   grep -q "lane $lane" "$WORK/first.err" || fail "no run in lane $lane: $(grep -m4 'lane ' "$WORK/first.err")"
 done
 grep -q "^run directory: $WORK/study/spmv-f32/runs/sft-features-s1/" "$WORK/study/lanes/lane-1.log" ||
