@@ -6,26 +6,15 @@
 #include <cmath>
 #include <sstream>
 
+#include "sparserl/datasets/enum_names.hpp"
+
 namespace sparserl::datasets {
 
 std::string_view to_string(KnobType type) {
-  switch (type) {
-    case KnobType::integer:
-      return "integer";
-    case KnobType::real:
-      return "number";
-    case KnobType::boolean:
-      return "boolean";
-    case KnobType::string:
-      return "string";
-    case KnobType::string_list:
-      return "list of strings";
-    case KnobType::integer_list:
-      return "list of integers";
-    case KnobType::real_list:
-      return "list of numbers";
-  }
-  return "?";
+  static constexpr auto kNames = enum_names<KnobType::integer, KnobType::real_list>(
+      {"integer", "number", "boolean", "string", "list of strings", "list of integers",
+       "list of numbers"});
+  return kNames.name(type);
 }
 
 std::string format_real(double v) {

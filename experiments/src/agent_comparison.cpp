@@ -162,6 +162,10 @@ ScoreTable score_table(const std::vector<std::map<std::string, const MatrixResul
 
 constexpr auto kRegimeScopeNames =
     datasets::enum_names<RegimeScope::all, RegimeScope::small>({"all", "large", "medium", "small"});
+// The report's section title of each regime, in the same order.
+constexpr auto kRegimeTitles = datasets::enum_names<RegimeScope::all, RegimeScope::small>(
+    {"All matrices", "Large matrices (>= 1,000,000 nonzeros)",
+     "Medium matrices (200,000 to 999,999 nonzeros)", "Small matrices (< 200,000 nonzeros)"});
 
 }  // namespace
 
@@ -514,19 +518,7 @@ Comparison compare_agents(const std::vector<fs::path>& run_dirs, const CompareOp
 
 namespace {
 
-std::string regime_title(RegimeScope regime) {
-  switch (regime) {
-    case RegimeScope::all:
-      return "All matrices";
-    case RegimeScope::large:
-      return "Large matrices (>= 1,000,000 nonzeros)";
-    case RegimeScope::medium:
-      return "Medium matrices (200,000 to 999,999 nonzeros)";
-    case RegimeScope::small:
-      return "Small matrices (< 200,000 nonzeros)";
-  }
-  return "?";
-}
+std::string_view regime_title(RegimeScope regime) { return kRegimeTitles.name(regime); }
 
 bool is_share(const std::string& metric) {
   return metric.rfind("pass@", 0) == 0 || metric == "compile_rate" ||

@@ -9,6 +9,7 @@
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <utility>
 
 #include "bindings.hpp"
 #include "convert.hpp"
@@ -169,15 +170,19 @@ py::dict gpu_info_to_dict(const reward::GpuInfo& info) {
   return d;
 }
 
+// The evaluator's counters that Python is shown, each under its key, in this order.
 py::dict stats_to_dict(const reward::EvaluatorStats& s) {
+  using S = reward::EvaluatorStats;
+  static constexpr std::pair<const char*, std::uint64_t S::*> kCounters[] = {
+      {"evaluations", &S::evaluations},
+      {"result_cache_hits", &S::result_cache_hits},
+      {"result_cache_misses", &S::result_cache_misses},
+      {"gpu_requests", &S::gpu_requests},
+      {"compiles_coalesced", &S::compiles_coalesced},
+      {"gpu_runs_coalesced", &S::gpu_runs_coalesced},
+      {"matrix_loads_coalesced", &S::matrix_loads_coalesced}};
   py::dict d;
-  d["evaluations"] = s.evaluations;
-  d["result_cache_hits"] = s.result_cache_hits;
-  d["result_cache_misses"] = s.result_cache_misses;
-  d["gpu_requests"] = s.gpu_requests;
-  d["compiles_coalesced"] = s.compiles_coalesced;
-  d["gpu_runs_coalesced"] = s.gpu_runs_coalesced;
-  d["matrix_loads_coalesced"] = s.matrix_loads_coalesced;
+  for (const auto& [key, counter] : kCounters) d[key] = s.*counter;
   return d;
 }
 

@@ -145,6 +145,9 @@ constexpr auto kFormatNames =
     datasets::enum_names<Format::csr, Format::bsr>({"csr", "coo", "ell", "sell", "bsr"});
 constexpr auto kArgKindNames = datasets::enum_names<ArgKind::index_array, ArgKind::output_array>(
     {"index_array", "value_array", "output_array"});
+// The C type of each ArgKind, in the same order.
+constexpr auto kArgKindCTypes = datasets::enum_names<ArgKind::index_array, ArgKind::output_array>(
+    {"const int*", "const value_t*", "value_t*"});
 
 }  // namespace
 
@@ -197,17 +200,7 @@ std::int64_t FormatSpec::effective_sigma() const {
 
 std::string_view to_string(ArgKind kind) { return kArgKindNames.name(kind); }
 
-std::string_view c_type(ArgKind kind) {
-  switch (kind) {
-    case ArgKind::index_array:
-      return "const int*";
-    case ArgKind::value_array:
-      return "const value_t*";
-    case ArgKind::output_array:
-      return "value_t*";
-  }
-  return "?";
-}
+std::string_view c_type(ArgKind kind) { return kArgKindCTypes.name(kind); }
 
 std::string Signature::declaration(std::string_view kernel_name) const {
   std::string s = "extern \"C\" __global__ void ";

@@ -80,6 +80,8 @@ class Writer {
     u64(s.size());
     out_.append(s);
   }
+  void field(const std::string& s) { str(s); }
+  void field(int v) { i64(v); }
   std::string take() { return std::move(out_); }
 
  private:
@@ -124,12 +126,23 @@ class Reader {
     pos_ += n;
     return true;
   }
+  bool field(std::string& s) { return str(s); }
+  bool field(int& v) { return i32(v); }
   [[nodiscard]] bool done() const { return pos_ == in_.size(); }
 
  private:
   std::string_view in_;
   std::size_t pos_ = 0;
 };
+
+// A KernelFigures' fields in their encoded order: serialize and deserialize_compile_result walk
+// this one list, `field` writing or reading each (false: stop, the bytes are malformed).
+template <class Figures, class Field>  // Figures: KernelFigures or const KernelFigures
+bool each_kernel_field(Figures& k, Field&& field) {
+  return field(k.name) && field(k.registers) && field(k.static_smem_bytes) &&
+         field(k.local_bytes) && field(k.spill_store_bytes) && field(k.spill_load_bytes) &&
+         field(k.const_bytes);
+}
 
 }  // namespace
 
@@ -317,13 +330,10 @@ std::string serialize(const CompileResult& r) {
   w.str(r.cubin);
   w.u64(r.kernels.size());
   for (const KernelFigures& k : r.kernels) {
-    w.str(k.name);
-    w.i64(k.registers);
-    w.i64(k.static_smem_bytes);
-    w.i64(k.local_bytes);
-    w.i64(k.spill_store_bytes);
-    w.i64(k.spill_load_bytes);
-    w.i64(k.const_bytes);
+    each_kernel_field(k, [&w](const auto& v) {
+      w.field(v);
+      return true;
+    });
   }
   w.i64(r.global_bytes);
   w.f64(r.compile_ms);
@@ -345,11 +355,7 @@ std::optional<CompileResult> deserialize_compile_result(std::string_view bytes) 
   if (!in.str(r.log) || !in.str(r.cubin) || !in.u64(count) || count > 4096) return std::nullopt;
   r.kernels.resize(count);
   for (KernelFigures& k : r.kernels) {
-    if (!in.str(k.name) || !in.i32(k.registers) || !in.i32(k.static_smem_bytes) ||
-        !in.i32(k.local_bytes) || !in.i32(k.spill_store_bytes) || !in.i32(k.spill_load_bytes) ||
-        !in.i32(k.const_bytes)) {
-      return std::nullopt;
-    }
+    if (!each_kernel_field(k, [&in](auto& v) { return in.field(v); })) return std::nullopt;
   }
   if (!in.i32(r.global_bytes) || !in.f64(r.compile_ms) || !in.str(r.arch) ||
       !in.str(r.nvrtc_version) || !in.u64(cached) || cached > 1 || !in.done()) {

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 
 #include "catch.hpp"
 #include "test_support.hpp"
@@ -47,22 +48,20 @@ TEST_CASE("SandboxLimits reads every key of the [sandbox] table", "[reward][sand
 
 TEST_CASE("Bad [sandbox] entries name the key and what was expected", "[reward][sandbox]") {
   using Table = std::map<std::string, std::string>;
-  REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(Table{{"cpu_secs", "1"}}),
-                      has_substring("sandbox.cpu_secs: unknown key"));
-  REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(Table{{"open_files", "many"}}),
-                      has_substring("sandbox.open_files: expected a non-negative integer"));
-  REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(Table{{"file_size_bytes", "12X"}}),
-                      has_substring("sandbox.file_size_bytes"));
-  REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(Table{{"file_size_bytes", "-1"}}),
-                      has_substring("got \"-1\""));
-  REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(Table{{"core_bytes", "99999999999T"}}),
-                      has_substring("below 2^64"));
-  REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(Table{{"die_with_parent", "yes"}}),
-                      has_substring("true or false"));
-  REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(Table{{"cpu_affinity", "3-1"}}),
-                      has_substring("sandbox.cpu_affinity"));
-  REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(Table{{"cpu_seconds", "0"}}),
-                      has_substring("at least 1"));
+  const std::pair<Table, const char*> kBad[] = {
+      {{{"cpu_secs", "1"}}, "sandbox.cpu_secs: unknown key"},
+      {{{"open_files", "many"}}, "sandbox.open_files: expected a non-negative integer"},
+      {{{"file_size_bytes", "12X"}}, "sandbox.file_size_bytes"},
+      {{{"file_size_bytes", "-1"}}, "got \"-1\""},
+      {{{"core_bytes", "99999999999T"}}, "below 2^64"},
+      {{{"die_with_parent", "yes"}}, "true or false"},
+      {{{"cpu_affinity", "3-1"}}, "sandbox.cpu_affinity"},
+      {{{"cpu_seconds", "0"}}, "at least 1"},
+  };
+  for (const auto& [table, message] : kBad) {
+    INFO(table.begin()->first << " = " << table.begin()->second);
+    REQUIRE_THROWS_WITH(SandboxLimits::from_key_values(table), has_substring(message));
+  }
   REQUIRE_THROWS_WITH(
       SandboxLimits::from_key_values(Table{{"open_files", "4"}}, "evaluator.sandbox"),
       has_substring("evaluator.sandbox.open_files"));

@@ -82,6 +82,33 @@ bool wait_until(const std::function<bool()>& condition, milliseconds limit = mil
   return condition();
 }
 
+// The reply failed with `kind`, its message saying each of `parts`.
+void require_failed(const WorkerReply& reply, ErrorKind kind,
+                    std::initializer_list<const char*> parts) {
+  REQUIRE(reply.error == kind);
+  for (const char* part : parts) REQUIRE_THAT(reply.message, has_substring(part));
+}
+
+// Made-up devices for the GPU workers of the pools made while it lives (the worker's test mode).
+class TestGpus {
+ public:
+  explicit TestGpus(const char* count) { ::setenv("SPARSERL_WORKER_TEST_GPUS", count, 1); }
+  ~TestGpus() { ::unsetenv("SPARSERL_WORKER_TEST_GPUS"); }
+  TestGpus(const TestGpus&) = delete;
+  TestGpus& operator=(const TestGpus&) = delete;
+};
+
+// The workers that served `count` GPU requests given at once, each holding its worker for 300 ms.
+std::set<pid_t> workers_of_busy_requests(WorkerPool& pool, int count) {
+  std::vector<std::future<WorkerReply>> busy;
+  for (int i = 0; i < count; ++i) {
+    busy.push_back(pool.submit(WorkerRole::gpu, TestRequest{TestAction::burn_cpu, 300, {}}));
+  }
+  std::set<pid_t> workers;
+  for (auto& f : busy) workers.insert(f.get().worker_pid);
+  return workers;
+}
+
 // Waits until the pool has exactly `workers` processes and they are exactly our children.
 void require_settled(const WorkerPool& pool, std::size_t workers) {
   const bool settled = wait_until([&] {
@@ -123,17 +150,14 @@ TEST_CASE("A compile worker answers Hello and compiles with NVRTC", "[reward][po
 TEST_CASE("Crashes are answered crash with the signal and the stderr tail", "[reward][pool]") {
   WorkerPool pool(test_config());
   const WorkerReply segv = run(pool, TestAction::crash_segv);
-  REQUIRE(segv.error == ErrorKind::crash);
-  REQUIRE_THAT(segv.message, has_substring("killed by signal 11 (SIGSEGV)"));
+  require_failed(segv, ErrorKind::crash, {"killed by signal 11 (SIGSEGV)"});
 
   const WorkerReply abrt = run(pool, TestAction::crash_abort);
-  REQUIRE(abrt.error == ErrorKind::crash);
-  REQUIRE_THAT(abrt.message, has_substring("SIGABRT"));
+  require_failed(abrt, ErrorKind::crash, {"SIGABRT"});
   REQUIRE(abrt.worker_pid != segv.worker_pid);  // a fresh worker
 
   const WorkerReply said = run(pool, TestAction::stderr_then_crash, 0, "last words before dying");
-  REQUIRE(said.error == ErrorKind::crash);
-  REQUIRE_THAT(said.message, has_substring("stderr: last words before dying"));
+  require_failed(said, ErrorKind::crash, {"stderr: last words before dying"});
 
   const WorkerReply after = run(pool, TestAction::echo, 5, "still here");
   REQUIRE(after.error == ErrorKind::none);
@@ -144,20 +168,17 @@ TEST_CASE("Crashes are answered crash with the signal and the stderr tail", "[re
 TEST_CASE("Early exits are answered crash with the exit status", "[reward][pool]") {
   WorkerPool pool(test_config());
   const WorkerReply gone = run(pool, TestAction::exit_early, 3);
-  REQUIRE(gone.error == ErrorKind::crash);
-  REQUIRE_THAT(gone.message, has_substring("ended while serving TestRequest"));
-  REQUIRE_THAT(gone.message, has_substring("exited with status 3"));
+  require_failed(gone, ErrorKind::crash,
+                 {"ended while serving TestRequest", "exited with status 3"});
   const WorkerReply zero = run(pool, TestAction::exit_early, 0);
-  REQUIRE(zero.error == ErrorKind::crash);
-  REQUIRE_THAT(zero.message, has_substring("exited with status 0"));
+  require_failed(zero, ErrorKind::crash, {"exited with status 0"});
   REQUIRE(run(pool, TestAction::echo).error == ErrorKind::none);
 }
 
 TEST_CASE("Hangs are answered timeout and the worker is replaced", "[reward][pool]") {
   WorkerPool pool(test_config());
   const WorkerReply busy = run(pool, TestAction::hang_busy, 0, {}, milliseconds(150));
-  REQUIRE(busy.error == ErrorKind::timeout);
-  REQUIRE_THAT(busy.message, has_substring("exceeded its deadline of 150 ms"));
+  require_failed(busy, ErrorKind::timeout, {"exceeded its deadline of 150 ms"});
 
   const WorkerReply sleeping = run(pool, TestAction::hang_sleep, 0, {}, milliseconds(150));
   REQUIRE(sleeping.error == ErrorKind::timeout);
@@ -173,13 +194,10 @@ TEST_CASE("Floods of the protocol channel are protocol errors; stderr floods tim
           "[reward][pool]") {
   WorkerPool pool(test_config());
   const WorkerReply raw = run(pool, TestAction::flood_protocol, 0);
-  REQUIRE(raw.error == ErrorKind::crash);
-  REQUIRE_THAT(raw.message, has_substring("protocol error: frame of"));
-  REQUIRE_THAT(raw.message, has_substring("exceeds the cap"));
+  require_failed(raw, ErrorKind::crash, {"protocol error: frame of", "exceeds the cap"});
 
   const WorkerReply framed = run(pool, TestAction::flood_protocol, 100);
-  REQUIRE(framed.error == ErrorKind::crash);
-  REQUIRE_THAT(framed.message, has_substring("protocol error: unknown message type 120"));
+  require_failed(framed, ErrorKind::crash, {"protocol error: unknown message type 120"});
 
   const WorkerReply err = run(pool, TestAction::flood_stderr, 0, {}, milliseconds(300));
   REQUIRE(err.error == ErrorKind::timeout);
@@ -317,8 +335,7 @@ TEST_CASE("Limits stop a worker that exceeds them", "[reward][pool][sandbox]") {
   REQUIRE_THAT(test_response(files).text, has_substring("Too many open files"));
 
   const WorkerReply big = run(pool, TestAction::write_file, 4 << 20, (dir / "big").string());
-  REQUIRE(big.error == ErrorKind::crash);
-  REQUIRE_THAT(big.message, has_substring("SIGXFSZ"));
+  require_failed(big, ErrorKind::crash, {"SIGXFSZ"});
 
   const WorkerReply small = run(pool, TestAction::write_file, 1000, (dir / "small").string());
   REQUIRE(small.error == ErrorKind::none);
@@ -326,8 +343,7 @@ TEST_CASE("Limits stop a worker that exceeds them", "[reward][pool][sandbox]") {
 
   // One CPU second may take several wall seconds on a loaded machine: a generous deadline.
   const WorkerReply burn = run(pool, TestAction::burn_cpu, 60'000, {}, milliseconds(90'000));
-  REQUIRE(burn.error == ErrorKind::crash);
-  REQUIRE_THAT(burn.message, has_substring("SIGXCPU"));
+  require_failed(burn, ErrorKind::crash, {"SIGXCPU"});
 }
 
 TEST_CASE("A worker dies with its parent", "[reward][pool][sandbox]") {
@@ -372,8 +388,7 @@ TEST_CASE("Without GPU workers GPU requests answer no_gpu", "[reward][pool]") {
   SECTION("disabled") {
     WorkerPool pool(test_config());
     const WorkerReply r = pool.submit(WorkerRole::gpu, GpuRequest{}).get();
-    REQUIRE(r.error == ErrorKind::no_gpu);
-    REQUIRE_THAT(r.message, has_substring("gpu_workers = 0"));
+    require_failed(r, ErrorKind::no_gpu, {"gpu_workers = 0"});
     REQUIRE(pool.gpu_info().devices.empty());
   }
   SECTION("probed") {
@@ -398,8 +413,7 @@ TEST_CASE("Without GPU workers GPU requests answer no_gpu", "[reward][pool]") {
     }
     REQUIRE_FALSE(info.error.empty());
     const WorkerReply r = pool.submit(WorkerRole::gpu, GpuRequest{}).get();
-    REQUIRE(r.error == ErrorKind::no_gpu);
-    REQUIRE_THAT(r.message, has_substring("no GPU"));
+    require_failed(r, ErrorKind::no_gpu, {"no GPU"});
     REQUIRE(pool.gpu_worker_count() == 0);
     require_settled(pool, 1);  // the probe is gone, the compile worker remains
   }
@@ -408,10 +422,7 @@ TEST_CASE("Without GPU workers GPU requests answer no_gpu", "[reward][pool]") {
 TEST_CASE("GPU requests go round every GPU worker, one device each", "[reward][pool]") {
   // Three made-up devices (test mode): the pool starts one GPU worker per device, each seeing its
   // own CUDA_VISIBLE_DEVICES, and requests - one at a time or many at once - reach all of them.
-  ::setenv("SPARSERL_WORKER_TEST_GPUS", "3", 1);
-  struct Unset {
-    ~Unset() { ::unsetenv("SPARSERL_WORKER_TEST_GPUS"); }
-  } unset;
+  const TestGpus gpus("3");
   auto config = test_config();
   config.gpu_workers = -1;
   WorkerPool pool(config);
@@ -426,23 +437,14 @@ TEST_CASE("GPU requests go round every GPU worker, one device each", "[reward][p
   }
   CHECK(one_at_a_time == std::map<std::string, int>{{"0", 2}, {"1", 2}, {"2", 2}});
   // Together: three requests that each hold a worker for 300 ms land on three devices.
-  std::vector<std::future<WorkerReply>> busy;
-  for (int i = 0; i < 3; ++i) {
-    busy.push_back(pool.submit(WorkerRole::gpu, TestRequest{TestAction::burn_cpu, 300, {}}));
-  }
-  std::set<pid_t> workers;
-  for (auto& f : busy) workers.insert(f.get().worker_pid);
-  CHECK(workers.size() == 3);
+  CHECK(workers_of_busy_requests(pool, 3).size() == 3);
 }
 
 TEST_CASE("One device's requests that come one at a time stay with its warm worker",
           "[reward][pool]") {
   // Two GPU workers on one made-up device: the second takes requests only while the first is busy,
   // so converted formats and baselines resident in the first are not converted again elsewhere.
-  ::setenv("SPARSERL_WORKER_TEST_GPUS", "1", 1);
-  struct Unset {
-    ~Unset() { ::unsetenv("SPARSERL_WORKER_TEST_GPUS"); }
-  } unset;
+  const TestGpus gpus("1");
   auto config = test_config();
   config.gpu_workers = 2;
   WorkerPool pool(config);
@@ -453,13 +455,7 @@ TEST_CASE("One device's requests that come one at a time stay with its warm work
         pool.submit(WorkerRole::gpu, TestRequest{TestAction::echo, i, {}}).get().worker_pid);
   }
   CHECK(sequential.size() == 1);
-  std::vector<std::future<WorkerReply>> busy;
-  for (int i = 0; i < 2; ++i) {
-    busy.push_back(pool.submit(WorkerRole::gpu, TestRequest{TestAction::burn_cpu, 300, {}}));
-  }
-  std::set<pid_t> together;
-  for (auto& f : busy) together.insert(f.get().worker_pid);
-  CHECK(together.size() == 2);
+  CHECK(workers_of_busy_requests(pool, 2).size() == 2);
 }
 
 TEST_CASE("A worker that cannot start marks its role broken instead of respawning forever",
@@ -469,9 +465,7 @@ TEST_CASE("A worker that cannot start marks its role broken instead of respawnin
     config.worker_path = "/bin/false";
     WorkerPool pool(config);
     const WorkerReply r = run(pool, TestAction::echo);
-    REQUIRE(r.error == ErrorKind::internal_error);
-    REQUIRE_THAT(r.message, has_substring("fail to start"));
-    REQUIRE_THAT(r.message, has_substring("exited with status 1"));
+    require_failed(r, ErrorKind::internal_error, {"fail to start", "exited with status 1"});
     REQUIRE(pool.stats().startup_failures == 3);
     REQUIRE(run(pool, TestAction::echo).error == ErrorKind::internal_error);
   }
@@ -482,8 +476,7 @@ TEST_CASE("A worker that cannot start marks its role broken instead of respawnin
     config.worker_path = path;
     WorkerPool pool(config);
     const WorkerReply r = run(pool, TestAction::echo);
-    REQUIRE(r.error == ErrorKind::internal_error);
-    REQUIRE_THAT(r.message, has_substring("cannot start"));
+    require_failed(r, ErrorKind::internal_error, {"cannot start"});
     REQUIRE(children_of_self().empty());
   }
   SECTION("it never says Hello") {
@@ -494,8 +487,8 @@ TEST_CASE("A worker that cannot start marks its role broken instead of respawnin
     config.startup_deadline = milliseconds(200);
     WorkerPool pool(config);
     const WorkerReply r = run(pool, TestAction::echo);
-    REQUIRE(r.error == ErrorKind::internal_error);
-    REQUIRE_THAT(r.message, has_substring("no Hello within the startup deadline of 200 ms"));
+    require_failed(r, ErrorKind::internal_error,
+                   {"no Hello within the startup deadline of 200 ms"});
     require_settled(pool, 0);
   }
 }
@@ -512,8 +505,7 @@ TEST_CASE("Bad configurations and oversize requests are refused", "[reward][pool
   config.max_frame_bytes = 4096;
   WorkerPool pool(config);
   const WorkerReply r = run(pool, TestAction::echo, 0, std::string(10'000, 'x'));
-  REQUIRE(r.error == ErrorKind::internal_error);
-  REQUIRE_THAT(r.message, has_substring("exceeds the frame cap"));
+  require_failed(r, ErrorKind::internal_error, {"exceeds the frame cap"});
   pool.shutdown();
   REQUIRE(run(pool, TestAction::echo).error == ErrorKind::internal_error);
 }

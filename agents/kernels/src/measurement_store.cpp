@@ -28,24 +28,16 @@ class RecordReader {
     return *it;
   }
   [[nodiscard]] std::string text(const char* name) const {
-    const json& v = field(name);
-    if (!v.is_string()) fail(std::string("\"") + name + "\" must be a string");
-    return v.get<std::string>();
+    return typed<std::string>(name, &json::is_string, "a string");
   }
   [[nodiscard]] double number(const char* name) const {
-    const json& v = field(name);
-    if (!v.is_number()) fail(std::string("\"") + name + "\" must be a number");
-    return v.get<double>();
+    return typed<double>(name, &json::is_number, "a number");
   }
   [[nodiscard]] std::int64_t integer(const char* name) const {
-    const json& v = field(name);
-    if (!v.is_number_integer()) fail(std::string("\"") + name + "\" must be an integer");
-    return v.get<std::int64_t>();
+    return typed<std::int64_t>(name, &json::is_number_integer, "an integer");
   }
   [[nodiscard]] bool flag(const char* name) const {
-    const json& v = field(name);
-    if (!v.is_boolean()) fail(std::string("\"") + name + "\" must be true or false");
-    return v.get<bool>();
+    return typed<bool>(name, &json::is_boolean, "true or false");
   }
   [[nodiscard]] Op op() const {
     const auto op = datasets::parse_op(text("op"));
@@ -62,6 +54,15 @@ class RecordReader {
   }
 
  private:
+  // The field `name` as a T, where `is_type` holds for it; otherwise "\"name\" must be <type>".
+  template <class T>
+  [[nodiscard]] T typed(const char* name, bool (json::*is_type)() const noexcept,
+                        const char* type) const {
+    const json& v = field(name);
+    if (!(v.*is_type)()) fail(std::string("\"") + name + "\" must be " + type);
+    return v.get<T>();
+  }
+
   const json& record_;
   std::string where_;
 };
@@ -118,36 +119,66 @@ json task_json(const std::string& kind, const MeasuredTask& t) {
           {"device", t.device}};
 }
 
+// The fields of a record after its task (and a candidate's features), in the file's order, each
+// with its key: the writer and the reader below walk one list, so each key is spelt once.
+template <class M, class Visit>  // M: Measurement or const Measurement
+void measurement_fields(M& m, Visit&& visit) {
+  visit("design", m.design);
+  visit("generator", m.generator);
+  visit("round", m.round);
+  visit("protocol", m.protocol);
+  visit("compiled", m.compiled);
+  visit("correct", m.correct);
+  visit("timed", m.timed);
+  visit("error", m.error);
+  visit("median_us", m.median_us);
+  visit("p10_us", m.p10_us);
+  visit("p90_us", m.p90_us);
+  visit("baseline_us", m.baseline_us);
+  visit("baseline_algorithm", m.baseline_algorithm);
+  visit("predicted_us", m.predicted_us);
+}
+
+template <class S, class Visit>  // S: SearchRecord or const SearchRecord
+void search_fields(S& s, Visit&& visit) {
+  visit("budget", s.budget);
+  visit("evaluations", s.evaluations);
+  visit("best_design", s.best_design);
+  visit("best_us", s.best_us);
+  visit("baseline_us", s.baseline_us);
+  visit("speedup", s.speedup);
+  visit("wall_seconds", s.wall_seconds);
+  visit("strategy", s.strategy);
+}
+
+// Writes one field of such a list (a figure that is not finite as 0, see finite()).
+struct FieldWriter {
+  json& out;
+  void operator()(const char* key, const std::string& v) const { out[key] = v; }
+  void operator()(const char* key, int v) const { out[key] = v; }
+  void operator()(const char* key, bool v) const { out[key] = v; }
+  void operator()(const char* key, double v) const { out[key] = finite(v); }
+};
+
+// Reads one field of such a list, strictly typed (RecordReader's errors).
+struct FieldReader {
+  const RecordReader& in;
+  void operator()(const char* key, std::string& v) const { v = in.text(key); }
+  void operator()(const char* key, int& v) const { v = static_cast<int>(in.integer(key)); }
+  void operator()(const char* key, bool& v) const { v = in.flag(key); }
+  void operator()(const char* key, double& v) const { v = in.number(key); }
+};
+
 json measurement_json(const Measurement& m) {
   json out = task_json("candidate", m);
   out["features"] = features_json(m.features);
-  out["design"] = m.design;
-  out["generator"] = m.generator;
-  out["round"] = m.round;
-  out["protocol"] = m.protocol;
-  out["compiled"] = m.compiled;
-  out["correct"] = m.correct;
-  out["timed"] = m.timed;
-  out["error"] = m.error;
-  out["median_us"] = finite(m.median_us);
-  out["p10_us"] = finite(m.p10_us);
-  out["p90_us"] = finite(m.p90_us);
-  out["baseline_us"] = finite(m.baseline_us);
-  out["baseline_algorithm"] = m.baseline_algorithm;
-  out["predicted_us"] = finite(m.predicted_us);
+  measurement_fields(m, FieldWriter{out});
   return out;
 }
 
 json search_json(const SearchRecord& s) {
   json out = task_json("search", s);
-  out["budget"] = s.budget;
-  out["evaluations"] = s.evaluations;
-  out["best_design"] = s.best_design;
-  out["best_us"] = finite(s.best_us);
-  out["baseline_us"] = finite(s.baseline_us);
-  out["speedup"] = finite(s.speedup);
-  out["wall_seconds"] = finite(s.wall_seconds);
-  out["strategy"] = s.strategy;
+  search_fields(s, FieldWriter{out});
   return out;
 }
 
@@ -165,34 +196,14 @@ Measurement read_measurement(const RecordReader& r) {
   Measurement m;
   static_cast<MeasuredTask&>(m) = read_task(r);
   m.features = read_features(r);
-  m.design = r.text("design");
-  m.generator = r.text("generator");
-  m.round = static_cast<int>(r.integer("round"));
-  m.protocol = r.text("protocol");
-  m.compiled = r.flag("compiled");
-  m.correct = r.flag("correct");
-  m.timed = r.flag("timed");
-  m.error = r.text("error");
-  m.median_us = r.number("median_us");
-  m.p10_us = r.number("p10_us");
-  m.p90_us = r.number("p90_us");
-  m.baseline_us = r.number("baseline_us");
-  m.baseline_algorithm = r.text("baseline_algorithm");
-  m.predicted_us = r.number("predicted_us");
+  measurement_fields(m, FieldReader{r});
   return m;
 }
 
 SearchRecord read_search(const RecordReader& r) {
   SearchRecord s;
   static_cast<MeasuredTask&>(s) = read_task(r);
-  s.budget = static_cast<int>(r.integer("budget"));
-  s.evaluations = static_cast<int>(r.integer("evaluations"));
-  s.best_design = r.text("best_design");
-  s.best_us = r.number("best_us");
-  s.baseline_us = r.number("baseline_us");
-  s.speedup = r.number("speedup");
-  s.wall_seconds = r.number("wall_seconds");
-  s.strategy = r.text("strategy");
+  search_fields(s, FieldReader{r});
   return s;
 }
 
