@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iomanip>
 #include <map>
 #include <sstream>
@@ -343,6 +344,10 @@ std::vector<Completion> PolicyAgent::generate(
   if (rows == 0) return out;
   const TokenSpace& space = *l.tokens;
   const auto vocab = static_cast<std::int64_t>(space.size());
+  if (vocab > (std::int64_t{1} << 24)) {  // the step's read-back carries token ids as floats
+    throw std::invalid_argument("generate: a vocabulary of " + std::to_string(vocab) +
+                                " tokens; at most 2^24 are supported");
+  }
   const int max_tokens = l.config.policy.max_tokens;
   // The masks travel with the completions for the update, but not a BPE vocabulary's (tens of
   // thousands of bytes per token): the update replays those from the tokens.
@@ -388,9 +393,12 @@ std::vector<Completion> PolicyAgent::generate(
       }
     }
     lane.hold();
+    // Bytes travel as they are and become booleans where the logits are: no LibTorch op on the
+    // host per step (each an OpenMP region over every core, which several processes on one host
+    // spin against each other: docs/study.md).
     const torch::Tensor mask = torch::from_blob(mask_bytes.data(), {rows, vocab}, torch::kUInt8)
-                                   .to(torch::kBool)
-                                   .to(l.device);
+                                   .to(l.device)
+                                   .to(torch::kBool);
     const torch::Tensor masked = apply_action_mask(step.logits, mask);
     if (window.total > 0 && !sampling.greedy) {
       l.rng.counter = first_draw + static_cast<std::uint64_t>(t * window.total + window.offset);
@@ -402,18 +410,21 @@ std::vector<Completion> PolicyAgent::generate(
             : sample_from_logits(filter_logits(masked, sampling), uniforms(l.rng, rows));
     const torch::Tensor log_probs =
         torch::log_softmax(masked / temperature, -1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
-    const torch::Tensor chosen_cpu = chosen.to(torch::kCPU).contiguous();
-    const torch::Tensor log_probs_cpu = log_probs.to(torch::kCPU).to(torch::kFloat).contiguous();
-    const torch::Tensor values_cpu = step.values.to(torch::kCPU).to(torch::kFloat).contiguous();
-    const auto* chosen_data = chosen_cpu.data_ptr<std::int64_t>();
-    const auto* lp_data = log_probs_cpu.data_ptr<float>();
-    const auto* v_data = values_cpu.data_ptr<float>();
+    // One read-back a step: the tokens (exact as floats below 2^24), their log-probabilities and
+    // the values, stacked on the device.
+    const torch::Tensor drawn = torch::stack({chosen.to(torch::kFloat), log_probs.to(torch::kFloat),
+                                              step.values.to(torch::kFloat)})
+                                    .to(torch::kCPU)
+                                    .contiguous();
+    const float* chosen_data = drawn.data_ptr<float>();
+    const float* lp_data = chosen_data + rows;
+    const float* v_data = lp_data + rows;
     bool any = false;
     std::vector<std::int64_t> next(static_cast<std::size_t>(rows), space.pad());
     for (std::int64_t r = 0; r < rows; ++r) {
       if (!active[static_cast<std::size_t>(r)]) continue;
       Completion& c = out[static_cast<std::size_t>(r)];
-      const auto token = static_cast<env::TokenId>(chosen_data[r]);
+      const auto token = static_cast<env::TokenId>(std::lround(chosen_data[r]));
       if (!action_masks[static_cast<std::size_t>(r)]->allows(token)) {
         throw std::runtime_error(
             "generate: the policy's logits are not finite (sampled the forbidden " +
@@ -440,10 +451,13 @@ std::vector<Completion> PolicyAgent::generate(
       lane.release();
       break;
     }
-    std::vector<std::uint8_t> still(active);
-    const torch::Tensor active_t =
-        torch::from_blob(still.data(), {rows}, torch::kUInt8).to(torch::kBool).to(l.device);
-    step = l.policy->decode_step(torch::tensor(next, torch::kLong).to(l.device), active_t, cache);
+    // The next tokens and which rows go on, in one upload.
+    std::vector<std::int64_t> upload(next);
+    upload.insert(upload.end(), active.begin(), active.end());
+    const torch::Tensor uploaded =
+        torch::from_blob(upload.data(), {2, rows}, torch::kLong).to(l.device);
+    const torch::Tensor next_t = l.device.is_cpu() ? uploaded[0].clone() : uploaded[0];
+    step = l.policy->decode_step(next_t, uploaded[1].to(torch::kBool), cache);
     lane.release();
   }
   if (window.total > 0 && !sampling.greedy) {
