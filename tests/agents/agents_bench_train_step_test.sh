@@ -2,7 +2,9 @@
 # sparserl-agents-bench --hf DIR --train-step (docs/agents.md, "What fits"): full fine-tuning and
 # LoRA with gradient checkpointing each run timed steps on the tiny Qwen2 fixture and say what they
 # train - every parameter, or the adapters alone (fewer) - and, without a GPU, that the memory
-# figure is n/a rather than a number.
+# figure is n/a rather than a number. Also its --hf-generate mode: PolicyAgent::generate with the
+# fixture's weights and tokenizer under the BPE grammar mask times whole completions, and the mode
+# without --hf is refused, naming what it needs.
 # Usage: agents_bench_train_step_test.sh BENCH FIXTURE_DIR
 set -euo pipefail
 BENCH=$1
@@ -27,4 +29,13 @@ trainable() { sed -n 's/.*, \([0-9]*\) trainable parameters,.*/\1/p' <<<"$1"; }
 if [[ ${CUDA_VISIBLE_DEVICES-} == "" ]] && ! command -v nvidia-smi >/dev/null; then
   grep -q "^GPU memory: n/a (device cpu)$" <<<"$full" || fail "a CPU run printed a memory figure"
 fi
-echo "train steps: full and LoRA timed, trainable parameters told apart"
+
+generate=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 2 --tokens 640 --repeat 1 --threads 1)
+echo "$generate"
+grep -q "^hf $FIXTURE: [0-9]* parameters, device cpu, batch 2, 640 tokens" <<<"$generate" ||
+  fail "generate: no header"
+grep -Eq "^generate run 1: [0-9.]+ s, [1-9][0-9]* tokens \([0-9.]+ per row\), [0-9]+ tokens/s$" <<<"$generate" ||
+  fail "generate: no timed run"
+if refusal=$("$BENCH" --hf-generate --repeat 1 2>&1); then fail "--hf-generate without --hf ran"; fi
+grep -q "needs --hf FOLDER" <<<"$refusal" || fail "--hf-generate without --hf: $refusal"
+echo "train steps: full and LoRA timed, trainable parameters told apart; generate timed under the BPE mask"

@@ -16,6 +16,10 @@
 // Hugging Face folder (its weights are loaded) or a config.json (random weights of that shape),
 // with the soft prompt of K = 128 nonzeros; --dtype float32|bfloat16 is its compute dtype.
 //
+// --hf FOLDER --hf-generate times PolicyAgent::generate with that model instead (its weights, its
+// tokenizer.json and the BPE grammar mask over it, one mask per row on the CPU as the RL stage has;
+// --tokens is max_tokens, at least the mask's least budget).
+//
 // --hf PATH --train-step measures training instead: --repeat steps of next-token cross-entropy
 // over --batch sequences of --tokens random tokens (after the soft prompt), backward and AdamW on
 // the trainable parameters (LoRA adapters only with --lora-rank R; --checkpointing recomputes each
@@ -58,6 +62,7 @@ struct Options {
   std::string mask = "syntax";
   std::string hf;
   std::string dtype = "float32";
+  bool hf_generate = false;
   bool train_step = false;
   int lora_rank = 0;
   bool checkpointing = false;
@@ -76,6 +81,8 @@ void declare(CLI::App& app, Options& o) {
   app.add_option("--hf", o.hf, "a Hugging Face folder or config.json: decode with that decoder");
   app.add_option("--dtype", o.dtype, "--hf: compute dtype")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_flag("--hf-generate", o.hf_generate,
+               "--hf FOLDER: time PolicyAgent::generate under the BPE grammar mask instead");
   app.add_flag("--train-step", o.train_step,
                "--hf: time training steps and measure their GPU memory instead of decoding");
   app.add_option("--lora-rank", o.lora_rank, "--train-step: LoRA rank (0: full fine-tuning)")
@@ -237,6 +244,24 @@ std::shared_ptr<const sparserl::env::MatrixObservation> synthetic_observation(co
   return m;
 }
 
+// generate: the real sampling path under the mask, --repeat times.
+void time_generate(PolicyAgent& agent,
+                   const std::vector<std::shared_ptr<const sparserl::env::MatrixObservation>>& prompts,
+                   const Options& o) {
+  for (int r = 0; r < o.repeat; ++r) {
+    const auto before = agent.counters().generated_tokens;
+    const auto start = std::chrono::steady_clock::now();
+    const auto completions = agent.generate(prompts, 1, agent.config().sampling);
+    if (agent.learner().device.is_cuda()) torch::cuda::synchronize();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto tokens = agent.counters().generated_tokens - before;
+    std::printf("generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s\n", r + 1,
+                seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
+                double(tokens) / seconds);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,20 +271,27 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.threads > 0) torch::set_num_threads(o.threads);
-    if (!o.hf.empty()) return bench_hf(o);
+    if (!o.hf.empty() && !o.hf_generate) return bench_hf(o);
+    if (o.hf_generate && o.hf.empty()) throw std::invalid_argument("--hf-generate needs --hf FOLDER");
     AgentConfig config;
     config.policy = sparserl::agents::PolicyConfig::preset(o.preset);
     config.policy.max_tokens = o.tokens;
     config.device = o.device;
     config.mask =
         o.mask == "none" ? sparserl::env::MaskMode::none : sparserl::env::MaskMode::syntax;
+    if (o.hf_generate) {
+      config.model.kind = sparserl::agents::ModelKind::hf;
+      config.model.path = o.hf;
+      config.model.dtype = o.dtype;
+    }
     auto vocabulary =
         std::make_shared<const sparserl::env::Vocabulary>(sparserl::env::Vocabulary::standard());
     PolicyAgent agent(config, vocabulary);
     auto& learner = agent.learner();
-    std::printf("preset %s: %lld parameters, device %s, batch %d, %d tokens, %d LibTorch threads\n",
-                o.preset.c_str(), static_cast<long long>(agent.parameter_count()),
-                agent.device().c_str(), o.batch, o.tokens, torch::get_num_threads());
+    std::printf("%s %s: %lld parameters, device %s, batch %d, %d tokens, %d LibTorch threads\n",
+                o.hf_generate ? "hf" : "preset", o.hf_generate ? o.hf.c_str() : o.preset.c_str(),
+                static_cast<long long>(agent.parameter_count()), agent.device().c_str(), o.batch,
+                o.tokens, torch::get_num_threads());
 
     if (o.repeat == 0) return 0;  // the parameter count only
 
@@ -268,6 +300,10 @@ int main(int argc, char** argv) {
     for (int b = 0; b < o.batch; ++b) {
       prompts.push_back(synthetic_observation(agent.config(), b));
       raw.push_back(prompts.back().get());
+    }
+    if (o.hf_generate) {
+      time_generate(agent, prompts, o);
+      return 0;
     }
     auto sync = [&] {
       if (learner.device.is_cuda()) torch::cuda::synchronize();
@@ -313,19 +349,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    // generate: the real sampling path under the mask.
-    for (int r = 0; r < o.repeat; ++r) {
-      const auto before = agent.counters().generated_tokens;
-      const auto start = std::chrono::steady_clock::now();
-      const auto completions = agent.generate(prompts, 1, agent.config().sampling);
-      sync();
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const auto tokens = agent.counters().generated_tokens - before;
-      std::printf("generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s\n", r + 1,
-                  seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
-                  double(tokens) / seconds);
-    }
+    time_generate(agent, prompts, o);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sparserl-agents-bench: %s\n", e.what());
