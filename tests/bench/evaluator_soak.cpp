@@ -9,7 +9,11 @@
 // memory before the evaluator starts and after it is gone, and the workers' descriptors while it
 // runs. Prints Markdown; exits 1 on a wrong verdict or a leak.
 //
-//   evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K]
+// --seconds S stops submitting after S seconds (the window in flight is answered) and reports what
+// ran, the leak table included: a soak that fits a call's time limit still measures what is left
+// behind (its summary says how many of the N evaluations ran).
+//
+//   evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] [--seconds S]
 #include <dirent.h>
 #include <unistd.h>
 
@@ -76,14 +80,17 @@ struct Program {
 int main(int argc, char** argv) {
   fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
   int evaluations = 10000, workers = 2, hang_every = 100;
+  double seconds_limit = 0;  // 0: none
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--shared" && i + 1 < argc) shared = argv[++i];
     else if (a == "--evaluations" && i + 1 < argc) evaluations = std::stoi(argv[++i]);
     else if (a == "--workers" && i + 1 < argc) workers = std::stoi(argv[++i]);
     else if (a == "--hang-every" && i + 1 < argc) hang_every = std::stoi(argv[++i]);
+    else if (a == "--seconds" && i + 1 < argc) seconds_limit = std::stod(argv[++i]);
     else {
-      std::cerr << "usage: evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K]\n";
+      std::cerr << "usage: evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] "
+                   "[--seconds S]\n";
       return 2;
     }
   }
@@ -119,7 +126,7 @@ int main(int argc, char** argv) {
   const int fds_before = descriptors(me);
   const std::size_t children_before = children().size();
   const long memory_before = sparserl::reward::gpu_memory_used_mib();
-  int wrong = 0, hangs = 0, max_worker_fds = 0, worker_fds_at_1000 = -1;
+  int wrong = 0, hangs = 0, ran = 0, max_worker_fds = 0, worker_fds_at_1000 = -1;
   long memory_at_1000 = -1, memory_at_end = -1;
   std::map<std::string, int> verdicts;
   const auto start = std::chrono::steady_clock::now();
@@ -163,7 +170,13 @@ int main(int argc, char** argv) {
       }
       window.clear();
     };
+    const auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     for (int i = 0; i < evaluations; ++i) {
+      // --seconds: stop between windows, so that every evaluation submitted is answered
+      if (seconds_limit > 0 && window.empty() && elapsed() >= seconds_limit) break;
+      ran = i + 1;
       const bool hung = hang_every > 0 && i % hang_every == hang_every - 1;
       const Program& p = hung ? hang : programs[next++ % programs.size()];
       const bool on_large = i % 20 == 19 && p.large_ok;
@@ -187,8 +200,7 @@ int main(int argc, char** argv) {
         }
       }
       if ((i + 1) % 100 == 0) {
-        std::fprintf(stderr, "%d evaluations, %d wrong, %.0f s\n", i + 1, wrong,
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        std::fprintf(stderr, "%d evaluations, %d wrong, %.0f s\n", i + 1, wrong, elapsed());
       }
     }
     memory_at_end = sparserl::reward::gpu_memory_used_mib();
@@ -200,7 +212,8 @@ int main(int argc, char** argv) {
 
   std::printf("\n| program -> verdict | evaluations |\n|---|---|\n");
   for (const auto& [key, n] : verdicts) std::printf("| %s | %d |\n", key.c_str(), n);
-  std::printf("\n%d evaluations (%d hangs) in %.0f s: %d wrong verdicts\n\n", evaluations, hangs, seconds, wrong);
+  std::printf("\n%d of %d evaluations (%d hangs) in %.0f s%s: %d wrong verdicts\n\n", ran, evaluations, hangs,
+              seconds, ran < evaluations ? " (stopped by --seconds)" : "", wrong);
   std::printf("| measured | before | during | after |\n|---|---|---|---|\n");
   std::printf("| this process's descriptors | %d | | %d |\n", fds_before, fds_after);
   std::printf("| child processes | %zu | | %zu |\n", children_before, children_after);
