@@ -29,7 +29,7 @@ struct BpeGrammarMask::Shared {
   mutable std::mutex mutex;
   mutable std::unordered_map<std::uint64_t, std::shared_ptr<const Verdicts>> cache;
   mutable std::deque<std::uint64_t> order;  // oldest first
-  mutable CacheStats stats;
+  mutable CacheStats stats;                  // entries and bytes: what `cache` holds
 };
 
 struct BpeGrammarMask::Progress {
@@ -86,6 +86,28 @@ std::shared_ptr<BpeGrammarMask::Shared> shared_for(std::shared_ptr<const BpeToke
   auto made = std::make_shared<BpeGrammarMask::Shared>(tokenizer, closed);
   registry.push_back({tokenizer, closed.get(), made});
   return made;
+}
+
+// Keeps a state's verdicts in the tokenizer's cache, the oldest dropped while the cache holds more
+// than `budget` bytes (a mask larger than the budget is not kept).
+void remember(BpeGrammarMask::Shared& shared, std::size_t budget, std::uint64_t key,
+              std::shared_ptr<const Verdicts> verdicts) {
+  const auto bytes_of = [](const Verdicts& v) { return sizeof(Verdicts) + v.size() * sizeof(Segment); };
+  const std::size_t bytes = bytes_of(*verdicts);
+  if (bytes > budget) return;
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  if (!shared.cache.emplace(key, std::move(verdicts)).second) return;  // another row made it too
+  shared.order.push_back(key);
+  BpeGrammarMask::CacheStats& stats = shared.stats;
+  ++stats.entries;
+  stats.bytes += bytes;
+  while (stats.bytes > budget) {
+    const auto oldest = shared.cache.find(shared.order.front());
+    stats.bytes -= bytes_of(*oldest->second);
+    --stats.entries;
+    shared.cache.erase(oldest);
+    shared.order.pop_front();
+  }
 }
 
 }  // namespace
@@ -190,14 +212,7 @@ void BpeGrammarMask::fill(std::span<std::uint8_t> mask) const {
     auto made = std::make_shared<const Verdicts>(
         walk(shared_->grammar, shared_->trie, p.names, p.pending, p.lex, p.closed));
     verdicts = made;
-    std::lock_guard<std::mutex> lock(shared_->mutex);
-    if (options_.cache_masks > 0 && shared_->cache.emplace(key, made).second) {
-      shared_->order.push_back(key);
-      while (shared_->order.size() > options_.cache_masks) {
-        shared_->cache.erase(shared_->order.front());
-        shared_->order.pop_front();
-      }
-    }
+    remember(*shared_, options_.cache_bytes, key, std::move(made));
   }
   const std::vector<TokenId>& ids = shared_->trie.ids();
   for (const Segment& v : *verdicts) {

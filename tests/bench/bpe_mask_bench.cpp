@@ -3,19 +3,20 @@
 //
 //   1. fill()'s cost per step (median, p90 and max microseconds, one thread) along the corpus
 //      programs in BPE form token by token (the path of a policy that writes such programs) and
-//      along random episodes (uniform over the allowed tokens), with the mask cache's hit rate, and
-//      allows()' cost per token; for a small tokenizer trained here on the CUDA corpus and the
+//      along random episodes (uniform over the allowed tokens), with the mask cache's hit rate,
+//      the same along --rows corpus programs side by side (one step of each in turn, as a batch is
+//      sampled), and allows()' cost per token; for a small tokenizer trained here on the CUDA corpus and the
 //      corpus programs (--small tokens) and a Qwen-sized one (--large tokens, 151,643 as Qwen2.5's
 //      byte-level vocabulary): read from --tokenizer FILE, or built - trained on the CUDA corpus
 //      (--corpus, default ../shared/corpus/cuda), where merges run out near 62,000 tokens, then
 //      grown to the size the way Qwen2's vocabulary is made up (qwen_sized()).
 //   2. random episodes of the small tokenizer (--compile of them, max_tokens --max-tokens): how
-//   many
-//      parse, pass the static checks (check_program) and compile (NVRTC, sm_90, f32, a small
+//      many parse, pass the static checks (check_program) and compile (NVRTC, sm_90, f32, a small
 //      matrix's prelude); beside them the closed syntax mask's random episodes (max_tokens 512).
 //
 // usage: bpe_mask_bench [--episodes N] [--compile N] [--small N] [--large N] [--max-tokens N]
-//                       [--corpus DIR] [--tokenizer FILE] [--no-large]
+//                       [--corpus DIR] [--tokenizer FILE] [--no-large] [--rows N]
+//                       [--cache-mib M]   (the masks' cache budget; default BpeGrammarOptions')
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -47,7 +48,8 @@ using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 struct Options {
-  int episodes = 40, compile = 300, small = 4096, large = 151643, max_tokens = 1024;
+  int episodes = 40, compile = 300, small = 4096, large = 151643, max_tokens = 1024, rows = 64;
+  double cache_mib = -1;  // the masks' cache budget (-1: BpeGrammarOptions' default)
   fs::path corpus = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "corpus" / "cuda";
   std::string tokenizer;
   bool no_large = false;
@@ -99,15 +101,22 @@ struct Times {
   [[nodiscard]] std::string str() {
     if (us.empty()) return "no steps";
     std::sort(us.begin(), us.end());
+    double sum = 0;
+    for (double u : us) sum += u;
     char line[160];
-    std::snprintf(line, sizeof line, "%zu steps: median %.1f us, p90 %.1f us, max %.0f us",
-                  us.size(), us[us.size() / 2], us[us.size() * 9 / 10], us.back());
+    std::snprintf(line, sizeof line, "%zu steps: mean %.1f us, median %.1f us, p90 %.1f us, max %.0f us",
+                  us.size(), sum / static_cast<double>(us.size()), us[us.size() / 2],
+                  us[us.size() * 9 / 10], us.back());
     return line;
   }
 };
 
+// The masks' cache budget for the whole run (--cache-mib), set once by main().
+std::size_t cache_bytes = BpeGrammarOptions{}.cache_bytes;
+
 BpeGrammarMask make_mask(const std::shared_ptr<const BpeTokenizer>& t, int max_tokens) {
   BpeGrammarOptions o;
+  o.cache_bytes = cache_bytes;
   o.max_tokens = max_tokens;
   return BpeGrammarMask(t, o);
 }
@@ -134,6 +143,42 @@ void teacher_forced(const std::shared_ptr<const BpeTokenizer>& t,
   const double all = hits + static_cast<double>(after.misses - before.misses);
   std::printf("  corpus programs (every %zu-th, teacher-forced): fill %s; cache hits %.1f%%\n",
               stride, times.str().c_str(), 100.0 * hits / std::max(all, 1.0));
+}
+
+// `rows` corpus programs (every `stride`-th from stride / 2: none of teacher_forced()'s) side by
+// side, one step of each at a time, as PolicyAgent::generate fills a batch's masks: the cache sees
+// the rows' states interleaved (and keeps what the earlier passes left in it).
+void teacher_forced_batch(const std::shared_ptr<const BpeTokenizer>& t,
+                          const std::vector<std::string>& programs, std::size_t stride, int rows) {
+  std::vector<std::vector<TokenId>> ids;
+  std::vector<BpeGrammarMask> masks;
+  for (std::size_t i = stride / 2; i < programs.size() && static_cast<int>(ids.size()) < rows;
+       i += stride) {
+    ids.push_back(t->encode(programs[i]));
+    masks.push_back(make_mask(t, static_cast<int>(ids.back().size()) + 2000));
+  }
+  Times times;
+  std::vector<std::uint8_t> m(masks.front().size());
+  const auto before = masks.front().cache_stats();
+  for (std::size_t step = 0;; ++step) {
+    bool any = false;
+    for (std::size_t r = 0; r < ids.size(); ++r) {
+      if (step >= ids[r].size()) continue;
+      any = true;
+      const auto start = Clock::now();
+      masks[r].fill(m);
+      times.add(start);
+      masks[r].advance(ids[r][step]);
+    }
+    if (!any) break;
+  }
+  const auto after = masks.front().cache_stats();
+  const double hits = static_cast<double>(after.hits - before.hits);
+  const double all = hits + static_cast<double>(after.misses - before.misses);
+  std::printf("  %zu other corpus programs side by side (every %zu-th from the %zu-th): fill %s; "
+              "cache hits %.1f%%, %zu masks kept (%.1f MiB)\n",
+              ids.size(), stride, stride / 2, times.str().c_str(), 100.0 * hits / std::max(all, 1.0),
+              after.entries, static_cast<double>(after.bytes) / (1 << 20));
 }
 
 // Random episodes: fill() per step, allows() per token on every 50th step; the texts.
@@ -241,6 +286,7 @@ void cost_section(const std::shared_ptr<const BpeTokenizer>& t,
   std::printf("  tokenizer %s: %zu tokens, %zu merges\n", t->source().c_str(), t->size(),
               t->merges());
   teacher_forced(t, programs, t->size() > 50000 ? 40 : 10);
+  teacher_forced_batch(t, programs, t->size() > 50000 ? 40 : 10, o.rows);
   random_walks(t, o.episodes, o.max_tokens, true);
 }
 
@@ -326,6 +372,10 @@ Options parse(int argc, char** argv) {
       o.tokenizer = next();
     else if (a == "--no-large")
       o.no_large = true;
+    else if (a == "--rows")
+      o.rows = std::stoi(next());
+    else if (a == "--cache-mib")
+      o.cache_mib = std::stod(next());
     else
       throw std::invalid_argument("unknown argument " + a + " (see the file's header)");
   }
@@ -337,8 +387,10 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
+    if (o.cache_mib >= 0) cache_bytes = static_cast<std::size_t>(o.cache_mib * (1 << 20));
     const std::vector<std::string> programs = corpus_programs();
-    std::printf("bpe_mask_bench: %zu corpus programs; one thread\n", programs.size());
+    std::printf("bpe_mask_bench: %zu corpus programs; one thread; mask cache %.1f MiB\n",
+                programs.size(), static_cast<double>(cache_bytes) / (1 << 20));
     // Training text: the CUDA corpus (where present) and the corpus programs.
     std::vector<std::string> texts = programs;
     if (fs::is_directory(o.corpus)) {

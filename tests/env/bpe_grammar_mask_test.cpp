@@ -217,6 +217,54 @@ TEST_CASE("the BPE grammar mask's fill() and allows() agree on every token along
   CHECK(steps > 12 * 100);
 }
 
+TEST_CASE("the BPE grammar mask's cache stays within its byte budget and answers as allows() does",
+          "[env][bpe][mask]") {
+  // A tokenizer of its own: the cache is shared by the masks of one tokenizer.
+  const auto tokenizer = trained(700);
+  const auto programs = corpus();
+  const std::vector<TokenId> ids = tokenizer->encode(bpe_program_text(programs[0].text));
+  const std::vector<TokenId> other = tokenizer->encode(bpe_program_text(programs[3].text));
+  const auto mask_with = [&](std::size_t cache_bytes) {
+    BpeGrammarOptions options;
+    options.max_tokens = 4000;
+    options.cache_bytes = cache_bytes;
+    return BpeGrammarMask(tokenizer, options);
+  };
+  const std::size_t budget = 48 << 10;
+  std::vector<std::uint8_t> m;
+  int mismatches = 0;
+  const auto check = [&](const BpeGrammarMask& mask) {
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      mismatches += (m[i] != 0) != mask.allows(static_cast<TokenId>(i)) ? 1 : 0;
+    }
+  };
+  // Two rows writing the same program side by side: the second finds each state the first left.
+  BpeGrammarMask first = mask_with(budget), second = mask_with(budget);
+  m.resize(first.size());
+  const auto before = first.cache_stats();
+  for (std::size_t step = 0; step < ids.size(); ++step) {
+    for (BpeGrammarMask* mask : {&first, &second}) {
+      mask->fill(m);
+      if (step % 7 == 0) check(*mask);
+      mask->advance(ids[step]);
+    }
+    REQUIRE(first.cache_stats().bytes <= budget);
+  }
+  const auto after = first.cache_stats();
+  CHECK(after.entries >= 1);
+  CHECK(after.hits - before.hits >= ids.size());
+  // A mask with no budget keeps nothing of its own (it still reads what is there).
+  BpeGrammarMask none = mask_with(0);
+  for (TokenId id : other) {
+    none.fill(m);
+    check(none);
+    none.advance(id);
+  }
+  CHECK(none.cache_stats().entries == after.entries);
+  CHECK(none.cache_stats().bytes == after.bytes);
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("the BPE grammar mask refuses bad tokens where they stand", "[env][bpe][mask]") {
   // Only the directives first.
   CHECK(takes_after("", "\n  //@format csr\n"));
