@@ -243,9 +243,9 @@ lanes() {
   fi
   mkdir -p "$OUT/lanes"
   local jobs=("$@")
-  # LibTorch's OpenMP pool takes every core in each process: N processes' small per-token CPU ops
-  # (the mask's upload, the draws' read-back) then spin against each other, and sampling on the GPU
-  # ran 11x slower beside three busy processes on an H100 host (docs/study.md). Each lane gets its
+  # LibTorch's OpenMP pool takes every core in each process: N processes' small CPU ops at every
+  # step then spin against each other, and sampling on the GPU ran 11x slower beside three busy
+  # LibTorch processes on an H100 host (docs/study.md). Each lane gets its
   # share of the cores, unless OMP_NUM_THREADS is set.
   local threads=${OMP_NUM_THREADS:-$(($(nproc) / GPUS > 0 ? $(nproc) / GPUS : 1))}
   for ((g = 0; g < GPUS && g < ${#jobs[@]}; g++)); do
