@@ -451,13 +451,13 @@ std::vector<Completion> PolicyAgent::generate(
       lane.release();
       break;
     }
-    // The next tokens and which rows go on, in one upload.
+    // The next tokens and which rows go on, in one upload (a copy on the CPU too: `upload` ends
+    // with this step).
     std::vector<std::int64_t> upload(next);
     upload.insert(upload.end(), active.begin(), active.end());
-    const torch::Tensor uploaded =
-        torch::from_blob(upload.data(), {2, rows}, torch::kLong).to(l.device);
-    const torch::Tensor next_t = l.device.is_cpu() ? uploaded[0].clone() : uploaded[0];
-    step = l.policy->decode_step(next_t, uploaded[1].to(torch::kBool), cache);
+    const torch::Tensor uploaded = torch::from_blob(upload.data(), {2, rows}, torch::kLong)
+                                       .to(l.device, torch::kLong, /*non_blocking=*/false, /*copy=*/true);
+    step = l.policy->decode_step(uploaded[0], uploaded[1].to(torch::kBool), cache);
     lane.release();
   }
   if (window.total > 0 && !sampling.greedy) {
