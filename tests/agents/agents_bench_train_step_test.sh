@@ -30,12 +30,20 @@ if [[ ${CUDA_VISIBLE_DEVICES-} == "" ]] && ! command -v nvidia-smi >/dev/null; t
   grep -q "^GPU memory: n/a (device cpu)$" <<<"$full" || fail "a CPU run printed a memory figure"
 fi
 
-generate=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 2 --tokens 640 --repeat 1 --threads 1)
+generate=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 4 --tokens 640 --repeat 1 --threads 1)
 echo "$generate"
-grep -q "^hf $FIXTURE: [0-9]* parameters, device cpu, batch 2, 640 tokens" <<<"$generate" ||
+grep -q "^hf $FIXTURE: [0-9]* parameters, device cpu, batch 4, 640 tokens" <<<"$generate" ||
   fail "generate: no header"
-grep -Eq "^generate run 1: [0-9.]+ s, [1-9][0-9]* tokens \([0-9.]+ per row\), [0-9]+ tokens/s$" <<<"$generate" ||
-  fail "generate: no timed run"
+run='^generate run 1: [0-9.]+ s, ([1-9][0-9]*) tokens \([0-9.]+ per row\), [0-9]+ tokens/s; ([0-9]+) steps, masks [0-9.]+ s \([0-9.]+ us a row and step\), waiting for the draws [0-9.]+ s, other host work -?[0-9.]+ s; tokens digest ([0-9a-f]{16})$'
+line=$(grep -E "$run" <<<"$generate") || fail "generate: no timed run with its profile"
+[[ $line =~ $run ]]
+tokens=${BASH_REMATCH[1]} steps=${BASH_REMATCH[2]} digest=${BASH_REMATCH[3]}
+# The steps are the longest row's tokens: at most the limit, at least a row's share of the tokens.
+((steps <= 640 && steps * 4 >= tokens)) || fail "generate: $steps steps for $tokens tokens of 4 rows"
+# The BPE rows' masks are filled on LibTorch's threads: three threads draw what one draws.
+threaded=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 4 --tokens 640 --repeat 1 --threads 3)
+grep -q "tokens digest $digest$" <<<"$threaded" ||
+  fail "generate: three threads drew other tokens than one ($threaded)"
 if refusal=$("$BENCH" --hf-generate --repeat 1 2>&1); then fail "--hf-generate without --hf ran"; fi
 grep -q "needs --hf FOLDER" <<<"$refusal" || fail "--hf-generate without --hf: $refusal"
 echo "train steps: full and LoRA timed, trainable parameters told apart; generate timed under the BPE mask"

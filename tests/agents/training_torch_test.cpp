@@ -258,6 +258,12 @@ TEST_CASE("overlap_generation samples each batch after the first with the policy
       config, *env,
       [&](std::string_view, std::int64_t, const env::Statistics& stats) {
         waits.push_back(find_statistic(stats, "perf/evaluation_wait_seconds"));
+        // The generation's own split is logged beside it (the overlapped batch's).
+        const double steps = find_statistic(stats, "perf/generation_steps");
+        CHECK(steps >= 1);
+        CHECK(steps <= 48);
+        CHECK(find_statistic(stats, "perf/generation_mask_seconds") <=
+              find_statistic(stats, "perf/generation_seconds"));
       },
       [&](const env::Episode& e) { policies.push_back(e.policy_id); });
   CHECK(r.steps == 4);
@@ -293,6 +299,29 @@ TEST_CASE("generate() holds the timing lane it is given while it samples, and le
   CHECK(sampled.get().size() == 2);
   CHECK(timer.try_lock());  // generate() let it go
   timer.unlock();
+}
+
+TEST_CASE("generate() reports where its time went: steps, masked rows, mask and read-back seconds",
+          "[agents][rl]") {
+  PolicyAgent agent(tiny_config(env::MaskMode::syntax, 48), tokenizer()->vocabulary_ptr());
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {synthetic_observation(3),
+                                                                        synthetic_observation(5)};
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<Completion> sampled = agent.generate(prompts, 3, agent.config().sampling);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const GenerationProfile& p = agent.last_generation();
+  std::int64_t longest = 0, tokens = 0;
+  for (const Completion& c : sampled) {
+    longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(c.tokens.size()));
+    tokens += static_cast<std::int64_t>(c.tokens.size());
+  }
+  CHECK(p.steps == longest);    // one decode step per token of the longest row
+  CHECK(p.row_steps == tokens);  // a mask filled for each token drawn
+  CHECK(p.mask_seconds > 0);
+  CHECK(p.readback_seconds >= 0);
+  CHECK(p.mask_seconds + p.readback_seconds <= p.seconds);
+  CHECK(p.seconds <= wall);
 }
 
 TEST_CASE("overlap_generation is refused for an algorithm that does not correct stale samples",

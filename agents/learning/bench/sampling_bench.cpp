@@ -256,9 +256,22 @@ void time_generate(PolicyAgent& agent,
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto tokens = agent.counters().generated_tokens - before;
-    std::printf("generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s\n", r + 1,
-                seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
-                double(tokens) / seconds);
+    std::uint64_t digest = 0xcbf29ce484222325ULL;  // FNV-1a over every row's tokens, in order
+    for (const auto& c : completions) {
+      for (const auto token : c.tokens) {
+        digest = (digest ^ static_cast<std::uint64_t>(token)) * 0x100000001b3ULL;
+      }
+      digest = (digest ^ 0xffffffffULL) * 0x100000001b3ULL;
+    }
+    const sparserl::agents::GenerationProfile& p = agent.last_generation();
+    std::printf("generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s; %lld steps, "
+                "masks %.3f s (%.1f us a row and step), waiting for the draws %.3f s, "
+                "other host work %.3f s; tokens digest %016llx\n",
+                r + 1, seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
+                double(tokens) / seconds, static_cast<long long>(p.steps), p.mask_seconds,
+                p.row_steps > 0 ? 1e6 * p.mask_seconds / double(p.row_steps) : 0.0,
+                p.readback_seconds, p.seconds - p.mask_seconds - p.readback_seconds,
+                static_cast<unsigned long long>(digest));
   }
 }
 

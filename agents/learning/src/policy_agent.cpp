@@ -5,6 +5,7 @@
 // reinforce.cpp, ppo.cpp and grpo.cpp.
 #include "sparserl/agents/policy_agent.hpp"
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -112,6 +113,9 @@ const std::shared_ptr<const TokenSpace>& PolicyAgent::tokens_ptr() const {
   return learner_->tokens;
 }
 const AgentCounters& PolicyAgent::counters() const { return learner_->counters; }
+const GenerationProfile& PolicyAgent::last_generation() const {
+  return learner_->last_generation;
+}
 
 void PolicyAgent::export_model(const std::filesystem::path& folder,
                                std::uint64_t max_shard_bytes) const {
@@ -372,6 +376,8 @@ std::vector<Completion> PolicyAgent::generate(
 
   // The GPU's timing lane, when the evaluator times on this GPU meanwhile: held while this
   // function's kernels run (a step's kernels have finished when it is let go).
+  GenerationProfile profile;
+  const auto generation_start = std::chrono::steady_clock::now();
   LaneTurns lane(timing_lane_.get(), l.device.is_cuda());
   lane.hold();
   const PrefixBatch prefix = l.prefix_batch(matrices);
@@ -383,15 +389,35 @@ std::vector<Completion> PolicyAgent::generate(
   std::vector<std::uint8_t> active(static_cast<std::size_t>(rows), 1);
   std::vector<std::uint8_t> mask_bytes(static_cast<std::size_t>(rows * vocab), 0);
   const double temperature = sampling.greedy ? 1.0 : sampling.temperature;
+  // A BPE vocabulary's grammar mask costs tens of microseconds to milliseconds a row and step
+  // (docs/bpe.md), the closed vocabulary's about one: the BPE rows' masks are filled and advanced
+  // on LibTorch's intra-op threads (the masks are independent; their shared cache is locked), the
+  // closed ones in this thread. The draws do not depend on the order.
+  const std::int64_t mask_grain = space.kind() == "closed" ? rows : 1;
+  const auto since = [](std::chrono::steady_clock::time_point from) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  };
+  // The rows that drew at the last step (those that then ended included) and what they drew:
+  // each row's mask is advanced past its draw where the next step's is filled, while the device
+  // runs the decode step.
+  std::vector<std::uint8_t> drew(static_cast<std::size_t>(rows), 0);
+  std::vector<env::TokenId> drawn_tokens(static_cast<std::size_t>(rows), space.pad());
   for (int t = 0; t < max_tokens; ++t) {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      std::span<std::uint8_t> row(mask_bytes.data() + r * vocab, static_cast<std::size_t>(vocab));
-      if (active[static_cast<std::size_t>(r)]) {
-        action_masks[static_cast<std::size_t>(r)]->fill(row);
-      } else {
-        std::fill(row.begin(), row.end(), 1);  // finished rows draw anything; the draw is discarded
+    const auto mask_start = std::chrono::steady_clock::now();
+    at::parallel_for(0, rows, mask_grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (drew[i]) action_masks[i]->advance(drawn_tokens[i]);
+        std::span<std::uint8_t> row(mask_bytes.data() + r * vocab, static_cast<std::size_t>(vocab));
+        if (active[i]) {
+          action_masks[i]->fill(row);
+        } else {
+          std::fill(row.begin(), row.end(), 1);  // finished rows draw anything; discarded
+        }
       }
-    }
+    });
+    profile.mask_seconds += since(mask_start);
+    profile.row_steps += std::count(active.begin(), active.end(), std::uint8_t{1});
     lane.hold();
     // Bytes travel as they are and become booleans where the logits are: no LibTorch op on the
     // host per step (each an OpenMP region over every core, which several processes on one host
@@ -412,24 +438,29 @@ std::vector<Completion> PolicyAgent::generate(
         torch::log_softmax(masked / temperature, -1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
     // One read-back a step: the tokens (exact as floats below 2^24), their log-probabilities and
     // the values, stacked on the device.
-    const torch::Tensor drawn = torch::stack({chosen.to(torch::kFloat), log_probs.to(torch::kFloat),
-                                              step.values.to(torch::kFloat)})
-                                    .to(torch::kCPU)
-                                    .contiguous();
+    const torch::Tensor stacked = torch::stack(
+        {chosen.to(torch::kFloat), log_probs.to(torch::kFloat), step.values.to(torch::kFloat)});
+    const auto readback_start = std::chrono::steady_clock::now();
+    const torch::Tensor drawn = stacked.to(torch::kCPU).contiguous();
+    profile.readback_seconds += since(readback_start);
     const float* chosen_data = drawn.data_ptr<float>();
     const float* lp_data = chosen_data + rows;
     const float* v_data = lp_data + rows;
     bool any = false;
     std::vector<std::int64_t> next(static_cast<std::size_t>(rows), space.pad());
+    std::fill(drew.begin(), drew.end(), std::uint8_t{0});
     for (std::int64_t r = 0; r < rows; ++r) {
       if (!active[static_cast<std::size_t>(r)]) continue;
       Completion& c = out[static_cast<std::size_t>(r)];
       const auto token = static_cast<env::TokenId>(std::lround(chosen_data[r]));
-      if (!action_masks[static_cast<std::size_t>(r)]->allows(token)) {
+      // The row's mask as filled for this draw (fill() agrees with allows() on every token).
+      if (token < 0 || token >= vocab || mask_bytes[static_cast<std::size_t>(r * vocab + token)] == 0) {
         throw std::runtime_error(
             "generate: the policy's logits are not finite (sampled the forbidden " +
             space.describe(token) + "); training has diverged");
       }
+      drew[static_cast<std::size_t>(r)] = 1;
+      drawn_tokens[static_cast<std::size_t>(r)] = token;
       c.tokens.push_back(token);
       c.log_probs.push_back(lp_data[r]);
       c.values.push_back(v_data[r]);
@@ -437,7 +468,6 @@ std::vector<Completion> PolicyAgent::generate(
         c.action_masks.insert(c.action_masks.end(), mask_bytes.begin() + r * vocab,
                               mask_bytes.begin() + (r + 1) * vocab);
       }
-      action_masks[static_cast<std::size_t>(r)]->advance(token);
       ++l.counters.generated_tokens;
       if (token == space.eos()) {
         c.terminated = true;
@@ -468,6 +498,9 @@ std::vector<Completion> PolicyAgent::generate(
     }
     l.rng.counter = first_draw + static_cast<std::uint64_t>(longest * window.total);
   }
+  profile.steps = steps;
+  profile.seconds = since(generation_start);
+  l.last_generation = profile;
   return out;
 }
 

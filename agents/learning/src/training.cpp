@@ -289,6 +289,7 @@ struct Batch {
   std::vector<Completion> completions;
   std::string policy;
   double start_seconds = 0, generation_seconds = 0, generated = 0;
+  GenerationProfile profile;  // where generate()'s time went
 };
 
 }  // namespace
@@ -365,6 +366,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
                                         agent->config().sampling, rows);
     batch.generation_seconds = seconds_since(generation_start);
     batch.generated = static_cast<double>(agent->counters().generated_tokens - tokens_before);
+    batch.profile = agent->last_generation();
   };
   // With overlap_generation, the batch sampled during the last update's evaluation: this update's,
   // from the policy before the last update. A run's first batch (a resumed run's too) is sampled in
@@ -387,6 +389,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     const double start_seconds = batch.start_seconds;
     double generation_seconds = batch.generation_seconds;
     double generated = batch.generated;
+    GenerationProfile profile = batch.profile;
 
     // Evaluation (the pipeline: decode, evaluator, reward); with overlap_generation in the
     // background while the next update's batch is started (before: the pipeline is not asked two
@@ -403,6 +406,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
       sample(next);  // on an exception the future's destructor waits for the evaluation
       generation_seconds = next.generation_seconds;
       generated = next.generated;
+      profile = next.profile;
       const auto waited = std::chrono::steady_clock::now();
       episodes = evaluated.get();
       evaluation_wait_seconds = seconds_since(waited);
@@ -431,6 +435,11 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     stats.emplace_back("perf/evaluation_wait_seconds", evaluation_wait_seconds);
     stats.emplace_back("perf/tokens_per_second",
                        generation_seconds > 0 ? generated / generation_seconds : 0.0);
+    // Inside the generation: the action masks on the CPU, the waits for the device's draws, and
+    // the decode steps taken (the longest row's length).
+    stats.emplace_back("perf/generation_mask_seconds", profile.mask_seconds);
+    stats.emplace_back("perf/generation_readback_seconds", profile.readback_seconds);
+    stats.emplace_back("perf/generation_steps", static_cast<double>(profile.steps));
     stats.emplace_back("perf/step_seconds", seconds_since(step_start));
     if (ranks > 1) reduce_timings(*config.group, stats, generated, generation_seconds);
     return stats;

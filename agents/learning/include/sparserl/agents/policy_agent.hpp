@@ -94,6 +94,16 @@ struct AgentCounters {
   std::int64_t generated_tokens = 0;  // tokens sampled by act() and generate()
 };
 
+// Where the last generate() call's wall time went (not saved with checkpoints): the action masks
+// on the CPU (their fill() for the next step, advance() past each draw), the waits for the
+// device's draws (the step's read-back: the decode step and the sampling not yet finished when the
+// host asks), and the steps taken. The rest is host work around them (uploads, launches,
+// bookkeeping).
+struct GenerationProfile {
+  double seconds = 0, mask_seconds = 0, readback_seconds = 0;
+  std::int64_t steps = 0, row_steps = 0;  // row_steps: masks filled for rows still writing
+};
+
 class PolicyAgent final : public env::Agent {
  public:
   // A freshly initialised policy (weights from config.seed). The vocabulary fixes the action space.
@@ -175,6 +185,7 @@ class PolicyAgent final : public env::Agent {
   // (sparserl_policy.safetensors: a later model.path reads them back). std::logic_error for small.
   void export_model(const std::filesystem::path& folder, std::uint64_t max_shard_bytes = 0) const;
   [[nodiscard]] const AgentCounters& counters() const;
+  [[nodiscard]] const GenerationProfile& last_generation() const;
   [[nodiscard]] std::int64_t parameter_count() const;
   [[nodiscard]] std::string device() const;  // "cpu", "cuda:0"
   // A digest of every parameter's bytes (tests compare two agents' weights with it).

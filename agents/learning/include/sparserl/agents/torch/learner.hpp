@@ -101,6 +101,7 @@ struct Learner {
   std::unique_ptr<torch::optim::AdamW> critic_optimizer;
   CounterRng rng;
   AgentCounters counters;
+  GenerationProfile last_generation;  // generate()'s last call
   std::unique_ptr<Algorithm> algorithm;  // config.algorithm's, from the registry
   // Set by the RL stage when a batch may have been sampled before the last update
   // (train.overlap_generation): the algorithms that correct stale samples then take the old
