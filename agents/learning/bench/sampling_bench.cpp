@@ -63,6 +63,7 @@ struct Options {
   std::string hf;
   std::string dtype = "float32";
   bool hf_generate = false;
+  bool sdpa_decode = false;
   bool train_step = false;
   int lora_rank = 0;
   bool checkpointing = false;
@@ -81,6 +82,9 @@ void declare(CLI::App& app, Options& o) {
   app.add_option("--hf", o.hf, "a Hugging Face folder or config.json: decode with that decoder");
   app.add_option("--dtype", o.dtype, "--hf: compute dtype")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_flag("--sdpa-decode", o.sdpa_decode,
+               "--hf decode: the decode steps through scaled_dot_product_attention (as before "
+               "grouped products replaced it there), for comparison");
   app.add_flag("--hf-generate", o.hf_generate,
                "--hf FOLDER: time PolicyAgent::generate under the BPE grammar mask instead");
   app.add_flag("--train-step", o.train_step,
@@ -168,6 +172,7 @@ int bench_hf(const Options& o) {
                                  fs::exists(folder / "model.safetensors.index.json"));
   options.lora_rank = o.train_step ? o.lora_rank : 0;
   options.gradient_checkpointing = o.train_step && o.checkpointing;
+  options.sdpa_decode = o.sdpa_decode;
   long memory_before = -1;
   if (o.train_step && options.device.is_cuda()) {
     // The CUDA context first, so that it is not counted.
@@ -182,12 +187,15 @@ int bench_hf(const Options& o) {
     policy = ag::CausalLmPolicy(ag::read_hf_config(o.hf), options);
     policy->initialize_weights(1);
   }
+  const std::string attention =
+      o.sdpa_decode ? std::string(ag::attention_backend())
+                    : std::string(ag::attention_backend()) + " (decode steps: grouped products)";
   std::printf(
       "hf %s (%s weights): %lld parameters, %s, %s, attention %s, batch %d, %d tokens, %d "
       "LibTorch threads\n",
       o.hf.c_str(), weights ? "loaded" : "random",
       static_cast<long long>(policy->parameter_count()), o.device.c_str(), o.dtype.c_str(),
-      ag::attention_backend(), o.batch, o.tokens, torch::get_num_threads());
+      attention.c_str(), o.batch, o.tokens, torch::get_num_threads());
   if (o.repeat == 0) return 0;
   const auto on = torch::TensorOptions().device(options.device);
   if (o.train_step) {
@@ -218,6 +226,40 @@ int bench_hf(const Options& o) {
       std::printf("decode   run %d: %.3f s, %.0f tokens/s\n", r, seconds,
                   double(o.batch) * o.tokens / seconds);
     }
+  }
+  // One more run with the device synchronised around each decode step: how long the host takes to
+  // issue a step (from the call until it returns) and how long the device then still works on it.
+  // Launch-bound where the first dominates, compute-bound where the second does.
+  if (options.device.is_cuda()) {
+    const ag::PrefixBatch prefix = random_prefix(o.batch, options);
+    const torch::Tensor active = torch::ones({o.batch}, on.dtype(torch::kBool));
+    ag::KvCache cache;
+    auto out = policy->prefill(prefix, torch::zeros({o.batch, 1}, on.dtype(torch::kLong)),
+                               active.unsqueeze(1), cache);
+    double issue = 0, device = 0, sampling = 0;
+    using Clock = std::chrono::steady_clock;
+    const auto seconds = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double>(b - a).count();
+    };
+    for (int t = 0; t + 1 < o.tokens; ++t) {
+      std::vector<double> u(static_cast<std::size_t>(o.batch));
+      for (double& x : u) x = rng.uniform_open();
+      torch::cuda::synchronize();
+      const auto t0 = Clock::now();
+      const torch::Tensor next =
+          ag::sample_from_logits(out.logits, torch::tensor(u, torch::kDouble));
+      torch::cuda::synchronize();
+      const auto t1 = Clock::now();
+      out = policy->decode_step(next, active, cache);
+      const auto t2 = Clock::now();
+      torch::cuda::synchronize();
+      const auto t3 = Clock::now();
+      sampling += seconds(t0, t1), issue += seconds(t1, t2), device += seconds(t2, t3);
+    }
+    const double steps = std::max(1, o.tokens - 1);
+    std::printf("decode   split: a step's sampling %.3f ms, issuing the decode step %.3f ms, the "
+                "device after it returns %.3f ms (synchronised around each)\n",
+                1e3 * sampling / steps, 1e3 * issue / steps, 1e3 * device / steps);
   }
   return 0;
 }
@@ -266,12 +308,13 @@ void time_generate(PolicyAgent& agent,
     const sparserl::agents::GenerationProfile& p = agent.last_generation();
     std::printf("generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s; %lld steps, "
                 "masks %.3f s (%.1f us a row and step), waiting for the draws %.3f s, "
-                "other host work %.3f s; tokens digest %016llx\n",
+                "other host work %.3f s (the masks' upload %.3f s, decode steps' calls %.3f s); "
+                "tokens digest %016llx\n",
                 r + 1, seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
                 double(tokens) / seconds, static_cast<long long>(p.steps), p.mask_seconds,
                 p.row_steps > 0 ? 1e6 * p.mask_seconds / double(p.row_steps) : 0.0,
                 p.readback_seconds, p.seconds - p.mask_seconds - p.readback_seconds,
-                static_cast<unsigned long long>(digest));
+                p.upload_seconds, p.decode_seconds, static_cast<unsigned long long>(digest));
   }
 }
 

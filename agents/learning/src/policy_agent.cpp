@@ -422,9 +422,11 @@ std::vector<Completion> PolicyAgent::generate(
     // Bytes travel as they are and become booleans where the logits are: no LibTorch op on the
     // host per step (each an OpenMP region over every core, which several processes on one host
     // spin against each other: docs/study.md).
+    const auto upload_start = std::chrono::steady_clock::now();
     const torch::Tensor mask = torch::from_blob(mask_bytes.data(), {rows, vocab}, torch::kUInt8)
                                    .to(l.device)
                                    .to(torch::kBool);
+    profile.upload_seconds += since(upload_start);
     const torch::Tensor masked = apply_action_mask(step.logits, mask);
     if (window.total > 0 && !sampling.greedy) {
       l.rng.counter = first_draw + static_cast<std::uint64_t>(t * window.total + window.offset);
@@ -487,7 +489,9 @@ std::vector<Completion> PolicyAgent::generate(
     upload.insert(upload.end(), active.begin(), active.end());
     const torch::Tensor uploaded = torch::from_blob(upload.data(), {2, rows}, torch::kLong)
                                        .to(l.device, torch::kLong, /*non_blocking=*/false, /*copy=*/true);
+    const auto decode_start = std::chrono::steady_clock::now();
     step = l.policy->decode_step(uploaded[0], uploaded[1].to(torch::kBool), cache);
+    profile.decode_seconds += since(decode_start);
     lane.release();
   }
   if (window.total > 0 && !sampling.greedy) {

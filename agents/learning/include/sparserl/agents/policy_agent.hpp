@@ -95,12 +95,13 @@ struct AgentCounters {
 };
 
 // Where the last generate() call's wall time went (not saved with checkpoints): the action masks
-// on the CPU (their fill() for the next step, advance() past each draw), the waits for the
-// device's draws (the step's read-back: the decode step and the sampling not yet finished when the
-// host asks), and the steps taken. The rest is host work around them (uploads, launches,
-// bookkeeping).
+// on the CPU (their fill() for the next step, advance() past each draw), the masks' upload (which
+// waits for the decode step the masks were filled beside), the waits for the device's draws (the
+// step's read-back: the sampling not yet finished when the host asks), the decode steps' calls
+// (issuing the network's kernels) and the steps taken. The rest is host work around them.
 struct GenerationProfile {
-  double seconds = 0, mask_seconds = 0, readback_seconds = 0;
+  double seconds = 0, mask_seconds = 0, upload_seconds = 0, readback_seconds = 0,
+         decode_seconds = 0;
   std::int64_t steps = 0, row_steps = 0;  // row_steps: masks filled for rows still writing
 };
 

@@ -57,6 +57,12 @@ struct CausalLmOptions {
   // Every parameter frozen, the decoder's stored in the compute dtype (a KL reference, an
   // evaluation; the soft-prompt projections and the value head stay fp32).
   bool frozen = false;
+  // Decode steps (one new token a row, against the key-value cache) attend through
+  // scaled_dot_product_attention, as the full passes do, instead of grouped matrix products. Off by
+  // default: SDPA's backend is picked per shape, and a cache's span grows every step (on an H100
+  // in bf16 each step's new span cost tens of milliseconds of host time; docs/agents.md). For
+  // comparisons (sparserl-agents-bench --sdpa-decode).
+  bool sdpa_decode = false;
   [[nodiscard]] int prefix_length() const { return soft_prompt ? nnz_samples + 1 : 0; }
 };
 
@@ -108,6 +114,7 @@ struct LayerInputs {
   torch::Tensor* cache_values = nullptr;  // same
   torch::Tensor write_at;  // [B] slots for one new position; undefined: slots 0..T-1 (prefill)
   std::int64_t span = 0;   // cache slots attended to
+  bool sdpa_decode = false;  // CausalLmOptions::sdpa_decode, for decode steps (write_at defined)
 };
 
 class DecoderLayerImpl : public torch::nn::Module {
