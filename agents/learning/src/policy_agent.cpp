@@ -5,7 +5,6 @@
 // reinforce.cpp, ppo.cpp and grpo.cpp.
 #include "sparserl/agents/policy_agent.hpp"
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include "sparserl/agents/training.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
 #include "sparserl/reward/timing_lane.hpp"
+#include "row_pool.hpp"
 
 namespace sparserl::agents {
 
@@ -391,9 +391,12 @@ std::vector<Completion> PolicyAgent::generate(
   const double temperature = sampling.greedy ? 1.0 : sampling.temperature;
   // A BPE vocabulary's grammar mask costs tens of microseconds to milliseconds a row and step
   // (docs/bpe.md), the closed vocabulary's about one: the BPE rows' masks are filled and advanced
-  // on LibTorch's intra-op threads (the masks are independent; their shared cache is locked), the
-  // closed ones in this thread. The draws do not depend on the order.
-  const std::int64_t mask_grain = space.kind() == "closed" ? rows : 1;
+  // on as many threads as LibTorch's intra-op setting (OMP_NUM_THREADS) allows (the masks are
+  // independent; their shared cache is locked), the closed ones in this thread. The draws do not
+  // depend on the order.
+  RowPool mask_threads(space.kind() == "closed"
+                           ? 1
+                           : static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), rows)));
   const auto since = [](std::chrono::steady_clock::time_point from) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
   };
@@ -404,16 +407,14 @@ std::vector<Completion> PolicyAgent::generate(
   std::vector<env::TokenId> drawn_tokens(static_cast<std::size_t>(rows), space.pad());
   for (int t = 0; t < max_tokens; ++t) {
     const auto mask_start = std::chrono::steady_clock::now();
-    at::parallel_for(0, rows, mask_grain, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t r = begin; r < end; ++r) {
-        const auto i = static_cast<std::size_t>(r);
-        if (drew[i]) action_masks[i]->advance(drawn_tokens[i]);
-        std::span<std::uint8_t> row(mask_bytes.data() + r * vocab, static_cast<std::size_t>(vocab));
-        if (active[i]) {
-          action_masks[i]->fill(row);
-        } else {
-          std::fill(row.begin(), row.end(), 1);  // finished rows draw anything; discarded
-        }
+    mask_threads.run(rows, [&](std::int64_t r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (drew[i]) action_masks[i]->advance(drawn_tokens[i]);
+      std::span<std::uint8_t> row(mask_bytes.data() + r * vocab, static_cast<std::size_t>(vocab));
+      if (active[i]) {
+        action_masks[i]->fill(row);
+      } else {
+        std::fill(row.begin(), row.end(), 1);  // finished rows draw anything; discarded
       }
     });
     profile.mask_seconds += since(mask_start);
