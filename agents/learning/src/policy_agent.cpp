@@ -21,7 +21,7 @@
 #include "sparserl/agents/training.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
 #include "sparserl/reward/timing_lane.hpp"
-#include "row_pool.hpp"
+#include "sparserl/agents/row_pool.hpp"
 
 namespace sparserl::agents {
 
