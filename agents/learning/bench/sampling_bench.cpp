@@ -14,11 +14,16 @@
 //
 // --hf PATH measures `decode` for a Llama / Qwen2 decoder (torch/causal_lm.hpp) instead: PATH is a
 // Hugging Face folder (its weights are loaded) or a config.json (random weights of that shape),
-// with the soft prompt of K = 128 nonzeros; --dtype float32|bfloat16 is its compute dtype.
+// with the soft prompt of K = 128 nonzeros; --dtype float32|bfloat16 is its compute dtype. On CUDA
+// one more run synchronises around each step and prints where a step goes (sampling, issuing the
+// decode step, the device after the call returns); --sdpa-decode runs the decode steps' attention
+// through scaled_dot_product_attention (CausalLmOptions::sdpa_decode) for comparison.
 //
 // --hf FOLDER --hf-generate times PolicyAgent::generate with that model instead (its weights, its
 // tokenizer.json and the BPE grammar mask over it, one mask per row on the CPU as the RL stage has;
-// --tokens is max_tokens, at least the mask's least budget).
+// --tokens is max_tokens, at least the mask's least budget). Each generate line also prints
+// generate()'s own split (GenerationProfile: masks, their upload, the draws' read-back, the decode
+// steps' calls) and a digest of the drawn tokens (the same at any --threads).
 //
 // --hf PATH --train-step measures training instead: --repeat steps of next-token cross-entropy
 // over --batch sequences of --tokens random tokens (after the soft prompt), backward and AdamW on
