@@ -331,6 +331,65 @@ class LaneTurns {
   bool held_ = false;
 };
 
+// The rows' action masks during generate(): each row's mask, the bytes of the step's masks, the
+// rows still writing, and what each row drew at the last step (those that then ended included).
+// Each row's mask is advanced past its draw where the next step's is filled, while the device runs
+// the decode step. A BPE vocabulary's grammar mask costs tens of microseconds to milliseconds a row
+// and step (docs/bpe.md), the closed vocabulary's about one: the BPE rows are filled and advanced
+// on as many threads as LibTorch's intra-op setting (OMP_NUM_THREADS) allows (the masks are
+// independent; their shared cache is locked), the closed ones in this thread. The draws do not
+// depend on the order.
+struct RowMasks {
+  RowMasks(const TokenSpace& tokens, env::MaskMode mode, int max_tokens, std::int64_t count)
+      : space(tokens),
+        rows(count),
+        vocab(static_cast<std::int64_t>(tokens.size())),
+        bytes(static_cast<std::size_t>(count * vocab), 0),
+        active(static_cast<std::size_t>(count), 1),
+        drew(static_cast<std::size_t>(count), 0),
+        drawn(static_cast<std::size_t>(count), tokens.pad()),
+        threads(tokens.kind() == "closed"
+                    ? 1
+                    : static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), count))) {
+    masks.reserve(static_cast<std::size_t>(count));
+    for (std::int64_t r = 0; r < count; ++r) masks.push_back(tokens.mask(mode, max_tokens));
+  }
+  std::span<std::uint8_t> row(std::int64_t r) {
+    return {bytes.data() + r * vocab, static_cast<std::size_t>(vocab)};
+  }
+  // The next step's masks; finished rows allow everything (their draw is discarded).
+  void fill_next() {
+    threads.run(rows, [&](std::int64_t r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (drew[i]) masks[i]->advance(drawn[i]);
+      if (active[i]) {
+        masks[i]->fill(row(r));
+      } else {
+        std::ranges::fill(row(r), std::uint8_t{1});
+      }
+    });
+    std::ranges::fill(drew, std::uint8_t{0});
+  }
+  // Row r's draw, checked against the row's mask as filled for it (fill() agrees with allows() on
+  // every token).
+  void record(std::int64_t r, env::TokenId token) {
+    if (token < 0 || token >= vocab || bytes[static_cast<std::size_t>(r * vocab + token)] == 0) {
+      throw std::runtime_error(
+          "generate: the policy's logits are not finite (sampled the forbidden " +
+          space.describe(token) + "); training has diverged");
+    }
+    drew[static_cast<std::size_t>(r)] = 1;
+    drawn[static_cast<std::size_t>(r)] = token;
+  }
+
+  const TokenSpace& space;
+  const std::int64_t rows, vocab;
+  std::vector<std::unique_ptr<CompletionMask>> masks;
+  std::vector<std::uint8_t> bytes, active, drew;
+  std::vector<env::TokenId> drawn;
+  RowPool threads;
+};
+
 }  // namespace
 
 std::vector<Completion> PolicyAgent::generate(
@@ -369,10 +428,9 @@ std::vector<Completion> PolicyAgent::generate(
   for (const auto& p : prompts) {
     for (int s = 0; s < samples; ++s) matrices.push_back(p.get());
   }
-  std::vector<std::unique_ptr<CompletionMask>> action_masks;
-  action_masks.reserve(static_cast<std::size_t>(rows));
-  for (std::int64_t r = 0; r < rows; ++r)
-    action_masks.push_back(space.mask(l.config.mask, max_tokens));
+  RowMasks row_masks(space, l.config.mask, max_tokens, rows);
+  std::vector<std::uint8_t>& active = row_masks.active;
+  std::vector<std::uint8_t>& mask_bytes = row_masks.bytes;
 
   // The GPU's timing lane, when the evaluator times on this GPU meanwhile: held while this
   // function's kernels run (a step's kernels have finished when it is let go).
@@ -386,37 +444,13 @@ std::vector<Completion> PolicyAgent::generate(
   PolicyOutput step = l.policy->prefill(prefix, start, start_valid, cache);
   lane.release();
 
-  std::vector<std::uint8_t> active(static_cast<std::size_t>(rows), 1);
-  std::vector<std::uint8_t> mask_bytes(static_cast<std::size_t>(rows * vocab), 0);
   const double temperature = sampling.greedy ? 1.0 : sampling.temperature;
-  // A BPE vocabulary's grammar mask costs tens of microseconds to milliseconds a row and step
-  // (docs/bpe.md), the closed vocabulary's about one: the BPE rows' masks are filled and advanced
-  // on as many threads as LibTorch's intra-op setting (OMP_NUM_THREADS) allows (the masks are
-  // independent; their shared cache is locked), the closed ones in this thread. The draws do not
-  // depend on the order.
-  RowPool mask_threads(space.kind() == "closed"
-                           ? 1
-                           : static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), rows)));
   const auto since = [](std::chrono::steady_clock::time_point from) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
   };
-  // The rows that drew at the last step (those that then ended included) and what they drew:
-  // each row's mask is advanced past its draw where the next step's is filled, while the device
-  // runs the decode step.
-  std::vector<std::uint8_t> drew(static_cast<std::size_t>(rows), 0);
-  std::vector<env::TokenId> drawn_tokens(static_cast<std::size_t>(rows), space.pad());
   for (int t = 0; t < max_tokens; ++t) {
     const auto mask_start = std::chrono::steady_clock::now();
-    mask_threads.run(rows, [&](std::int64_t r) {
-      const auto i = static_cast<std::size_t>(r);
-      if (drew[i]) action_masks[i]->advance(drawn_tokens[i]);
-      std::span<std::uint8_t> row(mask_bytes.data() + r * vocab, static_cast<std::size_t>(vocab));
-      if (active[i]) {
-        action_masks[i]->fill(row);
-      } else {
-        std::fill(row.begin(), row.end(), 1);  // finished rows draw anything; discarded
-      }
-    });
+    row_masks.fill_next();
     profile.mask_seconds += since(mask_start);
     profile.row_steps += std::count(active.begin(), active.end(), std::uint8_t{1});
     lane.hold();
@@ -451,19 +485,11 @@ std::vector<Completion> PolicyAgent::generate(
     const float* v_data = lp_data + rows;
     bool any = false;
     std::vector<std::int64_t> next(static_cast<std::size_t>(rows), space.pad());
-    std::fill(drew.begin(), drew.end(), std::uint8_t{0});
     for (std::int64_t r = 0; r < rows; ++r) {
       if (!active[static_cast<std::size_t>(r)]) continue;
       Completion& c = out[static_cast<std::size_t>(r)];
       const auto token = static_cast<env::TokenId>(std::lround(chosen_data[r]));
-      // The row's mask as filled for this draw (fill() agrees with allows() on every token).
-      if (token < 0 || token >= vocab || mask_bytes[static_cast<std::size_t>(r * vocab + token)] == 0) {
-        throw std::runtime_error(
-            "generate: the policy's logits are not finite (sampled the forbidden " +
-            space.describe(token) + "); training has diverged");
-      }
-      drew[static_cast<std::size_t>(r)] = 1;
-      drawn_tokens[static_cast<std::size_t>(r)] = token;
+      row_masks.record(r, token);
       c.tokens.push_back(token);
       c.log_probs.push_back(lp_data[r]);
       c.values.push_back(v_data[r]);

@@ -292,10 +292,8 @@ struct Batch {
   GenerationProfile profile;  // where generate()'s time went
 };
 
-}  // namespace
-
-StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
-                   const StatisticsCallback& on_statistics, const EpisodeCallback& on_episode) {
+// What run_rl refuses before it starts: its settings, and episodes asked of some ranks only.
+void check_rl(const RlConfig& config, const EpisodeCallback& on_episode, int ranks) {
   if (config.output_dir.empty()) throw std::invalid_argument("rl: output_dir is required");
   if (const Algorithm* algorithm = AlgorithmRegistry::find(config.agent.algorithm);
       algorithm != nullptr && !algorithm->learns_from_rollouts()) {
@@ -308,12 +306,19 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
         "rl: updates, tasks_per_update and samples_per_task must be positive");
   }
   if (config.overlap_generation) check_overlap(config.agent.algorithm);
-  const int ranks = distributed(config.group) ? config.group->size() : 1;
   require_divisible("rl: tasks_per_update", config.tasks_per_update, ranks);
   if (ranks > 1 &&
       config.group->any(static_cast<bool>(on_episode)) != static_cast<bool>(on_episode)) {
     throw std::invalid_argument("rl: on_episode must be given on every rank or on none");
   }
+}
+
+}  // namespace
+
+StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
+                   const StatisticsCallback& on_statistics, const EpisodeCallback& on_episode) {
+  const int ranks = distributed(config.group) ? config.group->size() : 1;
+  check_rl(config, on_episode, ranks);
   StageResult result;
   std::unique_ptr<PolicyAgent> agent =
       open_stage_agent(config.output_dir, config.agent, env.tokenizer().vocabulary_ptr(),
