@@ -262,9 +262,10 @@ int bench_hf(const Options& o) {
       sampling += seconds(t0, t1), issue += seconds(t1, t2), device += seconds(t2, t3);
     }
     const double steps = std::max(1, o.tokens - 1);
-    std::printf("decode   split: a step's sampling %.3f ms, issuing the decode step %.3f ms, the "
-                "device after it returns %.3f ms (synchronised around each)\n",
-                1e3 * sampling / steps, 1e3 * issue / steps, 1e3 * device / steps);
+    std::printf(
+        "decode   split: a step's sampling %.3f ms, issuing the decode step %.3f ms, the "
+        "device after it returns %.3f ms (synchronised around each)\n",
+        1e3 * sampling / steps, 1e3 * issue / steps, 1e3 * device / steps);
   }
   return 0;
 }
@@ -292,9 +293,10 @@ std::shared_ptr<const sparserl::env::MatrixObservation> synthetic_observation(co
 }
 
 // generate: the real sampling path under the mask, --repeat times.
-void time_generate(PolicyAgent& agent,
-                   const std::vector<std::shared_ptr<const sparserl::env::MatrixObservation>>& prompts,
-                   const Options& o) {
+void time_generate(
+    PolicyAgent& agent,
+    const std::vector<std::shared_ptr<const sparserl::env::MatrixObservation>>& prompts,
+    const Options& o) {
   for (int r = 0; r < o.repeat; ++r) {
     const auto before = agent.counters().generated_tokens;
     const auto start = std::chrono::steady_clock::now();
@@ -311,15 +313,16 @@ void time_generate(PolicyAgent& agent,
       digest = (digest ^ 0xffffffffULL) * 0x100000001b3ULL;
     }
     const sparserl::agents::GenerationProfile& p = agent.last_generation();
-    std::printf("generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s; %lld steps, "
-                "masks %.3f s (%.1f us a row and step), waiting for the draws %.3f s, "
-                "other host work %.3f s (the masks' upload %.3f s, decode steps' calls %.3f s); "
-                "tokens digest %016llx\n",
-                r + 1, seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
-                double(tokens) / seconds, static_cast<long long>(p.steps), p.mask_seconds,
-                p.row_steps > 0 ? 1e6 * p.mask_seconds / double(p.row_steps) : 0.0,
-                p.readback_seconds, p.seconds - p.mask_seconds - p.readback_seconds,
-                p.upload_seconds, p.decode_seconds, static_cast<unsigned long long>(digest));
+    std::printf(
+        "generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s; %lld steps, "
+        "masks %.3f s (%.1f us a row and step), waiting for the draws %.3f s, "
+        "other host work %.3f s (the masks' upload %.3f s, decode steps' calls %.3f s); "
+        "tokens digest %016llx\n",
+        r + 1, seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
+        double(tokens) / seconds, static_cast<long long>(p.steps), p.mask_seconds,
+        p.row_steps > 0 ? 1e6 * p.mask_seconds / double(p.row_steps) : 0.0, p.readback_seconds,
+        p.seconds - p.mask_seconds - p.readback_seconds, p.upload_seconds, p.decode_seconds,
+        static_cast<unsigned long long>(digest));
   }
 }
 
@@ -333,7 +336,8 @@ int main(int argc, char** argv) {
   try {
     if (o.threads > 0) torch::set_num_threads(o.threads);
     if (!o.hf.empty() && !o.hf_generate) return bench_hf(o);
-    if (o.hf_generate && o.hf.empty()) throw std::invalid_argument("--hf-generate needs --hf FOLDER");
+    if (o.hf_generate && o.hf.empty())
+      throw std::invalid_argument("--hf-generate needs --hf FOLDER");
     AgentConfig config;
     config.policy = sparserl::agents::PolicyConfig::preset(o.preset);
     config.policy.max_tokens = o.tokens;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "sparserl/agents/row_pool.hpp"
 #include "sparserl/agents/safetensors.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
 #include "sparserl/agents/torch/collectives.hpp"
@@ -399,9 +400,19 @@ SequenceBatch Learner::sequence_batch(
     out.action_masks = row.view({1, 1, vocab}).expand({batch, longest, vocab}).to(device);
     return out;
   }
-  // Padding positions allow everything, so their log-softmax stays finite.
+  // Padding positions allow everything, so their log-softmax stays finite. The masks not given
+  // (a BPE vocabulary's: generate() keeps none) are replayed from the tokens, a row per thread of
+  // as many as LibTorch's intra-op setting (the grammar mask costs tens of microseconds to
+  // milliseconds a step: docs/bpe.md); the first bad row's error is the one thrown.
   std::vector<std::uint8_t> all(static_cast<std::size_t>(batch * longest * vocab), 1);
-  for (std::int64_t b = 0; b < batch; ++b) {
+  const bool replays = std::any_of(masks.begin(), masks.end(), [](const auto* given) {
+    return given == nullptr || given->empty();
+  });
+  RowPool replay_threads(
+      replays && tokens->kind() != "closed"
+          ? static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), batch))
+          : 1);
+  replay_threads.run(batch, [&](std::int64_t b) {
     const auto& s = *sequences[static_cast<std::size_t>(b)];
     std::uint8_t* base = all.data() + b * longest * vocab;
     const auto* given = masks[static_cast<std::size_t>(b)];
@@ -412,7 +423,7 @@ SequenceBatch Learner::sequence_batch(
                                     std::to_string(s.size()) + " tokens");
       }
       std::copy(given->begin(), given->end(), base);
-      continue;
+      return;
     }
     const std::unique_ptr<CompletionMask> replay =
         tokens->mask(config.mask, config.policy.max_tokens);
@@ -426,10 +437,12 @@ SequenceBatch Learner::sequence_batch(
       }
       replay->advance(s[t]);
     }
-  }
+  });
+  // The bytes travel as they are and become booleans on the device (B x T x V of them: a GPU's
+  // conversion instead of the CPU's).
   out.action_masks = torch::from_blob(all.data(), {batch, longest, vocab}, torch::kUInt8)
-                         .to(torch::kBool)
-                         .to(device);
+                         .to(device)
+                         .to(torch::kBool);
   return out;
 }
 

@@ -16,12 +16,12 @@
 #include <stdexcept>
 
 #include "sparserl/agents/algorithm.hpp"
+#include "sparserl/agents/row_pool.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
 #include "sparserl/reward/timing_lane.hpp"
-#include "sparserl/agents/row_pool.hpp"
 
 namespace sparserl::agents {
 
@@ -113,9 +113,7 @@ const std::shared_ptr<const TokenSpace>& PolicyAgent::tokens_ptr() const {
   return learner_->tokens;
 }
 const AgentCounters& PolicyAgent::counters() const { return learner_->counters; }
-const GenerationProfile& PolicyAgent::last_generation() const {
-  return learner_->last_generation;
-}
+const GenerationProfile& PolicyAgent::last_generation() const { return learner_->last_generation; }
 
 void PolicyAgent::export_model(const std::filesystem::path& folder,
                                std::uint64_t max_shard_bytes) const {
@@ -514,8 +512,9 @@ std::vector<Completion> PolicyAgent::generate(
     // with this step).
     std::vector<std::int64_t> upload(next);
     upload.insert(upload.end(), active.begin(), active.end());
-    const torch::Tensor uploaded = torch::from_blob(upload.data(), {2, rows}, torch::kLong)
-                                       .to(l.device, torch::kLong, /*non_blocking=*/false, /*copy=*/true);
+    const torch::Tensor uploaded =
+        torch::from_blob(upload.data(), {2, rows}, torch::kLong)
+            .to(l.device, torch::kLong, /*non_blocking=*/false, /*copy=*/true);
     const auto decode_start = std::chrono::steady_clock::now();
     step = l.policy->decode_step(uploaded[0], uploaded[1].to(torch::kBool), cache);
     profile.decode_seconds += since(decode_start);

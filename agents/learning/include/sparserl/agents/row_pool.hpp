@@ -1,8 +1,8 @@
 // RowPool: a few threads that share out the rows of a batch, for the host work of generate() that
 // is per row and costly - a BPE vocabulary's grammar masks (docs/bpe.md). Why not at::parallel_for:
 // with LibTorch's OpenMP backend that template's `#pragma omp parallel` lives in a header, and a
-// translation unit built without -fopenmp (ours) runs it on the calling thread alone - measured: one
-// thread did all the masks' work with LibTorch set to 2 and 16 threads. A second OpenMP runtime
+// translation unit built without -fopenmp (ours) runs it on the calling thread alone - measured:
+// one thread did all the masks' work with LibTorch set to 2 and 16 threads. A second OpenMP runtime
 // beside LibTorch's bundled one is what -fopenmp would bring in, so the pool is plain std::thread.
 //
 // run(n, fn) calls fn(row) for every row in [0, n) once, each row on one of the threads (the
