@@ -389,6 +389,44 @@ TEST_CASE("HF decoders in bf16: fp32 master weights, logits near fp32", "[agents
   CHECK(torch::allclose(last.logits, low.select(1, 7), 0.02, 0.02 * scale));
 }
 
+TEST_CASE(
+    "HF decoders in bf16: inference copies of the weights change no logit and end with the call",
+    "[agents][hf]") {
+  // begin_inference() casts the fp32 master weights once (generate() holds the weights still); the
+  // logits of a prefill and of decode steps are bit for bit those of the per-call casts, LoRA
+  // projections keep their path, and after end_inference() a changed weight is read again.
+  const fs::path dir = model_folder("hf_inference_copies", HfFamily::qwen2);
+  for (const int lora : {0, 2}) {
+    INFO("LoRA rank " << lora);
+    CausalLmOptions bf16 = soft_options();
+    bf16.dtype = torch::kBFloat16;
+    bf16.lora_rank = lora;
+    CausalLmPolicy policy = load_causal_lm(dir, bf16, 3);
+    policy->eval();
+    torch::NoGradGuard no_grad;
+    const PrefixBatch prefix = soft_prefix(6);
+    const torch::Tensor tokens = torch::randint(61, {3, 8}, torch::kLong);
+    const torch::Tensor valid = torch::ones({3, 8}, torch::kBool);
+    const torch::Tensor next = torch::randint(61, {3}, torch::kLong);
+    const torch::Tensor active = torch::ones({3}, torch::kBool);
+    const auto run = [&] {
+      KvCache cache;
+      const PolicyOutput first = policy->prefill(prefix, tokens, valid, cache);
+      const PolicyOutput second = policy->decode_step(next, active, cache);
+      return std::pair{first.logits, second.logits};
+    };
+    const auto [plain_first, plain_second] = run();
+    policy->begin_inference();
+    const auto [copied_first, copied_second] = run();
+    policy->end_inference();
+    CHECK(torch::equal(plain_first, copied_first));
+    CHECK(torch::equal(plain_second, copied_second));
+    // After end_inference() the weights are read again: a changed projection changes the logits.
+    policy->decoder_layers()[0]->named_parameters()["mlp.down_proj.weight"].mul_(2.0);
+    CHECK_FALSE(torch::equal(run().first, plain_first));
+  }
+}
+
 TEST_CASE("HF decoders refuse a folder that does not fit its config", "[agents][hf]") {
   auto refusal = [](const fs::path& dir, const CausalLmOptions& options) -> std::string {
     try {
@@ -402,25 +440,27 @@ TEST_CASE("HF decoders refuse a folder that does not fit its config", "[agents][
   m.weights.erase("model.norm.weight");
   const fs::path missing = sparserl::testing::scratch_dir("hf_refuse_missing");
   write_model(m, missing, TensorDtype::f32);
-  CHECK_THAT(refusal(missing, text_options()),
-             sparserl::testing::has_substring("tensor 'model.norm.weight' is missing from the weights"));
+  CHECK_THAT(
+      refusal(missing, text_options()),
+      sparserl::testing::has_substring("tensor 'model.norm.weight' is missing from the weights"));
 
   m = tiny_model(HfFamily::qwen2);
   m.weights["model.layers.0.self_attn.o_proj.bias"] = std::vector<float>(32, 0.0f);
   m.shapes["model.layers.0.self_attn.o_proj.bias"] = {32};
   const fs::path extra = sparserl::testing::scratch_dir("hf_refuse_extra");
   write_model(m, extra, TensorDtype::f32);
-  CHECK_THAT(
-      refusal(extra, text_options()),
-      sparserl::testing::has_substring("tensor 'model.layers.0.self_attn.o_proj.bias' is not part of a qwen2"));
+  CHECK_THAT(refusal(extra, text_options()),
+             sparserl::testing::has_substring(
+                 "tensor 'model.layers.0.self_attn.o_proj.bias' is not part of a qwen2"));
 
   m = tiny_model(HfFamily::llama);
   m.config.intermediate_size = 44;
   const fs::path shape = sparserl::testing::scratch_dir("hf_refuse_shape");
   write_model(m, shape, TensorDtype::f32);
   CHECK_THAT(refusal(shape, text_options()),
-             sparserl::testing::has_substring("model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has "
-                             "shape [40, 24], but config.json gives [44, 24]"));
+             sparserl::testing::has_substring(
+                 "model.safetensors: tensor 'model.layers.0.mlp.gate_proj.weight' has "
+                 "shape [40, 24], but config.json gives [44, 24]"));
 
   CausalLmOptions unknown = text_options();
   unknown.lora_rank = 2, unknown.lora_targets = {"qkv"};
@@ -455,7 +495,8 @@ TEST_CASE("[agent.model] knobs: lists, checks and the decoder's options", "[agen
   CHECK(c.model.lora_targets == std::vector<std::string>{"q_proj", "down_proj"});
   CHECK(to_key_values(c).at("model.lora_targets") == "q_proj,down_proj");
   CHECK_THROWS_WITH(apply_key_value(c, "model.lora_targets", "q_proj,qkv"),
-                    sparserl::testing::has_substring("key 'model.lora_targets'") && sparserl::testing::has_substring("'qkv'"));
+                    sparserl::testing::has_substring("key 'model.lora_targets'") &&
+                        sparserl::testing::has_substring("'qkv'"));
   apply_key_value(c, "model.lora_targets", "");
   CHECK(c.model.lora_targets.empty());
   c.model.kind = ModelKind::hf;

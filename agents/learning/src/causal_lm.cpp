@@ -65,8 +65,19 @@ HfLinearImpl::HfLinearImpl(std::int64_t in, std::int64_t out, bool with_bias,
   if (with_bias) bias = register_parameter("bias", torch::empty({out}, options));
 }
 
+void HfLinearImpl::cast_for_inference(torch::ScalarType dtype) {
+  if (has_lora() || weight.scalar_type() == dtype) return;
+  inference_weight_ = weight.detach().to(dtype);
+  if (bias.defined()) inference_bias_ = bias.detach().to(dtype);
+}
+
+void HfLinearImpl::reset_inference() { inference_weight_ = inference_bias_ = torch::Tensor(); }
+
 torch::Tensor HfLinearImpl::forward(const torch::Tensor& x) {
   const auto dtype = x.scalar_type();
+  if (inference_weight_.defined() && inference_weight_.scalar_type() == dtype) {
+    return F::linear(x, inference_weight_, inference_bias_);
+  }
   torch::Tensor y = F::linear(x, cast(weight, dtype), bias.defined() ? cast(bias, dtype) : bias);
   if (lora_A_) {
     const torch::Tensor in =
@@ -102,11 +113,18 @@ RmsNormImpl::RmsNormImpl(std::int64_t width, double eps, const torch::TensorOpti
   weight = register_parameter("weight", torch::empty({width}, options));
 }
 
+void RmsNormImpl::cast_for_inference(torch::ScalarType dtype) {
+  if (weight.scalar_type() != dtype) inference_weight_ = weight.detach().to(dtype);
+}
+
+void RmsNormImpl::reset_inference() { inference_weight_ = torch::Tensor(); }
+
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
   const auto dtype = x.scalar_type();
   const torch::Tensor h = x.to(torch::kFloat);
   const torch::Tensor normed = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_);
-  return cast(weight, dtype) * normed.to(dtype);
+  const bool cached = inference_weight_.defined() && inference_weight_.scalar_type() == dtype;
+  return (cached ? inference_weight_ : cast(weight, dtype)) * normed.to(dtype);
 }
 
 HfEmbeddingImpl::HfEmbeddingImpl(std::int64_t vocab, std::int64_t width,
@@ -185,8 +203,9 @@ torch::Tensor DecoderLayerImpl::attention(const torch::Tensor& x, const LayerInp
     torch::Tensor scores = torch::matmul(grouped, keys.transpose(-2, -1))
                                .to(torch::kFloat)
                                .mul_(1.0 / std::sqrt(static_cast<double>(head_dim_)));
-    // in.mask [B, 1, 1, span] broadcasts over the heads and groups.
-    scores.masked_fill_(in.mask.logical_not(), -std::numeric_limits<float>::infinity());
+    // in.masked_out [B, 1, 1, span] broadcasts over the heads and groups.
+    scores.masked_fill_(in.masked_out.defined() ? in.masked_out : in.mask.logical_not(),
+                        -std::numeric_limits<float>::infinity());
     const torch::Tensor weights = torch::softmax(scores, -1).to(q.scalar_type());
     const torch::Tensor mixed = torch::matmul(weights, values);  // [B, Hkv, groups, d]
     return o_proj_(mixed.reshape({batch, length, heads_ * head_dim_}));
@@ -426,10 +445,31 @@ torch::Tensor CausalLmPolicyImpl::trunk(torch::Tensor x, const torch::Tensor& va
 }
 
 torch::Tensor CausalLmPolicyImpl::logits_of(const torch::Tensor& hidden) {
-  const torch::Tensor logits =
-      lm_head_ ? lm_head_(hidden)
-               : F::linear(hidden, cast(model_->embed_tokens->weight, hidden.scalar_type()));
-  return logits.to(torch::kFloat);
+  if (lm_head_) return lm_head_(hidden).to(torch::kFloat);
+  const bool cached =
+      inference_head_.defined() && inference_head_.scalar_type() == hidden.scalar_type();
+  const torch::Tensor head =
+      cached ? inference_head_ : cast(model_->embed_tokens->weight, hidden.scalar_type());
+  return F::linear(hidden, head).to(torch::kFloat);
+}
+
+void CausalLmPolicyImpl::begin_inference() {
+  for (const auto& item : named_modules()) {
+    if (auto* linear = item.value()->as<HfLinearImpl>()) linear->cast_for_inference(options_.dtype);
+    if (auto* norm = item.value()->as<RmsNormImpl>()) norm->cast_for_inference(options_.dtype);
+  }
+  const torch::Tensor& embedding = model_->embed_tokens->weight;
+  if (!lm_head_ && embedding.scalar_type() != options_.dtype) {
+    inference_head_ = embedding.detach().to(options_.dtype);
+  }
+}
+
+void CausalLmPolicyImpl::end_inference() {
+  for (const auto& item : named_modules()) {
+    if (auto* linear = item.value()->as<HfLinearImpl>()) linear->reset_inference();
+    if (auto* norm = item.value()->as<RmsNormImpl>()) norm->reset_inference();
+  }
+  inference_head_ = torch::Tensor();
 }
 
 torch::Tensor CausalLmPolicyImpl::values_of(const torch::Tensor& hidden) {
@@ -504,6 +544,7 @@ PolicyOutput CausalLmPolicyImpl::decode_step(const torch::Tensor& tokens,
   torch::Tensor x = model_->embed_tokens(tokens.unsqueeze(1), options_.dtype);
   auto [cos, sin] = rotary(positions);
   LayerInputs in(cos, sin, step.mask);
+  if (!options_.sdpa_decode) in.masked_out = step.mask.logical_not();
   in.write_at = step.at;
   in.span = step.span;
   in.sdpa_decode = options_.sdpa_decode;

@@ -329,6 +329,21 @@ class LaneTurns {
   bool held_ = false;
 };
 
+// PolicyNetworkImpl::begin_inference() / end_inference() around a scope in which the weights do
+// not change (a generate() call).
+class InferenceCopies {
+ public:
+  explicit InferenceCopies(PolicyNetworkImpl& network) : network_(network) {
+    network_.begin_inference();
+  }
+  ~InferenceCopies() { network_.end_inference(); }
+  InferenceCopies(const InferenceCopies&) = delete;
+  InferenceCopies& operator=(const InferenceCopies&) = delete;
+
+ private:
+  PolicyNetworkImpl& network_;
+};
+
 // The rows' action masks during generate(): each row's mask, the bytes of the step's masks, the
 // rows still writing, and what each row drew at the last step (those that then ended included).
 // Each row's mask is advanced past its draw where the next step's is filled, while the device runs
@@ -434,6 +449,8 @@ std::vector<Completion> PolicyAgent::generate(
   // function's kernels run (a step's kernels have finished when it is let go).
   GenerationProfile profile;
   const auto generation_start = std::chrono::steady_clock::now();
+  // The weights hold still until this call returns: the network may keep inference copies.
+  const InferenceCopies inference(*l.policy);
   LaneTurns lane(timing_lane_.get(), l.device.is_cuda());
   lane.hold();
   const PrefixBatch prefix = l.prefix_batch(matrices);

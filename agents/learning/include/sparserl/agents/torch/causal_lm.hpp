@@ -80,10 +80,16 @@ class HfLinearImpl : public torch::nn::Module {
   [[nodiscard]] bool has_lora() const { return static_cast<bool>(lora_A_); }
   // W + (alpha / r) B A in fp32 (W itself without an adapter).
   [[nodiscard]] torch::Tensor merged_weight() const;
+  // Inference in `dtype` from now until reset_inference(): the weight and bias cast once instead
+  // of at every call (fp32 master weights, bf16 compute), where there is no adapter. The caller
+  // guarantees the weights do not change meanwhile (CausalLmPolicyImpl::InferenceWeights).
+  void cast_for_inference(torch::ScalarType dtype);
+  void reset_inference();
 
   torch::Tensor weight, bias;
 
  private:
+  torch::Tensor inference_weight_, inference_bias_;
   torch::nn::Linear lora_A_{nullptr}, lora_B_{nullptr};
   double lora_scale_ = 0.0;
   double lora_dropout_ = 0.0;
@@ -96,9 +102,13 @@ class RmsNormImpl : public torch::nn::Module {
  public:
   RmsNormImpl(std::int64_t width, double eps, const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
+  // As HfLinearImpl's.
+  void cast_for_inference(torch::ScalarType dtype);
+  void reset_inference();
   torch::Tensor weight;
 
  private:
+  torch::Tensor inference_weight_;
   double eps_;
 };
 TORCH_MODULE(RmsNorm);
@@ -110,10 +120,11 @@ struct LayerInputs {
       : cos(std::move(cos_table)), sin(std::move(sin_table)), mask(std::move(attention_mask)) {}
   torch::Tensor cos, sin;                 // [B, T, head_dim], compute dtype
   torch::Tensor mask;                     // [B, 1, T, Tk] bool: true = may attend
+  torch::Tensor masked_out;               // decode steps: mask's complement, made once a step
   torch::Tensor* cache_keys = nullptr;    // [B, Hkv, capacity, head_dim]
   torch::Tensor* cache_values = nullptr;  // same
-  torch::Tensor write_at;  // [B] slots for one new position; undefined: slots 0..T-1 (prefill)
-  std::int64_t span = 0;   // cache slots attended to
+  torch::Tensor write_at;    // [B] slots for one new position; undefined: slots 0..T-1 (prefill)
+  std::int64_t span = 0;     // cache slots attended to
   bool sdpa_decode = false;  // CausalLmOptions::sdpa_decode, for decode steps (write_at defined)
 };
 
@@ -213,6 +224,10 @@ class CausalLmPolicyImpl : public PolicyNetworkImpl {
   void load_state(torch::serialize::InputArchive& archive) override;
   [[nodiscard]] std::int64_t trainable_parameter_count() const;
   [[nodiscard]] const std::vector<DecoderLayer>& decoder_layers() const { return decoder_layers_; }
+  // Every projection and norm of the decoder cast to the compute dtype once (those without an
+  // adapter whose weights are stored in another dtype), until end_inference().
+  void begin_inference() override;
+  void end_inference() override;
 
  private:
   // The input embeddings [B, P + T, d] and which slots are valid [B, P + T].
@@ -230,7 +245,8 @@ class CausalLmPolicyImpl : public PolicyNetworkImpl {
 
   HfModelConfig config_;
   CausalLmOptions options_;
-  torch::Tensor inv_freq_;  // [head_dim / 2] fp32
+  torch::Tensor inv_freq_;        // [head_dim / 2] fp32
+  torch::Tensor inference_head_;  // a tied head's weight in the compute dtype (begin_inference)
   DecoderStack model_{nullptr};
   std::vector<DecoderLayer> decoder_layers_;
   HfLinear lm_head_{nullptr};  // absent when tied to model.embed_tokens

@@ -126,6 +126,13 @@ class PolicyNetworkImpl : public torch::nn::Module {
   // (torch::nn::Module::save / load).
   virtual void save_state(torch::serialize::OutputArchive& archive) const { save(archive); }
   virtual void load_state(torch::serialize::InputArchive& archive) { load(archive); }
+
+  // Between begin_inference() and end_inference() the weights do not change (generate() holds
+  // them so), and a network may keep copies made for that time - an HF decoder its fp32 master
+  // weights cast to the compute dtype once, instead of at every projection of every step. The
+  // default keeps nothing.
+  virtual void begin_inference() {}
+  virtual void end_inference() {}
 };
 
 class PolicyNetwork : public torch::nn::ModuleHolder<PolicyNetworkImpl> {
