@@ -58,10 +58,10 @@ struct CausalLmOptions {
   // evaluation; the soft-prompt projections and the value head stay fp32).
   bool frozen = false;
   // Decode steps (one new token a row, against the key-value cache) attend through
-  // scaled_dot_product_attention, as the full passes do, instead of grouped matrix products. Off by
-  // default: SDPA's backend is picked per shape, and a cache's span grows every step (on an H100
-  // in bf16 each step's new span cost tens of milliseconds of host time; docs/agents.md). For
-  // comparisons (sparserl-agents-bench --sdpa-decode).
+  // scaled_dot_product_attention over a repeat_kv copy of the cache, as before, instead of grouped
+  // matrix products (no copy; a query's heads read their key-value head together). Off by default;
+  // for comparisons (sparserl-agents-bench --sdpa-decode): on an H100 in bf16 the two decoded the
+  // 42M model at the same rate up to 386 cache slots (docs/agents.md).
   bool sdpa_decode = false;
   [[nodiscard]] int prefix_length() const { return soft_prompt ? nnz_samples + 1 : 0; }
 };
