@@ -44,6 +44,11 @@ tokens=${BASH_REMATCH[1]} steps=${BASH_REMATCH[2]} digest=${BASH_REMATCH[3]}
 threaded=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 4 --tokens 640 --repeat 1 --threads 3)
 grep -q "tokens digest $digest$" <<<"$threaded" ||
   fail "generate: three threads drew other tokens than one ($threaded)"
+# The decode mode, with the decoder's inference copies and without (--per-call-casts).
+for casts in "" --per-call-casts; do
+  decode=$("$BENCH" --hf "$FIXTURE" --batch 2 --tokens 8 --repeat 1 --threads 1 --dtype bfloat16 $casts)
+  grep -Eq "^decode   run 1: [0-9.]+ s, [0-9]+ tokens/s$" <<<"$decode" || fail "decode $casts: no timed run"
+done
 if refusal=$("$BENCH" --hf-generate --repeat 1 2>&1); then fail "--hf-generate without --hf ran"; fi
 grep -q "needs --hf FOLDER" <<<"$refusal" || fail "--hf-generate without --hf: $refusal"
 echo "train steps: full and LoRA timed, trainable parameters told apart; generate timed under the BPE mask"

@@ -17,7 +17,8 @@
 // with the soft prompt of K = 128 nonzeros; --dtype float32|bfloat16 is its compute dtype. On CUDA
 // one more run synchronises around each step and prints where a step goes (sampling, issuing the
 // decode step, the device after the call returns); --sdpa-decode runs the decode steps' attention
-// through scaled_dot_product_attention (CausalLmOptions::sdpa_decode) for comparison.
+// through scaled_dot_product_attention (CausalLmOptions::sdpa_decode) and --per-call-casts casts
+// the weights at every use instead of keeping generate()'s inference copies, for comparison.
 //
 // --hf FOLDER --hf-generate times PolicyAgent::generate with that model instead (its weights, its
 // tokenizer.json and the BPE grammar mask over it, one mask per row on the CPU as the RL stage has;
@@ -69,6 +70,7 @@ struct Options {
   std::string dtype = "float32";
   bool hf_generate = false;
   bool sdpa_decode = false;
+  bool per_call_casts = false;
   bool train_step = false;
   int lora_rank = 0;
   bool checkpointing = false;
@@ -90,6 +92,9 @@ void declare(CLI::App& app, Options& o) {
   app.add_flag("--sdpa-decode", o.sdpa_decode,
                "--hf decode: the decode steps through scaled_dot_product_attention (as before "
                "grouped products replaced it there), for comparison");
+  app.add_flag("--per-call-casts", o.per_call_casts,
+               "--hf decode: cast the weights to the compute dtype at every use, as before the "
+               "decoder kept inference copies (begin_inference), for comparison");
   app.add_flag("--hf-generate", o.hf_generate,
                "--hf FOLDER: time PolicyAgent::generate under the BPE grammar mask instead");
   app.add_flag("--train-step", o.train_step,
@@ -209,6 +214,8 @@ int bench_hf(const Options& o) {
   }
   policy->eval();
   torch::NoGradGuard no_grad;
+  // As generate() decodes: with the weights' inference copies (bf16 casts made once), unless asked.
+  if (!o.per_call_casts) policy->begin_inference();
   ag::CounterRng rng{1, 0};
   for (int r = 0; r < o.repeat + 1; ++r) {  // the first run warms up
     const auto start = std::chrono::steady_clock::now();
