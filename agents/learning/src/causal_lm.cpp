@@ -194,18 +194,17 @@ torch::Tensor DecoderLayerImpl::attention(const torch::Tensor& x, const LayerInp
     keys = in.cache_keys->narrow(2, 0, in.span);
     values = in.cache_values->narrow(2, 0, in.span);
   }
-  if (in.write_at.defined() && !in.sdpa_decode) {
+  if (in.masked_out.defined()) {
     // A decode step: one query a row against the cache. Each key-value head's query heads read it
-    // together ([B, Hkv, groups, d] x [B, Hkv, d, span]), so the cache is neither copied per query
-    // head (repeat_kv) nor handed to SDPA, whose backend is chosen anew for each span.
+    // together ([B, Hkv, groups, d] x [B, Hkv, d, span]), so the cache is not copied per query
+    // head (repeat_kv).
     const std::int64_t groups = heads_ / kv_heads_;
     const torch::Tensor grouped = q.reshape({batch, kv_heads_, groups, head_dim_});
     torch::Tensor scores = torch::matmul(grouped, keys.transpose(-2, -1))
                                .to(torch::kFloat)
                                .mul_(1.0 / std::sqrt(static_cast<double>(head_dim_)));
     // in.masked_out [B, 1, 1, span] broadcasts over the heads and groups.
-    scores.masked_fill_(in.masked_out.defined() ? in.masked_out : in.mask.logical_not(),
-                        -std::numeric_limits<float>::infinity());
+    scores.masked_fill_(in.masked_out, -std::numeric_limits<float>::infinity());
     const torch::Tensor weights = torch::softmax(scores, -1).to(q.scalar_type());
     const torch::Tensor mixed = torch::matmul(weights, values);  // [B, Hkv, groups, d]
     return o_proj_(mixed.reshape({batch, length, heads_ * head_dim_}));
@@ -547,7 +546,6 @@ PolicyOutput CausalLmPolicyImpl::decode_step(const torch::Tensor& tokens,
   if (!options_.sdpa_decode) in.masked_out = step.mask.logical_not();
   in.write_at = step.at;
   in.span = step.span;
-  in.sdpa_decode = options_.sdpa_decode;
   for (std::size_t l = 0; l < decoder_layers_.size(); ++l) {
     in.cache_keys = &cache.keys[l];
     in.cache_values = &cache.values[l];

@@ -342,6 +342,12 @@ std::pair<torch::Tensor, torch::Tensor> Learner::prompt_batch(
       torch::from_blob(valid.data(), {batch, width}, torch::kUInt8).to(torch::kBool).to(device)};
 }
 
+int mask_threads(const TokenSpace& space, std::int64_t rows) {
+  if (space.kind() == "closed") return 1;
+  return static_cast<int>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(at::get_num_threads(), rows)));
+}
+
 SequenceBatch Learner::sequence_batch(
     std::span<const env::MatrixObservation* const> matrices,
     std::span<const std::vector<env::TokenId>* const> sequences,
@@ -401,17 +407,13 @@ SequenceBatch Learner::sequence_batch(
     return out;
   }
   // Padding positions allow everything, so their log-softmax stays finite. The masks not given
-  // (a BPE vocabulary's: generate() keeps none) are replayed from the tokens, a row per thread of
-  // as many as LibTorch's intra-op setting (the grammar mask costs tens of microseconds to
-  // milliseconds a step: docs/bpe.md); the first bad row's error is the one thrown.
+  // (a BPE vocabulary's: generate() keeps none) are replayed from the tokens, a row per thread
+  // (mask_threads); the first bad row's error is the one thrown.
   std::vector<std::uint8_t> all(static_cast<std::size_t>(batch * longest * vocab), 1);
   const bool replays = std::any_of(masks.begin(), masks.end(), [](const auto* given) {
     return given == nullptr || given->empty();
   });
-  RowPool replay_threads(
-      replays && tokens->kind() != "closed"
-          ? static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), batch))
-          : 1);
+  RowPool replay_threads(replays ? mask_threads(*tokens, batch) : 1);
   replay_threads.run(batch, [&](std::int64_t b) {
     const auto& s = *sequences[static_cast<std::size_t>(b)];
     std::uint8_t* base = all.data() + b * longest * vocab;

@@ -347,11 +347,8 @@ class InferenceCopies {
 // The rows' action masks during generate(): each row's mask, the bytes of the step's masks, the
 // rows still writing, and what each row drew at the last step (those that then ended included).
 // Each row's mask is advanced past its draw where the next step's is filled, while the device runs
-// the decode step. A BPE vocabulary's grammar mask costs tens of microseconds to milliseconds a row
-// and step (docs/bpe.md), the closed vocabulary's about one: the BPE rows are filled and advanced
-// on as many threads as LibTorch's intra-op setting (OMP_NUM_THREADS) allows (the masks are
-// independent; their shared cache is locked), the closed ones in this thread. The draws do not
-// depend on the order.
+// the decode step; the rows on mask_threads() threads (the masks are independent; a BPE
+// tokenizer's shared cache is locked). The draws do not depend on the order.
 struct RowMasks {
   RowMasks(const TokenSpace& tokens, env::MaskMode mode, int max_tokens, std::int64_t count)
       : space(tokens),
@@ -361,9 +358,7 @@ struct RowMasks {
         active(static_cast<std::size_t>(count), 1),
         drew(static_cast<std::size_t>(count), 0),
         drawn(static_cast<std::size_t>(count), tokens.pad()),
-        threads(tokens.kind() == "closed"
-                    ? 1
-                    : static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), count))) {
+        threads(mask_threads(tokens, count)) {
     masks.reserve(static_cast<std::size_t>(count));
     for (std::int64_t r = 0; r < count; ++r) masks.push_back(tokens.mask(mode, max_tokens));
   }
@@ -445,12 +440,12 @@ std::vector<Completion> PolicyAgent::generate(
   std::vector<std::uint8_t>& active = row_masks.active;
   std::vector<std::uint8_t>& mask_bytes = row_masks.bytes;
 
-  // The GPU's timing lane, when the evaluator times on this GPU meanwhile: held while this
-  // function's kernels run (a step's kernels have finished when it is let go).
   GenerationProfile profile;
   const auto generation_start = std::chrono::steady_clock::now();
   // The weights hold still until this call returns: the network may keep inference copies.
   const InferenceCopies inference(*l.policy);
+  // The GPU's timing lane, when the evaluator times on this GPU meanwhile: held while this
+  // function's kernels run (a step's kernels have finished when it is let go).
   LaneTurns lane(timing_lane_.get(), l.device.is_cuda());
   lane.hold();
   const PrefixBatch prefix = l.prefix_batch(matrices);

@@ -1,5 +1,6 @@
-// RowPool: a few threads that share out the rows of a batch, for the host work of generate() that
-// is per row and costly - a BPE vocabulary's grammar masks (docs/bpe.md). Why not at::parallel_for:
+// RowPool: a few threads that share out the rows of a batch, for host work that is per row and
+// costly - a BPE vocabulary's grammar masks, filled in generate() and replayed for an update
+// (docs/bpe.md). Why not at::parallel_for:
 // with LibTorch's OpenMP backend that template's `#pragma omp parallel` lives in a header, and a
 // translation unit built without -fopenmp (ours) runs it on the calling thread alone - measured:
 // one thread did all the masks' work with LibTorch set to 2 and 16 threads. A second OpenMP runtime

@@ -82,7 +82,7 @@ class HfLinearImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor merged_weight() const;
   // Inference in `dtype` from now until reset_inference(): the weight and bias cast once instead
   // of at every call (fp32 master weights, bf16 compute), where there is no adapter. The caller
-  // guarantees the weights do not change meanwhile (CausalLmPolicyImpl::InferenceWeights).
+  // guarantees the weights do not change meanwhile (CausalLmPolicyImpl::begin_inference).
   void cast_for_inference(torch::ScalarType dtype);
   void reset_inference();
 
@@ -118,14 +118,15 @@ TORCH_MODULE(RmsNorm);
 struct LayerInputs {
   LayerInputs(torch::Tensor cos_table, torch::Tensor sin_table, torch::Tensor attention_mask)
       : cos(std::move(cos_table)), sin(std::move(sin_table)), mask(std::move(attention_mask)) {}
-  torch::Tensor cos, sin;                 // [B, T, head_dim], compute dtype
-  torch::Tensor mask;                     // [B, 1, T, Tk] bool: true = may attend
-  torch::Tensor masked_out;               // decode steps: mask's complement, made once a step
+  torch::Tensor cos, sin;  // [B, T, head_dim], compute dtype
+  torch::Tensor mask;      // [B, 1, T, Tk] bool: true = may attend
+  // Decode steps by grouped products: mask's complement, made once a step for every layer
+  // (undefined: attention through scaled_dot_product_attention over `mask`).
+  torch::Tensor masked_out;
   torch::Tensor* cache_keys = nullptr;    // [B, Hkv, capacity, head_dim]
   torch::Tensor* cache_values = nullptr;  // same
-  torch::Tensor write_at;    // [B] slots for one new position; undefined: slots 0..T-1 (prefill)
-  std::int64_t span = 0;     // cache slots attended to
-  bool sdpa_decode = false;  // CausalLmOptions::sdpa_decode, for decode steps (write_at defined)
+  torch::Tensor write_at;  // [B] slots for one new position; undefined: slots 0..T-1 (prefill)
+  std::int64_t span = 0;   // cache slots attended to
 };
 
 class DecoderLayerImpl : public torch::nn::Module {

@@ -78,6 +78,12 @@ struct ActRow {
   std::vector<env::TokenId> tokens;  // what the cache has consumed after <bos>
 };
 
+// Threads for per-row action-mask work (generate()'s fills, an update's replay; a RowPool's size):
+// one for the closed vocabulary's masks (about a microsecond a row and step), for a BPE
+// vocabulary's grammar mask (tens of microseconds to milliseconds: docs/bpe.md) as many as
+// LibTorch's intra-op setting (OMP_NUM_THREADS), at most `rows`.
+int mask_threads(const TokenSpace& space, std::int64_t rows);
+
 struct Learner {
   // The network of config.model.kind: the transformer of config.policy over `vocabulary`, or the
   // decoder of config.model.path (its weights, its tokenizer; the soft-prompt projections, the
@@ -101,7 +107,7 @@ struct Learner {
   std::unique_ptr<torch::optim::AdamW> critic_optimizer;
   CounterRng rng;
   AgentCounters counters;
-  GenerationProfile last_generation;  // generate()'s last call
+  GenerationProfile last_generation;     // generate()'s last call
   std::unique_ptr<Algorithm> algorithm;  // config.algorithm's, from the registry
   // Set by the RL stage when a batch may have been sampled before the last update
   // (train.overlap_generation): the algorithms that correct stale samples then take the old
