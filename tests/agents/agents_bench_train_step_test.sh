@@ -34,7 +34,7 @@ generate=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 4 --tokens 640 --repea
 echo "$generate"
 grep -q "^hf $FIXTURE: [0-9]* parameters, device cpu, batch 4, 640 tokens" <<<"$generate" ||
   fail "generate: no header"
-run='^generate run 1: [0-9.]+ s, ([1-9][0-9]*) tokens \([0-9.]+ per row\), [0-9]+ tokens/s; ([0-9]+) steps, masks [0-9.]+ s \([0-9.]+ us a row and step\), waiting for the draws [0-9.]+ s, other host work -?[0-9.]+ s \(the masks.? upload [0-9.]+ s, decode steps.? calls [0-9.]+ s\); tokens digest ([0-9a-f]{16})$'
+run='^generate run 1: [0-9.]+ s, ([1-9][0-9]*) tokens \([0-9.]+ per row\), [0-9]+ tokens/s; ([0-9]+) steps, masks [0-9.]+ s \([0-9.]+ us a row and step\), waiting for the draws [0-9.]+ s, other host work -?[0-9.]+ s \(the masks.? upload [0-9.]+ s, decode steps.? calls [0-9.]+ s; 0 CUDA graphs captured in [0-9.]+ s\); tokens digest ([0-9a-f]{16})$'
 line=$(grep -E "$run" <<<"$generate") || fail "generate: no timed run with its profile"
 [[ $line =~ $run ]]
 tokens=${BASH_REMATCH[1]} steps=${BASH_REMATCH[2]} digest=${BASH_REMATCH[3]}
@@ -47,7 +47,7 @@ grep -q "tokens digest $digest$" <<<"$threaded" ||
 # The decode mode, with the decoder's inference copies and without (--per-call-casts).
 for casts in "" --per-call-casts; do
   decode=$("$BENCH" --hf "$FIXTURE" --batch 2 --tokens 8 --repeat 1 --threads 1 --dtype bfloat16 $casts)
-  grep -Eq "^decode   run 1: [0-9.]+ s, [0-9]+ tokens/s$" <<<"$decode" || fail "decode $casts: no timed run"
+  grep -Eq "^decode   run 1: [0-9.]+ s, [0-9]+ tokens/s \(0 CUDA graphs\)$" <<<"$decode" || fail "decode $casts: no timed run"
 done
 if refusal=$("$BENCH" --hf-generate --repeat 1 2>&1); then fail "--hf-generate without --hf ran"; fi
 grep -q "needs --hf FOLDER" <<<"$refusal" || fail "--hf-generate without --hf: $refusal"

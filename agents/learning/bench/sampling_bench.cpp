@@ -20,6 +20,10 @@
 // through scaled_dot_product_attention (CausalLmOptions::sdpa_decode) and --per-call-casts casts
 // the weights at every use instead of keeping generate()'s inference copies, for comparison.
 //
+// On CUDA every decode step is replayed from a CUDA graph, as generate() takes them
+// (torch/decode_graphs.hpp); --no-decode-graphs issues each step's kernels instead, for comparison.
+// Each decode and generate line says how many graphs were captured.
+//
 // --hf FOLDER --hf-generate times PolicyAgent::generate with that model instead (its weights, its
 // tokenizer.json and the BPE grammar mask over it, one mask per row on the CPU as the RL stage has;
 // --tokens is max_tokens, at least the mask's least budget). Each generate line also prints
@@ -48,6 +52,7 @@
 
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
+#include "sparserl/agents/torch/decode_graphs.hpp"
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/env/observation.hpp"
 #include "sparserl/env/vocabulary.hpp"
@@ -74,6 +79,7 @@ struct Options {
   bool train_step = false;
   int lora_rank = 0;
   bool checkpointing = false;
+  bool no_decode_graphs = false;
 };
 
 // The options as CLI11 declares them; --help lists them.
@@ -102,6 +108,9 @@ void declare(CLI::App& app, Options& o) {
   app.add_option("--lora-rank", o.lora_rank, "--train-step: LoRA rank (0: full fine-tuning)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--checkpointing", o.checkpointing, "--train-step: gradient checkpointing");
+  app.add_flag("--no-decode-graphs", o.no_decode_graphs,
+               "on CUDA: issue every decode step's kernels instead of replaying CUDA graphs "
+               "(SamplingConfig::decode_graphs = false), for comparison");
 }
 
 namespace ag = sparserl::agents;
@@ -217,6 +226,7 @@ int bench_hf(const Options& o) {
   // As generate() decodes: with the weights' inference copies (bf16 casts made once), unless asked.
   if (!o.per_call_casts) policy->begin_inference();
   ag::CounterRng rng{1, 0};
+  const std::vector<std::uint8_t> all_rows(static_cast<std::size_t>(o.batch), 1);  // all active
   for (int r = 0; r < o.repeat + 1; ++r) {  // the first run warms up
     const auto start = std::chrono::steady_clock::now();
     const ag::PrefixBatch prefix = random_prefix(o.batch, options);
@@ -224,19 +234,20 @@ int bench_hf(const Options& o) {
     ag::KvCache cache;
     auto out = policy->prefill(prefix, torch::zeros({o.batch, 1}, on.dtype(torch::kLong)),
                                active.unsqueeze(1), cache);
+    ag::GenerationDecoder decoder(*policy, cache, o.tokens - 1, !o.no_decode_graphs);
     for (int t = 0; t < o.tokens; ++t) {
       std::vector<double> u(static_cast<std::size_t>(o.batch));
       for (double& x : u) x = rng.uniform_open();
       const torch::Tensor next =
           ag::sample_from_logits(out.logits, torch::tensor(u, torch::kDouble));
-      if (t + 1 < o.tokens) out = policy->decode_step(next, active, cache);
+      if (t + 1 < o.tokens) out = decoder.step(next, active, all_rows);
     }
     (void)out.logits.to(torch::kCPU);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (r > 0) {
-      std::printf("decode   run %d: %.3f s, %.0f tokens/s\n", r, seconds,
-                  double(o.batch) * o.tokens / seconds);
+      std::printf("decode   run %d: %.3f s, %.0f tokens/s (%d CUDA graphs)\n", r, seconds,
+                  double(o.batch) * o.tokens / seconds, decoder.graphs());
     }
   }
   // One more run with the device synchronised around each decode step: how long the host takes to
@@ -248,6 +259,7 @@ int bench_hf(const Options& o) {
     ag::KvCache cache;
     auto out = policy->prefill(prefix, torch::zeros({o.batch, 1}, on.dtype(torch::kLong)),
                                active.unsqueeze(1), cache);
+    ag::GenerationDecoder decoder(*policy, cache, o.tokens - 1, !o.no_decode_graphs);
     double issue = 0, device = 0, sampling = 0;
     using Clock = std::chrono::steady_clock;
     const auto seconds = [](Clock::time_point a, Clock::time_point b) {
@@ -262,7 +274,7 @@ int bench_hf(const Options& o) {
           ag::sample_from_logits(out.logits, torch::tensor(u, torch::kDouble));
       torch::cuda::synchronize();
       const auto t1 = Clock::now();
-      out = policy->decode_step(next, active, cache);
+      out = decoder.step(next, active, all_rows);
       const auto t2 = Clock::now();
       torch::cuda::synchronize();
       const auto t3 = Clock::now();
@@ -323,13 +335,13 @@ void time_generate(
     std::printf(
         "generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s; %lld steps, "
         "masks %.3f s (%.1f us a row and step), waiting for the draws %.3f s, "
-        "other host work %.3f s (the masks' upload %.3f s, decode steps' calls %.3f s); "
-        "tokens digest %016llx\n",
+        "other host work %.3f s (the masks' upload %.3f s, decode steps' calls %.3f s; %d CUDA "
+        "graphs captured in %.3f s); tokens digest %016llx\n",
         r + 1, seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
         double(tokens) / seconds, static_cast<long long>(p.steps), p.mask_seconds,
         p.row_steps > 0 ? 1e6 * p.mask_seconds / double(p.row_steps) : 0.0, p.readback_seconds,
         p.seconds - p.mask_seconds - p.readback_seconds, p.upload_seconds, p.decode_seconds,
-        static_cast<unsigned long long>(digest));
+        p.graphs, p.capture_seconds, static_cast<unsigned long long>(digest));
   }
 }
 
@@ -349,6 +361,7 @@ int main(int argc, char** argv) {
     config.policy = sparserl::agents::PolicyConfig::preset(o.preset);
     config.policy.max_tokens = o.tokens;
     config.device = o.device;
+    config.sampling.decode_graphs = !o.no_decode_graphs;
     config.mask =
         o.mask == "none" ? sparserl::env::MaskMode::none : sparserl::env::MaskMode::syntax;
     if (o.hf_generate) {
@@ -393,6 +406,7 @@ int main(int argc, char** argv) {
       const torch::Tensor mask = mask_row.to(learner.device).unsqueeze(0).expand({o.batch, vocab});
       const torch::Tensor active =
           torch::ones({o.batch}, torch::TensorOptions().dtype(torch::kBool).device(learner.device));
+      const std::vector<std::uint8_t> all_rows(static_cast<std::size_t>(o.batch), 1);
       for (int r = 0; r < o.repeat + 1; ++r) {  // the first run warms up
         const auto start = std::chrono::steady_clock::now();
         const auto prefix = learner.prefix_batch(raw);
@@ -401,6 +415,7 @@ int main(int argc, char** argv) {
                         torch::TensorOptions().dtype(torch::kLong).device(learner.device));
         sparserl::agents::KvCache cache;
         auto out = learner.policy->prefill(prefix, tokens, active.unsqueeze(1), cache);
+        ag::GenerationDecoder decoder(*learner.policy, cache, o.tokens - 1, !o.no_decode_graphs);
         for (int t = 0; t < o.tokens; ++t) {
           const torch::Tensor logits = sparserl::agents::apply_action_mask(out.logits, mask);
           std::vector<double> u(static_cast<std::size_t>(o.batch));
@@ -408,7 +423,7 @@ int main(int argc, char** argv) {
           const torch::Tensor next =
               sparserl::agents::sample_from_logits(logits, torch::tensor(u, torch::kDouble));
           if (t + 1 < o.tokens)
-            out = learner.policy->decode_step(next, active, cache);
+            out = decoder.step(next, active, all_rows);
           else
             (void)next.to(torch::kCPU);
         }
@@ -416,8 +431,8 @@ int main(int argc, char** argv) {
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (r > 0) {
-          std::printf("decode   run %d: %.3f s, %.0f tokens/s\n", r, seconds,
-                      double(o.batch) * o.tokens / seconds);
+          std::printf("decode   run %d: %.3f s, %.0f tokens/s (%d CUDA graphs)\n", r, seconds,
+                      double(o.batch) * o.tokens / seconds, decoder.graphs());
         }
       }
     }

@@ -539,7 +539,7 @@ PolicyOutput CausalLmPolicyImpl::decode_step(const torch::Tensor& tokens,
                                              const torch::Tensor& active, KvCache& cache) {
   // Slots at or past `lengths` are never valid, so the count of valid slots is the new position.
   const torch::Tensor positions = cache.key_valid.to(torch::kLong).sum(1).unsqueeze(1);
-  const KvCache::Step step = cache.open_step(active, cache.lengths.max().item<std::int64_t>());
+  const KvCache::Step step = cache.open_step(active, cache.step_longest());
   torch::Tensor x = model_->embed_tokens(tokens.unsqueeze(1), options_.dtype);
   auto [cos, sin] = rotary(positions);
   LayerInputs in(cos, sin, step.mask);

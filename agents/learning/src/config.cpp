@@ -72,7 +72,10 @@ const Knobs<SamplingConfig>& sampling_knobs() {
                    1e9)
           .real("top_p", &SamplingConfig::top_p, "nucleus sampling mass (1: off)", 1e-9, 1)
           .boolean("greedy", &SamplingConfig::greedy,
-                   "argmax of the masked logits (temperature, top_k and top_p do not apply)");
+                   "argmax of the masked logits (temperature, top_k and top_p do not apply)")
+          .boolean("decode_graphs", &SamplingConfig::decode_graphs,
+                   "on a CUDA device, generation replays each decode step from a CUDA graph "
+                   "instead of issuing its kernels one by one (false: one by one)");
   return knobs;
 }
 
@@ -235,8 +238,8 @@ std::string_view to_string(ModelKind kind) {
 }
 
 std::string_view to_string(MatrixInput input) {
-  static constexpr auto kNames = datasets::enum_names<MatrixInput::full, MatrixInput::none>(
-      {"full", "features", "none"});
+  static constexpr auto kNames =
+      datasets::enum_names<MatrixInput::full, MatrixInput::none>({"full", "features", "none"});
   return kNames.name(input);
 }
 

@@ -72,6 +72,10 @@ KvCache KvCache::zeros(std::int64_t layers, std::int64_t batch, std::int64_t hea
   return cache;
 }
 
+std::int64_t KvCache::step_longest() const {
+  return fixed_span > 0 ? fixed_span - 1 : lengths.max().item<std::int64_t>();
+}
+
 KvCache::Step KvCache::open_step(const torch::Tensor& active, std::int64_t longest) {
   reserve(longest + 1);
   Step step;
@@ -293,7 +297,7 @@ PolicyOutput TransformerPolicyImpl::prefill(const PrefixBatch& prefix, const tor
 
 PolicyOutput TransformerPolicyImpl::decode_step(const torch::Tensor& tokens,
                                                 const torch::Tensor& active, KvCache& cache) {
-  const std::int64_t longest = cache.lengths.max().item<std::int64_t>();
+  const std::int64_t longest = cache.step_longest();
   if (longest >= config_.max_sequence_length()) {
     throw std::invalid_argument("TransformerPolicy: decoding past max_tokens = " +
                                 std::to_string(config_.max_tokens));

@@ -18,6 +18,7 @@
 #include "sparserl/agents/algorithm.hpp"
 #include "sparserl/agents/row_pool.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
+#include "sparserl/agents/torch/decode_graphs.hpp"
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
@@ -452,6 +453,8 @@ std::vector<Completion> PolicyAgent::generate(
   const auto [start, start_valid] = l.prompt_batch(matrices);
   KvCache cache;
   PolicyOutput step = l.policy->prefill(prefix, start, start_valid, cache);
+  // The decode steps (at most max_tokens - 1 follow), from CUDA graphs where asked and possible.
+  GenerationDecoder decoder(*l.policy, cache, max_tokens - 1, sampling.decode_graphs);
   lane.release();
 
   const double temperature = sampling.greedy ? 1.0 : sampling.temperature;
@@ -528,7 +531,7 @@ std::vector<Completion> PolicyAgent::generate(
         torch::from_blob(upload.data(), {2, rows}, torch::kLong)
             .to(l.device, torch::kLong, /*non_blocking=*/false, /*copy=*/true);
     const auto decode_start = std::chrono::steady_clock::now();
-    step = l.policy->decode_step(uploaded[0], uploaded[1].to(torch::kBool), cache);
+    step = decoder.step(uploaded[0], uploaded[1].to(torch::kBool), active);
     profile.decode_seconds += since(decode_start);
     lane.release();
   }
@@ -541,6 +544,8 @@ std::vector<Completion> PolicyAgent::generate(
     l.rng.counter = first_draw + static_cast<std::uint64_t>(longest * window.total);
   }
   profile.steps = steps;
+  profile.graphs = decoder.graphs();
+  profile.capture_seconds = decoder.capture_seconds();
   profile.seconds = since(generation_start);
   l.last_generation = profile;
   return out;

@@ -445,6 +445,9 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     stats.emplace_back("perf/generation_mask_seconds", profile.mask_seconds);
     stats.emplace_back("perf/generation_readback_seconds", profile.readback_seconds);
     stats.emplace_back("perf/generation_steps", static_cast<double>(profile.steps));
+    // Decode steps from CUDA graphs: graphs captured (0: every kernel issued) and their capture.
+    stats.emplace_back("perf/generation_graphs", static_cast<double>(profile.graphs));
+    stats.emplace_back("perf/generation_capture_seconds", profile.capture_seconds);
     stats.emplace_back("perf/step_seconds", seconds_since(step_start));
     if (ranks > 1) reduce_timings(*config.group, stats, generated, generation_seconds);
     return stats;

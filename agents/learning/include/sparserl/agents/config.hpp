@@ -94,6 +94,10 @@ struct SamplingConfig {
   int top_k = 0;        // 0: off
   double top_p = 1.0;   // 1: off
   bool greedy = false;  // argmax of the masked logits (temperature, top-k, top-p ignored)
+  // On a CUDA device (and a LibTorch built with CUDA), generate()'s decode steps replay CUDA
+  // graphs (torch/decode_graphs.hpp) instead of issuing each kernel; false issues them one by one.
+  // The draws are those of the same distribution either way (the logits agree to rounding).
+  bool decode_graphs = true;
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 

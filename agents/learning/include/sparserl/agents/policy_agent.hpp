@@ -103,6 +103,10 @@ struct GenerationProfile {
   double seconds = 0, mask_seconds = 0, upload_seconds = 0, readback_seconds = 0,
          decode_seconds = 0;
   std::int64_t steps = 0, row_steps = 0;  // row_steps: masks filled for rows still writing
+  // Decode steps replayed from CUDA graphs (SamplingConfig::decode_graphs): graphs captured and
+  // the seconds their captures took (part of decode_seconds); 0 where the steps were issued.
+  int graphs = 0;
+  double capture_seconds = 0;
 };
 
 class PolicyAgent final : public env::Agent {

@@ -48,6 +48,13 @@ struct KvCache {
   std::vector<torch::Tensor> keys, values;  // per layer [B, H, capacity, d_head]
   torch::Tensor key_valid;                  // [B, capacity] bool
   torch::Tensor lengths;                    // [B] int64: filled slots (the next write position)
+  // 0: a decode step attends the first max(lengths) + 1 slots, read back from the device. > 0:
+  // it attends the first fixed_span slots and reads nothing back; the caller keeps every row's
+  // length below fixed_span and the capacity at least that (generate() counts each row's steps
+  // on the host), and the step's shapes then stay the same from step to step, as a CUDA graph's
+  // replays need (decode_graphs.hpp). Attending more slots than filled changes nothing: slots
+  // past a row's own are masked out.
+  std::int64_t fixed_span = 0;
   [[nodiscard]] bool empty() const { return keys.empty(); }
   [[nodiscard]] std::int64_t capacity() const {
     return key_valid.defined() ? key_valid.size(1) : 0;
@@ -66,13 +73,16 @@ struct KvCache {
   // The slots of one decode step. open_step makes room for slot `longest` (the largest of
   // `lengths`, read and checked by the caller), marks each row's slot `lengths` valid where
   // `active`, and returns those slots [B] and the attention mask [B, 1, 1, longest + 1]: valid
-  // slots up to each row's own, which always sees itself. close_step advances the active rows.
+  // slots up to each row's own, which always sees itself. close_step advances the active rows,
+  // in place (a captured decode step must write where the next replay reads).
   struct Step {
     torch::Tensor at, mask;
     std::int64_t span = 0;
   };
   Step open_step(const torch::Tensor& active, std::int64_t longest);
-  void close_step(const torch::Tensor& active) { lengths = lengths + active.to(torch::kLong); }
+  void close_step(const torch::Tensor& active) { lengths.add_(active.to(torch::kLong)); }
+  // The slots a decode step attends: fixed_span, else the longest row's next slot (a read-back).
+  [[nodiscard]] std::int64_t step_longest() const;
 };
 
 // [B, L] valid keys -> [B, 1, L, L]: query i sees valid keys j <= i, and always itself (so no

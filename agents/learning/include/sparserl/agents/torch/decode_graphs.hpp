@@ -1,0 +1,89 @@
+// Decode steps replayed from CUDA graphs (LibTorch; include only inside agents/ and its torch
+// tests). A decode step of either network is a few hundred small kernels for one token a row; on a
+// GPU the host spends longer issuing them one by one than the device spends running them (an H100,
+// the 42M decoder at batch 64: about 8 ms of issuing against well under 1 ms of kernels a step,
+// docs/agents.md). A CUDA graph records a step's kernels once and launches them all with one call.
+//
+// What a replay needs, and how generate() provides it: the same shapes and the same memory at
+// every replay. The key-value cache is reserved once for the whole generation (no growth), the
+// step attends a fixed number of slots (KvCache::fixed_span) instead of max(lengths) + 1 read back
+// from the device, the step's inputs are copied into tensors the graph owns, and its outputs are
+// the graph's. The span grows with the longest row, so there is one graph per `kSpanBucket` slots
+// of span, captured the first time the span reaches it (a generation of N tokens captures at most
+// N / kSpanBucket + 1); they share one memory pool, replayed in the order captured. Attending the
+// bucket's span instead of the exact one changes nothing but the work: slots past a row's own are
+// masked out (the logits agree with the uncaptured step's to rounding; tests check it).
+//
+// The graphs hold the cache's and the weights' addresses: a DecodeGraphs lives for one generate()
+// call (whose cache and inference copies hold still for that time) and is dropped with it.
+// available() is false where LibTorch was built without CUDA (this file's .cpp then holds no CUDA
+// code) or the device is not CUDA; generate() then issues every step's kernels as before, as it
+// does with SamplingConfig::decode_graphs = false.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "sparserl/agents/torch/policy_network.hpp"
+
+namespace sparserl::agents {
+
+class DecodeGraphs {
+ public:
+  // Span slots per captured graph.
+  static constexpr std::int64_t kSpanBucket = 128;
+
+  // Whether this build can capture CUDA graphs on `device`.
+  [[nodiscard]] static bool available(const torch::Device& device);
+
+  // `cache` must already hold every slot the generation will write (KvCache::reserve): its
+  // tensors are not to be reallocated while this object lives.
+  DecodeGraphs(PolicyNetworkImpl& network, KvCache& cache);
+  ~DecodeGraphs();
+  DecodeGraphs(const DecodeGraphs&) = delete;
+  DecodeGraphs& operator=(const DecodeGraphs&) = delete;
+
+  // One decode step (as network.decode_step(tokens, active, cache)) for rows whose longest is
+  // `longest` slots long before the step (the host's count); the first step of a span bucket
+  // captures its graph. The outputs are the graph's own tensors: read them before the next step.
+  PolicyOutput step(const torch::Tensor& tokens, const torch::Tensor& active, std::int64_t longest);
+
+  // Graphs captured so far and the seconds their captures took (warm-up step included).
+  [[nodiscard]] int captured() const;
+  [[nodiscard]] double capture_seconds() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The decode steps of one generation after its prefill, as generate() and the sampling bench take
+// them: replayed from DecodeGraphs where `graphs` is asked for and available (the cache reserved
+// for `max_steps` more steps at construction, each row's length counted here on the host from the
+// rows each step lengthens), else network.decode_step as it is.
+class GenerationDecoder {
+ public:
+  GenerationDecoder(PolicyNetworkImpl& network, KvCache& cache, std::int64_t max_steps,
+                    bool graphs);
+  // tokens [B] and active [B] on the device; active_rows: the same flags on the host. A failed
+  // capture is reported naming the knob that avoids it (agent.sampling.decode_graphs).
+  PolicyOutput step(const torch::Tensor& tokens, const torch::Tensor& active,
+                    std::span<const std::uint8_t> active_rows);
+  [[nodiscard]] int graphs() const { return graphs_ ? graphs_->captured() : 0; }
+  [[nodiscard]] double capture_seconds() const {
+    return graphs_ ? graphs_->capture_seconds() : 0.0;
+  }
+
+ private:
+  PolicyNetworkImpl& network_;
+  KvCache& cache_;
+  std::unique_ptr<DecodeGraphs> graphs_;
+  std::vector<std::int64_t> lengths_;  // each row's filled slots (with graphs)
+  std::int64_t longest_ = 0;
+};
+
+}  // namespace sparserl::agents

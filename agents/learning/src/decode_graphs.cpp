@@ -1,0 +1,172 @@
+// DecodeGraphs (torch/decode_graphs.hpp): decode steps captured as CUDA graphs, one per span
+// bucket, and replayed. The CUDA part compiles only where LibTorch was built with CUDA
+// (SPARSERL_HAVE_TORCH_CUDA, set by agents/learning/CMakeLists.txt for this file alone); elsewhere
+// available() is false and nothing here is reached.
+#include "sparserl/agents/torch/decode_graphs.hpp"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#if SPARSERL_HAVE_TORCH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/cuda.h>
+#endif
+
+namespace sparserl::agents {
+
+struct DecodeGraphs::Impl {
+  Impl(PolicyNetworkImpl& n, KvCache& c) : network(n), cache(c) {}
+  PolicyNetworkImpl& network;
+  KvCache& cache;
+  torch::Tensor tokens, active;  // the graphs' inputs, copied in before each replay
+  int captured = 0;
+  double capture_seconds = 0.0;
+#if SPARSERL_HAVE_TORCH_CUDA
+  struct Captured {
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+    PolicyOutput outputs;
+  };
+  std::map<std::int64_t, Captured> graphs;  // by span
+  decltype(at::cuda::graph_pool_handle()) pool = at::cuda::graph_pool_handle();
+  // The stream every capture (and the warm-up step before the first) runs on: not the default
+  // one, which cannot be captured.
+  std::optional<c10::cuda::CUDAStream> stream;
+
+  // The step's kernels recorded for `span` (the cache's fixed_span already set); nothing runs.
+  Captured capture() {
+    Captured c;
+    c.graph = std::make_unique<at::cuda::CUDAGraph>();
+#if TORCH_VERSION_MAJOR >= 2
+    // Thread-local: another thread's CUDA calls (none are expected) do not break the capture.
+    c.graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+#else
+    c.graph->capture_begin(pool);
+#endif
+    try {
+      c.outputs = network.decode_step(tokens, active, cache);
+    } catch (...) {
+      try {
+        c.graph->capture_end();
+      } catch (...) {  // the step's own error is the one to report
+      }
+      throw;
+    }
+    c.graph->capture_end();
+    return c;
+  }
+#endif
+};
+
+bool DecodeGraphs::available(const torch::Device& device) {
+#if SPARSERL_HAVE_TORCH_CUDA
+  return device.is_cuda();
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+DecodeGraphs::DecodeGraphs(PolicyNetworkImpl& network, KvCache& cache)
+    : impl_(std::make_unique<Impl>(network, cache)) {
+  if (cache.empty() || !available(cache.key_valid.device())) {
+    throw std::logic_error("DecodeGraphs: needs a filled key-value cache on a CUDA device" +
+                           std::string(available(torch::Device(torch::kCUDA))
+                                           ? ""
+                                           : " (this build's LibTorch has no CUDA)"));
+  }
+  const auto options = torch::TensorOptions().device(cache.key_valid.device());
+  impl_->tokens = torch::zeros({cache.batch()}, options.dtype(torch::kLong));
+  impl_->active = torch::zeros({cache.batch()}, options.dtype(torch::kBool));
+}
+
+DecodeGraphs::~DecodeGraphs() {
+  if (impl_) impl_->cache.fixed_span = 0;
+}
+
+int DecodeGraphs::captured() const { return impl_->captured; }
+double DecodeGraphs::capture_seconds() const { return impl_->capture_seconds; }
+
+PolicyOutput DecodeGraphs::step(const torch::Tensor& tokens, const torch::Tensor& active,
+                                std::int64_t longest) {
+  Impl& m = *impl_;
+  const std::int64_t capacity = m.cache.capacity();
+  if (longest < 0 || longest + 1 > capacity) {
+    throw std::logic_error("DecodeGraphs: a step at slot " + std::to_string(longest) +
+                           " past the reserved " + std::to_string(capacity) + " slots");
+  }
+  const std::int64_t span = std::min(capacity, (longest / kSpanBucket + 1) * kSpanBucket);
+  m.tokens.copy_(tokens);
+  m.active.copy_(active);
+#if SPARSERL_HAVE_TORCH_CUDA
+  auto found = m.graphs.find(span);
+  if (found == m.graphs.end()) {
+    const auto start = std::chrono::steady_clock::now();
+    m.cache.fixed_span = span;
+    PolicyOutput warm;
+    torch::cuda::synchronize();  // the inputs above, queued on the current stream
+    if (!m.stream) m.stream = c10::cuda::getStreamFromPool(false, m.tokens.device().index());
+    Impl::Captured captured;
+    {
+      const c10::cuda::CUDAStreamGuard on_stream(*m.stream);
+      // The first step runs uncaptured first, on the capture stream: what a stream's first
+      // kernels initialise lazily (cuBLAS' workspace for it) happens outside a capture. Its
+      // outputs are this step's.
+      if (m.captured == 0) warm = m.network.decode_step(m.tokens, m.active, m.cache);
+      captured = m.capture();
+    }
+    m.stream->synchronize();
+    found = m.graphs.emplace(span, std::move(captured)).first;
+    ++m.captured;
+    m.capture_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (warm.logits.defined()) return warm;
+  }
+  found->second.graph->replay();
+  return found->second.outputs;
+#else
+  (void)span;
+  throw std::logic_error("DecodeGraphs: this build's LibTorch has no CUDA");
+#endif
+}
+
+GenerationDecoder::GenerationDecoder(PolicyNetworkImpl& network, KvCache& cache,
+                                     std::int64_t max_steps, bool graphs)
+    : network_(network), cache_(cache) {
+  if (!graphs || cache.empty() || !DecodeGraphs::available(cache.key_valid.device())) return;
+  const torch::Tensor read = cache.lengths.to(torch::kCPU, torch::kLong).contiguous();
+  lengths_.assign(read.data_ptr<std::int64_t>(), read.data_ptr<std::int64_t>() + read.numel());
+  longest_ = lengths_.empty() ? 0 : *std::max_element(lengths_.begin(), lengths_.end());
+  // The last of max_steps steps writes slot longest + max_steps - 1.
+  cache.reserve(longest_ + max_steps);
+  graphs_ = std::make_unique<DecodeGraphs>(network, cache);
+}
+
+PolicyOutput GenerationDecoder::step(const torch::Tensor& tokens, const torch::Tensor& active,
+                                     std::span<const std::uint8_t> active_rows) {
+  if (!graphs_) return network_.decode_step(tokens, active, cache_);
+  PolicyOutput out;
+  try {
+    out = graphs_->step(tokens, active, longest_);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(
+        std::string("a decode step captured as a CUDA graph failed (agent.sampling."
+                    "decode_graphs = false issues its kernels one by one instead): ") +
+        e.what_without_backtrace());
+  }
+  // As KvCache::close_step counts on the device: one more slot for each row going on.
+  for (std::size_t r = 0; r < lengths_.size() && r < active_rows.size(); ++r) {
+    if (active_rows[r] != 0) longest_ = std::max(longest_, ++lengths_[r]);
+  }
+  return out;
+}
+
+}  // namespace sparserl::agents

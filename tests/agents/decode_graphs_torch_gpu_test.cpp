@@ -1,0 +1,124 @@
+// Decode steps replayed from CUDA graphs (DecodeGraphs; label gpu, every case skips itself where
+// LibTorch sees no CUDA device or was built without it): over 250 steps - three span buckets,
+// rows dropping out on the way - the replayed steps' logits equal the uncaptured steps' to
+// rounding, for the small transformer and both HF families (fp32; bf16 for one), the lengths
+// advance alike; and generate() with graphs draws what it draws without them, under the syntax
+// mask, with the graphs it captured reported. The lead runs these on the GPU host:
+//   ctest --test-dir BUILD -L gpu -R agents_torch_gpu --output-on-failure
+#include <torch/torch.h>
+
+#include "agents_torch_test_support.hpp"
+#include "catch.hpp"
+#include "decode_paths.hpp"
+#include "hf_test_models.hpp"
+#include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/torch/causal_lm.hpp"
+#include "sparserl/agents/torch/learner.hpp"
+#include "sparserl/env/action_mask.hpp"
+
+namespace {
+
+using namespace sparserl;
+using namespace sparserl::agents;
+using namespace sparserl::agents::testing;
+
+void require_graphs() {
+  if (!torch::cuda::is_available()) sparserl::testing::skip("LibTorch sees no CUDA device");
+  if (!DecodeGraphs::available(torch::Device(torch::kCUDA)))
+    sparserl::testing::skip("this LibTorch was built without CUDA graphs");
+}
+
+AgentConfig cuda_config(env::MaskMode mask, int max_tokens) {
+  AgentConfig c = tiny_config(mask, max_tokens);
+  c.device = "cuda";
+  return c;
+}
+
+constexpr int kSteps = 250;
+
+}  // namespace
+
+TEST_CASE("decode steps replayed from CUDA graphs give the uncaptured steps' logits",
+          "[agents][decode][gpu]") {
+  require_graphs();
+  SECTION("the small transformer") {
+    PolicyAgent agent(cuda_config(env::MaskMode::none, 400), vocabulary());
+    Learner& l = agent.learner();
+    std::vector<std::shared_ptr<const env::MatrixObservation>> kept;
+    std::vector<const env::MatrixObservation*> matrices;
+    for (int r = 0; r < 4; ++r) {
+      kept.push_back(synthetic_observation(static_cast<std::uint64_t>(r), 3 + r));
+      matrices.push_back(kept.back().get());
+    }
+    const DecodeComparison c = compare_decode_paths(*l.policy, l.prefix_batch(matrices),
+                                                    l.policy->output_size(), kSteps, true);
+    CHECK(c.max_difference <= 1e-4 * std::max(1.0, c.scale));
+    CHECK(c.same_lengths);
+    CHECK(c.lengths_in_place);
+    CHECK(c.graphs >= 2);
+  }
+  for (const auto& [family, dtype] :
+       {std::pair{HfFamily::qwen2, torch::kFloat}, std::pair{HfFamily::llama, torch::kFloat},
+        std::pair{HfFamily::qwen2, torch::kBFloat16}}) {
+    DYNAMIC_SECTION("an HF decoder, family " << static_cast<int>(family) << ", dtype "
+                                             << c10::toString(dtype)) {
+      const auto dir = sparserl::testing::scratch_dir("decode_graphs_hf");
+      TinyModel m = tiny_model(family);
+      write_model(m, dir, TensorDtype::f32);
+      CausalLmOptions o;
+      o.device = torch::Device(torch::kCUDA);
+      o.dtype = dtype;
+      o.nnz_samples = 4, o.embedding_dim = 8, o.feature_dim = 5;
+      CausalLmPolicy policy = load_causal_lm(dir, o, 1);
+      policy->begin_inference();  // as generate() decodes
+      torch::manual_seed(3);
+      const PrefixBatch prefix =
+          PrefixBatch{torch::randn({3, 4, 8}), torch::ones({3, 4}, torch::kBool),
+                      torch::rand({3, 5}), torch::ones({3}, torch::kBool)}
+              .to(torch::kCUDA);
+      const DecodeComparison c =
+          compare_decode_paths(*policy, prefix, policy->output_size(), kSteps, true);
+      policy->end_inference();
+      // bf16: the two paths' matrix products may block differently over their spans.
+      const double tolerance = dtype == torch::kFloat ? 1e-4 : 2e-2;
+      CHECK(c.max_difference <= tolerance * std::max(1.0, c.scale));
+      CHECK(c.same_lengths);
+      CHECK(c.graphs >= 2);
+    }
+  }
+}
+
+TEST_CASE("generate() with decode graphs draws what it draws without them",
+          "[agents][decode][gpu]") {
+  require_graphs();
+  const AgentConfig config = cuda_config(env::MaskMode::syntax, 300);
+  PolicyAgent graphs(config, vocabulary()), issued(config, vocabulary());
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+  for (int i = 0; i < 8; ++i)
+    prompts.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  SamplingConfig with, without;
+  without.decode_graphs = false;
+  for (const bool greedy : {true, false}) {
+    INFO("greedy " << greedy);
+    with.greedy = without.greedy = greedy;
+    const std::vector<Completion> a = graphs.generate(prompts, 4, with);
+    CHECK(graphs.last_generation().graphs >= 1);
+    CHECK(graphs.last_generation().capture_seconds > 0);
+    const std::vector<Completion> b = issued.generate(prompts, 4, without);
+    CHECK(issued.last_generation().graphs == 0);
+    REQUIRE(a.size() == b.size());
+    // The logits agree to rounding, so a draw may differ only where two tokens' cumulative
+    // probabilities (or greedy logits) tie to ~1e-6: rare, and a row differs from there on.
+    std::size_t same = 0;
+    for (std::size_t r = 0; r < a.size(); ++r) {
+      env::ActionMask replay(vocabulary(), env::MaskMode::syntax, 300);
+      for (env::TokenId t : a[r].tokens) {
+        REQUIRE(replay.allows(t));
+        replay.advance(t);
+      }
+      CHECK(a[r].terminated);
+      if (a[r].tokens == b[r].tokens) ++same;
+    }
+    CHECK(same >= a.size() * 9 / 10);
+  }
+}

@@ -1,0 +1,69 @@
+// What the decode-path tests share (decode_graphs_torch_test.cpp on the CPU,
+// decode_graphs_torch_gpu_test.cpp on CUDA): one network decodes the same random tokens into two
+// caches made by the same prefill - the first as generation always did (each step attends
+// max(lengths) + 1 slots, read back), the second with a fixed span (KvCache::fixed_span, the
+// capacity) or through DecodeGraphs (CUDA graphs, one per span bucket) - with rows dropping out on
+// the way (row r stops after steps - 5r steps), and reports how far their logits came apart.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include "sparserl/agents/torch/decode_graphs.hpp"
+#include "sparserl/agents/torch/policy_network.hpp"
+
+namespace sparserl::agents::testing {
+
+struct DecodeComparison {
+  double max_difference = 0;      // the largest |logit a - logit b| over every step
+  double scale = 0;               // the largest |logit a|
+  bool same_lengths = false;      // the caches' lengths agree at the end
+  bool lengths_in_place = false;  // the second cache's lengths tensor was written in place
+  int graphs = 0;                 // graphs captured (0 with a fixed span)
+};
+
+inline DecodeComparison compare_decode_paths(PolicyNetworkImpl& network, const PrefixBatch& prefix,
+                                             std::int64_t vocab, int steps, bool graphs) {
+  torch::NoGradGuard no_grad;
+  network.eval();
+  const torch::Device device = prefix.embedding.device();
+  const std::int64_t batch = prefix.embedding.size(0);
+  const auto on = torch::TensorOptions().device(device);
+  const torch::Tensor start = torch::zeros({batch, 1}, on.dtype(torch::kLong));
+  const torch::Tensor start_valid = torch::ones({batch, 1}, on.dtype(torch::kBool));
+  KvCache a, b;
+  PolicyOutput out_a = network.prefill(prefix, start, start_valid, a);
+  PolicyOutput out_b = network.prefill(prefix, start, start_valid, b);
+  std::int64_t longest = b.lengths.max().item<std::int64_t>();
+  b.reserve(longest + steps);
+  std::unique_ptr<DecodeGraphs> captured;
+  if (graphs) {
+    captured = std::make_unique<DecodeGraphs>(network, b);
+  } else {
+    b.fixed_span = b.capacity();
+  }
+  const void* lengths_memory = b.lengths.data_ptr();
+  DecodeComparison c;
+  torch::manual_seed(7);
+  for (int t = 0; t < steps; ++t) {
+    const torch::Tensor tokens = torch::randint(vocab, {batch}, torch::kLong).to(device);
+    torch::Tensor active = torch::zeros({batch}, torch::kBool);
+    for (std::int64_t r = 0; r < batch; ++r) active[r] = t < steps - 5 * r;
+    active = active.to(device);
+    out_a = network.decode_step(tokens, active, a);
+    out_b = captured ? captured->step(tokens, active, longest++)
+                     : network.decode_step(tokens, active, b);
+    c.max_difference =
+        std::max(c.max_difference, (out_a.logits - out_b.logits).abs().max().item<double>());
+    c.scale = std::max(c.scale, out_a.logits.abs().max().item<double>());
+  }
+  c.same_lengths = torch::equal(a.lengths.to(torch::kCPU), b.lengths.to(torch::kCPU));
+  c.lengths_in_place = b.lengths.data_ptr() == lengths_memory;
+  c.graphs = captured ? captured->captured() : 0;
+  return c;
+}
+
+}  // namespace sparserl::agents::testing
