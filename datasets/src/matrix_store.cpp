@@ -110,30 +110,45 @@ LoadedMatrix MatrixStore::load_with_report(const MatrixUri& uri) const {
   return out;
 }
 
-std::shared_ptr<const SparseMatrix> MatrixStore::load(const MatrixUri& uri) {
-  const std::string key = uri.str();
+MatrixStore::Entry MatrixStore::entry(const MatrixUri& uri) {
+  std::string key = uri.str();
   if (options_.cache_capacity > 0) {
     std::lock_guard lock(mutex_);
     for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-      if (it->first == key) {
+      if (it->key == key) {
         cache_.splice(cache_.begin(), cache_, it);
-        return cache_.front().second;
+        return cache_.front();
       }
     }
   }
   // Loaded outside the lock: two threads may load the same URI at once, and both get equal
   // matrices.
-  auto matrix = load_with_report(uri).matrix;
+  Entry loaded{std::move(key), load_with_report(uri).matrix, std::make_shared<Digest>()};
   if (options_.cache_capacity > 0) {
     std::lock_guard lock(mutex_);
     const bool present = std::any_of(cache_.begin(), cache_.end(),
-                                     [&key](const auto& entry) { return entry.first == key; });
+                                     [&](const Entry& e) { return e.key == loaded.key; });
     if (!present) {
-      cache_.emplace_front(key, matrix);
+      cache_.push_front(loaded);
       while (cache_.size() > options_.cache_capacity) cache_.pop_back();
     }
   }
-  return matrix;
+  return loaded;
+}
+
+std::shared_ptr<const SparseMatrix> MatrixStore::load(const MatrixUri& uri) {
+  return entry(uri).matrix;
+}
+
+DigestedMatrix MatrixStore::load_digested(const MatrixUri& uri) {
+  Entry e = entry(uri);
+  // Concurrent callers of one entry wait for one computation; the matrix is immutable (shared as
+  // const), so its digest stays the digest of what the entry holds.
+  std::call_once(e.digest->once, [&e, this] {
+    e.digest->value = e.matrix->digest();
+    ++digests_computed_;
+  });
+  return {std::move(e.matrix), e.digest->value};
 }
 
 std::shared_ptr<const SparseMatrix> MatrixStore::load(std::string_view uri) {

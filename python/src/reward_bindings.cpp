@@ -180,7 +180,8 @@ py::dict stats_to_dict(const reward::EvaluatorStats& s) {
       {"gpu_requests", &S::gpu_requests},
       {"compiles_coalesced", &S::compiles_coalesced},
       {"gpu_runs_coalesced", &S::gpu_runs_coalesced},
-      {"matrix_loads_coalesced", &S::matrix_loads_coalesced}};
+      {"matrix_loads_coalesced", &S::matrix_loads_coalesced},
+      {"matrix_loads", &S::matrix_loads}};
   py::dict d;
   for (const auto& [key, counter] : kCounters) d[key] = s.*counter;
   return d;

@@ -303,7 +303,7 @@ double GpuSession::copy_bandwidth_gbs() {
   return copy_bandwidth_gbs_;
 }
 
-std::shared_ptr<const datasets::SparseMatrix> GpuSession::load_matrix(const GpuRequest& request) {
+datasets::DigestedMatrix GpuSession::load_matrix(const GpuRequest& request) {
   std::string key = request.data_dir;
   for (const auto& d : request.index_dirs) key += "\n" + d;
   if (!store_ || key != store_key_) {
@@ -315,7 +315,7 @@ std::shared_ptr<const datasets::SparseMatrix> GpuSession::load_matrix(const GpuR
     store_ = std::make_unique<datasets::MatrixStore>(request.data_dir, options);
     store_key_ = key;
   }
-  return store_->load(request.task.uri);
+  return store_->load_digested(datasets::MatrixUri::parse(request.task.uri));
 }
 
 GpuSession::Prepared& GpuSession::prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix) {
@@ -625,14 +625,18 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
     // --- matrix and format ----------------------------------------------------------------------
     std::shared_ptr<const datasets::SparseMatrix> matrix;
     try {
-      matrix = load_matrix(request);
+      // The digest of the worker's copy is checked on every request, but computed once per loaded
+      // matrix (a full pass over it: 0.11-0.17 s at 8M nonzeros on the CI machine's CPU).
+      const datasets::DigestedMatrix loaded = load_matrix(request);
+      matrix = loaded.matrix;
+      if (!request.matrix_digest.empty() && loaded.digest != request.matrix_digest) {
+        fail(ErrorKind::internal_error,
+             "matrix " + request.task.uri + " has digest " + loaded.digest +
+                 " in the GPU worker, the evaluator expected " + request.matrix_digest);
+        return r;
+      }
     } catch (const std::exception& e) {
       fail(ErrorKind::internal_error, std::string("the GPU worker cannot load the matrix: ") + e.what());
-      return r;
-    }
-    if (!request.matrix_digest.empty() && matrix->digest() != request.matrix_digest) {
-      fail(ErrorKind::internal_error, "matrix " + request.task.uri + " has digest " + matrix->digest() +
-                                          " in the GPU worker, the evaluator expected " + request.matrix_digest);
       return r;
     }
     phase("load");

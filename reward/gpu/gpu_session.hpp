@@ -14,10 +14,10 @@
 //   - the time of a repetition is the sum of the CUPTI durations of every kernel it launched, the L2
 //     cache is flushed before each repetition, and candidate and cuSPARSE repetitions alternate.
 //
-// Caches, so that a group of candidates on one task re-does nothing: the loaded matrices (a few),
-// their converted and uploaded formats and the cuSPARSE baselines with their chosen paths, each
-// of the last two kept least-recently-used first within kResidentFraction of the device's memory
-// (ResidentCache).
+// Caches, so that a group of candidates on one task re-does nothing: the loaded matrices (a few,
+// each with its digest, which every request checks), their converted and uploaded formats and the
+// cuSPARSE baselines with their chosen paths, each of the last two kept least-recently-used first
+// within kResidentFraction of the device's memory (ResidentCache).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -98,7 +98,8 @@ class GpuSession {
   struct Baseline;  // cuSPARSE for a (matrix, op, dtype, k)
   struct Candidate;  // one evaluation's kernels, operands and checks
 
-  std::shared_ptr<const datasets::SparseMatrix> load_matrix(const GpuRequest& request);
+  // The request's matrix from the worker's store, with its digest (computed once per load).
+  datasets::DigestedMatrix load_matrix(const GpuRequest& request);
   Prepared& prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix);
   Baseline& baseline(const GpuRequest& request, const Prepared& prepared);
   // The timed runs, candidate and cuSPARSE alternating, and the final checks: fills r.timing.

@@ -1,5 +1,6 @@
 // The matrix store: the data directory's search order (.mtx, .mtx.gz, the collection's .tar.gz),
-// attached indexes, file: and gen-v1 URIs, the message for a missing matrix, and the LRU cache.
+// attached indexes, file: and gen-v1 URIs, the message for a missing matrix, and the LRU cache with
+// the digests it keeps.
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -147,6 +148,54 @@ TEST_CASE("the LRU cache keeps the most recently used matrices", "[datasets][sto
   for (int t = 0; t < 8; ++t)
     CHECK(*got[t] == *store.load("suitesparse-v1/G/m" + std::to_string(t % 3)));
   CHECK(store.cache_size() <= 2);
+}
+
+TEST_CASE("a cached matrix's digest is computed once", "[datasets][store]") {
+  // The GPU worker checks the digest of its matrix on every evaluation: load_digested answers it
+  // from the cache entry, and computes it again only for a matrix that was loaded again.
+  const auto dir = sparserl::testing::scratch_dir("store_digest");
+  for (int i = 0; i < 2; ++i) {
+    ds::write_matrix_market(dir / "suitesparse" / "G" / ("m" + std::to_string(i) + ".mtx"),
+                            small(i));
+  }
+  const auto m0 = ds::MatrixUri::parse("suitesparse-v1/G/m0");
+  const auto m1 = ds::MatrixUri::parse("suitesparse-v1/G/m1");
+  ds::StoreOptions options;
+  options.cache_capacity = 1;
+  ds::MatrixStore store(dir, options);
+  const ds::DigestedMatrix a = store.load_digested(m0);
+  CHECK(a.digest == small(0.0).digest());
+  CHECK(store.digests_computed() == 1);
+  const ds::DigestedMatrix again = store.load_digested(m0);
+  CHECK(again.matrix == a.matrix);  // the cached object, with its digest
+  CHECK(again.digest == a.digest);
+  CHECK(store.digests_computed() == 1);
+  CHECK(store.load(m0) == a.matrix);  // load() and load_digested() share the entry
+  CHECK(store.load_digested(m1).digest == small(1.0).digest());  // evicts m0
+  CHECK(store.digests_computed() == 2);
+  // The file changes on disk: the reloaded matrix gets its own digest, not the old entry's.
+  ds::write_matrix_market(dir / "suitesparse" / "G" / "m0.mtx", small(7.0));
+  const ds::DigestedMatrix reloaded = store.load_digested(m0);
+  CHECK(reloaded.digest == small(7.0).digest());
+  CHECK(reloaded.digest != a.digest);
+  CHECK(store.digests_computed() == 3);
+
+  // Concurrent first requests agree and compute it once; without a cache, every call computes it.
+  ds::MatrixStore shared(dir, options);
+  std::vector<std::thread> threads;
+  std::vector<std::string> digests(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] { digests[t] = shared.load_digested(m1).digest; });
+  }
+  for (auto& th : threads) th.join();
+  for (const std::string& d : digests) CHECK(d == small(1.0).digest());
+  // Threads that loaded the matrix before the first one cached it compute their own.
+  CHECK(shared.digests_computed() >= 1);
+  CHECK(shared.digests_computed() <= 8);
+  ds::MatrixStore uncached(dir);
+  (void)uncached.load_digested(m1);
+  (void)uncached.load_digested(m1);
+  CHECK(uncached.digests_computed() == 2);
 }
 
 TEST_CASE("the default data directory follows SPARSERL_DATA_DIR", "[datasets][store]") {

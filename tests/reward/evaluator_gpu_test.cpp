@@ -5,7 +5,8 @@
 // the pool recovers; a hung kernel on a task that has answered before, or on a new task (calibrated
 // first), times out at the adaptive deadline; a timed evaluation reports sane figures; identical
 // programs submitted together share one GPU run; 1000 mixed evaluations in a row give the right
-// verdicts, leave no process behind and do not grow the GPU's memory.
+// verdicts, leave no process behind and do not grow the GPU's memory. One case talks to a GPU
+// worker through the pool alone: the digest check of the worker's matrix on every request.
 
 #include <array>
 #include <cstdio>
@@ -20,9 +21,13 @@
 #include "adversarial_programs.hpp"
 #include "catch.hpp"
 #include "child_processes.hpp"
+#include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/suitesparse_index.hpp"
+#include "sparserl/reward/compiler.hpp"
 #include "sparserl/reward/evaluator.hpp"
 #include "sparserl/reward/gpu_memory.hpp"
+#include "sparserl/reward/static_checks.hpp"
+#include "sparserl/reward/worker_pool.hpp"
 #include "test_support.hpp"
 
 namespace rw = sparserl::reward;
@@ -431,6 +436,62 @@ TEST_CASE("identical programs submitted together get one GPU run and the same fi
   CHECK(s.deadline_calibrations == 1);  // the new task's one calibration, shared by the group
   CHECK(s.gpu_requests == 1 + 1);
   CHECK(s.gpu_runs_coalesced + s.result_cache_hits == 7);
+}
+
+TEST_CASE("the GPU worker checks its matrix's digest on every request", "[reward][gpu]") {
+  // The worker computes the digest of a matrix it loaded once (its store keeps it beside the
+  // matrix) but compares it with the request's on every request: a request naming another digest
+  // is refused, and the right digest is answered before and after it, on the same loaded matrix.
+  rw::WorkerPoolConfig pc;
+  pc.worker_path = SPARSERL_WORKER_PATH;
+  pc.compile_workers = 1;
+  pc.gpu_workers = 1;
+  pc.log = [](std::string_view) {};
+  rw::WorkerPool pool(pc);
+  const rw::GpuInfo gpu = pool.gpu_info();
+  if (gpu.devices.empty()) sparserl::testing::skip("no GPU: " + gpu.error);
+  const ds::Task t =
+      task("gen-v1/uniform?rows=2000&nnz_per_row=8&seed=3", ds::Op::spmv, ds::DType::f32);
+  const std::string digest = ds::generate(ds::MatrixUri::parse(t.uri)).digest();
+  const rw::StaticCheckResult checked =
+      rw::check_program(read_bytes(program_path("spmv_csr.cu")), t.op);
+  REQUIRE(checked.ok());
+  const rw::Constants constants = rw::compute_constants(ds::generate(ds::MatrixUri::parse(t.uri)),
+                                                        t.op, t.k, checked.program->format);
+  const rw::GeometryResult geometry = rw::resolve_launches(*checked.program, constants);
+  REQUIRE(geometry.ok());
+  rw::CompileRequest c;
+  c.source = rw::compile_source(t.dtype, constants, checked.program->text);
+  c.arch = gpu.devices.front().arch;
+  const rw::CompileResult compiled = rw::compile(c);
+  REQUIRE(compiled.ok);
+
+  rw::GpuRequest g;
+  g.task = t;
+  g.data_dir = sparserl::testing::scratch_dir("worker_digest_data").string();
+  g.format = checked.program->format;
+  g.launches = geometry.launches;
+  g.cubin = compiled.cubin;
+  g.protocol.seed = 5;
+  g.protocol.random_inputs = 1;
+  g.protocol.time = false;
+  const auto run = [&](const std::string& expected) {
+    rw::GpuRequest request = g;
+    request.matrix_digest = expected;
+    const rw::WorkerReply reply = pool.submit(rw::WorkerRole::gpu, request).get();
+    INFO(reply.message);
+    REQUIRE(reply.error == rw::ErrorKind::none);
+    REQUIRE(std::holds_alternative<rw::GpuResponse>(*reply.response));
+    return std::get<rw::GpuResponse>(*reply.response).result;
+  };
+  const rw::EvalResult first = run(digest);
+  INFO(describe(first));
+  CHECK(first.ok());
+  const rw::EvalResult wrong = run("0123456789abcdef");
+  CHECK(wrong.error == rw::ErrorKind::internal_error);
+  CHECK_THAT(wrong.message, has_substring("has digest " + digest + " in the GPU worker"));
+  CHECK_THAT(wrong.message, has_substring("the evaluator expected 0123456789abcdef"));
+  CHECK(run(digest).ok());
 }
 
 TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU memory growth",

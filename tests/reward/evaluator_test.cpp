@@ -308,6 +308,61 @@ TEST_CASE("A new matrix asked for by a group at once is loaded and hashed once",
   CHECK(evaluator.stats().matrix_loads_coalesced == s.matrix_loads_coalesced);
 }
 
+TEST_CASE("A task seen before needs neither its matrix nor the store", "[reward][evaluator]") {
+  // The digest and the constants of a (matrix, op, k, format) are kept once computed: an
+  // evaluation on a task seen before does not load the matrix again, even after the store's LRU
+  // dropped it (before, a large matrix was read or generated again for figures already known).
+  auto config = test_config();
+  config.matrix_cache_entries = 1;
+  config.cache_dir = sparserl::testing::scratch_dir("evaluator_seen_task_cache");
+  Evaluator evaluator(config);
+  Task a = task(), b = task();
+  b.uri = "gen-v1/banded?n=500&bandwidth=3&seed=2";
+  const std::string csr = read_program("spmv_csr.cu");
+  const auto comparable = [](EvalResult r) {
+    r.wall_ms = 0;
+    r.phases.clear();  // wall times, like wall_ms
+    r.compile.cached = false;
+    return r.to_json();
+  };
+  const EvalResult first = evaluator.evaluate(a, csr, compile_only());
+  REQUIRE(first.error == ErrorKind::none);
+  CHECK(evaluator.stats().matrix_loads == 1);
+  REQUIRE(evaluator.evaluate(b, csr, compile_only()).error == ErrorKind::none);
+  CHECK(evaluator.stats().matrix_loads == 2);  // b's load dropped a's matrix from the store
+
+  // a again: the same verdict, digest and prelude (the compile cache answers), no load.
+  const EvalResult again = evaluator.evaluate(a, csr, compile_only());
+  CHECK(again.compile.cached);
+  CHECK(comparable(again) == comparable(first));
+  CHECK(evaluator.stats().matrix_loads == 2);
+  // The checks still run on the kept constants: a grid that overflows on a's M is refused.
+  const EvalResult overflow =
+      evaluator.evaluate(a, csr_program("{ }", "grid=M*M*M*M*M*M*M*M block=128"), compile_only());
+  CHECK(overflow.static_reason == "bad_geometry");
+  CHECK(overflow.matrix_digest == first.matrix_digest);
+  const EvalResult hostile = evaluator.evaluate(
+      a, csr_program("{\n  long long t = clock64();\n  y[0] = t;\n}"), compile_only());
+  CHECK(hostile.static_reason == "timer_read");
+  CHECK(evaluator.stats().matrix_loads == 2);
+
+  // A format, or an op and K, not seen on a before needs the matrix for its constants.
+  const EvalResult ell = evaluator.evaluate(a, read_program("spmv_ell.cu"), compile_only());
+  REQUIRE(ell.error == ErrorKind::none);
+  CHECK(ell.matrix_digest == first.matrix_digest);
+  CHECK(evaluator.stats().matrix_loads == 3);
+  const EvalResult spmm = evaluator.evaluate(task(Op::spmm, DType::f32, 8),
+                                             read_program("spmm_csr.cu"), compile_only());
+  REQUIRE(spmm.error == ErrorKind::none);
+  CHECK(evaluator.stats().matrix_loads == 4);
+  // ... and gives the constants a fresh evaluator computes: its prelude, and so its compile key,
+  // is the one in the shared disk cache.
+  Evaluator fresh(config);
+  const EvalResult fresh_ell = fresh.evaluate(a, read_program("spmv_ell.cu"), compile_only());
+  CHECK(fresh_ell.compile.cached);
+  CHECK(comparable(fresh_ell) == comparable(ell));
+}
+
 TEST_CASE("A disk cache folder is shared by evaluators", "[reward][evaluator]") {
   const auto dir = sparserl::testing::scratch_dir("evaluator_disk_cache");
   const std::string program = read_program("spmv_ell.cu");

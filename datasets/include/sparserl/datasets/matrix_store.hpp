@@ -10,11 +10,14 @@
 //   DATA_DIR/suitesparse/GROUP/NAME.mtx.gz
 //   DATA_DIR/suitesparse/GROUP/NAME.tar.gz   (the collection's archive; member NAME/NAME.mtx)
 //
-// Loaded matrices may be kept in a small LRU cache keyed by the canonical URI; the store is safe to
-// use from several threads (loads of different URIs run in parallel, the cache is locked briefly).
+// Loaded matrices may be kept in a small LRU cache keyed by the canonical URI, each with its
+// content digest once asked for (load_digested); the store is safe to use from several threads
+// (loads of different URIs run in parallel, the cache is locked briefly).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <list>
 #include <memory>
@@ -60,6 +63,12 @@ struct LoadedMatrix {
   std::optional<ReadReport> report;
 };
 
+// A matrix and its content digest (SparseMatrix::digest()).
+struct DigestedMatrix {
+  std::shared_ptr<const SparseMatrix> matrix;
+  std::string digest;
+};
+
 class MatrixStore {
  public:
   // Reads the attached indexes now (IndexError if one is malformed or missing). The data directory
@@ -82,6 +91,13 @@ class MatrixStore {
   [[nodiscard]] std::shared_ptr<const SparseMatrix> load(std::string_view uri);
   // load, plus where the matrix came from and the reader's report; bypasses the cache.
   [[nodiscard]] LoadedMatrix load_with_report(const MatrixUri& uri) const;
+  // load, plus the matrix's digest, computed once per cached matrix: the digest reads every entry
+  // (a full pass, about 20 ns per nonzero), and a caller that checks it on every use - the GPU
+  // worker, once per evaluation - would otherwise pay that pass each time. Without a cache, or for
+  // a matrix that has left it, the digest is computed again.
+  [[nodiscard]] DigestedMatrix load_digested(const MatrixUri& uri);
+  // How many digests load_digested has computed (not answered from the cache).
+  [[nodiscard]] std::uint64_t digests_computed() const { return digests_computed_; }
 
   // Every suitesparse-v1 URI of the attached indexes, in index order.
   [[nodiscard]] std::vector<std::string> indexed_uris() const;
@@ -92,12 +108,26 @@ class MatrixStore {
  private:
   std::vector<std::filesystem::path> candidates(const MatrixUri& uri) const;
 
+  // A cached matrix; its digest is computed at the first load_digested, outside the lock.
+  struct Digest {
+    std::once_flag once;
+    std::string value;
+  };
+  struct Entry {
+    std::string key;  // canonical URI
+    std::shared_ptr<const SparseMatrix> matrix;
+    std::shared_ptr<Digest> digest;
+  };
+  // The cache's entry for the URI, loading the matrix (and caching it when enabled) on a miss.
+  Entry entry(const MatrixUri& uri);
+
   std::filesystem::path data_dir_;
   StoreOptions options_;
   std::vector<SuiteSparseIndex> indexes_;
   mutable std::mutex mutex_;
   // Most recently used first.
-  std::list<std::pair<std::string, std::shared_ptr<const SparseMatrix>>> cache_;
+  std::list<Entry> cache_;
+  std::atomic<std::uint64_t> digests_computed_{0};
 };
 
 }  // namespace sparserl::datasets

@@ -121,6 +121,11 @@ struct EvaluatorStats {
   // Evaluations that found their matrix being loaded (read or generated, and hashed) by another
   // evaluation and waited for it instead of loading it again.
   std::uint64_t matrix_loads_coalesced = 0;
+  // Times an evaluation took its matrix from the store (read or generated, or from the store's
+  // cache), coalesced waiters not counted: once per matrix first seen, and again only for a format,
+  // op or K not seen before on it (its constants need the matrix) - a task seen before reads
+  // neither the matrix nor the store.
+  std::uint64_t matrix_loads = 0;
   CompileCacheStats compile_cache;
   WorkerPoolStats pool;
 };
