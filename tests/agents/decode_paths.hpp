@@ -41,7 +41,7 @@ inline DecodeComparison compare_decode_paths(PolicyNetworkImpl& network, const P
   b.reserve(longest + steps);
   std::unique_ptr<DecodeGraphs> captured;
   if (graphs) {
-    captured = std::make_unique<DecodeGraphs>(network, b);
+    captured = std::make_unique<DecodeGraphs>(network, b, longest + steps);
   } else {
     b.fixed_span = b.capacity();
   }

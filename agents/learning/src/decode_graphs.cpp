@@ -27,6 +27,7 @@ struct DecodeGraphs::Impl {
   Impl(PolicyNetworkImpl& n, KvCache& c) : network(n), cache(c) {}
   PolicyNetworkImpl& network;
   KvCache& cache;
+  std::int64_t max_span = 0;
   torch::Tensor tokens, active;  // the graphs' inputs, copied in before each replay
   int captured = 0;
   double capture_seconds = 0.0;
@@ -75,7 +76,7 @@ bool DecodeGraphs::available(const torch::Device& device) {
 #endif
 }
 
-DecodeGraphs::DecodeGraphs(PolicyNetworkImpl& network, KvCache& cache)
+DecodeGraphs::DecodeGraphs(PolicyNetworkImpl& network, KvCache& cache, std::int64_t max_span)
     : impl_(std::make_unique<Impl>(network, cache)) {
   if (cache.empty() || !available(cache.key_valid.device())) {
     throw std::logic_error("DecodeGraphs: needs a filled key-value cache on a CUDA device" +
@@ -83,6 +84,7 @@ DecodeGraphs::DecodeGraphs(PolicyNetworkImpl& network, KvCache& cache)
                                            ? ""
                                            : " (this build's LibTorch has no CUDA)"));
   }
+  impl_->max_span = max_span > 0 ? std::min(max_span, cache.capacity()) : cache.capacity();
   const auto options = torch::TensorOptions().device(cache.key_valid.device());
   impl_->tokens = torch::zeros({cache.batch()}, options.dtype(torch::kLong));
   impl_->active = torch::zeros({cache.batch()}, options.dtype(torch::kBool));
@@ -98,12 +100,11 @@ double DecodeGraphs::capture_seconds() const { return impl_->capture_seconds; }
 PolicyOutput DecodeGraphs::step(const torch::Tensor& tokens, const torch::Tensor& active,
                                 std::int64_t longest) {
   Impl& m = *impl_;
-  const std::int64_t capacity = m.cache.capacity();
-  if (longest < 0 || longest + 1 > capacity) {
+  if (longest < 0 || longest + 1 > m.max_span) {
     throw std::logic_error("DecodeGraphs: a step at slot " + std::to_string(longest) +
-                           " past the reserved " + std::to_string(capacity) + " slots");
+                           " past the " + std::to_string(m.max_span) + " slots it was made for");
   }
-  const std::int64_t span = std::min(capacity, (longest / kSpanBucket + 1) * kSpanBucket);
+  const std::int64_t span = std::min(m.max_span, (longest / kSpanBucket + 1) * kSpanBucket);
   m.tokens.copy_(tokens);
   m.active.copy_(active);
 #if SPARSERL_HAVE_TORCH_CUDA
@@ -147,7 +148,7 @@ GenerationDecoder::GenerationDecoder(PolicyNetworkImpl& network, KvCache& cache,
   longest_ = lengths_.empty() ? 0 : *std::max_element(lengths_.begin(), lengths_.end());
   // The last of max_steps steps writes slot longest + max_steps - 1.
   cache.reserve(longest_ + max_steps);
-  graphs_ = std::make_unique<DecodeGraphs>(network, cache);
+  graphs_ = std::make_unique<DecodeGraphs>(network, cache, longest_ + max_steps);
 }
 
 PolicyOutput GenerationDecoder::step(const torch::Tensor& tokens, const torch::Tensor& active,
