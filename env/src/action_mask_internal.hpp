@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -160,6 +161,7 @@ struct TokenInfo {
   std::uint8_t word = w_none;  // DeclWord
   std::uint8_t param = 0;      // format index, pp role, function role, digit character, format mask
   std::uint8_t width = 0;      // characters in a rendered launch expression (names)
+  std::uint8_t least = 0;      // a prelude constant's least value on any matrix (0 or 1)
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -192,6 +194,19 @@ enum class Phase : std::uint8_t {
 constexpr int kPhases = static_cast<int>(Phase::code) + 1;
 enum class Expr : std::uint8_t { operand, after_func, number_start, number, after_operand };
 constexpr int kExprStates = static_cast<int>(Expr::after_operand) + 1;
+// The values a grid= expression may take over every matrix: an interval whose bounds kNegInf /
+// kPosInf stand for unbounded (action_mask_directives.cpp).
+struct Range {
+  std::int32_t lo = 0, hi = 0;
+};
+constexpr std::int32_t kNegInf = std::numeric_limits<std::int32_t>::min(),
+                       kPosInf = std::numeric_limits<std::int32_t>::max();
+// Per open frame of a grid= expression (State::evals): how the operand under way joins the value
+// so far - the sum's pending `+` / `-` (bits 0-1: none, plus, minus), the term's state (bits 2-3:
+// none, complete, pending `*`, pending `/`) - whether the frame's value is negated when it closes
+// (bit 4), and a call's function (bits 5-6: FuncRole; fn_none for a parenthesis).
+constexpr std::uint8_t kSumPlus = 1, kSumMinus = 2, kSumMask = 3, kTermDone = 4, kTermMul = 8,
+                       kTermDiv = 12, kTermMask = 12, kNegateFrame = 16, kFnShift = 5;
 enum class Pp : std::uint8_t {
   none,
   hash,
@@ -252,8 +267,12 @@ constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 
 // Brackets open at once in code and on a preprocessor line (the State's stacks).
 constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
-// A launch expression's open parentheses and calls, unary minus signs, and a literal's digits.
-constexpr int kMaxExprFrames = 8, kMaxExprUnary = 8, kMaxExprDigits = 18;
+// A launch expression's open parentheses and calls, unary minus signs; the largest literal in a
+// grid= expression (the design space's largest is 8192), and block= / smem= (literals alone: a
+// block of 1..1024 threads, 0..48 KiB of dynamic shared memory, as reward's limits).
+constexpr int kMaxExprFrames = 8, kMaxExprUnary = 8;
+constexpr std::int64_t kMaxGridLiteral = 65536, kMaxBlockLiteral = 1024,
+                       kMaxSmemLiteral = 48 * 1024;
 // Characters of a number in code; digits of #pragma unroll's count.
 constexpr int kMaxNumberChars = 20, kMaxUnrollDigits = 5;
 // The most any token can raise min_completion, but for those that add a declaration to it (a format
@@ -267,9 +286,9 @@ constexpr int kMaxDeclNames = 8;
 // Locals whose scope is tracked (State::scope); a vocabulary's locals past these are allowed
 // wherever a known name is.
 constexpr int kScopedLocals = 128;
-// The shortest launch line: <launch> v grid= M block= M <eol>.
-constexpr int kLaunchLineTokens = 7;
-// Launch expression pieces: `(0, 0)` after a function name, `, 0)` to close a first argument.
+// The shortest launch line: <launch> v grid= <num> 1 block= <num> 1 <eol>.
+constexpr int kLaunchLineTokens = 9;
+// Launch expression pieces: `(1, 1)` after a function name, `, 1)` to close a first argument.
 constexpr int kFuncFrame0 = 1, kFuncFrame1 = 2, kGroupFrame = 0;
 // Where a local's name stands (State::scope; see known_local_allowed): kScopeDead (not in scope),
 // kScopeMacro / kScopeTag (anywhere), or a block level (block_scope; kScopeSoft: bound to the block
@@ -305,6 +324,14 @@ struct ActionMask::State {
   std::array<std::uint8_t, detail::kMaxExprFrames> frames{};
   std::uint8_t nframes = 0, unary = 0;
   std::uint16_t chars = 0;
+  // grid='s possible values: per frame (0 the expression, i + 1 the i-th open parenthesis or call)
+  // the sum and the term so far, a call's first argument, and how they join (kSum* / kTerm*); a
+  // unary minus pending on the operand under way, the function named before its `(`, and whether
+  // the expression may divide by zero (a state never taken: the token that does it is refused).
+  std::array<detail::Range, detail::kMaxExprFrames + 1> sums{}, terms{}, firsts{};
+  std::array<std::uint8_t, detail::kMaxExprFrames + 1> evals{};
+  bool negate = false, divides_by_zero = false;
+  std::uint8_t function = 0;
   // code
   std::array<std::uint8_t, detail::kMaxCodeDepth> stack{};
   std::uint8_t depth = 0;

@@ -109,6 +109,10 @@ constexpr std::string_view kKeepWords[] = {
     "__host__", "__shared__", "__constant__",    "extern",       "*",
     "&"};
 
+// Prelude constants at least 1 on every matrix: K (1 for SpMV, k >= 1 for SpMM) and the formats'
+// parameters (compute_constants refuses a spec out of range). The matrix's own may be 0.
+constexpr std::string_view kPositiveConstants[] = {"K", "SELL_C", "SELL_SIGMA", "BSR_R", "BSR_C"};
+
 template <std::size_t N>
 bool listed(const std::string_view (&words)[N], std::string_view text) {
   return std::find(std::begin(words), std::end(words), text) != std::end(words);
@@ -144,6 +148,8 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   if (k.cat == Cat::constant || k.cat == Cat::builtin) {
     k.width = static_cast<std::uint8_t>(std::min<std::size_t>(t.text.size(), 255));
   }
+  // Constants at least 1 on every matrix (K, the format's parameters); the others may be 0.
+  if (k.cat == Cat::constant && listed(kPositiveConstants, t.text)) k.least = 1;
   if (k.cat == Cat::local) k.local = v.local_index(id);
   if (k.cat == Cat::digit) k.param = static_cast<std::uint8_t>(t.text[0]);
   if (t.cls == TokenClass::keyword || t.cls == TokenClass::builtin ||
@@ -227,7 +233,7 @@ int assign_effects(std::vector<TokenInfo>& info) {
     if (k.cat == Cat::keyword && k.param == pp_none) param = 0;
     if (k.cat == Cat::builtin && k.param != fn_none) width = k.width;
     if (k.cat == Cat::builtin && k.param == fn_none) param = 0;
-    if (k.cat == Cat::constant) width = k.width;  // its format mask (param) and width matter
+    if (k.cat == Cat::constant) width = k.width + 256 * k.least;  // its format mask and range
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word});
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "catch.hpp"
 #include "env_test_support.hpp"
 #include "sparserl/datasets/random.hpp"
+#include "sparserl/datasets/sparse_matrix.hpp"
 #include "sparserl/env/tokenizer.hpp"
 #include "sparserl/reward/static_checks.hpp"
 
@@ -182,7 +184,8 @@ TEST_CASE("the syntax mask refuses what the grammar forbids", "[env][mask]") {
   CHECK_FALSE(ell.allows(v.local(1)));  // the first local is v0
   ell.advance(v.local(0));
   ell.advance(v.id(TokenClass::directive, "grid="));
-  CHECK(ell.allows(v.id(TokenClass::constant, "NNZ")));
+  CHECK(ell.allows(v.id(TokenClass::constant, "K")));
+  CHECK_FALSE(ell.allows(v.id(TokenClass::constant, "NNZ")));  // 0 on an empty matrix
   CHECK_FALSE(ell.allows(v.id(TokenClass::constant, "ELL_WIDTH")));
   CHECK_FALSE(ell.allows(v.id(TokenClass::constant, "value_t")));
   CHECK_FALSE(ell.allows(v.id(TokenClass::directive, "block=")));  // the expression is empty
@@ -216,8 +219,8 @@ TEST_CASE("the none mask allows every token but <pad> and <bos>", "[env][mask]")
 
 namespace {
 
-// Advances through `<format> FORMAT [keys] <eol>` and one `<launch> NAME grid= M block= M <eol>`
-// per name (names are locals: 0, 1, ...).
+// Advances through `<format> FORMAT [keys] <eol>` and one `<launch> NAME grid= K block= <num> 3 2
+// <eol>` per name (names are locals: 0, 1, ...).
 void begin_program(ActionMask& mask, reward::Format format, int kernels,
                    std::vector<TokenId>& tokens) {
   const Vocabulary& v = *vocab();
@@ -244,9 +247,11 @@ void begin_program(ActionMask& mask, reward::Format format, int kernels,
     take(v.id(TokenClass::directive, "<launch>"));
     take(v.local(k));
     take(v.id(TokenClass::directive, "grid="));
-    take(v.id(TokenClass::constant, "M"));
+    take(v.id(TokenClass::constant, "K"));
     take(v.id(TokenClass::directive, "block="));
-    take(v.id(TokenClass::constant, "M"));
+    take(v.num());
+    take(v.id(TokenClass::digit, "3"));
+    take(v.id(TokenClass::digit, "2"));
     take(v.eol());
   }
 }
@@ -456,8 +461,8 @@ TEST_CASE("preprocessor-only words are refused in code, allowed on their lines",
   ActionMask mask(vocab(), MaskMode::syntax, 200);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);
-  for (const char* word : {"endif", "define", "undef", "ifdef", "ifndef", "elif", "pragma", "unroll",
-                           "nounroll"}) {
+  for (const char* word :
+       {"endif", "define", "undef", "ifdef", "ifndef", "elif", "pragma", "unroll", "nounroll"}) {
     INFO(word);
     CHECK_FALSE(mask.allows(v.id(TokenClass::keyword, word)));
   }
@@ -766,7 +771,8 @@ TEST_CASE("type words stand only where a declaration, a cast or a functional cas
            "const float4 * __restrict__ v1 = reinterpret_cast < const float4 * > ( M ) ;",
            "__shared__ value_t v1 [ 4 ] ; for ( int v2 = 0 , v3 = 1 ; v2 < M ; ++ v2 ) { }",
            "int v1 = 0 ; if ( v1 < N ) { const int * const v2 = & v1 ; }",
-           "template < int v1 > __device__ __forceinline__ value_t v2 ( const value_t * v3 , int v4 ) "
+           "template < int v1 > __device__ __forceinline__ value_t v2 ( const value_t * v3 , int "
+           "v4 ) "
            "{ return v3 [ v4 ] ; }",
            "static const int v1 { 4 } ; extern __shared__ value_t v2 [ ] ;",
        }) {
@@ -835,4 +841,94 @@ TEST_CASE("fill() and allows() agree on every token along random episodes", "[en
   }
   CHECK(mismatches == 0);
   CHECK(steps > 60 * 42);
+}
+
+namespace {
+
+// The text of the first token of `program`'s encoding that the syntax mask refuses; "" if none.
+std::string first_refused(const std::string& program) {
+  const std::vector<TokenId> tokens = Tokenizer(vocab()).encode(program).tokens;
+  ActionMask mask(vocab(), MaskMode::syntax, 4000);
+  for (TokenId t : tokens) {
+    if (t == vocab()->eos()) break;
+    if (!mask.allows(t)) return vocab()->token(t).text;
+    mask.advance(t);
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("launch expressions are refused where they could only evaluate out of range",
+          "[env][mask]") {
+  const std::string csr = "//@format csr\n//@launch k ";
+  // block= and smem= are a literal in range.
+  CHECK(first_refused(csr + "grid=K block=1024 smem=49152\n") == "");
+  CHECK(first_refused(csr + "grid=K block=1025\n") == "5");
+  CHECK(first_refused(csr + "grid=K block=0\n") == "0");
+  CHECK(first_refused(csr + "grid=K block=M\n") == "M");
+  CHECK(first_refused(csr + "grid=K block=32 * 2\n") == "*");
+  CHECK(first_refused(csr + "grid=K block=32 smem=49153\n") == "3");
+  CHECK(first_refused(csr + "grid=K block=32 smem=0\n") == "");
+  // grid=: at least 1, no division by what may be 0, literals up to 65536 - judged where the
+  // completion path (`1` for an operand due, `, 1)` or `)` per open frame) would close it out of
+  // range, so conservatively: `M + 1` is refused at M, `1 + M` is not.
+  CHECK(first_refused(csr + "grid=ceil_div(max(M, 1) * 32, 256) block=256\n") == "");
+  CHECK(first_refused(csr +
+                      "grid=max(min(EMPTY_ROWS, 1) * ceil_div(M, 256) + (1 - min(EMPTY_ROWS, 1)) "
+                      "* ceil_div(NNZ, 512), 1) block=256\n") == "");
+  CHECK(first_refused(csr + "grid=M block=256\n") == "M");  // 0 on a matrix without rows
+  CHECK(first_refused(csr + "grid=M + 1 block=256\n") == "M");
+  CHECK(first_refused(csr + "grid=1 + M block=256\n") == "");
+  CHECK(first_refused(csr + "grid=K / EMPTY_ROWS block=256\n") == "EMPTY_ROWS");
+  CHECK(first_refused(csr + "grid=ceil_div(K, max(EMPTY_ROWS, 1)) block=256\n") == "");
+  CHECK(first_refused(csr + "grid=K / max(EMPTY_ROWS, 1) block=256\n") == "EMPTY_ROWS");  // 0
+  CHECK(first_refused(csr + "grid=ceil_div(K, (K - K)) block=256\n") == "-");
+  CHECK(first_refused(csr + "grid=K / K block=256\n") == "K");  // K / K >= 0 only, to intervals
+  CHECK(first_refused(csr + "grid=ceil_div(K, 0) block=256\n") == "0");
+  CHECK(first_refused(csr + "grid=-K block=256\n") == "-");
+  CHECK(first_refused(csr + "grid=max(-K, 1) block=256\n") == "");
+  CHECK(first_refused(csr + "grid=-(-K) block=256\n") == "-");  // `-1` would close it
+  CHECK(first_refused(csr + "grid=65536 * K block=256\n") == "");
+  CHECK(first_refused(csr + "grid=65537 block=256\n") == "7");
+}
+
+TEST_CASE("random episodes' launch lines evaluate in range on small and empty matrices",
+          "[env][mask]") {
+  std::vector<datasets::Triplet> triplets;
+  for (int i = 0; i < 48; ++i) triplets.push_back({i, (i * 7 + 3) % 64, 1.0});  // 16 empty rows
+  const datasets::SparseMatrix matrices[] = {
+      datasets::SparseMatrix::from_triplets(64, 64, triplets),
+      datasets::SparseMatrix::from_triplets(0, 0, {}),
+      datasets::SparseMatrix::from_triplets(1, 1, {{0, 0, 1.0}})};
+  datasets::Rng rng(7);
+  std::vector<std::uint8_t> m(vocab()->size());
+  std::vector<TokenId> allowed;
+  int launches = 0;
+  for (int e = 0; e < 300; ++e) {
+    ActionMask mask(vocab(), MaskMode::syntax, 200 + e % 200);
+    const std::string text = Tokenizer(vocab()).decode(random_episode(mask, rng, m, allowed));
+    const reward::ParseResult parsed = reward::parse_program(text);
+    REQUIRE(parsed.ok());
+    for (const datasets::SparseMatrix& matrix : matrices) {
+      const reward::Constants constants =
+          reward::compute_constants(matrix, reward::Op::spmm, 4, parsed.program->format);
+      for (const reward::LaunchDirective& l : parsed.program->launches) {
+        INFO(text);
+        ++launches;
+        const reward::LaunchExprValue grid = l.grid.evaluate(constants);
+        // No bound keeps a grid below 2^31 or its products from overflowing: only those fail.
+        if (grid.ok()) {
+          CHECK(grid.value >= 1);
+        } else {
+          CHECK_THAT(grid.error->message, sparserl::testing::has_substring("overflow"));
+        }
+        const std::int64_t block = l.block.evaluate(constants).value;
+        const std::int64_t smem = l.smem.evaluate(constants).value;
+        CHECK((block >= 1 && block <= 1024));
+        CHECK((smem >= 0 && smem <= 48 * 1024));
+      }
+    }
+  }
+  CHECK(launches >= 300 * 3);
 }
