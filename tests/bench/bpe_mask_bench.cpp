@@ -24,6 +24,9 @@
 //                       [--compile-only]  (section 2 alone)
 //                       [--dump DIR]      (section 2's programs, each headed by its verdict,
 //                                          and the corpus programs)
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -33,6 +36,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -327,6 +331,36 @@ std::string first_error(const std::string& log) {
   return out;
 }
 
+// NVRTC in a child process, as the evaluator's sandboxed compile workers run it (NVRTC crashed on
+// a random program in-process); nullopt where the child died.
+std::optional<reward::CompileResult> compile_apart(const reward::CompileRequest& request) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string bytes = reward::serialize(reward::compile(request));
+    for (std::size_t at = 0; at < bytes.size();) {
+      const ssize_t n = ::write(fds[1], bytes.data() + at, bytes.size() - at);
+      if (n <= 0) _exit(1);
+      at += static_cast<std::size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string bytes;
+  char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) {
+    bytes.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return reward::deserialize_compile_result(bytes);
+}
+
 CompileStats compile_all(const std::vector<std::string>& texts, const std::string& dump,
                          const std::string& prefix) {
   CompileStats s;
@@ -372,8 +406,10 @@ CompileStats compile_all(const std::vector<std::string>& texts, const std::strin
       }
       reward::CompileRequest request;
       request.source = reward::compile_source(datasets::DType::f32, constants, text);
-      const reward::CompileResult compiled = reward::compile(request);
-      if (compiled.ok) {
+      const std::optional<reward::CompileResult> result = compile_apart(request);
+      if (!result) {
+        fail("nvrtc: crashed");
+      } else if (const reward::CompileResult& compiled = *result; compiled.ok) {
         ++s.compiled;
         const auto resources = reward::check_resources(geometry.launches, compiled);
         if (resources) fail("resources: " + std::string(reward::to_string(resources->reason)));
