@@ -393,8 +393,10 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool declares =
       k.cat == Cat::local && new_local_allowed(s) && s.declarator == kTypeDeclarator && !macro;
   if (!declaring(s)) advance_scopes(s, k);
+  const Top top = s.top;
   take_code_word(s, k);
   t.declarations.take(static_cast<int>(s.decl), t, s, k);
+  if (const Rule* rule = t.files.find(static_cast<int>(top), k.cat)) rule->take(t, s, k);
   if (s.pp == Pp::none) {
     advance_declarator(s, k);
     advance_role(s, k, declares, macro);

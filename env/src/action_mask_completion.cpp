@@ -63,7 +63,10 @@ int code_completion(const Tables& t, const State& s) {
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : (ends_well ? 0 : 1);
   }
   m += s.depth;
-  m += open_ifs > 0 ? 3 * open_ifs : end;  // `# endif <eol>` each; the last leaves a line end
+  // What finishes a file-scope declaration under way, then `# endif <eol>` each (the last leaves
+  // a line end).
+  const int file = file_close(s);
+  m += (open_ifs > 0 ? 3 * open_ifs : file < 0 ? end : 0) + std::max(file, 0);
   return m;
 }
 

@@ -101,6 +101,9 @@ enum DeclWord : std::uint8_t {
   w_int,
   w_value_t,
   w_restrict,
+  w_device,       // __device__
+  w_template,     // template
+  w_angle_close,  // `>`
 };
 
 // The type-word rules. C++ takes a type word only where a declaration, a cast or a template
@@ -162,6 +165,7 @@ struct TokenInfo {
   std::uint8_t param = 0;      // format index, pp role, function role, digit character, format mask
   std::uint8_t width = 0;      // characters in a rendered launch expression (names)
   std::uint8_t least = 0;      // a prelude constant's least value on any matrix (0 or 1)
+  bool function_qual = false;  // a qualifier a device function's result may have (const, inline)
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -241,6 +245,20 @@ enum class Decl : std::uint8_t {
   params,        // ... NAME                         -> the format's parameter list, ) {
 };
 constexpr int kDeclStates = static_cast<int>(Decl::params) + 1;
+// Where code stands at file scope (action_mask_file_scope.cpp): between declarations, or in one.
+enum class Top : std::uint8_t {
+  start,        // between declarations: #, extern (a kernel), __device__, template, ;
+  external,     // extern -> "C" (the declaration automaton goes on)
+  device,       // __device__ ...: qualifiers, type words, `*` / `&`, the function's name
+  named,        // __device__ TYPE NAME -> (
+  params,       // its parameter list, to the `)` back at file scope
+  header,       // __device__ TYPE NAME(...) -> {
+  body,         // a function's body (a kernel's from "C" on), to the `}` back at file scope
+  tmpl,         // template -> <
+  tmpl_params,  // template <...: type words, names, `,`, then > -> __device__
+  tmpl_done,    // template <...> -> __device__
+};
+constexpr int kTopStates = static_cast<int>(Top::tmpl_done) + 1;
 // One token of a kernel's forced parameter list: a category, a word, or (Cat::local) a parameter's
 // name: a local not yet named in this declaration (new, or one an earlier kernel's parameter
 // used: the tokenizer gives equal names the same local).
@@ -348,7 +366,8 @@ struct ActionMask::State {
   std::uint16_t locals_used = 0;
   // kernel declarations
   detail::Decl decl = detail::Decl::none;
-  std::uint8_t decl_pos = 0;  // next token of the forced parameter list
+  detail::Top top = detail::Top::start;  // where code stands at file scope
+  std::uint8_t decl_pos = 0;             // next token of the forced parameter list
   std::array<std::uint8_t, detail::kMaxDeclNames> decl_names{};  // the kernel's, its parameters'
   std::uint8_t decl_named = 0;
   bool bounds_used = false;
@@ -435,6 +454,9 @@ std::span<const Rule> number_rules();       // by Num
 std::span<const Rule> line_rules();         // by Pp
 std::span<const Rule> declaration_rules();  // by Decl
 std::span<const Rule> field_rules();        // one sub-state: after `.` / `->`
+std::span<const Rule> file_rules();         // by Top (code at file scope)
+// The tokens that finish the file-scope declaration under way, or -1 (action_mask_file_scope.cpp).
+int file_close(const State& s);
 
 // The code-token rules' Check bits for a token in a row (action_mask_code.cpp).
 std::uint8_t code_checks(const TokenInfo& k, int row);
@@ -508,7 +530,7 @@ struct ActionMask::Tables {
   std::array<std::vector<std::uint8_t>, detail::kRows> unchecked;
   std::array<std::vector<TokenId>, detail::kRows> checked;
   std::vector<TokenId> local_ids;
-  detail::RuleIndex directives, expressions, numbers, lines, declarations, fields;
+  detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;
   int locals = 0;

@@ -256,6 +256,18 @@ void begin_program(ActionMask& mask, reward::Format format, int kernels,
   }
 }
 
+// Opens a device function's body, `__device__ void v0 ( ) {` (v0 the launched kernel's name,
+// declared again): code at file scope is declarations alone.
+void begin_body(ActionMask& mask, std::vector<TokenId>& tokens) {
+  const Vocabulary& v = *vocab();
+  for (TokenId t :
+       {v.id(TokenClass::keyword, "__device__"), v.id(TokenClass::keyword, "void"), v.local(0),
+        v.id(TokenClass::punct, "("), v.id(TokenClass::punct, ")"), v.id(TokenClass::punct, "{")}) {
+    mask.advance(t);
+    tokens.push_back(t);
+  }
+}
+
 // The code token spelled `text` (punctuation, keyword, constant, builtin or literal).
 TokenId id(const char* text) {
   for (TokenClass c : {TokenClass::punct, TokenClass::keyword, TokenClass::constant,
@@ -320,7 +332,7 @@ TEST_CASE("a kernel declaration under the syntax mask is the ABI's, in every for
     CHECK_FALSE(mask.allows(bounds));
     take(extern_kw);
     CHECK(mask.allows(linkage));
-    CHECK(mask.allows(v.id(TokenClass::keyword, "__shared__")));  // extern __shared__ stays legal
+    CHECK_FALSE(mask.allows(v.id(TokenClass::keyword, "__shared__")));  // a kernel's at file scope
     take(linkage);
     CHECK(allowed_tokens(mask) == std::vector<TokenId>{global});
     take(global);
@@ -358,9 +370,7 @@ TEST_CASE("a kernel declaration under the syntax mask is the ABI's, in every for
     take(close_brace);
     // Every launched kernel is declared: <eos> may come, and no third declaration.
     CHECK(mask.allows(v.eos()));
-    ActionMask probe = mask;
-    probe.advance(extern_kw);
-    CHECK_FALSE(probe.allows(linkage));
+    CHECK_FALSE(mask.allows(extern_kw));
     // A macro may not be named after a launched kernel, nor hold __global__ or extern.
     take(v.id(TokenClass::punct, "#"));
     take(v.id(TokenClass::keyword, "define"));
@@ -391,6 +401,7 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   ActionMask mask(vocab(), MaskMode::syntax, 400);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);  // v0 is the launched kernel
+  begin_body(mask, tokens);
   auto take = [&](TokenId t) {
     REQUIRE(mask.allows(t));
     mask.advance(t);
@@ -461,6 +472,7 @@ TEST_CASE("preprocessor-only words are refused in code, allowed on their lines",
   ActionMask mask(vocab(), MaskMode::syntax, 200);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);
+  begin_body(mask, tokens);
   for (const char* word :
        {"endif", "define", "undef", "ifdef", "ifndef", "elif", "pragma", "unroll", "nounroll"}) {
     INFO(word);
@@ -661,17 +673,17 @@ TEST_CASE("a name is used only in its scope and declared once per block", "[env]
   take_all({";", "}"});
   // After the kernel: its parameters and locals are out of scope, the kernel's and the macro's
   // names are not.
-  take(id("int"));
+  take_all({"__device__", "int"});
   CHECK(mask.allows(param));  // a file-scope declaration of the name again
   take(v.local(15));
-  take(id("="));
+  take_all({"(", ")", "{", "return"});
   CHECK_FALSE(mask.allows(param));
   CHECK_FALSE(mask.allows(v.local(7)));
   CHECK_FALSE(mask.allows(v.local(10)));
   CHECK(mask.allows(v.local(0)));
   CHECK(mask.allows(v.local(1)));
   take(v.local(1));
-  take(id(";"));
+  take_all({";", "}"});
   take(v.eos());
   const std::string text = tokenizer.decode(tokens);
   INFO(text);
@@ -689,6 +701,7 @@ TEST_CASE("code names only the prelude constants of the program's format", "[env
     ActionMask mask(vocab(), MaskMode::syntax, 200);
     std::vector<TokenId> tokens;
     begin_program(mask, format, 1, tokens);
+    begin_body(mask, tokens);
     // `int v1 = `: an expression follows.
     mask.advance(v.id(TokenClass::keyword, "int"));
     mask.advance(v.local(1));
@@ -723,6 +736,7 @@ bool allows_last(std::string_view code) {
   ActionMask mask(vocab(), MaskMode::syntax, 600);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);
+  begin_body(mask, tokens);
   std::vector<std::vector<TokenId>> words;
   std::size_t at = 0;
   while (at < code.size()) {

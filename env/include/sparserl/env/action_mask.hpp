@@ -33,6 +33,11 @@
 //               Closers, `;` and `#` are never refused by these rules (the budget's path);
 //             - preprocessor-only words (define, undef, ifdef, ifndef, elif, endif, pragma,
 //               unroll, nounroll) only on preprocessor lines;
+//             - at file scope declarations alone, as the design space writes them: preprocessor
+//               lines, a launched kernel's declaration (`extern` only while one is still to
+//               declare), a device function `[template <...>] __device__ QUALIFIERS TYPE NAME(
+//               PARAMS) { ... }`, an empty `;` - no variable (global_state, or NVRTC's host
+//               variable) and no other text (NVRTC's "expected a declaration");
 //             - kernel declarations as the ABI spells them: "C", __global__ and __launch_bounds__
 //               only in `extern "C" __global__ void [__launch_bounds__(EXPR)] NAME(PARAMS) {` at
 //               the top level, NAME a launched kernel not yet declared ("C" is offered only while
