@@ -377,6 +377,7 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
 
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
+  if (k.file_only && in_function(s)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -409,6 +410,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   for (TokenId id : t.checked[row]) {
     const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
     mask[static_cast<std::size_t>(id)] = passes(k.checks[row], t, s, k) ? 1 : 0;
+  }
+  if (in_function(s)) {
+    for (TokenId id : t.file_only_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   // Locals come in canonical order: those past the next new one are refused (their 0 stays).
   const int last = std::min<int>(s.locals_used, t.locals - 1);

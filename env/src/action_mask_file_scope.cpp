@@ -59,14 +59,15 @@ void in_body(const Tables&, State& s, const TokenInfo& k) {
   if (k.cat == Cat::close_brace && s.depth == 0) s.top = Top::start;
 }
 
-// template <...>: type words, names, `,` and `>` (which ends it), then __device__.
+// template <...>: integer type words (a float, void or value_t parameter never compiles), names,
+// `,` and `>` (which ends it), then __device__.
 Verdict opens_angle(const Tables&, const State&, const TokenInfo& k) {
   return k.role == role_lt ? Verdict::pass : Verdict::refuse;
 }
 Verdict template_parameter(const Tables&, const State& s, const TokenInfo& k) {
   switch (k.cat) {
     case Cat::keyword:
-      return allow_pass(k.role == role_type);
+      return allow_pass(k.role == role_type && k.type_bits != kRunSingle);
     case Cat::local:
       return allow_pass(typed(s) && new_local_allowed(s));
     case Cat::comma:
@@ -87,7 +88,7 @@ constexpr Rule kFileRules[] = {
     {on(Top::start), cats(Cat::hash, Cat::semi, Cat::eos), pass, stays},
     {on(Top::start), cats(Cat::keyword), declaration_start, start_declaration},
     {on(Top::external), cats(Cat::literal), pass, goes_on<Top::body>},  // "C", as Decl judges it
-    {on(Top::device), cats(Cat::keyword), result_word, stays},
+    {on(Top::device), cats(Cat::keyword, Cat::constant), result_word, stays},  // value_t too
     {on(Top::device), cats(Cat::star, Cat::punct_other), result_pointer, stays},
     {on(Top::device), cats(Cat::local), function_name, goes_on<Top::named>},
     {on(Top::named), cats(Cat::open_paren), pass, goes_on<Top::params>},

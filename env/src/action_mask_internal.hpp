@@ -166,6 +166,7 @@ struct TokenInfo {
   std::uint8_t width = 0;      // characters in a rendered launch expression (names)
   std::uint8_t least = 0;      // a prelude constant's least value on any matrix (0 or 1)
   bool function_qual = false;  // a qualifier a device function's result may have (const, inline)
+  bool file_only = false;      // static, __device__: refused inside a function (in_function)
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -516,6 +517,15 @@ inline void set_scope(State& s, int local, std::uint8_t scope) {
 inline std::uint8_t block_scope(int level, bool soft) {
   return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
 }
+// Code inside a function (its parameter list or body; a kernel's from "C" on), not on a
+// preprocessor line. There `static` and `__device__` are refused (TokenInfo::file_only): a local
+// `__device__` variable, and a static one but `static __shared__` or `static const`, outlive a
+// launch (the static checks' global_state) - and `__shared__` and `const` need no `static` (so
+// those two, which pass, are refused too: the rule looks at one token).
+inline bool in_function(const State& s) {
+  return (s.top == Top::body || s.top == Top::params) && !on_line(s);
+}
+
 // Launched kernels not declared yet: each needs its (empty) declaration before <eos>.
 inline std::uint16_t pending_kernel_bits(const State& s) {
   return static_cast<std::uint16_t>(s.launched & ~s.defined);
@@ -530,6 +540,7 @@ struct ActionMask::Tables {
   std::array<std::vector<std::uint8_t>, detail::kRows> unchecked;
   std::array<std::vector<TokenId>, detail::kRows> checked;
   std::vector<TokenId> local_ids;
+  std::vector<TokenId> file_only_ids;  // TokenInfo::file_only
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

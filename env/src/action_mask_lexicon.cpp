@@ -159,6 +159,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   // Constants at least 1 on every matrix (K, the format's parameters); the others may be 0.
   if (k.cat == Cat::constant && listed(kPositiveConstants, t.text)) k.least = 1;
   k.function_qual = t.cls == TokenClass::keyword && listed(kFunctionQualifiers, t.text);
+  k.file_only = t.cls == TokenClass::keyword && (t.text == "static" || t.text == "__device__");
   if (k.cat == Cat::local) k.local = v.local_index(id);
   if (k.cat == Cat::digit) k.param = static_cast<std::uint8_t>(t.text[0]);
   if (t.cls == TokenClass::keyword || t.cls == TokenClass::builtin ||
@@ -367,6 +368,9 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   declarations = RuleIndex(declaration_rules(), kDeclStates, info);
   fields = RuleIndex(field_rules(), 1, info);
   files = RuleIndex(file_rules(), kTopStates, info);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (info[i].file_only) file_only_ids.push_back(static_cast<TokenId>(i));
+  }
   declare_kernels(*this);
   eos = v.eos();
 }

@@ -728,7 +728,8 @@ TEST_CASE("code names only the prelude constants of the program's format", "[env
 
 namespace {
 
-// Code after a CSR program's header (one launched kernel, v0), spelled with spaces between tokens:
+// Code after a CSR program's header (one launched kernel, v0) in a device function's body, or at
+// file scope where it is a declaration (`template ...`, `__device__ ...`), spelled with spaces:
 // `vN` is local N, a run of digits a number, anything else a code token (id()). Takes every token
 // but the last; returns whether the mask allows the last (fill() and allows() must agree).
 bool allows_last(std::string_view code) {
@@ -736,7 +737,7 @@ bool allows_last(std::string_view code) {
   ActionMask mask(vocab(), MaskMode::syntax, 600);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);
-  begin_body(mask, tokens);
+  if (!code.starts_with("template") && !code.starts_with("__device__")) begin_body(mask, tokens);
   std::vector<std::vector<TokenId>> words;
   std::size_t at = 0;
   while (at < code.size()) {
@@ -788,7 +789,7 @@ TEST_CASE("type words stand only where a declaration, a cast or a functional cas
            "template < int v1 > __device__ __forceinline__ value_t v2 ( const value_t * v3 , int "
            "v4 ) "
            "{ return v3 [ v4 ] ; }",
-           "static const int v1 { 4 } ; extern __shared__ value_t v2 [ ] ;",
+           "const int v1 { 4 } ; extern __shared__ value_t v2 [ ] ;",  // (no static in a body)
        }) {
     INFO(code);
     CHECK(allows_last(std::string(code) + " ;"));
@@ -945,4 +946,28 @@ TEST_CASE("random episodes' launch lines evaluate in range on small and empty ma
     }
   }
   CHECK(launches >= 300 * 3);
+}
+
+TEST_CASE("at file scope only declarations stand, and no static or __device__ in a function",
+          "[env][mask]") {
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  // Refused where they start: a variable, text that is no declaration, a device variable.
+  CHECK(first_refused(head + "int x;\n") == "int");
+  CHECK(first_refused(head + "threadIdx.x;\n") == "threadIdx");
+  CHECK(first_refused(head + "__device__ int x;\n") == ";");
+  CHECK(first_refused(head + "__device__ int x = 0;\n") == "=");
+  CHECK(first_refused(head + "extern __shared__ float s[];\n") == "__shared__");
+  CHECK(first_refused(head + "__device__ int f(int a) int\n") == "int");  // { must follow
+  CHECK(first_refused(head + "template <float G> __device__ int f() { return 0; }\n") == "float");
+  CHECK(first_refused(head + "__device__ __shared__ int f() { return 0; }\n") == "__shared__");
+  // ... and inside a function, static (but for __shared__, which needs none) and __device__.
+  CHECK(first_refused(head + "__device__ void f() { static int x; }\n") == "static");
+  CHECK(first_refused(head + "__device__ void f() { __device__ int x; }\n") == "__device__");
+  CHECK(first_refused(head + "__device__ void f(static int a) { }\n") == "static");
+  CHECK(first_refused(head + "__device__ value_t f(value_t a) { return a; }\n") == "");
+  // Accepted: what the design space writes.
+  CHECK(first_refused(head + ";\n#define W 4\ntemplate <int G>\n__device__ __forceinline__ int "
+                             "f(const int* __restrict__ p, long long d) { return p[d] + G; }\n"
+                             "__device__ static inline unsigned g(unsigned m) { __shared__ float "
+                             "t[32]; return m; }\n") == "");
 }

@@ -36,8 +36,10 @@
 //             - at file scope declarations alone, as the design space writes them: preprocessor
 //               lines, a launched kernel's declaration (`extern` only while one is still to
 //               declare), a device function `[template <...>] __device__ QUALIFIERS TYPE NAME(
-//               PARAMS) { ... }`, an empty `;` - no variable (global_state, or NVRTC's host
-//               variable) and no other text (NVRTC's "expected a declaration");
+//               PARAMS) { ... }` (integer template parameters), an empty `;` - no variable
+//               (global_state, or NVRTC's host variable) and no other text (NVRTC's "expected a
+//               declaration"); inside a function no `static` (a static local fails global_state
+//               but for static __shared__ / const, which need no static) and no `__device__`;
 //             - kernel declarations as the ABI spells them: "C", __global__ and __launch_bounds__
 //               only in `extern "C" __global__ void [__launch_bounds__(EXPR)] NAME(PARAMS) {` at
 //               the top level, NAME a launched kernel not yet declared ("C" is offered only while
