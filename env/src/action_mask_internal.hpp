@@ -1,19 +1,20 @@
 // The syntax mask's machinery, shared by its source files (a private header). The mask is a stack
 // of small automata, each a table of rules (Rule) keyed by its own sub-state and the token's
 // category: the directive lines (Phase), launch expressions (Expr), numbers in code (Num),
-// preprocessor lines (Pp), kernel declarations (Decl) and fields after `.` / `->`; beneath them the
-// code-token rules, one row per category (action_mask_code.cpp) refined by the type-word rules of
-// the context the code stands in (Ctx). Each rule is written once, its judge (may the token come
-// here?) beside its take (how the state moves when it does): allows() asks the judges, advance()
-// runs the takes, and ActionMask::Tables derives from the same rows what fill() needs - per
-// sub-state the candidate tokens, and per context the mask of code tokens that need no look at the
-// state plus the list of those that do.
+// preprocessor lines (Pp), kernel declarations (Decl), code at file scope (Top) and fields after
+// `.` / `->`; beneath them the code-token rules, one row per category (action_mask_code.cpp)
+// refined by the type-word rules of the context the code stands in (Ctx). Each rule is written
+// once, its judge (may the token come here?) beside its take (how the state moves when it does):
+// allows() asks the judges, advance() runs the takes, and ActionMask::Tables derives from the same
+// rows what fill() needs - per sub-state the candidate tokens, and per context the mask of code
+// tokens that need no look at the state plus the list of those that do.
 //
 // Files: action_mask_lexicon.cpp (tokens into categories, words and roles; the tables),
-// action_mask_directives.cpp (the //@format and //@launch lines), action_mask_code.cpp (code
-// tokens: categories, type words, scopes; fill()'s fast path), action_mask_lines.cpp (numbers in
-// code, preprocessor lines), action_mask_declaration.cpp (kernel declarations),
-// action_mask_completion.cpp (min_completion), action_mask.cpp (the class, fill(), the budget).
+// action_mask_directives.cpp (the //@format and //@launch lines, grid='s value ranges),
+// action_mask_code.cpp (code tokens: categories, type words, scopes; fill()'s fast path),
+// action_mask_lines.cpp (numbers in code, preprocessor lines), action_mask_declaration.cpp (kernel
+// declarations), action_mask_file_scope.cpp (what stands at file scope), action_mask_completion.cpp
+// (min_completion), action_mask.cpp (the class, fill(), the budget).
 #pragma once
 
 #include <array>
