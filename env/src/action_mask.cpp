@@ -71,8 +71,12 @@ ActiveRules active_rules(const Tables& t, const State& s) {
       return {&t.directives, static_cast<int>(s.phase)};
   }
   if (s.num != Num::off) return {&t.numbers, static_cast<int>(s.num)};
-  const ActiveRules line = on_line(s) ? ActiveRules{&t.lines, static_cast<int>(s.pp)}
-                                      : ActiveRules{&t.declarations, static_cast<int>(s.decl)};
+  ActiveRules line = on_line(s) ? ActiveRules{&t.lines, static_cast<int>(s.pp)}
+                                : ActiveRules{&t.declarations, static_cast<int>(s.decl)};
+  if (!on_line(s) && line.rules->passes_all(line.at) &&
+      !t.files.passes_all(static_cast<int>(s.top))) {
+    line = {&t.files, static_cast<int>(s.top)};  // at file scope, outside a function
+  }
   if (s.last != Last::access || !line.rules->passes_all(line.at)) return line;
   return {&t.fields, 0};
 }

@@ -377,6 +377,7 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
 
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
+  if (k.file_only && in_function(s)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -393,8 +394,10 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool declares =
       k.cat == Cat::local && new_local_allowed(s) && s.declarator == kTypeDeclarator && !macro;
   if (!declaring(s)) advance_scopes(s, k);
+  const Top top = s.top;
   take_code_word(s, k);
   t.declarations.take(static_cast<int>(s.decl), t, s, k);
+  if (const Rule* rule = t.files.find(static_cast<int>(top), k.cat)) rule->take(t, s, k);
   if (s.pp == Pp::none) {
     advance_declarator(s, k);
     advance_role(s, k, declares, macro);
@@ -407,6 +410,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   for (TokenId id : t.checked[row]) {
     const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
     mask[static_cast<std::size_t>(id)] = passes(k.checks[row], t, s, k) ? 1 : 0;
+  }
+  if (in_function(s)) {
+    for (TokenId id : t.file_only_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   // Locals come in canonical order: those past the next new one are refused (their 0 stays).
   const int last = std::min<int>(s.locals_used, t.locals - 1);

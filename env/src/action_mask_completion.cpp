@@ -63,7 +63,10 @@ int code_completion(const Tables& t, const State& s) {
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : (ends_well ? 0 : 1);
   }
   m += s.depth;
-  m += open_ifs > 0 ? 3 * open_ifs : end;  // `# endif <eol>` each; the last leaves a line end
+  // What finishes a file-scope declaration under way, then `# endif <eol>` each (the last leaves
+  // a line end).
+  const int file = file_close(s);
+  m += (open_ifs > 0 ? 3 * open_ifs : file < 0 ? end : 0) + std::max(file, 0);
   return m;
 }
 
@@ -140,11 +143,11 @@ int completion(const Tables& t, const State& s) {
     case Phase::launch_start:
       return s.launches == 0 ? after_format : after_launch;
     case Phase::launch_name:
-      return 6 + after_launch;
+      return 8 + after_launch;  // v grid= <num> 1 block= <num> 1 <eol>
     case Phase::launch_key:
-      return 5 + after_launch;
+      return 7 + after_launch;
     case Phase::expr:
-      return expr_close(s).tokens + (s.which == 0 ? 3 : 1) + after_launch;  // block= M <eol>
+      return expr_close(s).tokens + (s.which == 0 ? 4 : 1) + after_launch;  // block= <num> 1 <eol>
     case Phase::code:
       if (declaring(s)) return declaration_completion(t, s);
       // `extern` at the top level: "C" goes on to the first pending kernel's declaration.

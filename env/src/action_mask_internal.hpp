@@ -1,23 +1,25 @@
 // The syntax mask's machinery, shared by its source files (a private header). The mask is a stack
 // of small automata, each a table of rules (Rule) keyed by its own sub-state and the token's
 // category: the directive lines (Phase), launch expressions (Expr), numbers in code (Num),
-// preprocessor lines (Pp), kernel declarations (Decl) and fields after `.` / `->`; beneath them the
-// code-token rules, one row per category (action_mask_code.cpp) refined by the type-word rules of
-// the context the code stands in (Ctx). Each rule is written once, its judge (may the token come
-// here?) beside its take (how the state moves when it does): allows() asks the judges, advance()
-// runs the takes, and ActionMask::Tables derives from the same rows what fill() needs - per
-// sub-state the candidate tokens, and per context the mask of code tokens that need no look at the
-// state plus the list of those that do.
+// preprocessor lines (Pp), kernel declarations (Decl), code at file scope (Top) and fields after
+// `.` / `->`; beneath them the code-token rules, one row per category (action_mask_code.cpp)
+// refined by the type-word rules of the context the code stands in (Ctx). Each rule is written
+// once, its judge (may the token come here?) beside its take (how the state moves when it does):
+// allows() asks the judges, advance() runs the takes, and ActionMask::Tables derives from the same
+// rows what fill() needs - per sub-state the candidate tokens, and per context the mask of code
+// tokens that need no look at the state plus the list of those that do.
 //
 // Files: action_mask_lexicon.cpp (tokens into categories, words and roles; the tables),
-// action_mask_directives.cpp (the //@format and //@launch lines), action_mask_code.cpp (code
-// tokens: categories, type words, scopes; fill()'s fast path), action_mask_lines.cpp (numbers in
-// code, preprocessor lines), action_mask_declaration.cpp (kernel declarations),
-// action_mask_completion.cpp (min_completion), action_mask.cpp (the class, fill(), the budget).
+// action_mask_directives.cpp (the //@format and //@launch lines, grid='s value ranges),
+// action_mask_code.cpp (code tokens: categories, type words, scopes; fill()'s fast path),
+// action_mask_lines.cpp (numbers in code, preprocessor lines), action_mask_declaration.cpp (kernel
+// declarations), action_mask_file_scope.cpp (what stands at file scope), action_mask_completion.cpp
+// (min_completion), action_mask.cpp (the class, fill(), the budget).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -100,6 +102,9 @@ enum DeclWord : std::uint8_t {
   w_int,
   w_value_t,
   w_restrict,
+  w_device,       // __device__
+  w_template,     // template
+  w_angle_close,  // `>`
 };
 
 // The type-word rules. C++ takes a type word only where a declaration, a cast or a template
@@ -160,6 +165,9 @@ struct TokenInfo {
   std::uint8_t word = w_none;  // DeclWord
   std::uint8_t param = 0;      // format index, pp role, function role, digit character, format mask
   std::uint8_t width = 0;      // characters in a rendered launch expression (names)
+  std::uint8_t least = 0;      // a prelude constant's least value on any matrix (0 or 1)
+  bool function_qual = false;  // a qualifier a device function's result may have (const, inline)
+  bool file_only = false;      // static, __device__: refused inside a function (in_function)
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -192,6 +200,19 @@ enum class Phase : std::uint8_t {
 constexpr int kPhases = static_cast<int>(Phase::code) + 1;
 enum class Expr : std::uint8_t { operand, after_func, number_start, number, after_operand };
 constexpr int kExprStates = static_cast<int>(Expr::after_operand) + 1;
+// The values a grid= expression may take over every matrix: an interval whose bounds kNegInf /
+// kPosInf stand for unbounded (action_mask_directives.cpp).
+struct Range {
+  std::int32_t lo = 0, hi = 0;
+};
+constexpr std::int32_t kNegInf = std::numeric_limits<std::int32_t>::min(),
+                       kPosInf = std::numeric_limits<std::int32_t>::max();
+// Per open frame of a grid= expression (State::evals): how the operand under way joins the value
+// so far - the sum's pending `+` / `-` (bits 0-1: none, plus, minus), the term's state (bits 2-3:
+// none, complete, pending `*`, pending `/`) - whether the frame's value is negated when it closes
+// (bit 4), and a call's function (bits 5-6: FuncRole; fn_none for a parenthesis).
+constexpr std::uint8_t kSumPlus = 1, kSumMinus = 2, kSumMask = 3, kTermDone = 4, kTermMul = 8,
+                       kTermDiv = 12, kTermMask = 12, kNegateFrame = 16, kFnShift = 5;
 enum class Pp : std::uint8_t {
   none,
   hash,
@@ -226,6 +247,20 @@ enum class Decl : std::uint8_t {
   params,        // ... NAME                         -> the format's parameter list, ) {
 };
 constexpr int kDeclStates = static_cast<int>(Decl::params) + 1;
+// Where code stands at file scope (action_mask_file_scope.cpp): between declarations, or in one.
+enum class Top : std::uint8_t {
+  start,        // between declarations: #, extern (a kernel), __device__, template, ;
+  external,     // extern -> "C" (the declaration automaton goes on)
+  device,       // __device__ ...: qualifiers, type words, `*` / `&`, the function's name
+  named,        // __device__ TYPE NAME -> (
+  params,       // its parameter list, to the `)` back at file scope
+  header,       // __device__ TYPE NAME(...) -> {
+  body,         // a function's body (a kernel's from "C" on), to the `}` back at file scope
+  tmpl,         // template -> <
+  tmpl_params,  // template <...: type words, names, `,`, then > -> __device__
+  tmpl_done,    // template <...> -> __device__
+};
+constexpr int kTopStates = static_cast<int>(Top::tmpl_done) + 1;
 // One token of a kernel's forced parameter list: a category, a word, or (Cat::local) a parameter's
 // name: a local not yet named in this declaration (new, or one an earlier kernel's parameter
 // used: the tokenizer gives equal names the same local).
@@ -252,8 +287,12 @@ constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 
 // Brackets open at once in code and on a preprocessor line (the State's stacks).
 constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
-// A launch expression's open parentheses and calls, unary minus signs, and a literal's digits.
-constexpr int kMaxExprFrames = 8, kMaxExprUnary = 8, kMaxExprDigits = 18;
+// A launch expression's open parentheses and calls, unary minus signs; the largest literal in a
+// grid= expression (the design space's largest is 8192), and block= / smem= (literals alone: a
+// block of 1..1024 threads, 0..48 KiB of dynamic shared memory, as reward's limits).
+constexpr int kMaxExprFrames = 8, kMaxExprUnary = 8;
+constexpr std::int64_t kMaxGridLiteral = 65536, kMaxBlockLiteral = 1024,
+                       kMaxSmemLiteral = 48 * 1024;
 // Characters of a number in code; digits of #pragma unroll's count.
 constexpr int kMaxNumberChars = 20, kMaxUnrollDigits = 5;
 // The most any token can raise min_completion, but for those that add a declaration to it (a format
@@ -267,9 +306,9 @@ constexpr int kMaxDeclNames = 8;
 // Locals whose scope is tracked (State::scope); a vocabulary's locals past these are allowed
 // wherever a known name is.
 constexpr int kScopedLocals = 128;
-// The shortest launch line: <launch> v grid= M block= M <eol>.
-constexpr int kLaunchLineTokens = 7;
-// Launch expression pieces: `(0, 0)` after a function name, `, 0)` to close a first argument.
+// The shortest launch line: <launch> v grid= <num> 1 block= <num> 1 <eol>.
+constexpr int kLaunchLineTokens = 9;
+// Launch expression pieces: `(1, 1)` after a function name, `, 1)` to close a first argument.
 constexpr int kFuncFrame0 = 1, kFuncFrame1 = 2, kGroupFrame = 0;
 // Where a local's name stands (State::scope; see known_local_allowed): kScopeDead (not in scope),
 // kScopeMacro / kScopeTag (anywhere), or a block level (block_scope; kScopeSoft: bound to the block
@@ -305,6 +344,14 @@ struct ActionMask::State {
   std::array<std::uint8_t, detail::kMaxExprFrames> frames{};
   std::uint8_t nframes = 0, unary = 0;
   std::uint16_t chars = 0;
+  // grid='s possible values: per frame (0 the expression, i + 1 the i-th open parenthesis or call)
+  // the sum and the term so far, a call's first argument, and how they join (kSum* / kTerm*); a
+  // unary minus pending on the operand under way, the function named before its `(`, and whether
+  // the expression may divide by zero (a state never taken: the token that does it is refused).
+  std::array<detail::Range, detail::kMaxExprFrames + 1> sums{}, terms{}, firsts{};
+  std::array<std::uint8_t, detail::kMaxExprFrames + 1> evals{};
+  bool negate = false, divides_by_zero = false;
+  std::uint8_t function = 0;
   // code
   std::array<std::uint8_t, detail::kMaxCodeDepth> stack{};
   std::uint8_t depth = 0;
@@ -321,7 +368,8 @@ struct ActionMask::State {
   std::uint16_t locals_used = 0;
   // kernel declarations
   detail::Decl decl = detail::Decl::none;
-  std::uint8_t decl_pos = 0;  // next token of the forced parameter list
+  detail::Top top = detail::Top::start;  // where code stands at file scope
+  std::uint8_t decl_pos = 0;             // next token of the forced parameter list
   std::array<std::uint8_t, detail::kMaxDeclNames> decl_names{};  // the kernel's, its parameters'
   std::uint8_t decl_named = 0;
   bool bounds_used = false;
@@ -408,6 +456,9 @@ std::span<const Rule> number_rules();       // by Num
 std::span<const Rule> line_rules();         // by Pp
 std::span<const Rule> declaration_rules();  // by Decl
 std::span<const Rule> field_rules();        // one sub-state: after `.` / `->`
+std::span<const Rule> file_rules();         // by Top (code at file scope)
+// The tokens that finish the file-scope declaration under way, or -1 (action_mask_file_scope.cpp).
+int file_close(const State& s);
 
 // The code-token rules' Check bits for a token in a row (action_mask_code.cpp).
 std::uint8_t code_checks(const TokenInfo& k, int row);
@@ -467,6 +518,15 @@ inline void set_scope(State& s, int local, std::uint8_t scope) {
 inline std::uint8_t block_scope(int level, bool soft) {
   return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
 }
+// Code inside a function (its parameter list or body; a kernel's from "C" on), not on a
+// preprocessor line. There `static` and `__device__` are refused (TokenInfo::file_only): a local
+// `__device__` variable, and a static one but `static __shared__` or `static const`, outlive a
+// launch (the static checks' global_state) - and `__shared__` and `const` need no `static` (so
+// those two, which pass, are refused too: the rule looks at one token).
+inline bool in_function(const State& s) {
+  return (s.top == Top::body || s.top == Top::params) && !on_line(s);
+}
+
 // Launched kernels not declared yet: each needs its (empty) declaration before <eos>.
 inline std::uint16_t pending_kernel_bits(const State& s) {
   return static_cast<std::uint16_t>(s.launched & ~s.defined);
@@ -481,7 +541,8 @@ struct ActionMask::Tables {
   std::array<std::vector<std::uint8_t>, detail::kRows> unchecked;
   std::array<std::vector<TokenId>, detail::kRows> checked;
   std::vector<TokenId> local_ids;
-  detail::RuleIndex directives, expressions, numbers, lines, declarations, fields;
+  std::vector<TokenId> file_only_ids;  // TokenInfo::file_only
+  detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;
   int locals = 0;

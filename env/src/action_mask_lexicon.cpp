@@ -54,6 +54,8 @@ constexpr Spelling kSpellings[] = {
     {TokenClass::keyword, "const", Cat::keyword, w_const},
     {TokenClass::keyword, "int", Cat::keyword, w_int},
     {TokenClass::keyword, "__restrict__", Cat::keyword, w_restrict},
+    {TokenClass::keyword, "__device__", Cat::keyword, w_device},
+    {TokenClass::keyword, "template", Cat::keyword, w_template},
     {TokenClass::keyword, "define", Cat::keyword, w_none, pp_define},
     {TokenClass::keyword, "undef", Cat::keyword, w_none, pp_undef},
     {TokenClass::keyword, "if", Cat::keyword, w_none, pp_if},
@@ -90,6 +92,7 @@ constexpr Spelling kSpellings[] = {
     {TokenClass::punct, "-", Cat::minus},
     {TokenClass::punct, "*", Cat::star},
     {TokenClass::punct, "/", Cat::slash},
+    {TokenClass::punct, ">", Cat::punct_other, w_angle_close},
     {TokenClass::punct, "", Cat::punct_other},
 };
 
@@ -108,6 +111,15 @@ constexpr std::string_view kKeepWords[] = {
     "register", "inline",     "__forceinline__", "__noinline__", "__device__",
     "__host__", "__shared__", "__constant__",    "extern",       "*",
     "&"};
+
+// Prelude constants at least 1 on every matrix: K (1 for SpMV, k >= 1 for SpMM) and the formats'
+// parameters (compute_constants refuses a spec out of range). The matrix's own may be 0.
+constexpr std::string_view kPositiveConstants[] = {"K", "SELL_C", "SELL_SIGMA", "BSR_R", "BSR_C"};
+
+// Qualifiers and specifiers a device function's declaration may have before its name.
+constexpr std::string_view kFunctionQualifiers[] = {"const",    "volatile",        "static",
+                                                    "inline",   "__forceinline__", "__noinline__",
+                                                    "__host__", "__device__",      "constexpr"};
 
 template <std::size_t N>
 bool listed(const std::string_view (&words)[N], std::string_view text) {
@@ -144,6 +156,10 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   if (k.cat == Cat::constant || k.cat == Cat::builtin) {
     k.width = static_cast<std::uint8_t>(std::min<std::size_t>(t.text.size(), 255));
   }
+  // Constants at least 1 on every matrix (K, the format's parameters); the others may be 0.
+  if (k.cat == Cat::constant && listed(kPositiveConstants, t.text)) k.least = 1;
+  k.function_qual = t.cls == TokenClass::keyword && listed(kFunctionQualifiers, t.text);
+  k.file_only = t.cls == TokenClass::keyword && (t.text == "static" || t.text == "__device__");
   if (k.cat == Cat::local) k.local = v.local_index(id);
   if (k.cat == Cat::digit) k.param = static_cast<std::uint8_t>(t.text[0]);
   if (t.cls == TokenClass::keyword || t.cls == TokenClass::builtin ||
@@ -219,7 +235,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
 // Effect classes: tokens that change the state alike, whatever their text (the budget check
 // tries one of each). Returns the number of classes.
 int assign_effects(std::vector<TokenInfo>& info) {
-  std::map<std::tuple<int, int, int, int>, int> effect_of;
+  std::map<std::tuple<int, int, int, int, int>, int> effect_of;
   for (TokenInfo& k : info) {
     int param = k.param;
     int width = 0;
@@ -227,8 +243,10 @@ int assign_effects(std::vector<TokenInfo>& info) {
     if (k.cat == Cat::keyword && k.param == pp_none) param = 0;
     if (k.cat == Cat::builtin && k.param != fn_none) width = k.width;
     if (k.cat == Cat::builtin && k.param == fn_none) param = 0;
-    if (k.cat == Cat::constant) width = k.width;  // its format mask (param) and width matter
-    const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word});
+    if (k.cat == Cat::constant) width = k.width + 256 * k.least;  // its format mask and range
+    // Its role in the type-word rules too: what finishes a file-scope declaration depends on it.
+    const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
+                                     k.role * 2 + (k.function_qual ? 1 : 0));
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());
@@ -349,6 +367,10 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   lines = RuleIndex(line_rules(), kPpStates, info);
   declarations = RuleIndex(declaration_rules(), kDeclStates, info);
   fields = RuleIndex(field_rules(), 1, info);
+  files = RuleIndex(file_rules(), kTopStates, info);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (info[i].file_only) file_only_ids.push_back(static_cast<TokenId>(i));
+  }
   declare_kernels(*this);
   eos = v.eos();
 }

@@ -271,8 +271,11 @@ void take_code(const Tables& t, State& s, const TokenInfo& k) {
 }
 
 bool line_allowed(const Tables& t, const State& s, const TokenInfo& k) {
-  const Verdict verdict = on_line(s) ? t.lines.judge(static_cast<int>(s.pp), t, s, k)
-                                     : t.declarations.judge(static_cast<int>(s.decl), t, s, k);
+  Verdict verdict = on_line(s) ? t.lines.judge(static_cast<int>(s.pp), t, s, k)
+                               : t.declarations.judge(static_cast<int>(s.decl), t, s, k);
+  if (verdict == Verdict::pass && !on_line(s)) {
+    verdict = t.files.judge(static_cast<int>(s.top), t, s, k);
+  }
   if (verdict != Verdict::pass) return verdict == Verdict::allow;
   return code_word_allowed(t, s, k);
 }

@@ -32,6 +32,7 @@
 #include "sparserl/agents/distributed.hpp"
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/agents/training.hpp"
+#include "sparserl/env/action_mask.hpp"
 
 namespace fs = std::filesystem;
 using namespace sparserl;
@@ -39,6 +40,9 @@ using namespace sparserl::agents;
 using sparserl::testing::has_substring;
 
 namespace {
+
+// The rank program's episode budget (rank_program.cpp): six tokens beyond the shortest program.
+constexpr int kMaxTokens = sparserl::env::kMinSyntaxTokens + 6;
 
 EnvironmentLookup lookup_in(const std::map<std::string, std::string>& env) {
   return [env](const char* name) -> const char* {
@@ -424,7 +428,7 @@ TEST_CASE(
   CHECK(episodes_one.size() == 2 * 2 * 3);
   CHECK(episodes_two == episodes_one);
   CHECK(read_report(root / "two" / "rank1.txt").lines.empty());
-  auto config = agents::testing::tiny_config(env::MaskMode::syntax, 48);
+  auto config = agents::testing::tiny_config(env::MaskMode::syntax, kMaxTokens);
   require_same_weights(root / "one" / "stage-rank0" / "final",
                        root / "two" / "stage-rank0" / "final", initial_weights(config));
   CHECK(empty_or_absent(root / "two" / "stage-rank1"));
@@ -455,7 +459,7 @@ TEST_CASE(
   CHECK(tagged(rank0, "update-digest") == tagged(rank1, "update-digest"));
   require_same_statistics(rank0, rank1);
   require_same_statistics(one, rank0);
-  auto config = agents::testing::tiny_config(env::MaskMode::syntax, 48);
+  auto config = agents::testing::tiny_config(env::MaskMode::syntax, kMaxTokens);
   require_same_weights(root / "one" / "update-rank0", root / "two" / "update-rank0",
                        initial_weights(config));
 }

@@ -24,6 +24,7 @@
 #include "sparserl/agents/distributed.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
+#include "sparserl/env/action_mask.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
 
 namespace {
@@ -65,9 +66,12 @@ class CoinBackend : public env::EvaluationBackend {
   [[nodiscard]] std::string describe() const override { return "coin backend (tests)"; }
 };
 
+// Episodes of six tokens beyond the shortest program: short samples, a few of them free.
+constexpr int kMaxTokens = env::kMinSyntaxTokens + 6;
+
 std::unique_ptr<env::SparseCudaEnv> coin_env(const std::filesystem::path& store_dir) {
   env::EnvConfig c;
-  c.max_tokens = 48;
+  c.max_tokens = kMaxTokens;
   c.mask = env::MaskMode::syntax;
   c.observation.nnz_samples = 8;
   c.observation.embedding_dim = 16;
@@ -86,7 +90,7 @@ std::unique_ptr<env::SparseCudaEnv> coin_env(const std::filesystem::path& store_
 // be compared with each other and with one process's.
 void direct_update(const std::shared_ptr<ProcessGroup>& group, int rank, std::ostream& report,
                    const std::filesystem::path& out) {
-  AgentConfig config = agents::testing::tiny_config(env::MaskMode::syntax, 48);
+  AgentConfig config = agents::testing::tiny_config(env::MaskMode::syntax, kMaxTokens);
   config.algorithm = "grpo";
   config.optimizer.lr = 1e-3;
   PolicyAgent agent(config, agents::testing::vocabulary());
@@ -144,7 +148,7 @@ int run(const std::string& mode, const std::filesystem::path& out) {
     result = run_sft(config, sft_pairs(), observe, *agents::testing::tokenizer(), on_statistics);
   } else {
     RlConfig config;
-    config.agent = agents::testing::tiny_config(env::MaskMode::syntax, 48);
+    config.agent = agents::testing::tiny_config(env::MaskMode::syntax, kMaxTokens);
     config.agent.algorithm = mode == "grpo-dynamic" ? "grpo" : mode;
     config.agent.settings.get<GrpoConfig>().dynamic_sampling = mode == "grpo-dynamic";
     // Two passes of two minibatches: the ranks' rows split each minibatch unevenly.

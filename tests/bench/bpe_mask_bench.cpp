@@ -5,18 +5,28 @@
 //      programs in BPE form token by token (the path of a policy that writes such programs) and
 //      along random episodes (uniform over the allowed tokens), with the mask cache's hit rate,
 //      the same along --rows corpus programs side by side (one step of each in turn, as a batch is
-//      sampled), and allows()' cost per token; for a small tokenizer trained here on the CUDA corpus and the
-//      corpus programs (--small tokens) and a Qwen-sized one (--large tokens, 151,643 as Qwen2.5's
-//      byte-level vocabulary): read from --tokenizer FILE, or built - trained on the CUDA corpus
+//      sampled), and allows()' cost per token; for a small tokenizer trained here on the CUDA
+//      corpus and the corpus programs (--small tokens) and a Qwen-sized one (--large tokens,
+//      151,643 as Qwen2.5's byte-level vocabulary): read from --tokenizer FILE, or built - trained
+//      on the CUDA corpus
 //      (--corpus, default ../shared/corpus/cuda), where merges run out near 62,000 tokens, then
 //      grown to the size the way Qwen2's vocabulary is made up (qwen_sized()).
 //   2. random episodes of the small tokenizer (--compile of them, max_tokens --max-tokens): how
 //      many parse, pass the static checks (check_program) and compile (NVRTC, sm_90, f32, a small
 //      matrix's prelude); beside them the closed syntax mask's random episodes (max_tokens 512).
 //
+//      Each stage as the evaluator runs it - parse, static checks, launch geometry on the matrix,
+//      NVRTC, the resource checks - with the commonest failure reasons (NVRTC's first error).
+//
 // usage: bpe_mask_bench [--episodes N] [--compile N] [--small N] [--large N] [--max-tokens N]
 //                       [--corpus DIR] [--tokenizer FILE] [--no-large] [--rows N]
 //                       [--cache-mib M]   (the masks' cache budget; default BpeGrammarOptions')
+//                       [--compile-only]  (section 2 alone)
+//                       [--dump DIR]      (section 2's programs, each headed by its verdict,
+//                                          and the corpus programs)
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -24,7 +34,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_set>
@@ -51,8 +63,8 @@ struct Options {
   int episodes = 40, compile = 300, small = 4096, large = 151643, max_tokens = 1024, rows = 64;
   double cache_mib = -1;  // the masks' cache budget (-1: BpeGrammarOptions' default)
   fs::path corpus = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "corpus" / "cuda";
-  std::string tokenizer;
-  bool no_large = false;
+  std::string tokenizer, dump;
+  bool no_large = false, compile_only = false;
 };
 
 std::string read(const fs::path& p) {
@@ -104,9 +116,10 @@ struct Times {
     double sum = 0;
     for (double u : us) sum += u;
     char line[160];
-    std::snprintf(line, sizeof line, "%zu steps: mean %.1f us, median %.1f us, p90 %.1f us, max %.0f us",
-                  us.size(), sum / static_cast<double>(us.size()), us[us.size() / 2],
-                  us[us.size() * 9 / 10], us.back());
+    std::snprintf(line, sizeof line,
+                  "%zu steps: mean %.1f us, median %.1f us, p90 %.1f us, max %.0f us", us.size(),
+                  sum / static_cast<double>(us.size()), us[us.size() / 2], us[us.size() * 9 / 10],
+                  us.back());
     return line;
   }
 };
@@ -175,10 +188,11 @@ void teacher_forced_batch(const std::shared_ptr<const BpeTokenizer>& t,
   const auto after = masks.front().cache_stats();
   const double hits = static_cast<double>(after.hits - before.hits);
   const double all = hits + static_cast<double>(after.misses - before.misses);
-  std::printf("  %zu other corpus programs side by side (every %zu-th from the %zu-th): fill %s; "
-              "cache hits %.1f%%, %zu masks kept (%.1f MiB)\n",
-              ids.size(), stride, stride / 2, times.str().c_str(), 100.0 * hits / std::max(all, 1.0),
-              after.entries, static_cast<double>(after.bytes) / (1 << 20));
+  std::printf(
+      "  %zu other corpus programs side by side (every %zu-th from the %zu-th): fill %s; "
+      "cache hits %.1f%%, %zu masks kept (%.1f MiB)\n",
+      ids.size(), stride, stride / 2, times.str().c_str(), 100.0 * hits / std::max(all, 1.0),
+      after.entries, static_cast<double>(after.bytes) / (1 << 20));
 }
 
 // Random episodes: fill() per step, allows() per token on every 50th step; the texts.
@@ -290,11 +304,65 @@ void cost_section(const std::shared_ptr<const BpeTokenizer>& t,
   random_walks(t, o.episodes, o.max_tokens, true);
 }
 
+// The evaluator's stages up to the compile (the order Evaluator runs them): parse, the static
+// checks, the launch geometry on the matrix, NVRTC, the resource checks on its result. NVRTC runs
+// on every program that passes the static checks (geometry depends on the launch lines alone), so
+// its failure classes are seen even where the geometry fails; "all" is every stage passed.
 struct CompileStats {
-  int programs = 0, parsed = 0, checked = 0, compiled = 0;
+  int programs = 0, parsed = 0, checked = 0, geometry = 0, compiled = 0, all = 0;
+  std::map<std::string, int> reasons;  // "stage: reason" -> programs
 };
 
-CompileStats compile_all(const std::vector<std::string>& texts) {
+// The first error of an NVRTC log, its quoted names and numbers blanked: a failure class.
+std::string first_error(const std::string& log) {
+  const std::size_t at = log.find("error: ");
+  if (at == std::string::npos) return "no error line";
+  std::string line = log.substr(at + 7, log.find('\n', at) - at - 7);
+  std::string out;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') {
+      out += quoted ? "\"" : "\"...";
+      quoted = !quoted;
+    } else if (!quoted) {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// NVRTC in a child process, as the evaluator's sandboxed compile workers run it (NVRTC crashed on
+// a random program in-process); nullopt where the child died.
+std::optional<reward::CompileResult> compile_apart(const reward::CompileRequest& request) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string bytes = reward::serialize(reward::compile(request));
+    for (std::size_t at = 0; at < bytes.size();) {
+      const ssize_t n = ::write(fds[1], bytes.data() + at, bytes.size() - at);
+      if (n <= 0) _exit(1);
+      at += static_cast<std::size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string bytes;
+  char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) {
+    bytes.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return reward::deserialize_compile_result(bytes);
+}
+
+CompileStats compile_all(const std::vector<std::string>& texts, const std::string& dump,
+                         const std::string& prefix) {
   CompileStats s;
   std::vector<datasets::Triplet> triplets;
   for (int i = 0; i < 64; ++i) {
@@ -303,25 +371,75 @@ CompileStats compile_all(const std::vector<std::string>& texts) {
   }
   const auto matrix = datasets::SparseMatrix::from_triplets(64, 64, std::move(triplets));
   for (const std::string& text : texts) {
-    ++s.programs;
+    const int index = s.programs++;
+    std::string verdict = "ok";
+    const auto fail = [&](const std::string& why) {
+      ++s.reasons[why];
+      if (verdict == "ok") verdict = why;
+    };
     const reward::ParseResult parsed = reward::parse_program(text);
-    if (!parsed.ok()) continue;
-    ++s.parsed;
-    if (!reward::check_program(text, datasets::Op::spmv).ok()) continue;
-    ++s.checked;
-    reward::CompileRequest request;
-    request.source = reward::compile_source(
-        datasets::DType::f32,
-        reward::compute_constants(matrix, datasets::Op::spmv, 4, parsed.program->format), text);
-    if (reward::compile(request).ok) ++s.compiled;
+    const reward::StaticCheckResult checked =
+        parsed.ok() ? reward::check_program(text, datasets::Op::spmv) : reward::StaticCheckResult{};
+    if (!parsed.ok()) {
+      fail("parse");
+    } else if (!checked.ok()) {
+      fail("static: " + std::string(reward::to_string(checked.failure->reason)));
+    }
+    if (parsed.ok()) ++s.parsed;
+    if (parsed.ok() && checked.ok()) {
+      ++s.checked;
+      const reward::Constants constants =
+          reward::compute_constants(matrix, datasets::Op::spmv, 4, parsed.program->format);
+      const reward::GeometryResult geometry = reward::resolve_launches(*parsed.program, constants);
+      if (geometry.ok()) {
+        ++s.geometry;
+      } else {
+        // "//@launch NAME KEY=...": which expression failed.
+        const std::string& m = geometry.failure->message;
+        const std::size_t key = m.find(' ', m.find(' ') + 1) + 1;
+        fail("geometry: " + std::string(reward::to_string(geometry.failure->reason)) + " (" +
+             m.substr(key, m.find('=', key) - key) + ": " +
+             (m.find("division by zero") != std::string::npos ? "division by zero"
+              : m.find("overflow") != std::string::npos       ? "overflow"
+                                                              : "out of range") +
+             ")");
+      }
+      reward::CompileRequest request;
+      request.source = reward::compile_source(datasets::DType::f32, constants, text);
+      const std::optional<reward::CompileResult> result = compile_apart(request);
+      if (!result) {
+        fail("nvrtc: crashed");
+      } else if (const reward::CompileResult& compiled = *result; compiled.ok) {
+        ++s.compiled;
+        const auto resources = reward::check_resources(geometry.launches, compiled);
+        if (resources) fail("resources: " + std::string(reward::to_string(resources->reason)));
+        if (geometry.ok() && !resources) ++s.all;
+      } else {
+        fail("nvrtc: " + first_error(compiled.log));
+      }
+    }
+    if (!dump.empty()) {
+      std::ofstream(fs::path(dump) / (prefix + std::to_string(index) + ".cu"))
+          << "// " << verdict << "\n"
+          << text;
+    }
   }
   return s;
 }
 
 void print_compile(const char* what, const CompileStats& s) {
   const auto pct = [&](int n) { return 100.0 * n / std::max(s.programs, 1); };
-  std::printf("  %s: %d programs; parse %.1f%%, static checks %.1f%%, NVRTC compiles %.1f%%\n",
-              what, s.programs, pct(s.parsed), pct(s.checked), pct(s.compiled));
+  std::printf(
+      "  %s: %d programs; parse %.1f%%, static checks %.1f%%, launch geometry %.1f%%, NVRTC "
+      "compiles %.1f%% (of all programs), every stage %.1f%%\n",
+      what, s.programs, pct(s.parsed), pct(s.checked), pct(s.geometry), pct(s.compiled),
+      pct(s.all));
+  std::vector<std::pair<int, std::string>> reasons;
+  for (const auto& [why, n] : s.reasons) reasons.emplace_back(-n, why);
+  std::sort(reasons.begin(), reasons.end());
+  for (std::size_t i = 0; i < reasons.size() && i < 12; ++i) {
+    std::printf("    %4d  %s\n", -reasons[i].first, reasons[i].second.c_str());
+  }
 }
 
 std::vector<std::string> closed_walks(int episodes, int max_tokens) {
@@ -372,6 +490,10 @@ Options parse(int argc, char** argv) {
       o.tokenizer = next();
     else if (a == "--no-large")
       o.no_large = true;
+    else if (a == "--compile-only")
+      o.compile_only = true;
+    else if (a == "--dump")
+      o.dump = next();
     else if (a == "--rows")
       o.rows = std::stoi(next());
     else if (a == "--cache-mib")
@@ -400,8 +522,8 @@ int main(int argc, char** argv) {
     }
     std::printf("1. fill() per step, small tokenizer\n");
     const auto small = train(o.small, texts, "small (the CUDA corpus and the corpus programs)");
-    cost_section(small, programs, o);
-    if (!o.no_large) {
+    if (!o.compile_only) cost_section(small, programs, o);
+    if (!o.no_large && !o.compile_only) {
       std::printf("1. fill() per step, Qwen-sized tokenizer\n");
       std::shared_ptr<const BpeTokenizer> large;
       if (!o.tokenizer.empty()) {
@@ -421,9 +543,16 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("2. the compile stage of random episodes' programs\n");
+    if (!o.dump.empty()) {
+      fs::create_directories(o.dump);
+      for (std::size_t i = 0; i < programs.size(); ++i) {
+        std::ofstream(fs::path(o.dump) / ("corpus_" + std::to_string(i) + ".cu")) << programs[i];
+      }
+    }
     print_compile("BPE grammar mask, small tokenizer",
-                  compile_all(random_walks(small, o.compile, o.max_tokens, false)));
-    print_compile("closed syntax mask (max_tokens 512)", compile_all(closed_walks(o.compile, 512)));
+                  compile_all(random_walks(small, o.compile, o.max_tokens, false), o.dump, "bpe_"));
+    print_compile("closed syntax mask (max_tokens 512)",
+                  compile_all(closed_walks(o.compile, 512), o.dump, "closed_"));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bpe_mask_bench: %s\n", e.what());

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "catch.hpp"
 #include "env_test_support.hpp"
 #include "sparserl/datasets/random.hpp"
+#include "sparserl/datasets/sparse_matrix.hpp"
 #include "sparserl/env/tokenizer.hpp"
 #include "sparserl/reward/static_checks.hpp"
 
@@ -182,7 +184,8 @@ TEST_CASE("the syntax mask refuses what the grammar forbids", "[env][mask]") {
   CHECK_FALSE(ell.allows(v.local(1)));  // the first local is v0
   ell.advance(v.local(0));
   ell.advance(v.id(TokenClass::directive, "grid="));
-  CHECK(ell.allows(v.id(TokenClass::constant, "NNZ")));
+  CHECK(ell.allows(v.id(TokenClass::constant, "K")));
+  CHECK_FALSE(ell.allows(v.id(TokenClass::constant, "NNZ")));  // 0 on an empty matrix
   CHECK_FALSE(ell.allows(v.id(TokenClass::constant, "ELL_WIDTH")));
   CHECK_FALSE(ell.allows(v.id(TokenClass::constant, "value_t")));
   CHECK_FALSE(ell.allows(v.id(TokenClass::directive, "block=")));  // the expression is empty
@@ -216,8 +219,8 @@ TEST_CASE("the none mask allows every token but <pad> and <bos>", "[env][mask]")
 
 namespace {
 
-// Advances through `<format> FORMAT [keys] <eol>` and one `<launch> NAME grid= M block= M <eol>`
-// per name (names are locals: 0, 1, ...).
+// Advances through `<format> FORMAT [keys] <eol>` and one `<launch> NAME grid= K block= <num> 3 2
+// <eol>` per name (names are locals: 0, 1, ...).
 void begin_program(ActionMask& mask, reward::Format format, int kernels,
                    std::vector<TokenId>& tokens) {
   const Vocabulary& v = *vocab();
@@ -244,10 +247,24 @@ void begin_program(ActionMask& mask, reward::Format format, int kernels,
     take(v.id(TokenClass::directive, "<launch>"));
     take(v.local(k));
     take(v.id(TokenClass::directive, "grid="));
-    take(v.id(TokenClass::constant, "M"));
+    take(v.id(TokenClass::constant, "K"));
     take(v.id(TokenClass::directive, "block="));
-    take(v.id(TokenClass::constant, "M"));
+    take(v.num());
+    take(v.id(TokenClass::digit, "3"));
+    take(v.id(TokenClass::digit, "2"));
     take(v.eol());
+  }
+}
+
+// Opens a device function's body, `__device__ void v0 ( ) {` (v0 the launched kernel's name,
+// declared again): code at file scope is declarations alone.
+void begin_body(ActionMask& mask, std::vector<TokenId>& tokens) {
+  const Vocabulary& v = *vocab();
+  for (TokenId t :
+       {v.id(TokenClass::keyword, "__device__"), v.id(TokenClass::keyword, "void"), v.local(0),
+        v.id(TokenClass::punct, "("), v.id(TokenClass::punct, ")"), v.id(TokenClass::punct, "{")}) {
+    mask.advance(t);
+    tokens.push_back(t);
   }
 }
 
@@ -315,7 +332,7 @@ TEST_CASE("a kernel declaration under the syntax mask is the ABI's, in every for
     CHECK_FALSE(mask.allows(bounds));
     take(extern_kw);
     CHECK(mask.allows(linkage));
-    CHECK(mask.allows(v.id(TokenClass::keyword, "__shared__")));  // extern __shared__ stays legal
+    CHECK_FALSE(mask.allows(v.id(TokenClass::keyword, "__shared__")));  // a kernel's at file scope
     take(linkage);
     CHECK(allowed_tokens(mask) == std::vector<TokenId>{global});
     take(global);
@@ -353,9 +370,7 @@ TEST_CASE("a kernel declaration under the syntax mask is the ABI's, in every for
     take(close_brace);
     // Every launched kernel is declared: <eos> may come, and no third declaration.
     CHECK(mask.allows(v.eos()));
-    ActionMask probe = mask;
-    probe.advance(extern_kw);
-    CHECK_FALSE(probe.allows(linkage));
+    CHECK_FALSE(mask.allows(extern_kw));
     // A macro may not be named after a launched kernel, nor hold __global__ or extern.
     take(v.id(TokenClass::punct, "#"));
     take(v.id(TokenClass::keyword, "define"));
@@ -386,6 +401,7 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   ActionMask mask(vocab(), MaskMode::syntax, 400);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);  // v0 is the launched kernel
+  begin_body(mask, tokens);
   auto take = [&](TokenId t) {
     REQUIRE(mask.allows(t));
     mask.advance(t);
@@ -456,8 +472,9 @@ TEST_CASE("preprocessor-only words are refused in code, allowed on their lines",
   ActionMask mask(vocab(), MaskMode::syntax, 200);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);
-  for (const char* word : {"endif", "define", "undef", "ifdef", "ifndef", "elif", "pragma", "unroll",
-                           "nounroll"}) {
+  begin_body(mask, tokens);
+  for (const char* word :
+       {"endif", "define", "undef", "ifdef", "ifndef", "elif", "pragma", "unroll", "nounroll"}) {
     INFO(word);
     CHECK_FALSE(mask.allows(v.id(TokenClass::keyword, word)));
   }
@@ -656,17 +673,17 @@ TEST_CASE("a name is used only in its scope and declared once per block", "[env]
   take_all({";", "}"});
   // After the kernel: its parameters and locals are out of scope, the kernel's and the macro's
   // names are not.
-  take(id("int"));
+  take_all({"__device__", "int"});
   CHECK(mask.allows(param));  // a file-scope declaration of the name again
   take(v.local(15));
-  take(id("="));
+  take_all({"(", ")", "{", "return"});
   CHECK_FALSE(mask.allows(param));
   CHECK_FALSE(mask.allows(v.local(7)));
   CHECK_FALSE(mask.allows(v.local(10)));
   CHECK(mask.allows(v.local(0)));
   CHECK(mask.allows(v.local(1)));
   take(v.local(1));
-  take(id(";"));
+  take_all({";", "}"});
   take(v.eos());
   const std::string text = tokenizer.decode(tokens);
   INFO(text);
@@ -684,6 +701,7 @@ TEST_CASE("code names only the prelude constants of the program's format", "[env
     ActionMask mask(vocab(), MaskMode::syntax, 200);
     std::vector<TokenId> tokens;
     begin_program(mask, format, 1, tokens);
+    begin_body(mask, tokens);
     // `int v1 = `: an expression follows.
     mask.advance(v.id(TokenClass::keyword, "int"));
     mask.advance(v.local(1));
@@ -710,7 +728,8 @@ TEST_CASE("code names only the prelude constants of the program's format", "[env
 
 namespace {
 
-// Code after a CSR program's header (one launched kernel, v0), spelled with spaces between tokens:
+// Code after a CSR program's header (one launched kernel, v0) in a device function's body, or at
+// file scope where it is a declaration (`template ...`, `__device__ ...`), spelled with spaces:
 // `vN` is local N, a run of digits a number, anything else a code token (id()). Takes every token
 // but the last; returns whether the mask allows the last (fill() and allows() must agree).
 bool allows_last(std::string_view code) {
@@ -718,6 +737,7 @@ bool allows_last(std::string_view code) {
   ActionMask mask(vocab(), MaskMode::syntax, 600);
   std::vector<TokenId> tokens;
   begin_program(mask, reward::Format::csr, 1, tokens);
+  if (!code.starts_with("template") && !code.starts_with("__device__")) begin_body(mask, tokens);
   std::vector<std::vector<TokenId>> words;
   std::size_t at = 0;
   while (at < code.size()) {
@@ -766,9 +786,10 @@ TEST_CASE("type words stand only where a declaration, a cast or a functional cas
            "const float4 * __restrict__ v1 = reinterpret_cast < const float4 * > ( M ) ;",
            "__shared__ value_t v1 [ 4 ] ; for ( int v2 = 0 , v3 = 1 ; v2 < M ; ++ v2 ) { }",
            "int v1 = 0 ; if ( v1 < N ) { const int * const v2 = & v1 ; }",
-           "template < int v1 > __device__ __forceinline__ value_t v2 ( const value_t * v3 , int v4 ) "
+           "template < int v1 > __device__ __forceinline__ value_t v2 ( const value_t * v3 , int "
+           "v4 ) "
            "{ return v3 [ v4 ] ; }",
-           "static const int v1 { 4 } ; extern __shared__ value_t v2 [ ] ;",
+           "const int v1 { 4 } ; extern __shared__ value_t v2 [ ] ;",  // (no static in a body)
        }) {
     INFO(code);
     CHECK(allows_last(std::string(code) + " ;"));
@@ -835,4 +856,118 @@ TEST_CASE("fill() and allows() agree on every token along random episodes", "[en
   }
   CHECK(mismatches == 0);
   CHECK(steps > 60 * 42);
+}
+
+namespace {
+
+// The text of the first token of `program`'s encoding that the syntax mask refuses; "" if none.
+std::string first_refused(const std::string& program) {
+  const std::vector<TokenId> tokens = Tokenizer(vocab()).encode(program).tokens;
+  ActionMask mask(vocab(), MaskMode::syntax, 4000);
+  for (TokenId t : tokens) {
+    if (t == vocab()->eos()) break;
+    if (!mask.allows(t)) return vocab()->token(t).text;
+    mask.advance(t);
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("launch expressions are refused where they could only evaluate out of range",
+          "[env][mask]") {
+  const std::string csr = "//@format csr\n//@launch k ";
+  // block= and smem= are a literal in range.
+  CHECK(first_refused(csr + "grid=K block=1024 smem=49152\n") == "");
+  CHECK(first_refused(csr + "grid=K block=1025\n") == "5");
+  CHECK(first_refused(csr + "grid=K block=0\n") == "0");
+  CHECK(first_refused(csr + "grid=K block=M\n") == "M");
+  CHECK(first_refused(csr + "grid=K block=32 * 2\n") == "*");
+  CHECK(first_refused(csr + "grid=K block=32 smem=49153\n") == "3");
+  CHECK(first_refused(csr + "grid=K block=32 smem=0\n") == "");
+  // grid=: at least 1, no division by what may be 0, literals up to 65536 - judged where the
+  // completion path (`1` for an operand due, `, 1)` or `)` per open frame) would close it out of
+  // range, so conservatively: `M + 1` is refused at M, `1 + M` is not.
+  CHECK(first_refused(csr + "grid=ceil_div(max(M, 1) * 32, 256) block=256\n") == "");
+  CHECK(first_refused(csr +
+                      "grid=max(min(EMPTY_ROWS, 1) * ceil_div(M, 256) + (1 - min(EMPTY_ROWS, 1)) "
+                      "* ceil_div(NNZ, 512), 1) block=256\n") == "");
+  CHECK(first_refused(csr + "grid=M block=256\n") == "M");  // 0 on a matrix without rows
+  CHECK(first_refused(csr + "grid=M + 1 block=256\n") == "M");
+  CHECK(first_refused(csr + "grid=1 + M block=256\n") == "");
+  CHECK(first_refused(csr + "grid=K / EMPTY_ROWS block=256\n") == "EMPTY_ROWS");
+  CHECK(first_refused(csr + "grid=ceil_div(K, max(EMPTY_ROWS, 1)) block=256\n") == "");
+  CHECK(first_refused(csr + "grid=K / max(EMPTY_ROWS, 1) block=256\n") == "EMPTY_ROWS");  // 0
+  CHECK(first_refused(csr + "grid=ceil_div(K, (K - K)) block=256\n") == "-");
+  CHECK(first_refused(csr + "grid=K / K block=256\n") == "K");  // K / K >= 0 only, to intervals
+  CHECK(first_refused(csr + "grid=ceil_div(K, 0) block=256\n") == "0");
+  CHECK(first_refused(csr + "grid=-K block=256\n") == "-");
+  CHECK(first_refused(csr + "grid=max(-K, 1) block=256\n") == "");
+  CHECK(first_refused(csr + "grid=-(-K) block=256\n") == "-");  // `-1` would close it
+  CHECK(first_refused(csr + "grid=65536 * K block=256\n") == "");
+  CHECK(first_refused(csr + "grid=65537 block=256\n") == "7");
+}
+
+TEST_CASE("random episodes' launch lines evaluate in range on small and empty matrices",
+          "[env][mask]") {
+  std::vector<datasets::Triplet> triplets;
+  for (int i = 0; i < 48; ++i) triplets.push_back({i, (i * 7 + 3) % 64, 1.0});  // 16 empty rows
+  const datasets::SparseMatrix matrices[] = {
+      datasets::SparseMatrix::from_triplets(64, 64, triplets),
+      datasets::SparseMatrix::from_triplets(0, 0, {}),
+      datasets::SparseMatrix::from_triplets(1, 1, {{0, 0, 1.0}})};
+  datasets::Rng rng(7);
+  std::vector<std::uint8_t> m(vocab()->size());
+  std::vector<TokenId> allowed;
+  int launches = 0;
+  for (int e = 0; e < 300; ++e) {
+    ActionMask mask(vocab(), MaskMode::syntax, 200 + e % 200);
+    const std::string text = Tokenizer(vocab()).decode(random_episode(mask, rng, m, allowed));
+    const reward::ParseResult parsed = reward::parse_program(text);
+    REQUIRE(parsed.ok());
+    for (const datasets::SparseMatrix& matrix : matrices) {
+      const reward::Constants constants =
+          reward::compute_constants(matrix, reward::Op::spmm, 4, parsed.program->format);
+      for (const reward::LaunchDirective& l : parsed.program->launches) {
+        INFO(text);
+        ++launches;
+        const reward::LaunchExprValue grid = l.grid.evaluate(constants);
+        // No bound keeps a grid below 2^31 or its products from overflowing: only those fail.
+        if (grid.ok()) {
+          CHECK(grid.value >= 1);
+        } else {
+          CHECK_THAT(grid.error->message, sparserl::testing::has_substring("overflow"));
+        }
+        const std::int64_t block = l.block.evaluate(constants).value;
+        const std::int64_t smem = l.smem.evaluate(constants).value;
+        CHECK((block >= 1 && block <= 1024));
+        CHECK((smem >= 0 && smem <= 48 * 1024));
+      }
+    }
+  }
+  CHECK(launches >= 300 * 3);
+}
+
+TEST_CASE("at file scope only declarations stand, and no static or __device__ in a function",
+          "[env][mask]") {
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  // Refused where they start: a variable, text that is no declaration, a device variable.
+  CHECK(first_refused(head + "int x;\n") == "int");
+  CHECK(first_refused(head + "threadIdx.x;\n") == "threadIdx");
+  CHECK(first_refused(head + "__device__ int x;\n") == ";");
+  CHECK(first_refused(head + "__device__ int x = 0;\n") == "=");
+  CHECK(first_refused(head + "extern __shared__ float s[];\n") == "__shared__");
+  CHECK(first_refused(head + "__device__ int f(int a) int\n") == "int");  // { must follow
+  CHECK(first_refused(head + "template <float G> __device__ int f() { return 0; }\n") == "float");
+  CHECK(first_refused(head + "__device__ __shared__ int f() { return 0; }\n") == "__shared__");
+  // ... and inside a function, static (but for __shared__, which needs none) and __device__.
+  CHECK(first_refused(head + "__device__ void f() { static int x; }\n") == "static");
+  CHECK(first_refused(head + "__device__ void f() { __device__ int x; }\n") == "__device__");
+  CHECK(first_refused(head + "__device__ void f(static int a) { }\n") == "static");
+  CHECK(first_refused(head + "__device__ value_t f(value_t a) { return a; }\n") == "");
+  // Accepted: what the design space writes.
+  CHECK(first_refused(head + ";\n#define W 4\ntemplate <int G>\n__device__ __forceinline__ int "
+                             "f(const int* __restrict__ p, long long d) { return p[d] + G; }\n"
+                             "__device__ static inline unsigned g(unsigned m) { __shared__ float "
+                             "t[32]; return m; }\n") == "");
 }

@@ -82,7 +82,7 @@ bool takes_after(const std::string& prefix, const std::string& piece, int max_to
 }
 
 const std::string kHead =
-    "//@format csr\n//@launch spmv grid=ceil_div(M, 4) block=128\n"
+    "//@format csr\n//@launch spmv grid=ceil_div(max(M, 1), 4) block=128\n"
     "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, const int* __restrict__ "
     "col_idx, const value_t* __restrict__ val, const value_t* __restrict__ x, value_t* "
     "__restrict__ y) {\n";
@@ -280,11 +280,18 @@ TEST_CASE("the BPE grammar mask refuses bad tokens where they stand", "[env][bpe
   // Launch lines: a kernel name that is no vocabulary word, expressions over the format's names.
   const std::string format = "//@format csr\n";
   CHECK_FALSE(takes_after(format + "//@launch ", "min "));
-  CHECK(takes_after(format + "//@launch k grid=", "ceil_div(M, 4) block=128\n"));
+  CHECK(takes_after(format + "//@launch k grid=", "ceil_div(max(M, 1), 4) block=128\n"));
   CHECK_FALSE(takes_after(format + "//@launch k grid=", "ceil_div (M, 4)"));  // as decode() writes
   CHECK_FALSE(takes_after(format + "//@launch k grid=", "ELL_WIDTH"));        // not csr's
   CHECK_FALSE(takes_after(format + "//@launch k grid=", "M  block"));
-  CHECK_FALSE(takes_after(format + "//@launch k grid=M", "\n"));  // no block=
+  CHECK_FALSE(takes_after(format + "//@launch k grid=K", "\n"));  // no block=
+  // ... whose values the geometry check accepts on every matrix (the closed mask's rules).
+  CHECK_FALSE(takes_after(format + "//@launch k grid=", "M block"));  // 0 rows: grid 0
+  CHECK_FALSE(takes_after(format + "//@launch k grid=ceil_div(K, ", "EMPTY_ROWS"));
+  CHECK(takes_after(format + "//@launch k grid=ceil_div(K, ", "max(EMPTY_ROWS, 1)) block=32\n"));
+  CHECK_FALSE(takes_after(format + "//@launch k grid=K block=", "K"));  // a literal alone
+  CHECK_FALSE(takes_after(format + "//@launch k grid=K block=", "1025"));
+  CHECK(takes_after(format + "//@launch k grid=K block=", "1024 smem=49152\n"));
   // Code: names in scope, no comments, no character literals, `#` first on its line.
   CHECK(takes_after(kHead, "  int i = threadIdx.x;\n"));
   CHECK(takes_after(kHead, "  int i=threadIdx.x+1;\n"));  // no blank needed between lexemes

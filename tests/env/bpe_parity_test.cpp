@@ -3,7 +3,8 @@
 // trained and what that library encoded - the prompts' ids, and for 40 corpus files the token
 // count and the SHA-256 of the ids (the corpus text itself is not committed; it is read from
 // ../shared/corpus/cuda). The C++ encoding must be the same ids, and decoding them must give the
-// text back wherever the library's decoding did. Skipped where the fixtures or the corpus are absent.
+// text back wherever the library's decoding did. Skipped where the fixtures or the corpus are
+// absent.
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>

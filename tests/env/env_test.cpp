@@ -325,8 +325,8 @@ TEST_CASE("the episode pipeline scores whole completions with the same reward", 
   CHECK(one[0].breakdown.total == Approx(0.5));
   CHECK(one[0].source == tokenizer()->decode(tokens));
   const std::vector<Episode> group = env.pipeline().run(
-      prompts, {completion(tokens), completion({tokenizer()->vocabulary().eos()}),
-                completion(tokens)});
+      prompts,
+      {completion(tokens), completion({tokenizer()->vocabulary().eos()}), completion(tokens)});
   REQUIRE(group.size() == 3);
   CHECK(group[0].breakdown.total == Approx(0.5));
   REQUIRE(group[1].eval);

@@ -198,7 +198,8 @@ TEST_CASE("step(), VectorEnv, the trainer's batch and the bench's group make the
           "[env][episode]") {
   const std::vector<Completion> cs = completions();
   std::vector<Played> stepped;
-  for (std::size_t i = 0; i < cs.size(); ++i) stepped.push_back(by_step(cs[i], static_cast<int>(i)));
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    stepped.push_back(by_step(cs[i], static_cast<int>(i)));
   const std::vector<Played> vectored = by_vector_env(cs);
   const std::vector<Played> trained = by_pipeline(cs);
   REQUIRE(vectored.size() == cs.size());

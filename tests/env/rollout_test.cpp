@@ -78,14 +78,14 @@ TEST_CASE("sparserl rollout takes a matrix as a path, a file: URI or a matrix UR
     const std::string output =
         run(cli() + " --agent random --matrix '" + given +
                 "' --episodes 2 --max-tokens 96 --compile-only --compile-workers 1 --json"
-                " --data-dir '" + dir.string() + "' --out '" + out.string() + "'",
+                " --data-dir '" +
+                dir.string() + "' --out '" + out.string() + "'",
             status);
     INFO(output);
     REQUIRE(status == 0);
     const sparserl::env::TrajectoryFile file = sparserl::env::read_trajectories(out);
     REQUIRE(file.episodes.size() == 2);
-    const std::string expected =
-        given.rfind("gen-v1", 0) == 0 ? given : "file:" + matrix.string();
+    const std::string expected = given.rfind("gen-v1", 0) == 0 ? given : "file:" + matrix.string();
     CHECK(file.episodes.front().task.uri == expected);
   }
   int status = 0;

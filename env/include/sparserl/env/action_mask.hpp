@@ -7,7 +7,11 @@
 //               range: sell C=1..1024 sigma=1..2^30, bsr R=1..32 C=1..32), then 1..8 //@launch
 //               lines (a canonical local as the kernel name, grid=EXPR block=EXPR [smem=EXPR], each
 //               EXPR a well-formed launch expression over the constants the format defines, at most
-//               256 characters as decode() renders it), then code;
+//               256 characters as decode() renders it), then code. The geometry check's ranges
+//               hold on every matrix: block= is a literal 1..1024, smem= a literal 0..49152, and
+//               grid= (literals up to 65536) divides by nothing that may be 0 and is at least 1 -
+//               judged by interval arithmetic where the budget's completion would close it, so a
+//               program the mask accepts never fails bad_geometry but by a grid too large;
 //             - code tokens lexically valid in context: numbers are well-formed C literals (no
 //               octal, suffixes u/l/ll/f in order), members only after `.` or `->`, locals in
 //               canonical order (the next new local is always v<n>; in code only where a name is
@@ -29,6 +33,13 @@
 //               Closers, `;` and `#` are never refused by these rules (the budget's path);
 //             - preprocessor-only words (define, undef, ifdef, ifndef, elif, endif, pragma,
 //               unroll, nounroll) only on preprocessor lines;
+//             - at file scope declarations alone, as the design space writes them: preprocessor
+//               lines, a launched kernel's declaration (`extern` only while one is still to
+//               declare), a device function `[template <...>] __device__ QUALIFIERS TYPE NAME(
+//               PARAMS) { ... }` (integer template parameters), an empty `;` - no variable
+//               (global_state, or NVRTC's host variable) and no other text (NVRTC's "expected a
+//               declaration"); inside a function no `static` (a static local fails global_state
+//               but for static __shared__ / const, which need no static) and no `__device__`;
 //             - kernel declarations as the ABI spells them: "C", __global__ and __launch_bounds__
 //               only in `extern "C" __global__ void [__launch_bounds__(EXPR)] NAME(PARAMS) {` at
 //               the top level, NAME a launched kernel not yet declared ("C" is offered only while
@@ -66,9 +77,10 @@ enum class MaskMode { none, syntax };
 std::string_view to_string(MaskMode mode);
 std::optional<MaskMode> parse_mask_mode(std::string_view text);  // "none", "syntax"
 
-// The shortest program the syntax mask accepts: <format> ell <eol> <launch> v0 grid= M block= M
-// <eol> extern "C" __global__ void v0 (ELL's 4 parameters) { } <eos> (the tables check it).
-inline constexpr int kMinSyntaxTokens = 42;
+// The shortest program the syntax mask accepts: <format> ell <eol> <launch> v0 grid= <num> 1
+// block= <num> 1 <eol> extern "C" __global__ void v0 (ELL's 4 parameters) { } <eos> (the tables
+// check it).
+inline constexpr int kMinSyntaxTokens = 44;
 
 class ActionMask {
  public:

@@ -28,7 +28,7 @@
 // blank after it, a separator still due before it; a kernel name longer than 11 characters is
 // counted apart), and every byte is a BPE token, so a token is allowed only where that many BPE
 // tokens - and <eos> - still fit after it (docs/bpe.md). min_completion() says how many that is;
-// the shortest budget a mask takes is the count at the start, 575 (its constructor refuses less).
+// the shortest budget a mask takes is the count at the start, 603 (its constructor refuses less).
 #pragma once
 
 #include <cstdint>
