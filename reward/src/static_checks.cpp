@@ -284,6 +284,7 @@ class Checker {
         return at(Reason::stream_api, t.text + " is a CUDA runtime call: not allowed in a kernel",
                   t);
       }
+      // forbidden_name() below is these two lookups, for the grammar mask over BPE tokens.
       if (t.text == "__managed__") {
         return at(Reason::global_state, "__managed__ variables outlive a launch", t);
       }
@@ -592,6 +593,30 @@ class Checker {
 };
 
 }  // namespace
+
+std::optional<StaticCheckReason> forbidden_name(std::string_view identifier) {
+  if (const Forbidden* f = find_forbidden(identifier)) return f->reason;
+  if (is_runtime_call(identifier)) return Reason::stream_api;
+  return std::nullopt;
+}
+
+bool forbidden_family(std::string_view prefix) {
+  if (is_runtime_call(prefix)) return true;
+  return std::any_of(std::begin(kForbidden), std::end(kForbidden), [&](const Forbidden& f) {
+    return f.prefix && prefix.substr(0, f.name.size()) == f.name;
+  });
+}
+
+bool forbidden_below(std::string_view prefix) {
+  // `cuda` followed by an upper-case letter: every prefix of "cuda", and what already is one.
+  if (std::string_view("cuda").substr(0, prefix.size()) == prefix || is_runtime_call(prefix)) {
+    return true;
+  }
+  return std::any_of(std::begin(kForbidden), std::end(kForbidden), [&](const Forbidden& f) {
+    return f.name.substr(0, prefix.size()) == prefix ||
+           (f.prefix && prefix.substr(0, f.name.size()) == f.name);
+  });
+}
 
 std::string_view to_string(StaticCheckReason reason) {
   const auto i = static_cast<std::size_t>(reason);

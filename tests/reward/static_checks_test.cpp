@@ -183,6 +183,66 @@ TEST_CASE("static_check device_malloc and device_io", "[reward][static_checks]")
   expect_refused(program("", "  assert(row < M);"), StaticCheckReason::device_io, 10);
 }
 
+TEST_CASE("forbidden_name() is the checks' verdict on a name, and its prefix queries",
+          "[reward][static_checks]") {
+  // The verdict agrees with check_program() on a local of that name.
+  for (const std::string name : {"malloc",
+                                 "free",
+                                 "new",
+                                 "printf",
+                                 "assert",
+                                 "clock",
+                                 "asm",
+                                 "cudaMalloc",
+                                 "cudaMallocX",
+                                 "cudaGetLastError",
+                                 "cudaX",
+                                 "__cudaX",
+                                 "__cuda",
+                                 "cudaGraphX",
+                                 "__nvvm_read_ptx_sreg_x",
+                                 "cuda",
+                                 "cudax",
+                                 "cuda_x",
+                                 "cuda0",
+                                 "mallocs",
+                                 "malloc_",
+                                 "freeze",
+                                 "printfs",
+                                 "__cud",
+                                 "news",
+                                 "clocks",
+                                 "__nvvm_read_ptx_sreg"}) {
+    INFO(name);
+    const auto r = refusal(program("", "  int " + name + " = 0;"));
+    const auto verdict = forbidden_name(name);
+    CHECK(verdict.has_value() == r.has_value());
+    if (verdict && r) CHECK(*verdict == r->reason);
+  }
+  CHECK(forbidden_name("cudaStreamCreate") == StaticCheckReason::stream_api);
+  CHECK(forbidden_name("malloc") == StaticCheckReason::device_malloc);
+  CHECK(forbidden_name("printf") == StaticCheckReason::device_io);
+  // Families: every extension is forbidden.
+  CHECK(forbidden_family("cudaM"));
+  CHECK(forbidden_family("cudaGraph"));
+  CHECK(forbidden_family("__cuda"));
+  CHECK(forbidden_family("__nvvm_read_ptx_sreg_"));
+  CHECK_FALSE(forbidden_family("cuda"));
+  CHECK_FALSE(forbidden_family("cuda_"));
+  CHECK_FALSE(forbidden_family("malloc"));  // malloc_ is a name
+  CHECK_FALSE(forbidden_family("__cud"));
+  // Below: some extension is forbidden.
+  for (const char* prefix : {"c", "cu", "cud", "cuda", "cudaM", "m", "mal", "malloc", "pri", "n",
+                             "__", "__cud", "_", "a", "v"}) {
+    INFO(prefix);
+    CHECK(forbidden_below(prefix));
+  }
+  for (const char* prefix : {"vo", "cuda_", "cudax", "mallocs", "x", "row", "__v", "freez"}) {
+    INFO(prefix);
+    CHECK_FALSE(forbidden_below(prefix));
+  }
+}
+
 TEST_CASE("static_check global_state: memory that outlives a launch", "[reward][static_checks]") {
   // The caching hack: keep y from the first run and copy it on later timed runs.
   expect_refused(program("__device__ value_t cache[1 << 20];\n__device__ int calls = 0;"),

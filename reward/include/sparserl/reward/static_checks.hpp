@@ -68,6 +68,19 @@ std::string_view describe(StaticCheckReason reason);
 // resource_limit, everything else -> static_check.
 ErrorKind error_kind(StaticCheckReason reason);
 
+// The names the static checks refuse wherever they stand as an identifier (the forbidden-constructs
+// table: `malloc`, `printf`, `clock`, ..., the families `cudaGraph*`, `__cuda*`, ..., and any
+// `cudaX...` with X upper case, a runtime call): the reason, or nullopt for a name they let through
+// (context-dependent refusals - `__managed__`, `__device__` variables, macro bodies - are not
+// included). The grammar mask over BPE tokens refuses such names as new names with this.
+std::optional<StaticCheckReason> forbidden_name(std::string_view identifier);
+// Every identifier that starts with `prefix` (itself included) is a forbidden name: it lies in a
+// family (`cudaM`, `__cudaX`).
+bool forbidden_family(std::string_view prefix);
+// Some identifier that starts with `prefix` (itself included) is a forbidden name (`mal` of
+// `malloc`, `cu` of any `cudaX...`).
+bool forbidden_below(std::string_view prefix);
+
 // Device limits and the evaluator's resource limits. Defaults: an sm_90 device and the method's
 // 48 KiB shared-memory limit.
 struct ProgramLimits {
