@@ -204,8 +204,9 @@ int needed_committed(const Context& c, const Lex& lex, const State& closed);
 
 // A word or a name already, where `role` reads identifiers (so no new name's spelling).
 bool name_taken(const Context& c, const Lex& lex, Role role, std::string_view name);
-// The shortest extension of an identifier's prefix that is no word and no name yet (a new name's
-// spelling where `role` reads it), or nullopt past kMaxIdent.
+// The shortest extension of an identifier's prefix that is no word, no name yet and no name the
+// static checks forbid (reward::forbidden_name: a new name's spelling where `role` reads it), or
+// nullopt past kMaxIdent or where every extension is forbidden (`cudaM`).
 std::optional<std::string> fresh_name(const Context& c, const Lex& lex, Role role,
                                       std::string_view prefix);
 // The cost (as needed() counts it) of ending the pending punctuator now; INT_MAX where the grammar

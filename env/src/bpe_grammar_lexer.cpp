@@ -9,13 +9,15 @@
 // literal, a backslash only to splice a preprocessor line after a blank, `#` only first on a line.
 // Identifiers are read as encode() reads them: after `.` / `->` a member first, then a keyword, a
 // prelude constant, a builtin, else a local - a name seen before, or the next new local where the
-// syntax mask allows one; a launch line's kernel name is always a local (never a vocabulary word,
+// syntax mask allows one and the static checks would not refuse the name (`malloc`, `cudaX...`:
+// reward::forbidden_name); a launch line's kernel name is always a local (never a vocabulary word,
 // which code would read as that word); `#define NAME(` with the parenthesis glued is <macro(>.
 #include <algorithm>
 #include <limits>
 
 #include "bpe_grammar_internal.hpp"
 #include "sparserl/reward/program.hpp"
+#include "sparserl/reward/static_checks.hpp"
 
 namespace sparserl::env::bpe_grammar {
 
@@ -94,6 +96,7 @@ TokenId read_identifier(const Context& c, const Lex& x, const State& s, char aft
   is_new = false;
   const auto local_or_new = [&]() -> TokenId {
     if (auto local = known_local(c, x, text)) return g.vocabulary->local(*local);
+    if (reward::forbidden_name(text)) return -1;  // the static checks would refuse it
     is_new = true;
     return next_local(c, x, s).value_or(-1);
   };
@@ -501,10 +504,12 @@ bool name_taken(const Context& c, const Lex& x, Role role, std::string_view name
 
 std::optional<std::string> fresh_name(const Context& c, const Lex& x, Role role,
                                       std::string_view prefix) {
+  if (reward::forbidden_family(prefix)) return std::nullopt;
   std::string name(prefix);
-  while (name_taken(c, x, role, name)) {
+  while (name_taken(c, x, role, name) || reward::forbidden_name(name)) {
     if (name.size() >= static_cast<std::size_t>(kMaxIdent)) return std::nullopt;
-    name += '_';
+    // No family ends in a digit: `0` where `_` would enter one (`__nvvm_read_ptx_sreg_`).
+    name += reward::forbidden_family(name + '_') ? '0' : '_';
   }
   return name;
 }

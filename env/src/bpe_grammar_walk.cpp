@@ -13,12 +13,15 @@
 // names may; the words and names that start with the identifier's characters so far are a span of
 // their sorted lists, narrowed by one character per level. Where a new name may stand and no word
 // or name starts with the characters so far, every identifier below is a new name of the same
-// cost: the subtree's tokens are taken in one segment if all its bytes continue the identifier.
+// cost: the subtree's tokens are taken in one segment if all its bytes continue the identifier and
+// no name the static checks forbid starts with the characters so far (reward::forbidden_below:
+// not under `mal` of `malloc` or `cu` of `cudaX...`).
 #include <algorithm>
 #include <deque>
 #include <limits>
 
 #include "bpe_grammar_internal.hpp"
+#include "sparserl/reward/static_checks.hpp"
 
 namespace sparserl::env::bpe_grammar {
 
@@ -255,7 +258,7 @@ class Walker {
     if (m.new_state == 2) {
       const bool taken = (!at.words.empty() && m.words->text(at.words.lo).size() == n) ||
                          (!at.names.empty() && names_.sorted.text(at.names.lo).size() == n) ||
-                         new_name_starting(x, text, true);
+                         new_name_starting(x, text, true) || reward::forbidden_name(text);
       // A new kernel's name longer than the budget's allowance counts apart.
       const auto cost = [&](std::size_t length) {
         const int excess =
@@ -339,8 +342,9 @@ class Walker {
       }
       if (here.memo != nullptr) {
         const IdentMemo& m = *here.memo;
+        const std::string_view text(buffer_.data() + x.ident_start, x.ident_len);
         if (m.new_state == 2 && here.words.empty() && here.names.empty() && child.word_only &&
-            !new_name_starting(x, {buffer_.data() + x.ident_start, x.ident_len}, false) &&
+            !new_name_starting(x, text, false) && !reward::forbidden_below(text) &&
             x.ident_len + child.subtree_depth - (depth + 1) <=
                 static_cast<std::size_t>(m.role == Role::launch_name ? kBytesPerToken - 3
                                                                      : kMaxIdent)) {

@@ -334,3 +334,120 @@ TEST_CASE("the BPE grammar mask's budget and its refusals at construction", "[en
   no_eos->set_special_ids({});
   CHECK_THROWS_WITH(make_mask(4000, no_eos), has_substring("needs an eos id"));
 }
+
+namespace {
+
+// The corpus programs' tokenizer, with names the static checks forbid (and allowed names that
+// share their prefixes) learnt as whole tokens, each both after a blank and alone.
+std::shared_ptr<const BpeTokenizer> names_tokenizer() {
+  static const auto t = [] {
+    BpeTrainerOptions options;
+    options.vocab_size = 1400;
+    BpeTrainer trainer(options);
+    for (const auto& p : corpus()) trainer.add_text(bpe_program_text(p.text));
+    std::string names;
+    for (const char* name :
+         {"cudaMalloc", "cudaMemcpy", "cudaStreamCreate", "cudaX",    "cuda_x",  "cudax", "cuda",
+          "__cuda",     "__cudaPush", "malloc",           "malloc_",  "mallocs", "free",  "freeze",
+          "printf",     "printfs",    "assert",           "asserted", "new",     "news",  "clock",
+          "clocks"}) {
+      for (int i = 0; i < 40; ++i) names += std::string(" ") + name + "\n" + name + "\n";
+    }
+    trainer.add_text(names);
+    return std::make_shared<const BpeTokenizer>(BpeTokenizer::parse(trainer.train(), "names"));
+  }();
+  return t;
+}
+
+// The mask of names_tokenizer() after `prefix` (read byte by byte).
+BpeGrammarMask names_mask_after(const std::string& prefix) {
+  const auto tokenizer = names_tokenizer();
+  BpeGrammarOptions options;
+  options.max_tokens = 4000;
+  BpeGrammarMask mask(tokenizer, options);
+  for (char c : prefix) {
+    const TokenId id = *tokenizer->byte_token(static_cast<unsigned char>(c));
+    REQUIRE(mask.allows(id));
+    mask.advance(id);
+  }
+  return mask;
+}
+
+// Does that mask allow the token spelled `bytes` (which the tokenizer must have)?
+bool names_allows(const std::string& prefix, const std::string& bytes) {
+  const std::vector<TokenId> ids = names_tokenizer()->encode(bytes);
+  INFO("'" << bytes << "' is " << ids.size() << " tokens");
+  REQUIRE(ids.size() == 1);
+  return names_mask_after(prefix).allows(ids[0]);
+}
+
+}  // namespace
+
+TEST_CASE("the BPE grammar mask refuses new names the static checks forbid where they complete",
+          "[env][bpe][mask]") {
+  const std::string decl = kHead + "  int";
+  const std::string decl_blank = decl + " ";
+  const std::string launch = "//@format csr\n//@launch ";
+  // A token that completes a forbidden name, or enters a forbidden family, is refused there.
+  CHECK_FALSE(takes_after(decl_blank, "cudaM"));  // cudaX...: a runtime call (stream_api)
+  CHECK_FALSE(takes_after(decl_blank, "__cuda"));
+  CHECK_FALSE(takes_after(decl_blank, "malloc;"));  // the exact name ends at `;`
+  CHECK_FALSE(takes_after(decl_blank, "malloc "));
+  CHECK_FALSE(takes_after(decl_blank, "free="));
+  CHECK_FALSE(takes_after(decl_blank, "printf;"));
+  CHECK_FALSE(takes_after(decl_blank, "assert;"));
+  CHECK_FALSE(takes_after(decl_blank, "new;"));
+  CHECK_FALSE(takes_after(decl_blank, "clock;"));  // timer_read: every reason's names
+  CHECK_FALSE(takes_after(launch, "printf "));     // a kernel's name too
+  // Allowed names that share their prefixes stay allowed.
+  CHECK(takes_after(decl_blank, "cuda;"));
+  CHECK(takes_after(decl_blank, "cuda_x;"));
+  CHECK(takes_after(decl_blank, "cudax;"));
+  CHECK(takes_after(decl_blank, "cuda0;"));
+  CHECK(takes_after(decl_blank, "__cud;"));
+  CHECK(takes_after(decl_blank, "malloc_;"));
+  CHECK(takes_after(decl_blank, "mallocs;"));
+  CHECK(takes_after(decl_blank, "freeze;"));
+  CHECK(takes_after(decl_blank, "printfs;"));
+  CHECK(takes_after(decl_blank, "asserted;"));
+  CHECK(takes_after(decl_blank, "news;"));
+  CHECK(takes_after(launch, "printfs "));
+  // Whole tokens: one that enters a family is refused at once; an exact forbidden name pending at
+  // the token's end is allowed (it may still grow), refused by what ends it.
+  CHECK_FALSE(names_allows(decl, " cudaMalloc"));
+  CHECK_FALSE(names_allows(decl_blank, "cudaMemcpy"));
+  CHECK_FALSE(names_allows(decl_blank, "cudaStreamCreate"));
+  CHECK_FALSE(names_allows(decl_blank, "cudaX"));
+  CHECK_FALSE(names_allows(decl_blank + "__", "cudaPush"));  // `__cuda...`
+  CHECK_FALSE(names_allows(decl_blank + "__", "cuda"));
+  CHECK(names_allows(decl_blank + "_", "cuda"));
+  CHECK(names_allows(decl, " cuda"));
+  CHECK(names_allows(decl_blank + "cuda", "_x"));
+  CHECK(names_allows(decl_blank, "cudax"));
+  CHECK(names_allows(decl, " malloc"));
+  CHECK(names_allows(decl_blank, "malloc"));
+  CHECK(names_allows(decl_blank, "printf"));
+  CHECK(names_allows(decl, " freeze"));
+  CHECK_FALSE(names_allows(decl_blank + "malloc", ";"));
+  CHECK_FALSE(names_allows(decl_blank + "printf", " "));
+  CHECK(names_allows(decl_blank + "printf", "s"));
+  CHECK(names_allows(decl_blank + "mallo", "c"));
+  // fill() agrees with allows() on every token where such names start, are pending and end.
+  std::vector<std::uint8_t> m;
+  int mismatches = 0;
+  for (const std::string& at : {decl, decl_blank, decl_blank + "c", decl_blank + "cu",
+                                decl_blank + "cuda", decl_blank + "mal", decl_blank + "malloc",
+                                decl_blank + "__", decl_blank + "free", launch, launch + "pr"}) {
+    BpeGrammarMask mask = names_mask_after(at);
+    m.resize(mask.size());
+    mask.fill(m);
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      if ((m[i] != 0) != mask.allows(static_cast<TokenId>(i)) && ++mismatches <= 3) {
+        UNSCOPED_INFO("after '" << at << "': token '"
+                                << names_tokenizer()->token_bytes(static_cast<TokenId>(i))
+                                << "' fill " << int{m[i]});
+      }
+    }
+  }
+  CHECK(mismatches == 0);
+}
