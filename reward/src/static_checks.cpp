@@ -200,8 +200,15 @@ bool is_runtime_call(std::string_view id) {
   return id.size() > 4 && id.substr(0, 4) == "cuda" && id[4] >= 'A' && id[4] <= 'Z';
 }
 
+// Every entry's name is non-empty, so a first character that differs rules it out before any
+// longer comparison (the lookups run for every identifier the checks and the BPE mask read).
+bool same_start(std::string_view a, std::string_view b) {
+  return !a.empty() && !b.empty() && a.front() == b.front();
+}
+
 const Forbidden* find_forbidden(std::string_view id) {
   for (const Forbidden& f : kForbidden) {
+    if (!same_start(id, f.name)) continue;
     if (f.prefix ? id.substr(0, f.name.size()) == f.name : id == f.name) return &f;
   }
   return nullptr;
@@ -603,7 +610,7 @@ std::optional<StaticCheckReason> forbidden_name(std::string_view identifier) {
 bool forbidden_family(std::string_view prefix) {
   if (is_runtime_call(prefix)) return true;
   return std::any_of(std::begin(kForbidden), std::end(kForbidden), [&](const Forbidden& f) {
-    return f.prefix && prefix.substr(0, f.name.size()) == f.name;
+    return f.prefix && same_start(prefix, f.name) && prefix.substr(0, f.name.size()) == f.name;
   });
 }
 
@@ -613,6 +620,7 @@ bool forbidden_below(std::string_view prefix) {
     return true;
   }
   return std::any_of(std::begin(kForbidden), std::end(kForbidden), [&](const Forbidden& f) {
+    if (!same_start(prefix, f.name)) return false;
     return f.name.substr(0, prefix.size()) == prefix ||
            (f.prefix && prefix.substr(0, f.name.size()) == f.name);
   });
