@@ -51,6 +51,13 @@ inline AgentConfig tiny_config(env::MaskMode mask = env::MaskMode::none, int max
   return c;
 }
 
+// tiny_config on the first CUDA device (the GPU tests).
+inline AgentConfig cuda_config(env::MaskMode mask = env::MaskMode::none, int max_tokens = 400) {
+  AgentConfig c = tiny_config(mask, max_tokens);
+  c.device = "cuda";
+  return c;
+}
+
 // K = 8, D = 16 observation of `count` made-up nonzeros, different for each seed.
 inline std::shared_ptr<const env::MatrixObservation> synthetic_observation(std::uint64_t seed,
                                                                            int count = 8, int k = 8,

@@ -28,12 +28,6 @@ void require_graphs() {
     sparserl::testing::skip("this LibTorch was built without CUDA graphs");
 }
 
-AgentConfig cuda_config(env::MaskMode mask, int max_tokens) {
-  AgentConfig c = tiny_config(mask, max_tokens);
-  c.device = "cuda";
-  return c;
-}
-
 constexpr int kSteps = 250;
 
 }  // namespace
@@ -44,14 +38,8 @@ TEST_CASE("decode steps replayed from CUDA graphs give the uncaptured steps' log
   SECTION("the small transformer") {
     PolicyAgent agent(cuda_config(env::MaskMode::none, 400), vocabulary());
     Learner& l = agent.learner();
-    std::vector<std::shared_ptr<const env::MatrixObservation>> kept;
-    std::vector<const env::MatrixObservation*> matrices;
-    for (int r = 0; r < 4; ++r) {
-      kept.push_back(synthetic_observation(static_cast<std::uint64_t>(r), 3 + r));
-      matrices.push_back(kept.back().get());
-    }
-    const DecodeComparison c = compare_decode_paths(*l.policy, l.prefix_batch(matrices),
-                                                    l.policy->output_size(), kSteps, true);
+    const DecodeComparison c =
+        compare_decode_paths(*l.policy, small_prefix(l, 4), l.policy->output_size(), kSteps, true);
     CHECK(c.max_difference <= 1e-4 * std::max(1.0, c.scale));
     CHECK(c.same_lengths);
     CHECK(c.lengths_in_place);
@@ -62,20 +50,9 @@ TEST_CASE("decode steps replayed from CUDA graphs give the uncaptured steps' log
         std::pair{HfFamily::qwen2, torch::kBFloat16}}) {
     DYNAMIC_SECTION("an HF decoder, family " << static_cast<int>(family) << ", dtype "
                                              << c10::toString(dtype)) {
-      const auto dir = sparserl::testing::scratch_dir("decode_graphs_hf");
-      TinyModel m = tiny_model(family);
-      write_model(m, dir, TensorDtype::f32);
-      CausalLmOptions o;
-      o.device = torch::Device(torch::kCUDA);
-      o.dtype = dtype;
-      o.nnz_samples = 4, o.embedding_dim = 8, o.feature_dim = 5;
-      CausalLmPolicy policy = load_causal_lm(dir, o, 1);
+      CausalLmPolicy policy = tiny_hf_decoder("decode_graphs_hf", family, torch::kCUDA, dtype);
       policy->begin_inference();  // as generate() decodes
-      torch::manual_seed(3);
-      const PrefixBatch prefix =
-          PrefixBatch{torch::randn({3, 4, 8}), torch::ones({3, 4}, torch::kBool),
-                      torch::rand({3, 5}), torch::ones({3}, torch::kBool)}
-              .to(torch::kCUDA);
+      const PrefixBatch prefix = hf_prefix(torch::kCUDA);
       const DecodeComparison c =
           compare_decode_paths(*policy, prefix, policy->output_size(), kSteps, true);
       policy->end_inference();

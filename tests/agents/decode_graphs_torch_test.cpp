@@ -20,16 +20,6 @@ using namespace sparserl;
 using namespace sparserl::agents;
 using namespace sparserl::agents::testing;
 
-PrefixBatch small_prefix(Learner& l, int rows) {
-  static std::vector<std::shared_ptr<const env::MatrixObservation>> kept;
-  std::vector<const env::MatrixObservation*> matrices;
-  for (int r = 0; r < rows; ++r) {
-    kept.push_back(synthetic_observation(static_cast<std::uint64_t>(r), 3 + r));
-    matrices.push_back(kept.back().get());
-  }
-  return l.prefix_batch(matrices);
-}
-
 }  // namespace
 
 TEST_CASE("a decode step over a fixed span gives the logits of the read-back span",
@@ -46,17 +36,10 @@ TEST_CASE("a decode step over a fixed span gives the logits of the read-back spa
   }
   for (const HfFamily family : {HfFamily::qwen2, HfFamily::llama}) {
     DYNAMIC_SECTION("an HF decoder, family " << static_cast<int>(family)) {
-      const auto dir = sparserl::testing::scratch_dir("decode_fixed_span");
-      TinyModel m = tiny_model(family);
-      write_model(m, dir, TensorDtype::f32);
-      CausalLmOptions o;
-      o.nnz_samples = 4, o.embedding_dim = 8, o.feature_dim = 5;
-      CausalLmPolicy policy = load_causal_lm(dir, o, 1);
-      torch::manual_seed(3);
-      const PrefixBatch prefix{torch::randn({3, 4, 8}), torch::ones({3, 4}, torch::kBool),
-                               torch::rand({3, 5}), torch::ones({3}, torch::kBool)};
+      CausalLmPolicy policy =
+          tiny_hf_decoder("decode_fixed_span", family, torch::kCPU, torch::kFloat);
       const DecodeComparison c =
-          compare_decode_paths(*policy, prefix, policy->output_size(), 30, false);
+          compare_decode_paths(*policy, hf_prefix(torch::kCPU), policy->output_size(), 30, false);
       CHECK(c.max_difference <= 1e-5 * std::max(1.0, c.scale));
       CHECK(c.same_lengths);
       CHECK(c.lengths_in_place);
@@ -69,7 +52,7 @@ TEST_CASE("CUDA graphs of the decode step are not taken on the CPU", "[agents][d
   PolicyAgent agent(tiny_config(env::MaskMode::syntax, 64), vocabulary());
   Learner& l = agent.learner();
   KvCache cache = l.policy->empty_cache(2, 8, torch::Device(torch::kCPU));
-  CHECK_THROWS_AS(DecodeGraphs(*l.policy, cache), std::logic_error);
+  CHECK_THROWS_AS(DecodeGraphs(*l.policy, cache, 8), std::logic_error);
   SamplingConfig sampling;
   REQUIRE(sampling.decode_graphs);  // the default
   const std::vector<std::shared_ptr<const env::MatrixObservation>> prompts = {

@@ -3,7 +3,9 @@
 // caches made by the same prefill - the first as generation always did (each step attends
 // max(lengths) + 1 slots, read back), the second with a fixed span (KvCache::fixed_span, the
 // capacity) or through DecodeGraphs (CUDA graphs, one per span bucket) - with rows dropping out on
-// the way (row r stops after steps - 5r steps), and reports how far their logits came apart.
+// the way (row r stops after steps - 5r steps), and reports how far their logits came apart. Also
+// the inputs both tests decode from: the small transformer's prefix of made-up observations, and
+// a tiny HF decoder (hf_test_models.hpp) with its soft prompt.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,10 +14,45 @@
 #include <cstdint>
 #include <memory>
 
+#include "agents_torch_test_support.hpp"
+#include "hf_test_models.hpp"
+#include "sparserl/agents/torch/causal_lm.hpp"
 #include "sparserl/agents/torch/decode_graphs.hpp"
+#include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/agents/torch/policy_network.hpp"
 
 namespace sparserl::agents::testing {
+
+// The small transformer's prefix of `rows` made-up observations (each with a different count).
+inline PrefixBatch small_prefix(const Learner& l, int rows) {
+  std::vector<std::shared_ptr<const env::MatrixObservation>> kept;
+  std::vector<const env::MatrixObservation*> matrices;
+  for (int r = 0; r < rows; ++r) {
+    kept.push_back(synthetic_observation(static_cast<std::uint64_t>(r), 3 + r));
+    matrices.push_back(kept.back().get());
+  }
+  return l.prefix_batch(matrices);
+}
+
+// A tiny decoder of `family` (written to a fresh folder `name`, loaded with seed 1) on `device`
+// in `dtype`, reading a soft prompt of K 4, D 8, F 5; and such a prompt of 3 rows.
+inline CausalLmPolicy tiny_hf_decoder(const std::string& name, HfFamily family,
+                                      torch::Device device, torch::ScalarType dtype) {
+  const auto dir = sparserl::testing::scratch_dir(name);
+  TinyModel m = tiny_model(family);
+  write_model(m, dir, TensorDtype::f32);
+  CausalLmOptions o;
+  o.device = device;
+  o.dtype = dtype;
+  o.nnz_samples = 4, o.embedding_dim = 8, o.feature_dim = 5;
+  return load_causal_lm(dir, o, 1);
+}
+inline PrefixBatch hf_prefix(torch::Device device) {
+  torch::manual_seed(3);
+  return PrefixBatch{torch::randn({3, 4, 8}), torch::ones({3, 4}, torch::kBool),
+                     torch::rand({3, 5}), torch::ones({3}, torch::kBool)}
+      .to(device);
+}
 
 struct DecodeComparison {
   double max_difference = 0;      // the largest |logit a - logit b| over every step

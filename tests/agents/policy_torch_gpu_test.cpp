@@ -22,12 +22,6 @@ void require_cuda() {
   if (!torch::cuda::is_available()) sparserl::testing::skip("LibTorch sees no CUDA device");
 }
 
-AgentConfig cuda_config(env::MaskMode mask = env::MaskMode::none, int max_tokens = 400) {
-  AgentConfig c = tiny_config(mask, max_tokens);
-  c.device = "cuda";
-  return c;
-}
-
 }  // namespace
 
 TEST_CASE("the same weights give the same logits on the CPU and on CUDA", "[agents][gpu]") {
@@ -116,7 +110,8 @@ TEST_CASE("on CUDA SFT steps lower the loss", "[agents][gpu]") {
   std::vector<SftExample> batch;
   std::size_t longest = 0;
   for (std::size_t i = 0; i < 3; ++i) {
-    std::vector<env::TokenId> tokens = agents::testing::tokenizer()->encode(programs[i].text).tokens;
+    std::vector<env::TokenId> tokens =
+        agents::testing::tokenizer()->encode(programs[i].text).tokens;
     tokens.resize(std::min<std::size_t>(tokens.size() - 1, 80));
     tokens.push_back(vocabulary()->eos());
     longest = std::max(longest, tokens.size());

@@ -84,7 +84,11 @@ DecodeGraphs::DecodeGraphs(PolicyNetworkImpl& network, KvCache& cache, std::int6
                                            ? ""
                                            : " (this build's LibTorch has no CUDA)"));
   }
-  impl_->max_span = max_span > 0 ? std::min(max_span, cache.capacity()) : cache.capacity();
+  if (max_span < 1 || max_span > cache.capacity()) {
+    throw std::logic_error("DecodeGraphs: a span of " + std::to_string(max_span) + " slots in a " +
+                           std::to_string(cache.capacity()) + "-slot cache");
+  }
+  impl_->max_span = max_span;
   const auto options = torch::TensorOptions().device(cache.key_valid.device());
   impl_->tokens = torch::zeros({cache.batch()}, options.dtype(torch::kLong));
   impl_->active = torch::zeros({cache.batch()}, options.dtype(torch::kBool));

@@ -42,9 +42,10 @@ class DecodeGraphs {
 
   // `cache` must already hold every slot the generation will write (KvCache::reserve): its
   // tensors are not to be reallocated while this object lives. `max_span`: the most slots a step
-  // will attend (the longest row's length after the last step; a bucket's span is cut there, as
-  // the reserve may have doubled the capacity past what a network can attend); 0: the capacity.
-  DecodeGraphs(PolicyNetworkImpl& network, KvCache& cache, std::int64_t max_span = 0);
+  // will attend (the longest row's length after the last step, at most the capacity; a bucket's
+  // span is cut there, as the reserve may have doubled the capacity past what a network can
+  // attend).
+  DecodeGraphs(PolicyNetworkImpl& network, KvCache& cache, std::int64_t max_span);
   ~DecodeGraphs();
   DecodeGraphs(const DecodeGraphs&) = delete;
   DecodeGraphs& operator=(const DecodeGraphs&) = delete;
