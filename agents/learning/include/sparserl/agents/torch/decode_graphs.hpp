@@ -1,8 +1,8 @@
 // Decode steps replayed from CUDA graphs (LibTorch; include only inside agents/ and its torch
 // tests). A decode step of either network is a few hundred small kernels for one token a row; on a
 // GPU the host spends longer issuing them one by one than the device spends running them (an H100,
-// the 42M decoder at batch 64: about 8 ms of issuing against well under 1 ms of kernels a step,
-// docs/agents.md). A CUDA graph records a step's kernels once and launches them all with one call.
+// the 42M decoder at batch 64: about 8 ms of issuing a step, against about 1.7 ms of its kernels
+// when replayed; docs/agents.md). A CUDA graph records a step's kernels once and launches them all with one call.
 //
 // What a replay needs, and how generate() provides it: the same shapes and the same memory at
 // every replay. The key-value cache is reserved once for the whole generation (no growth), the
