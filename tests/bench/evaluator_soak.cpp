@@ -3,23 +3,26 @@
 // the adversarial ones (tests/reward/adversarial_programs.hpp: out-of-bounds reads and writes, a hang, a
 // trap, stale and cached output, input writes, skipped rows, unlaunched and device-launched
 // decoys) on small shared matrices and (one in 20) on generated ones of 10M+ nonzeros, f32 and f64,
-// in windows of 8 submitted together, every evaluation with a
+// up to 16 evaluations in flight (a sliding window: the oldest is answered before the next goes in,
+// so a hang or a large matrix holds up one worker, not a whole window), every evaluation with a
 // fresh seed (no result cache). It checks every verdict against the program's expected one and
 // measures, instead of assuming, what is left behind: the processes, file descriptors and GPU
 // memory before the evaluator starts and after it is gone, and the workers' descriptors while it
 // runs. Prints Markdown; exits 1 on a wrong verdict or a leak.
 //
-// --seconds S stops submitting after S seconds (the window in flight is answered) and reports what
+// --seconds S stops submitting after S seconds (those in flight are answered) and reports what
 // ran, the leak table included: a soak that fits a call's time limit still measures what is left
 // behind (its summary says how many of the N evaluations ran).
 //
 //   evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] [--seconds S]
+//                  [--in-flight F]
 #include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -79,7 +82,7 @@ struct Program {
 
 int main(int argc, char** argv) {
   fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
-  int evaluations = 10000, workers = 2, hang_every = 100;
+  int evaluations = 10000, workers = 2, hang_every = 100, in_flight = 16;
   double seconds_limit = 0;  // 0: none
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -88,9 +91,10 @@ int main(int argc, char** argv) {
     else if (a == "--workers" && i + 1 < argc) workers = std::stoi(argv[++i]);
     else if (a == "--hang-every" && i + 1 < argc) hang_every = std::stoi(argv[++i]);
     else if (a == "--seconds" && i + 1 < argc) seconds_limit = std::stod(argv[++i]);
+    else if (a == "--in-flight" && i + 1 < argc) in_flight = std::max(1, std::stoi(argv[++i]));
     else {
       std::cerr << "usage: evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] "
-                   "[--seconds S]\n";
+                   "[--seconds S] [--in-flight F]\n";
       return 2;
     }
   }
@@ -136,46 +140,44 @@ int main(int argc, char** argv) {
       std::cerr << "evaluator_soak: no GPU (" << ev.gpu_info().error << ")\n";
       return 1;
     }
-    std::printf("# Evaluator soak\n\ndevice: %s; %d evaluations, %d GPU workers, a hang every %d; default "
-                "protocol (3 inputs, 5 warm-ups, 50 timed repetitions, L2 flushed)\n\n",
-                ev.gpu_info().devices[0].name.c_str(), evaluations, workers, hang_every);
-    // Evaluations go in windows of 8 submitted together (as an RL group would), so that the GPU
-    // workers overlap; each window is answered before the next is submitted.
-    constexpr int kWindow = 8;
+    std::printf("# Evaluator soak\n\ndevice: %s; %d evaluations, %d GPU workers, %d in flight, a hang every %d; "
+                "default protocol (3 inputs, 5 warm-ups, 50 timed repetitions, L2 flushed)\n\n",
+                ev.gpu_info().devices[0].name.c_str(), evaluations, workers, in_flight, hang_every);
+    // Up to in_flight evaluations are submitted ahead, so that the GPU workers overlap; when the
+    // window is full the oldest is answered before the next goes in.
     struct Pending {
       int index;
       const Program* program;
       ds::Task task;
       std::future<rw::EvalResult> result;
     };
-    std::vector<Pending> window;
+    std::deque<Pending> window;
     std::size_t next = 0;
-    auto settle = [&] {
-      for (Pending& w : window) {
-        const rw::EvalResult r = w.result.get();
-        const Program& p = *w.program;
-        const bool right = r.error == p.expected ||
-                           // skipping every seventh row is invisible where those rows are empty
-                           (p.expected == rw::ErrorKind::wrong_answer && r.ok()) ||
-                           // a read 4 GiB past x faults only where nothing is mapped there; once
-                           // the worker holds large matrices it can land in one, and the output
-                           // is wrong instead (seen once in 1,100 evaluations on an H100)
-                           (p.file == "oob_read" && r.error == rw::ErrorKind::wrong_answer);
-        ++verdicts[p.file + " -> " + std::string(rw::to_string(r.error))];
-        if (!right && ++wrong <= 20) {
-          std::printf("- WRONG: evaluation %d, %s on %s (%s): %s: %s\n", w.index, p.file.c_str(),
-                      w.task.uri.c_str(), std::string(ds::to_string(w.task.dtype)).c_str(),
-                      std::string(rw::to_string(r.error)).c_str(), r.message.c_str());
-        }
+    auto settle_oldest = [&] {
+      Pending& w = window.front();
+      const rw::EvalResult r = w.result.get();
+      const Program& p = *w.program;
+      const bool right = r.error == p.expected ||
+                         // skipping every seventh row is invisible where those rows are empty
+                         (p.expected == rw::ErrorKind::wrong_answer && r.ok()) ||
+                         // a read 4 GiB past x faults only where nothing is mapped there; once
+                         // the worker holds large matrices it can land in one, and the output
+                         // is wrong instead (seen once in 1,100 evaluations on an H100)
+                         (p.file == "oob_read" && r.error == rw::ErrorKind::wrong_answer);
+      ++verdicts[p.file + " -> " + std::string(rw::to_string(r.error))];
+      if (!right && ++wrong <= 20) {
+        std::printf("- WRONG: evaluation %d, %s on %s (%s): %s: %s\n", w.index, p.file.c_str(),
+                    w.task.uri.c_str(), std::string(ds::to_string(w.task.dtype)).c_str(),
+                    std::string(rw::to_string(r.error)).c_str(), r.message.c_str());
       }
-      window.clear();
+      window.pop_front();
     };
     const auto elapsed = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
     for (int i = 0; i < evaluations; ++i) {
-      // --seconds: stop between windows, so that every evaluation submitted is answered
-      if (seconds_limit > 0 && window.empty() && elapsed() >= seconds_limit) break;
+      // --seconds: stop submitting; every evaluation submitted is answered below
+      if (seconds_limit > 0 && elapsed() >= seconds_limit) break;
       ran = i + 1;
       const bool hung = hang_every > 0 && i % hang_every == hang_every - 1;
       const Program& p = hung ? hang : programs[next++ % programs.size()];
@@ -191,7 +193,7 @@ int main(int argc, char** argv) {
       options.protocol->seed = static_cast<std::uint64_t>(i) + 1;
       hangs += hung ? 1 : 0;
       window.push_back({i, &p, task, ev.submit(task, p.text, options)});
-      if (static_cast<int>(window.size()) == kWindow || i + 1 == evaluations) settle();
+      if (static_cast<int>(window.size()) >= in_flight) settle_oldest();
       if ((i + 1) % 1000 == 0) {
         for (const std::string& pid : children()) max_worker_fds = std::max(max_worker_fds, descriptors(pid));
         if (i + 1 == 1000) {
@@ -203,6 +205,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%d evaluations, %d wrong, %.0f s\n", i + 1, wrong, elapsed());
       }
     }
+    while (!window.empty()) settle_oldest();
     memory_at_end = sparserl::reward::gpu_memory_used_mib();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
