@@ -270,7 +270,8 @@ void GpuSession::ReferenceCsr::upload(const datasets::SparseMatrix& a, DType dty
 }
 
 GpuSession::ReferenceCsr& GpuSession::reference_csr(const GpuRequest& request, const datasets::SparseMatrix& rounded) {
-  const std::string key = request.matrix_digest + "|" + std::string(datasets::to_string(request.task.dtype));
+  const std::string key = request.task.uri + "|" + request.matrix_digest + "|" +
+                          std::string(datasets::to_string(request.task.dtype));
   if (!reference_csr_ || reference_csr_->key != key) {
     reference_csr_.reset();  // its device memory first
     auto ref = std::make_unique<ReferenceCsr>();

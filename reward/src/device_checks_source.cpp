@@ -157,8 +157,9 @@ __device__ void judge(Tally& t, i64 row, i64 e, double got, double ref, double r
 }
 
 // One warp per row (grid-stride over rows), 256 threads a block; out[blockIdx.x] gets the block's
-// tally. k == 1: the lanes form 32 products at a time and every lane adds them in storage order;
-// k > 1: lane c sums column c (and c + 32, ...) over the row in storage order.
+// tally. The lanes load 32 entries of the row at a time; k == 1: they form the 32 products and every
+// lane adds them in storage order; k > 1: lane c sums column c (and c + 32, ...) over them in
+// storage order.
 template <typename T>
 __device__ void compare(const int* row_ptr, const int* col_idx, const T* val, const T* x, const T* y, i64 rows,
                         i64 cols, i64 nnz, int k, double scale0, double largest, Tally* out) {
@@ -191,6 +192,7 @@ __device__ void compare(const int* row_ptr, const int* col_idx, const T* val, co
         representable = __all_sync(0xffffffffu, ok) && representable;
         in_range = __all_sync(0xffffffffu, in_range);
         const int n = end - base < 32 ? (int)(end - base) : 32;
+#pragma unroll 8
         for (int j = 0; j < n; ++j) {
           const double q = __shfl_sync(0xffffffffu, prod, j);
           sum = __dadd_rn(sum, q);
@@ -206,15 +208,30 @@ __device__ void compare(const int* row_ptr, const int* col_idx, const T* val, co
         const int c = c0 + lane;
         double sum = 0, abs_sum = 0;
         bool representable = true, in_range = true;
-        for (i64 p = begin; p < end; ++p) {
-          const int col = col_idx[p];
-          const double v = (double)val[p];
-          if (!(fabs(v) <= largest)) representable = false;
-          if (col < 0 || col >= cols) { in_range = false; continue; }
-          if (c < k) {
-            const double prod = __dmul_rn(v, (double)x[(i64)col * k + c]);
-            sum = __dadd_rn(sum, prod);
-            abs_sum = __dadd_rn(abs_sum, fabs(prod));
+        for (i64 base = begin; base < end; base += 32) {
+          // The lanes load 32 entries at once; every lane then walks them in storage order.
+          const i64 p = base + lane;
+          int my_col = 0;
+          double my_v = 0;
+          bool ok = true, ok_col = true;
+          if (p < end) {
+            my_col = col_idx[p];
+            my_v = (double)val[p];
+            ok = fabs(my_v) <= largest;
+            ok_col = my_col >= 0 && my_col < cols;
+          }
+          representable = __all_sync(0xffffffffu, ok) && representable;
+          in_range = __all_sync(0xffffffffu, ok_col) && in_range;
+          const int n = end - base < 32 ? (int)(end - base) : 32;
+#pragma unroll 8
+          for (int j = 0; j < n; ++j) {
+            const int col = __shfl_sync(0xffffffffu, my_col, j);
+            const double v = __shfl_sync(0xffffffffu, my_v, j);
+            if (c < k && col >= 0 && col < cols) {
+              const double prod = __dmul_rn(v, (double)x[(i64)col * k + c]);
+              sum = __dadd_rn(sum, prod);
+              abs_sum = __dadd_rn(abs_sum, fabs(prod));
+            }
           }
         }
         if (c < k) {
