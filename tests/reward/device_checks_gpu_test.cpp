@@ -68,8 +68,10 @@ gpu::Digest host_tree_digest(std::vector<std::uint8_t> level) {
   }
 }
 
+// One byte written on the legacy stream, waited for: the checks run on a non-blocking stream.
 void poke(const void* at, std::uint8_t value) {
   REQUIRE(cudaMemcpy(const_cast<void*>(at), &value, 1, cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
 }
 
 template <typename T>
