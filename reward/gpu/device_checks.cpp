@@ -40,12 +40,20 @@ DeviceChecks::DeviceChecks(int device) {
   request.name = "sparserl_device_checks.cu";
   const CompileResult compiled = compile(request);
   if (!compiled.ok) throw std::runtime_error("compiling the device checks for " + request.arch + ": " + compiled.log);
-  check_cuda(cudaLibraryLoadData(&library_, compiled.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+  cubin_ = compiled.cubin;
+  load();
+}
+
+void DeviceChecks::load() {
+  if (library_ != nullptr) check_cuda(cudaLibraryUnload(library_), "unloading the device checks");
+  library_ = nullptr;
+  check_cuda(cudaLibraryLoadData(&library_, cubin_.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
              "loading the device checks");
   check_cuda(cudaLibraryGetKernel(&sha256_, library_, "sha256_chunks"), "sha256_chunks");
   check_cuda(cudaLibraryGetKernel(&guards_, library_, "guards_intact"), "guards_intact");
   check_cuda(cudaLibraryGetKernel(&compare_f32_, library_, "compare_f32"), "compare_f32");
   check_cuda(cudaLibraryGetKernel(&compare_f64_, library_, "compare_f64"), "compare_f64");
+  stale_ = false;
 }
 
 DeviceChecks::~DeviceChecks() {
@@ -94,6 +102,7 @@ void DeviceChecks::digest_async(const Region& region, std::uint8_t* out, cudaStr
 
 void DeviceChecks::inspect(std::span<const Region> regions, std::span<const Guards> guards, cudaStream_t stream,
                            std::vector<Digest>& digests, std::vector<bool>& intact) {
+  if (stale_) load();
   std::size_t scratch = 0;
   for (const Region& r : regions) scratch = std::max(scratch, scratch_for(r.bytes));
   if (scratch > scratch_bytes_) {
@@ -145,6 +154,7 @@ Digest DeviceChecks::digest(const Region& region, cudaStream_t stream) {
 
 OutputTally DeviceChecks::compare(const Csr& csr, const void* x, const void* y, DType dtype, int k, double factor,
                                   cudaStream_t stream) {
+  if (stale_) load();
   const std::size_t blocks =
       std::clamp<std::size_t>((static_cast<std::size_t>(csr.rows) + kThreads / 32 - 1) / (kThreads / 32), 1,
                               kMaxCompareBlocks);

@@ -10,7 +10,9 @@
 //     a CSR copy of the matrix whose digest the caller has just checked, returning the merged tally.
 // What a hostile kernel can reach is everything in the worker's device memory while it runs; what
 // decides a verdict here is either written after it ran (scratch, results, reference sums) or
-// checked against the host's digests after it ran (the inputs, the CSR copy).
+// checked against the host's digests after it ran (the inputs, the CSR copy). That includes the
+// check kernels' own code and constants: once a candidate's kernels have run (untrusted()), the next
+// check loads the module afresh from the host's cubin before it launches anything.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gpu/device_buffer.hpp"
@@ -65,16 +68,23 @@ class DeviceChecks {
   OutputTally compare(const Csr& csr, const void* x, const void* y, DType dtype, int k, double factor,
                       cudaStream_t stream);
 
+  // A candidate's kernels were launched: the module loaded now may have been written, and the next
+  // check loads a fresh one.
+  void untrusted() { stale_ = true; }
+
   // Kernels launched so far: CUPTI records them with the candidate's, and the session takes them
   // out of the count of the candidate's launches.
   [[nodiscard]] std::uint64_t launches() const { return launches_; }
 
  private:
+  void load();  // (re)loads the module from cubin_ and looks its kernels up
   void launch(cudaKernel_t kernel, unsigned grid, unsigned block, void** args, cudaStream_t stream);
   void digest_async(const Region& region, std::uint8_t* out, cudaStream_t stream);
   std::uint8_t* results(std::size_t bytes);  // device result area of at least `bytes`
 
+  std::string cubin_;
   cudaLibrary_t library_ = nullptr;
+  bool stale_ = false;
   cudaKernel_t sha256_ = nullptr, guards_ = nullptr, compare_f32_ = nullptr, compare_f64_ = nullptr;
   std::uint8_t* scratch_ = nullptr;  // chunk digests, two halves used in turn
   std::size_t scratch_bytes_ = 0;
