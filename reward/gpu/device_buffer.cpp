@@ -84,11 +84,4 @@ void GuardedBuffer::fill_nan(cudaStream_t stream) {
   check_cuda(cudaMemsetAsync(data_, 0xFF, bytes_, stream), ("NaN-fill " + name_).c_str());
 }
 
-void GuardedBuffer::download(std::span<std::uint8_t> host, cudaStream_t stream) const {
-  check_cuda(cudaMemcpyAsync(host.data(), data_, std::min(host.size(), bytes_), cudaMemcpyDeviceToHost,
-                             stream),
-             ("download " + name_).c_str());
-  check_cuda(cudaStreamSynchronize(stream), ("download " + name_).c_str());
-}
-
 }  // namespace sparserl::reward::gpu

@@ -60,8 +60,6 @@ class GuardedBuffer {
   void upload(std::span<const std::uint8_t> host, cudaStream_t stream);
   // Fills the array (not the guards) with 0xFF bytes: NaN for floating point.
   void fill_nan(cudaStream_t stream);
-  // Reads the array back (synchronous on the stream).
-  void download(std::span<std::uint8_t> host, cudaStream_t stream) const;
 
   // The two guard zones, kGuardBytes each.
   [[nodiscard]] const void* guard_before() const { return base_; }
