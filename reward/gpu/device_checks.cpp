@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "gpu/cuda_errors.hpp"
 #include "sparserl/reward/compiler.hpp"
@@ -30,7 +31,7 @@ std::size_t align_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 
 }  // namespace
 
-DeviceChecks::DeviceChecks(int device) {
+std::string DeviceChecks::compile_kernels(int device) {
   cudaDeviceProp prop{};
   check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   CompileRequest request;
@@ -38,11 +39,12 @@ DeviceChecks::DeviceChecks(int device) {
   request.arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
   request.options = device_checks_options();
   request.name = "sparserl_device_checks.cu";
-  const CompileResult compiled = compile(request);
+  CompileResult compiled = compile(request);
   if (!compiled.ok) throw std::runtime_error("compiling the device checks for " + request.arch + ": " + compiled.log);
-  cubin_ = compiled.cubin;
-  load();
+  return std::move(compiled.cubin);
 }
+
+DeviceChecks::DeviceChecks(std::string cubin) : cubin_(std::move(cubin)) { load(); }
 
 void DeviceChecks::load() {
   if (library_ != nullptr) check_cuda(cudaLibraryUnload(library_), "unloading the device checks");

@@ -50,9 +50,11 @@ class DeviceChecks {
     std::int64_t rows, cols, nnz;
   };
 
-  // Compiles the kernels for `device`'s architecture and loads them; throws std::runtime_error with
-  // NVRTC's log, or CudaFailure.
-  explicit DeviceChecks(int device);
+  // The kernels compiled by NVRTC for `device`'s architecture (the cubin); std::runtime_error with
+  // NVRTC's log. Needs no CUDA context: the session runs it while it sets its device up.
+  static std::string compile_kernels(int device);
+  // Loads `cubin` (compile_kernels()'s); CudaFailure when it cannot.
+  explicit DeviceChecks(std::string cubin);
   ~DeviceChecks();
   DeviceChecks(const DeviceChecks&) = delete;
   DeviceChecks& operator=(const DeviceChecks&) = delete;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <limits>
 #include <numeric>
 #include <sstream>
@@ -141,6 +142,10 @@ struct GpuSession::Baseline {
 };
 
 GpuSession::GpuSession(int device) : device_(device) {
+  // NVRTC compiles the device checks while the context, CUPTI and the buffers are set up (a fresh
+  // worker's first request pays for both; the future waits for the compile if anything throws).
+  std::future<std::string> checks_cubin =
+      std::async(std::launch::async, [device] { return DeviceChecks::compile_kernels(device); });
   check_cuda(cudaSetDevice(device_), "cudaSetDevice");
   cudaDeviceProp prop{};
   check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
@@ -151,7 +156,6 @@ GpuSession::GpuSession(int device) : device_(device) {
   flush_bytes_ = std::max<std::size_t>(2 * l2_bytes_, std::size_t{8} << 20);
   check_cuda(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc (L2 flush buffer)");
   activity_ = std::make_unique<KernelActivity>();
-  checks_ = std::make_unique<DeviceChecks>(device_);
   char bus[32] = {};
   std::string lane = "device" + std::to_string(device_);
   if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device_) == cudaSuccess) {
@@ -163,6 +167,7 @@ GpuSession::GpuSession(int device) : device_(device) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
+  checks_ = std::make_unique<DeviceChecks>(checks_cubin.get());
 }
 
 GpuSession::~GpuSession() {

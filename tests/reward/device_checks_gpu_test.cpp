@@ -35,7 +35,7 @@ gpu::DeviceChecks& checks() {
   if (!c) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) sparserl::testing::skip("no CUDA device");
-    c = std::make_unique<gpu::DeviceChecks>(0);
+    c = std::make_unique<gpu::DeviceChecks>(gpu::DeviceChecks::compile_kernels(0));
   }
   return *c;
 }
