@@ -139,6 +139,7 @@ class GpuSession {
   ResidentCache<Baseline> baselines_;
   std::unique_ptr<DeviceChecks> checks_;  // the input, guard and output checks, on the device
   std::unique_ptr<ReferenceCsr> reference_csr_;  // the last (matrix, dtype)'s
+  HostStaging input_staging_;  // page-locked: the random inputs are generated into it and uploaded
 };
 
 }  // namespace sparserl::reward::gpu
