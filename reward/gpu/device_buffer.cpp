@@ -57,7 +57,7 @@ GuardedBuffer& GuardedBuffer::operator=(GuardedBuffer&& other) noexcept {
     base_ = std::exchange(other.base_, nullptr);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
-    expected_ = std::move(other.expected_);
+    expected_digest_ = other.expected_digest_;
   }
   return *this;
 }
@@ -69,39 +69,19 @@ void GuardedBuffer::release() noexcept {
 }
 
 void GuardedBuffer::upload(std::span<const std::uint8_t> host, cudaStream_t stream) {
-  expected_.assign(host.begin(), host.begin() + static_cast<std::ptrdiff_t>(std::min(host.size(), bytes_)));
-  expected_.resize(bytes_, 0);
-  check_cuda(cudaMemcpyAsync(data_, expected_.data(), bytes_, cudaMemcpyHostToDevice, stream),
-             ("upload " + name_).c_str());
+  const std::size_t n = std::min(host.size(), bytes_);
+  if (n > 0) {
+    check_cuda(cudaMemcpyAsync(data_, host.data(), n, cudaMemcpyHostToDevice, stream), ("upload " + name_).c_str());
+  }
+  if (n < bytes_) {
+    check_cuda(cudaMemsetAsync(static_cast<std::uint8_t*>(data_) + n, 0, bytes_ - n, stream),
+               ("upload " + name_).c_str());
+  }
   check_cuda(cudaStreamSynchronize(stream), ("upload " + name_).c_str());
 }
 
 void GuardedBuffer::fill_nan(cudaStream_t stream) {
   check_cuda(cudaMemsetAsync(data_, 0xFF, bytes_, stream), ("NaN-fill " + name_).c_str());
-}
-
-void GuardedBuffer::download(std::span<std::uint8_t> host, cudaStream_t stream) const {
-  check_cuda(cudaMemcpyAsync(host.data(), data_, std::min(host.size(), bytes_), cudaMemcpyDeviceToHost,
-                             stream),
-             ("download " + name_).c_str());
-  check_cuda(cudaStreamSynchronize(stream), ("download " + name_).c_str());
-}
-
-bool GuardedBuffer::guards_intact(cudaStream_t stream) const {
-  std::vector<std::uint8_t> guard(kGuardBytes);
-  for (const std::uint8_t* zone : {base_, base_ + kGuardBytes + bytes_}) {
-    check_cuda(cudaMemcpyAsync(guard.data(), zone, kGuardBytes, cudaMemcpyDeviceToHost, stream),
-               ("read guards of " + name_).c_str());
-    check_cuda(cudaStreamSynchronize(stream), ("read guards of " + name_).c_str());
-    if (!std::all_of(guard.begin(), guard.end(), [](std::uint8_t b) { return b == 0xFF; })) return false;
-  }
-  return true;
-}
-
-bool GuardedBuffer::unchanged(cudaStream_t stream, HostStaging& staging) const {
-  const std::span<std::uint8_t> now = staging.get(bytes_);
-  download(now, stream);
-  return bytes_ == 0 || std::memcmp(now.data(), expected_.data(), bytes_) == 0;
 }
 
 }  // namespace sparserl::reward::gpu

@@ -1,13 +1,15 @@
 // GuardedBuffer: device memory for one kernel argument, fenced. Each array sits between two guard
 // zones filled with 0xFF bytes (a NaN for float and double, -1 for int), so a kernel that writes past
-// an array's end is caught when the guards are read back, and one that reads past it picks up a NaN or
-// a -1 index and fails the check instead of passing on leftover data. Inputs keep a host copy: after a
-// run the evaluator compares the device contents with it (a kernel may not write its inputs). The
-// copy stays on the host, out of a kernel's reach; read-backs go through HostStaging.
+// an array's end is caught when the guards are checked, and one that reads past it picks up a NaN or
+// a -1 index and fails the check instead of passing on leftover data. An input's expected contents
+// are kept as its SHA-256 tree digest (device_checks.hpp), taken on the device right after the
+// upload and held on the host, out of a kernel's reach: after a run the evaluator digests the array
+// again and compares (a kernel may not write its inputs). HostStaging is page-locked read-back memory.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -54,18 +56,18 @@ class GuardedBuffer {
   [[nodiscard]] std::size_t bytes() const { return bytes_; }
   [[nodiscard]] const std::string& name() const { return name_; }
 
-  // Copies host bytes in (bytes() of them) and keeps them as the expected contents.
+  // Copies host bytes in (bytes() of them; zeros past the end of a shorter span) and waits.
   void upload(std::span<const std::uint8_t> host, cudaStream_t stream);
   // Fills the array (not the guards) with 0xFF bytes: NaN for floating point.
   void fill_nan(cudaStream_t stream);
-  // Reads the array back (synchronous on the stream).
-  void download(std::span<std::uint8_t> host, cudaStream_t stream) const;
 
-  // After a synchronised run: true if both guard zones still hold 0xFF only.
-  [[nodiscard]] bool guards_intact(cudaStream_t stream) const;
-  // After a synchronised run: true if the array still equals what upload() put there (read back
-  // through `staging`).
-  [[nodiscard]] bool unchanged(cudaStream_t stream, HostStaging& staging) const;
+  // The two guard zones, kGuardBytes each.
+  [[nodiscard]] const void* guard_before() const { return base_; }
+  [[nodiscard]] const void* guard_after() const { return base_ + kGuardBytes + bytes_; }
+
+  // The digest of the contents an input is expected to keep (set after its upload).
+  void set_expected_digest(const std::array<std::uint8_t, 32>& digest) { expected_digest_ = digest; }
+  [[nodiscard]] const std::array<std::uint8_t, 32>& expected_digest() const { return expected_digest_; }
 
  private:
   void release() noexcept;
@@ -74,7 +76,7 @@ class GuardedBuffer {
   std::uint8_t* base_ = nullptr;
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
-  std::vector<std::uint8_t> expected_;  // host copy of an input's contents
+  std::array<std::uint8_t, 32> expected_digest_{};
 };
 
 }  // namespace sparserl::reward::gpu

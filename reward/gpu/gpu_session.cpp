@@ -9,8 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <limits>
 #include <numeric>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -27,150 +29,6 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// How many chunks parallel_rows splits n rows into: up to hardware_concurrency, at least 4096 rows
-// each.
-std::int64_t row_chunks(std::int64_t n) {
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::thread::hardware_concurrency()), 1,
-                                  std::max<std::int64_t>(1, n / 4096));
-}
-
-// Runs body(chunk, begin, end) over `chunks` consecutive ranges of [0, n), one thread each.
-template <typename Body>
-void parallel_rows(std::int64_t n, std::int64_t chunks, Body body) {
-  if (chunks <= 1) {
-    body(0, 0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (std::int64_t t = 0; t < chunks; ++t) {
-    pool.emplace_back([&, t] { body(t, n * t / chunks, n * (t + 1) / chunks); });
-  }
-  for (auto& th : pool) th.join();
-}
-
-// y = A X and y_abs = |A| |X| in fp64 (X cols x k, row-major).
-void reference(const datasets::SparseMatrix& a, const std::vector<double>& x, int k, std::vector<double>& y,
-               std::vector<double>& y_abs) {
-  y.assign(static_cast<std::size_t>(a.rows()) * k, 0.0);
-  y_abs.assign(y.size(), 0.0);
-  const auto row_ptr = a.row_ptr();
-  const auto col_idx = a.col_idx();
-  const auto val = a.values();
-  parallel_rows(a.rows(), row_chunks(a.rows()), [&](std::int64_t, std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      double* yi = &y[static_cast<std::size_t>(i) * k];
-      double* ai = &y_abs[static_cast<std::size_t>(i) * k];
-      for (std::int64_t p = row_ptr[i]; p < row_ptr[i + 1]; ++p) {
-        const double v = val[p];
-        const double* xj = &x[static_cast<std::size_t>(col_idx[p]) * k];
-        for (int c = 0; c < k; ++c) {
-          yi[c] += v * xj[c];
-          ai[c] += std::abs(v * xj[c]);
-        }
-      }
-    }
-  });
-}
-
-struct Verdict {
-  ErrorKind error = ErrorKind::none;
-  std::int64_t bad = 0;
-  std::int64_t first_bad_row = -1;
-  double max_ratio = 0;
-  std::int64_t unchecked = 0;  // elements outside the dtype's range (not judged)
-  std::string detail;
-};
-
-// Compares the kernel's output (host bytes in the dtype) with the reference. Rows whose exact result
-// cannot be represented in the dtype (an entry, or sum_j |a_ij x_j|, beyond its largest finite
-// value: real matrices such as SuiteSparse's `temp` hold entries above FLT_MAX) have no right f32
-// answer, so their elements are counted as unchecked instead of judged. Rows are compared in
-// parallel chunks whose tallies merge in row order, so the verdict and its detail (the first bad
-// row, the worst element: the first of the largest ratio) are those of one pass in row order.
-Verdict compare(std::span<const std::uint8_t> out_bytes, DType dtype, const datasets::SparseMatrix& a, int k,
-                const std::vector<double>& ref, const std::vector<double>& ref_abs, double factor) {
-  Verdict v;
-  const double eps = dtype == DType::f32 ? std::numeric_limits<float>::epsilon()
-                                         : std::numeric_limits<double>::epsilon();
-  const double largest = dtype == DType::f32 ? static_cast<double>(std::numeric_limits<float>::max())
-                                             : std::numeric_limits<double>::max();
-  const auto row_ptr = a.row_ptr();
-  const auto values = a.values();
-  struct Tally {
-    std::int64_t unchecked = 0, unwritten = 0, first_unwritten = -1, wrong = 0, first_wrong = -1;
-    double max_ratio = 0, worst_got = 0, worst_ref = 0;
-  };
-  const std::int64_t chunks = row_chunks(a.rows());
-  std::vector<Tally> tallies(static_cast<std::size_t>(chunks));
-  parallel_rows(a.rows(), chunks, [&](std::int64_t chunk, std::int64_t begin, std::int64_t end) {
-    Tally& t = tallies[static_cast<std::size_t>(chunk)];
-    for (std::int64_t i = begin; i < end; ++i) {
-      const double scale = factor * eps * (std::sqrt(static_cast<double>(row_ptr[i + 1] - row_ptr[i])) + 2.0);
-      bool row_representable = true;
-      for (std::int64_t p = row_ptr[i]; p < row_ptr[i + 1]; ++p) {
-        if (!(std::abs(values[p]) <= largest)) row_representable = false;
-      }
-      for (int c = 0; c < k; ++c) {
-        const std::size_t e = static_cast<std::size_t>(i) * k + c;
-        if (!row_representable || !(ref_abs[e] <= largest)) {
-          ++t.unchecked;
-          continue;
-        }
-        const double got = dtype == DType::f32
-                               ? static_cast<double>(reinterpret_cast<const float*>(out_bytes.data())[e])
-                               : reinterpret_cast<const double*>(out_bytes.data())[e];
-        if (std::isnan(got)) {
-          if (t.unwritten++ == 0) t.first_unwritten = i;
-          continue;
-        }
-        const double diff = std::abs(got - ref[e]);
-        const double tol = scale * ref_abs[e];
-        const double ratio = diff == 0 ? 0 : (tol > 0 ? diff / tol : std::numeric_limits<double>::infinity());
-        if (ratio > t.max_ratio) {
-          t.max_ratio = ratio;
-          t.worst_got = got;
-          t.worst_ref = ref[e];
-        }
-        if (!(diff <= tol)) {
-          if (t.wrong++ == 0) t.first_wrong = i;
-        }
-      }
-    }
-  });
-  std::int64_t unwritten = 0, first_unwritten = -1, wrong = 0, first_wrong = -1;
-  double worst_diff = 0, worst_ref = 0;
-  for (const Tally& t : tallies) {  // in row order
-    v.unchecked += t.unchecked;
-    if (first_unwritten < 0) first_unwritten = t.first_unwritten;
-    unwritten += t.unwritten;
-    if (first_wrong < 0) first_wrong = t.first_wrong;
-    wrong += t.wrong;
-    if (t.max_ratio > v.max_ratio) {
-      v.max_ratio = t.max_ratio;
-      worst_diff = t.worst_got;
-      worst_ref = t.worst_ref;
-    }
-  }
-  std::ostringstream detail;
-  if (unwritten > 0) {
-    v.error = ErrorKind::unwritten_output;
-    v.bad = unwritten;
-    v.first_bad_row = first_unwritten;
-    detail << unwritten << " of " << ref.size() << " output elements were never written (still NaN), first in row "
-           << first_unwritten;
-  } else if (wrong > 0) {
-    v.error = ErrorKind::wrong_answer;
-    v.bad = wrong;
-    v.first_bad_row = first_wrong;
-    detail.precision(9);
-    detail << wrong << " of " << ref.size() << " output elements are outside the tolerance, first in row "
-           << first_wrong << "; worst got " << worst_diff << " expected " << worst_ref << " (error "
-           << v.max_ratio << "x the tolerance)";
-  }
-  v.detail = detail.str();
-  return v;
-}
-
 double percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -180,22 +38,19 @@ double percentile(std::vector<double> values, double q) {
   return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
 }
 
-// Seeded random x in [-1, 1], rounded to the dtype; `bytes` holds the dtype's representation.
-void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType dtype, std::vector<double>& x,
-                  std::vector<std::uint8_t>& bytes) {
+// Seeded random x in [-1, 1], rounded to the dtype: `bytes` (n elements of the dtype) receives the
+// dtype's representation.
+void random_input(std::uint64_t seed, std::uint64_t stream, std::size_t n, DType dtype,
+                  std::span<std::uint8_t> bytes) {
   datasets::Rng rng(seed, stream);
-  x.resize(n);
-  bytes.resize(n * datasets::dtype_bytes(dtype));
   for (std::size_t i = 0; i < n; ++i) {
-    double v = rng.uniform_pm1();
+    const double v = rng.uniform_pm1();
     if (dtype == DType::f32) {
       const auto f = static_cast<float>(v);
-      v = f;
       std::memcpy(bytes.data() + i * 4, &f, 4);
     } else {
       std::memcpy(bytes.data() + i * 8, &v, 8);
     }
-    x[i] = v;
   }
 }
 
@@ -216,7 +71,41 @@ struct CandidateFailure {
   ErrorKind error;
   std::string message;
   bool sticky = false;
+  bool evict_format = false;  // the resident format's arrays or guards were changed: drop them
 };
+
+// The regions and guard zones of `buffers` for DeviceChecks::inspect().
+void add_regions(const std::vector<GuardedBuffer>& buffers, std::vector<DeviceChecks::Region>& regions) {
+  for (const GuardedBuffer& b : buffers) regions.push_back({b.data(), b.bytes()});
+}
+void add_guards(const std::vector<GuardedBuffer>& buffers, std::vector<DeviceChecks::Guards>& guards) {
+  for (const GuardedBuffer& b : buffers) guards.push_back({b.guard_before(), b.guard_after(), GuardedBuffer::kGuardBytes});
+}
+
+// Takes the digests of freshly uploaded `buffers` as their expected contents.
+void record_digests(std::vector<GuardedBuffer>& buffers, DeviceChecks& checks, cudaStream_t stream) {
+  std::vector<DeviceChecks::Region> regions;
+  add_regions(buffers, regions);
+  std::vector<Digest> digests;
+  std::vector<bool> intact;
+  checks.inspect(regions, {}, stream, digests, intact);
+  for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i].set_expected_digest(digests[i]);
+}
+
+// Whether `buffers` still hold their recorded contents and their guards are intact.
+bool unchanged(const std::vector<GuardedBuffer>& buffers, DeviceChecks& checks, cudaStream_t stream) {
+  std::vector<DeviceChecks::Region> regions;
+  std::vector<DeviceChecks::Guards> guards;
+  add_regions(buffers, regions);
+  add_guards(buffers, guards);
+  std::vector<Digest> digests;
+  std::vector<bool> intact;
+  checks.inspect(regions, guards, stream, digests, intact);
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    if (digests[i] != buffers[i].expected_digest() || !intact[i]) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -233,6 +122,17 @@ struct GpuSession::Prepared {
   }
 };
 
+// The matrix in CSR with values in the dtype, from which the device recomputes the fp64 reference
+// (the values widen exactly to the rounded matrix's), one per (matrix, dtype), with the digests
+// of its arrays taken at upload.
+struct GpuSession::ReferenceCsr {
+  std::string key;
+  std::vector<GuardedBuffer> arrays;  // row_ptr, col_idx, val
+  std::int64_t rows = 0, cols = 0, nnz = 0;
+  // (Re)uploads `a` (rounded to `dtype`) and records the digests.
+  void upload(const datasets::SparseMatrix& a, DType dtype, DeviceChecks& checks, cudaStream_t stream);
+};
+
 struct GpuSession::Baseline {
   std::string key;
   std::unique_ptr<CusparseBaseline> cusparse;
@@ -243,6 +143,10 @@ struct GpuSession::Baseline {
 };
 
 GpuSession::GpuSession(int device) : device_(device) {
+  // NVRTC compiles the device checks while the context, CUPTI and the buffers are set up (a fresh
+  // worker's first request pays for both; the future waits for the compile if anything throws).
+  std::future<std::string> checks_cubin =
+      std::async(std::launch::async, [device] { return DeviceChecks::compile_kernels(device); });
   check_cuda(cudaSetDevice(device_), "cudaSetDevice");
   cudaDeviceProp prop{};
   check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
@@ -264,11 +168,14 @@ GpuSession::GpuSession(int device) : device_(device) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
+  checks_ = std::make_unique<DeviceChecks>(checks_cubin.get());
 }
 
 GpuSession::~GpuSession() {
   baselines_.clear();
   prepared_.clear();
+  reference_csr_.reset();
+  checks_.reset();
   activity_.reset();
   if (flush_buffer_ != nullptr) cudaFree(flush_buffer_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -321,7 +228,15 @@ datasets::DigestedMatrix GpuSession::load_matrix(const GpuRequest& request) {
 GpuSession::Prepared& GpuSession::prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix) {
   const std::string key = request.matrix_digest + "|" + request.format.str() + "|" +
                           std::string(datasets::to_string(request.task.dtype));
-  if (Prepared* hit = prepared_.find(key)) return *hit;
+  if (Prepared* hit = prepared_.find(key)) {
+    // A resident format is checked before each use (a fraction of a millisecond on the device): a
+    // kernel that wrote into it while another format was being evaluated must not get the next
+    // candidate on it blamed.
+    if (unchanged(hit->matrix_args, *checks_, stream_)) return *hit;
+    std::fprintf(stderr, "sparserl-worker: the resident format %s changed since its upload; converted again\n",
+                 key.c_str());
+    prepared_.erase(key);
+  }
   const auto start = Clock::now();
   KernelArrays arrays = build_kernel_arrays(matrix, request.format, request.task.dtype);
   auto p = std::make_unique<Prepared>();
@@ -332,8 +247,45 @@ GpuSession::Prepared& GpuSession::prepare(const GpuRequest& request, const datas
     buffer.upload(a.bytes, stream_);
     p->matrix_args.push_back(std::move(buffer));
   }
+  record_digests(p->matrix_args, *checks_, stream_);
   p->conversion_ms = ms_since(start);
   return prepared_.insert(std::move(p), resident_budget_bytes_);
+}
+
+void GpuSession::ReferenceCsr::upload(const datasets::SparseMatrix& a, DType dtype, DeviceChecks& checks,
+                                      cudaStream_t stream) {
+  rows = a.rows();
+  cols = a.cols();
+  nnz = a.nnz();
+  const auto as_bytes = [](auto span) {
+    return std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(span.data()), span.size_bytes());
+  };
+  std::vector<float> narrowed;
+  std::span<const std::uint8_t> values = as_bytes(a.values());
+  if (dtype == DType::f32) {
+    narrowed.assign(a.values().begin(), a.values().end());  // exact: the values are rounded to f32
+    values = as_bytes(std::span<const float>(narrowed));
+  }
+  const std::span<const std::uint8_t> parts[] = {as_bytes(a.row_ptr()), as_bytes(a.col_idx()), values};
+  const char* names[] = {"reference row_ptr", "reference col_idx", "reference val"};
+  if (arrays.empty()) {
+    for (int i = 0; i < 3; ++i) arrays.emplace_back(names[i], parts[i].size());
+  }
+  for (int i = 0; i < 3; ++i) arrays[static_cast<std::size_t>(i)].upload(parts[i], stream);
+  record_digests(arrays, checks, stream);
+}
+
+GpuSession::ReferenceCsr& GpuSession::reference_csr(const GpuRequest& request, const datasets::SparseMatrix& rounded) {
+  const std::string key = request.task.uri + "|" + request.matrix_digest + "|" +
+                          std::string(datasets::to_string(request.task.dtype));
+  if (!reference_csr_ || reference_csr_->key != key) {
+    reference_csr_.reset();  // its device memory first
+    auto ref = std::make_unique<ReferenceCsr>();
+    ref->key = key;
+    ref->upload(rounded, request.task.dtype, *checks_, stream_);
+    reference_csr_ = std::move(ref);
+  }
+  return *reference_csr_;
 }
 
 GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prepared& prepared) {
@@ -351,30 +303,28 @@ GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prep
 
 // One evaluation's candidate on the device: its kernels, its operands (the checked inputs x, which
 // the timed runs reuse, and y), the kernel parameters (one slot per ABI argument, in registry order:
-// matrix arrays, x, y) and the steps that launch, guard and check it. Failures are thrown as
-// CandidateFailure and recorded in r.
+// matrix arrays, x, y) and the steps that launch, guard and check it - on the device, through
+// DeviceChecks: the inputs' digests against those taken at upload, the guard zones, and the output
+// against the reference recomputed from the session's CSR copy of the matrix (itself digest-checked
+// first). Failures are thrown as CandidateFailure and recorded in r.
 struct GpuSession::Candidate {
-  // The fp64 reference of one input (y = A x and sum_j |a_ij x_j|), computed once per evaluation and
-  // input while every input's fits kReferenceCacheBytes, else recomputed in one reused slot.
-  struct Reference {
-    int input = -1;
-    std::vector<double> y, abs;
-  };
-  static constexpr std::size_t kReferenceCacheBytes = std::size_t{512} << 20;
-
-  Candidate(const GpuRequest& req, const Prepared& prep, std::vector<cudaKernel_t> loaded,
-            cudaStream_t on_stream, HostStaging& read_back, EvalResult& result);
+  Candidate(const GpuRequest& req, const Prepared& prep, ReferenceCsr& reference, DeviceChecks& device_checks,
+            HostStaging& staging, std::vector<cudaKernel_t> loaded, cudaStream_t on_stream, EvalResult& result);
 
   void use_input(int input) { slots[x_slot] = xs[input].data(); }
   void enqueue_all();  // launches every kernel on the stream, without waiting
   void launch_all();   // enqueue_all() and wait for the stream
   void verify_memory(const char* when);
   void check_output(int input, const std::string& what);
-  const Reference& reference_of(int input);
+  // The tally of `out` (rows x k in the dtype) against the reference on checked input `input`.
+  OutputTally tally(int input, const void* out);
 
   const GpuRequest& request;
   const Prepared& prepared;
   const datasets::SparseMatrix& a;
+  ReferenceCsr& csr;
+  DeviceChecks& checks;
+  HostStaging& input_staging;  // the session's page-locked memory for the inputs' upload
   std::vector<cudaKernel_t> kernels;
   cudaStream_t stream;
   EvalResult& r;
@@ -384,26 +334,26 @@ struct GpuSession::Candidate {
   const int inputs;
   const std::size_t x_elems;
   const std::size_t y_elems;
-  std::vector<std::vector<double>> x_values;
   std::vector<GuardedBuffer> xs;
   GuardedBuffer y;
   std::vector<void*> slots;
   std::size_t x_slot = 0;
   std::vector<void*> params;
-  std::vector<Reference> references;
-  HostStaging& staging;  // the session's read-back memory
 
  private:
   // The inputs x, uploaded before y is allocated (members are initialised in declaration order).
   std::vector<GuardedBuffer> upload_inputs();
 };
 
-GpuSession::Candidate::Candidate(const GpuRequest& req, const Prepared& prep,
-                                 std::vector<cudaKernel_t> loaded, cudaStream_t on_stream,
-                                 HostStaging& read_back, EvalResult& result)
+GpuSession::Candidate::Candidate(const GpuRequest& req, const Prepared& prep, ReferenceCsr& reference,
+                                 DeviceChecks& device_checks, HostStaging& staging,
+                                 std::vector<cudaKernel_t> loaded, cudaStream_t on_stream, EvalResult& result)
     : request(req),
       prepared(prep),
       a(prep.rounded),
+      csr(reference),
+      checks(device_checks),
+      input_staging(staging),
       kernels(std::move(loaded)),
       stream(on_stream),
       r(result),
@@ -413,13 +363,8 @@ GpuSession::Candidate::Candidate(const GpuRequest& req, const Prepared& prep,
       inputs(std::max(1, request.protocol.random_inputs)),
       x_elems(static_cast<std::size_t>(a.cols()) * k),
       y_elems(static_cast<std::size_t>(a.rows()) * k),
-      x_values(inputs),
       xs(upload_inputs()),
-      y(k == 1 ? "y" : "Y", y_elems * vbytes),
-      references(y_elems * 2 * sizeof(double) * static_cast<std::size_t>(inputs) <= kReferenceCacheBytes
-                     ? static_cast<std::size_t>(inputs)
-                     : 1),
-      staging(read_back) {
+      y(k == 1 ? "y" : "Y", y_elems * vbytes) {
   for (const GuardedBuffer& b : prepared.matrix_args) slots.push_back(b.data());
   x_slot = slots.size();
   slots.push_back(xs[0].data());
@@ -429,17 +374,29 @@ GpuSession::Candidate::Candidate(const GpuRequest& req, const Prepared& prep,
 }
 
 std::vector<GuardedBuffer> GpuSession::Candidate::upload_inputs() {
-  std::vector<GuardedBuffer> buffers;
-  std::vector<std::uint8_t> bytes;
+  // Each input is its own random stream: generated side by side (the same values as one by one),
+  // straight into page-locked memory that the uploads read at the bus's full speed.
+  const std::size_t x_bytes = x_elems * vbytes;
+  const std::span<std::uint8_t> host = input_staging.get(x_bytes * static_cast<std::size_t>(inputs));
+  const auto input_bytes = [&](int i) { return host.subspan(x_bytes * static_cast<std::size_t>(i), x_bytes); };
+  std::vector<std::thread> generators;
   for (int i = 0; i < inputs; ++i) {
-    random_input(request.protocol.seed, static_cast<std::uint64_t>(i), x_elems, dtype, x_values[i], bytes);
-    buffers.emplace_back(k == 1 ? "x" : "X", x_elems * vbytes);
-    buffers.back().upload(bytes, stream);
+    generators.emplace_back([&, i] {
+      random_input(request.protocol.seed, static_cast<std::uint64_t>(i), x_elems, dtype, input_bytes(i));
+    });
   }
+  for (std::thread& t : generators) t.join();
+  std::vector<GuardedBuffer> buffers;
+  for (int i = 0; i < inputs; ++i) {
+    buffers.emplace_back(k == 1 ? "x" : "X", x_bytes);
+    buffers.back().upload(input_bytes(i), stream);
+  }
+  record_digests(buffers, checks, stream);
   return buffers;
 }
 
 void GpuSession::Candidate::enqueue_all() {
+  checks.untrusted();  // whatever its kernels write, the checks after them run from a fresh module
   for (std::size_t l = 0; l < kernels.size(); ++l) {
     const ResolvedLaunch& launch = request.launches[l];
     cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels[l]),
@@ -465,44 +422,72 @@ void GpuSession::Candidate::launch_all() {
 }
 
 void GpuSession::Candidate::verify_memory(const char* when) {
-  for (const GuardedBuffer& b : prepared.matrix_args) {
-    if (!b.unchanged(stream, staging)) {
-      throw CandidateFailure{ErrorKind::input_mutated, std::string("the input array '") + b.name() +
-                                                           "' changed during the " + when, false};
+  // One pass on the device: the digests of the matrix arrays, the inputs x and the reference's CSR
+  // copy, and every guard zone; then the verdicts in the order the host's checks always gave them.
+  std::vector<DeviceChecks::Region> regions;
+  std::vector<DeviceChecks::Guards> guards;
+  add_regions(prepared.matrix_args, regions);
+  add_regions(xs, regions);
+  add_regions(csr.arrays, regions);
+  add_guards(prepared.matrix_args, guards);
+  add_guards(xs, guards);
+  guards.push_back({y.guard_before(), y.guard_after(), GuardedBuffer::kGuardBytes});
+  std::vector<Digest> digests;
+  std::vector<bool> intact;
+  checks.inspect(regions, guards, stream, digests, intact);
+  const std::vector<GuardedBuffer>* groups[] = {&prepared.matrix_args, &xs};
+  std::size_t at = 0;
+  for (const std::vector<GuardedBuffer>* group : groups) {
+    for (const GuardedBuffer& b : *group) {
+      if (digests[at++] != b.expected_digest()) {
+        throw CandidateFailure{ErrorKind::input_mutated,
+                               std::string("the input array '") + b.name() + "' changed during the " + when, false,
+                               group == &prepared.matrix_args};
+      }
     }
   }
-  for (const GuardedBuffer& b : xs) {
-    if (!b.unchanged(stream, staging)) {
-      throw CandidateFailure{ErrorKind::input_mutated,
-                             std::string("the input array '") + b.name() + "' changed during the " + when, false};
+  std::size_t guard = 0;
+  for (const std::vector<GuardedBuffer>* group : groups) {
+    for (const GuardedBuffer& b : *group) {
+      if (!intact[guard++]) {
+        throw CandidateFailure{ErrorKind::illegal_address, std::string("the program wrote outside the array '") +
+                                                               b.name() + "' during the " + when +
+                                                               " (its guard zone changed)",
+                               false, group == &prepared.matrix_args};
+      }
     }
   }
-  auto guards = [&](const GuardedBuffer& b) {
-    if (!b.guards_intact(stream)) {
-      throw CandidateFailure{ErrorKind::illegal_address, std::string("the program wrote outside the array '") +
-                                                             b.name() + "' during the " + when +
-                                                             " (its guard zone changed)", false};
+  if (!intact[guard]) {
+    throw CandidateFailure{ErrorKind::illegal_address, std::string("the program wrote outside the array '") +
+                                                           y.name() + "' during the " + when +
+                                                           " (its guard zone changed)", false};
+  }
+  // The CSR copy is the evaluator's, not an argument: a change there (a stray write the host-side
+  // checks never looked for) is repaired before the reference is computed from it, and judged by
+  // nothing else.
+  for (const GuardedBuffer& b : csr.arrays) {
+    if (digests[at++] != b.expected_digest()) {
+      std::fprintf(stderr, "sparserl-worker: the reference copy of the matrix changed during the %s; uploaded again\n",
+                   when);
+      csr.upload(a, dtype, checks, stream);
+      break;
     }
-  };
-  for (const GuardedBuffer& b : prepared.matrix_args) guards(b);
-  for (const GuardedBuffer& b : xs) guards(b);
-  guards(y);
+  }
 }
 
-const GpuSession::Candidate::Reference& GpuSession::Candidate::reference_of(int input) {
-  Reference& slot = references[references.size() == 1 ? 0 : static_cast<std::size_t>(input)];
-  if (slot.input != input) {
-    reference(a, x_values[static_cast<std::size_t>(input)], k, slot.y, slot.abs);
-    slot.input = input;
+OutputTally GpuSession::Candidate::tally(int input, const void* out) {
+  const DeviceChecks::Csr view{csr.arrays[0].data(), csr.arrays[1].data(), csr.arrays[2].data(),
+                               csr.rows,             csr.cols,             csr.nnz};
+  const OutputTally t = checks.compare(view, xs[static_cast<std::size_t>(input)].data(), out, dtype, k,
+                                       kDefaultToleranceFactor, stream);
+  if (t.bad_index > 0) {  // cannot happen after verify_memory(): the copy's digest was checked
+    throw CudaFailure(cudaErrorUnknown, "the reference copy of the matrix holds out-of-range indices");
   }
-  return slot;
+  return t;
 }
 
 void GpuSession::Candidate::check_output(int input, const std::string& what) {
-  const std::span<std::uint8_t> out = staging.get(y_elems * vbytes);
-  y.download(out, stream);
-  const Reference& ref = reference_of(input);
-  Verdict v = compare(out, dtype, a, k, ref.y, ref.abs, kDefaultToleranceFactor);
+  const OutputVerdict v = output_verdict(tally(input, y.data()), y_elems);
   r.check.max_error_ratio = std::max(r.check.max_error_ratio, v.max_ratio);
   r.check.unchecked_outputs = std::max(r.check.unchecked_outputs, v.unchecked);
   if (v.error != ErrorKind::none) {
@@ -614,6 +599,7 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
     phase_start = now;
   };
   cudaLibrary_t library = nullptr;
+  std::string prepared_key;  // the resident format in use, dropped if a candidate changed it
 
   auto fail = [&](ErrorKind error, std::string message) {
     r.error = error;
@@ -648,16 +634,19 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
       return r;
     }
     r.conversion_ms = prepared->conversion_ms;
+    prepared_key = prepared->key;
+    ReferenceCsr& csr = reference_csr(request, prepared->rounded);
     phase("prepare");
 
     // --- module, kernels and operands -----------------------------------------------------------
     std::vector<cudaKernel_t> kernels = load_kernels(request, library);
     phase("module");
-    Candidate candidate(request, *prepared, std::move(kernels), stream_, staging_, r);
+    Candidate candidate(request, *prepared, csr, *checks_, input_staging_, std::move(kernels), stream_, r);
     phase("inputs");
 
     // --- run and check -------------------------------------------------------------------------
     activity_->drain();
+    const std::uint64_t check_launches = checks_->launches();
     for (int i = 0; i < candidate.inputs; ++i) {
       candidate.use_input(i);
       candidate.y.fill_nan(stream_);
@@ -674,8 +663,11 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
     }
     r.stage = Stage::check;
     r.correct = true;
-    std::vector<KernelRecord> check_records = activity_->drain();
-    r.timing.launches_per_run = static_cast<int>(check_records.size() / static_cast<std::size_t>(candidate.inputs));
+    // The records hold the device checks' kernels too, launched after each run.
+    const std::size_t all_records = activity_->drain().size();
+    const auto ours = static_cast<std::size_t>(checks_->launches() - check_launches);
+    const std::size_t records = all_records > ours ? all_records - ours : 0;
+    r.timing.launches_per_run = static_cast<int>(records / static_cast<std::size_t>(candidate.inputs));
 
     if (!request.protocol.time) {
       r.wall_ms = ms_since(wall_start);
@@ -686,6 +678,7 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
   } catch (const CandidateFailure& f) {
     fail(f.error, f.message);
     must_exit = f.sticky;
+    if (f.evict_format) prepared_.erase(prepared_key);
   } catch (const CudaFailure& e) {
     // The worker's own CUDA call failed: usually a candidate's fault surfacing late (the context is
     // poisoned), else the device is in trouble. Either way this process is done.
@@ -810,10 +803,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   {
     // cuSPARSE's last output must match the same reference: a candidate that reached into the
     // baseline's memory (to slow it down or copy from it) voids the comparison.
-    const std::span<std::uint8_t> base_out = staging_.get(cusparse.y_bytes());
-    check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost), "baseline y");
-    const Candidate::Reference& ref = candidate.reference_of(last_input);
-    const Verdict v = compare(base_out, candidate.dtype, a, candidate.k, ref.y, ref.abs, kDefaultToleranceFactor);
+    const OutputVerdict v = output_verdict(candidate.tally(last_input, cusparse.y()), candidate.y_elems);
     if (v.error != ErrorKind::none) {
       throw CandidateFailure{ErrorKind::internal_error,
                              "cuSPARSE's output disagrees with the reference after the timed runs (" + v.detail +
@@ -848,7 +838,6 @@ void GpuSession::choose_baseline_path(
   std::size_t launches = 0;
   const int reps = std::max(5, request.protocol.timed_runs / 4);
   const int check_input = (reps - 1) % inputs;
-  const Candidate::Reference& ref = candidate.reference_of(check_input);
   double best_us = std::numeric_limits<double>::infinity();
   std::ostringstream paths;
   for (std::size_t alg = 0; alg < cusparse.algorithms().size(); ++alg) {
@@ -864,11 +853,7 @@ void GpuSession::choose_baseline_path(
       paths << "failed";
       continue;
     }
-    const std::span<std::uint8_t> base_out = staging_.get(cusparse.y_bytes());
-    check_cuda(cudaMemcpy(base_out.data(), cusparse.y(), base_out.size(), cudaMemcpyDeviceToHost),
-               "baseline path output");
-    if (compare(base_out, candidate.dtype, candidate.a, candidate.k, ref.y, ref.abs, kDefaultToleranceFactor)
-            .error != ErrorKind::none) {
+    if (output_verdict(candidate.tally(check_input, cusparse.y()), candidate.y_elems).error != ErrorKind::none) {
       paths << "wrong";
       continue;
     }

@@ -7,17 +7,21 @@
 //     kernel that accumulates into y without zeroing it first computes NaN;
 //   - several fresh random inputs x (values in [-1, 1], seeded per evaluation) are checked against an
 //     fp64 reference computed from exactly the values the kernel sees, with a per-output tolerance
-//     scaled by sum_j |a_ij x_j|; the inputs are compared with their uploaded bytes after the runs
-//     (input_mutated) and the guard zones read back;
+//     scaled by sum_j |a_ij x_j|; after the runs the inputs' SHA-256 tree digests are compared with
+//     those taken at upload (input_mutated) and the guard zones checked. All three checks run on the
+//     device after the candidate's kernels (device_checks.hpp), the reference from a CSR copy of the
+//     matrix whose digest is checked first: only digests, flags and tallies cross the bus;
 //   - timed repetitions draw x from the checked inputs in a seeded order and refill y with NaN, and the
 //     output of the last timed repetition is checked again: no result survives from one run to the next;
 //   - the time of a repetition is the sum of the CUPTI durations of every kernel it launched, the L2
 //     cache is flushed before each repetition, and candidate and cuSPARSE repetitions alternate.
 //
 // Caches, so that a group of candidates on one task re-does nothing: the loaded matrices (a few,
-// each with its digest, which every request checks), their converted and uploaded formats and the
+// each with its digest, which every request checks), their converted and uploaded formats (checked
+// against their digests before each use, and dropped when a candidate changed them) and the
 // cuSPARSE baselines with their chosen paths, each of the last two kept least-recently-used first
-// within kResidentFraction of the device's memory (ResidentCache).
+// within kResidentFraction of the device's memory (ResidentCache); the reference's CSR copy of the
+// last (matrix, dtype).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,10 +34,12 @@
 
 #include "gpu/cusparse_baseline.hpp"
 #include "gpu/device_buffer.hpp"
+#include "gpu/device_checks.hpp"
 #include "gpu/kernel_activity.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/reward/eval_result.hpp"
 #include "sparserl/reward/kernel_arrays.hpp"
+#include "sparserl/reward/output_check.hpp"
 #include "sparserl/reward/protocol.hpp"
 #include "sparserl/reward/timing_lane.hpp"
 
@@ -68,16 +74,15 @@ class ResidentCache {
     }
     return *entries_.front();
   }
+  void erase(const std::string& key) {
+    entries_.remove_if([&](const std::unique_ptr<Entry>& e) { return e->key == key; });
+  }
   void clear() { entries_.clear(); }
   [[nodiscard]] std::size_t size() const { return entries_.size(); }
 
  private:
   std::list<std::unique_ptr<Entry>> entries_;
 };
-
-// Per-output tolerance: factor * eps(dtype) * (sqrt(row length) + 2) * sum_j |a_ij x_j|. Eight
-// standard deviations of the rounding error of any summation order.
-inline constexpr double kDefaultToleranceFactor = 8.0;
 
 class GpuSession {
  public:
@@ -97,10 +102,12 @@ class GpuSession {
   struct Prepared;  // a matrix's format arrays on the device, keyed by matrix, format and dtype
   struct Baseline;  // cuSPARSE for a (matrix, op, dtype, k)
   struct Candidate;  // one evaluation's kernels, operands and checks
+  struct ReferenceCsr;  // the CSR copy of a (matrix, dtype) the device reference is computed from
 
   // The request's matrix from the worker's store, with its digest (computed once per load).
   datasets::DigestedMatrix load_matrix(const GpuRequest& request);
   Prepared& prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix);
+  ReferenceCsr& reference_csr(const GpuRequest& request, const datasets::SparseMatrix& rounded);
   Baseline& baseline(const GpuRequest& request, const Prepared& prepared);
   // The timed runs, candidate and cuSPARSE alternating, and the final checks: fills r.timing.
   // `phase(name)` closes a profiling phase (EvalResult::phases).
@@ -130,7 +137,9 @@ class GpuSession {
   std::size_t resident_budget_bytes_ = 0;  // per cache: kResidentFraction of the device's memory
   ResidentCache<Prepared> prepared_;
   ResidentCache<Baseline> baselines_;
-  HostStaging staging_;  // page-locked read-back memory, reused by every evaluation
+  std::unique_ptr<DeviceChecks> checks_;  // the input, guard and output checks, on the device
+  std::unique_ptr<ReferenceCsr> reference_csr_;  // the last (matrix, dtype)'s
+  HostStaging input_staging_;  // page-locked: the random inputs are generated into it and uploaded
 };
 
 }  // namespace sparserl::reward::gpu

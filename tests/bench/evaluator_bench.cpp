@@ -13,10 +13,13 @@
 //      generated ones;
 //   4. (--only devices, on a host of several GPUs) section 1's workload over the first 1, 2, 4 GPUs
 //      (--gpus), one GPU worker per GPU: evaluations per second, scaling efficiency, and how many
-//      evaluations each GPU timed.
+//      evaluations each GPU timed;
+//   5. (--only warm) section 1's warm workload with one GPU worker, and the mean wall time of each
+//      phase of the timed pass's evaluations: where a warm evaluation's time goes (section 0's
+//      groups are cold: every task new).
 //
 //   evaluator_bench [--shared DIR] [--reps N] [--quick] [--gpus 1,2,4] [--seeds 2]
-//                   [--only profile|throughput|spread|kernels|devices]
+//                   [--only profile|throughput|spread|kernels|devices|warm]
 //   (run from the build folder or anywhere)
 #include <algorithm>
 #include <chrono>
@@ -165,6 +168,8 @@ struct TimedPass {
   int evaluations = 0, ok = 0;
   double seconds = 0;
   std::map<std::string, int> by_device;  // evaluations per GPU (EvalResult::device_pci_bus_id)
+  std::vector<std::pair<std::string, double>> phase_ms;  // summed over the evaluations, first-seen order
+  std::string failures;
 };
 
 TimedPass timed_pass(rw::Evaluator& ev, const std::vector<std::string>& uris,
@@ -189,6 +194,13 @@ TimedPass timed_pass(rw::Evaluator& ev, const std::vector<std::string>& uris,
     const rw::EvalResult r = f.get();
     out.ok += r.ok() ? 1 : 0;
     ++out.by_device[r.device_pci_bus_id.empty() ? "(none)" : r.device_pci_bus_id];
+    for (const rw::PhaseTime& p : r.phases) {
+      const auto it = std::find_if(out.phase_ms.begin(), out.phase_ms.end(),
+                                   [&](const auto& seen) { return seen.first == p.name; });
+      if (it == out.phase_ms.end()) out.phase_ms.emplace_back(p.name, p.ms);
+      else it->second += p.ms;
+    }
+    if (!r.ok() && out.failures.size() < 400) out.failures += " " + r.message + ";";
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.evaluations = static_cast<int>(pending.size());
@@ -218,6 +230,27 @@ void throughput_section(const fs::path& shared, int reps, bool quick, const std:
                   t.seconds, t.evaluations / t.seconds);
       std::fflush(stdout);
     }
+  }
+}
+
+// Section 1's warm workload, one GPU worker, with the mean phases of the timed pass (section 5).
+void warm_section(const fs::path& shared, int reps, bool quick, const std::vector<std::string>& pool_programs,
+                  int seeds) {
+  std::printf("\n## Where a warm evaluation's time goes (1 GPU worker)\n\nSection 1's workload: two passes warm "
+              "the caches, then %d new evaluations a matrix (4 formats x %d fresh seeds), submitted at once; the "
+              "phases are the means over those evaluations (their GPU phases do not overlap: one worker).\n",
+              4 * seeds, seeds);
+  for (const auto& [name, uris] : workloads(shared, quick)) {
+    rw::Evaluator ev(config(shared, 1, reps));
+    const TimedPass t = timed_pass(ev, uris, pool_programs, seeds);
+    std::printf("\n### %s\n\n%d evaluations (%d ok) in %.2f s: **%.1f evaluations/s**\n\n"
+                "| phase | mean ms per evaluation |\n|---|---|\n",
+                name.c_str(), t.evaluations, t.ok, t.seconds, t.evaluations / t.seconds);
+    for (const auto& [phase, ms] : t.phase_ms) {
+      std::printf("| %s | %.2f |\n", phase.c_str(), t.evaluations ? ms / t.evaluations : 0.0);
+    }
+    if (!t.failures.empty()) std::printf("\nfailures:%s\n", t.failures.c_str());
+    std::fflush(stdout);
   }
 }
 
@@ -282,13 +315,13 @@ int main(int argc, char** argv) {
       for (std::string n; std::getline(list, n, ',');) gpu_counts.push_back(std::stoi(n));
     } else {
       std::cerr << "usage: evaluator_bench [--shared DIR] [--reps N] [--quick] [--gpus 1,2,4] [--seeds 2] "
-                   "[--only profile|throughput|spread|kernels|devices]\n";
+                   "[--only profile|throughput|spread|kernels|devices|warm]\n";
       return 2;
     }
   }
-  // The devices section runs only when asked for: it needs a host of several GPUs.
-  const auto wanted = [&](const char* section) {
-    return only == section || (only.empty() && std::string(section) != "devices");
+  // The devices section runs only when asked for (it needs a host of several GPUs), and so does warm.
+  const auto wanted = [&](const std::string& section) {
+    return only == section || (only.empty() && section != "devices" && section != "warm");
   };
   const fs::path programs = fs::path(SPARSERL_BENCH_SOURCE_DIR) / "reward" / "programs";
   const std::string csr = read_text(programs / "spmv_csr.cu");
@@ -322,6 +355,9 @@ int main(int argc, char** argv) {
 
   // --- 1. throughput against GPU workers --------------------------------------------------------
   if (wanted("throughput")) throughput_section(shared, reps, quick, pool_programs, seeds);
+
+  // --- 5. a warm evaluation's phases (asked for alone) ---------------------------------------------
+  if (wanted("warm")) return warm_section(shared, reps, quick, pool_programs, seeds), 0;
 
   // --- 4. several GPUs --------------------------------------------------------------------------
   if (wanted("devices")) {

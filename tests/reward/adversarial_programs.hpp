@@ -83,6 +83,11 @@ inline const std::vector<AdversarialCase>& adversarial_cases() {
        "// Adversarial: computes y correctly, then overwrites part of x (through a cast). Expected verdict:\n"
        "// input_mutated.\n",
        {{kStore, then(kStore, "  if (row == 0) const_cast<value_t*>(x)[N - 1] = value_t(7);\n")}}},
+      {"writes_matrix", ErrorKind::input_mutated, "'val'",
+       "// Adversarial: computes y correctly, then changes one value of the matrix (through a cast), which\n"
+       "// the worker keeps on the device for the next program on the same matrix. Expected verdict:\n"
+       "// input_mutated, and the next program on the matrix is judged on the matrix as it was.\n",
+       {{kStore, then(kStore, "  if (row == 0) const_cast<value_t*>(val)[0] += value_t(1);\n")}}},
       {"oob_read", ErrorKind::illegal_address, "",
        "// Adversarial: reads x far outside its bounds. Expected verdict: illegal_address, and the next\n"
        "// evaluation in the same pool still works.\n",

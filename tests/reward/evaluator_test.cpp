@@ -123,7 +123,7 @@ TEST_CASE("Every adversarial program is refused by the static checks or compiles
   // reward_gpu_tests run them for their verdicts; here every twist must still make a program that
   // compiles, and the static refusals must be the ones expected, for the reason named.
   Evaluator evaluator(test_config());
-  REQUIRE(sparserl::reward::testing::adversarial_cases().size() == 13);
+  REQUIRE(sparserl::reward::testing::adversarial_cases().size() == 14);
   for (const auto& c : sparserl::reward::testing::adversarial_cases()) {
     const EvalResult r = evaluator.evaluate(task(), adversarial_program(c.name), compile_only());
     INFO(c.name << ": " << r.message);
