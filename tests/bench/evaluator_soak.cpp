@@ -14,6 +14,10 @@
 // ran, the leak table included: a soak that fits a call's time limit still measures what is left
 // behind (its summary says how many of the N evaluations ran).
 //
+// Where the time went: the mean of every phase (EvalResult::phases) on small and on large matrices,
+// and the worker pool's counts (workers spawned, crashes, timeouts, recycled), at the end and in the
+// progress lines on stderr.
+//
 //   evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] [--seconds S]
 //                  [--in-flight F]
 #include <dirent.h>
@@ -78,6 +82,65 @@ struct Program {
   bool large_ok = true;  // also run on the large matrices
 };
 
+// The correct reference programs of every format and both operations, then the GPU tier's
+// adversarial catalogue with each case's expected verdict (the hang is played apart).
+std::vector<Program> soak_programs(const fs::path& source) {
+  std::vector<Program> programs;
+  for (const char* format : {"csr", "coo", "ell", "sell", "bsr"}) {
+    for (ds::Op op : {ds::Op::spmv, ds::Op::spmm}) {
+      const std::string file = std::string(ds::to_string(op)) + "_" + format + ".cu";
+      programs.push_back({file, sparserl::testing::read_bytes(source / "reward" / "programs" / file), op, rw::ErrorKind::none});
+    }
+  }
+  for (const rw::testing::AdversarialCase& c : rw::testing::adversarial_cases()) {
+    if (c.verdict == rw::ErrorKind::timeout) continue;
+    programs.push_back({std::string(c.name), rw::testing::adversarial_program(c.name), ds::Op::spmv, c.verdict});
+  }
+  return programs;
+}
+
+// The verdicts seen and the phases' summed times, per matrix size (0 small, 1 large).
+struct Tally {
+  std::map<std::string, int> verdicts;  // "program -> verdict" -> evaluations
+  int wrong = 0;
+  std::vector<std::string> phase_names;  // first-seen order
+  std::map<std::string, double> phase_ms[2];
+  int evaluations_of[2] = {0, 0};
+
+  void record(int index, const Program& p, const ds::Task& task, const rw::EvalResult& r, int size) {
+    const bool right = r.error == p.expected ||
+                       // skipping every seventh row is invisible where those rows are empty
+                       (p.expected == rw::ErrorKind::wrong_answer && r.ok()) ||
+                       // a read 4 GiB past x faults only where nothing is mapped there; once
+                       // the worker holds large matrices it can land in one, and the output
+                       // is wrong instead (seen once in 1,100 evaluations on an H100)
+                       (p.file == "oob_read" && r.error == rw::ErrorKind::wrong_answer);
+    ++verdicts[p.file + " -> " + std::string(rw::to_string(r.error))];
+    if (!right && ++wrong <= 20) {
+      std::printf("- WRONG: evaluation %d, %s on %s (%s): %s: %s\n", index, p.file.c_str(), task.uri.c_str(),
+                  std::string(ds::to_string(task.dtype)).c_str(), std::string(rw::to_string(r.error)).c_str(),
+                  r.message.c_str());
+    }
+    ++evaluations_of[size];
+    for (const rw::PhaseTime& phase : r.phases) {
+      if (std::find(phase_names.begin(), phase_names.end(), phase.name) == phase_names.end()) {
+        phase_names.push_back(phase.name);
+      }
+      phase_ms[size][phase.name] += phase.ms;
+    }
+  }
+
+  void print_phases() {
+    std::printf("\n| phase | mean ms, small matrices (%d evaluations) | mean ms, large (%d) |\n|---|---|---|\n",
+                evaluations_of[0], evaluations_of[1]);
+    for (const std::string& name : phase_names) {
+      std::printf("| %s | %.2f | %.2f |\n", name.c_str(),
+                  evaluations_of[0] ? phase_ms[0][name] / evaluations_of[0] : 0.0,
+                  evaluations_of[1] ? phase_ms[1][name] / evaluations_of[1] : 0.0);
+    }
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,19 +162,7 @@ int main(int argc, char** argv) {
     }
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a soak cut short keeps what it printed
-  const fs::path source(SPARSERL_BENCH_SOURCE_DIR);
-  std::vector<Program> programs;
-  for (const char* format : {"csr", "coo", "ell", "sell", "bsr"}) {
-    for (ds::Op op : {ds::Op::spmv, ds::Op::spmm}) {
-      const std::string file = std::string(ds::to_string(op)) + "_" + format + ".cu";
-      programs.push_back({file, sparserl::testing::read_bytes(source / "reward" / "programs" / file), op, rw::ErrorKind::none});
-    }
-  }
-  // The GPU tier's adversarial catalogue, each with its expected verdict; the hang is played apart.
-  for (const rw::testing::AdversarialCase& c : rw::testing::adversarial_cases()) {
-    if (c.verdict == rw::ErrorKind::timeout) continue;
-    programs.push_back({std::string(c.name), rw::testing::adversarial_program(c.name), ds::Op::spmv, c.verdict});
-  }
+  const std::vector<Program> programs = soak_programs(fs::path(SPARSERL_BENCH_SOURCE_DIR));
   const Program hang{"infinite_loop", rw::testing::adversarial_program("infinite_loop"), ds::Op::spmv,
                      rw::ErrorKind::timeout};
   const std::vector<std::string> small = {"suitesparse-v1/HB/west0479", "suitesparse-v1/Bai/cryg2500",
@@ -130,9 +181,9 @@ int main(int argc, char** argv) {
   const int fds_before = descriptors(me);
   const std::size_t children_before = children().size();
   const long memory_before = sparserl::reward::gpu_memory_used_mib();
-  int wrong = 0, hangs = 0, ran = 0, max_worker_fds = 0, worker_fds_at_1000 = -1;
+  Tally tally;
+  int hangs = 0, ran = 0, max_worker_fds = 0, worker_fds_at_1000 = -1;
   long memory_at_1000 = -1, memory_at_end = -1;
-  std::map<std::string, int> verdicts;
   const auto start = std::chrono::steady_clock::now();
   {
     rw::Evaluator ev(config);
@@ -155,21 +206,8 @@ int main(int argc, char** argv) {
     std::size_t next = 0;
     auto settle_oldest = [&] {
       Pending& w = window.front();
-      const rw::EvalResult r = w.result.get();
-      const Program& p = *w.program;
-      const bool right = r.error == p.expected ||
-                         // skipping every seventh row is invisible where those rows are empty
-                         (p.expected == rw::ErrorKind::wrong_answer && r.ok()) ||
-                         // a read 4 GiB past x faults only where nothing is mapped there; once
-                         // the worker holds large matrices it can land in one, and the output
-                         // is wrong instead (seen once in 1,100 evaluations on an H100)
-                         (p.file == "oob_read" && r.error == rw::ErrorKind::wrong_answer);
-      ++verdicts[p.file + " -> " + std::string(rw::to_string(r.error))];
-      if (!right && ++wrong <= 20) {
-        std::printf("- WRONG: evaluation %d, %s on %s (%s): %s: %s\n", w.index, p.file.c_str(),
-                    w.task.uri.c_str(), std::string(ds::to_string(w.task.dtype)).c_str(),
-                    std::string(rw::to_string(r.error)).c_str(), r.message.c_str());
-      }
+      const bool on_large = std::find(large.begin(), large.end(), w.task.uri) != large.end();
+      tally.record(w.index, *w.program, w.task, w.result.get(), on_large ? 1 : 0);
       window.pop_front();
     };
     const auto elapsed = [&] {
@@ -202,11 +240,20 @@ int main(int argc, char** argv) {
         }
       }
       if ((i + 1) % 100 == 0) {
-        std::fprintf(stderr, "%d evaluations, %d wrong, %.0f s\n", i + 1, wrong, elapsed());
+        const rw::WorkerPoolStats pool = ev.stats().pool;
+        std::fprintf(stderr, "%d evaluations, %d wrong, %.0f s; workers spawned %llu, crashes %llu, timeouts %llu\n",
+                     i + 1, tally.wrong, elapsed(), static_cast<unsigned long long>(pool.spawned),
+                     static_cast<unsigned long long>(pool.crashes), static_cast<unsigned long long>(pool.timeouts));
       }
     }
     while (!window.empty()) settle_oldest();
     memory_at_end = sparserl::reward::gpu_memory_used_mib();
+    const rw::WorkerPoolStats pool = ev.stats().pool;
+    std::printf("\nworker pool: %llu workers spawned (%llu started), %llu crashes, %llu timeouts, %llu recycled\n",
+                static_cast<unsigned long long>(pool.spawned), static_cast<unsigned long long>(pool.started),
+                static_cast<unsigned long long>(pool.crashes), static_cast<unsigned long long>(pool.timeouts),
+                static_cast<unsigned long long>(pool.recycled));
+    tally.print_phases();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int fds_after = descriptors(me);
@@ -214,9 +261,9 @@ int main(int argc, char** argv) {
   const long memory_after = sparserl::reward::gpu_memory_used_mib();
 
   std::printf("\n| program -> verdict | evaluations |\n|---|---|\n");
-  for (const auto& [key, n] : verdicts) std::printf("| %s | %d |\n", key.c_str(), n);
+  for (const auto& [key, n] : tally.verdicts) std::printf("| %s | %d |\n", key.c_str(), n);
   std::printf("\n%d of %d evaluations (%d hangs) in %.0f s%s: %d wrong verdicts\n\n", ran, evaluations, hangs,
-              seconds, ran < evaluations ? " (stopped by --seconds)" : "", wrong);
+              seconds, ran < evaluations ? " (stopped by --seconds)" : "", tally.wrong);
   std::printf("| measured | before | during | after |\n|---|---|---|---|\n");
   std::printf("| this process's descriptors | %d | | %d |\n", fds_before, fds_after);
   std::printf("| child processes | %zu | | %zu |\n", children_before, children_after);
@@ -226,7 +273,7 @@ int main(int argc, char** argv) {
               memory_at_1000, memory_at_end, memory_after);
   const bool leaked = fds_after > fds_before || children_after > children_before ||
                       (memory_before >= 0 && memory_after > memory_before + 64);
-  std::printf("\n%s\n", wrong == 0 && !leaked ? "PASS: every verdict right, nothing left behind"
+  std::printf("\n%s\n", tally.wrong == 0 && !leaked ? "PASS: every verdict right, nothing left behind"
                                               : "FAIL: see above");
-  return wrong == 0 && !leaked ? 0 : 1;
+  return tally.wrong == 0 && !leaked ? 0 : 1;
 }
