@@ -22,7 +22,10 @@
 //
 // On CUDA every decode step is replayed from a CUDA graph, as generate() takes them
 // (torch/decode_graphs.hpp); --no-decode-graphs issues each step's kernels instead, for comparison.
-// Each decode and generate line says how many graphs were captured.
+// Each decode and generate line says how many graphs were captured. generate() overlaps its steps
+// (each decode step enqueued before the draws are read back; SamplingConfig::overlap_steps);
+// --no-overlap-steps reads each step's draws back first, as before, for comparison (the same
+// tokens: the digest).
 //
 // --hf FOLDER --hf-generate times PolicyAgent::generate with that model instead (its weights, its
 // tokenizer.json and the BPE grammar mask over it, one mask per row on the CPU as the RL stage has;
@@ -80,6 +83,7 @@ struct Options {
   int lora_rank = 0;
   bool checkpointing = false;
   bool no_decode_graphs = false;
+  bool no_overlap_steps = false;
 };
 
 // The options as CLI11 declares them; --help lists them.
@@ -111,6 +115,9 @@ void declare(CLI::App& app, Options& o) {
   app.add_flag("--no-decode-graphs", o.no_decode_graphs,
                "on CUDA: issue every decode step's kernels instead of replaying CUDA graphs "
                "(SamplingConfig::decode_graphs = false), for comparison");
+  app.add_flag("--no-overlap-steps", o.no_overlap_steps,
+               "generate: read each step's draws back before enqueuing its decode step "
+               "(SamplingConfig::overlap_steps = false), for comparison");
 }
 
 namespace ag = sparserl::agents;
@@ -336,12 +343,13 @@ void time_generate(
         "generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s; %lld steps, "
         "masks %.3f s (%.1f us a row and step), waiting for the draws %.3f s, "
         "other host work %.3f s (the masks' upload %.3f s, decode steps' calls %.3f s; %d CUDA "
-        "graphs captured in %.3f s); tokens digest %016llx\n",
+        "graphs captured in %.3f s); steps %s; tokens digest %016llx\n",
         r + 1, seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
         double(tokens) / seconds, static_cast<long long>(p.steps), p.mask_seconds,
         p.row_steps > 0 ? 1e6 * p.mask_seconds / double(p.row_steps) : 0.0, p.readback_seconds,
         p.seconds - p.mask_seconds - p.readback_seconds, p.upload_seconds, p.decode_seconds,
-        p.graphs, p.capture_seconds, static_cast<unsigned long long>(digest));
+        p.graphs, p.capture_seconds, p.overlapped ? "overlapped" : "read back first",
+        static_cast<unsigned long long>(digest));
   }
 }
 
@@ -362,6 +370,7 @@ int main(int argc, char** argv) {
     config.policy.max_tokens = o.tokens;
     config.device = o.device;
     config.sampling.decode_graphs = !o.no_decode_graphs;
+    config.sampling.overlap_steps = !o.no_overlap_steps;
     config.mask =
         o.mask == "none" ? sparserl::env::MaskMode::none : sparserl::env::MaskMode::syntax;
     if (o.hf_generate) {
