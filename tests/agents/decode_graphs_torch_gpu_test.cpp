@@ -6,7 +6,10 @@
 // mask, with the graphs it captured reported; and generate()'s overlapped steps (each decode step
 // enqueued from the draws on the device before their read-back through page-locked memory and an
 // event; SamplingConfig::overlap_steps) draw exactly what the read-back steps draw, with graphs and
-// without, valid programs under the mask. The lead runs these on the GPU host:
+// without, valid programs under the mask; the small transformer's decode steps through
+// scaled_dot_product_attention (set_sdpa_decode, sparserl-agents-bench --sdpa-decode) give the
+// written-out steps' logits, replayed from graphs too, and generate() with them draws valid
+// programs. The lead runs these on the GPU host:
 //   ctest --test-dir BUILD -L gpu -R agents_torch_gpu --output-on-failure
 #include <torch/torch.h>
 
@@ -144,5 +147,40 @@ TEST_CASE("overlapped generate() steps on CUDA draw what the read-back steps dra
       CHECK(tokens > a.size());
       CHECK(overlapped.learner().rng.counter == read_back.learner().rng.counter);
     }
+  }
+}
+
+TEST_CASE("the small transformer's decode steps through scaled_dot_product_attention on CUDA",
+          "[agents][decode][gpu]") {
+  require_graphs();
+  PolicyAgent agent(cuda_config(env::MaskMode::syntax, 300), vocabulary());
+  Learner& l = agent.learner();
+  auto* transformer = dynamic_cast<TransformerPolicyImpl*>(l.policy.get());
+  REQUIRE(transformer != nullptr);
+  if (!transformer->set_sdpa_decode(true))
+    sparserl::testing::skip("this LibTorch has no scaled_dot_product_attention");
+  double scale = 0;
+  const double difference = sdpa_decode_difference(*transformer, small_prefix(l, 4), 200, scale);
+  CHECK(scale > 0);
+  CHECK(difference <= 1e-4 * std::max(1.0, scale));
+  // Replayed from graphs (three span buckets, rows dropping out) as issued, both fused.
+  const DecodeComparison c =
+      compare_decode_paths(*l.policy, small_prefix(l, 4), l.policy->output_size(), kSteps, true);
+  CHECK(c.max_difference <= 1e-4 * std::max(1.0, c.scale));
+  CHECK(c.same_lengths);
+  CHECK(c.graphs >= 2);
+  REQUIRE(transformer->sdpa_decode());
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+  for (int i = 0; i < 4; ++i)
+    prompts.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  const std::vector<Completion> out = agent.generate(prompts, 4, SamplingConfig{});
+  CHECK(agent.last_generation().graphs >= 1);
+  for (const Completion& completion : out) {
+    env::ActionMask replay(vocabulary(), env::MaskMode::syntax, 300);
+    for (env::TokenId t : completion.tokens) {
+      REQUIRE(replay.allows(t));
+      replay.advance(t);
+    }
+    CHECK(completion.terminated);
   }
 }

@@ -17,7 +17,8 @@
 // with the soft prompt of K = 128 nonzeros; --dtype float32|bfloat16 is its compute dtype. On CUDA
 // one more run synchronises around each step and prints where a step goes (sampling, issuing the
 // decode step, the device after the call returns); --sdpa-decode runs the decode steps' attention
-// through scaled_dot_product_attention (CausalLmOptions::sdpa_decode) and --per-call-casts casts
+// through scaled_dot_product_attention (CausalLmOptions::sdpa_decode; with --preset, the small
+// transformer's: TransformerPolicyImpl::set_sdpa_decode, LibTorch 2) and --per-call-casts casts
 // the weights at every use instead of keeping generate()'s inference copies, for comparison.
 //
 // On CUDA every decode step is replayed from a CUDA graph, as generate() takes them
@@ -101,7 +102,9 @@ void declare(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"float32", "bfloat16"}));
   app.add_flag("--sdpa-decode", o.sdpa_decode,
                "--hf decode: the decode steps through scaled_dot_product_attention (as before "
-               "grouped products replaced it there), for comparison");
+               "grouped products replaced it there), for comparison; --preset: the small "
+               "transformer's decode steps through it (TransformerPolicyImpl::set_sdpa_decode; "
+               "LibTorch 2)");
   app.add_flag("--per-call-casts", o.per_call_casts,
                "--hf decode: cast the weights to the compute dtype at every use, as before the "
                "decoder kept inference copies (begin_inference), for comparison");
@@ -382,6 +385,14 @@ int main(int argc, char** argv) {
         std::make_shared<const sparserl::env::Vocabulary>(sparserl::env::Vocabulary::standard());
     PolicyAgent agent(config, vocabulary);
     auto& learner = agent.learner();
+    if (o.sdpa_decode && !o.hf_generate) {
+      auto* transformer = dynamic_cast<ag::TransformerPolicyImpl*>(learner.policy.get());
+      if (transformer == nullptr || !transformer->set_sdpa_decode(true)) {
+        throw std::invalid_argument(
+            "--sdpa-decode: this LibTorch has no scaled_dot_product_attention");
+      }
+      std::printf("decode steps' attention: scaled_dot_product_attention\n");
+    }
     std::printf("%s %s: %lld parameters, device %s, batch %d, %d tokens, %d LibTorch threads\n",
                 o.hf_generate ? "hf" : "preset", o.hf_generate ? o.hf.c_str() : o.preset.c_str(),
                 static_cast<long long>(agent.parameter_count()), agent.device().c_str(), o.batch,
