@@ -164,6 +164,8 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch:
     // is 1 / sqrt(d_head) as below.
     attended = at::scaled_dot_product_attention(q, keys, values, bias, 0.0, false);
   }
+#else
+  (void)bias;  // set only on LibTorch 2
 #endif
   if (!attended.defined()) {
     torch::Tensor scores = torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(double(d_head_));
