@@ -3,8 +3,9 @@
 # LoRA with gradient checkpointing each run timed steps on the tiny Qwen2 fixture and say what they
 # train - every parameter, or the adapters alone (fewer) - and, without a GPU, that the memory
 # figure is n/a rather than a number. Also its --hf-generate mode: PolicyAgent::generate with the
-# fixture's weights and tokenizer under the BPE grammar mask times whole completions, and the mode
-# without --hf is refused, naming what it needs.
+# fixture's weights and tokenizer under the BPE grammar mask times whole completions, its
+# overlapped steps drawing what --no-overlap-steps draws, and the mode without --hf is refused,
+# naming what it needs.
 # Usage: agents_bench_train_step_test.sh BENCH FIXTURE_DIR
 set -euo pipefail
 BENCH=$1
@@ -34,7 +35,7 @@ generate=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 4 --tokens 640 --repea
 echo "$generate"
 grep -q "^hf $FIXTURE: [0-9]* parameters, device cpu, batch 4, 640 tokens" <<<"$generate" ||
   fail "generate: no header"
-run='^generate run 1: [0-9.]+ s, ([1-9][0-9]*) tokens \([0-9.]+ per row\), [0-9]+ tokens/s; ([0-9]+) steps, masks [0-9.]+ s \([0-9.]+ us a row and step\), waiting for the draws [0-9.]+ s, other host work -?[0-9.]+ s \(the masks.? upload [0-9.]+ s, decode steps.? calls [0-9.]+ s; 0 CUDA graphs captured in [0-9.]+ s\); tokens digest ([0-9a-f]{16})$'
+run='^generate run 1: [0-9.]+ s, ([1-9][0-9]*) tokens \([0-9.]+ per row\), [0-9]+ tokens/s; ([0-9]+) steps, masks [0-9.]+ s \([0-9.]+ us a row and step\), waiting for the draws [0-9.]+ s, other host work -?[0-9.]+ s \(the masks.? upload [0-9.]+ s, decode steps.? calls [0-9.]+ s; 0 CUDA graphs captured in [0-9.]+ s\); steps overlapped; tokens digest ([0-9a-f]{16})$'
 line=$(grep -E "$run" <<<"$generate") || fail "generate: no timed run with its profile"
 [[ $line =~ $run ]]
 tokens=${BASH_REMATCH[1]} steps=${BASH_REMATCH[2]} digest=${BASH_REMATCH[3]}
@@ -44,6 +45,10 @@ tokens=${BASH_REMATCH[1]} steps=${BASH_REMATCH[2]} digest=${BASH_REMATCH[3]}
 threaded=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 4 --tokens 640 --repeat 1 --threads 3)
 grep -q "tokens digest $digest$" <<<"$threaded" ||
   fail "generate: three threads drew other tokens than one ($threaded)"
+# The steps read back before each decode step (the order before the overlap) draw the same tokens.
+read_back=$("$BENCH" --hf "$FIXTURE" --hf-generate --batch 4 --tokens 640 --repeat 1 --threads 1 --no-overlap-steps)
+grep -q "steps read back first; tokens digest $digest$" <<<"$read_back" ||
+  fail "generate: the read-back steps drew other tokens than the overlapped ($read_back)"
 # The decode mode, with the decoder's inference copies and without (--per-call-casts).
 for casts in "" --per-call-casts; do
   decode=$("$BENCH" --hf "$FIXTURE" --batch 2 --tokens 8 --repeat 1 --threads 1 --dtype bfloat16 $casts)

@@ -3,7 +3,13 @@
 // rows dropping out on the way - the replayed steps' logits equal the uncaptured steps' to
 // rounding, for the small transformer and both HF families (fp32; bf16 for one), the lengths
 // advance alike; and generate() with graphs draws what it draws without them, under the syntax
-// mask, with the graphs it captured reported. The lead runs these on the GPU host:
+// mask, with the graphs it captured reported; and generate()'s overlapped steps (each decode step
+// enqueued from the draws on the device before their read-back through page-locked memory and an
+// event; SamplingConfig::overlap_steps) draw exactly what the read-back steps draw, with graphs and
+// without, valid programs under the mask; the small transformer's decode steps through
+// scaled_dot_product_attention (set_sdpa_decode, sparserl-agents-bench --sdpa-decode) give the
+// written-out steps' logits, replayed from graphs too, and generate() with them draws valid
+// programs. The lead runs these on the GPU host:
 //   ctest --test-dir BUILD -L gpu -R agents_torch_gpu --output-on-failure
 #include <torch/torch.h>
 
@@ -97,5 +103,84 @@ TEST_CASE("generate() with decode graphs draws what it draws without them",
       if (a[r].tokens == b[r].tokens) ++same;
     }
     CHECK(same >= a.size() * 9 / 10);
+  }
+}
+
+TEST_CASE("overlapped generate() steps on CUDA draw what the read-back steps draw",
+          "[agents][decode][gpu]") {
+  require_graphs();
+  const AgentConfig config = cuda_config(env::MaskMode::syntax, 300);
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+  for (int i = 0; i < 8; ++i)
+    prompts.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  for (const bool graphs : {true, false}) {
+    PolicyAgent overlapped(config, vocabulary()), read_back(config, vocabulary());
+    SamplingConfig with, without;
+    with.decode_graphs = without.decode_graphs = graphs;
+    without.overlap_steps = false;
+    for (const bool greedy : {false, true}) {
+      INFO("decode graphs " << graphs << ", greedy " << greedy);
+      with.greedy = without.greedy = greedy;
+      const std::vector<Completion> a = overlapped.generate(prompts, 4, with);
+      CHECK(overlapped.last_generation().overlapped);
+      CHECK((overlapped.last_generation().graphs >= 1) == graphs);
+      const std::vector<Completion> b = read_back.generate(prompts, 4, without);
+      CHECK_FALSE(read_back.last_generation().overlapped);
+      REQUIRE(a.size() == b.size());
+      // The same kernels on the same inputs in the same order (the same graphs where taken): the
+      // same draws, row for row.
+      std::size_t same = 0, tokens = 0;
+      for (std::size_t r = 0; r < a.size(); ++r) {
+        env::ActionMask replay(vocabulary(), env::MaskMode::syntax, 300);
+        for (env::TokenId t : a[r].tokens) {
+          REQUIRE(replay.allows(t));
+          replay.advance(t);
+        }
+        CHECK(a[r].terminated);
+        tokens += a[r].tokens.size();
+        if (a[r].tokens == b[r].tokens && a[r].log_probs == b[r].log_probs &&
+            a[r].values == b[r].values && a[r].action_masks == b[r].action_masks) {
+          ++same;
+        }
+      }
+      CHECK(same == a.size());
+      CHECK(tokens > a.size());
+      CHECK(overlapped.learner().rng.counter == read_back.learner().rng.counter);
+    }
+  }
+}
+
+TEST_CASE("the small transformer's decode steps through scaled_dot_product_attention on CUDA",
+          "[agents][decode][gpu]") {
+  require_graphs();
+  PolicyAgent agent(cuda_config(env::MaskMode::syntax, 300), vocabulary());
+  Learner& l = agent.learner();
+  auto* transformer = dynamic_cast<TransformerPolicyImpl*>(l.policy.get());
+  REQUIRE(transformer != nullptr);
+  if (!transformer->set_sdpa_decode(true))
+    sparserl::testing::skip("this LibTorch has no scaled_dot_product_attention");
+  double scale = 0;
+  const double difference = sdpa_decode_difference(*transformer, small_prefix(l, 4), 200, scale);
+  CHECK(scale > 0);
+  CHECK(difference <= 1e-4 * std::max(1.0, scale));
+  // Replayed from graphs (three span buckets, rows dropping out) as issued, both fused.
+  const DecodeComparison c =
+      compare_decode_paths(*l.policy, small_prefix(l, 4), l.policy->output_size(), kSteps, true);
+  CHECK(c.max_difference <= 1e-4 * std::max(1.0, c.scale));
+  CHECK(c.same_lengths);
+  CHECK(c.graphs >= 2);
+  REQUIRE(transformer->sdpa_decode());
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+  for (int i = 0; i < 4; ++i)
+    prompts.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  const std::vector<Completion> out = agent.generate(prompts, 4, SamplingConfig{});
+  CHECK(agent.last_generation().graphs >= 1);
+  for (const Completion& completion : out) {
+    env::ActionMask replay(vocabulary(), env::MaskMode::syntax, 300);
+    for (env::TokenId t : completion.tokens) {
+      REQUIRE(replay.allows(t));
+      replay.advance(t);
+    }
+    CHECK(completion.terminated);
   }
 }

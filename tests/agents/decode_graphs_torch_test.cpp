@@ -2,9 +2,11 @@
 // of slots (KvCache::fixed_span, what a CUDA graph's replays need) gives the logits of one that
 // attends max(lengths) + 1, for the small transformer and both HF families, with rows dropping out
 // on the way, and it advances the lengths in place. DecodeGraphs itself is refused on the CPU and
-// generate() there takes no graphs. The graphs are tested on CUDA in
-// decode_graphs_torch_gpu_test.cpp.
+// generate() there takes no graphs. The small transformer's decode steps through
+// scaled_dot_product_attention (LibTorch 2 only; off on 1.13) give the written-out steps' logits.
+// The graphs are tested on CUDA in decode_graphs_torch_gpu_test.cpp.
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include "agents_torch_test_support.hpp"
 #include "catch.hpp"
@@ -61,4 +63,21 @@ TEST_CASE("CUDA graphs of the decode step are not taken on the CPU", "[agents][d
   CHECK(out.size() == 2);
   CHECK(agent.last_generation().graphs == 0);
   CHECK(agent.last_generation().capture_seconds == 0);
+}
+
+TEST_CASE("the small transformer's decode steps through scaled_dot_product_attention",
+          "[agents][decode]") {
+  PolicyAgent agent(tiny_config(), vocabulary());
+  Learner& l = agent.learner();
+  auto* transformer = dynamic_cast<TransformerPolicyImpl*>(l.policy.get());
+  REQUIRE(transformer != nullptr);
+  CHECK_FALSE(transformer->sdpa_decode());  // the default
+  // LibTorch 1.13 has no scaled_dot_product_attention: the switch stays off there.
+  const bool available = transformer->set_sdpa_decode(true);
+  CHECK(available == (TORCH_VERSION_MAJOR >= 2));
+  if (!available) return;
+  double scale = 0;
+  const double difference = sdpa_decode_difference(*transformer, small_prefix(l, 4), 30, scale);
+  CHECK(scale > 0);
+  CHECK(difference <= 1e-5 * std::max(1.0, scale));
 }

@@ -5,7 +5,8 @@
 // capacity) or through DecodeGraphs (CUDA graphs, one per span bucket) - with rows dropping out on
 // the way (row r stops after steps - 5r steps), and reports how far their logits came apart. Also
 // the inputs both tests decode from: the small transformer's prefix of made-up observations, and
-// a tiny HF decoder (hf_test_models.hpp) with its soft prompt.
+// a tiny HF decoder (hf_test_models.hpp) with its soft prompt; and the small transformer's decode
+// steps with their attention written out against the same through scaled_dot_product_attention.
 #pragma once
 
 #include <torch/torch.h>
@@ -19,6 +20,7 @@
 #include "sparserl/agents/torch/causal_lm.hpp"
 #include "sparserl/agents/torch/decode_graphs.hpp"
 #include "sparserl/agents/torch/learner.hpp"
+#include "sparserl/agents/torch/policy.hpp"
 #include "sparserl/agents/torch/policy_network.hpp"
 
 namespace sparserl::agents::testing {
@@ -101,6 +103,38 @@ inline DecodeComparison compare_decode_paths(PolicyNetworkImpl& network, const P
   c.lengths_in_place = b.lengths.data_ptr() == lengths_memory;
   c.graphs = captured ? captured->captured() : 0;
   return c;
+}
+
+// The largest |logit| difference over `steps` decode steps of the same random tokens (every row
+// active) from one prefill, the small transformer's attention written out against it through
+// scaled_dot_product_attention (TransformerPolicyImpl::set_sdpa_decode, which must be available);
+// and the largest |logit|, in `scale`.
+inline double sdpa_decode_difference(TransformerPolicyImpl& network, const PrefixBatch& prefix,
+                                     int steps, double& scale) {
+  torch::NoGradGuard no_grad;
+  network.eval();
+  const torch::Device device = prefix.embedding.device();
+  const std::int64_t batch = prefix.embedding.size(0);
+  const auto on = torch::TensorOptions().device(device);
+  const torch::Tensor start = torch::zeros({batch, 1}, on.dtype(torch::kLong));
+  const torch::Tensor active = torch::ones({batch}, on.dtype(torch::kBool));
+  KvCache a, b;
+  network.prefill(prefix, start, active.unsqueeze(1), a);
+  network.prefill(prefix, start, active.unsqueeze(1), b);
+  torch::manual_seed(11);
+  double difference = 0;
+  scale = 0;
+  for (int t = 0; t < steps; ++t) {
+    const torch::Tensor tokens =
+        torch::randint(network.output_size(), {batch}, torch::kLong).to(device);
+    network.set_sdpa_decode(false);
+    const torch::Tensor written = network.decode_step(tokens, active, a).logits;
+    network.set_sdpa_decode(true);
+    const torch::Tensor fused = network.decode_step(tokens, active, b).logits;
+    difference = std::max(difference, (written - fused).abs().max().item<double>());
+    scale = std::max(scale, written.abs().max().item<double>());
+  }
+  return difference;
 }
 
 }  // namespace sparserl::agents::testing

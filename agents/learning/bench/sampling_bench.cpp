@@ -17,12 +17,16 @@
 // with the soft prompt of K = 128 nonzeros; --dtype float32|bfloat16 is its compute dtype. On CUDA
 // one more run synchronises around each step and prints where a step goes (sampling, issuing the
 // decode step, the device after the call returns); --sdpa-decode runs the decode steps' attention
-// through scaled_dot_product_attention (CausalLmOptions::sdpa_decode) and --per-call-casts casts
+// through scaled_dot_product_attention (CausalLmOptions::sdpa_decode; with --preset, the small
+// transformer's: TransformerPolicyImpl::set_sdpa_decode, LibTorch 2) and --per-call-casts casts
 // the weights at every use instead of keeping generate()'s inference copies, for comparison.
 //
 // On CUDA every decode step is replayed from a CUDA graph, as generate() takes them
 // (torch/decode_graphs.hpp); --no-decode-graphs issues each step's kernels instead, for comparison.
-// Each decode and generate line says how many graphs were captured.
+// Each decode and generate line says how many graphs were captured. generate() overlaps its steps
+// (each decode step enqueued before the draws are read back; SamplingConfig::overlap_steps);
+// --no-overlap-steps reads each step's draws back first, as before, for comparison (the same
+// tokens: the digest).
 //
 // --hf FOLDER --hf-generate times PolicyAgent::generate with that model instead (its weights, its
 // tokenizer.json and the BPE grammar mask over it, one mask per row on the CPU as the RL stage has;
@@ -80,6 +84,7 @@ struct Options {
   int lora_rank = 0;
   bool checkpointing = false;
   bool no_decode_graphs = false;
+  bool no_overlap_steps = false;
 };
 
 // The options as CLI11 declares them; --help lists them.
@@ -97,7 +102,9 @@ void declare(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"float32", "bfloat16"}));
   app.add_flag("--sdpa-decode", o.sdpa_decode,
                "--hf decode: the decode steps through scaled_dot_product_attention (as before "
-               "grouped products replaced it there), for comparison");
+               "grouped products replaced it there), for comparison; --preset: the small "
+               "transformer's decode steps through it (TransformerPolicyImpl::set_sdpa_decode; "
+               "LibTorch 2)");
   app.add_flag("--per-call-casts", o.per_call_casts,
                "--hf decode: cast the weights to the compute dtype at every use, as before the "
                "decoder kept inference copies (begin_inference), for comparison");
@@ -111,6 +118,9 @@ void declare(CLI::App& app, Options& o) {
   app.add_flag("--no-decode-graphs", o.no_decode_graphs,
                "on CUDA: issue every decode step's kernels instead of replaying CUDA graphs "
                "(SamplingConfig::decode_graphs = false), for comparison");
+  app.add_flag("--no-overlap-steps", o.no_overlap_steps,
+               "generate: read each step's draws back before enqueuing its decode step "
+               "(SamplingConfig::overlap_steps = false), for comparison");
 }
 
 namespace ag = sparserl::agents;
@@ -336,12 +346,13 @@ void time_generate(
         "generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s; %lld steps, "
         "masks %.3f s (%.1f us a row and step), waiting for the draws %.3f s, "
         "other host work %.3f s (the masks' upload %.3f s, decode steps' calls %.3f s; %d CUDA "
-        "graphs captured in %.3f s); tokens digest %016llx\n",
+        "graphs captured in %.3f s); steps %s; tokens digest %016llx\n",
         r + 1, seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
         double(tokens) / seconds, static_cast<long long>(p.steps), p.mask_seconds,
         p.row_steps > 0 ? 1e6 * p.mask_seconds / double(p.row_steps) : 0.0, p.readback_seconds,
         p.seconds - p.mask_seconds - p.readback_seconds, p.upload_seconds, p.decode_seconds,
-        p.graphs, p.capture_seconds, static_cast<unsigned long long>(digest));
+        p.graphs, p.capture_seconds, p.overlapped ? "overlapped" : "read back first",
+        static_cast<unsigned long long>(digest));
   }
 }
 
@@ -362,6 +373,7 @@ int main(int argc, char** argv) {
     config.policy.max_tokens = o.tokens;
     config.device = o.device;
     config.sampling.decode_graphs = !o.no_decode_graphs;
+    config.sampling.overlap_steps = !o.no_overlap_steps;
     config.mask =
         o.mask == "none" ? sparserl::env::MaskMode::none : sparserl::env::MaskMode::syntax;
     if (o.hf_generate) {
@@ -373,6 +385,14 @@ int main(int argc, char** argv) {
         std::make_shared<const sparserl::env::Vocabulary>(sparserl::env::Vocabulary::standard());
     PolicyAgent agent(config, vocabulary);
     auto& learner = agent.learner();
+    if (o.sdpa_decode && !o.hf_generate) {
+      auto* transformer = dynamic_cast<ag::TransformerPolicyImpl*>(learner.policy.get());
+      if (transformer == nullptr || !transformer->set_sdpa_decode(true)) {
+        throw std::invalid_argument(
+            "--sdpa-decode: this LibTorch has no scaled_dot_product_attention");
+      }
+      std::printf("decode steps' attention: scaled_dot_product_attention\n");
+    }
     std::printf("%s %s: %lld parameters, device %s, batch %d, %d tokens, %d LibTorch threads\n",
                 o.hf_generate ? "hf" : "preset", o.hf_generate ? o.hf.c_str() : o.preset.c_str(),
                 static_cast<long long>(agent.parameter_count()), agent.device().c_str(), o.batch,

@@ -75,7 +75,11 @@ const Knobs<SamplingConfig>& sampling_knobs() {
                    "argmax of the masked logits (temperature, top_k and top_p do not apply)")
           .boolean("decode_graphs", &SamplingConfig::decode_graphs,
                    "on a CUDA device, generation replays each decode step from a CUDA graph "
-                   "instead of issuing its kernels one by one (false: one by one)");
+                   "instead of issuing its kernels one by one (false: one by one)")
+          .boolean("overlap_steps", &SamplingConfig::overlap_steps,
+                   "generation enqueues each decode step before reading the step's draws back "
+                   "and fills the next masks while the device decodes (the same draws; false: "
+                   "reads back first)");
   return knobs;
 }
 

@@ -1,7 +1,9 @@
 // DecodeGraphs (torch/decode_graphs.hpp): decode steps captured as CUDA graphs, one per span
-// bucket, and replayed. The CUDA part compiles only where LibTorch was built with CUDA
-// (SPARSERL_HAVE_TORCH_CUDA, set by agents/learning/CMakeLists.txt for this file alone); elsewhere
-// available() is false and nothing here is reached.
+// bucket, and replayed; GenerationDecoder, generate()'s decode steps through them or not; and
+// StepTransfers, the page-locked buffers and event of generate()'s overlapped steps. The CUDA part
+// compiles only where LibTorch was built with CUDA (SPARSERL_HAVE_TORCH_CUDA, set by
+// agents/learning/CMakeLists.txt for this file alone); elsewhere available() is false, nothing of
+// the graphs is reached, and StepTransfers' copies block.
 #include "sparserl/agents/torch/decode_graphs.hpp"
 
 #include <torch/torch.h>
@@ -15,6 +17,7 @@
 #include <utility>
 
 #if SPARSERL_HAVE_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -157,21 +160,106 @@ GenerationDecoder::GenerationDecoder(PolicyNetworkImpl& network, KvCache& cache,
 
 PolicyOutput GenerationDecoder::step(const torch::Tensor& tokens, const torch::Tensor& active,
                                      std::span<const std::uint8_t> active_rows) {
+  PolicyOutput out = enqueue(tokens, active);
+  advance(active_rows);
+  return out;
+}
+
+PolicyOutput GenerationDecoder::enqueue(const torch::Tensor& tokens, const torch::Tensor& active) {
   if (!graphs_) return network_.decode_step(tokens, active, cache_);
-  PolicyOutput out;
   try {
-    out = graphs_->step(tokens, active, longest_);
+    return graphs_->step(tokens, active, longest_);
   } catch (const c10::Error& e) {
     throw std::runtime_error(
         std::string("a decode step captured as a CUDA graph failed (agent.sampling."
                     "decode_graphs = false issues its kernels one by one instead): ") +
         e.what_without_backtrace());
   }
+}
+
+void GenerationDecoder::advance(std::span<const std::uint8_t> active_rows) {
+  if (!graphs_) return;
   // As KvCache::close_step counts on the device: one more slot for each row going on.
   for (std::size_t r = 0; r < lengths_.size() && r < active_rows.size(); ++r) {
     if (active_rows[r] != 0) longest_ = std::max(longest_, ++lengths_[r]);
   }
-  return out;
 }
+
+struct StepTransfers::Impl {
+  torch::Tensor masks, uniforms, draws;         // the host's buffers
+  torch::Tensor device_masks, device_uniforms;  // their copies on the device
+  bool asynchronous = false;
+  torch::Device device = torch::kCPU;
+#if SPARSERL_HAVE_TORCH_CUDA
+  std::optional<at::cuda::CUDAEvent> drawn;  // recorded after the read-back
+#endif
+};
+
+StepTransfers::StepTransfers(const torch::Device& device, std::int64_t rows, std::int64_t vocab)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.device = device;
+#if SPARSERL_HAVE_TORCH_CUDA
+  m.asynchronous = device.is_cuda();
+#endif
+  const auto host = torch::TensorOptions().device(torch::kCPU).pinned_memory(m.asynchronous);
+  m.masks = torch::zeros({rows, vocab}, host.dtype(torch::kBool));
+  m.uniforms = torch::zeros({rows}, host.dtype(torch::kDouble));
+  m.draws = torch::zeros({3, rows}, host.dtype(torch::kFloat));
+  if (device.is_cpu()) {
+    m.device_masks = m.masks, m.device_uniforms = m.uniforms;
+  } else {
+    const auto on = torch::TensorOptions().device(device);
+    m.device_masks = torch::zeros({rows, vocab}, on.dtype(torch::kBool));
+    m.device_uniforms = torch::zeros({rows}, on.dtype(torch::kDouble));
+  }
+#if SPARSERL_HAVE_TORCH_CUDA
+  if (m.asynchronous) m.drawn.emplace();
+#endif
+}
+
+StepTransfers::~StepTransfers() = default;
+
+std::span<std::uint8_t> StepTransfers::mask_bytes() {
+  // bool is one byte holding 0 or 1: the bytes the masks' fill() writes.
+  static_assert(sizeof(bool) == 1);
+  return {reinterpret_cast<std::uint8_t*>(impl_->masks.data_ptr<bool>()),
+          static_cast<std::size_t>(impl_->masks.numel())};
+}
+
+std::span<double> StepTransfers::uniforms() {
+  return {impl_->uniforms.data_ptr<double>(), static_cast<std::size_t>(impl_->uniforms.numel())};
+}
+
+torch::Tensor StepTransfers::upload_masks() {
+  Impl& m = *impl_;
+  if (!m.device_masks.is_same(m.masks)) m.device_masks.copy_(m.masks, m.asynchronous);
+  return m.device_masks;
+}
+
+torch::Tensor StepTransfers::upload_uniforms() {
+  Impl& m = *impl_;
+  if (!m.device_uniforms.is_same(m.uniforms)) m.device_uniforms.copy_(m.uniforms, m.asynchronous);
+  return m.device_uniforms;
+}
+
+void StepTransfers::read_back(const torch::Tensor& stacked) {
+  Impl& m = *impl_;
+  m.draws.copy_(stacked, m.asynchronous);
+#if SPARSERL_HAVE_TORCH_CUDA
+  // On the stream the copy was queued on: the device's current one.
+  if (m.asynchronous) m.drawn->record(c10::cuda::getCurrentCUDAStream(m.device.index()));
+#endif
+}
+
+const float* StepTransfers::draws() {
+  Impl& m = *impl_;
+#if SPARSERL_HAVE_TORCH_CUDA
+  if (m.asynchronous) m.drawn->synchronize();
+#endif
+  return m.draws.data_ptr<float>();
+}
+
+bool StepTransfers::asynchronous() const { return impl_->asynchronous; }
 
 }  // namespace sparserl::agents

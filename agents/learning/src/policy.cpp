@@ -1,5 +1,6 @@
 // The transformer policy: embedding of the matrix prefix and the code tokens, pre-norm blocks with
-// hand-written causal attention, the language-model and value heads, the key-value cache for
+// hand-written causal attention (a decode step's through scaled_dot_product_attention where asked,
+// on LibTorch 2), the language-model and value heads, the key-value cache for
 // incremental decoding, and the logit processing of sampling (mask, temperature, top-k, top-p,
 // inverse-CDF draw). One forward path serves training (forward), the first step of generation
 // (prefill) and every later step (decode_step); tests check that the three agree.
@@ -7,6 +8,7 @@
 
 #include <torch/nn/init.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <limits>
@@ -133,9 +135,10 @@ TransformerBlockImpl::TransformerBlockImpl(const PolicyConfig& config, int layer
   }
 }
 
-torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& masked_out,
                                             torch::Tensor* cache_keys, torch::Tensor* cache_values,
-                                            const torch::Tensor& write_at, std::int64_t span) {
+                                            const torch::Tensor& write_at, std::int64_t span,
+                                            const torch::Tensor& bias) {
   const std::int64_t batch = x.size(0), length = x.size(1), width = x.size(2);
   const torch::Tensor qkv =
       qkv_(ln_attention_(x)).view({batch, length, 3, heads_, d_head_}).permute({2, 0, 3, 1, 4});
@@ -154,11 +157,22 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch:
     keys = cache_keys->narrow(2, 0, span);
     values = cache_values->narrow(2, 0, span);
   }
-  torch::Tensor scores = torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(double(d_head_));
-  scores = scores.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity());
-  const torch::Tensor attention = attention_dropout_(torch::softmax(scores, -1));
-  const torch::Tensor mixed =
-      torch::matmul(attention, values).transpose(1, 2).contiguous().view({batch, length, width});
+  torch::Tensor attended;
+#if TORCH_VERSION_MAJOR >= 2
+  if (bias.defined()) {
+    // A decode step through the fused kernel (TransformerPolicyImpl::set_sdpa_decode); its scale
+    // is 1 / sqrt(d_head) as below.
+    attended = at::scaled_dot_product_attention(q, keys, values, bias, 0.0, false);
+  }
+#else
+  (void)bias;  // set only on LibTorch 2
+#endif
+  if (!attended.defined()) {
+    torch::Tensor scores = torch::matmul(q, keys.transpose(-2, -1)) / std::sqrt(double(d_head_));
+    scores = scores.masked_fill(masked_out, -std::numeric_limits<float>::infinity());
+    attended = torch::matmul(attention_dropout_(torch::softmax(scores, -1)), values);
+  }
+  const torch::Tensor mixed = attended.transpose(1, 2).contiguous().view({batch, length, width});
   const torch::Tensor h = x + residual_dropout_(projection_(mixed));
   return h + residual_dropout_(fc_out_(torch::gelu(fc_in_(ln_mlp_(h)))));
 }
@@ -240,9 +254,10 @@ torch::Tensor TransformerPolicyImpl::token_hidden(const PrefixBatch& prefix,
   torch::Tensor key_valid;
   torch::Tensor x = embed(prefix, tokens, key_valid);
   key_valid = torch::cat({key_valid, token_valid.to(torch::kBool)}, 1);
-  const torch::Tensor mask = causal_prefix_mask(key_valid);
+  // The mask's complement once for every layer.
+  const torch::Tensor masked_out = causal_prefix_mask(key_valid).logical_not();
   for (const auto& block : *blocks_) {
-    x = block->as<TransformerBlock>()->forward(x, mask, nullptr, nullptr, {}, 0);
+    x = block->as<TransformerBlock>()->forward(x, masked_out, nullptr, nullptr, {}, 0);
   }
   return final_norm_(x).narrow(1, config_.prefix_length(), tokens.size(1));
 }
@@ -285,10 +300,10 @@ PolicyOutput TransformerPolicyImpl::prefill(const PrefixBatch& prefix, const tor
   cache.key_valid.narrow(1, 0, length).copy_(key_valid);
   cache.lengths = token_valid.sum(1).to(torch::kLong) + config_.prefix_length();
 
-  const torch::Tensor mask = causal_prefix_mask(key_valid);
+  const torch::Tensor masked_out = causal_prefix_mask(key_valid).logical_not();
   int l = 0;
   for (const auto& block : *blocks_) {
-    x = block->as<TransformerBlock>()->forward(x, mask, &cache.keys[l], &cache.values[l], {},
+    x = block->as<TransformerBlock>()->forward(x, masked_out, &cache.keys[l], &cache.values[l], {},
                                                length);
     ++l;
   }
@@ -305,14 +320,34 @@ PolicyOutput TransformerPolicyImpl::decode_step(const torch::Tensor& tokens,
   const KvCache::Step step = cache.open_step(active, longest);
   torch::Tensor x = (token_embedding_(tokens) + position_embedding_(step.at)).unsqueeze(1);
   x = embedding_dropout_(x);
+  // The mask's complement once for every layer, or (sdpa_decode) the additive bias the fused
+  // kernel reads: 0 where a slot may be attended, -inf elsewhere.
+  const torch::Tensor masked_out = step.mask.logical_not();
+  torch::Tensor bias;
+#if TORCH_VERSION_MAJOR >= 2
+  if (sdpa_decode_) {
+    bias = torch::zeros(step.mask.sizes(), x.options())
+               .masked_fill_(masked_out, -std::numeric_limits<float>::infinity());
+  }
+#endif
   int l = 0;
   for (const auto& block : *blocks_) {
-    x = block->as<TransformerBlock>()->forward(x, step.mask, &cache.keys[l], &cache.values[l],
-                                               step.at, step.span);
+    x = block->as<TransformerBlock>()->forward(x, masked_out, &cache.keys[l], &cache.values[l],
+                                               step.at, step.span, bias);
     ++l;
   }
   cache.close_step(active);
   return head(final_norm_(x).squeeze(1));
+}
+
+bool TransformerPolicyImpl::set_sdpa_decode(bool on) {
+#if TORCH_VERSION_MAJOR >= 2
+  sdpa_decode_ = on;
+#else
+  sdpa_decode_ = false;
+  (void)on;
+#endif
+  return sdpa_decode_;
 }
 
 TransformerPolicy clone_policy(const TransformerPolicyImpl& policy) {

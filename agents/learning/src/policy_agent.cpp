@@ -345,26 +345,30 @@ class InferenceCopies {
   PolicyNetworkImpl& network_;
 };
 
-// The rows' action masks during generate(): each row's mask, the bytes of the step's masks, the
-// rows still writing, and what each row drew at the last step (those that then ended included).
-// Each row's mask is advanced past its draw where the next step's is filled, while the device runs
-// the decode step; the rows on mask_threads() threads (the masks are independent; a BPE
-// tokenizer's shared cache is locked). The draws do not depend on the order.
+// The rows' action masks during generate(): each row's mask, the bytes of the step's masks (the
+// caller's buffer), the rows still writing, and what each row drew at the last step (those that
+// then ended included). Each row's mask is advanced past its draw where the next step's is filled,
+// while the device runs the decode step; the rows on mask_threads() threads (the masks are
+// independent; a BPE tokenizer's shared cache is locked). The draws do not depend on the order.
 struct RowMasks {
-  RowMasks(const TokenSpace& tokens, env::MaskMode mode, int max_tokens, std::int64_t count)
+  RowMasks(const TokenSpace& tokens, env::MaskMode mode, int max_tokens, std::int64_t count,
+           std::span<std::uint8_t> buffer)
       : space(tokens),
         rows(count),
         vocab(static_cast<std::int64_t>(tokens.size())),
-        bytes(static_cast<std::size_t>(count * vocab), 0),
+        bytes(buffer),
         active(static_cast<std::size_t>(count), 1),
         drew(static_cast<std::size_t>(count), 0),
         drawn(static_cast<std::size_t>(count), tokens.pad()),
         threads(mask_threads(tokens, count)) {
+    if (bytes.size() != static_cast<std::size_t>(count * vocab)) {
+      throw std::logic_error("generate: a mask buffer of the wrong size");
+    }
     masks.reserve(static_cast<std::size_t>(count));
     for (std::int64_t r = 0; r < count; ++r) masks.push_back(tokens.mask(mode, max_tokens));
   }
   std::span<std::uint8_t> row(std::int64_t r) {
-    return {bytes.data() + r * vocab, static_cast<std::size_t>(vocab)};
+    return bytes.subspan(static_cast<std::size_t>(r * vocab), static_cast<std::size_t>(vocab));
   }
   // The next step's masks; finished rows allow everything (their draw is discarded).
   void fill_next() {
@@ -394,10 +398,182 @@ struct RowMasks {
   const TokenSpace& space;
   const std::int64_t rows, vocab;
   std::vector<std::unique_ptr<CompletionMask>> masks;
-  std::vector<std::uint8_t> bytes, active, drew;
+  std::span<std::uint8_t> bytes;
+  std::vector<std::uint8_t> active, drew;
   std::vector<env::TokenId> drawn;
   RowPool threads;
 };
+
+double seconds_since(std::chrono::steady_clock::time_point from) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+}
+
+// What generate()'s two step loops share: the call's settings, the rows' masks and completions,
+// and the steps of one step that do not depend on the order (filling the masks, drawing on the
+// device, recording the draws on the host).
+struct GenerationSteps {
+  Learner& l;
+  const TokenSpace& space;
+  const SamplingConfig& sampling;
+  RowWindow window;
+  std::int64_t rows = 0;
+  int max_tokens = 0;
+  bool keep_masks = false;
+  std::uint64_t first_draw = 0;
+  RowMasks& masks;
+  std::vector<Completion>& out;
+  GenerationProfile& profile;
+  int steps = 0;
+
+  void fill_masks() {
+    const auto start = std::chrono::steady_clock::now();
+    masks.fill_next();
+    profile.mask_seconds += seconds_since(start);
+    profile.row_steps += std::count(masks.active.begin(), masks.active.end(), std::uint8_t{1});
+  }
+  // Step t's uniforms into `u` (none when greedy). Data parallel: step t's draw for row r is draw
+  // (t x total + offset + r) from the call's first, as in one process generating every rank's rows.
+  void draw_uniforms(int t, std::span<double> u) {
+    if (sampling.greedy) return;
+    if (window.total > 0) {
+      l.rng.counter = first_draw + static_cast<std::uint64_t>(t * window.total + window.offset);
+    }
+    for (double& x : u) x = l.rng.uniform_open();
+  }
+  // Step t's draws on the device: the tokens [rows] (int64) and, stacked for one read-back, the
+  // tokens (exact as floats below 2^24), their log-probabilities and the values [3, rows].
+  std::pair<torch::Tensor, torch::Tensor> draw(const PolicyOutput& step, const torch::Tensor& mask,
+                                               const torch::Tensor& uniforms) {
+    ++steps;
+    const torch::Tensor masked = apply_action_mask(step.logits, mask);
+    const torch::Tensor chosen =
+        sampling.greedy ? masked.argmax(-1)
+                        : sample_from_logits(filter_logits(masked, sampling), uniforms);
+    const double temperature = sampling.greedy ? 1.0 : sampling.temperature;
+    // x / 1 is x: no kernel for it.
+    const torch::Tensor scaled = temperature == 1.0 ? masked : masked / temperature;
+    const torch::Tensor log_probs =
+        torch::log_softmax(scaled, -1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
+    return {chosen, torch::stack({chosen.to(torch::kFloat), log_probs.to(torch::kFloat),
+                                  step.values.to(torch::kFloat)})};
+  }
+  // The step's draws read back (tokens, log-probabilities, values; `rows` each) into the rows
+  // still writing; those that drew <eos> end. Returns whether any row goes on; `next` (when given)
+  // gets each row's next input (<pad> for the rows that ended).
+  bool record(const float* drawn, std::vector<std::int64_t>* next) {
+    const float* lp_data = drawn + rows;
+    const float* v_data = lp_data + rows;
+    bool any = false;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (!masks.active[i]) continue;
+      Completion& c = out[i];
+      const auto token = static_cast<env::TokenId>(std::lround(drawn[r]));
+      masks.record(r, token);
+      c.tokens.push_back(token);
+      c.log_probs.push_back(lp_data[r]);
+      c.values.push_back(v_data[r]);
+      if (keep_masks) {
+        const auto row = masks.row(r);
+        c.action_masks.insert(c.action_masks.end(), row.begin(), row.end());
+      }
+      ++l.counters.generated_tokens;
+      if (token == space.eos()) {
+        c.terminated = true;
+        masks.active[i] = 0;
+      } else {
+        if (next != nullptr) (*next)[i] = token;
+        any = true;
+      }
+    }
+    return any;
+  }
+};
+
+// The steps as generate() took them first: the step's masks uploaded (waiting for the decode step
+// they were filled beside), the draws, their read-back, then the next decode step enqueued with
+// the tokens uploaded from the host. Holds the timing lane from the masks' upload to the end of
+// the step's decode (LaneTurns).
+void read_back_steps(GenerationSteps& g, PolicyOutput step, GenerationDecoder& decoder,
+                     LaneTurns& lane) {
+  const auto rows = g.rows, vocab = g.masks.vocab;
+  const torch::Device device = g.l.device;
+  std::vector<double> u(static_cast<std::size_t>(rows));
+  for (int t = 0; t < g.max_tokens; ++t) {
+    g.fill_masks();
+    lane.hold();
+    // Bytes travel as they are and become booleans where the logits are: no LibTorch op on the
+    // host per step (each an OpenMP region over every core, which several processes on one host
+    // spin against each other: docs/study.md).
+    const auto upload_start = std::chrono::steady_clock::now();
+    const torch::Tensor mask = torch::from_blob(g.masks.bytes.data(), {rows, vocab}, torch::kUInt8)
+                                   .to(device)
+                                   .to(torch::kBool);
+    g.profile.upload_seconds += seconds_since(upload_start);
+    g.draw_uniforms(t, u);
+    const torch::Tensor uniforms = torch::from_blob(u.data(), {rows}, torch::kDouble).clone();
+    const torch::Tensor stacked = g.draw(step, mask, uniforms).second;
+    const auto readback_start = std::chrono::steady_clock::now();
+    const torch::Tensor drawn = stacked.to(torch::kCPU).contiguous();
+    g.profile.readback_seconds += seconds_since(readback_start);
+    std::vector<std::int64_t> next(static_cast<std::size_t>(rows), g.space.pad());
+    if (!g.record(drawn.data_ptr<float>(), &next) || t + 1 == g.max_tokens) {
+      lane.release();
+      break;
+    }
+    // The next tokens and which rows go on, in one upload (a copy on the CPU too: `upload` ends
+    // with this step).
+    std::vector<std::int64_t> upload(next);
+    upload.insert(upload.end(), g.masks.active.begin(), g.masks.active.end());
+    const torch::Tensor uploaded =
+        torch::from_blob(upload.data(), {2, rows}, torch::kLong)
+            .to(device, torch::kLong, /*non_blocking=*/false, /*copy=*/true);
+    const auto decode_start = std::chrono::steady_clock::now();
+    step = decoder.step(uploaded[0], uploaded[1].to(torch::kBool), g.masks.active);
+    g.profile.decode_seconds += seconds_since(decode_start);
+    lane.release();
+  }
+}
+
+// The steps overlapped (SamplingConfig::overlap_steps): step t's draws stay on the device, where
+// they become the next decode step's input (a row goes on unless it drew <eos>), and that step is
+// enqueued before the host waits for the draws' read-back; the host then records them and fills
+// step t + 1's masks while the device runs the decode step. The masks and uniforms go up, and the
+// draws come back, through `link` without blocking. The same operations as read_back_steps() in
+// the same order on the device, so the same draws; where every row has ended before max_tokens,
+// one decode step more runs (enqueued before the host knew), its outputs unused.
+void overlapped_steps(GenerationSteps& g, PolicyOutput step, GenerationDecoder& decoder,
+                      StepTransfers& link) {
+  const torch::Device device = g.l.device;
+  const auto on = torch::TensorOptions().device(device);
+  torch::Tensor going = torch::ones({g.rows}, on.dtype(torch::kBool));  // rows still writing
+  for (int t = 0; t < g.max_tokens; ++t) {
+    g.fill_masks();
+    const auto upload_start = std::chrono::steady_clock::now();
+    const torch::Tensor mask = link.upload_masks();
+    g.draw_uniforms(t, link.uniforms());
+    const torch::Tensor uniforms = g.sampling.greedy ? torch::Tensor() : link.upload_uniforms();
+    g.profile.upload_seconds += seconds_since(upload_start);
+    const auto [chosen, stacked] = g.draw(step, mask, uniforms);
+    link.read_back(stacked);
+    const bool last = t + 1 == g.max_tokens;
+    if (!last) {
+      // As read_back_steps() uploads them: a row goes on unless it drew <eos>, and a row that
+      // ended reads <pad>.
+      going = going.logical_and(chosen.ne(g.space.eos()));
+      const torch::Tensor next = torch::where(going, chosen, g.space.pad());
+      const auto decode_start = std::chrono::steady_clock::now();
+      step = decoder.enqueue(next, going);
+      g.profile.decode_seconds += seconds_since(decode_start);
+    }
+    const auto readback_start = std::chrono::steady_clock::now();
+    const float* drawn = link.draws();
+    g.profile.readback_seconds += seconds_since(readback_start);
+    const bool any = g.record(drawn, nullptr);
+    if (!last) decoder.advance(g.masks.active);
+    if (!any || last) break;
+  }
+}
 
 }  // namespace
 
@@ -421,27 +597,41 @@ std::vector<Completion> PolicyAgent::generate(
                                 " tokens; at most 2^24 are supported");
   }
   const int max_tokens = l.config.policy.max_tokens;
-  // The masks travel with the completions for the update, but not a BPE vocabulary's (tens of
-  // thousands of bytes per token): the update replays those from the tokens.
-  const bool keep_masks = l.config.mask != env::MaskMode::none && space.kind() == "closed";
-  // Data parallel: step t's draw for row r is draw (t x total + offset + r) from here, as in one
-  // process generating every rank's rows.
   if (window.total > 0 && window.offset + rows > window.total) {
     throw std::invalid_argument("generate: rows " + std::to_string(window.offset) + " + " +
                                 std::to_string(rows) + " of " + std::to_string(window.total));
   }
-  const std::uint64_t first_draw = l.rng.counter;
-  int steps = 0;
-
   std::vector<const env::MatrixObservation*> matrices;
   for (const auto& p : prompts) {
     for (int s = 0; s < samples; ++s) matrices.push_back(p.get());
   }
-  RowMasks row_masks(space, l.config.mask, max_tokens, rows);
-  std::vector<std::uint8_t>& active = row_masks.active;
-  std::vector<std::uint8_t>& mask_bytes = row_masks.bytes;
-
+  // Overlapped steps need the device to themselves: with a timing lane (the evaluator timing on
+  // this GPU meanwhile), the host lets it go while it fills the masks, which the overlapped steps
+  // do while the device decodes.
+  const bool overlap = sampling.overlap_steps && !timing_lane_;
+  std::unique_ptr<StepTransfers> link;
+  std::vector<std::uint8_t> mask_bytes;
+  if (overlap) {
+    link = std::make_unique<StepTransfers>(l.device, rows, vocab);
+  } else {
+    mask_bytes.assign(static_cast<std::size_t>(rows * vocab), 0);
+  }
+  RowMasks row_masks(space, l.config.mask, max_tokens, rows,
+                     link ? link->mask_bytes() : std::span<std::uint8_t>(mask_bytes));
   GenerationProfile profile;
+  // The masks travel with the completions for the update, but not a BPE vocabulary's (tens of
+  // thousands of bytes per token): the update replays those from the tokens.
+  GenerationSteps g{l,
+                    space,
+                    sampling,
+                    window,
+                    rows,
+                    max_tokens,
+                    l.config.mask != env::MaskMode::none && space.kind() == "closed",
+                    l.rng.counter,
+                    row_masks,
+                    out,
+                    profile};
   const auto generation_start = std::chrono::steady_clock::now();
   // The weights hold still until this call returns: the network may keep inference copies.
   const InferenceCopies inference(*l.policy);
@@ -452,101 +642,28 @@ std::vector<Completion> PolicyAgent::generate(
   const PrefixBatch prefix = l.prefix_batch(matrices);
   const auto [start, start_valid] = l.prompt_batch(matrices);
   KvCache cache;
-  PolicyOutput step = l.policy->prefill(prefix, start, start_valid, cache);
+  const PolicyOutput first = l.policy->prefill(prefix, start, start_valid, cache);
   // The decode steps (at most max_tokens - 1 follow), from CUDA graphs where asked and possible.
   GenerationDecoder decoder(*l.policy, cache, max_tokens - 1, sampling.decode_graphs);
   lane.release();
-
-  const double temperature = sampling.greedy ? 1.0 : sampling.temperature;
-  const auto since = [](std::chrono::steady_clock::time_point from) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
-  };
-  for (int t = 0; t < max_tokens; ++t) {
-    const auto mask_start = std::chrono::steady_clock::now();
-    row_masks.fill_next();
-    profile.mask_seconds += since(mask_start);
-    profile.row_steps += std::count(active.begin(), active.end(), std::uint8_t{1});
-    lane.hold();
-    // Bytes travel as they are and become booleans where the logits are: no LibTorch op on the
-    // host per step (each an OpenMP region over every core, which several processes on one host
-    // spin against each other: docs/study.md).
-    const auto upload_start = std::chrono::steady_clock::now();
-    const torch::Tensor mask = torch::from_blob(mask_bytes.data(), {rows, vocab}, torch::kUInt8)
-                                   .to(l.device)
-                                   .to(torch::kBool);
-    profile.upload_seconds += since(upload_start);
-    const torch::Tensor masked = apply_action_mask(step.logits, mask);
-    if (window.total > 0 && !sampling.greedy) {
-      l.rng.counter = first_draw + static_cast<std::uint64_t>(t * window.total + window.offset);
-    }
-    ++steps;
-    const torch::Tensor chosen =
-        sampling.greedy
-            ? masked.argmax(-1)
-            : sample_from_logits(filter_logits(masked, sampling), uniforms(l.rng, rows));
-    const torch::Tensor log_probs =
-        torch::log_softmax(masked / temperature, -1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1);
-    // One read-back a step: the tokens (exact as floats below 2^24), their log-probabilities and
-    // the values, stacked on the device.
-    const torch::Tensor stacked = torch::stack(
-        {chosen.to(torch::kFloat), log_probs.to(torch::kFloat), step.values.to(torch::kFloat)});
-    const auto readback_start = std::chrono::steady_clock::now();
-    const torch::Tensor drawn = stacked.to(torch::kCPU).contiguous();
-    profile.readback_seconds += since(readback_start);
-    const float* chosen_data = drawn.data_ptr<float>();
-    const float* lp_data = chosen_data + rows;
-    const float* v_data = lp_data + rows;
-    bool any = false;
-    std::vector<std::int64_t> next(static_cast<std::size_t>(rows), space.pad());
-    for (std::int64_t r = 0; r < rows; ++r) {
-      if (!active[static_cast<std::size_t>(r)]) continue;
-      Completion& c = out[static_cast<std::size_t>(r)];
-      const auto token = static_cast<env::TokenId>(std::lround(chosen_data[r]));
-      row_masks.record(r, token);
-      c.tokens.push_back(token);
-      c.log_probs.push_back(lp_data[r]);
-      c.values.push_back(v_data[r]);
-      if (keep_masks) {
-        c.action_masks.insert(c.action_masks.end(), mask_bytes.begin() + r * vocab,
-                              mask_bytes.begin() + (r + 1) * vocab);
-      }
-      ++l.counters.generated_tokens;
-      if (token == space.eos()) {
-        c.terminated = true;
-        active[static_cast<std::size_t>(r)] = 0;
-      } else {
-        next[static_cast<std::size_t>(r)] = token;
-        any = true;
-      }
-    }
-    if (!any || t + 1 == max_tokens) {
-      lane.release();
-      break;
-    }
-    // The next tokens and which rows go on, in one upload (a copy on the CPU too: `upload` ends
-    // with this step).
-    std::vector<std::int64_t> upload(next);
-    upload.insert(upload.end(), active.begin(), active.end());
-    const torch::Tensor uploaded =
-        torch::from_blob(upload.data(), {2, rows}, torch::kLong)
-            .to(l.device, torch::kLong, /*non_blocking=*/false, /*copy=*/true);
-    const auto decode_start = std::chrono::steady_clock::now();
-    step = decoder.step(uploaded[0], uploaded[1].to(torch::kBool), active);
-    profile.decode_seconds += since(decode_start);
-    lane.release();
+  if (link) {
+    overlapped_steps(g, first, decoder, *link);
+  } else {
+    read_back_steps(g, first, decoder, lane);
   }
   if (window.total > 0 && !sampling.greedy) {
     // The generator ends where one process's would: after the longest rank's last step.
-    std::int64_t longest = steps;
+    std::int64_t longest = g.steps;
     if (l.distributed()) {
-      longest = static_cast<std::int64_t>(l.ranks->max({static_cast<double>(steps)})[0]);
+      longest = static_cast<std::int64_t>(l.ranks->max({static_cast<double>(g.steps)})[0]);
     }
-    l.rng.counter = first_draw + static_cast<std::uint64_t>(longest * window.total);
+    l.rng.counter = g.first_draw + static_cast<std::uint64_t>(longest * window.total);
   }
-  profile.steps = steps;
+  profile.steps = g.steps;
   profile.graphs = decoder.graphs();
   profile.capture_seconds = decoder.capture_seconds();
-  profile.seconds = since(generation_start);
+  profile.overlapped = overlap;
+  profile.seconds = seconds_since(generation_start);
   l.last_generation = profile;
   return out;
 }

@@ -98,6 +98,13 @@ struct SamplingConfig {
   // graphs (torch/decode_graphs.hpp) instead of issuing each kernel; false issues them one by one.
   // The draws are those of the same distribution either way (the logits agree to rounding).
   bool decode_graphs = true;
+  // generate() enqueues each decode step (its input is the draw, already on the device) before it
+  // reads the step's draws back, and fills the next step's masks while the device decodes; the
+  // masks go up and the draws come back through page-locked buffers without blocking on CUDA. The
+  // same operations on the device in the same order: the same draws. false reads each step's draws
+  // back before its decode step (the order before); so does a generation with a timing lane
+  // (PolicyAgent::set_timing_lane), which lets the GPU go while the masks are filled.
+  bool overlap_steps = true;
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 

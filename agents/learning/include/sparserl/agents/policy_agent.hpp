@@ -107,6 +107,9 @@ struct GenerationProfile {
   // the seconds their captures took (part of decode_seconds); 0 where the steps were issued.
   int graphs = 0;
   double capture_seconds = 0;
+  // The steps overlapped (SamplingConfig::overlap_steps, no timing lane): each decode step enqueued
+  // before the host waited for the draws, whose wait then holds the decode step's device time.
+  bool overlapped = false;
 };
 
 class PolicyAgent final : public env::Agent {

@@ -2,7 +2,8 @@
 // tests). A decode step of either network is a few hundred small kernels for one token a row; on a
 // GPU the host spends longer issuing them one by one than the device spends running them (an H100,
 // the 42M decoder at batch 64: about 8 ms of issuing a step, against about 1.7 ms of its kernels
-// when replayed; docs/agents.md). A CUDA graph records a step's kernels once and launches them all with one call.
+// when replayed; docs/agents.md). A CUDA graph records a step's kernels once and launches them all
+// with one call.
 //
 // What a replay needs, and how generate() provides it: the same shapes and the same memory at
 // every replay. The key-value cache is reserved once for the whole generation (no growth), the
@@ -19,6 +20,12 @@
 // available() is false where LibTorch was built without CUDA (this file's .cpp then holds no CUDA
 // code) or the device is not CUDA; generate() then issues every step's kernels as before, as it
 // does with SamplingConfig::decode_graphs = false.
+//
+// StepTransfers is the host side of generate()'s overlapped steps (SamplingConfig::overlap_steps):
+// the masks and uniforms written into page-locked buffers and uploaded without blocking, and the
+// draws read back into one with an event to wait on, so that the host enqueues the next decode
+// step before it waits for the draws (docs/agents.md, "Throughput"). It lives here because this
+// file's .cpp is the one compiled with LibTorch's CUDA headers.
 #pragma once
 
 #include <torch/types.h>
@@ -76,6 +83,12 @@ class GenerationDecoder {
   // capture is reported naming the knob that avoids it (agent.sampling.decode_graphs).
   PolicyOutput step(const torch::Tensor& tokens, const torch::Tensor& active,
                     std::span<const std::uint8_t> active_rows);
+  // step() in two halves, for a caller that enqueues the step before it knows on the host which
+  // rows go on: enqueue() runs (or replays) the step over the span the rows had before it, and
+  // advance() then counts the rows it lengthened. Every enqueue() is followed by its advance()
+  // before the next enqueue(); step() is the two together.
+  PolicyOutput enqueue(const torch::Tensor& tokens, const torch::Tensor& active);
+  void advance(std::span<const std::uint8_t> active_rows);
   [[nodiscard]] int graphs() const { return graphs_ ? graphs_->captured() : 0; }
   [[nodiscard]] double capture_seconds() const {
     return graphs_ ? graphs_->capture_seconds() : 0.0;
@@ -87,6 +100,37 @@ class GenerationDecoder {
   std::unique_ptr<DecodeGraphs> graphs_;
   std::vector<std::int64_t> lengths_;  // each row's filled slots (with graphs)
   std::int64_t longest_ = 0;
+};
+
+// The transfers of one overlapped generation (rows x vocab masks): on a CUDA device (in a build
+// with LibTorch's CUDA headers) page-locked host buffers, uploads that do not block the host and a
+// read-back it waits for through an event; elsewhere (the CPU) the host buffers are the tensors the
+// step reads, and every call completes at once. Each buffer is rewritten by the host only after
+// it has waited for the read-back that follows the buffer's last upload on the stream.
+class StepTransfers {
+ public:
+  StepTransfers(const torch::Device& device, std::int64_t rows, std::int64_t vocab);
+  ~StepTransfers();
+  StepTransfers(const StepTransfers&) = delete;
+  StepTransfers& operator=(const StepTransfers&) = delete;
+
+  // The host's halves: masks [rows x vocab] of 0 / 1 bytes, uniforms [rows].
+  [[nodiscard]] std::span<std::uint8_t> mask_bytes();
+  [[nodiscard]] std::span<double> uniforms();
+  // The masks (bool [rows, vocab]) and, if asked, the uniforms (double [rows]) on the device, as
+  // the host wrote them: enqueued on the current stream.
+  [[nodiscard]] torch::Tensor upload_masks();
+  [[nodiscard]] torch::Tensor upload_uniforms();
+  // Enqueues the read-back of `stacked` (float [3, rows] on the device) ...
+  void read_back(const torch::Tensor& stacked);
+  // ... and waits for it: tokens, log-probabilities, values, `rows` floats each.
+  [[nodiscard]] const float* draws();
+  // Whether the uploads and read-back run without blocking the host (page-locked, an event).
+  [[nodiscard]] bool asynchronous() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace sparserl::agents

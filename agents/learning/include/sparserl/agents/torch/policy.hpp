@@ -1,6 +1,7 @@
 // The policy network (LibTorch; include only inside agents/ and its torch tests): a decoder-only,
 // pre-norm transformer in the style of GPT-2 / nanoGPT, written out so it runs on LibTorch 1.13 and
-// 2.x alike (attention by hand, no scaled_dot_product_attention).
+// 2.x alike (attention by hand; scaled_dot_product_attention only for decode steps where asked,
+// on LibTorch 2).
 //
 // Slots of one sequence (PolicyConfig::prefix_length() = K + 1):
 //   0 .. K-1     the matrix: Linear(D -> d_model) of the observation's [PE(r) | PE(c)] rows
@@ -34,13 +35,16 @@ namespace sparserl::agents {
 class TransformerBlockImpl : public torch::nn::Module {
  public:
   TransformerBlockImpl(const PolicyConfig& config, int layer);
-  // x: [B, T, d]; mask: [B, 1, T, Tk] bool (true = may attend). Without `keys_out`, keys / values
-  // come from x alone (Tk = T). With a cache layer, the new keys are written at `write_at` ([B]
-  // slots for one new position) or at slots 0..T-1 (prefill), and attention runs over the cache's
-  // first Tk slots.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask,
+  // x: [B, T, d]; masked_out: [B, 1, T, Tk] bool (true = may not attend; the caller complements
+  // its mask once for every layer). Without `keys_out`, keys / values come from x alone (Tk = T).
+  // With a cache layer, the new keys are written at `write_at` ([B] slots for one new position)
+  // or at slots 0..T-1 (prefill), and attention runs over the cache's first Tk slots. `bias`
+  // (LibTorch 2; float [B, 1, T, Tk], 0 or -inf as masked_out says): attention through
+  // scaled_dot_product_attention with it instead of the written-out products.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& masked_out,
                         torch::Tensor* cache_keys, torch::Tensor* cache_values,
-                        const torch::Tensor& write_at, std::int64_t span);
+                        const torch::Tensor& write_at, std::int64_t span,
+                        const torch::Tensor& bias = {});
 
  private:
   int heads_;
@@ -78,6 +82,13 @@ class TransformerPolicyImpl : public PolicyNetworkImpl {
   [[nodiscard]] KvCache empty_cache(std::int64_t batch, std::int64_t capacity,
                                     const torch::Device& device) const override;
 
+  // Decode steps attend through scaled_dot_product_attention (one fused kernel a layer where
+  // LibTorch picks one) instead of the written-out products; the logits agree to rounding. Off by
+  // default; for comparisons (sparserl-agents-bench --sdpa-decode). LibTorch 1.13 has no such
+  // function: there it stays off. Returns whether it is on.
+  bool set_sdpa_decode(bool on);
+  [[nodiscard]] bool sdpa_decode() const { return sdpa_decode_; }
+
   [[nodiscard]] const PolicyConfig& config() const { return config_; }
   [[nodiscard]] std::int64_t parameter_count() const override;
   [[nodiscard]] std::int64_t output_size() const override { return config_.vocab_size; }
@@ -101,6 +112,7 @@ class TransformerPolicyImpl : public PolicyNetworkImpl {
   torch::nn::Linear lm_head_{nullptr};  // absent when tied to the token embedding
   torch::nn::Linear value_head_{nullptr};
   torch::nn::Dropout embedding_dropout_{nullptr};
+  bool sdpa_decode_ = false;
 };
 TORCH_MODULE(TransformerPolicy);
 

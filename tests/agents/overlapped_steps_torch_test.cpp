@@ -1,0 +1,126 @@
+// generate()'s overlapped steps on the CPU (SamplingConfig::overlap_steps): each decode step is
+// enqueued from the draws on the device before the host reads them back, and the next masks are
+// filled meanwhile; the same operations in the same order as the read-back steps, so two agents of
+// the same seed draw the same completions either way - greedy and sampled, under the syntax mask
+// and without one (rows cut at max_tokens), with a data-parallel row window - and leave their
+// generators at the same counter. A timing lane turns the overlap off. On CUDA (page-locked
+// buffers, an event, the decode graphs) the same comparison is in decode_graphs_torch_gpu_test.cpp.
+#include <torch/torch.h>
+
+#include "agents_torch_test_support.hpp"
+#include "catch.hpp"
+#include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/torch/decode_graphs.hpp"
+#include "sparserl/agents/torch/learner.hpp"
+#include "sparserl/env/action_mask.hpp"
+#include "sparserl/reward/timing_lane.hpp"
+
+namespace {
+
+using namespace sparserl;
+using namespace sparserl::agents;
+using namespace sparserl::agents::testing;
+
+std::vector<std::shared_ptr<const env::MatrixObservation>> prompts(int n) {
+  std::vector<std::shared_ptr<const env::MatrixObservation>> out;
+  for (int i = 0; i < n; ++i) out.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  return out;
+}
+
+// Every field of two generations' completions agrees.
+void require_same(const std::vector<Completion>& a, const std::vector<Completion>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t r = 0; r < a.size(); ++r) {
+    INFO("row " << r);
+    CHECK(a[r].tokens == b[r].tokens);
+    CHECK(a[r].log_probs == b[r].log_probs);
+    CHECK(a[r].values == b[r].values);
+    CHECK(a[r].action_masks == b[r].action_masks);
+    CHECK(a[r].terminated == b[r].terminated);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("overlapped generation steps draw what the read-back steps draw", "[agents][generate]") {
+  for (const env::MaskMode mode : {env::MaskMode::syntax, env::MaskMode::none}) {
+    // Without a mask rows rarely draw <eos>: 12 tokens cut most of them at the budget.
+    const int max_tokens = mode == env::MaskMode::syntax ? 200 : 12;
+    const AgentConfig config = tiny_config(mode, max_tokens);
+    PolicyAgent overlapped(config, vocabulary()), read_back(config, vocabulary());
+    SamplingConfig with, without;
+    REQUIRE(with.overlap_steps);  // the default
+    without.overlap_steps = false;
+    for (const bool greedy : {false, true}) {
+      for (const double temperature : {1.0, 0.7}) {
+        if (greedy && temperature != 1.0) continue;
+        INFO("mask " << static_cast<int>(mode) << ", greedy " << greedy << ", temperature "
+                     << temperature);
+        with.greedy = without.greedy = greedy;
+        with.temperature = without.temperature = temperature;
+        with.top_k = without.top_k = temperature == 1.0 ? 0 : 20;
+        const std::vector<Completion> a = overlapped.generate(prompts(3), 3, with);
+        CHECK(overlapped.last_generation().overlapped);
+        const std::vector<Completion> b = read_back.generate(prompts(3), 3, without);
+        CHECK_FALSE(read_back.last_generation().overlapped);
+        require_same(a, b);
+        CHECK(overlapped.last_generation().steps == read_back.last_generation().steps);
+        CHECK(overlapped.learner().rng.counter == read_back.learner().rng.counter);
+        std::size_t tokens = 0;
+        for (const Completion& c : a) {
+          tokens += c.tokens.size();
+          if (mode != env::MaskMode::syntax) continue;
+          env::ActionMask replay(vocabulary(), mode, max_tokens);
+          for (env::TokenId t : c.tokens) {
+            REQUIRE(replay.allows(t));
+            replay.advance(t);
+          }
+          CHECK(c.terminated);
+        }
+        CHECK(tokens > a.size());
+      }
+    }
+    CHECK(overlapped.counters().generated_tokens == read_back.counters().generated_tokens);
+  }
+}
+
+TEST_CASE("overlapped steps keep the data-parallel row window's draws", "[agents][generate]") {
+  const AgentConfig config = tiny_config(env::MaskMode::syntax, 150);
+  PolicyAgent overlapped(config, vocabulary()), read_back(config, vocabulary());
+  SamplingConfig with, without;
+  without.overlap_steps = false;
+  // Rows 4..9 of 16, as the second of three ranks might hold them.
+  const RowWindow window{4, 16};
+  const std::vector<Completion> a = overlapped.generate(prompts(2), 3, with, window);
+  const std::vector<Completion> b = read_back.generate(prompts(2), 3, without, window);
+  require_same(a, b);
+  CHECK(overlapped.learner().rng.counter == read_back.learner().rng.counter);
+}
+
+TEST_CASE("the step transfers on the CPU are the tensors the step reads", "[agents][generate]") {
+  StepTransfers link(torch::Device(torch::kCPU), 2, 3);
+  CHECK_FALSE(link.asynchronous());
+  REQUIRE(link.mask_bytes().size() == 6);
+  REQUIRE(link.uniforms().size() == 2);
+  link.mask_bytes()[4] = 1;
+  link.uniforms()[1] = 0.25;
+  const torch::Tensor masks = link.upload_masks();
+  CHECK(masks.scalar_type() == torch::kBool);
+  CHECK(masks.sizes() == torch::IntArrayRef({2, 3}));
+  CHECK(masks.sum().item<std::int64_t>() == 1);
+  CHECK(masks[1][1].item<bool>());
+  CHECK(link.upload_uniforms()[1].item<double>() == 0.25);
+  link.read_back(torch::arange(6, torch::kFloat).view({3, 2}));
+  const float* drawn = link.draws();
+  CHECK(drawn[0] == 0.0f);
+  CHECK(drawn[5] == 5.0f);
+}
+
+TEST_CASE("a generation with a timing lane reads each step back first", "[agents][generate]") {
+  const auto dir = sparserl::testing::scratch_dir("overlapped_steps_lane");
+  PolicyAgent agent(tiny_config(env::MaskMode::syntax, 100), vocabulary());
+  agent.set_timing_lane(std::make_shared<reward::TimingLaneLock>(dir / "lane.lock"));
+  const std::vector<Completion> out = agent.generate(prompts(1), 2, SamplingConfig{});
+  CHECK(out.size() == 2);
+  CHECK_FALSE(agent.last_generation().overlapped);
+}
