@@ -117,6 +117,7 @@ TEST_CASE("overlapped generate() steps on CUDA draw what the read-back steps dra
     PolicyAgent overlapped(config, vocabulary()), read_back(config, vocabulary());
     SamplingConfig with, without;
     with.decode_graphs = without.decode_graphs = graphs;
+    with.overlap_steps = true;
     without.overlap_steps = false;
     for (const bool greedy : {false, true}) {
       INFO("decode graphs " << graphs << ", greedy " << greedy);

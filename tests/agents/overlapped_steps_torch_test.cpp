@@ -49,8 +49,8 @@ TEST_CASE("overlapped generation steps draw what the read-back steps draw", "[ag
     const AgentConfig config = tiny_config(mode, max_tokens);
     PolicyAgent overlapped(config, vocabulary()), read_back(config, vocabulary());
     SamplingConfig with, without;
-    REQUIRE(with.overlap_steps);  // the default
-    without.overlap_steps = false;
+    REQUIRE_FALSE(without.overlap_steps);  // the default until the CUDA path has run on a GPU host
+    with.overlap_steps = true;
     for (const bool greedy : {false, true}) {
       for (const double temperature : {1.0, 0.7}) {
         if (greedy && temperature != 1.0) continue;
@@ -88,6 +88,7 @@ TEST_CASE("overlapped steps keep the data-parallel row window's draws", "[agents
   const AgentConfig config = tiny_config(env::MaskMode::syntax, 150);
   PolicyAgent overlapped(config, vocabulary()), read_back(config, vocabulary());
   SamplingConfig with, without;
+  with.overlap_steps = true;
   without.overlap_steps = false;
   // Rows 4..9 of 16, as the second of three ranks might hold them.
   const RowWindow window{4, 16};
@@ -120,7 +121,9 @@ TEST_CASE("a generation with a timing lane reads each step back first", "[agents
   const auto dir = sparserl::testing::scratch_dir("overlapped_steps_lane");
   PolicyAgent agent(tiny_config(env::MaskMode::syntax, 100), vocabulary());
   agent.set_timing_lane(std::make_shared<reward::TimingLaneLock>(dir / "lane.lock"));
-  const std::vector<Completion> out = agent.generate(prompts(1), 2, SamplingConfig{});
+  SamplingConfig overlap;
+  overlap.overlap_steps = true;  // asked for, and refused while a timing lane is held
+  const std::vector<Completion> out = agent.generate(prompts(1), 2, overlap);
   CHECK(out.size() == 2);
   CHECK_FALSE(agent.last_generation().overlapped);
 }

@@ -103,8 +103,9 @@ struct SamplingConfig {
   // masks go up and the draws come back through page-locked buffers without blocking on CUDA. The
   // same operations on the device in the same order: the same draws. false reads each step's draws
   // back before its decode step (the order before); so does a generation with a timing lane
-  // (PolicyAgent::set_timing_lane), which lets the GPU go while the masks are filled.
-  bool overlap_steps = true;
+  // (PolicyAgent::set_timing_lane), which lets the GPU go while the masks are filled. Off by default
+  // until its CUDA path has run on a GPU host (it was written and CPU-tested without one).
+  bool overlap_steps = false;
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 
