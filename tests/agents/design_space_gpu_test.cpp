@@ -125,12 +125,14 @@ const std::vector<std::string> kSplitMatrices = {
 };
 
 // csr_nnzsplit's tile and slab edges: every row ends at a slab (32 entries) or tile (64) boundary;
-// power-law rows (log-normal, Pareto).
+// power-law rows (log-normal, Pareto); a skewed R-MAT without permutation (long runs of empty
+// rows, which its head-flag loop jumps over).
 const std::vector<std::string> kNnzSplitMatrices = {
     "gen-v1/uniform?rows=300&cols=400&nnz_per_row=32&seed=2",
     "gen-v1/uniform?rows=100&cols=400&nnz_per_row=64&seed=2",
     "gen-v1/lognormal?rows=4000&median=8&sigma=1.5",
     "gen-v1/lp?rows=3000&alpha=1.2",
+    "gen-v1/rmat?a=0.65&b=0.15&c=0.15&edge_factor=8&scale=14&seed=5",
 };
 
 std::vector<DesignPoint> issue25_points(const DesignSpace& space) {

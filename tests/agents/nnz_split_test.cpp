@@ -1,13 +1,14 @@
 // csr_nnzsplit on the CPU, where no kernel can run: a host re-implementation of both launches - the
 // zeroing launch (a thread per row, or a warp per tile boundary without empty rows) and the main
 // launch lane by lane: the tile's products, its first row's search, the head flags written from
-// row_ptr 32 rows per step, each slab's ballot, segment starts, carried sums, shares and segmented
-// scan, and which rows are stored or added with atomics - run over the grids the program's own
-// launch expressions give, on awkward matrices (empty rows and runs of them, a huge row over many
-// tiles, rows ending exactly at slab and tile boundaries, power-law rows, 1 x N, a single column,
-// 1 x 1, 0 x 0), checked against the fp64 reference and the write discipline. Broken variants are
-// caught. Every point compiles with NVRTC (f32, f64) on both paths of its zeroing launch, and
-// pruning and the analytic cost model put the design among the candidates of power-law matrices.
+// row_ptr 32 rows per step (jumping over runs of empty rows), each slab's ballot, segment starts,
+// carried sums, shares and segmented scan, and which rows are stored or added with atomics - run
+// over the grids the program's own launch expressions give, on awkward matrices (empty rows and
+// runs of them, a huge row over many tiles, rows ending exactly at slab and tile boundaries,
+// power-law rows, 1 x N, a single column, 1 x 1, 0 x 0), checked against the fp64 reference and the
+// write discipline. Broken variants are caught. Every point compiles with NVRTC (f32, f64) on both
+// paths of its zeroing launch, and pruning and the analytic cost model put the design among the
+// candidates of power-law matrices.
 #include <algorithm>
 #include <bit>
 #include <iostream>
@@ -31,14 +32,16 @@ datasets::SparseMatrix generated(const std::string& uri) {
   return datasets::generate(datasets::MatrixUri::parse(uri));
 }
 
-// Row lengths chosen to hit the tile and slab edges: leading and trailing empty rows, a run of
-// 100 empty rows inside a tile, rows of 31, 32 and 33 entries, a row of 1,000 over many tiles.
+// Row lengths chosen to hit the tile and slab edges: leading and trailing empty rows, runs of 100
+// and 1,000 empty rows, rows of 31, 32 and 33 entries, a row of 1,000 over many tiles.
 datasets::SparseMatrix edge_matrix() {
   std::vector<int> lengths(40, 0);
   for (int len : {5, 27, 32, 32, 31, 33, 1, 1, 30}) lengths.push_back(len);
   for (int i = 0; i < 100; ++i) lengths.push_back(0);
   for (int len : {64, 1000, 0, 0, 3, 61, 128, 256, 1, 0, 2}) lengths.push_back(len);
   for (int i = 0; i < 50; ++i) lengths.push_back(i % 3 == 0 ? 0 : i % 7 + 1);
+  for (int i = 0; i < 1000; ++i) lengths.push_back(0);
+  lengths.push_back(5);
   for (int i = 0; i < 37; ++i) lengths.push_back(0);
   const int cols = 1100;
   std::vector<datasets::Index> row_ptr = {0}, col_idx;
@@ -67,6 +70,7 @@ const std::vector<std::string> kMatrices = {
     "gen-v1/uniform?rows=100&cols=400&nnz_per_row=64&seed=2",
     "gen-v1/column?n=4097",
     "gen-v1/rmat?scale=12&edge_factor=8&seed=3",
+    "gen-v1/rmat?a=0.65&b=0.15&c=0.15&edge_factor=8&scale=14&seed=5",  // long empty runs
     "gen-v1/lognormal?rows=4000&median=8&sigma=1.5",
     "gen-v1/lp?rows=3000&alpha=1.2",
     "gen-v1/diagonal?n=1",
@@ -92,24 +96,46 @@ std::vector<DesignPoint> nnz_split_points(datasets::DType dtype) {
 // What an emulation leaves out, to show that the checks catch a broken program.
 enum class Fault { none, no_zero_launch, no_slab_flush, no_last_row };
 
+// Steps the head-flag loops took over all emulated tiles, and how many of them jumped over a run
+// of empty rows.
+struct FlagSteps {
+  std::int64_t steps = 0;
+  std::int64_t jumps = 0;
+};
+
 // The head flags of a tile: mark[i] is the row that starts at nonzero tile_begin + i (-1: none),
-// written 32 rows per step from the row after `first` on, as the kernel's loop does.
+// written 32 rows per step from the row after `first` on, a step of 32 empty rows jumping to the
+// nonempty row that ends their run, as the kernel's loop does.
 std::vector<std::int64_t> head_flags(const Problem& p, std::int64_t first, std::int64_t tile_begin,
-                                     std::int64_t tile_end, std::int64_t tile) {
+                                     std::int64_t tile_end, std::int64_t tile, FlagSteps& count) {
   std::vector<std::int64_t> mark(static_cast<std::size_t>(tile), -1);
-  for (std::int64_t r0 = first + 1;; r0 += 32) {
-    bool any_past = false;
+  for (std::int64_t base = first + 1;;) {
+    ++count.steps;
+    bool any_past = false, all_empty = true;
+    std::int64_t run_start = -1;
     for (int lane = 0; lane < 32; ++lane) {
-      const std::int64_t r = r0 + lane;
+      const std::int64_t r = base + lane;
       const std::int64_t start = r < p.rows() ? p.ptr(r) : p.nnz();
-      if (start < tile_end && p.ptr(r + 1) > start) {
+      const std::int64_t end = start < tile_end ? p.ptr(r + 1) : start;
+      if (end > start) {
         REQUIRE(start > tile_begin);  // only the first row can start at the tile's first nonzero
         REQUIRE(mark[start - tile_begin] == -1);  // one nonempty row per nonzero: no write race
         mark[start - tile_begin] = r;
       }
       any_past = any_past || start >= tile_end;
+      all_empty = all_empty && end == start;
+      run_start = start;
     }
     if (any_past) return mark;
+    if (all_empty) {
+      ++count.jumps;
+      const std::int64_t next = row_of_nonzero(p, run_start, base + 32, 32);
+      REQUIRE(p.ptr(next) == run_start);  // the nonempty row that ends the run
+      REQUIRE(p.ptr(next + 1) > run_start);
+      base = next;
+    } else {
+      base += 32;
+    }
   }
 }
 
@@ -125,10 +151,10 @@ void write_row(OutputLog& out, std::int64_t row, double sum, bool began) {
 // Launch 2 for one warp: the 32 lanes of each step as arrays (a shuffle reads another lane's value
 // of the same step).
 void emulate_nnz_split_warp(const Problem& p, std::int64_t tile, std::int64_t tile_begin,
-                            OutputLog& out, Fault fault) {
+                            OutputLog& out, Fault fault, FlagSteps& steps) {
   const std::int64_t tile_end = std::min(tile_begin + tile, p.nnz());
   const std::int64_t first = row_of_nonzero(p, tile_begin, 0, 32);
-  const std::vector<std::int64_t> mark = head_flags(p, first, tile_begin, tile_end, tile);
+  const std::vector<std::int64_t> mark = head_flags(p, first, tile_begin, tile_end, tile, steps);
   std::int64_t open = first;
   bool open_began = p.ptr(first) == tile_begin;
   double carry = 0;
@@ -190,7 +216,9 @@ void emulate_nnz_split_warp(const Problem& p, std::int64_t tile, std::int64_t ti
 
 // Both launches of a csr_nnzsplit point, over the grids its launch expressions give.
 void emulate_csr_nnz_split(const DesignPoint& point, const Problem& p, OutputLog& out,
-                           Fault fault = Fault::none) {
+                           Fault fault = Fault::none, FlagSteps* steps = nullptr) {
+  FlagSteps local;
+  FlagSteps& count = steps != nullptr ? *steps : local;
   const auto launches = launches_of(point, p.a, 1);
   REQUIRE(launches.size() == 2);
   const std::int64_t tile = 32 * point.int_param("items");
@@ -215,7 +243,7 @@ void emulate_csr_nnz_split(const DesignPoint& point, const Problem& p, OutputLog
   const std::int64_t warps = launches[1].grid * launches[1].block / 32;
   REQUIRE(warps * tile >= p.nnz());  // the grid covers every nonzero
   for (std::int64_t w = 0; w < warps; ++w) {
-    if (w * tile < p.nnz()) emulate_nnz_split_warp(p, tile, w * tile, out, fault);
+    if (w * tile < p.nnz()) emulate_nnz_split_warp(p, tile, w * tile, out, fault, count);
   }
 }
 
@@ -234,12 +262,13 @@ TEST_CASE("csr_nnzsplit's index logic matches the reference on the host", "[kern
       ++emulated;
     }
   }
-  CHECK(emulated == 14 * 8);
+  CHECK(emulated == 15 * 8);
 }
 
 TEST_CASE("the matrices reach csr_nnzsplit's edge cases", "[kernels][split]") {
-  // Rows of exactly 32 and 64 entries end at every slab and tile boundary; the edge matrix has a
-  // run of 100 empty rows (more than one 32-row step of the head flags) and a row over many tiles.
+  // Rows of exactly 32 and 64 entries end at every slab and tile boundary; the edge matrix has
+  // runs of 100 and 1,000 empty rows and a row over many tiles; a skewed R-MAT without permutation
+  // has long runs of empty rows among its high-numbered rows. The runs take the head flags' jump.
   const auto rows32 = generated("gen-v1/uniform?rows=300&cols=400&nnz_per_row=32&seed=2");
   for (datasets::Index i = 0; i < rows32.rows(); ++i) REQUIRE(rows32.row_length(i) == 32);
   const auto rows64 = generated("gen-v1/uniform?rows=100&cols=400&nnz_per_row=64&seed=2");
@@ -248,6 +277,19 @@ TEST_CASE("the matrices reach csr_nnzsplit's edge cases", "[kernels][split]") {
   CHECK(edge.row_length(40 + 9 + 100 + 1) == 1000);
   CHECK(edge.row_length(0) == 0);
   CHECK(edge.row_length(edge.rows() - 1) == 0);
+  const auto skewed = generated("gen-v1/rmat?a=0.65&b=0.15&c=0.15&edge_factor=8&scale=14&seed=5");
+  for (const auto* a : {&edge, &skewed}) {
+    const Problem problem(*a);
+    OutputLog out(a->rows());
+    FlagSteps steps;
+    emulate_csr_nnz_split(DesignPoint::parse(datasets::Op::spmv, datasets::DType::f64,
+                                             "csr_nnzsplit items=16 block=128"),
+                          problem, out, Fault::none, &steps);
+    std::cout << a->rows() << " rows, " << a->nnz() << " nonzeros: " << steps.steps
+              << " head-flag steps, " << steps.jumps << " jumps over runs of empty rows\n";
+    CHECK(steps.jumps > 0);
+    CHECK(mismatches(problem, out) == 0);
+  }
 }
 
 TEST_CASE("the host checks catch a broken csr_nnzsplit", "[kernels][split]") {

@@ -4,11 +4,12 @@
 // products per lane first (coalesced val / col_idx, x through __ldg), finds the tile's first row
 // once (a warp-wide search of row_ptr), then marks in shared memory, at each nonzero where a later
 // nonempty row starts, that row's number (head flags from the row_ptr boundaries, 32 rows per
-// step). Each slab of 32 nonzeros is then summed by a warp segmented scan keyed by the head flags
-// (one ballot, five shuffles); a slab inside one row only adds to per-lane shares. Rows begun and
-// ended in the tile are stored, rows cut by a tile boundary added with atomicAdd after a zeroing
-// launch (which also writes the empty rows). tests/agents/nnz_split_test.cpp re-implements the
-// kernel lane by lane on the host and checks it against the reference.
+// step; a run of empty rows is skipped with one search). Each slab of 32 nonzeros is then summed by
+// a warp segmented scan keyed by the head flags (one ballot, five shuffles); a slab inside one row
+// only adds to per-lane shares. Rows begun and ended in the tile are stored, rows cut by a tile
+// boundary added with atomicAdd after a zeroing launch (which also writes the empty rows).
+// tests/agents/nnz_split_test.cpp re-implements the kernel lane by lane on the host and checks it
+// against the reference.
 #include <string>
 #include <vector>
 
@@ -67,13 +68,20 @@ ${main_head} {
   __syncwarp();
   // Head flags: each later nonempty row that starts in the tile writes its number at its first
   // nonzero (one nonempty row starts at a nonzero; empty rows write nothing). 32 rows per step; the
-  // step that reaches a row starting at or past the tile's end is the last.
-  for (long long r = first + 1 + lane;; r += 32) {
+  // step that reaches a row starting at or past the tile's end is the last. A step of 32 empty rows
+  // (a run of them, all starting at the same nonzero) jumps to the nonempty row that ends the run,
+  // found by a warp-wide search, so a long run costs one search, not a step per 32 rows.
+  for (long long base = first + 1;;) {
+    const long long r = base + lane;
     const int start = r < M ? row_ptr[r] : NNZ;
-    if (start < tile_end && row_ptr[r + 1] > start) {
-      mark[start - tile_begin] = static_cast<int>(r);
-    }
+    const int end = start < tile_end ? row_ptr[r + 1] : start;
+    if (end > start) mark[start - tile_begin] = static_cast<int>(r);
     if (__any_sync(0xffffffffu, start >= tile_end)) break;
+    if (__all_sync(0xffffffffu, end == start)) {
+      base = row_of_nonzero(row_ptr, start, base + 32, lane, 0xffffffffu);
+    } else {
+      base += 32;
+    }
   }
   __syncwarp();
   // The open row runs on from one slab into the next: its row, whether it began in this tile, its
