@@ -2,9 +2,10 @@
 // random inputs, NaN-filled outputs, guard zones, the fp64 reference): all points of SpMV and SpMM
 // (K = 8 and K = 5, the latter exercising the scalar column path of the vector tiles) in f32 and
 // f64 on generated matrices with empty rows, one huge row, a single column and a power-law
-// pattern; the designs of issue 25 also on matrices that reach every path of theirs (rows past each
-// split threshold, dense rows and columns, long runs of empty rows; SpMM K = 8, 32, 5); and the
-// representative subset (one point per generator and code path) on every shared
+// pattern; the designs of issue 25 and csr_nnzsplit also on matrices that reach every path of
+// theirs (rows past each split threshold, dense rows and columns, long runs of empty rows; SpMM
+// K = 8, 32, 5), csr_nnzsplit also where rows end at its tile and slab edges and on power-law
+// rows; and the representative subset (one point per generator and code path) on every shared
 // SuiteSparse matrix, and every SpMV point on four of them. Each case skips itself where the
 // evaluator sees no GPU. Failures are listed together (design, matrix, error kind, message) so one
 // run shows every broken design.
@@ -112,9 +113,9 @@ const std::vector<std::string> kAwkwardMatrices = {
     "gen-v1/diagonal?n=1",
 };
 
-// Matrices that reach every path of the issue-25 designs (csr_split, csr_segscan, spmm_csr_split):
-// rows past each split threshold, dense rows and columns, a single long row, runs of empty rows
-// longer than 32 rows per 32 nonzeros, a row exactly as long as a chunk.
+// Matrices that reach every path of the issue-25 designs (csr_split, csr_segscan, spmm_csr_split)
+// and of csr_nnzsplit: rows past each split threshold, dense rows and columns, a single long row,
+// runs of empty rows longer than 32 rows per 32 nonzeros, a row exactly as long as a chunk.
 const std::vector<std::string> kSplitMatrices = {
     "gen-v1/arrow?n=3000&width=2",
     "gen-v1/uniform?rows=20000&cols=20000&nnz_per_row=3&huge_row=15000&seed=6",
@@ -123,11 +124,22 @@ const std::vector<std::string> kSplitMatrices = {
     "gen-v1/uniform?rows=600&cols=600&nnz_per_row=2&huge_row=512&seed=8",
 };
 
+// csr_nnzsplit's tile and slab edges: every row ends at a slab (32 entries) or tile (64) boundary;
+// power-law rows (log-normal, Pareto); a skewed R-MAT without permutation (long runs of empty
+// rows, which its head-flag loop jumps over).
+const std::vector<std::string> kNnzSplitMatrices = {
+    "gen-v1/uniform?rows=300&cols=400&nnz_per_row=32&seed=2",
+    "gen-v1/uniform?rows=100&cols=400&nnz_per_row=64&seed=2",
+    "gen-v1/lognormal?rows=4000&median=8&sigma=1.5",
+    "gen-v1/lp?rows=3000&alpha=1.2",
+    "gen-v1/rmat?a=0.65&b=0.15&c=0.15&edge_factor=8&scale=14&seed=5",
+};
+
 std::vector<DesignPoint> issue25_points(const DesignSpace& space) {
   std::vector<DesignPoint> out;
   for (const DesignPoint& p : space.points()) {
     if (p.generator == "csr_split" || p.generator == "csr_segscan" ||
-        p.generator == "spmm_csr_split") {
+        p.generator == "spmm_csr_split" || p.generator == "csr_nnzsplit") {
       out.push_back(p);
     }
   }
@@ -183,6 +195,24 @@ TEST_CASE("every issue-25 design point is correct on matrices with long rows and
     for (const std::string& uri : kSplitMatrices) {
       tally.check({uri, datasets::Op::spmv, dtype, 1}, spmv);
       for (datasets::Index k : {8, 32, 5}) tally.check({uri, datasets::Op::spmm, dtype, k}, spmm);
+    }
+  }
+  tally.report();
+}
+
+TEST_CASE("every csr_nnzsplit point is correct where rows end at its tile and slab edges",
+          "[kernels][gpu]") {
+  require_gpu();
+  CorrectnessTally tally;
+  for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
+    const DesignSpace space(datasets::Op::spmv, dtype);
+    std::vector<DesignPoint> points;
+    for (const DesignPoint& p : space.points()) {
+      if (p.generator == "csr_nnzsplit") points.push_back(p);
+    }
+    REQUIRE(points.size() == 8);
+    for (const std::string& uri : kNnzSplitMatrices) {
+      tally.check({uri, datasets::Op::spmv, dtype, 1}, points);
     }
   }
   tally.report();

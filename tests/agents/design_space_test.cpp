@@ -50,9 +50,10 @@ std::vector<datasets::SparseMatrix> geometry_matrices() {
 TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   // A deliberate change of the space changes these numbers: update them, and say so in the docs
   // (docs/design-space.md), because corpus files and SFT pairs are keyed by design id.
-  // Issue 25 added csr_split (12 points), csr_segscan (3) and spmm_csr_split (12 per dtype).
-  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f32).size() == 198);
-  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f64).size() == 198);
+  // Issue 25 added csr_split (12 points), csr_segscan (3) and spmm_csr_split (12 per dtype);
+  // csr_nnzsplit (8 points per dtype) came after it.
+  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f32).size() == 206);
+  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f64).size() == 206);
   CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f32).size() == 134);
   CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f64).size() == 114);
 
@@ -69,19 +70,23 @@ TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   CHECK(spmv.find("csr_split lanes=4 split=2048").has_value());
   CHECK(spmv.find("csr_segscan slabs=16").has_value());
   CHECK(spmm64.find("spmm_csr_split lanes=8 cols=2 split=64").has_value());
-  CHECK(spmv.points().back().id() == "csr_segscan slabs=64");
+  CHECK(spmv.find("csr_segscan slabs=64").has_value());
+  CHECK(spmv.find("csr_nnzsplit items=4 block=128").has_value());
+  CHECK(spmv.points().back().id() == "csr_nnzsplit items=16 block=256");
 }
 
-// The generators of the space before issue 25: their points' programs are pinned byte for byte
-// (an FNV-1a digest over every id and program text of each space), because the corpus, the SFT
-// pairs and earlier measurements are keyed by design id. Newer generators add points; they never
-// change these.
+// The generators of the space before issue 25, and those of issue 25: their points' programs are
+// pinned byte for byte (an FNV-1a digest over every id and program text of each space and set),
+// because the corpus, the SFT pairs and earlier measurements are keyed by design id. Newer
+// generators (csr_nnzsplit) add points; they never change these.
 const std::set<std::string> kGeneratorsBeforeIssue25 = {
     "csr_scalar",     "csr_vector", "csr_xstage", "csr_adaptive", "csr_binned", "csr_merge",
     "coo_segmented",  "ell",        "sell",       "bsr_row",      "bsr_warp",   "spmm_csr_rowgroup",
     "spmm_csr_merge", "spmm_coo",   "spmm_ell",   "spmm_sell",    "spmm_bsr"};
+const std::set<std::string> kIssue25Generators = {"csr_split", "csr_segscan", "spmm_csr_split"};
 
-std::string earlier_points_digest(datasets::Op op, datasets::DType dtype, std::size_t& count) {
+std::string points_digest(datasets::Op op, datasets::DType dtype,
+                          const std::set<std::string>& generators, std::size_t& count) {
   std::uint64_t h = 1469598103934665603ull;
   const auto mix = [&h](const std::string& text) {
     for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
@@ -89,7 +94,7 @@ std::string earlier_points_digest(datasets::Op op, datasets::DType dtype, std::s
   count = 0;
   const DesignSpace space(op, dtype);
   for (const DesignPoint& p : space.points()) {
-    if (kGeneratorsBeforeIssue25.count(p.generator) == 0) continue;
+    if (generators.count(p.generator) == 0) continue;
     mix(p.id() + "\n" + space.render(p) + "\n");
     ++count;
   }
@@ -103,16 +108,23 @@ TEST_CASE("the programs of the earlier design points are byte-identical",
   struct Pinned {
     datasets::Op op;
     datasets::DType dtype;
+    const std::set<std::string>* generators;
     const char* digest;
     std::size_t points;
   };
+  const auto* before = &kGeneratorsBeforeIssue25;
+  const auto* issue25 = &kIssue25Generators;
   for (const Pinned& pinned :
-       {Pinned{datasets::Op::spmv, datasets::DType::f32, "8ca6e1b7bc725feb", 183},
-        Pinned{datasets::Op::spmv, datasets::DType::f64, "67345d393c6b7b26", 183},
-        Pinned{datasets::Op::spmm, datasets::DType::f32, "d38316735b8da552", 122},
-        Pinned{datasets::Op::spmm, datasets::DType::f64, "b193bc5629f158bd", 102}}) {
+       {Pinned{datasets::Op::spmv, datasets::DType::f32, before, "8ca6e1b7bc725feb", 183},
+        Pinned{datasets::Op::spmv, datasets::DType::f64, before, "67345d393c6b7b26", 183},
+        Pinned{datasets::Op::spmm, datasets::DType::f32, before, "d38316735b8da552", 122},
+        Pinned{datasets::Op::spmm, datasets::DType::f64, before, "b193bc5629f158bd", 102},
+        Pinned{datasets::Op::spmv, datasets::DType::f32, issue25, "da7edcbbafdd4d52", 15},
+        Pinned{datasets::Op::spmv, datasets::DType::f64, issue25, "13c51cb40b88ffef", 15},
+        Pinned{datasets::Op::spmm, datasets::DType::f32, issue25, "00ae8a8b08761d63", 12},
+        Pinned{datasets::Op::spmm, datasets::DType::f64, issue25, "504ebb67b0082377", 12}}) {
     std::size_t count = 0;
-    CHECK(earlier_points_digest(pinned.op, pinned.dtype, count) == pinned.digest);
+    CHECK(points_digest(pinned.op, pinned.dtype, *pinned.generators, count) == pinned.digest);
     CHECK(count == pinned.points);
   }
 }
@@ -217,8 +229,9 @@ TEST_CASE("sampling is deterministic and without repeats", "[kernels][design_spa
   for (const auto& p : a) ids.insert(p.id());
   CHECK(ids.size() == 20);
   CHECK(space.sample(100000, 1).size() == space.size());
-  // Pinned: the same seed draws the same points on every platform.
-  CHECK(a.front().id() == "csr_vector lanes=2 block=128 unroll=2 vec=1 ldg=0");
+  // Pinned: the same seed draws the same points on every platform (csr_nnzsplit's points changed
+  // the draw).
+  CHECK(a.front().id() == "csr_scalar block=128 unroll=4 ldg=0");
 }
 
 TEST_CASE("pruning keeps the general designs and drops the hopeless ones",

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "catch.hpp"
+#include "host_emulation.hpp"
 #include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/kernels/design_space.hpp"
@@ -24,6 +25,7 @@
 using namespace sparserl;
 using kernels::DesignPoint;
 using kernels::DesignSpace;
+using namespace sparserl::testing::emulation;
 
 namespace {
 
@@ -62,122 +64,6 @@ std::vector<DesignPoint> issue25_points(datasets::Op op, datasets::DType dtype) 
     if (kIssue25Generators.count(p.generator) != 0) out.push_back(p);
   }
   return out;
-}
-
-// The output of an emulated program: y starts as NaN (as the evaluator fills it) and every write
-// is counted by kind.
-struct OutputLog {
-  std::vector<double> y;
-  std::vector<int> stores, zeros, adds;
-  explicit OutputLog(std::int64_t rows)
-      : y(rows, std::numeric_limits<double>::quiet_NaN()),
-        stores(rows, 0),
-        zeros(rows, 0),
-        adds(rows, 0) {}
-  void store(std::int64_t row, double v) {
-    REQUIRE(row >= 0);
-    REQUIRE(row < static_cast<std::int64_t>(y.size()));
-    y[row] = v;
-    ++stores[row];
-  }
-  void zero(std::int64_t row) {
-    REQUIRE(row >= 0);
-    REQUIRE(row < static_cast<std::int64_t>(y.size()));
-    y[row] = 0;
-    ++zeros[row];
-  }
-  void add(std::int64_t row, double v) {
-    REQUIRE(row >= 0);
-    REQUIRE(row < static_cast<std::int64_t>(y.size()));
-    y[row] += v;
-    ++adds[row];
-  }
-};
-
-// The matrix, x, and y = A x in fp64.
-struct Problem {
-  const datasets::SparseMatrix& a;
-  std::vector<double> x;
-  std::vector<double> reference;
-  explicit Problem(const datasets::SparseMatrix& matrix) : a(matrix) {
-    for (std::int64_t j = 0; j < a.cols(); ++j) x.push_back(1.0 + static_cast<double>(j % 7) / 8);
-    for (std::int64_t i = 0; i < a.rows(); ++i) {
-      double s = 0;
-      for (auto k = a.row_ptr()[i]; k < a.row_ptr()[i + 1]; ++k)
-        s += a.values()[k] * x[a.col_idx()[k]];
-      reference.push_back(s);
-    }
-  }
-  [[nodiscard]] std::int64_t rows() const { return a.rows(); }
-  [[nodiscard]] std::int64_t nnz() const { return a.nnz(); }
-  [[nodiscard]] std::int64_t ptr(std::int64_t i) const { return a.row_ptr()[i]; }
-  [[nodiscard]] double product(std::int64_t k) const { return a.values()[k] * x[a.col_idx()[k]]; }
-  [[nodiscard]] double sum(std::int64_t from, std::int64_t to) const {
-    double s = 0;
-    for (std::int64_t k = from; k < to; ++k) s += product(k);
-    return s;
-  }
-};
-
-// Rows whose emulated y differs from the reference beyond rounding.
-std::int64_t mismatches(const Problem& p, const OutputLog& out) {
-  std::int64_t wrong = 0;
-  for (std::int64_t i = 0; i < p.rows(); ++i) {
-    const bool close = std::abs(out.y[i] - p.reference[i]) <= 1e-9 * (1 + std::abs(p.reference[i]));
-    wrong += close ? 0 : 1;
-  }
-  return wrong;
-}
-
-// Every row right, and the write discipline: a row is either stored once (and nothing else), or
-// zeroed by an earlier launch and then only added to, or (an empty row) only zeroed.
-void check_output(const Problem& p, const OutputLog& out) {
-  for (std::int64_t i = 0; i < p.rows(); ++i) {
-    INFO("row " << i << " of " << p.rows() << ": stores " << out.stores[i] << ", zeros "
-                << out.zeros[i] << ", adds " << out.adds[i]);
-    REQUIRE(out.stores[i] <= 1);
-    if (out.stores[i] == 1) {
-      REQUIRE(out.zeros[i] == 0);
-      REQUIRE(out.adds[i] == 0);
-    } else {
-      REQUIRE(out.zeros[i] >= 1);
-    }
-    REQUIRE(std::isfinite(out.y[i]));
-  }
-  CHECK(mismatches(p, out) == 0);
-}
-
-// The launches of a point's program on a matrix (grid sizes from its own launch expressions).
-std::vector<reward::ResolvedLaunch> launches_of(const DesignPoint& point,
-                                                const datasets::SparseMatrix& a, std::int64_t k) {
-  const std::string text = kernels::render_program(point);
-  const reward::StaticCheckResult checked = reward::check_program(text, point.op);
-  REQUIRE(checked.ok());
-  const reward::GeometryResult g = reward::resolve_launches(
-      *checked.program, reward::compute_constants(a, point.op, k, point.format()));
-  REQUIRE(g.ok());
-  return g.launches;
-}
-
-// row_of_nonzero() as the programs write it: `group` probes per step narrow the range.
-std::int64_t row_of_nonzero(const Problem& p, std::int64_t nz, std::int64_t low, int group) {
-  std::int64_t high = p.rows();
-  while (low < high) {
-    const std::int64_t step = (high - low + group - 1) / group;
-    int count = 0;
-    for (int lane = 0; lane < group; ++lane) {
-      const std::int64_t probe = low + lane * step;
-      if (probe < high && p.ptr(probe + 1) <= nz) ++count;
-    }
-    if (count == 0) {
-      high = low;
-    } else {
-      const std::int64_t last = low + (count - 1) * step;
-      low = last + 1;
-      high = std::min(high, last + step);
-    }
-  }
-  return low;
 }
 
 // Launch 2 of csr_split and spmm_csr_split: a group per chunk of `split` nonzeros; `groups` of
@@ -449,23 +335,6 @@ std::string code_path_key(const DesignPoint& p, const datasets::SparseMatrix& a,
   if (p.generator == "csr_segscan") key += empty > 0 ? " empty" : " no-empty";
   if (p.op == datasets::Op::spmm) key += k % p.int_param("cols") == 0 ? " vector" : " scalar";
   return key;
-}
-
-// Compiles a point for a matrix and K; REQUIREs a cubin with every launched kernel and no spills.
-void require_compiles(const DesignPoint& p, const datasets::SparseMatrix& a, std::int64_t k) {
-  const std::string text = kernels::render_program(p);
-  reward::CompileRequest request;
-  request.source =
-      reward::compile_source(p.dtype, reward::compute_constants(a, p.op, k, p.format()), text);
-  const reward::CompileResult r = reward::compile(request);
-  INFO(p.id() << " " << to_string(p.dtype) << " k=" << k << " on " << a.rows() << " x " << a.cols()
-              << "\n"
-              << r.log);
-  REQUIRE(r.ok);
-  for (const auto& name : reward::check_program(text, p.op).program->kernel_names()) {
-    CHECK(r.kernel(name) != nullptr);
-  }
-  CHECK(r.figures().spill_bytes == 0);
 }
 
 // Every issue-25 point on every matrix (f32 and f64; SpMM with K = 8 and 3), compiled once per

@@ -32,7 +32,7 @@ int auto_lanes(double mean) {
 int launches_of(const DesignPoint& p) {
   const std::string& g = p.generator;
   if (g == "csr_merge" || g == "coo_segmented" || g == "spmm_csr_merge" || g == "spmm_coo" ||
-      g == "csr_split" || g == "csr_segscan" || g == "spmm_csr_split")
+      g == "csr_split" || g == "csr_segscan" || g == "csr_nnzsplit" || g == "spmm_csr_split")
     return 2;
   if (g == "csr_binned") {
     const std::string& c = p.param("classes");
@@ -224,6 +224,13 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
     // path on long rows, about as costly on short ones.
     eff = mean >= 32 ? 0.9 : 0.75;
     lanes_on_long_row = 1e9;
+  } else if (g == "csr_nnzsplit") {
+    // CSR bytes balanced like COO (no row index per entry): per slab one ballot and a five-shuffle
+    // segmented scan, per tile one row search and a pass over its row starts (the zeroing launch
+    // reads row_ptr once more).
+    eff = mean >= 32 ? 0.9 : 0.8;
+    lanes_on_long_row = 1e9;
+    extra_bytes += (rows + 1) * 4.0;
   } else if (g == "ell") {
     eff = 0.95;
   } else if (g == "sell") {

@@ -20,6 +20,7 @@ const std::vector<GeneratorDef>& generator_defs() {
     std::vector<GeneratorDef> all = csr_spmv_generators();
     for (auto& g : format_spmv_generators()) all.push_back(std::move(g));
     for (auto& g : split_spmv_generators()) all.push_back(std::move(g));
+    for (auto& g : nnz_split_spmv_generators()) all.push_back(std::move(g));
     for (auto& g : spmm_generators()) all.push_back(std::move(g));
     return all;
   }();
@@ -223,6 +224,9 @@ std::vector<DesignPoint> DesignSpace::pruned(const datasets::MatrixFeatures& f,
       }
     } else if (g == "coo_segmented" || g == "csr_segscan") {
       keep = irregular;
+    } else if (g == "csr_nnzsplit") {
+      // Balanced by nonzeros for rows whose lengths vary widely (power laws).
+      keep = irregular || f.row_nnz_std > mean;
     } else if (g == "csr_split" || g == "spmm_csr_split") {
       // A split pays where a few rows are much longer than the rest; a threshold far above the
       // longest row is the same program as the smallest one without its long-row launch.

@@ -34,6 +34,7 @@ std::vector<GeneratorDef> csr_spmv_generators();
 GeneratorDef csr_merge_generator();  // csr_spmv_generators() lists it last
 std::vector<GeneratorDef> format_spmv_generators();
 std::vector<GeneratorDef> split_spmv_generators();  // gen_csr_split.cpp (issue 25)
+std::vector<GeneratorDef> nnz_split_spmv_generators();  // gen_csr_nnz_split.cpp
 std::vector<GeneratorDef> spmm_generators();
 
 // All generators in documentation order.

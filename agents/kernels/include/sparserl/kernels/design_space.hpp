@@ -8,7 +8,7 @@
 //
 // The designs (docs/design-space.md has the full table):
 //   SpMV  csr_scalar, csr_vector, csr_xstage, csr_adaptive, csr_binned, csr_merge, coo_segmented,
-//         ell, sell, bsr_row, bsr_warp, csr_split, csr_segscan
+//         ell, sell, bsr_row, bsr_warp, csr_split, csr_segscan, csr_nnzsplit
 //   SpMM  spmm_csr_rowgroup, spmm_csr_merge, spmm_coo, spmm_ell, spmm_sell, spmm_bsr,
 //         spmm_csr_split
 // Every point is correct for every matrix the ABI admits (empty rows, a huge row, a single column,

@@ -1,0 +1,215 @@
+// csr_nnzsplit: a lean CSR SpMV split by nonzeros, for power-law rows (R-MAT, LP, log-normal),
+// where coo_segmented won on bench-v2 while reading a row index per nonzero that CSR does not
+// store. Each warp owns a tile of TILE = 32 * ITEMS consecutive nonzeros. It loads its ITEMS
+// products per lane first (coalesced val / col_idx, x through __ldg), finds the tile's first row
+// once (a warp-wide search of row_ptr), then marks in shared memory, at each nonzero where a later
+// nonempty row starts, that row's number (head flags from the row_ptr boundaries, 32 rows per
+// step; a run of empty rows is skipped with one search). Each slab of 32 nonzeros is then summed by
+// a warp segmented scan keyed by the head flags (one ballot, five shuffles); a slab inside one row
+// only adds to per-lane shares. Rows begun and ended in the tile are stored, rows cut by a tile
+// boundary added with atomicAdd after a zeroing launch (which also writes the empty rows).
+// tests/agents/nnz_split_test.cpp re-implements the kernel lane by lane on the host and checks it
+// against the reference.
+#include <string>
+#include <vector>
+
+#include "program_text.hpp"
+
+namespace sparserl::kernels::detail {
+namespace {
+
+const char* kCsrNnzSplit = R"cuda(#define BLOCK ${block}
+#define WARPS (BLOCK / 32)
+#define ITEMS ${items}
+#define TILE (32 * ITEMS)
+
+${row_of_nonzero}
+// Launch 1: the main launch adds rows cut by a tile boundary (multiples of TILE nonzeros) with
+// atomicAdd, so they start at zero. With empty rows (EMPTY_ROWS > 0), which no nonzero reaches, a
+// thread per row also writes their zeros; without, a warp per tile boundary finds its cut row.
+${zero_head} {
+#if EMPTY_ROWS > 0
+  const long long row = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
+  if (row >= M) return;
+  const int begin = row_ptr[row];
+  const int end = row_ptr[row + 1];
+  if (begin == end || begin / TILE != (end - 1) / TILE) y[row] = 0;
+#else
+  const long long boundary =
+      ((static_cast<long long>(blockIdx.x) * 256 + threadIdx.x) / 32 + 1) * TILE;
+  const int lane = threadIdx.x % 32;
+  if (boundary >= NNZ) return;  // the whole warp
+  const int cut = row_of_nonzero(row_ptr, boundary, 0, lane, 0xffffffffu);
+  if (lane == 0 && row_ptr[cut] < boundary) y[cut] = 0;
+#endif
+}
+
+// Launch 2: each warp takes the TILE nonzeros from tile_begin on; lane i holds nonzero
+// tile_begin + 32 s + i of slab s. A row begun and ended in the tile is stored; the tile's first
+// and last rows, when a tile boundary cuts them, are added with atomicAdd.
+${main_head} {
+  __shared__ int heads[WARPS][TILE];
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const long long tile_begin = (static_cast<long long>(blockIdx.x) * WARPS + warp) * TILE;
+  if (tile_begin >= NNZ) return;  // the whole warp
+  const long long tile_end = tile_begin + TILE < NNZ ? tile_begin + TILE : NNZ;
+  int* const mark = heads[warp];
+  // The products first: ITEMS independent gathers per lane in flight during the row search.
+  value_t product[ITEMS];
+#pragma unroll
+  for (int s = 0; s < ITEMS; ++s) {
+    const long long nz = tile_begin + s * 32 + lane;
+    product[s] = nz < tile_end ? ${product} : static_cast<value_t>(0);
+    mark[s * 32 + lane] = -1;
+  }
+  // The row of the tile's first nonzero, searched once by the whole warp.
+  const int first = row_of_nonzero(row_ptr, tile_begin, 0, lane, 0xffffffffu);
+  __syncwarp();
+  // Head flags: each later nonempty row that starts in the tile writes its number at its first
+  // nonzero (one nonempty row starts at a nonzero; empty rows write nothing). 32 rows per step; the
+  // step that reaches a row starting at or past the tile's end is the last. A step of 32 empty rows
+  // (a run of them, all starting at the same nonzero) jumps to the nonempty row that ends the run,
+  // found by a warp-wide search, so a long run costs one search, not a step per 32 rows.
+  for (long long base = first + 1;;) {
+    const long long r = base + lane;
+    const int start = r < M ? row_ptr[r] : NNZ;
+    const int end = start < tile_end ? row_ptr[r + 1] : start;
+    if (end > start) mark[start - tile_begin] = static_cast<int>(r);
+    if (__any_sync(0xffffffffu, start >= tile_end)) break;
+    if (__all_sync(0xffffffffu, end == start)) {
+      base = row_of_nonzero(row_ptr, start, base + 32, lane, 0xffffffffu);
+    } else {
+      base += 32;
+    }
+  }
+  __syncwarp();
+  // The open row runs on from one slab into the next: its row, whether it began in this tile, its
+  // sum so far (the same on every lane) and each lane's share from slabs without a row start.
+  int open = first;
+  bool open_began = row_ptr[first] == tile_begin;
+  value_t carry = 0;
+  value_t share = 0;
+  bool pending = false;
+#pragma unroll
+  for (int s = 0; s < ITEMS; ++s) {
+    if (tile_begin + s * 32 >= tile_end) break;
+    const int row_mark = mark[s * 32 + lane];
+    const unsigned head = __ballot_sync(0xffffffffu, row_mark >= 0);
+    value_t sum = product[s];
+    if (head == 0) {  // the slab lies inside the open row
+      share += sum;
+      pending = true;
+      continue;
+    }
+    if (pending) {
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) {
+        share += __shfl_xor_sync(0xffffffffu, share, offset);
+      }
+      carry += share;
+      share = 0;
+      pending = false;
+    }
+    // This lane's segment starts at the last head at or before it; lanes before the first head
+    // continue the open row.
+    const unsigned upto = head & (0xffffffffu >> (31 - lane));
+    const int seg = upto != 0 ? 31 - __clz(upto) : -1;
+    const int seg_row = __shfl_sync(0xffffffffu, row_mark, seg >= 0 ? seg : 0);
+    const int row = seg >= 0 ? seg_row : open;
+    if (lane == 0) {
+      if (head & 1u) {  // the open row ended with the previous slab
+        if (open_began) {
+          y[open] = carry;
+        } else {
+          atomicAdd(&y[open], carry);
+        }
+      } else {
+        sum += carry;
+      }
+    }
+    const int low = seg >= 0 ? seg : 0;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset *= 2) {
+      const value_t other = __shfl_up_sync(0xffffffffu, sum, offset);
+      if (lane - offset >= low) sum += other;
+    }
+    // A lane followed by a row start ends its row: stored when the row began in this tile.
+    if (lane < 31 && ((head >> (lane + 1)) & 1u)) {
+      if (seg >= 0 || open_began) {
+        y[row] = sum;
+      } else {
+        atomicAdd(&y[row], sum);
+      }
+    }
+    // Lane 31's row (begun at a head of this slab) is the open row of the next slab.
+    open = __shfl_sync(0xffffffffu, row, 31);
+    carry = __shfl_sync(0xffffffffu, sum, 31);
+    open_began = true;
+  }
+  if (pending) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      share += __shfl_xor_sync(0xffffffffu, share, offset);
+    }
+    carry += share;
+  }
+  // The open row holds the tile's last nonzero: stored if it began here and ends with the tile.
+  if (lane == 0) {
+    if (open_began && row_ptr[open + 1] <= tile_end) {
+      y[open] = carry;
+    } else {
+      atomicAdd(&y[open], carry);
+    }
+  }
+}
+)cuda";
+
+std::string render_csr_nnz_split(const DesignPoint& p) {
+  const std::string items = p.param("items");
+  const std::string block = p.param("block");
+  const std::string tile = std::to_string(32 * p.int_param("items"));
+  const std::string warps = std::to_string(p.int_param("block") / 32);
+  ProgramParts parts;
+  parts.summary =
+      "Nonzero-split SpMV on CSR for power-law rows, with no row index per entry: each warp takes "
+      "TILE = 32 * ITEMS consecutive nonzeros, loads its products (coalesced, x through __ldg), "
+      "finds the tile's first row with one warp-wide search of row_ptr and marks, in shared "
+      "memory, the nonzero where each later nonempty row starts with that row's number. Each slab "
+      "of 32 nonzeros is summed by a warp segmented scan keyed by those head flags (one ballot, "
+      "five shuffles); a slab inside one row only adds to per-lane shares. Rows begun and ended in "
+      "a tile are stored, rows cut by a tile boundary added with atomicAdd after a first launch "
+      "has zeroed them (and the empty rows).";
+  parts.parameter_docs = {{"items=" + items, "slabs of 32 nonzeros per warp (its tile)"},
+                          {"block=" + block, "threads per block of the main launch"}};
+  parts.format = p.format();
+  parts.launches = {
+      {"nnzsplit_zero",
+       "max(min(EMPTY_ROWS, 1) * ceil_div(M, 256) + (1 - min(EMPTY_ROWS, 1)) * "
+       "ceil_div(ceil_div(NNZ, " +
+           tile + ") * 32, 256), 1)",
+       "256", ""},
+      {"spmv_nnzsplit", "max(ceil_div(ceil_div(NNZ, " + tile + "), " + warps + "), 1)", block, ""}};
+  const std::string product =
+      load(true, "val", "nz") + " * " + load(true, "x", load(true, "col_idx", "nz"));
+  parts.body =
+      fill(kCsrNnzSplit, {{"block", block},
+                          {"items", items},
+                          {"row_of_nonzero", row_of_nonzero_function("32")},
+                          {"zero_head", kernel_head(p.op, Format::csr, "nnzsplit_zero", "256")},
+                          {"main_head", kernel_head(p.op, Format::csr, "spmv_nnzsplit", "BLOCK")},
+                          {"product", product}});
+  return assemble(p, parts);
+}
+
+}  // namespace
+
+std::vector<GeneratorDef> nnz_split_spmv_generators() {
+  return {design_generator({"csr_nnzsplit", Op::spmv, Format::csr,
+                            "CSR nonzero tiles per warp, head flags from row_ptr in shared "
+                            "memory and a warp segmented scan (lean, load balanced)"},
+                           ParamValues{{"items", {"2", "4", "8", "16"}}, {"block", {"128", "256"}}},
+                           render_csr_nnz_split, {"items"})};
+}
+
+}  // namespace sparserl::kernels::detail
