@@ -370,6 +370,7 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
     return kRefused;
   }
   if (!line && pp_only_word(k)) return kRefused;
+  if (k.unmodelled || (!line && k.pp_operator)) return kRefused;
   std::uint8_t checks = line ? rule->on_line : rule->in_code;
   if (row < kContexts) checks |= role_checks(k, row);
   return checks;

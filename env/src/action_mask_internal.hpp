@@ -167,7 +167,9 @@ struct TokenInfo {
   std::uint8_t width = 0;      // characters in a rendered launch expression (names)
   std::uint8_t least = 0;      // a prelude constant's least value on any matrix (0 or 1)
   bool function_qual = false;  // a qualifier a device function's result may have (const, inline)
-  bool file_only = false;      // static, __device__: refused inside a function (in_function)
+  bool file_only = false;      // static, __device__, template: refused inside a function
+  bool unmodelled = false;     // a keyword the grammar does not model: refused in code and lines
+  bool pp_operator = false;    // `defined`: on an #if line alone (in code an undeclared name)
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -519,7 +521,7 @@ inline std::uint8_t block_scope(int level, bool soft) {
   return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
 }
 // Code inside a function (its parameter list or body; a kernel's from "C" on), not on a
-// preprocessor line. There `static` and `__device__` are refused (TokenInfo::file_only): a local
+// preprocessor line. There `static`, `__device__` and `template` are refused (TokenInfo::file_only): a local
 // `__device__` variable, and a static one but `static __shared__` or `static const`, outlive a
 // launch (the static checks' global_state) - and `__shared__` and `const` need no `static` (so
 // those two, which pass, are refused too: the rule looks at one token).

@@ -112,6 +112,19 @@ constexpr std::string_view kKeepWords[] = {
     "__host__", "__shared__", "__constant__",    "extern",       "*",
     "&"};
 
+// Keywords the grammar does not model, refused in code and on preprocessor lines (a macro body is
+// code where it is expanded): user types and namespaces (the scopes would have to know their
+// names), statements whose structure the rules do not track (switch / case / default, do ...
+// while, goto and its labels), declarations that need what the rules cannot see (auto and
+// constexpr need an initializer, register is gone from C++17), and words with no use in a kernel
+// here. No reference or design-space program writes any of them; random programs wrote them
+// anywhere, and NVRTC refused those (docs/bpe.md, "The compile stage of random programs").
+constexpr std::string_view kUnmodelledWords[] = {
+    "alignas",  "alignof", "auto",     "case",     "class",     "constexpr", "const_cast",
+    "decltype", "default", "do",       "enum",     "explicit",  "goto",      "namespace",
+    "noexcept", "operator", "register", "static_assert", "struct", "switch",  "this",
+    "typedef",  "typename", "union",   "using",    "__host__",  "__constant__", "__align__"};
+
 // Prelude constants at least 1 on every matrix: K (1 for SpMV, k >= 1 for SpMM) and the formats'
 // parameters (compute_constants refuses a spec out of range). The matrix's own may be 0.
 constexpr std::string_view kPositiveConstants[] = {"K", "SELL_C", "SELL_SIGMA", "BSR_R", "BSR_C"};
@@ -159,7 +172,11 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   // Constants at least 1 on every matrix (K, the format's parameters); the others may be 0.
   if (k.cat == Cat::constant && listed(kPositiveConstants, t.text)) k.least = 1;
   k.function_qual = t.cls == TokenClass::keyword && listed(kFunctionQualifiers, t.text);
-  k.file_only = t.cls == TokenClass::keyword && (t.text == "static" || t.text == "__device__");
+  // `template` too: in a function it could only be `x.template f<...>`, which kernels never need.
+  k.file_only = t.cls == TokenClass::keyword &&
+                (t.text == "static" || t.text == "__device__" || t.text == "template");
+  k.unmodelled = t.cls == TokenClass::keyword && listed(kUnmodelledWords, t.text);
+  k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
   if (k.cat == Cat::local) k.local = v.local_index(id);
   if (k.cat == Cat::digit) k.param = static_cast<std::uint8_t>(t.text[0]);
   if (t.cls == TokenClass::keyword || t.cls == TokenClass::builtin ||

@@ -81,6 +81,20 @@ bool takes_after(const std::string& prefix, const std::string& piece, int max_to
   return true;
 }
 
+// The offset of the first byte of `piece` (each its own token) the mask refuses after `prefix`, or
+// -1 where it takes them all.
+int first_refused(const std::string& prefix, const std::string& piece, int max_tokens = 4000) {
+  BpeGrammarMask mask = make_mask(max_tokens);
+  REQUIRE(feed_text(mask, prefix) == -1);
+  const auto tokenizer = small_tokenizer();
+  for (std::size_t i = 0; i < piece.size(); ++i) {
+    const TokenId id = *tokenizer->byte_token(static_cast<unsigned char>(piece[i]));
+    if (!mask.allows(id)) return static_cast<int>(i);
+    mask.advance(id);
+  }
+  return -1;
+}
+
 const std::string kHead =
     "//@format csr\n//@launch spmv grid=ceil_div(max(M, 1), 4) block=128\n"
     "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, const int* __restrict__ "
@@ -450,4 +464,26 @@ TEST_CASE("the BPE grammar mask refuses new names the static checks forbid where
     }
   }
   CHECK(mismatches == 0);
+}
+
+// The rules that keep random programs compiling (docs/bpe.md, "The compile stage of random
+// programs"): each refuses what NVRTC refused in random walks, at the byte where it goes wrong,
+// and takes what the corpus writes.
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong", "[env][bpe][mask]") {
+  SECTION("keywords the grammar does not model") {
+    // Refused at the first byte no allowed word or name starts with: `str`, `sw`, `thi` (`th`
+    // may be threadIdx), `de`, `t` after `.` (a member: x y z w).
+    CHECK(first_refused(kHead, "  struct s;") == 4);
+    CHECK(first_refused(kHead, "  switch (M) {") == 3);
+    CHECK(first_refused(kHead, "  int i = this;") == 12);
+    CHECK(first_refused(kHead, "  if (defined(M)) {}") == 7);
+    CHECK(first_refused(kHead, "  y[0] = x.template") == 11);
+    CHECK(first_refused(kHead, "  typedef int T;") == 3);
+    CHECK(first_refused(kHead, "#define A typedef\n") == 17);  // a new name may start `typedef`
+    // What kernels write: loops, branches, casts, `defined` on an #if line.
+    CHECK(first_refused(kHead,
+                        "  for (int i = 0; i < 4; ++i) { if (i > 2) break; else continue; }\n"
+                        "  bool b = static_cast<long long>(M) > 0 && true;\n"
+                        "#if defined(M)\n#endif\n") == -1);
+  }
 }
