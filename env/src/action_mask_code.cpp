@@ -40,12 +40,18 @@ std::uint8_t type_run_join(std::uint8_t run, std::uint8_t bits) {
   return static_cast<std::uint8_t>(bits == kRunLong ? run + 1 : run | bits);
 }
 
-// The type-word rules' part of a token's checks in context `ctx`.
+// The type-word rules' part of a token's checks in context `ctx`. After a macro's name what follows
+// a qualifier (the macro may name a type or one) or a callable operand (a value, a function).
 std::uint8_t role_checks(const TokenInfo& k, int ctx) {
+  if (ctx == ctx_macro) {
+    return std::min(role_checks(k, ctx_qual), role_checks(k, ctx_callable));
+  }
   if (k.role == role_type) {
     switch (ctx) {
       case ctx_start:
       case ctx_expr:
+      case ctx_operand_due:
+      case ctx_paren:
         return 0;
       case ctx_qual:
       case ctx_type:
@@ -60,10 +66,11 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
 // The context after a code token; `declares`: the token is a local that a declaration declares,
 // `macro`: a local #defined (it may name a type or a qualifier).
 void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
-  const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+  const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
+                       ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
   switch (k.role) {
     case role_type:
-      if (s.ctx == ctx_expr) {
+      if (s.ctx == ctx_expr || s.ctx == ctx_operand_due) {
         s.ctx = ctx_cast_call;
         s.run = k.type_bits;
       } else {
@@ -76,29 +83,52 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
       if (s.ctx != ctx_ptr) s.ctx = ctx_qual;
       return;
     case role_ptr:
-      s.ctx = in_type ? ctx_ptr : ctx_expr;
+      s.ctx = in_type ? ctx_ptr : ctx_operand_due;
       return;
     case role_cast_kw:
       s.ctx = ctx_cast_kw;
       return;
     case role_lt:
-      s.ctx = s.ctx == ctx_cast_kw ? ctx_start : ctx_expr;
+      s.ctx = s.ctx == ctx_cast_kw ? ctx_start : ctx_operand_due;
       return;
     case role_start:
-      s.ctx = ctx_start;
+      // `(` after if / while opens a condition: an operand is due.
+      s.ctx = k.cat == Cat::close_paren                        ? ctx_paren
+              : k.cat == Cat::open_paren && s.ctx == ctx_cond ? ctx_operand_due
+                                                               : ctx_start;
       s.run = 0;
       return;
     case role_operand:
       s.ctx = ctx_operand;
+      return;
+    case role_function:
+      s.ctx = ctx_call;
+      return;
+    case role_vector:
+      s.ctx = ctx_member;
+      return;
+    case role_incdec:  // postfix after an operand, else prefix
+      s.ctx = s.ctx == ctx_operand || s.ctx == ctx_callable || s.ctx == ctx_paren
+                  ? ctx_operand
+                  : ctx_operand_due;
+      return;
+    case role_operator:
+      // The `>` that closes a template's parameters at file scope: __device__ follows.
+      s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start : ctx_operand_due;
       return;
     default:
       break;
   }
   if (k.cat == Cat::local && macro) {
     if (!in_type) s.run = 0;
-    s.ctx = ctx_qual;
+    s.ctx = ctx_macro;
   } else if (k.cat == Cat::local) {
-    s.ctx = declares ? ctx_declared : ctx_operand;
+    // A file-scope name (a device function's) may be called; a block's names are variables.
+    s.ctx = declares                                         ? ctx_declared
+            : scope_of(s, k.local) == block_scope(0, false) ? ctx_callable
+                                                             : ctx_operand;
+  } else if (k.condition) {
+    s.ctx = ctx_cond;
   } else {
     s.ctx = ctx_expr;
   }
@@ -206,7 +236,9 @@ bool constant_in_format(const State& s, const TokenInfo& k) {
 // name is declared, a known one where it is in scope; a preprocessor line may name any of them.
 bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.local >= t.locals || k.local > s.locals_used) return false;
-  if (on_line(s)) return true;
+  // A line's body names what is known (a macro, a macro's parameter, a function, a variable): a
+  // new name there is undeclared wherever the macro is expanded, or a call of nothing on #if.
+  if (on_line(s)) return k.local < s.locals_used;
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
@@ -250,7 +282,9 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
 
 // The row of the code-token rules the state stands in.
 std::size_t code_row(const State& s) {
-  return static_cast<std::size_t>(on_line(s) ? kLineRow : declaring(s) ? kDeclarationRow : s.ctx);
+  return static_cast<std::size_t>(on_line(s)      ? kLineRow + s.line_ctx
+                                  : declaring(s) ? kDeclarationRow
+                                                 : s.ctx);
 }
 
 // --- taking a code word (in code, or in a preprocessor line's body) ---
@@ -287,6 +321,7 @@ void take_number(State& s, const TokenInfo&) {
 }
 void take_hash(State& s, const TokenInfo&) {
   s.pp = Pp::hash;
+  s.line_ctx = line_due;
   s.pp_depth = 0;
   s.last = Last::other;
 }
@@ -357,9 +392,40 @@ std::span<const Rule> field_rules() { return kFieldRules; }
 // lines keep every local: a macro may name what the code declares later.
 bool new_local_allowed(const State& s) { return s.declarator != 0 && s.last != Last::access; }
 
+// A preprocessor line body's part of a token's checks (an expression: see LineCtx): where an
+// operand is due what may start one (no type, cast or statement keyword; `defined` on #if lines),
+// after an operand what may follow one (`(` only after a name or a builtin function) and <eol>.
+std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
+  if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
+  if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
+  if (k.cat == Cat::eol) return line_ctx == line_due || line_ctx == line_if_due ? kRefused : 0;
+  if (line_ctx == line_if_due || line_ctx == line_if_operand) {
+    const bool refused = k.role == role_function || k.role == role_vector ||
+                         k.role == role_incdec || k.cat == Cat::access || k.cat == Cat::comma ||
+                         k.cat == Cat::open_bracket || k.cat == Cat::close_bracket ||
+                         (k.role == role_operator && k.assigns);
+    if (refused) return kRefused;
+    if (k.pp_operator) return line_ctx == line_if_due ? 0 : kRefused;
+    return line_role_checks(k, line_ctx == line_if_due ? line_due : line_operand);
+  }
+  if (k.pp_operator) return kRefused;  // `defined` on #if lines alone
+  switch (line_ctx) {
+    case line_due:
+    case line_start: {
+      const bool closer = k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
+      return !closer && (k.pp_operator || ((k.follows >> ctx_operand_due) & 1u) != 0) ? 0
+                                                                                     : kRefused;
+    }
+    case line_operand:
+      return ((k.follows >> ctx_operand) & 1u) != 0 ? 0 : kRefused;
+    default:
+      return ((k.follows >> ctx_callable) & 1u) != 0 ? 0 : kRefused;
+  }
+}
+
 std::uint8_t code_checks(const TokenInfo& k, int row) {
   const CodeRule* rule = code_rule(k.cat);
-  const bool line = row == kLineRow;
+  const bool line = row >= kLineRow;
   if (rule == nullptr) return kRefused;
   // The kernel-declaration words ("C", __global__, __launch_bounds__) only where a declaration's
   // rules take them, before these; no extern on a preprocessor line (the static check's
@@ -373,6 +439,13 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   if (k.unmodelled || (!line && k.pp_operator)) return kRefused;
   std::uint8_t checks = line ? rule->on_line : rule->in_code;
   if (row < kContexts) checks |= role_checks(k, row);
+  if (line) checks |= line_role_checks(k, row - kLineRow);
+  if ((checks & kRefused) != 0) return kRefused;
+  // if / while, a builtin function, a functional cast's type: the completion path opens their
+  // `(`, which must fit the nesting limit.
+  const bool opens = k.condition || k.role == role_function ||
+                     (k.role == role_type && (row == ctx_expr || row == ctx_operand_due));
+  if (opens && !line && (checks & kRefused) == 0) checks |= kCheckOpen;
   return checks;
 }
 

@@ -52,7 +52,9 @@ int code_completion(const Tables& t, const State& s) {
       m -= 1;  // `endif <eol>` closes one
       --open_ifs;
     }
-    if (s.pp == Pp::body) m += s.pp_depth + (access ? 1 : 0);
+    // A body's operand still due: a constant (`M`) before the closers.
+    const bool due = s.line_ctx == line_due || s.line_ctx == line_if_due;
+    if (s.pp == Pp::body) m += s.pp_depth + (access || due ? 1 : 0);
     // The line ends with <eol>: afterwards the code ends well unless a bracket below is open.
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : 0;
   } else {
@@ -62,7 +64,7 @@ int code_completion(const Tables& t, const State& s) {
         (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : (ends_well ? 0 : 1);
   }
-  m += s.depth;
+  m += s.depth + due_tokens(s.ctx);
   // What finishes a file-scope declaration under way, then `# endif <eol>` each (the last leaves
   // a line end).
   const int file = file_close(s);
@@ -94,7 +96,8 @@ int declaration_completion(const Tables& t, const State& s) {
       to_brace = 3 + 1 + list;  // <num> 1 ) NAME
       break;
     case Decl::bounds:
-      to_brace = (s.num != Num::off && !num_accepting(s.num) ? 1 : 0) + s.depth + 1 + list;
+      to_brace = (s.num != Num::off && !num_accepting(s.num) ? 1 : 0) + s.depth +
+                 due_tokens(s.ctx) + 1 + list;
       break;
     case Decl::params:
       to_brace = list - s.decl_pos;
@@ -115,6 +118,7 @@ int declaration_completion(const Tables& t, const State& s) {
   body.depth = 1;
   body.stack[0] = '{';
   body.last = Last::other;
+  body.ctx = ctx_start;
   return to_brace + code_completion(t, body);
 }
 

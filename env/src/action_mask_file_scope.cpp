@@ -69,11 +69,11 @@ Verdict template_parameter(const Tables&, const State& s, const TokenInfo& k) {
     case Cat::keyword:
       return allow_pass(k.role == role_type && k.type_bits != kRunSingle);
     case Cat::local:
-      return allow_pass(typed(s) && new_local_allowed(s));
+      return allow_pass(typed(s) && new_local_allowed(s) && !is_macro(s, k.local));
     case Cat::comma:
       return allow_pass(s.ctx == ctx_declared);
-    default:
-      return allow_pass(k.word == w_angle_close);
+    default:  // `>` after a parameter's name (`template <>`, `<int G, >` declare none)
+      return allow_pass(k.word == w_angle_close && s.ctx == ctx_declared);
   }
 }
 void take_template_parameter(const Tables&, State& s, const TokenInfo& k) {
@@ -107,7 +107,8 @@ std::span<const Rule> file_rules() { return kFileRules; }
 
 // The tokens that finish the file-scope declaration under way (after the closers of what is open
 // in it; before any `# endif <eol>` still due), or -1 where the code's own count holds:
-// `void NAME ( ) { }` from __device__, `< >` and `__device__` before it from template; these
+// `void NAME ( ) { }` from __device__, `< int NAME >` and `__device__` before it from template;
+// these
 // tokens pass every rule on that path.
 int file_close(const State& s) {
   constexpr int kFunction = 6;  // void NAME ( ) { }
@@ -120,9 +121,9 @@ int file_close(const State& s) {
     case Top::header:
       return kFunction - 4;
     case Top::tmpl:
-      return 2 + 1 + kFunction;
+      return 4 + 1 + kFunction;  // < int NAME > __device__
     case Top::tmpl_params:
-      return 1 + 1 + kFunction;
+      return (s.ctx == ctx_declared ? 1 : typed(s) ? 2 : 3) + 1 + kFunction;  // (int NAME) >
     case Top::tmpl_done:
       return 1 + kFunction;
     default:

@@ -116,15 +116,26 @@ enum DeclWord : std::uint8_t {
 // `value_t* 0`, `value_t v12 + 0;`, `const int v13 ceil_div(`): the rules refuse them. They never
 // refuse a token of the completion path (closers, `;`, `#`, <eol>, <eos>), so the budget keeps
 // its guarantee, and they apply in code only, outside preprocessor lines and kernel declarations.
+//
+// The same rules alternate operands and operators (NVRTC's "expected an expression", the
+// commonest error of random programs): after an operator an operand is due (ctx_operand_due: no
+// operator but a unary one, no closer, `;` or `,`), after an operand no second operand comes
+// (ctx_operand), `if` / `while` go on with `(` and an operand (ctx_cond). Where an operand or a
+// parenthesis is due the completion path writes one first (`0`, `(0)`), so those contexts refuse
+// even its tokens.
 enum Role : std::uint8_t {
-  role_other,    // an operator, `=`, `[`, `?`, return, if, sizeof, ...: an expression goes on
+  role_other,    // `[`, `::`, `?`, return, if, sizeof, ...: an expression goes on
+  role_operator, // an operator after which an operand is due: = + - / % == && ! ~ += ? ...
+  role_incdec,   // ++ / --: prefix (an operand due) or postfix (an operand ends)
   role_type,     // a type word: int, long, value_t, float4, ...
   role_qual,     // a qualifier or specifier: const, static, __shared__, __restrict__, typedef, ...
   role_ptr,      // `*` or `&`
   role_cast_kw,  // static_cast, reinterpret_cast, const_cast, template: `<` opens types
   role_lt,       // `<`
   role_start,    // ( , ; { } ) : else do - a declaration or a cast may start after it
-  role_operand,  // a number, a constant, a member, a literal, a builtin, `]`, ++, --, true, ...
+  role_operand,  // a number, a constant, a member, a literal, warpSize, `]`, true, ...
+  role_function, // a builtin function: `(` follows
+  role_vector,   // threadIdx, blockIdx, blockDim, gridDim: `.` and a member follow
 };
 // Where code stands for the type-word rules (State::ctx).
 enum Ctx : std::uint8_t {
@@ -137,11 +148,34 @@ enum Ctx : std::uint8_t {
   ctx_expr,       // inside an expression, before an operand: a type only as a functional cast
   ctx_operand,    // after an operand: no type
   ctx_cast_kw,    // after static_cast & co.
+  ctx_operand_due,  // after an operator: an operand must come
+  ctx_paren,        // after `)`: a cast's operand, a statement, or an operator after an operand
+  ctx_macro,        // after a macro's name: what follows a qualifier or an operand
+  ctx_cond,         // after if / while: `(` must come
+  ctx_callable,     // after a file-scope name (a device function's): an operand that `(` may call
+  ctx_call,         // after a builtin function: `(` must come
+  ctx_member,       // after threadIdx & co: `.` must come
   kContexts,
 };
+// Where a preprocessor line's body stands (State::line_ctx): a body is an expression (#if, #elif,
+// a macro's: every macro of the corpus is a number or an expression), so operands and operators
+// alternate there too - an operand due (at its start, after an operator), after an operand, after
+// a name or a builtin function (a call's `(` may follow), or a function-like macro's body to
+// start (an operand or, for an empty body, <eol>); on an #if / #elif line, where the preprocessor
+// takes no call, assignment, member, subscript or comma, an operand due or after an operand.
+enum LineCtx : std::uint8_t {
+  line_due,
+  line_operand,
+  line_callable,
+  line_start,
+  line_if_due,
+  line_if_operand,
+  kLineContexts
+};
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
-// expression (no type-word rules there) and a preprocessor line.
-constexpr int kDeclarationRow = kContexts, kLineRow = kContexts + 1, kRows = kContexts + 2;
+// expression (no type-word rules there), then a preprocessor line's body, one per LineCtx.
+constexpr int kDeclarationRow = kContexts, kLineRow = kContexts + 1,
+              kRows = kContexts + 1 + kLineContexts;
 
 // A type-specifier run: the count of `long` (bits 0-1), then one bit per other part.
 constexpr std::uint8_t kRunLong = 1, kRunShort = 4, kRunSign = 8, kRunInt = 16, kRunChar = 32,
@@ -170,6 +204,8 @@ struct TokenInfo {
   bool file_only = false;      // static, __device__, template: refused inside a function
   bool unmodelled = false;     // a keyword the grammar does not model: refused in code and lines
   bool pp_operator = false;    // `defined`: on an #if line alone (in code an undeclared name)
+  bool condition = false;      // if, while: `(` and a condition follow
+  bool assigns = false;        // = += -= ... (no operator of a preprocessing expression)
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -393,6 +429,7 @@ struct ActionMask::State {
   // The type-word rules: where code stands, and the type-specifier run under way.
   std::uint8_t ctx = detail::ctx_start;
   std::uint8_t run = 0;
+  std::uint8_t line_ctx = detail::line_due;  // a preprocessor line's body (LineCtx)
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -527,6 +564,23 @@ inline std::uint8_t block_scope(int level, bool soft) {
 // those two, which pass, are refused too: the rule looks at one token).
 inline bool in_function(const State& s) {
   return (s.top == Top::body || s.top == Top::params) && !on_line(s);
+}
+
+// Tokens the completion path writes first where an operand is due (`<num> 0`), a condition
+// (`( <num> 0 )` after if / while), a call's or a functional cast's parentheses (`( )`), a member
+// (`. x`).
+inline int due_tokens(std::uint8_t ctx) {
+  switch (ctx) {
+    case ctx_operand_due:
+    case ctx_call:
+    case ctx_cast_call:
+    case ctx_member:
+      return 2;
+    case ctx_cond:
+      return 4;
+    default:
+      return 0;
+  }
 }
 
 // Launched kernels not declared yet: each needs its (empty) declaration before <eos>.

@@ -125,6 +125,9 @@ constexpr std::string_view kUnmodelledWords[] = {
     "noexcept", "operator", "register", "static_assert", "struct", "switch",  "this",
     "typedef",  "typename", "union",   "using",    "__host__",  "__constant__", "__align__"};
 
+// Builtins of a vector type (uint3, dim3): a member follows them.
+constexpr std::string_view kVectorBuiltins[] = {"threadIdx", "blockIdx", "blockDim", "gridDim"};
+
 // Prelude constants at least 1 on every matrix: K (1 for SpMV, k >= 1 for SpMM) and the formats'
 // parameters (compute_constants refuses a spec out of range). The matrix's own may be 0.
 constexpr std::string_view kPositiveConstants[] = {"K", "SELL_C", "SELL_SIGMA", "BSR_R", "BSR_C"};
@@ -177,6 +180,9 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
                 (t.text == "static" || t.text == "__device__" || t.text == "template");
   k.unmodelled = t.cls == TokenClass::keyword && listed(kUnmodelledWords, t.text);
   k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
+  k.condition = t.cls == TokenClass::keyword && (t.text == "if" || t.text == "while");
+  k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
+              t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);
   if (k.cat == Cat::digit) k.param = static_cast<std::uint8_t>(t.text[0]);
   if (t.cls == TokenClass::keyword || t.cls == TokenClass::builtin ||
@@ -190,17 +196,27 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
 }
 
 // A token's role, type part and follow set in the type-word rules. After its category and naming.
+// The follow sets also alternate operands and operators: an operand or a unary operator where
+// one may start (kOperandStart), a binary operator after an operand (kAfterOperand), statements'
+// keywords where a statement may start.
 void assign_role(const TokenSpec& spec, TokenInfo& k) {
-  constexpr std::uint16_t kFree = (1u << ctx_start) | (1u << ctx_qual) | (1u << ctx_expr) |
-                                  (1u << ctx_operand) | (1u << ctx_cast_kw);
-  constexpr std::uint16_t kType = 1u << ctx_type, kPtr = 1u << ctx_ptr, kCall = 1u << ctx_cast_call,
-                          kDeclared = 1u << ctx_declared;
-  constexpr std::uint16_t kAlways = kFree | kType | kPtr | kCall | kDeclared;
+  constexpr auto bit = [](int ctx) { return static_cast<std::uint16_t>(1u << ctx); };
+  constexpr std::uint16_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
+                          kDeclared = bit(ctx_declared), kQual = bit(ctx_qual),
+                          kStart = bit(ctx_start), kParen = bit(ctx_paren);
+  constexpr std::uint16_t kOperandStart =
+      kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen | bit(ctx_cast_kw);
+  constexpr std::uint16_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable);
+  constexpr std::uint16_t kAll = static_cast<std::uint16_t>((1u << kContexts) - 1);
+  // Where an operand, a parenthesis or a member is due the completion path writes it first.
+  constexpr std::uint16_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
+                                     ~bit(ctx_call) & ~bit(ctx_member) & ~kCall;
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
   const bool punct = spec.cls == TokenClass::punct;
-  k.follows = kFree;
+  const bool keyword = spec.cls == TokenClass::keyword;
+  k.follows = kOperandStart;
   if (word && k.naming == TokenInfo::naming_type && w != "typedef") {
     k.role = role_type;
     k.type_bits = w == "long"                        ? kRunLong
@@ -213,40 +229,64 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   }
   if (w == "*" || w == "&") {
     k.role = role_ptr;
-    k.follows |= kType | kPtr;
+    k.follows = kOperandStart | kAfterOperand | kType | kPtr;
   } else if (word && (k.naming == TokenInfo::naming_keep || w == "typedef")) {
     k.role = role_qual;
-    k.follows |= kType | kPtr;
+    k.follows = kStart | kQual | kType | kPtr | kParen;
   } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
   } else if (w == "<" && punct) {
     k.role = role_lt;
+    k.follows = kAfterOperand | bit(ctx_cast_kw);
   } else if (punct &&
              (w == "(" || w == "," || w == ";" || w == "{" || w == "}" || w == ")" || w == ":")) {
     k.role = role_start;
-  } else if (spec.cls == TokenClass::keyword && (w == "else" || w == "do")) {
+    // A call after a file-scope name or a builtin function (a block's names are no functions).
+    if (w == "(") k.follows = kOperandStart | bit(ctx_callable) | bit(ctx_call) | kType | kPtr |
+                              kCall | kDeclared | bit(ctx_cond);
+    if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
+    if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr;
+    if (w == ":") k.follows = kAfterOperand | kDeclared;
+  } else if (keyword && (w == "else" || w == "do")) {
     k.role = role_start;
+    k.follows = kStart;
+  } else if (punct && (w == "++" || w == "--")) {
+    k.role = role_incdec;
+    k.follows = kOperandStart | kAfterOperand;
+  } else if (punct && (w == "!" || w == "~")) {
+    k.role = role_operator;
+  } else if (punct && (w == "+" || w == "-")) {
+    k.role = role_operator;
+    k.follows = kOperandStart | kAfterOperand;
+  } else if (k.cat == Cat::builtin && listed(kVectorBuiltins, w)) {
+    k.role = role_vector;
+  } else if (k.cat == Cat::builtin && w != "warpSize") {
+    k.role = role_function;
   } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
-             k.cat == Cat::constant || k.cat == Cat::builtin ||
-             (punct && (w == "]" || w == "++" || w == "--")) ||
-             (spec.cls == TokenClass::keyword &&
-              (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {
+             k.cat == Cat::constant || k.cat == Cat::builtin || (punct && w == "]") ||
+             (keyword && (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {
     k.role = role_operand;
+  } else if (punct && w != "[" && w != "::" && w != "." && w != "->" && w != "#") {
+    k.role = role_operator;  // binary: = == != > <= >= && || / % ^ | << >> op= ?
+    k.follows = kAfterOperand;
+    if (w == "=") k.follows |= kDeclared;
+    if (w == ">") k.follows |= kType | kPtr | kDeclared;  // `<int>`, `<int G>`
   } else {
     k.role = role_other;
+    // `[` `.` `->` `::` after an operand (`[` also in a declarator); a statement's keywords where
+    // a statement may start; sizeof where an operand may.
+    if (punct) k.follows = kAfterOperand | (w == "[" ? kDeclared : 0);
+    if (k.cat == Cat::access) k.follows |= bit(ctx_member);
+    if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
-  // What may follow a type, a pointer, a functional cast's type, a declared name.
-  if (k.cat == Cat::local) k.follows |= kType | kPtr;
-  if (w == "(" && punct) k.follows |= kType | kPtr | kCall | kDeclared;
-  if (w == "{" && punct) k.follows |= kType | kCall | kDeclared;
-  if ((w == ">" || w == ",") && punct) k.follows |= kType | kPtr | kDeclared;  // `<int>`, `<int G>`
-  if ((w == "=" || w == "[" || w == ":") && punct) k.follows |= kDeclared;
-  // The completion path's tokens follow anything.
+  if (k.cat == Cat::local) k.follows = kOperandStart | kQual | kType | kPtr;
+  // The completion path's tokens follow anything but where an operand or `(` is due.
   if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket || k.cat == Cat::close_brace ||
-      k.cat == Cat::semi || k.cat == Cat::hash || k.cat == Cat::eol || k.cat == Cat::eos) {
-    k.follows = kAlways;
+      k.cat == Cat::semi) {
+    k.follows = kClosers;
   }
+  if (k.cat == Cat::hash || k.cat == Cat::eol || k.cat == Cat::eos) k.follows = kAll;
 }
 
 // Effect classes: tokens that change the state alike, whatever their text (the budget check
@@ -263,7 +303,8 @@ int assign_effects(std::vector<TokenInfo>& info) {
     if (k.cat == Cat::constant) width = k.width + 256 * k.least;  // its format mask and range
     // Its role in the type-word rules too: what finishes a file-scope declaration depends on it.
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
-                                     k.role * 2 + (k.function_qual ? 1 : 0));
+                                     k.role * 4 + (k.function_qual ? 1 : 0) +
+                                         (k.condition ? 2 : 0));
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

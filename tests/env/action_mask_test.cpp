@@ -148,7 +148,11 @@ TEST_CASE("the encoding of every corpus program is accepted by the syntax mask",
     for (std::size_t i = 0; i < encoded.tokens.size(); ++i) {
       mask.fill(m);
       const TokenId t = encoded.tokens[i];
-      INFO("token " << i << ": " << vocab()->describe(t));
+      std::string before;
+      for (std::size_t j = i > 16 ? i - 16 : 0; j < i; ++j) {
+        before += vocab()->describe(encoded.tokens[j]) + " | ";
+      }
+      INFO("token " << i << ": " << vocab()->describe(t) << " after: " << before);
       REQUIRE(m[static_cast<std::size_t>(t)] == 1);
       REQUIRE(mask.allows(t));
       mask.advance(t);
@@ -448,10 +452,10 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   take(id(";"));
   take(id(")"));
   take(id("{"));
-  // After a known name (a user type or a macro naming one) a new name may follow, but not through
-  // `*` (that is a product); after `.` not.
+  // After a variable's name no new name follows (no user type: typedef and struct are refused; a
+  // macro naming a type may, below), nor through `*` (that is a product); after `.` not.
   take(v.local(2));
-  CHECK(mask.allows(v.local(5)));
+  CHECK_FALSE(mask.allows(v.local(5)));
   take(id("*"));
   CHECK_FALSE(mask.allows(v.local(5)));
   take(v.local(1));
@@ -460,11 +464,13 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   CHECK(mask.allows(v.id(TokenClass::member, "x")));
   take(v.id(TokenClass::member, "x"));
   take(id(";"));
-  // A preprocessor line may name what the code declares later.
+  // A preprocessor line's body names only what is known: a new name there would be undeclared
+  // where the macro is expanded.
   take(id("#"));
   take(v.id(TokenClass::keyword, "define"));
   take(v.local(5));
-  CHECK(mask.allows(v.local(6)));
+  CHECK_FALSE(mask.allows(v.local(6)));
+  CHECK(mask.allows(v.local(4)));
 }
 
 TEST_CASE("preprocessor-only words are refused in code, allowed on their lines", "[env][mask]") {
@@ -823,7 +829,14 @@ TEST_CASE("type words stand only where a declaration, a cast or a functional cas
   CHECK(allows_last("{ int }"));
   CHECK(allows_last("int ;"));
   CHECK(allows_last("( value_t )"));
-  CHECK(allows_last("int v1 = value_t ;"));
+  // ... but where an operand, a call's parentheses or a member is due: the path writes it first.
+  CHECK_FALSE(allows_last("int v1 = value_t ;"));
+  CHECK(allows_last("int v1 = value_t ( ) ;"));
+  CHECK_FALSE(allows_last("int v1 = 2 + ;"));
+  CHECK_FALSE(allows_last("int v1 = sqrt ;"));
+  CHECK_FALSE(allows_last("int v1 = threadIdx ;"));
+  CHECK(allows_last("int v1 = threadIdx . x ;"));
+  CHECK_FALSE(allows_last("if )"));
 }
 
 TEST_CASE("fill() and allows() agree on every token along random episodes", "[env][mask]") {

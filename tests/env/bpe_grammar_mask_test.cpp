@@ -165,6 +165,9 @@ TEST_CASE("random episodes under the BPE grammar mask end with <eos> and read as
       for (std::size_t i = 0; i < m.size(); ++i) {
         if (m[i] != 0) allowed.push_back(static_cast<TokenId>(i));
       }
+      INFO("episode " << e << ", " << mask.tokens() << " of " << mask.max_tokens()
+                      << " tokens, min_completion " << mask.min_completion() << ":\n"
+                      << mask.text());
       REQUIRE(!allowed.empty());
       REQUIRE(mask.tokens() < mask.max_tokens());
       ids.push_back(allowed[rng.below(allowed.size())]);
@@ -479,11 +482,46 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
     CHECK(first_refused(kHead, "  if (defined(M)) {}") == 7);
     CHECK(first_refused(kHead, "  y[0] = x.template") == 11);
     CHECK(first_refused(kHead, "  typedef int T;") == 3);
-    CHECK(first_refused(kHead, "#define A typedef\n") == 17);  // a new name may start `typedef`
+    CHECK(first_refused(kHead, "#define A typedef\n") == 11);  // `ty`: no known name either
     // What kernels write: loops, branches, casts, `defined` on an #if line.
     CHECK(first_refused(kHead,
                         "  for (int i = 0; i < 4; ++i) { if (i > 2) break; else continue; }\n"
                         "  bool b = static_cast<long long>(M) > 0 && true;\n"
                         "#if defined(M)\n#endif\n") == -1);
+  }
+  SECTION("operands and operators alternate") {
+    CHECK(first_refused(kHead, "  y[0] = x[0] + ;") == 16);  // an operand is due
+    CHECK(first_refused(kHead, "  y[0] = * / 2;") == 11);
+    CHECK(first_refused(kHead, "  int i = 2 3;") == 12);     // no operand after an operand
+    CHECK(first_refused(kHead, "  int i = M M;") == 12);
+    CHECK(first_refused(kHead, "  if M") == 5);              // `(` after if
+    CHECK(first_refused(kHead, "  while (") == -1);
+    CHECK(first_refused(kHead, "  while ()") == 9);          // ... and a condition
+    CHECK(first_refused(kHead,
+                        "  int i = (1) + -2 * !0 - ~1, j = i++ + ++i;\n"
+                        "  if (M > 0 && i <= 2) y[0] = x[i] * 0.5f + (value_t)1 + value_t(2);\n"
+                        "  int k = static_cast<int>(-x[0]) ? 1 : 2;\n") == -1);
+  }
+  SECTION("builtin functions are called, threadIdx & co name a member, a block's names no call") {
+    CHECK(first_refused(kHead, "  int i = sqrtf;") == 15);
+    CHECK(first_refused(kHead, "  int i = threadIdx;") == 19);
+    CHECK(first_refused(kHead, "  int i = 0; i(") == 14);
+    CHECK(first_refused(kHead, "  int i = threadIdx.x + sqrtf(2.0f) + min(1, 2) + warpSize;\n") == -1);
+  }
+  SECTION("a preprocessor line's body is an expression of known names") {
+    CHECK(first_refused(kHead, "#define A 1 +\n") == 13);
+    CHECK(first_refused(kHead, "#define A B\n") == 11);  // a new name (B may be BSR_C)
+    CHECK(first_refused(kHead, "#if M(") == 5);          // no call on #if
+    CHECK(first_refused(kHead, "#if M = 1") == 7);       // nor an assignment
+    CHECK(first_refused(kHead,
+                        "#define W (M > 0 ? NNZ / M : 0)\n#define F(a) (a + W)\n#define E()\n"
+                        "#if K % 2 == 0 && defined(W)\n#endif\n  y[0] = F(2);\n") == -1);
+  }
+  SECTION("a template declares its parameters") {
+    const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+    CHECK(first_refused(head, "template <>") == 10);
+    CHECK(first_refused(head, "template <int G, >") == 17);
+    CHECK(first_refused(head, "template <int G, int H>\n__device__ int f() { return G + H; }\n") ==
+          -1);
   }
 }
