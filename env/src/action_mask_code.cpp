@@ -52,6 +52,8 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
       case ctx_expr:
       case ctx_operand_due:
       case ctx_paren:
+      case ctx_args:
+      case ctx_group:
         return 0;
       case ctx_qual:
       case ctx_type:
@@ -63,6 +65,25 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
   return ((k.follows >> ctx) & 1u) != 0 ? 0 : kRefused;
 }
 
+// The context after `(` `,` `;` `{` `}` `)` `:` else (the bracket already on the stack): a
+// condition's operand after if ( / while (, a call's arguments, a group's operand or cast, a
+// declaration after for ( or a declarator's `(`; after `,` in a call an argument; after `)` a
+// cast's operand, a statement or an operator.
+std::uint8_t after_start(const State& s, const TokenInfo& k) {
+  const std::uint8_t open = innermost(s);
+  switch (k.cat) {
+    case Cat::close_paren:
+      return ctx_paren;
+    case Cat::open_paren:
+      if (s.ctx == ctx_cond) return ctx_operand_due;
+      return open == kCallParen ? ctx_args : open == '(' ? ctx_group : ctx_start;
+    case Cat::comma:
+      return open == kCallParen ? ctx_operand_due : ctx_start;
+    default:
+      return ctx_start;
+  }
+}
+
 // The context after a code token; `declares`: the token is a local that a declaration declares,
 // `macro`: a local #defined (it may name a type or a qualifier).
 void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
@@ -70,7 +91,7 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
                        ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
   switch (k.role) {
     case role_type:
-      if (s.ctx == ctx_expr || s.ctx == ctx_operand_due) {
+      if (s.ctx == ctx_expr || s.ctx == ctx_operand_due || s.ctx == ctx_args) {
         s.ctx = ctx_cast_call;
         s.run = k.type_bits;
       } else {
@@ -92,10 +113,7 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
       s.ctx = s.ctx == ctx_cast_kw ? ctx_start : ctx_operand_due;
       return;
     case role_start:
-      // `(` after if / while opens a condition: an operand is due.
-      s.ctx = k.cat == Cat::close_paren                        ? ctx_paren
-              : k.cat == Cat::open_paren && s.ctx == ctx_cond ? ctx_operand_due
-                                                               : ctx_start;
+      s.ctx = after_start(s, k);
       s.run = 0;
       return;
     case role_operand:
@@ -129,6 +147,8 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
                                                              : ctx_operand;
   } else if (k.condition) {
     s.ctx = ctx_cond;
+  } else if (k.for_loop) {
+    s.ctx = ctx_for;
   } else {
     s.ctx = ctx_expr;
   }
@@ -144,7 +164,10 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
 
 bool free_scope(std::uint8_t scope) { return scope == kScopeTag || scope == kScopeMacro; }
 int block_level(std::uint8_t scope) { return (scope & ~kScopeSoft) - 1; }
-bool in_parens(const State& s) { return s.depth > 0 && s.stack[s.depth - 1u] == '('; }
+bool in_parens(const State& s) {
+  const std::uint8_t open = innermost(s);
+  return open == '(' || open == kCallParen || open == kParamParen || is_for_paren(open);
+}
 
 // A known local in code (not after `.` / `->`): where a name is used, one in scope; where one is
 // declared, anything but a second declaration in the same block.
@@ -242,7 +265,9 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
-std::uint8_t closer_for(std::uint8_t open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
+std::uint8_t closer_for(std::uint8_t open) {
+  return open == '{' || open == kInitBrace ? '}' : open == '[' ? ']' : ')';
+}
 std::uint8_t close_char(Cat c) {
   return c == Cat::close_paren ? ')' : c == Cat::close_bracket ? ']' : '}';
 }
@@ -250,11 +275,23 @@ std::uint8_t opener(Cat c) {
   return c == Cat::open_paren ? '(' : c == Cat::open_bracket ? '[' : '{';
 }
 
+// A closer (or `;`) in its place: `;` where a statement ends or between a for statement's
+// clauses, `)` of a for statement after its two `;`, `}` of a block after a statement's end.
 bool closes_innermost(const State& s, const TokenInfo& k) {
   if (on_line(s)) {
     return s.pp_depth > 0 && closer_for(s.pp_stack[s.pp_depth - 1u]) == close_char(k.cat);
   }
-  return s.depth > 0 && closer_for(s.stack[s.depth - 1u]) == close_char(k.cat);
+  const std::uint8_t open = innermost(s);
+  if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
+  if (s.depth == 0 || closer_for(open) != close_char(k.cat)) return false;
+  if (is_for_paren(open)) return open == kForParen + 2;
+  return open != '{' || statement_ended(s.last);
+}
+
+// `{` opens an initializer after a type or a declared name, else a block, which stands where a
+// statement does.
+bool opens_block(const State& s) {
+  return s.ctx != ctx_type && s.ctx != ctx_cast_call && s.ctx != ctx_declared;
 }
 
 // <eos>: every bracket and #if closed, every launched kernel declared, the code ending well.
@@ -274,6 +311,10 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
       (on_line(s) ? s.pp_depth >= kMaxPpDepth : s.depth >= kMaxCodeDepth)) {
     return false;
   }
+  if ((checks & kCheckOpen) != 0 && k.cat == Cat::open_brace && !on_line(s) && opens_block(s) &&
+      !at_statement(s)) {
+    return false;
+  }
   if ((checks & kCheckClose) != 0 && !closes_innermost(s, k)) return false;
   if ((checks & kCheckLineEnd) != 0 && (s.pp_depth != 0 || s.pp != Pp::body)) return false;
   if ((checks & kCheckEnd) != 0 && !program_complete(s)) return false;
@@ -290,14 +331,33 @@ std::size_t code_row(const State& s) {
 // --- taking a code word (in code, or in a preprocessor line's body) ---
 
 void take_other(State& s, const TokenInfo&) { s.last = Last::other; }
+// What a bracket opens in code, from the context before it (see kCallParen).
+std::uint8_t code_opener(const State& s, Cat c) {
+  if (c == Cat::open_brace) return opens_block(s) ? '{' : kInitBrace;
+  if (c != Cat::open_paren) return opener(c);
+  switch (s.ctx) {
+    case ctx_for:
+      return kForParen;
+    case ctx_declared:
+      return kParamParen;
+    case ctx_callable:
+    case ctx_call:
+    case ctx_cast_call:
+    case ctx_macro:
+      return kCallParen;
+    default:
+      return '(';
+  }
+}
 void take_open(State& s, const TokenInfo& k) {
+  s.last = Last::other;
   if (on_line(s)) {
     s.pp_stack[s.pp_depth++] = opener(k.cat);
-  } else {
-    s.stack[s.depth++] = opener(k.cat);
-    if (k.cat == Cat::open_brace) ++s.braces;
+    return;
   }
-  s.last = Last::other;
+  s.stack[s.depth++] = code_opener(s, k.cat);
+  if (k.cat == Cat::open_brace) ++s.braces;
+  if (innermost(s) == '{') s.last = Last::brace_open;
 }
 void take_close(State& s, const TokenInfo& k) {
   const bool line = on_line(s);
@@ -309,7 +369,10 @@ void take_close(State& s, const TokenInfo& k) {
   }
   s.last = k.cat == Cat::close_brace && !line ? Last::brace_close : Last::other;
 }
-void take_semi(State& s, const TokenInfo&) { s.last = on_line(s) ? Last::other : Last::semi; }
+void take_semi(State& s, const TokenInfo&) {
+  s.last = on_line(s) ? Last::other : Last::semi;
+  if (!on_line(s) && is_for_paren(innermost(s))) ++s.stack[s.depth - 1u];  // the next clause
+}
 void take_access(State& s, const TokenInfo&) { s.last = Last::access; }
 void take_number(State& s, const TokenInfo&) {
   s.num = Num::start;
@@ -322,6 +385,7 @@ void take_number(State& s, const TokenInfo&) {
 void take_hash(State& s, const TokenInfo&) {
   s.pp = Pp::hash;
   s.line_ctx = line_due;
+  s.line_last = s.last;
   s.pp_depth = 0;
   s.last = Last::other;
 }
@@ -350,7 +414,7 @@ constexpr CodeRule kCodeRules[] = {
     {Cat::close_paren,   kCheckClose,   kCheckClose,    take_close},
     {Cat::close_bracket, kCheckClose,   kCheckClose,    take_close},
     {Cat::close_brace,   kCheckClose,   kCheckClose,    take_close},
-    {Cat::semi,          kNoCheck,      kNoCheck,       take_semi},
+    {Cat::semi,          kCheckClose,   kNoCheck,       take_semi},
     {Cat::comma,         kNoCheck,      kNoCheck,       take_other},
     {Cat::access,        kNoCheck,      kNoCheck,       take_access},
     {Cat::plus,          kNoCheck,      kNoCheck,       take_other},
@@ -390,7 +454,13 @@ std::span<const Rule> field_rules() { return kFieldRules; }
 // `__restrict__`, ..., or after `,` in a declaration list - never inside an expression, where it
 // would be an undeclared identifier (the commonest compile error of sampled programs). Preprocessor
 // lines keep every local: a macro may name what the code declares later.
-bool new_local_allowed(const State& s) { return s.declarator != 0 && s.last != Last::access; }
+// A declaration stands at a statement, in a for statement's first clause or a declarator's
+// parameters (not in a call's arguments, a group, a subscript or an initializer).
+bool new_local_allowed(const State& s) {
+  const std::uint8_t open = innermost(s);
+  return s.declarator != 0 && s.last != Last::access &&
+         (at_statement(s) || open == kForParen || open == kParamParen);
+}
 
 // A preprocessor line body's part of a token's checks (an expression: see LineCtx): where an
 // operand is due what may start one (no type, cast or statement keyword; `defined` on #if lines),
@@ -444,7 +514,8 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   // if / while, a builtin function, a functional cast's type: the completion path opens their
   // `(`, which must fit the nesting limit.
   const bool opens = k.condition || k.role == role_function ||
-                     (k.role == role_type && (row == ctx_expr || row == ctx_operand_due));
+                     (k.role == role_type &&
+                      (row == ctx_expr || row == ctx_operand_due || row == ctx_args));
   if (opens && !line && (checks & kRefused) == 0) checks |= kCheckOpen;
   return checks;
 }

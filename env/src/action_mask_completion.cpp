@@ -38,6 +38,21 @@ constexpr std::array<int, kPpStates> kLineEnd = {
     1,  // unroll_num: <eol>
 };
 
+// Beyond the closers: a for statement's `;` still due, and the `;` that ends the statement under
+// way before its block's `}` (after the brackets inside it close).
+int statement_closers(const State& s) {
+  int m = 0;
+  bool block = false;
+  for (int i = 0; i < s.depth; ++i) {
+    const std::uint8_t open = s.stack[static_cast<std::size_t>(i)];
+    if (is_for_paren(open)) m += kForParen + 2 - open;
+    block = block || open == '{';
+  }
+  const Last last = on_line(s) ? s.line_last : s.last;
+  if (block && (innermost(s) != '{' || !statement_ended(last))) ++m;
+  return m;
+}
+
 // Closing everything (below), then an empty declaration of each pending kernel at the top level,
 // then <eos>.
 int code_completion(const Tables& t, const State& s) {
@@ -64,7 +79,7 @@ int code_completion(const Tables& t, const State& s) {
         (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : (ends_well ? 0 : 1);
   }
-  m += s.depth + due_tokens(s.ctx);
+  m += s.depth + due_tokens(s.ctx) + statement_closers(s);
   // What finishes a file-scope declaration under way, then `# endif <eol>` each (the last leaves
   // a line end).
   const int file = file_close(s);
@@ -117,7 +132,7 @@ int declaration_completion(const Tables& t, const State& s) {
   body.pp = Pp::none;
   body.depth = 1;
   body.stack[0] = '{';
-  body.last = Last::other;
+  body.last = Last::brace_open;  // the body's `{`: `}` closes it
   body.ctx = ctx_start;
   return to_brace + code_completion(t, body);
 }

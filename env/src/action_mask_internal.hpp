@@ -155,8 +155,12 @@ enum Ctx : std::uint8_t {
   ctx_callable,     // after a file-scope name (a device function's): an operand that `(` may call
   ctx_call,         // after a builtin function: `(` must come
   ctx_member,       // after threadIdx & co: `.` must come
+  ctx_args,         // after a call's `(`: an argument or `)`
+  ctx_group,        // after a grouping `(`: an operand, or a cast's type
+  ctx_for,          // after for: `(` must come
   kContexts,
 };
+static_assert(kContexts <= 32, "TokenInfo::follows holds a bit per context");
 // Where a preprocessor line's body stands (State::line_ctx): a body is an expression (#if, #elif,
 // a macro's: every macro of the corpus is a number or an expression), so operands and operators
 // alternate there too - an operand due (at its start, after an operator), after an operand, after
@@ -206,6 +210,7 @@ struct TokenInfo {
   bool pp_operator = false;    // `defined`: on an #if line alone (in code an undeclared name)
   bool condition = false;      // if, while: `(` and a condition follow
   bool assigns = false;        // = += -= ... (no operator of a preprocessing expression)
+  bool for_loop = false;       // for: `(` and its clauses follow
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -217,7 +222,7 @@ struct TokenInfo {
   // and the contexts (bits of Ctx) it may follow in code.
   std::uint8_t role = 0;
   std::uint8_t type_bits = 0;
-  std::uint16_t follows = 0;
+  std::uint32_t follows = 0;
   // Per row of the code-token rules, what it needs of the state there (Check bits).
   std::array<std::uint8_t, kRows> checks{};
 };
@@ -270,7 +275,7 @@ enum class Pp : std::uint8_t {
   unroll_num,
 };
 constexpr int kPpStates = static_cast<int>(Pp::unroll_num) + 1;
-enum class Last : std::uint8_t { none, brace_close, semi, pp_eol, access, other };
+enum class Last : std::uint8_t { none, brace_close, semi, pp_eol, access, other, brace_open };
 // Where a top-level kernel declaration stands. `external` is a top-level `extern` (it may still be
 // `extern __shared__ ...`); from `linkage` on the declaration is committed and runs to its `{`.
 enum class Decl : std::uint8_t {
@@ -323,6 +328,11 @@ enum class Num : std::uint8_t {
 };
 constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 
+// What a bracket on the code's stack (State::stack) opened: a block `{`, an initializer's brace
+// (kInitBrace), `[`, a parenthesis that groups or casts `(`, a call's arguments (kCallParen), a
+// declarator's parameters (kParamParen: a function's, `int x(...)`), a for statement's with the
+// `;` it has read (kForParen + 0..2).
+constexpr std::uint8_t kInitBrace = 'i', kCallParen = 'c', kParamParen = 'p', kForParen = 'f';
 // Brackets open at once in code and on a preprocessor line (the State's stacks).
 constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
 // A launch expression's open parentheses and calls, unary minus signs; the largest literal in a
@@ -424,6 +434,7 @@ struct ActionMask::State {
   // statement's or a function's - bound to the block that follows them).
   std::array<std::uint8_t, detail::kScopedLocals> scope{};
   std::uint8_t braces = 0;      // `{` open in code
+  detail::Last line_last = detail::Last::none;  // State::last before a preprocessor line
   std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
   bool soft_closed = false;     // ... which has just closed
   // The type-word rules: where code stands, and the type-specifier run under way.
@@ -562,6 +573,18 @@ inline std::uint8_t block_scope(int level, bool soft) {
 // `__device__` variable, and a static one but `static __shared__` or `static const`, outlive a
 // launch (the static checks' global_state) - and `__shared__` and `const` need no `static` (so
 // those two, which pass, are refused too: the rule looks at one token).
+// The innermost bracket in code (0 where none is open).
+inline std::uint8_t innermost(const State& s) { return s.depth > 0 ? s.stack[s.depth - 1u] : 0; }
+inline bool is_for_paren(std::uint8_t open) { return open >= kForParen && open <= kForParen + 2; }
+// Where a statement stands: at file scope or directly in a block (not inside parentheses, brackets
+// or an initializer).
+inline bool at_statement(const State& s) { return s.depth == 0 || innermost(s) == '{'; }
+// The code before ends a statement (a `;`, a block, an empty block's `{`, a line after those).
+inline bool statement_ended(Last last) {
+  return last == Last::semi || last == Last::brace_close || last == Last::brace_open ||
+         last == Last::pp_eol || last == Last::none;
+}
+
 inline bool in_function(const State& s) {
   return (s.top == Top::body || s.top == Top::params) && !on_line(s);
 }
@@ -577,7 +600,10 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_member:
       return 2;
     case ctx_cond:
+    case ctx_for:  // ( ; ; )
       return 4;
+    case ctx_group:  // <num> 0
+      return 2;
     default:
       return 0;
   }

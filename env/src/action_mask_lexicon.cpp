@@ -181,6 +181,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.unmodelled = t.cls == TokenClass::keyword && listed(kUnmodelledWords, t.text);
   k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
   k.condition = t.cls == TokenClass::keyword && (t.text == "if" || t.text == "while");
+  k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);
@@ -200,17 +201,18 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
 // one may start (kOperandStart), a binary operator after an operand (kAfterOperand), statements'
 // keywords where a statement may start.
 void assign_role(const TokenSpec& spec, TokenInfo& k) {
-  constexpr auto bit = [](int ctx) { return static_cast<std::uint16_t>(1u << ctx); };
-  constexpr std::uint16_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
+  constexpr auto bit = [](int ctx) { return static_cast<std::uint32_t>(1u << ctx); };
+  constexpr std::uint32_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
                           kDeclared = bit(ctx_declared), kQual = bit(ctx_qual),
                           kStart = bit(ctx_start), kParen = bit(ctx_paren);
-  constexpr std::uint16_t kOperandStart =
-      kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen | bit(ctx_cast_kw);
-  constexpr std::uint16_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable);
-  constexpr std::uint16_t kAll = static_cast<std::uint16_t>((1u << kContexts) - 1);
+  constexpr std::uint32_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
+                                          bit(ctx_cast_kw) | bit(ctx_args) | bit(ctx_group);
+  constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable);
+  constexpr std::uint32_t kAll = (1u << kContexts) - 1;
   // Where an operand, a parenthesis or a member is due the completion path writes it first.
-  constexpr std::uint16_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
-                                     ~bit(ctx_call) & ~bit(ctx_member) & ~kCall;
+  constexpr std::uint32_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
+                                     ~bit(ctx_call) & ~bit(ctx_member) & ~kCall &
+                                     ~bit(ctx_group) & ~bit(ctx_for);
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
@@ -232,7 +234,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.follows = kOperandStart | kAfterOperand | kType | kPtr;
   } else if (word && (k.naming == TokenInfo::naming_keep || w == "typedef")) {
     k.role = role_qual;
-    k.follows = kStart | kQual | kType | kPtr | kParen;
+    k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group);
   } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
@@ -244,7 +246,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_start;
     // A call after a file-scope name or a builtin function (a block's names are no functions).
     if (w == "(") k.follows = kOperandStart | bit(ctx_callable) | bit(ctx_call) | kType | kPtr |
-                              kCall | kDeclared | bit(ctx_cond);
+                              kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
     if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
     if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr;
     if (w == ":") k.follows = kAfterOperand | kDeclared;
@@ -303,8 +305,8 @@ int assign_effects(std::vector<TokenInfo>& info) {
     if (k.cat == Cat::constant) width = k.width + 256 * k.least;  // its format mask and range
     // Its role in the type-word rules too: what finishes a file-scope declaration depends on it.
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
-                                     k.role * 4 + (k.function_qual ? 1 : 0) +
-                                         (k.condition ? 2 : 0));
+                                     k.role * 8 + (k.function_qual ? 1 : 0) +
+                                         (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0));
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

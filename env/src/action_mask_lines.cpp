@@ -208,10 +208,11 @@ void end_line(const Tables&, State& s, const TokenInfo&) {
   s.pp = Pp::none;
   s.pp_depth = 0;
   s.digits = 0;
-  s.last = Last::pp_eol;
-  // The completion path may go on with `extern` or <eos>; an operand or a condition due before
-  // the line is still due after it.
-  if (due_tokens(s.ctx) == 0) {
+  // The line stands between tokens of the code: where a statement had ended, one may start (and
+  // the completion path go on with `extern` or <eos>); elsewhere the code goes on as before it.
+  const bool ended = statement_ended(s.line_last);
+  s.last = ended ? Last::pp_eol : s.line_last;
+  if (ended && due_tokens(s.ctx) == 0) {
     s.ctx = ctx_start;
     s.run = 0;
   }

@@ -169,7 +169,7 @@ std::uint64_t digest(const State& s) {
   f.add(s.decl_names), f.add(s.decl_named), f.add(s.bounds_used), f.add(s.launched);
   f.add(s.defined), f.add(s.declarator), f.add(s.list_depth), f.add(s.scope), f.add(s.braces);
   f.add(s.soft_depth), f.add(s.soft_closed), f.add(s.ctx), f.add(s.run), f.add(s.line_ctx);
-  f.add(s.done);
+  f.add(s.line_last), f.add(s.done);
   return f.h;
 }
 

@@ -653,7 +653,7 @@ TEST_CASE("a name is used only in its scope and declared once per block", "[env]
   take(v.local(11));
   take(id("="));
   number("0");
-  take_all({";", ")"});
+  take_all({";", ";", ")"});
   take(v.local(8));
   take(id("+="));
   take(v.local(11));
@@ -826,7 +826,8 @@ TEST_CASE("type words stand only where a declaration, a cast or a functional cas
     CHECK_FALSE(allows_last(code));
   }
   // The completion path's tokens stay open after a type word (the budget's guarantee).
-  CHECK(allows_last("{ int }"));
+  CHECK_FALSE(allows_last("{ int }"));  // a statement ends with `;` before its block's `}`
+  CHECK(allows_last("{ int ; }"));
   CHECK(allows_last("int ;"));
   CHECK(allows_last("( value_t )"));
   // ... but where an operand, a call's parentheses or a member is due: the path writes it first.

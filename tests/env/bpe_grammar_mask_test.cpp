@@ -517,6 +517,18 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
                         "#define W (M > 0 ? NNZ / M : 0)\n#define F(a) (a + W)\n#define E()\n"
                         "#if K % 2 == 0 && defined(W)\n#endif\n  y[0] = F(2);\n") == -1);
   }
+  SECTION("statements end with `;`, for statements have their clauses, blocks stand alone") {
+    CHECK(first_refused(kHead, "  int i = 0 }") == 12);       // `;` first
+    CHECK(first_refused(kHead, "  int i = 0\n#pragma unroll\n}") == 27);  // also after a line
+    CHECK(first_refused(kHead, "  y[0 ;") == 6);              // no `;` inside brackets
+    CHECK(first_refused(kHead, "  for (int i = 0; i < 4)") == 23);
+    CHECK(first_refused(kHead, "  int i = (int j") == 15);    // no declaration in a group
+    CHECK(first_refused(kHead, "  int i = sqrtf({") == 16);   // nor a block in a call
+    CHECK(first_refused(kHead,
+                        "  { }\n  if (M) { y[0] = 1; } else { int i = (int)x[0]; }\n"
+                        "  for (;;) break;\n  for (int i = 0, j = 1; i < j; ++i) {\n"
+                        "#pragma unroll\n  }\n") == -1);
+  }
   SECTION("a template declares its parameters") {
     const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
     CHECK(first_refused(head, "template <>") == 10);
