@@ -47,6 +47,9 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
     return std::min(role_checks(k, ctx_qual), role_checks(k, ctx_callable));
   }
   if (k.role == role_type) {
+    // void names no value: in an expression it would be `void()` (no argument, no operand).
+    const bool expression = ctx == ctx_expr || ctx == ctx_operand_due || ctx == ctx_args;
+    if (k.word == w_void && expression) return kRefused;
     switch (ctx) {
       case ctx_start:
       case ctx_expr:
@@ -54,6 +57,7 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
       case ctx_paren:
       case ctx_args:
       case ctx_group:
+      case ctx_cast_type:
         return 0;
       case ctx_qual:
       case ctx_type:
@@ -75,7 +79,7 @@ std::uint8_t after_start(const State& s, const TokenInfo& k) {
     case Cat::close_paren:
       return ctx_paren;
     case Cat::open_paren:
-      if (s.ctx == ctx_cond) return ctx_operand_due;
+      if (s.ctx == ctx_cond || s.ctx == ctx_call_args) return ctx_operand_due;
       return open == kCallParen ? ctx_args : open == '(' ? ctx_group : ctx_start;
     case Cat::comma:
       return open == kCallParen ? ctx_operand_due : ctx_start;
@@ -86,7 +90,7 @@ std::uint8_t after_start(const State& s, const TokenInfo& k) {
 
 // The context after a code token; `declares`: the token is a local that a declaration declares,
 // `macro`: a local #defined (it may name a type or a qualifier).
-void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
+void advance_role(State& s, const TokenInfo& k, bool declares, bool macro, bool cast_closed) {
   const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
                        ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
   switch (k.role) {
@@ -110,7 +114,8 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
       s.ctx = ctx_cast_kw;
       return;
     case role_lt:
-      s.ctx = s.ctx == ctx_cast_kw ? ctx_start : ctx_operand_due;
+      s.ctx = s.ctx != ctx_cast_kw ? ctx_operand_due : s.top == Top::tmpl_params ? ctx_start
+                                                                                 : ctx_cast_type;
       return;
     case role_start:
       s.ctx = after_start(s, k);
@@ -120,7 +125,7 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
       s.ctx = ctx_operand;
       return;
     case role_function:
-      s.ctx = ctx_call;
+      s.ctx = k.nullary ? ctx_call : ctx_call_args;
       return;
     case role_vector:
       s.ctx = ctx_member;
@@ -131,13 +136,18 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
                   : ctx_operand_due;
       return;
     case role_operator:
-      // The `>` that closes a template's parameters at file scope: __device__ follows.
-      s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start : ctx_operand_due;
+      // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
+      // its parenthesised operand.
+      s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start
+              : k.word == w_angle_close && cast_closed             ? ctx_call_args
+                                                                   : ctx_operand_due;
       return;
     default:
       break;
   }
-  if (k.cat == Cat::local && macro) {
+  if (k.cat == Cat::access && s.ctx == ctx_member) {
+    s.ctx = ctx_member_dot;
+  } else if (k.cat == Cat::local && macro) {
     if (!in_type) s.run = 0;
     s.ctx = ctx_macro;
   } else if (k.cat == Cat::local) {
@@ -262,11 +272,15 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // A line's body names what is known (a macro, a macro's parameter, a function, a variable): a
   // new name there is undeclared wherever the macro is expanded, or a call of nothing on #if.
   if (on_line(s)) return k.local < s.locals_used;
+  if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
 std::uint8_t closer_for(std::uint8_t open) {
-  return open == '{' || open == kInitBrace ? '}' : open == '[' ? ']' : ')';
+  return open == '{' || open == kInitBrace ? '}'
+         : open == '['                     ? ']'
+         : open == kCastAngle              ? '>'
+                                           : ')';
 }
 std::uint8_t close_char(Cat c) {
   return c == Cat::close_paren ? ')' : c == Cat::close_bracket ? ']' : '}';
@@ -283,6 +297,13 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   }
   const std::uint8_t open = innermost(s);
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
+  if (k.cat == Cat::comma) return open != kCastAngle;  // a cast's angle holds one type
+  // `>`: a cast's closes its angle after a type (`const` may end it); elsewhere no qualifier
+  // comes before it.
+  if (k.word == w_angle_close) {
+    const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+    return open == kCastAngle ? typed : s.ctx != ctx_qual;
+  }
   if (s.depth == 0 || closer_for(open) != close_char(k.cat)) return false;
   if (is_for_paren(open)) return open == kForParen + 2;
   return open != '{' || statement_ended(s.last);
@@ -311,9 +332,10 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
       (on_line(s) ? s.pp_depth >= kMaxPpDepth : s.depth >= kMaxCodeDepth)) {
     return false;
   }
-  if ((checks & kCheckOpen) != 0 && k.cat == Cat::open_brace && !on_line(s) && opens_block(s) &&
-      !at_statement(s)) {
-    return false;
+  if ((checks & kCheckOpen) != 0 && !on_line(s)) {
+    if (k.cat == Cat::open_brace && opens_block(s) && !at_statement(s)) return false;
+    if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+    if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (
   }
   if ((checks & kCheckClose) != 0 && !closes_innermost(s, k)) return false;
   if ((checks & kCheckLineEnd) != 0 && (s.pp_depth != 0 || s.pp != Pp::body)) return false;
@@ -323,9 +345,11 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
 
 // The row of the code-token rules the state stands in.
 std::size_t code_row(const State& s) {
-  return static_cast<std::size_t>(on_line(s)      ? kLineRow + s.line_ctx
-                                  : declaring(s) ? kDeclarationRow
-                                                 : s.ctx);
+  // __launch_bounds__'s expression alternates operands and operators as code does.
+  const bool bounds = s.decl == Decl::bounds_first || s.decl == Decl::bounds;
+  return static_cast<std::size_t>(on_line(s)                ? kLineRow + s.line_ctx
+                                  : declaring(s) && !bounds ? kDeclarationRow
+                                                            : s.ctx);
 }
 
 // --- taking a code word (in code, or in a preprocessor line's body) ---
@@ -342,6 +366,7 @@ std::uint8_t code_opener(const State& s, Cat c) {
       return kParamParen;
     case ctx_callable:
     case ctx_call:
+    case ctx_call_args:
     case ctx_cast_call:
     case ctx_macro:
       return kCallParen;
@@ -415,7 +440,7 @@ constexpr CodeRule kCodeRules[] = {
     {Cat::close_bracket, kCheckClose,   kCheckClose,    take_close},
     {Cat::close_brace,   kCheckClose,   kCheckClose,    take_close},
     {Cat::semi,          kCheckClose,   kNoCheck,       take_semi},
-    {Cat::comma,         kNoCheck,      kNoCheck,       take_other},
+    {Cat::comma,         kCheckClose,   kNoCheck,       take_other},
     {Cat::access,        kNoCheck,      kNoCheck,       take_access},
     {Cat::plus,          kNoCheck,      kNoCheck,       take_other},
     {Cat::minus,         kNoCheck,      kNoCheck,       take_other},
@@ -435,13 +460,18 @@ constexpr std::array<const CodeRule*, kCats> kCodeRuleOf = [] {
 const CodeRule* code_rule(Cat c) { return kCodeRuleOf[static_cast<std::size_t>(c)]; }
 
 // After `.` / `->` a field: a member, or a known local (a new name there would be undeclared; a
-// preprocessor line may name the next new one). Judged only: a field is taken as a code word.
+// preprocessor line may name the next new one); after threadIdx & co `.` x, y or z alone (a uint3,
+// a dim3). Judged only: a field is taken as a code word.
+bool of_vector(const State& s) { return s.ctx == ctx_member_dot && !on_line(s); }
+Verdict member_field(const Tables&, const State& s, const TokenInfo& k) {
+  return allow_if(!of_vector(s) || k.param != 'w');
+}
 Verdict known_field(const Tables& t, const State& s, const TokenInfo& k) {
   const bool known = k.local < s.locals_used || (on_line(s) && k.local == s.locals_used);
-  return allow_if(k.local < t.locals && known);
+  return allow_if(k.local < t.locals && known && !of_vector(s));
 }
 constexpr Rule kFieldRules[] = {
-    {on(0), cats(Cat::member), allow, nullptr},
+    {on(0), cats(Cat::member), member_field, nullptr},
     {on(0), cats(Cat::local), known_field, nullptr},
 };
 
@@ -468,10 +498,12 @@ bool new_local_allowed(const State& s) {
 std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
   if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
+  if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
   if (k.cat == Cat::eol) return line_ctx == line_due || line_ctx == line_if_due ? kRefused : 0;
   if (line_ctx == line_if_due || line_ctx == line_if_operand) {
     const bool refused = k.role == role_function || k.role == role_vector ||
                          k.role == role_incdec || k.cat == Cat::access || k.cat == Cat::comma ||
+                         (k.role == role_ptr && line_ctx == line_if_due) ||
                          k.cat == Cat::open_bracket || k.cat == Cat::close_bracket ||
                          (k.role == role_operator && k.assigns);
     if (refused) return kRefused;
@@ -511,9 +543,10 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   if (row < kContexts) checks |= role_checks(k, row);
   if (line) checks |= line_role_checks(k, row - kLineRow);
   if ((checks & kRefused) != 0) return kRefused;
+  if (k.word == w_angle_close && !line && (checks & kRefused) == 0) checks |= kCheckClose;
   // if / while, a builtin function, a functional cast's type: the completion path opens their
   // `(`, which must fit the nesting limit.
-  const bool opens = k.condition || k.role == role_function ||
+  const bool opens = k.condition || k.role == role_function || k.role == role_cast_kw ||
                      (k.role == role_type &&
                       (row == ctx_expr || row == ctx_operand_due || row == ctx_args));
   if (opens && !line && (checks & kRefused) == 0) checks |= kCheckOpen;
@@ -538,6 +571,10 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool macro = k.cat == Cat::local && scope_of(s, k.local) == kScopeMacro;
   const bool declares =
       k.cat == Cat::local && new_local_allowed(s) && s.declarator == kTypeDeclarator && !macro;
+  // A cast's `<` opens an angle on the stack (template's `<` at file scope does not); its `>`
+  // closes it.
+  const bool cast_open = k.role == role_lt && s.ctx == ctx_cast_kw && s.top != Top::tmpl;
+  const bool cast_closed = k.word == w_angle_close && innermost(s) == kCastAngle;
   if (!declaring(s)) advance_scopes(s, k);
   const Top top = s.top;
   take_code_word(s, k);
@@ -545,7 +582,9 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   if (const Rule* rule = t.files.find(static_cast<int>(top), k.cat)) rule->take(t, s, k);
   if (s.pp == Pp::none) {
     advance_declarator(s, k);
-    advance_role(s, k, declares, macro);
+    if (cast_open) s.stack[s.depth++] = kCastAngle;
+    if (cast_closed) --s.depth;
+    advance_role(s, k, declares, macro, cast_closed);
   }
 }
 

@@ -46,7 +46,13 @@ int statement_closers(const State& s) {
   for (int i = 0; i < s.depth; ++i) {
     const std::uint8_t open = s.stack[static_cast<std::size_t>(i)];
     if (is_for_paren(open)) m += kForParen + 2 - open;
+    if (open == kCastAngle) m += kCastOperand;
     block = block || open == '{';
+  }
+  // A cast's angle without its type yet: `int` before the `>`.
+  if (innermost(s) == kCastAngle && s.ctx != ctx_type && s.ctx != ctx_ptr &&
+      !(s.ctx == ctx_qual && s.run != 0)) {
+    ++m;
   }
   const Last last = on_line(s) ? s.line_last : s.last;
   if (block && (innermost(s) != '{' || !statement_ended(last))) ++m;

@@ -153,8 +153,11 @@ enum Ctx : std::uint8_t {
   ctx_macro,        // after a macro's name: what follows a qualifier or an operand
   ctx_cond,         // after if / while: `(` must come
   ctx_callable,     // after a file-scope name (a device function's): an operand that `(` may call
-  ctx_call,         // after a builtin function: `(` must come
+  ctx_call,         // after a builtin function that may take no argument: `(` must come
+  ctx_call_args,    // after a builtin function that takes arguments: `(` and one must come
   ctx_member,       // after threadIdx & co: `.` must come
+  ctx_member_dot,   // after threadIdx & co `.`: x, y or z must come
+  ctx_cast_type,    // after static_cast & co `<`: a type must come
   ctx_args,         // after a call's `(`: an argument or `)`
   ctx_group,        // after a grouping `(`: an operand, or a cast's type
   ctx_for,          // after for: `(` must come
@@ -211,6 +214,8 @@ struct TokenInfo {
   bool condition = false;      // if, while: `(` and a condition follow
   bool assigns = false;        // = += -= ... (no operator of a preprocessing expression)
   bool for_loop = false;       // for: `(` and its clauses follow
+  bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
+  bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -333,6 +338,10 @@ constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 // declarator's parameters (kParamParen: a function's, `int x(...)`), a for statement's with the
 // `;` it has read (kForParen + 0..2).
 constexpr std::uint8_t kInitBrace = 'i', kCallParen = 'c', kParamParen = 'p', kForParen = 'f';
+// A cast's `<` (static_cast<...>): `>` closes it, then `(` and its operand are due.
+constexpr std::uint8_t kCastAngle = '<';
+// Tokens a cast's angle still needs after it closes: ( <num> 0 ).
+constexpr int kCastOperand = 4;
 // Brackets open at once in code and on a preprocessor line (the State's stacks).
 constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
 // A launch expression's open parentheses and calls, unary minus signs; the largest literal in a
@@ -600,10 +609,13 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_member:
       return 2;
     case ctx_cond:
-    case ctx_for:  // ( ; ; )
+    case ctx_for:        // ( ; ; )
+    case ctx_call_args:  // ( <num> 0 )
       return 4;
     case ctx_group:  // <num> 0
       return 2;
+    case ctx_cast_kw:  // < int > ( <num> 0 )
+      return 3 + kCastOperand;
     default:
       return 0;
   }

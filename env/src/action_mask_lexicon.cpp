@@ -127,6 +127,10 @@ constexpr std::string_view kUnmodelledWords[] = {
 
 // Builtins of a vector type (uint3, dim3): a member follows them.
 constexpr std::string_view kVectorBuiltins[] = {"threadIdx", "blockIdx", "blockDim", "gridDim"};
+// Builtin functions that may be called without an argument; every other one needs one.
+constexpr std::string_view kNullaryBuiltins[] = {
+    "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
+    "__activemask"};
 
 // Prelude constants at least 1 on every matrix: K (1 for SpMV, k >= 1 for SpMM) and the formats'
 // parameters (compute_constants refuses a spec out of range). The matrix's own may be 0.
@@ -178,7 +182,12 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   // `template` too: in a function it could only be `x.template f<...>`, which kernels never need.
   k.file_only = t.cls == TokenClass::keyword &&
                 (t.text == "static" || t.text == "__device__" || t.text == "template");
-  k.unmodelled = t.cls == TokenClass::keyword && listed(kUnmodelledWords, t.text);
+  // `uint` is no CUDA type (a host header's typedef): NVRTC knows no such name.
+  k.unmodelled = (t.cls == TokenClass::keyword && listed(kUnmodelledWords, t.text)) ||
+                 (t.cls == TokenClass::builtin && t.text == "uint");
+  k.nullary = t.cls == TokenClass::builtin && listed(kNullaryBuiltins, t.text);
+  k.arrow = t.cls == TokenClass::punct && t.text == "->";
+  if (k.cat == Cat::member) k.param = static_cast<std::uint8_t>(t.text[0]);
   k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
   k.condition = t.cls == TokenClass::keyword && (t.text == "if" || t.text == "while");
   k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
@@ -205,14 +214,15 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   constexpr std::uint32_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
                           kDeclared = bit(ctx_declared), kQual = bit(ctx_qual),
                           kStart = bit(ctx_start), kParen = bit(ctx_paren);
-  constexpr std::uint32_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
-                                          bit(ctx_cast_kw) | bit(ctx_args) | bit(ctx_group);
+  constexpr std::uint32_t kOperandStart =
+      kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen | bit(ctx_args) | bit(ctx_group);
   constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable);
   constexpr std::uint32_t kAll = (1u << kContexts) - 1;
   // Where an operand, a parenthesis or a member is due the completion path writes it first.
   constexpr std::uint32_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
-                                     ~bit(ctx_call) & ~bit(ctx_member) & ~kCall &
-                                     ~bit(ctx_group) & ~bit(ctx_for);
+                                     ~bit(ctx_call) & ~bit(ctx_call_args) & ~bit(ctx_member) & ~kCall &
+                                     ~bit(ctx_group) & ~bit(ctx_for) & ~bit(ctx_cast_kw) &
+                                     ~bit(ctx_cast_type);
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
@@ -234,7 +244,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.follows = kOperandStart | kAfterOperand | kType | kPtr;
   } else if (word && (k.naming == TokenInfo::naming_keep || w == "typedef")) {
     k.role = role_qual;
-    k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group);
+    k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group) | bit(ctx_cast_type);
   } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
@@ -245,7 +255,8 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
              (w == "(" || w == "," || w == ";" || w == "{" || w == "}" || w == ")" || w == ":")) {
     k.role = role_start;
     // A call after a file-scope name or a builtin function (a block's names are no functions).
-    if (w == "(") k.follows = kOperandStart | bit(ctx_callable) | bit(ctx_call) | kType | kPtr |
+    if (w == "(") k.follows = kOperandStart | bit(ctx_callable) | bit(ctx_call) |
+                              bit(ctx_call_args) | kType | kPtr |
                               kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
     if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
     if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr;
@@ -273,13 +284,13 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_operator;  // binary: = == != > <= >= && || / % ^ | << >> op= ?
     k.follows = kAfterOperand;
     if (w == "=") k.follows |= kDeclared;
-    if (w == ">") k.follows |= kType | kPtr | kDeclared;  // `<int>`, `<int G>`
+    if (w == ">") k.follows |= kType | kPtr | kDeclared | kQual;  // `<int>`, `<int G>`, `<int const>`
   } else {
     k.role = role_other;
     // `[` `.` `->` `::` after an operand (`[` also in a declarator); a statement's keywords where
     // a statement may start; sizeof where an operand may.
     if (punct) k.follows = kAfterOperand | (w == "[" ? kDeclared : 0);
-    if (k.cat == Cat::access) k.follows |= bit(ctx_member);
+    if (k.cat == Cat::access && w == ".") k.follows |= bit(ctx_member);
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
   if (k.cat == Cat::local) k.follows = kOperandStart | kQual | kType | kPtr;
@@ -306,7 +317,8 @@ int assign_effects(std::vector<TokenInfo>& info) {
     // Its role in the type-word rules too: what finishes a file-scope declaration depends on it.
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
                                      k.role * 8 + (k.function_qual ? 1 : 0) +
-                                         (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0));
+                                         (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
+                                         (k.nullary ? 128 : 0));
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

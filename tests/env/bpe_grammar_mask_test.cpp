@@ -529,6 +529,24 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
                         "  for (;;) break;\n  for (int i = 0, j = 1; i < j; ++i) {\n"
                         "#pragma unroll\n  }\n") == -1);
   }
+  SECTION("casts, builtins' arguments and members, launch bounds") {
+    CHECK(first_refused(kHead, "  int i = static_cast(1);") == 21);
+    CHECK(first_refused(kHead, "  int i = static_cast<int, long>(1);") == 25);
+    CHECK(first_refused(kHead, "  int i = static_cast<int>1;") == 26);
+    CHECK(first_refused(kHead, "  int i = threadIdx.w;") == 20);
+    CHECK(first_refused(kHead, "  int i = threadIdx->x;") == 19);
+    CHECK(first_refused(kHead, "  int i = sqrtf();") == 16);
+    CHECK(first_refused(kHead, "  y[0] = sqrtf(void") == 16);  // `vo`: nor volatile
+    CHECK(first_refused(kHead, "  uint i;") == 6);
+    CHECK(first_refused(kHead, "#if value_t\n") == 7);  // `valu`: val is a name
+    CHECK(first_refused(kHead,
+                        "  __syncthreads();\n  int i = static_cast<const int>(blockIdx.x) + "
+                        "reinterpret_cast<const int4*>(row_ptr)[0].w;\n") == -1);
+    const std::string head = "//@format csr\n//@launch k grid=K block=128\n#define B 128\n"
+                             "extern \"C\" __global__ void __launch_bounds__(";
+    CHECK(first_refused(head, "threadIdx") == 0);  // no variable: a constant expression
+    CHECK(first_refused(head, "B * 2) k(") == -1);
+  }
   SECTION("a template declares its parameters") {
     const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
     CHECK(first_refused(head, "template <>") == 10);
