@@ -90,7 +90,43 @@ std::uint8_t after_start(const State& s, const TokenInfo& k) {
 
 // The context after a code token; `declares`: the token is a local that a declaration declares,
 // `macro`: a local #defined (it may name a type or a qualifier).
-void advance_role(State& s, const TokenInfo& k, bool declares, bool macro, bool cast_closed) {
+// What taking a code token found before the state moved (take_code_token).
+struct Taken {
+  bool declares = false;     // a local a declaration declares
+  bool macro = false;        // a local #defined
+  bool cast_closed = false;  // a `>` that closes a cast's angle
+  std::uint8_t closing = 0;  // the bracket a closer closes
+};
+
+// After an operand (a binary operator, a postfix ++ / --, ... may follow).
+bool after_operand(std::uint8_t ctx) {
+  switch (ctx) {
+    case ctx_operand:
+    case ctx_paren:
+    case ctx_callable:
+    case ctx_value:
+    case ctx_pointer:
+    case ctx_element:
+    case ctx_const_element:
+    case ctx_macro:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The context after a variable's name: a pointer or array, a const, another variable; after a
+// unary `*` the element the pointer points at.
+std::uint8_t after_variable(const State& s, int local) {
+  // A const variable is read as a const element (no assignment; `.x` of a const float4).
+  const bool constant = local_bit(s.consts, local);
+  if (s.ctx == ctx_deref) return constant ? ctx_const_element : ctx_operand;
+  if (local_bit(s.pointers, local)) return ctx_pointer;
+  return constant ? ctx_const_element : ctx_operand;
+}
+
+void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
+  const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
   const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
                        ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
   switch (k.role) {
@@ -105,10 +141,14 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro, bool 
       return;
     case role_qual:
       if (!in_type) s.run = 0;
+      if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
       if (s.ctx != ctx_ptr) s.ctx = ctx_qual;
       return;
-    case role_ptr:
-      s.ctx = in_type ? ctx_ptr : ctx_operand_due;
+    case role_ptr:  // in a type, a binary operator, or a unary `*` / `&`
+      s.ctx = in_type                ? ctx_ptr
+              : after_operand(s.ctx) ? ctx_operand_due
+              : k.cat == Cat::star   ? ctx_deref
+                                     : ctx_address;
       return;
     case role_cast_kw:
       s.ctx = ctx_cast_kw;
@@ -118,11 +158,19 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro, bool 
                                                                                  : ctx_cast_type;
       return;
     case role_start:
+      // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls.
+      if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
+        s.decl_const = false;
+      }
       s.ctx = after_start(s, k);
       s.run = 0;
       return;
     case role_operand:
-      s.ctx = ctx_operand;
+      // `]` of an element, a member of a variable (a value of threadIdx & co), a value.
+      s.ctx = k.cat == Cat::close_bracket
+                  ? (taken.closing == kConstSubscript ? ctx_const_element : ctx_element)
+              : k.cat == Cat::member && s.ctx != ctx_member_dot ? ctx_operand
+                                                                 : ctx_value;
       return;
     case role_function:
       s.ctx = k.nullary ? ctx_call : ctx_call_args;
@@ -131,9 +179,7 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro, bool 
       s.ctx = ctx_member;
       return;
     case role_incdec:  // postfix after an operand, else prefix
-      s.ctx = s.ctx == ctx_operand || s.ctx == ctx_callable || s.ctx == ctx_paren
-                  ? ctx_operand
-                  : ctx_operand_due;
+      s.ctx = after_operand(s.ctx) ? ctx_value : ctx_operand_due;
       return;
     case role_operator:
       // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
@@ -152,9 +198,10 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro, bool 
     s.ctx = ctx_macro;
   } else if (k.cat == Cat::local) {
     // A file-scope name (a device function's) may be called; a block's names are variables.
+    s.operand_const = local_bit(s.consts, k.local);
     s.ctx = declares                                         ? ctx_declared
             : scope_of(s, k.local) == block_scope(0, false) ? ctx_callable
-                                                             : ctx_operand;
+                                                             : after_variable(s, k.local);
   } else if (k.condition) {
     s.ctx = ctx_cond;
   } else if (k.for_loop) {
@@ -273,12 +320,16 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // new name there is undeclared wherever the macro is expanded, or a call of nothing on #if.
   if (on_line(s)) return k.local < s.locals_used;
   if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+  // After a unary `*` a pointer (or an array).
+  if (s.ctx == ctx_deref && (k.local == s.locals_used || !local_bit(s.pointers, k.local))) {
+    return false;
+  }
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
 std::uint8_t closer_for(std::uint8_t open) {
   return open == '{' || open == kInitBrace ? '}'
-         : open == '['                     ? ']'
+         : open == '[' || open == kConstSubscript ? ']'
          : open == kCastAngle              ? '>'
                                            : ')';
 }
@@ -358,7 +409,12 @@ void take_other(State& s, const TokenInfo&) { s.last = Last::other; }
 // What a bracket opens in code, from the context before it (see kCallParen).
 std::uint8_t code_opener(const State& s, Cat c) {
   if (c == Cat::open_brace) return opens_block(s) ? '{' : kInitBrace;
-  if (c != Cat::open_paren) return opener(c);
+  if (c == Cat::open_bracket) {
+    return s.ctx == ctx_const_element || (s.ctx == ctx_pointer && s.operand_const)
+               ? kConstSubscript
+               : '[';
+  }
+  if (s.decl == Decl::params) return kParamParen;  // a kernel's
   switch (s.ctx) {
     case ctx_for:
       return kForParen;
@@ -546,7 +602,10 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   if (k.word == w_angle_close && !line && (checks & kRefused) == 0) checks |= kCheckClose;
   // if / while, a builtin function, a functional cast's type: the completion path opens their
   // `(`, which must fit the nesting limit.
-  const bool opens = k.condition || k.role == role_function || k.role == role_cast_kw ||
+  const bool unary = k.role == role_ptr && (row == ctx_start || row == ctx_expr ||
+                                            row == ctx_operand_due || row == ctx_args ||
+                                            row == ctx_group);
+  const bool opens = k.condition || k.role == role_function || k.role == role_cast_kw || unary ||
                      (k.role == role_type &&
                       (row == ctx_expr || row == ctx_operand_due || row == ctx_args));
   if (opens && !line && (checks & kRefused) == 0) checks |= kCheckOpen;
@@ -575,6 +634,16 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   // closes it.
   const bool cast_open = k.role == role_lt && s.ctx == ctx_cast_kw && s.top != Top::tmpl;
   const bool cast_closed = k.word == w_angle_close && innermost(s) == kCastAngle;
+  const Taken taken{declares, macro, cast_closed, innermost(s)};
+  if (s.pp == Pp::none && declares) {
+    // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
+    set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr);
+    set_local_bit(s.consts, k.local, s.decl_const);
+    s.last_declared = static_cast<std::uint8_t>(k.local);
+  }
+  if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
+    set_local_bit(s.pointers, s.last_declared, true);  // an array
+  }
   if (!declaring(s)) advance_scopes(s, k);
   const Top top = s.top;
   take_code_word(s, k);
@@ -584,7 +653,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     advance_declarator(s, k);
     if (cast_open) s.stack[s.depth++] = kCastAngle;
     if (cast_closed) --s.depth;
-    advance_role(s, k, declares, macro, cast_closed);
+    advance_role(s, k, taken);
   }
 }
 

@@ -48,9 +48,13 @@ void open_bounds(const Tables&, State& s, const TokenInfo&) {
 // macros, operators and parentheses, which the code-token rules judge (no keyword, type, builtin
 // or variable in it: NVRTC wants a constant).
 Verdict bounds_operand(const Tables&, const State& s, const TokenInfo& k) {
+  // Nor ++ / --, a member, a unary `*` / `&` (no lvalue in a constant).
   const bool refused = k.word != w_none || k.cat == Cat::keyword || k.cat == Cat::builtin ||
                        k.cat == Cat::literal || k.role == role_type ||
-                       (k.cat == Cat::local && !is_macro(s, k.local));
+                       (k.cat == Cat::local && !is_macro(s, k.local)) ||
+                       k.role == role_incdec || k.cat == Cat::access ||
+                       (k.role == role_ptr && s.ctx != ctx_macro && s.ctx != ctx_value &&
+                        s.ctx != ctx_paren);
   return refused ? Verdict::refuse : Verdict::pass;
 }
 void bounds_step(const Tables&, State& s, const TokenInfo& k) {

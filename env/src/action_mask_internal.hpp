@@ -158,6 +158,15 @@ enum Ctx : std::uint8_t {
   ctx_member,       // after threadIdx & co: `.` must come
   ctx_member_dot,   // after threadIdx & co `.`: x, y or z must come
   ctx_cast_type,    // after static_cast & co `<`: a type must come
+  // After an operand, by what it is (NVRTC's "expression must be a modifiable lvalue", "operand of
+  // * must be a pointer", "expression must have pointer-to-object type"): ctx_operand is a
+  // variable that is no pointer; these others -
+  ctx_value,        // a value no assignment takes: a number, a constant, a const variable, ...
+  ctx_pointer,      // a pointer or array variable: `[` may follow
+  ctx_element,      // `]` of a writable element: `[` may follow again
+  ctx_const_element,  // `]` of an element of a const pointer: no assignment
+  ctx_deref,        // after a unary `*`: a pointer variable or `(` must come
+  ctx_address,      // after a unary `&`: a variable or `(` must come
   ctx_args,         // after a call's `(`: an argument or `)`
   ctx_group,        // after a grouping `(`: an operand, or a cast's type
   ctx_for,          // after for: `(` must come
@@ -338,6 +347,8 @@ constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 // declarator's parameters (kParamParen: a function's, `int x(...)`), a for statement's with the
 // `;` it has read (kForParen + 0..2).
 constexpr std::uint8_t kInitBrace = 'i', kCallParen = 'c', kParamParen = 'p', kForParen = 'f';
+// A subscript of a const pointer or array (its element takes no assignment).
+constexpr std::uint8_t kConstSubscript = 'r';
 // A cast's `<` (static_cast<...>): `>` closes it, then `(` and its operand are due.
 constexpr std::uint8_t kCastAngle = '<';
 // Tokens a cast's angle still needs after it closes: ( <num> 0 ).
@@ -444,6 +455,13 @@ struct ActionMask::State {
   std::array<std::uint8_t, detail::kScopedLocals> scope{};
   std::uint8_t braces = 0;      // `{` open in code
   detail::Last line_last = detail::Last::none;  // State::last before a preprocessor line
+  // Per scoped local (a bit each): declared a pointer or an array; declared const (a variable's
+  // value, a pointer's elements). A declaration's specifiers so far have had `const`; the local
+  // it last declared.
+  std::array<std::uint8_t, detail::kScopedLocals / 8> pointers{}, consts{};
+  bool decl_const = false;
+  std::uint8_t last_declared = 0;
+  bool operand_const = false;  // the variable just named was declared const
   std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
   bool soft_closed = false;     // ... which has just closed
   // The type-word rules: where code stands, and the type-specifier run under way.
@@ -578,7 +596,8 @@ inline std::uint8_t block_scope(int level, bool soft) {
   return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
 }
 // Code inside a function (its parameter list or body; a kernel's from "C" on), not on a
-// preprocessor line. There `static`, `__device__` and `template` are refused (TokenInfo::file_only): a local
+// preprocessor line. There `static`, `__device__`, `template`, `inline` & co are refused
+// (TokenInfo::file_only; NVRTC: "inline" is not allowed): a local
 // `__device__` variable, and a static one but `static __shared__` or `static const`, outlive a
 // launch (the static checks' global_state) - and `__shared__` and `const` need no `static` (so
 // those two, which pass, are refused too: the rule looks at one token).
@@ -592,6 +611,17 @@ inline bool at_statement(const State& s) { return s.depth == 0 || innermost(s) =
 inline bool statement_ended(Last last) {
   return last == Last::semi || last == Last::brace_close || last == Last::brace_open ||
          last == Last::pp_eol || last == Last::none;
+}
+
+inline bool local_bit(const std::array<std::uint8_t, kScopedLocals / 8>& bits, int local) {
+  return local >= 0 && local < kScopedLocals &&
+         ((bits[static_cast<std::size_t>(local / 8)] >> (local % 8)) & 1u) != 0;
+}
+inline void set_local_bit(std::array<std::uint8_t, kScopedLocals / 8>& bits, int local, bool on) {
+  if (local < 0 || local >= kScopedLocals) return;
+  const auto bit = static_cast<std::uint8_t>(1u << (local % 8));
+  auto& byte = bits[static_cast<std::size_t>(local / 8)];
+  byte = static_cast<std::uint8_t>(on ? byte | bit : byte & ~bit);
 }
 
 inline bool in_function(const State& s) {
@@ -611,6 +641,8 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_cond:
     case ctx_for:        // ( ; ; )
     case ctx_call_args:  // ( <num> 0 )
+    case ctx_deref:      // ( <num> 0 )
+    case ctx_address:
       return 4;
     case ctx_group:  // <num> 0
       return 2;

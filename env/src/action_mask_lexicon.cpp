@@ -181,7 +181,8 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.function_qual = t.cls == TokenClass::keyword && listed(kFunctionQualifiers, t.text);
   // `template` too: in a function it could only be `x.template f<...>`, which kernels never need.
   k.file_only = t.cls == TokenClass::keyword &&
-                (t.text == "static" || t.text == "__device__" || t.text == "template");
+                (t.text == "static" || t.text == "__device__" || t.text == "template" ||
+                 t.text == "inline" || t.text == "__forceinline__" || t.text == "__noinline__");
   // `uint` is no CUDA type (a host header's typedef): NVRTC knows no such name.
   k.unmodelled = (t.cls == TokenClass::keyword && listed(kUnmodelledWords, t.text)) ||
                  (t.cls == TokenClass::builtin && t.text == "uint");
@@ -216,13 +217,19 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                           kStart = bit(ctx_start), kParen = bit(ctx_paren);
   constexpr std::uint32_t kOperandStart =
       kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen | bit(ctx_args) | bit(ctx_group);
-  constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable);
+  constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
+                                          bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
+                                          bit(ctx_const_element);
+  // An assignment, ++ / -- after a variable or a writable element.
+  constexpr std::uint32_t kAfterLvalue =
+      bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element);
+  constexpr std::uint32_t kDeref = bit(ctx_deref) | bit(ctx_address);
   constexpr std::uint32_t kAll = (1u << kContexts) - 1;
   // Where an operand, a parenthesis or a member is due the completion path writes it first.
   constexpr std::uint32_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
                                      ~bit(ctx_call) & ~bit(ctx_call_args) & ~bit(ctx_member) & ~kCall &
                                      ~bit(ctx_group) & ~bit(ctx_for) & ~bit(ctx_cast_kw) &
-                                     ~bit(ctx_cast_type);
+                                     ~bit(ctx_cast_type) & ~kDeref;
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
@@ -248,6 +255,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
+    k.follows |= kDeref;  // *reinterpret_cast<const float4*>(p)
   } else if (w == "<" && punct) {
     k.role = role_lt;
     k.follows = kAfterOperand | bit(ctx_cast_kw);
@@ -256,7 +264,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_start;
     // A call after a file-scope name or a builtin function (a block's names are no functions).
     if (w == "(") k.follows = kOperandStart | bit(ctx_callable) | bit(ctx_call) |
-                              bit(ctx_call_args) | kType | kPtr |
+                              bit(ctx_call_args) | kType | kPtr | kDeref |
                               kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
     if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
     if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr;
@@ -266,7 +274,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.follows = kStart;
   } else if (punct && (w == "++" || w == "--")) {
     k.role = role_incdec;
-    k.follows = kOperandStart | kAfterOperand;
+    k.follows = kOperandStart | kAfterLvalue;
   } else if (punct && (w == "!" || w == "~")) {
     k.role = role_operator;
   } else if (punct && (w == "+" || w == "-")) {
@@ -284,16 +292,28 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_operator;  // binary: = == != > <= >= && || / % ^ | << >> op= ?
     k.follows = kAfterOperand;
     if (w == "=") k.follows |= kDeclared;
+    if (k.assigns) k.follows &= kAfterLvalue | kDeclared;
     if (w == ">") k.follows |= kType | kPtr | kDeclared | kQual;  // `<int>`, `<int G>`, `<int const>`
   } else {
     k.role = role_other;
     // `[` `.` `->` `::` after an operand (`[` also in a declarator); a statement's keywords where
     // a statement may start; sizeof where an operand may.
     if (punct) k.follows = kAfterOperand | (w == "[" ? kDeclared : 0);
-    if (k.cat == Cat::access && w == ".") k.follows |= bit(ctx_member);
+    // A subscript of a pointer, an array or an element (of a 2-D array).
+    if (w == "[") {
+      k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kParen |
+                  kDeclared;
+    }
+    // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
+    // function); `->` after a pointer.
+    if (k.cat == Cat::access) {
+      k.follows = w == "." ? bit(ctx_operand) | bit(ctx_element) | bit(ctx_const_element) |
+                                 kParen | bit(ctx_member)
+                           : bit(ctx_pointer) | kParen;
+    }
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
-  if (k.cat == Cat::local) k.follows = kOperandStart | kQual | kType | kPtr;
+  if (k.cat == Cat::local) k.follows = kOperandStart | kQual | kType | kPtr | kDeref;
   // The completion path's tokens follow anything but where an operand or `(` is due.
   if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket || k.cat == Cat::close_brace ||
       k.cat == Cat::semi) {

@@ -458,7 +458,11 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   CHECK_FALSE(mask.allows(v.local(5)));
   take(id("*"));
   CHECK_FALSE(mask.allows(v.local(5)));
-  take(v.local(1));
+  take(v.local(1));  // a pointer: its element's member (`.` takes no pointer)
+  take(id("["));
+  take(v.num());
+  take(v.id(TokenClass::digit, "0"));
+  take(id("]"));
   take(id("."));
   CHECK_FALSE(mask.allows(v.local(5)));
   CHECK(mask.allows(v.id(TokenClass::member, "x")));

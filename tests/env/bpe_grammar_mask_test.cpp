@@ -480,7 +480,7 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
     CHECK(first_refused(kHead, "  switch (M) {") == 3);
     CHECK(first_refused(kHead, "  int i = this;") == 12);
     CHECK(first_refused(kHead, "  if (defined(M)) {}") == 7);
-    CHECK(first_refused(kHead, "  y[0] = x.template") == 11);
+    CHECK(first_refused(kHead, "  int i = 0; i.template") == 15);
     CHECK(first_refused(kHead, "  typedef int T;") == 3);
     CHECK(first_refused(kHead, "#define A typedef\n") == 11);  // `ty`: no known name either
     // What kernels write: loops, branches, casts, `defined` on an #if line.
@@ -546,6 +546,18 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
                              "extern \"C\" __global__ void __launch_bounds__(";
     CHECK(first_refused(head, "threadIdx") == 0);  // no variable: a constant expression
     CHECK(first_refused(head, "B * 2) k(") == -1);
+  }
+  SECTION("assignments to variables and elements, * of pointers, members of variables") {
+    // (`=` is refused at the blank after it: it might have grown into `==`.)
+    CHECK(first_refused(kHead, "  M = 1;") == 5);                  // a constant
+    CHECK(first_refused(kHead, "  x[0] = 1;") == 8);               // an element of a const pointer
+    CHECK(first_refused(kHead, "  const int i = 0; i++;") == 21);  // a const variable
+    CHECK(first_refused(kHead, "  int i = 0; y[*i] = 1;") == 16);   // * takes a pointer
+    CHECK(first_refused(kHead, "  int i = 0; i[0] = 1;") == 14);    // [ ] too
+    CHECK(first_refused(kHead, "  y[0] = M.x;") == 10);             // no member of a constant
+    CHECK(first_refused(kHead, "  int i = 0; i = i + *y + y[0];\n  y[i]++;\n  *y = 1;\n"
+                               "  const float4 v = *reinterpret_cast<const float4*>(x);\n"
+                               "  y[0] += v.x + x[0];\n") == -1);
   }
   SECTION("a template declares its parameters") {
     const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
