@@ -51,9 +51,36 @@ Verdict function_name(const Tables&, const State& s, const TokenInfo& k) {
   return names ? Verdict::pass : Verdict::refuse;
 }
 
+// A device function's parameters (NVRTC refused the random expressions that stood there): each
+// `[const] TYPE [* [const] [__restrict__]] [NAME]`, `,` between them, `)` after one or at once.
+Verdict parameter(const Tables&, const State& s, const TokenInfo& k) {
+  const bool named = s.ctx == ctx_declared;
+  switch (k.role) {
+    case role_type:  // (no void parameter)
+      return allow_pass(!named && k.word != w_void);
+    case role_qual:
+      return allow_pass(k.word == w_const || k.word == w_restrict);
+    case role_ptr:
+      return allow_pass(typed(s));
+    default:
+      break;
+  }
+  switch (k.cat) {
+    case Cat::local:  // no macro's name (it would expand)
+      return allow_pass(typed(s) && !is_macro(s, k.local));
+    case Cat::comma:
+      return allow_pass(named || typed(s));
+    case Cat::close_paren:
+      return allow_pass(named || typed(s) || s.top == Top::params_open);
+    case Cat::hash:
+      return Verdict::pass;
+    default:
+      return Verdict::refuse;
+  }
+}
 // The parameter list ends with the `)` back at file scope, the body with its `}`.
 void in_parameters(const Tables&, State& s, const TokenInfo& k) {
-  if (k.cat == Cat::close_paren && s.depth == 0) s.top = Top::header;
+  s.top = k.cat == Cat::close_paren && s.depth == 0 ? Top::header : Top::params;
 }
 void in_body(const Tables&, State& s, const TokenInfo& k) {
   if (k.cat == Cat::close_brace && s.depth == 0) s.top = Top::start;
@@ -91,8 +118,8 @@ constexpr Rule kFileRules[] = {
     {on(Top::device), cats(Cat::keyword, Cat::constant), result_word, stays},  // value_t too
     {on(Top::device), cats(Cat::star, Cat::punct_other), result_pointer, stays},
     {on(Top::device), cats(Cat::local), function_name, goes_on<Top::named>},
-    {on(Top::named), cats(Cat::open_paren), pass, goes_on<Top::params>},
-    {on(Top::params), kAnyCat, pass, in_parameters},
+    {on(Top::named), cats(Cat::open_paren), pass, goes_on<Top::params_open>},
+    {on(Top::params_open, Top::params), kAnyCat, parameter, in_parameters},
     {on(Top::header), cats(Cat::open_brace), pass, goes_on<Top::body>},
     {on(Top::body), kAnyCat, pass, in_body},
     {on(Top::tmpl), cats(Cat::punct_other), opens_angle, goes_on<Top::tmpl_params>},
@@ -117,9 +144,11 @@ int file_close(const State& s) {
       return typed(s) ? kFunction - 1 : kFunction;
     case Top::named:
       return kFunction - 2;
-    case Top::params:
+    case Top::params_open:
     case Top::header:
       return kFunction - 4;
+    case Top::params:  // a type after `,`
+      return kFunction - 4 + (s.ctx == ctx_declared || typed(s) ? 0 : 1);
     case Top::tmpl:
       return 4 + 1 + kFunction;  // < int NAME > __device__
     case Top::tmpl_params:

@@ -310,7 +310,8 @@ enum class Top : std::uint8_t {
   external,     // extern -> "C" (the declaration automaton goes on)
   device,       // __device__ ...: qualifiers, type words, `*` / `&`, the function's name
   named,        // __device__ TYPE NAME -> (
-  params,       // its parameter list, to the `)` back at file scope
+  params_open,  // its parameter list's `(`: `)` or a parameter
+  params,       // its parameter list: [const] TYPE [* [const] [__restrict__]] [NAME] , ... )
   header,       // __device__ TYPE NAME(...) -> {
   body,         // a function's body (a kernel's from "C" on), to the `}` back at file scope
   tmpl,         // template -> <
@@ -625,7 +626,7 @@ inline void set_local_bit(std::array<std::uint8_t, kScopedLocals / 8>& bits, int
 }
 
 inline bool in_function(const State& s) {
-  return (s.top == Top::body || s.top == Top::params) && !on_line(s);
+  return (s.top == Top::body || s.top == Top::params || s.top == Top::params_open) && !on_line(s);
 }
 
 // Tokens the completion path writes first where an operand is due (`<num> 0`), a condition

@@ -559,6 +559,19 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
                                "  const float4 v = *reinterpret_cast<const float4*>(x);\n"
                                "  y[0] += v.x + x[0];\n") == -1);
   }
+  SECTION("a device function's parameters are declarations") {
+    const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+    CHECK(first_refused(head, "__device__ int f(M") == 17);
+    CHECK(first_refused(head, "__device__ int f(int a, )") == 24);
+    CHECK(first_refused(head, "__device__ int f(int (") == 21);
+    CHECK(first_refused(head, "__device__ int f(void") == 18);
+    CHECK(first_refused(head, "__device__ int f(static int a)") == 18);
+    CHECK(first_refused(head, "__device__ int f(int a = 1)") == 23);
+    CHECK(first_refused(head,
+                        "__device__ int f() { return 0; }\n"
+                        "__device__ value_t g(const value_t* __restrict__ p, int, long long n) {\n"
+                        "  return p[n];\n}\n") == -1);
+  }
   SECTION("a template declares its parameters") {
     const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
     CHECK(first_refused(head, "template <>") == 10);
