@@ -80,9 +80,13 @@ std::uint8_t after_start(const State& s, const TokenInfo& k) {
       return ctx_paren;
     case Cat::open_paren:
       if (s.ctx == ctx_cond || s.ctx == ctx_call_args) return ctx_operand_due;
-      return open == kCallParen ? ctx_args : open == '(' ? ctx_group : ctx_start;
+      return open == kCallParen                     ? ctx_args
+             : open == '(' || open == kSizeofParen ? ctx_group
+                                                   : ctx_start;
     case Cat::comma:
-      return open == kCallParen ? ctx_operand_due : ctx_start;
+      // A parameter or template parameter follows (a type first); else an operand, or a name a
+      // declaration list declares.
+      return open == kParamParen || s.top == Top::tmpl_params ? ctx_start : ctx_operand_due;
     default:
       return ctx_start;
   }
@@ -135,6 +139,9 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         s.ctx = ctx_cast_call;
         s.run = k.type_bits;
       } else {
+        if (s.ctx == ctx_group && innermost(s) == '(') {
+          s.stack[s.depth - 1u] = kCastParen;  // `(int`: a cast
+        }
         s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
         s.ctx = ctx_type;
       }
@@ -162,7 +169,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
         s.decl_const = false;
       }
-      s.ctx = after_start(s, k);
+      s.ctx = k.cat == Cat::close_paren && taken.closing == kCastParen ? ctx_operand_due
+                                                                         : after_start(s, k);
       s.run = 0;
       return;
     case role_operand:
@@ -186,6 +194,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       // its parenthesised operand.
       s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start
               : k.word == w_angle_close && cast_closed             ? ctx_call_args
+              : k.cat == Cat::keyword                              ? ctx_sizeof
                                                                    : ctx_operand_due;
       return;
     default:
@@ -223,7 +232,9 @@ bool free_scope(std::uint8_t scope) { return scope == kScopeTag || scope == kSco
 int block_level(std::uint8_t scope) { return (scope & ~kScopeSoft) - 1; }
 bool in_parens(const State& s) {
   const std::uint8_t open = innermost(s);
-  return open == '(' || open == kCallParen || open == kParamParen || is_for_paren(open);
+  return open == '(' || open == kCastParen || open == kSizeofParen || open == kCallParen ||
+         open == kParamParen ||
+         is_for_paren(open);
 }
 
 // A known local in code (not after `.` / `->`): where a name is used, one in scope; where one is
@@ -416,6 +427,8 @@ std::uint8_t code_opener(const State& s, Cat c) {
   }
   if (s.decl == Decl::params) return kParamParen;  // a kernel's
   switch (s.ctx) {
+    case ctx_sizeof:
+      return kSizeofParen;
     case ctx_for:
       return kForParen;
     case ctx_declared:
@@ -604,7 +617,7 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   // `(`, which must fit the nesting limit.
   const bool unary = k.role == role_ptr && (row == ctx_start || row == ctx_expr ||
                                             row == ctx_operand_due || row == ctx_args ||
-                                            row == ctx_group);
+                                            row == ctx_group || row == ctx_sizeof);
   const bool opens = k.condition || k.role == role_function || k.role == role_cast_kw || unary ||
                      (k.role == role_type &&
                       (row == ctx_expr || row == ctx_operand_due || row == ctx_args));

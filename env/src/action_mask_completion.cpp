@@ -47,6 +47,7 @@ int statement_closers(const State& s) {
     const std::uint8_t open = s.stack[static_cast<std::size_t>(i)];
     if (is_for_paren(open)) m += kForParen + 2 - open;
     if (open == kCastAngle) m += kCastOperand;
+    if (open == kCastParen) m += 2;  // the cast's operand: <num> 0
     block = block || open == '{';
   }
   // A cast's angle without its type yet: `int` before the `>`.

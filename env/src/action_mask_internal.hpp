@@ -167,6 +167,7 @@ enum Ctx : std::uint8_t {
   ctx_const_element,  // `]` of an element of a const pointer: no assignment
   ctx_deref,        // after a unary `*`: a pointer variable or `(` must come
   ctx_address,      // after a unary `&`: a variable or `(` must come
+  ctx_sizeof,       // after sizeof: an operand or `(` and a type
   ctx_args,         // after a call's `(`: an argument or `)`
   ctx_group,        // after a grouping `(`: an operand, or a cast's type
   ctx_for,          // after for: `(` must come
@@ -350,6 +351,10 @@ constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 constexpr std::uint8_t kInitBrace = 'i', kCallParen = 'c', kParamParen = 'p', kForParen = 'f';
 // A subscript of a const pointer or array (its element takes no assignment).
 constexpr std::uint8_t kConstSubscript = 'r';
+// A group that holds a type: a cast, whose operand follows its `)` (`(int)x`).
+constexpr std::uint8_t kCastParen = 'k';
+// sizeof's parenthesis (a type in it is no cast).
+constexpr std::uint8_t kSizeofParen = 's';
 // A cast's `<` (static_cast<...>): `>` closes it, then `(` and its operand are due.
 constexpr std::uint8_t kCastAngle = '<';
 // Tokens a cast's angle still needs after it closes: ( <num> 0 ).
@@ -646,6 +651,7 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_address:
       return 4;
     case ctx_group:  // <num> 0
+    case ctx_sizeof:
       return 2;
     case ctx_cast_kw:  // < int > ( <num> 0 )
       return 3 + kCastOperand;

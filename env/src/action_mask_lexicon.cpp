@@ -125,6 +125,10 @@ constexpr std::string_view kUnmodelledWords[] = {
     "noexcept", "operator", "register", "static_assert", "struct", "switch",  "this",
     "typedef",  "typename", "union",   "using",    "__host__",  "__constant__", "__align__"};
 
+// Type names of host headers that NVRTC does not know.
+constexpr std::string_view kHostTypes[] = {"uint",    "int8_t",  "int16_t",  "int32_t", "int64_t",
+                                           "uint8_t", "uint16_t", "uint32_t", "uint64_t"};
+
 // Builtins of a vector type (uint3, dim3): a member follows them.
 constexpr std::string_view kVectorBuiltins[] = {"threadIdx", "blockIdx", "blockDim", "gridDim"};
 // Builtin functions that may be called without an argument; every other one needs one.
@@ -183,9 +187,11 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.file_only = t.cls == TokenClass::keyword &&
                 (t.text == "static" || t.text == "__device__" || t.text == "template" ||
                  t.text == "inline" || t.text == "__forceinline__" || t.text == "__noinline__");
-  // `uint` is no CUDA type (a host header's typedef): NVRTC knows no such name.
+  // `uint` and <cstdint>'s types are no CUDA types (host headers' typedefs): NVRTC knows no such
+  // names. `::` scopes nothing the grammar has (no class, no namespace).
   k.unmodelled = (t.cls == TokenClass::keyword && listed(kUnmodelledWords, t.text)) ||
-                 (t.cls == TokenClass::builtin && t.text == "uint");
+                 (t.cls == TokenClass::builtin && listed(kHostTypes, t.text)) ||
+                 (t.cls == TokenClass::punct && t.text == "::");
   k.nullary = t.cls == TokenClass::builtin && listed(kNullaryBuiltins, t.text);
   k.arrow = t.cls == TokenClass::punct && t.text == "->";
   if (k.cat == Cat::member) k.param = static_cast<std::uint8_t>(t.text[0]);
@@ -215,8 +221,8 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   constexpr std::uint32_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
                           kDeclared = bit(ctx_declared), kQual = bit(ctx_qual),
                           kStart = bit(ctx_start), kParen = bit(ctx_paren);
-  constexpr std::uint32_t kOperandStart =
-      kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen | bit(ctx_args) | bit(ctx_group);
+  constexpr std::uint32_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
+                                          bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
   constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
                                           bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
                                           bit(ctx_const_element);
@@ -229,7 +235,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   constexpr std::uint32_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
                                      ~bit(ctx_call) & ~bit(ctx_call_args) & ~bit(ctx_member) & ~kCall &
                                      ~bit(ctx_group) & ~bit(ctx_for) & ~bit(ctx_cast_kw) &
-                                     ~bit(ctx_cast_type) & ~kDeref;
+                                     ~bit(ctx_cast_type) & ~kDeref & ~bit(ctx_sizeof);
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
@@ -252,6 +258,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   } else if (word && (k.naming == TokenInfo::naming_keep || w == "typedef")) {
     k.role = role_qual;
     k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group) | bit(ctx_cast_type);
+    if (w == "__restrict__") k.follows = kPtr;  // of a pointer alone
   } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
@@ -280,6 +287,8 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   } else if (punct && (w == "+" || w == "-")) {
     k.role = role_operator;
     k.follows = kOperandStart | kAfterOperand;
+  } else if (keyword && w == "sizeof") {
+    k.role = role_operator;  // an operand (or its parenthesised type) follows
   } else if (k.cat == Cat::builtin && listed(kVectorBuiltins, w)) {
     k.role = role_vector;
   } else if (k.cat == Cat::builtin && w != "warpSize") {
