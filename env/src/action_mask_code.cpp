@@ -396,6 +396,11 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
   }
   if ((checks & kCheckOpen) != 0 && !on_line(s)) {
     if (k.cat == Cat::open_brace && opens_block(s) && !at_statement(s)) return false;
+    // `int f(` in a function declares a host function (NVRTC refuses it).
+    if (k.cat == Cat::open_paren && s.ctx == ctx_declared && in_function(s) &&
+        s.decl == Decl::none) {
+      return false;
+    }
     if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
     if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (
   }
@@ -569,7 +574,12 @@ std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
   if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
   if (k.cat == Cat::eol) return line_ctx == line_due || line_ctx == line_if_due ? kRefused : 0;
+  if (line_ctx == line_defined) {
+    const bool name = k.cat == Cat::local || k.cat == Cat::constant;
+    return name || k.cat == Cat::open_paren ? 0 : kRefused;
+  }
   if (line_ctx == line_if_due || line_ctx == line_if_operand) {
+    if (k.cat == Cat::keyword && !k.pp_operator) return kRefused;  // (nullptr, true, ...)
     const bool refused = k.role == role_function || k.role == role_vector ||
                          k.role == role_incdec || k.cat == Cat::access || k.cat == Cat::comma ||
                          (k.role == role_ptr && line_ctx == line_if_due) ||

@@ -75,7 +75,8 @@ int code_completion(const Tables& t, const State& s) {
       --open_ifs;
     }
     // A body's operand still due: a constant (`M`) before the closers.
-    const bool due = s.line_ctx == line_due || s.line_ctx == line_if_due;
+    const bool due =
+        s.line_ctx == line_due || s.line_ctx == line_if_due || s.line_ctx == line_defined;
     if (s.pp == Pp::body) m += s.pp_depth + (access || due ? 1 : 0);
     // The line ends with <eol>: afterwards the code ends well unless a bracket below is open.
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : 0;

@@ -187,6 +187,7 @@ enum LineCtx : std::uint8_t {
   line_start,
   line_if_due,
   line_if_operand,
+  line_defined,  // after `defined` (and its `(`): a name
   kLineContexts
 };
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__

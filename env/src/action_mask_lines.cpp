@@ -97,6 +97,9 @@ NumberStep num_next(const State& s, char c) {
 // A digit token may go on with the number if it keeps the literal completable within the cap.
 Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
   if (s.num_len + 1 > kMaxNumberChars) return Verdict::refuse;
+  // __launch_bounds__ takes integers: decimal digits alone there.
+  const bool bounds = s.decl == Decl::bounds_first || s.decl == Decl::bounds;
+  if (bounds && !is_dec(static_cast<char>(k.param))) return Verdict::refuse;
   const Num next = num_next(s, static_cast<char>(k.param)).num;
   if (next == Num::off) return Verdict::refuse;
   return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
@@ -198,7 +201,11 @@ void into_body(const Tables&, State& s, const TokenInfo& k) {
   const bool callable = k.cat == Cat::local || k.role == role_function;
   const bool operand = k.role == role_operand || k.role == role_vector ||
                        k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
-  if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand) {
+  if (s.line_ctx == line_defined) {
+    s.line_ctx = k.cat == Cat::open_paren ? line_defined : line_if_operand;
+  } else if (k.pp_operator) {
+    s.line_ctx = line_defined;
+  } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand) {
     s.line_ctx = callable || operand ? line_if_operand : line_if_due;
   } else {
     s.line_ctx = callable ? line_callable : operand ? line_operand : line_due;

@@ -546,6 +546,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
                              "extern \"C\" __global__ void __launch_bounds__(";
     CHECK(first_refused(head, "threadIdx") == 0);  // no variable: a constant expression
     CHECK(first_refused(head, "B * 2) k(") == -1);
+    CHECK(first_refused(head, "B < 2") == 2);   // arithmetic alone
+    CHECK(first_refused(head, "1.5") == 1);     // an integer
+    CHECK(first_refused(head, "(B, 2") == 2);   // `,` between its arguments alone
+    CHECK(first_refused(head, "B, 2) k(") == -1);
+  }
+  SECTION("no function declared in a function, defined names a name") {
+    CHECK(first_refused(kHead, "  int f();") == 7);
+    CHECK(first_refused(kHead, "#if defined 5") == 12);
+    CHECK(first_refused(kHead, "#if defined nullptr") == 12);
+    CHECK(first_refused(kHead, "#if defined M && defined(K)\n#endif\n") == -1);
   }
   SECTION("assignments to variables and elements, * of pointers, members of variables") {
     // (`=` is refused at the blank after it: it might have grown into `==`.)
