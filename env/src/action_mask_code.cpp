@@ -69,20 +69,28 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
   return ((k.follows >> ctx) & 1u) != 0 ? 0 : kRefused;
 }
 
-// The context after `(` `,` `;` `{` `}` `)` `:` else (the bracket already on the stack): a
+// The context after `(` `,` `;` `{` `}` `)` `:` else (the bracket already on the stack; `closed`
+// the one a `)` closed): a
 // condition's operand after if ( / while (, a call's arguments, a group's operand or cast, a
 // declaration after for ( or a declarator's `(`; after `,` in a call an argument; after `)` a
 // cast's operand, a statement or an operator.
-std::uint8_t after_start(const State& s, const TokenInfo& k) {
+std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed) {
   const std::uint8_t open = innermost(s);
   switch (k.cat) {
     case Cat::close_paren:
+      // A cast's operand; after a group or a call an operand (no call of it); a statement after
+      // a condition, a for statement's or a declarator's parameters.
+      if (closed == kCastParen) return ctx_operand_due;
+      if (closed == '(' || closed == kCallParen || closed == kSizeofParen ||
+          closed == kDerefParen) {
+        return ctx_result;  // (`*reinterpret_cast<T*>(p) = ...`, `(p + i)[0]`)
+      }
       return ctx_paren;
     case Cat::open_paren:
       if (s.ctx == ctx_cond || s.ctx == ctx_call_args) return ctx_operand_due;
-      return open == kCallParen                     ? ctx_args
-             : open == '(' || open == kSizeofParen ? ctx_group
-                                                   : ctx_start;
+      return open == kCallParen ? ctx_args
+             : open == '(' || open == kSizeofParen || open == kDerefParen ? ctx_group
+                                                                          : ctx_start;
     case Cat::comma:
       // A parameter or template parameter follows (a type first); else an operand, or a name a
       // declaration list declares.
@@ -113,6 +121,7 @@ bool after_operand(std::uint8_t ctx) {
     case ctx_element:
     case ctx_const_element:
     case ctx_macro:
+    case ctx_result:
       return true;
     default:
       return false;
@@ -169,8 +178,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
         s.decl_const = false;
       }
-      s.ctx = k.cat == Cat::close_paren && taken.closing == kCastParen ? ctx_operand_due
-                                                                         : after_start(s, k);
+      s.ctx = after_start(s, k, taken.closing);
       s.run = 0;
       return;
     case role_operand:
@@ -208,9 +216,11 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   } else if (k.cat == Cat::local) {
     // A file-scope name (a device function's) may be called; a block's names are variables.
     s.operand_const = local_bit(s.consts, k.local);
-    s.ctx = declares                                         ? ctx_declared
-            : scope_of(s, k.local) == block_scope(0, false) ? ctx_callable
-                                                             : after_variable(s, k.local);
+    // (A launched kernel's name is no device code's to call.)
+    const bool kernel = k.local < kMaxKernelLocal && ((s.launched >> k.local) & 1u) != 0;
+    s.ctx = declares ? ctx_declared
+            : scope_of(s, k.local) == block_scope(0, false) && !kernel ? ctx_callable
+                                                                        : after_variable(s, k.local);
   } else if (k.condition) {
     s.ctx = ctx_cond;
   } else if (k.for_loop) {
@@ -233,7 +243,7 @@ int block_level(std::uint8_t scope) { return (scope & ~kScopeSoft) - 1; }
 bool in_parens(const State& s) {
   const std::uint8_t open = innermost(s);
   return open == '(' || open == kCastParen || open == kSizeofParen || open == kCallParen ||
-         open == kParamParen ||
+         open == kParamParen || open == kCondParen || open == kDerefParen ||
          is_for_paren(open);
 }
 
@@ -432,6 +442,11 @@ std::uint8_t code_opener(const State& s, Cat c) {
   }
   if (s.decl == Decl::params) return kParamParen;  // a kernel's
   switch (s.ctx) {
+    case ctx_cond:
+      return kCondParen;
+    case ctx_deref:
+    case ctx_address:
+      return kDerefParen;
     case ctx_sizeof:
       return kSizeofParen;
     case ctx_for:

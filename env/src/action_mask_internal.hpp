@@ -168,6 +168,7 @@ enum Ctx : std::uint8_t {
   ctx_deref,        // after a unary `*`: a pointer variable or `(` must come
   ctx_address,      // after a unary `&`: a variable or `(` must come
   ctx_sizeof,       // after sizeof: an operand or `(` and a type
+  ctx_result,       // after a group's or a call's `)`: anything that follows an operand but `(`
   ctx_args,         // after a call's `(`: an argument or `)`
   ctx_group,        // after a grouping `(`: an operand, or a cast's type
   ctx_for,          // after for: `(` must come
@@ -354,8 +355,10 @@ constexpr std::uint8_t kInitBrace = 'i', kCallParen = 'c', kParamParen = 'p', kF
 constexpr std::uint8_t kConstSubscript = 'r';
 // A group that holds a type: a cast, whose operand follows its `)` (`(int)x`).
 constexpr std::uint8_t kCastParen = 'k';
-// sizeof's parenthesis (a type in it is no cast).
-constexpr std::uint8_t kSizeofParen = 's';
+// sizeof's parenthesis (a type in it is no cast); an if's or a while's condition.
+constexpr std::uint8_t kSizeofParen = 's', kCondParen = 'q';
+// A group after a unary `*` / `&` (`*(p + i)`: what it points at is a variable).
+constexpr std::uint8_t kDerefParen = 'd';
 // A cast's `<` (static_cast<...>): `>` closes it, then `(` and its operand are due.
 constexpr std::uint8_t kCastAngle = '<';
 // Tokens a cast's angle still needs after it closes: ( <num> 0 ).

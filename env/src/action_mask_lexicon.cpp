@@ -225,10 +225,10 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                                           bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
   constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
                                           bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
-                                          bit(ctx_const_element);
+                                          bit(ctx_const_element) | bit(ctx_result);
   // An assignment, ++ / -- after a variable or a writable element.
   constexpr std::uint32_t kAfterLvalue =
-      bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element);
+      bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
   constexpr std::uint32_t kDeref = bit(ctx_deref) | bit(ctx_address);
   constexpr std::uint32_t kAll = (1u << kContexts) - 1;
   // Where an operand, a parenthesis or a member is due the completion path writes it first.
@@ -311,14 +311,14 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     // A subscript of a pointer, an array or an element (of a 2-D array).
     if (w == "[") {
       k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kParen |
-                  kDeclared;
+                  kDeclared | bit(ctx_result);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
     // function); `->` after a pointer.
     if (k.cat == Cat::access) {
       k.follows = w == "." ? bit(ctx_operand) | bit(ctx_element) | bit(ctx_const_element) |
-                                 kParen | bit(ctx_member)
-                           : bit(ctx_pointer) | kParen;
+                                 kParen | bit(ctx_member) | bit(ctx_result)
+                           : bit(ctx_pointer) | kParen | bit(ctx_result);
     }
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }

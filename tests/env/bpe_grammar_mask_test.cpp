@@ -553,6 +553,9 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
   }
   SECTION("no function declared in a function, defined names a name") {
     CHECK(first_refused(kHead, "  int f();") == 7);
+    CHECK(first_refused(kHead, "  int i = (1)(2);") == 13);      // a group is no function
+    CHECK(first_refused(kHead, "  int i = sqrtf(1)(2);") == 18);  // nor is a call's value
+    CHECK(first_refused(kHead, "  if (M) (y)[0] = *(y + 1);\n  (y + 1)[0] = 2;\n") == -1);
     CHECK(first_refused(kHead, "#if defined 5") == 12);
     CHECK(first_refused(kHead, "#if defined nullptr") == 12);
     CHECK(first_refused(kHead, "#if defined M && defined(K)\n#endif\n") == -1);
