@@ -605,12 +605,6 @@ inline void set_scope(State& s, int local, std::uint8_t scope) {
 inline std::uint8_t block_scope(int level, bool soft) {
   return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
 }
-// Code inside a function (its parameter list or body; a kernel's from "C" on), not on a
-// preprocessor line. There `static`, `__device__`, `template`, `inline` & co are refused
-// (TokenInfo::file_only; NVRTC: "inline" is not allowed): a local
-// `__device__` variable, and a static one but `static __shared__` or `static const`, outlive a
-// launch (the static checks' global_state) - and `__shared__` and `const` need no `static` (so
-// those two, which pass, are refused too: the rule looks at one token).
 // The innermost bracket in code (0 where none is open).
 inline std::uint8_t innermost(const State& s) { return s.depth > 0 ? s.stack[s.depth - 1u] : 0; }
 inline bool is_for_paren(std::uint8_t open) { return open >= kForParen && open <= kForParen + 2; }
@@ -623,6 +617,7 @@ inline bool statement_ended(Last last) {
          last == Last::pp_eol || last == Last::none;
 }
 
+// A local's bit in State::pointers / State::consts.
 inline bool local_bit(const std::array<std::uint8_t, kScopedLocals / 8>& bits, int local) {
   return local >= 0 && local < kScopedLocals &&
          ((bits[static_cast<std::size_t>(local / 8)] >> (local % 8)) & 1u) != 0;
@@ -634,6 +629,12 @@ inline void set_local_bit(std::array<std::uint8_t, kScopedLocals / 8>& bits, int
   byte = static_cast<std::uint8_t>(on ? byte | bit : byte & ~bit);
 }
 
+// Code inside a function (its parameter list or body; a kernel's from "C" on), not on a
+// preprocessor line. There `static`, `__device__`, `template`, `inline` & co are refused
+// (TokenInfo::file_only; NVRTC: "inline" is not allowed): a local `__device__` variable, and a
+// static one but `static __shared__` or `static const`, outlive a launch (the static checks'
+// global_state) - and `__shared__` and `const` need no `static` (so those two, which pass, are
+// refused too: the rule looks at one token).
 inline bool in_function(const State& s) {
   return (s.top == Top::body || s.top == Top::params || s.top == Top::params_open) && !on_line(s);
 }
