@@ -27,9 +27,12 @@ bool typed(const State& s) {
 }
 
 // Between declarations: `extern` while a launched kernel is still to declare (then "C" and the
-// declaration follow), `__device__`, `template`.
+// declaration follow) and no #if is open (in a branch whose condition is false NVRTC would never
+// see the kernel: undefined_kernel), `__device__`, `template`.
 Verdict declaration_start(const Tables&, const State& s, const TokenInfo& k) {
-  if (k.word == w_extern) return pending_kernel_bits(s) != 0 ? Verdict::pass : Verdict::refuse;
+  if (k.word == w_extern) {
+    return pending_kernel_bits(s) != 0 && s.if_depth == 0 ? Verdict::pass : Verdict::refuse;
+  }
   return k.word == w_device || k.word == w_template ? Verdict::pass : Verdict::refuse;
 }
 void start_declaration(const Tables&, State& s, const TokenInfo& k) {

@@ -594,6 +594,11 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
     CHECK(first_refused(kHead, "  uint8_t i;") == 6);           // `uint8` (uint4 is CUDA's)
     CHECK(first_refused(kHead, "  int i = 1, j = (int)x[0] + sizeof(value_t) + sizeof i;\n") == -1);
   }
+  SECTION("a launched kernel is declared outside #if") {
+    const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+    CHECK(first_refused(head, "#if M\nextern") == 6);
+    CHECK(first_refused(head, "#if M\n#endif\nextern \"C\" __global__ void k(") == -1);
+  }
   SECTION("a template declares its parameters") {
     const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
     CHECK(first_refused(head, "template <>") == 10);
