@@ -40,12 +40,24 @@ std::uint8_t type_run_join(std::uint8_t run, std::uint8_t bits) {
   return static_cast<std::uint8_t>(bits == kRunLong ? run + 1 : run | bits);
 }
 
-// The type-word rules' part of a token's checks in context `ctx`.
+// The type-word rules' part of a token's checks in context `ctx`. After a macro's name what follows
+// a qualifier (the macro may name a type or one) or a callable operand (a value, a function).
 std::uint8_t role_checks(const TokenInfo& k, int ctx) {
+  if (ctx == ctx_macro) {
+    return std::min(role_checks(k, ctx_qual), role_checks(k, ctx_callable));
+  }
   if (k.role == role_type) {
+    // void names no value: in an expression it would be `void()` (no argument, no operand).
+    const bool expression = ctx == ctx_expr || ctx == ctx_operand_due || ctx == ctx_args;
+    if (k.word == w_void && expression) return kRefused;
     switch (ctx) {
       case ctx_start:
       case ctx_expr:
+      case ctx_operand_due:
+      case ctx_paren:
+      case ctx_args:
+      case ctx_group:
+      case ctx_cast_type:
         return 0;
       case ctx_qual:
       case ctx_type:
@@ -57,48 +69,162 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
   return ((k.follows >> ctx) & 1u) != 0 ? 0 : kRefused;
 }
 
+// The context after `(` `,` `;` `{` `}` `)` `:` else (the bracket already on the stack; `closed`
+// the one a `)` closed): a
+// condition's operand after if ( / while (, a call's arguments, a group's operand or cast, a
+// declaration after for ( or a declarator's `(`; after `,` in a call an argument; after `)` a
+// cast's operand, a statement or an operator.
+std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed) {
+  const std::uint8_t open = innermost(s);
+  switch (k.cat) {
+    case Cat::close_paren:
+      // A cast's operand; after a group or a call an operand (no call of it); a statement after
+      // a condition, a for statement's or a declarator's parameters.
+      if (closed == kCastParen) return ctx_operand_due;
+      if (closed == '(' || closed == kCallParen || closed == kSizeofParen ||
+          closed == kDerefParen) {
+        return ctx_result;  // (`*reinterpret_cast<T*>(p) = ...`, `(p + i)[0]`)
+      }
+      return ctx_paren;
+    case Cat::open_paren:
+      if (s.ctx == ctx_cond || s.ctx == ctx_call_args) return ctx_operand_due;
+      return open == kCallParen ? ctx_args
+             : open == '(' || open == kSizeofParen || open == kDerefParen ? ctx_group
+                                                                          : ctx_start;
+    case Cat::comma:
+      // A parameter or template parameter follows (a type first); else an operand, or a name a
+      // declaration list declares.
+      return open == kParamParen || s.top == Top::tmpl_params ? ctx_start : ctx_operand_due;
+    default:
+      return ctx_start;
+  }
+}
+
 // The context after a code token; `declares`: the token is a local that a declaration declares,
 // `macro`: a local #defined (it may name a type or a qualifier).
-void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
-  const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+// What taking a code token found before the state moved (take_code_token).
+struct Taken {
+  bool declares = false;     // a local a declaration declares
+  bool macro = false;        // a local #defined
+  bool cast_closed = false;  // a `>` that closes a cast's angle
+  std::uint8_t closing = 0;  // the bracket a closer closes
+};
+
+// After an operand (a binary operator, a postfix ++ / --, ... may follow).
+bool after_operand(std::uint8_t ctx) {
+  switch (ctx) {
+    case ctx_operand:
+    case ctx_paren:
+    case ctx_callable:
+    case ctx_value:
+    case ctx_pointer:
+    case ctx_element:
+    case ctx_const_element:
+    case ctx_macro:
+    case ctx_result:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The context after a variable's name: a pointer or array, a const, another variable; after a
+// unary `*` the element the pointer points at.
+std::uint8_t after_variable(const State& s, int local) {
+  // A const variable is read as a const element (no assignment; `.x` of a const float4).
+  const bool constant = local_bit(s.consts, local);
+  if (s.ctx == ctx_deref) return constant ? ctx_const_element : ctx_operand;
+  if (local_bit(s.pointers, local)) return ctx_pointer;
+  return constant ? ctx_const_element : ctx_operand;
+}
+
+void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
+  const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
+  const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
+                       ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
   switch (k.role) {
     case role_type:
-      if (s.ctx == ctx_expr) {
+      if (s.ctx == ctx_expr || s.ctx == ctx_operand_due || s.ctx == ctx_args) {
         s.ctx = ctx_cast_call;
         s.run = k.type_bits;
       } else {
+        if (s.ctx == ctx_group && innermost(s) == '(') {
+          s.stack[s.depth - 1u] = kCastParen;  // `(int`: a cast
+        }
         s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
         s.ctx = ctx_type;
       }
       return;
     case role_qual:
       if (!in_type) s.run = 0;
+      if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
       if (s.ctx != ctx_ptr) s.ctx = ctx_qual;
       return;
-    case role_ptr:
-      s.ctx = in_type ? ctx_ptr : ctx_expr;
+    case role_ptr:  // in a type, a binary operator, or a unary `*` / `&`
+      s.ctx = in_type                ? ctx_ptr
+              : after_operand(s.ctx) ? ctx_operand_due
+              : k.cat == Cat::star   ? ctx_deref
+                                     : ctx_address;
       return;
     case role_cast_kw:
       s.ctx = ctx_cast_kw;
       return;
     case role_lt:
-      s.ctx = s.ctx == ctx_cast_kw ? ctx_start : ctx_expr;
+      s.ctx = s.ctx != ctx_cast_kw ? ctx_operand_due : s.top == Top::tmpl_params ? ctx_start
+                                                                                 : ctx_cast_type;
       return;
     case role_start:
-      s.ctx = ctx_start;
+      // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls.
+      if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
+        s.decl_const = false;
+      }
+      s.ctx = after_start(s, k, taken.closing);
       s.run = 0;
       return;
     case role_operand:
-      s.ctx = ctx_operand;
+      // `]` of an element, a member of a variable (a value of threadIdx & co), a value.
+      s.ctx = k.cat == Cat::close_bracket
+                  ? (taken.closing == kConstSubscript ? ctx_const_element : ctx_element)
+              : k.cat == Cat::member && s.ctx != ctx_member_dot ? ctx_operand
+                                                                 : ctx_value;
+      return;
+    case role_function:
+      s.ctx = k.nullary ? ctx_call : ctx_call_args;
+      return;
+    case role_vector:
+      s.ctx = ctx_member;
+      return;
+    case role_incdec:  // postfix after an operand, else prefix
+      s.ctx = after_operand(s.ctx) ? ctx_value : ctx_operand_due;
+      return;
+    case role_operator:
+      // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
+      // its parenthesised operand.
+      s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start
+              : k.word == w_angle_close && cast_closed             ? ctx_call_args
+              : k.cat == Cat::keyword                              ? ctx_sizeof
+                                                                   : ctx_operand_due;
       return;
     default:
       break;
   }
-  if (k.cat == Cat::local && macro) {
+  if (k.cat == Cat::access && s.ctx == ctx_member) {
+    s.ctx = ctx_member_dot;
+  } else if (k.cat == Cat::local && macro) {
     if (!in_type) s.run = 0;
-    s.ctx = ctx_qual;
+    s.ctx = ctx_macro;
   } else if (k.cat == Cat::local) {
-    s.ctx = declares ? ctx_declared : ctx_operand;
+    // A file-scope name (a device function's) may be called; a block's names are variables.
+    s.operand_const = local_bit(s.consts, k.local);
+    // (A launched kernel's name is no device code's to call.)
+    const bool kernel = k.local < kMaxKernelLocal && ((s.launched >> k.local) & 1u) != 0;
+    s.ctx = declares ? ctx_declared
+            : scope_of(s, k.local) == block_scope(0, false) && !kernel ? ctx_callable
+                                                                        : after_variable(s, k.local);
+  } else if (k.condition) {
+    s.ctx = ctx_cond;
+  } else if (k.for_loop) {
+    s.ctx = ctx_for;
   } else {
     s.ctx = ctx_expr;
   }
@@ -114,7 +240,12 @@ void advance_role(State& s, const TokenInfo& k, bool declares, bool macro) {
 
 bool free_scope(std::uint8_t scope) { return scope == kScopeTag || scope == kScopeMacro; }
 int block_level(std::uint8_t scope) { return (scope & ~kScopeSoft) - 1; }
-bool in_parens(const State& s) { return s.depth > 0 && s.stack[s.depth - 1u] == '('; }
+bool in_parens(const State& s) {
+  const std::uint8_t open = innermost(s);
+  return open == '(' || open == kCastParen || open == kSizeofParen || open == kCallParen ||
+         open == kParamParen || open == kCondParen || open == kDerefParen ||
+         is_for_paren(open);
+}
 
 // A known local in code (not after `.` / `->`): where a name is used, one in scope; where one is
 // declared, anything but a second declaration in the same block.
@@ -206,11 +337,23 @@ bool constant_in_format(const State& s, const TokenInfo& k) {
 // name is declared, a known one where it is in scope; a preprocessor line may name any of them.
 bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.local >= t.locals || k.local > s.locals_used) return false;
-  if (on_line(s)) return true;
+  // A line's body names what is known (a macro, a macro's parameter, a function, a variable): a
+  // new name there is undeclared wherever the macro is expanded, or a call of nothing on #if.
+  if (on_line(s)) return k.local < s.locals_used;
+  if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+  // After a unary `*` a pointer (or an array).
+  if (s.ctx == ctx_deref && (k.local == s.locals_used || !local_bit(s.pointers, k.local))) {
+    return false;
+  }
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
-std::uint8_t closer_for(std::uint8_t open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
+std::uint8_t closer_for(std::uint8_t open) {
+  return open == '{' || open == kInitBrace ? '}'
+         : open == '[' || open == kConstSubscript ? ']'
+         : open == kCastAngle              ? '>'
+                                           : ')';
+}
 std::uint8_t close_char(Cat c) {
   return c == Cat::close_paren ? ')' : c == Cat::close_bracket ? ']' : '}';
 }
@@ -218,11 +361,30 @@ std::uint8_t opener(Cat c) {
   return c == Cat::open_paren ? '(' : c == Cat::open_bracket ? '[' : '{';
 }
 
+// A closer (or `;`) in its place: `;` where a statement ends or between a for statement's
+// clauses, `)` of a for statement after its two `;`, `}` of a block after a statement's end.
 bool closes_innermost(const State& s, const TokenInfo& k) {
   if (on_line(s)) {
     return s.pp_depth > 0 && closer_for(s.pp_stack[s.pp_depth - 1u]) == close_char(k.cat);
   }
-  return s.depth > 0 && closer_for(s.stack[s.depth - 1u]) == close_char(k.cat);
+  const std::uint8_t open = innermost(s);
+  if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
+  if (k.cat == Cat::comma) return open != kCastAngle;  // a cast's angle holds one type
+  // `>`: a cast's closes its angle after a type (`const` may end it); elsewhere no qualifier
+  // comes before it.
+  if (k.word == w_angle_close) {
+    const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+    return open == kCastAngle ? typed : s.ctx != ctx_qual;
+  }
+  if (s.depth == 0 || closer_for(open) != close_char(k.cat)) return false;
+  if (is_for_paren(open)) return open == kForParen + 2;
+  return open != '{' || statement_ended(s.last);
+}
+
+// `{` opens an initializer after a type or a declared name, else a block, which stands where a
+// statement does.
+bool opens_block(const State& s) {
+  return s.ctx != ctx_type && s.ctx != ctx_cast_call && s.ctx != ctx_declared;
 }
 
 // <eos>: every bracket and #if closed, every launched kernel declared, the code ending well.
@@ -242,6 +404,16 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
       (on_line(s) ? s.pp_depth >= kMaxPpDepth : s.depth >= kMaxCodeDepth)) {
     return false;
   }
+  if ((checks & kCheckOpen) != 0 && !on_line(s)) {
+    if (k.cat == Cat::open_brace && opens_block(s) && !at_statement(s)) return false;
+    // `int f(` in a function declares a host function (NVRTC refuses it).
+    if (k.cat == Cat::open_paren && s.ctx == ctx_declared && in_function(s) &&
+        s.decl == Decl::none) {
+      return false;
+    }
+    if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+    if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (
+  }
   if ((checks & kCheckClose) != 0 && !closes_innermost(s, k)) return false;
   if ((checks & kCheckLineEnd) != 0 && (s.pp_depth != 0 || s.pp != Pp::body)) return false;
   if ((checks & kCheckEnd) != 0 && !program_complete(s)) return false;
@@ -250,20 +422,56 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
 
 // The row of the code-token rules the state stands in.
 std::size_t code_row(const State& s) {
-  return static_cast<std::size_t>(on_line(s) ? kLineRow : declaring(s) ? kDeclarationRow : s.ctx);
+  // __launch_bounds__'s expression alternates operands and operators as code does.
+  const bool bounds = s.decl == Decl::bounds_first || s.decl == Decl::bounds;
+  return static_cast<std::size_t>(on_line(s)                ? kLineRow + s.line_ctx
+                                  : declaring(s) && !bounds ? kDeclarationRow
+                                                            : s.ctx);
 }
 
 // --- taking a code word (in code, or in a preprocessor line's body) ---
 
 void take_other(State& s, const TokenInfo&) { s.last = Last::other; }
+// What a bracket opens in code, from the context before it (see kCallParen).
+std::uint8_t code_opener(const State& s, Cat c) {
+  if (c == Cat::open_brace) return opens_block(s) ? '{' : kInitBrace;
+  if (c == Cat::open_bracket) {
+    return s.ctx == ctx_const_element || (s.ctx == ctx_pointer && s.operand_const)
+               ? kConstSubscript
+               : '[';
+  }
+  if (s.decl == Decl::params) return kParamParen;  // a kernel's
+  switch (s.ctx) {
+    case ctx_cond:
+      return kCondParen;
+    case ctx_deref:
+    case ctx_address:
+      return kDerefParen;
+    case ctx_sizeof:
+      return kSizeofParen;
+    case ctx_for:
+      return kForParen;
+    case ctx_declared:
+      return kParamParen;
+    case ctx_callable:
+    case ctx_call:
+    case ctx_call_args:
+    case ctx_cast_call:
+    case ctx_macro:
+      return kCallParen;
+    default:
+      return '(';
+  }
+}
 void take_open(State& s, const TokenInfo& k) {
+  s.last = Last::other;
   if (on_line(s)) {
     s.pp_stack[s.pp_depth++] = opener(k.cat);
-  } else {
-    s.stack[s.depth++] = opener(k.cat);
-    if (k.cat == Cat::open_brace) ++s.braces;
+    return;
   }
-  s.last = Last::other;
+  s.stack[s.depth++] = code_opener(s, k.cat);
+  if (k.cat == Cat::open_brace) ++s.braces;
+  if (innermost(s) == '{') s.last = Last::brace_open;
 }
 void take_close(State& s, const TokenInfo& k) {
   const bool line = on_line(s);
@@ -275,7 +483,10 @@ void take_close(State& s, const TokenInfo& k) {
   }
   s.last = k.cat == Cat::close_brace && !line ? Last::brace_close : Last::other;
 }
-void take_semi(State& s, const TokenInfo&) { s.last = on_line(s) ? Last::other : Last::semi; }
+void take_semi(State& s, const TokenInfo&) {
+  s.last = on_line(s) ? Last::other : Last::semi;
+  if (!on_line(s) && is_for_paren(innermost(s))) ++s.stack[s.depth - 1u];  // the next clause
+}
 void take_access(State& s, const TokenInfo&) { s.last = Last::access; }
 void take_number(State& s, const TokenInfo&) {
   s.num = Num::start;
@@ -287,6 +498,8 @@ void take_number(State& s, const TokenInfo&) {
 }
 void take_hash(State& s, const TokenInfo&) {
   s.pp = Pp::hash;
+  s.line_ctx = line_due;
+  s.line_last = s.last;
   s.pp_depth = 0;
   s.last = Last::other;
 }
@@ -315,8 +528,8 @@ constexpr CodeRule kCodeRules[] = {
     {Cat::close_paren,   kCheckClose,   kCheckClose,    take_close},
     {Cat::close_bracket, kCheckClose,   kCheckClose,    take_close},
     {Cat::close_brace,   kCheckClose,   kCheckClose,    take_close},
-    {Cat::semi,          kNoCheck,      kNoCheck,       take_semi},
-    {Cat::comma,         kNoCheck,      kNoCheck,       take_other},
+    {Cat::semi,          kCheckClose,   kNoCheck,       take_semi},
+    {Cat::comma,         kCheckClose,   kNoCheck,       take_other},
     {Cat::access,        kNoCheck,      kNoCheck,       take_access},
     {Cat::plus,          kNoCheck,      kNoCheck,       take_other},
     {Cat::minus,         kNoCheck,      kNoCheck,       take_other},
@@ -336,13 +549,18 @@ constexpr std::array<const CodeRule*, kCats> kCodeRuleOf = [] {
 const CodeRule* code_rule(Cat c) { return kCodeRuleOf[static_cast<std::size_t>(c)]; }
 
 // After `.` / `->` a field: a member, or a known local (a new name there would be undeclared; a
-// preprocessor line may name the next new one). Judged only: a field is taken as a code word.
+// preprocessor line may name the next new one); after threadIdx & co `.` x, y or z alone (a uint3,
+// a dim3). Judged only: a field is taken as a code word.
+bool of_vector(const State& s) { return s.ctx == ctx_member_dot && !on_line(s); }
+Verdict member_field(const Tables&, const State& s, const TokenInfo& k) {
+  return allow_if(!of_vector(s) || k.param != 'w');
+}
 Verdict known_field(const Tables& t, const State& s, const TokenInfo& k) {
   const bool known = k.local < s.locals_used || (on_line(s) && k.local == s.locals_used);
-  return allow_if(k.local < t.locals && known);
+  return allow_if(k.local < t.locals && known && !of_vector(s));
 }
 constexpr Rule kFieldRules[] = {
-    {on(0), cats(Cat::member), allow, nullptr},
+    {on(0), cats(Cat::member), member_field, nullptr},
     {on(0), cats(Cat::local), known_field, nullptr},
 };
 
@@ -355,11 +573,55 @@ std::span<const Rule> field_rules() { return kFieldRules; }
 // `__restrict__`, ..., or after `,` in a declaration list - never inside an expression, where it
 // would be an undeclared identifier (the commonest compile error of sampled programs). Preprocessor
 // lines keep every local: a macro may name what the code declares later.
-bool new_local_allowed(const State& s) { return s.declarator != 0 && s.last != Last::access; }
+// A declaration stands at a statement, in a for statement's first clause or a declarator's
+// parameters (not in a call's arguments, a group, a subscript or an initializer).
+bool new_local_allowed(const State& s) {
+  const std::uint8_t open = innermost(s);
+  return s.declarator != 0 && s.last != Last::access &&
+         (at_statement(s) || open == kForParen || open == kParamParen);
+}
+
+// A preprocessor line body's part of a token's checks (an expression: see LineCtx): where an
+// operand is due what may start one (no type, cast or statement keyword; `defined` on #if lines),
+// after an operand what may follow one (`(` only after a name or a builtin function) and <eol>.
+std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
+  if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
+  if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
+  if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
+  if (k.cat == Cat::eol) return line_ctx == line_due || line_ctx == line_if_due ? kRefused : 0;
+  if (line_ctx == line_defined) {
+    const bool name = k.cat == Cat::local || k.cat == Cat::constant;
+    return name || k.cat == Cat::open_paren ? 0 : kRefused;
+  }
+  if (line_ctx == line_if_due || line_ctx == line_if_operand) {
+    if (k.cat == Cat::keyword && !k.pp_operator) return kRefused;  // (nullptr, true, ...)
+    const bool refused = k.role == role_function || k.role == role_vector ||
+                         k.role == role_incdec || k.cat == Cat::access || k.cat == Cat::comma ||
+                         (k.role == role_ptr && line_ctx == line_if_due) ||
+                         k.cat == Cat::open_bracket || k.cat == Cat::close_bracket ||
+                         (k.role == role_operator && k.assigns);
+    if (refused) return kRefused;
+    if (k.pp_operator) return line_ctx == line_if_due ? 0 : kRefused;
+    return line_role_checks(k, line_ctx == line_if_due ? line_due : line_operand);
+  }
+  if (k.pp_operator) return kRefused;  // `defined` on #if lines alone
+  switch (line_ctx) {
+    case line_due:
+    case line_start: {
+      const bool closer = k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
+      return !closer && (k.pp_operator || ((k.follows >> ctx_operand_due) & 1u) != 0) ? 0
+                                                                                     : kRefused;
+    }
+    case line_operand:
+      return ((k.follows >> ctx_operand) & 1u) != 0 ? 0 : kRefused;
+    default:
+      return ((k.follows >> ctx_callable) & 1u) != 0 ? 0 : kRefused;
+  }
+}
 
 std::uint8_t code_checks(const TokenInfo& k, int row) {
   const CodeRule* rule = code_rule(k.cat);
-  const bool line = row == kLineRow;
+  const bool line = row >= kLineRow;
   if (rule == nullptr) return kRefused;
   // The kernel-declaration words ("C", __global__, __launch_bounds__) only where a declaration's
   // rules take them, before these; no extern on a preprocessor line (the static check's
@@ -370,8 +632,21 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
     return kRefused;
   }
   if (!line && pp_only_word(k)) return kRefused;
+  if (k.unmodelled || (!line && k.pp_operator)) return kRefused;
   std::uint8_t checks = line ? rule->on_line : rule->in_code;
   if (row < kContexts) checks |= role_checks(k, row);
+  if (line) checks |= line_role_checks(k, row - kLineRow);
+  if ((checks & kRefused) != 0) return kRefused;
+  if (k.word == w_angle_close && !line && (checks & kRefused) == 0) checks |= kCheckClose;
+  // if / while, a builtin function, a functional cast's type: the completion path opens their
+  // `(`, which must fit the nesting limit.
+  const bool unary = k.role == role_ptr && (row == ctx_start || row == ctx_expr ||
+                                            row == ctx_operand_due || row == ctx_args ||
+                                            row == ctx_group || row == ctx_sizeof);
+  const bool opens = k.condition || k.role == role_function || k.role == role_cast_kw || unary ||
+                     (k.role == role_type &&
+                      (row == ctx_expr || row == ctx_operand_due || row == ctx_args));
+  if (opens && !line && (checks & kRefused) == 0) checks |= kCheckOpen;
   return checks;
 }
 
@@ -393,6 +668,20 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool macro = k.cat == Cat::local && scope_of(s, k.local) == kScopeMacro;
   const bool declares =
       k.cat == Cat::local && new_local_allowed(s) && s.declarator == kTypeDeclarator && !macro;
+  // A cast's `<` opens an angle on the stack (template's `<` at file scope does not); its `>`
+  // closes it.
+  const bool cast_open = k.role == role_lt && s.ctx == ctx_cast_kw && s.top != Top::tmpl;
+  const bool cast_closed = k.word == w_angle_close && innermost(s) == kCastAngle;
+  const Taken taken{declares, macro, cast_closed, innermost(s)};
+  if (s.pp == Pp::none && declares) {
+    // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
+    set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr);
+    set_local_bit(s.consts, k.local, s.decl_const);
+    s.last_declared = static_cast<std::uint8_t>(k.local);
+  }
+  if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
+    set_local_bit(s.pointers, s.last_declared, true);  // an array
+  }
   if (!declaring(s)) advance_scopes(s, k);
   const Top top = s.top;
   take_code_word(s, k);
@@ -400,7 +689,9 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   if (const Rule* rule = t.files.find(static_cast<int>(top), k.cat)) rule->take(t, s, k);
   if (s.pp == Pp::none) {
     advance_declarator(s, k);
-    advance_role(s, k, declares, macro);
+    if (cast_open) s.stack[s.depth++] = kCastAngle;
+    if (cast_closed) --s.depth;
+    advance_role(s, k, taken);
   }
 }
 

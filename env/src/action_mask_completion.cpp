@@ -38,6 +38,28 @@ constexpr std::array<int, kPpStates> kLineEnd = {
     1,  // unroll_num: <eol>
 };
 
+// Beyond the closers: a for statement's `;` still due, and the `;` that ends the statement under
+// way before its block's `}` (after the brackets inside it close).
+int statement_closers(const State& s) {
+  int m = 0;
+  bool block = false;
+  for (int i = 0; i < s.depth; ++i) {
+    const std::uint8_t open = s.stack[static_cast<std::size_t>(i)];
+    if (is_for_paren(open)) m += kForParen + 2 - open;
+    if (open == kCastAngle) m += kCastOperand;
+    if (open == kCastParen) m += 2;  // the cast's operand: <num> 0
+    block = block || open == '{';
+  }
+  // A cast's angle without its type yet: `int` before the `>`.
+  if (innermost(s) == kCastAngle && s.ctx != ctx_type && s.ctx != ctx_ptr &&
+      !(s.ctx == ctx_qual && s.run != 0)) {
+    ++m;
+  }
+  const Last last = on_line(s) ? s.line_last : s.last;
+  if (block && (innermost(s) != '{' || !statement_ended(last))) ++m;
+  return m;
+}
+
 // Closing everything (below), then an empty declaration of each pending kernel at the top level,
 // then <eos>.
 int code_completion(const Tables& t, const State& s) {
@@ -52,7 +74,10 @@ int code_completion(const Tables& t, const State& s) {
       m -= 1;  // `endif <eol>` closes one
       --open_ifs;
     }
-    if (s.pp == Pp::body) m += s.pp_depth + (access ? 1 : 0);
+    // A body's operand still due: a constant (`M`) before the closers.
+    const bool due =
+        s.line_ctx == line_due || s.line_ctx == line_if_due || s.line_ctx == line_defined;
+    if (s.pp == Pp::body) m += s.pp_depth + (access || due ? 1 : 0);
     // The line ends with <eol>: afterwards the code ends well unless a bracket below is open.
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : 0;
   } else {
@@ -62,7 +87,7 @@ int code_completion(const Tables& t, const State& s) {
         (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : (ends_well ? 0 : 1);
   }
-  m += s.depth;
+  m += s.depth + due_tokens(s.ctx) + statement_closers(s);
   // What finishes a file-scope declaration under way, then `# endif <eol>` each (the last leaves
   // a line end).
   const int file = file_close(s);
@@ -94,7 +119,8 @@ int declaration_completion(const Tables& t, const State& s) {
       to_brace = 3 + 1 + list;  // <num> 1 ) NAME
       break;
     case Decl::bounds:
-      to_brace = (s.num != Num::off && !num_accepting(s.num) ? 1 : 0) + s.depth + 1 + list;
+      to_brace = (s.num != Num::off && !num_accepting(s.num) ? 1 : 0) + s.depth +
+                 due_tokens(s.ctx) + 1 + list;
       break;
     case Decl::params:
       to_brace = list - s.decl_pos;
@@ -114,7 +140,8 @@ int declaration_completion(const Tables& t, const State& s) {
   body.pp = Pp::none;
   body.depth = 1;
   body.stack[0] = '{';
-  body.last = Last::other;
+  body.last = Last::brace_open;  // the body's `{`: `}` closes it
+  body.ctx = ctx_start;
   return to_brace + code_completion(t, body);
 }
 

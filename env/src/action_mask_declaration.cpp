@@ -44,10 +44,20 @@ void open_bounds(const Tables&, State& s, const TokenInfo&) {
   s.decl = Decl::bounds_open;
   s.bounds_used = true;
 }
-// __launch_bounds__'s argument: an integer expression of numbers, names, operators, parentheses,
-// which the code-token rules judge (no declaration word in it).
-Verdict bounds_operand(const Tables&, const State&, const TokenInfo& k) {
-  return k.word == w_none ? Verdict::pass : Verdict::refuse;
+// __launch_bounds__'s argument: a constant integer expression of numbers, the prelude's constants,
+// macros, operators and parentheses, which the code-token rules judge (no keyword, type, builtin
+// or variable in it: NVRTC wants a constant).
+Verdict bounds_operand(const Tables&, const State& s, const TokenInfo& k) {
+  // Nor ++ / --, a member, a unary `*` / `&` (no lvalue in a constant).
+  const bool refused = k.word != w_none || k.cat == Cat::keyword || k.cat == Cat::builtin ||
+                       k.cat == Cat::literal || k.role == role_type ||
+                       (k.cat == Cat::local && !is_macro(s, k.local)) ||
+                       k.role == role_incdec || k.cat == Cat::access ||
+                       k.cat == Cat::punct_other ||  // + - * / ( ) and `,` alone
+                       (k.cat == Cat::comma && s.depth != 1) ||
+                       (k.role == role_ptr && s.ctx != ctx_macro && s.ctx != ctx_value &&
+                        s.ctx != ctx_paren);
+  return refused ? Verdict::refuse : Verdict::pass;
 }
 void bounds_step(const Tables&, State& s, const TokenInfo& k) {
   s.decl = k.cat == Cat::close_paren && s.depth == 0 ? Decl::result : Decl::bounds;

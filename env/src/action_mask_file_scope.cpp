@@ -27,9 +27,12 @@ bool typed(const State& s) {
 }
 
 // Between declarations: `extern` while a launched kernel is still to declare (then "C" and the
-// declaration follow), `__device__`, `template`.
+// declaration follow) and no #if is open (in a branch whose condition is false NVRTC would never
+// see the kernel: undefined_kernel), `__device__`, `template`.
 Verdict declaration_start(const Tables&, const State& s, const TokenInfo& k) {
-  if (k.word == w_extern) return pending_kernel_bits(s) != 0 ? Verdict::pass : Verdict::refuse;
+  if (k.word == w_extern) {
+    return pending_kernel_bits(s) != 0 && s.if_depth == 0 ? Verdict::pass : Verdict::refuse;
+  }
   return k.word == w_device || k.word == w_template ? Verdict::pass : Verdict::refuse;
 }
 void start_declaration(const Tables&, State& s, const TokenInfo& k) {
@@ -51,9 +54,36 @@ Verdict function_name(const Tables&, const State& s, const TokenInfo& k) {
   return names ? Verdict::pass : Verdict::refuse;
 }
 
+// A device function's parameters (NVRTC refused the random expressions that stood there): each
+// `[const] TYPE [* [const] [__restrict__]] [NAME]`, `,` between them, `)` after one or at once.
+Verdict parameter(const Tables&, const State& s, const TokenInfo& k) {
+  const bool named = s.ctx == ctx_declared;
+  switch (k.role) {
+    case role_type:  // (no void parameter)
+      return allow_pass(!named && k.word != w_void);
+    case role_qual:
+      return allow_pass(k.word == w_const || k.word == w_restrict);
+    case role_ptr:
+      return allow_pass(typed(s));
+    default:
+      break;
+  }
+  switch (k.cat) {
+    case Cat::local:  // no macro's name (it would expand)
+      return allow_pass(typed(s) && !is_macro(s, k.local));
+    case Cat::comma:
+      return allow_pass(named || typed(s));
+    case Cat::close_paren:
+      return allow_pass(named || typed(s) || s.top == Top::params_open);
+    case Cat::hash:
+      return Verdict::pass;
+    default:
+      return Verdict::refuse;
+  }
+}
 // The parameter list ends with the `)` back at file scope, the body with its `}`.
 void in_parameters(const Tables&, State& s, const TokenInfo& k) {
-  if (k.cat == Cat::close_paren && s.depth == 0) s.top = Top::header;
+  s.top = k.cat == Cat::close_paren && s.depth == 0 ? Top::header : Top::params;
 }
 void in_body(const Tables&, State& s, const TokenInfo& k) {
   if (k.cat == Cat::close_brace && s.depth == 0) s.top = Top::start;
@@ -69,11 +99,11 @@ Verdict template_parameter(const Tables&, const State& s, const TokenInfo& k) {
     case Cat::keyword:
       return allow_pass(k.role == role_type && k.type_bits != kRunSingle);
     case Cat::local:
-      return allow_pass(typed(s) && new_local_allowed(s));
+      return allow_pass(typed(s) && new_local_allowed(s) && !is_macro(s, k.local));
     case Cat::comma:
       return allow_pass(s.ctx == ctx_declared);
-    default:
-      return allow_pass(k.word == w_angle_close);
+    default:  // `>` after a parameter's name (`template <>`, `<int G, >` declare none)
+      return allow_pass(k.word == w_angle_close && s.ctx == ctx_declared);
   }
 }
 void take_template_parameter(const Tables&, State& s, const TokenInfo& k) {
@@ -91,8 +121,8 @@ constexpr Rule kFileRules[] = {
     {on(Top::device), cats(Cat::keyword, Cat::constant), result_word, stays},  // value_t too
     {on(Top::device), cats(Cat::star, Cat::punct_other), result_pointer, stays},
     {on(Top::device), cats(Cat::local), function_name, goes_on<Top::named>},
-    {on(Top::named), cats(Cat::open_paren), pass, goes_on<Top::params>},
-    {on(Top::params), kAnyCat, pass, in_parameters},
+    {on(Top::named), cats(Cat::open_paren), pass, goes_on<Top::params_open>},
+    {on(Top::params_open, Top::params), kAnyCat, parameter, in_parameters},
     {on(Top::header), cats(Cat::open_brace), pass, goes_on<Top::body>},
     {on(Top::body), kAnyCat, pass, in_body},
     {on(Top::tmpl), cats(Cat::punct_other), opens_angle, goes_on<Top::tmpl_params>},
@@ -107,7 +137,8 @@ std::span<const Rule> file_rules() { return kFileRules; }
 
 // The tokens that finish the file-scope declaration under way (after the closers of what is open
 // in it; before any `# endif <eol>` still due), or -1 where the code's own count holds:
-// `void NAME ( ) { }` from __device__, `< >` and `__device__` before it from template; these
+// `void NAME ( ) { }` from __device__, `< int NAME >` and `__device__` before it from template;
+// these
 // tokens pass every rule on that path.
 int file_close(const State& s) {
   constexpr int kFunction = 6;  // void NAME ( ) { }
@@ -116,13 +147,15 @@ int file_close(const State& s) {
       return typed(s) ? kFunction - 1 : kFunction;
     case Top::named:
       return kFunction - 2;
-    case Top::params:
+    case Top::params_open:
     case Top::header:
       return kFunction - 4;
+    case Top::params:  // a type after `,`
+      return kFunction - 4 + (s.ctx == ctx_declared || typed(s) ? 0 : 1);
     case Top::tmpl:
-      return 2 + 1 + kFunction;
+      return 4 + 1 + kFunction;  // < int NAME > __device__
     case Top::tmpl_params:
-      return 1 + 1 + kFunction;
+      return (s.ctx == ctx_declared ? 1 : typed(s) ? 2 : 3) + 1 + kFunction;  // (int NAME) >
     case Top::tmpl_done:
       return 1 + kFunction;
     default:

@@ -116,15 +116,26 @@ enum DeclWord : std::uint8_t {
 // `value_t* 0`, `value_t v12 + 0;`, `const int v13 ceil_div(`): the rules refuse them. They never
 // refuse a token of the completion path (closers, `;`, `#`, <eol>, <eos>), so the budget keeps
 // its guarantee, and they apply in code only, outside preprocessor lines and kernel declarations.
+//
+// The same rules alternate operands and operators (NVRTC's "expected an expression", the
+// commonest error of random programs): after an operator an operand is due (ctx_operand_due: no
+// operator but a unary one, no closer, `;` or `,`), after an operand no second operand comes
+// (ctx_operand), `if` / `while` go on with `(` and an operand (ctx_cond). Where an operand or a
+// parenthesis is due the completion path writes one first (`0`, `(0)`), so those contexts refuse
+// even its tokens.
 enum Role : std::uint8_t {
-  role_other,    // an operator, `=`, `[`, `?`, return, if, sizeof, ...: an expression goes on
+  role_other,    // `[`, `::`, `?`, return, if, sizeof, ...: an expression goes on
+  role_operator, // an operator after which an operand is due: = + - / % == && ! ~ += ? ...
+  role_incdec,   // ++ / --: prefix (an operand due) or postfix (an operand ends)
   role_type,     // a type word: int, long, value_t, float4, ...
   role_qual,     // a qualifier or specifier: const, static, __shared__, __restrict__, typedef, ...
   role_ptr,      // `*` or `&`
   role_cast_kw,  // static_cast, reinterpret_cast, const_cast, template: `<` opens types
   role_lt,       // `<`
   role_start,    // ( , ; { } ) : else do - a declaration or a cast may start after it
-  role_operand,  // a number, a constant, a member, a literal, a builtin, `]`, ++, --, true, ...
+  role_operand,  // a number, a constant, a member, a literal, warpSize, `]`, true, ...
+  role_function, // a builtin function: `(` follows
+  role_vector,   // threadIdx, blockIdx, blockDim, gridDim: `.` and a member follow
 };
 // Where code stands for the type-word rules (State::ctx).
 enum Ctx : std::uint8_t {
@@ -137,11 +148,53 @@ enum Ctx : std::uint8_t {
   ctx_expr,       // inside an expression, before an operand: a type only as a functional cast
   ctx_operand,    // after an operand: no type
   ctx_cast_kw,    // after static_cast & co.
+  ctx_operand_due,  // after an operator: an operand must come
+  ctx_paren,        // after `)`: a cast's operand, a statement, or an operator after an operand
+  ctx_macro,        // after a macro's name: what follows a qualifier or an operand
+  ctx_cond,         // after if / while: `(` must come
+  ctx_callable,     // after a file-scope name (a device function's): an operand that `(` may call
+  ctx_call,         // after a builtin function that may take no argument: `(` must come
+  ctx_call_args,    // after a builtin function that takes arguments: `(` and one must come
+  ctx_member,       // after threadIdx & co: `.` must come
+  ctx_member_dot,   // after threadIdx & co `.`: x, y or z must come
+  ctx_cast_type,    // after static_cast & co `<`: a type must come
+  // After an operand, by what it is (NVRTC's "expression must be a modifiable lvalue", "operand of
+  // * must be a pointer", "expression must have pointer-to-object type"): ctx_operand is a
+  // variable that is no pointer; these others -
+  ctx_value,        // a value no assignment takes: a number, a constant, a const variable, ...
+  ctx_pointer,      // a pointer or array variable: `[` may follow
+  ctx_element,      // `]` of a writable element: `[` may follow again
+  ctx_const_element,  // `]` of an element of a const pointer: no assignment
+  ctx_deref,        // after a unary `*`: a pointer variable or `(` must come
+  ctx_address,      // after a unary `&`: a variable or `(` must come
+  ctx_sizeof,       // after sizeof: an operand or `(` and a type
+  ctx_result,       // after a group's or a call's `)`: anything that follows an operand but `(`
+  ctx_args,         // after a call's `(`: an argument or `)`
+  ctx_group,        // after a grouping `(`: an operand, or a cast's type
+  ctx_for,          // after for: `(` must come
   kContexts,
 };
+static_assert(kContexts <= 32, "TokenInfo::follows holds a bit per context");
+// Where a preprocessor line's body stands (State::line_ctx): a body is an expression (#if, #elif,
+// a macro's: every macro of the corpus is a number or an expression), so operands and operators
+// alternate there too - an operand due (at its start, after an operator), after an operand, after
+// a name or a builtin function (a call's `(` may follow), or a function-like macro's body to
+// start (an operand or, for an empty body, <eol>); on an #if / #elif line, where the preprocessor
+// takes no call, assignment, member, subscript or comma, an operand due or after an operand.
+enum LineCtx : std::uint8_t {
+  line_due,
+  line_operand,
+  line_callable,
+  line_start,
+  line_if_due,
+  line_if_operand,
+  line_defined,  // after `defined` (and its `(`): a name
+  kLineContexts
+};
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
-// expression (no type-word rules there) and a preprocessor line.
-constexpr int kDeclarationRow = kContexts, kLineRow = kContexts + 1, kRows = kContexts + 2;
+// expression (no type-word rules there), then a preprocessor line's body, one per LineCtx.
+constexpr int kDeclarationRow = kContexts, kLineRow = kContexts + 1,
+              kRows = kContexts + 1 + kLineContexts;
 
 // A type-specifier run: the count of `long` (bits 0-1), then one bit per other part.
 constexpr std::uint8_t kRunLong = 1, kRunShort = 4, kRunSign = 8, kRunInt = 16, kRunChar = 32,
@@ -167,7 +220,14 @@ struct TokenInfo {
   std::uint8_t width = 0;      // characters in a rendered launch expression (names)
   std::uint8_t least = 0;      // a prelude constant's least value on any matrix (0 or 1)
   bool function_qual = false;  // a qualifier a device function's result may have (const, inline)
-  bool file_only = false;      // static, __device__: refused inside a function (in_function)
+  bool file_only = false;      // static, __device__, template: refused inside a function
+  bool unmodelled = false;     // a keyword the grammar does not model: refused in code and lines
+  bool pp_operator = false;    // `defined`: on an #if line alone (in code an undeclared name)
+  bool condition = false;      // if, while: `(` and a condition follow
+  bool assigns = false;        // = += -= ... (no operator of a preprocessing expression)
+  bool for_loop = false;       // for: `(` and its clauses follow
+  bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
+  bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -179,7 +239,7 @@ struct TokenInfo {
   // and the contexts (bits of Ctx) it may follow in code.
   std::uint8_t role = 0;
   std::uint8_t type_bits = 0;
-  std::uint16_t follows = 0;
+  std::uint32_t follows = 0;
   // Per row of the code-token rules, what it needs of the state there (Check bits).
   std::array<std::uint8_t, kRows> checks{};
 };
@@ -232,7 +292,7 @@ enum class Pp : std::uint8_t {
   unroll_num,
 };
 constexpr int kPpStates = static_cast<int>(Pp::unroll_num) + 1;
-enum class Last : std::uint8_t { none, brace_close, semi, pp_eol, access, other };
+enum class Last : std::uint8_t { none, brace_close, semi, pp_eol, access, other, brace_open };
 // Where a top-level kernel declaration stands. `external` is a top-level `extern` (it may still be
 // `extern __shared__ ...`); from `linkage` on the declaration is committed and runs to its `{`.
 enum class Decl : std::uint8_t {
@@ -253,7 +313,8 @@ enum class Top : std::uint8_t {
   external,     // extern -> "C" (the declaration automaton goes on)
   device,       // __device__ ...: qualifiers, type words, `*` / `&`, the function's name
   named,        // __device__ TYPE NAME -> (
-  params,       // its parameter list, to the `)` back at file scope
+  params_open,  // its parameter list's `(`: `)` or a parameter
+  params,       // its parameter list: [const] TYPE [* [const] [__restrict__]] [NAME] , ... )
   header,       // __device__ TYPE NAME(...) -> {
   body,         // a function's body (a kernel's from "C" on), to the `}` back at file scope
   tmpl,         // template -> <
@@ -285,6 +346,23 @@ enum class Num : std::uint8_t {
 };
 constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 
+// What a bracket on the code's stack (State::stack) opened: a block `{`, an initializer's brace
+// (kInitBrace), `[`, a parenthesis that groups or casts `(`, a call's arguments (kCallParen), a
+// declarator's parameters (kParamParen: a function's, `int x(...)`), a for statement's with the
+// `;` it has read (kForParen + 0..2).
+constexpr std::uint8_t kInitBrace = 'i', kCallParen = 'c', kParamParen = 'p', kForParen = 'f';
+// A subscript of a const pointer or array (its element takes no assignment).
+constexpr std::uint8_t kConstSubscript = 'r';
+// A group that holds a type: a cast, whose operand follows its `)` (`(int)x`).
+constexpr std::uint8_t kCastParen = 'k';
+// sizeof's parenthesis (a type in it is no cast); an if's or a while's condition.
+constexpr std::uint8_t kSizeofParen = 's', kCondParen = 'q';
+// A group after a unary `*` / `&` (`*(p + i)`: what it points at is a variable).
+constexpr std::uint8_t kDerefParen = 'd';
+// A cast's `<` (static_cast<...>): `>` closes it, then `(` and its operand are due.
+constexpr std::uint8_t kCastAngle = '<';
+// Tokens a cast's angle still needs after it closes: ( <num> 0 ).
+constexpr int kCastOperand = 4;
 // Brackets open at once in code and on a preprocessor line (the State's stacks).
 constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
 // A launch expression's open parentheses and calls, unary minus signs; the largest literal in a
@@ -386,11 +464,20 @@ struct ActionMask::State {
   // statement's or a function's - bound to the block that follows them).
   std::array<std::uint8_t, detail::kScopedLocals> scope{};
   std::uint8_t braces = 0;      // `{` open in code
+  detail::Last line_last = detail::Last::none;  // State::last before a preprocessor line
+  // Per scoped local (a bit each): declared a pointer or an array; declared const (a variable's
+  // value, a pointer's elements). A declaration's specifiers so far have had `const`; the local
+  // it last declared.
+  std::array<std::uint8_t, detail::kScopedLocals / 8> pointers{}, consts{};
+  bool decl_const = false;
+  std::uint8_t last_declared = 0;
+  bool operand_const = false;  // the variable just named was declared const
   std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
   bool soft_closed = false;     // ... which has just closed
   // The type-word rules: where code stands, and the type-specifier run under way.
   std::uint8_t ctx = detail::ctx_start;
   std::uint8_t run = 0;
+  std::uint8_t line_ctx = detail::line_due;  // a preprocessor line's body (LineCtx)
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -518,13 +605,64 @@ inline void set_scope(State& s, int local, std::uint8_t scope) {
 inline std::uint8_t block_scope(int level, bool soft) {
   return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
 }
+// The innermost bracket in code (0 where none is open).
+inline std::uint8_t innermost(const State& s) { return s.depth > 0 ? s.stack[s.depth - 1u] : 0; }
+inline bool is_for_paren(std::uint8_t open) { return open >= kForParen && open <= kForParen + 2; }
+// Where a statement stands: at file scope or directly in a block (not inside parentheses, brackets
+// or an initializer).
+inline bool at_statement(const State& s) { return s.depth == 0 || innermost(s) == '{'; }
+// The code before ends a statement (a `;`, a block, an empty block's `{`, a line after those).
+inline bool statement_ended(Last last) {
+  return last == Last::semi || last == Last::brace_close || last == Last::brace_open ||
+         last == Last::pp_eol || last == Last::none;
+}
+
+// A local's bit in State::pointers / State::consts.
+inline bool local_bit(const std::array<std::uint8_t, kScopedLocals / 8>& bits, int local) {
+  return local >= 0 && local < kScopedLocals &&
+         ((bits[static_cast<std::size_t>(local / 8)] >> (local % 8)) & 1u) != 0;
+}
+inline void set_local_bit(std::array<std::uint8_t, kScopedLocals / 8>& bits, int local, bool on) {
+  if (local < 0 || local >= kScopedLocals) return;
+  const auto bit = static_cast<std::uint8_t>(1u << (local % 8));
+  auto& byte = bits[static_cast<std::size_t>(local / 8)];
+  byte = static_cast<std::uint8_t>(on ? byte | bit : byte & ~bit);
+}
+
 // Code inside a function (its parameter list or body; a kernel's from "C" on), not on a
-// preprocessor line. There `static` and `__device__` are refused (TokenInfo::file_only): a local
-// `__device__` variable, and a static one but `static __shared__` or `static const`, outlive a
-// launch (the static checks' global_state) - and `__shared__` and `const` need no `static` (so
-// those two, which pass, are refused too: the rule looks at one token).
+// preprocessor line. There `static`, `__device__`, `template`, `inline` & co are refused
+// (TokenInfo::file_only; NVRTC: "inline" is not allowed): a local `__device__` variable, and a
+// static one but `static __shared__` or `static const`, outlive a launch (the static checks'
+// global_state) - and `__shared__` and `const` need no `static` (so those two, which pass, are
+// refused too: the rule looks at one token).
 inline bool in_function(const State& s) {
-  return (s.top == Top::body || s.top == Top::params) && !on_line(s);
+  return (s.top == Top::body || s.top == Top::params || s.top == Top::params_open) && !on_line(s);
+}
+
+// Tokens the completion path writes first where an operand is due (`<num> 0`), a condition
+// (`( <num> 0 )` after if / while), a call's or a functional cast's parentheses (`( )`), a member
+// (`. x`).
+inline int due_tokens(std::uint8_t ctx) {
+  switch (ctx) {
+    case ctx_operand_due:
+    case ctx_call:
+    case ctx_cast_call:
+    case ctx_member:
+      return 2;
+    case ctx_cond:
+    case ctx_for:        // ( ; ; )
+    case ctx_call_args:  // ( <num> 0 )
+    case ctx_deref:      // ( <num> 0 )
+    case ctx_address:
+      return 4;
+    case ctx_group:  // <num> 0
+    case ctx_sizeof:
+      return 2;
+    case ctx_cast_kw:  // < int > ( <num> 0 )
+      return 3 + kCastOperand;
+    default:
+      return 0;
+  }
 }
 
 // Launched kernels not declared yet: each needs its (empty) declaration before <eos>.

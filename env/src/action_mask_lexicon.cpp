@@ -112,6 +112,30 @@ constexpr std::string_view kKeepWords[] = {
     "__host__", "__shared__", "__constant__",    "extern",       "*",
     "&"};
 
+// Keywords the grammar does not model, refused in code and on preprocessor lines (a macro body is
+// code where it is expanded): user types and namespaces (the scopes would have to know their
+// names), statements whose structure the rules do not track (switch / case / default, do ...
+// while, goto and its labels), declarations that need what the rules cannot see (auto and
+// constexpr need an initializer, register is gone from C++17), and words with no use in a kernel
+// here. No reference or design-space program writes any of them; random programs wrote them
+// anywhere, and NVRTC refused those (docs/bpe.md, "The compile stage of random programs").
+constexpr std::string_view kUnmodelledWords[] = {
+    "alignas",  "alignof", "auto",     "case",     "class",     "constexpr", "const_cast",
+    "decltype", "default", "do",       "enum",     "explicit",  "goto",      "namespace",
+    "noexcept", "operator", "register", "static_assert", "struct", "switch",  "this",
+    "typedef",  "typename", "union",   "using",    "__host__",  "__constant__", "__align__"};
+
+// Type names of host headers that NVRTC does not know.
+constexpr std::string_view kHostTypes[] = {"uint",    "int8_t",  "int16_t",  "int32_t", "int64_t",
+                                           "uint8_t", "uint16_t", "uint32_t", "uint64_t"};
+
+// Builtins of a vector type (uint3, dim3): a member follows them.
+constexpr std::string_view kVectorBuiltins[] = {"threadIdx", "blockIdx", "blockDim", "gridDim"};
+// Builtin functions that may be called without an argument; every other one needs one.
+constexpr std::string_view kNullaryBuiltins[] = {
+    "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
+    "__activemask"};
+
 // Prelude constants at least 1 on every matrix: K (1 for SpMV, k >= 1 for SpMM) and the formats'
 // parameters (compute_constants refuses a spec out of range). The matrix's own may be 0.
 constexpr std::string_view kPositiveConstants[] = {"K", "SELL_C", "SELL_SIGMA", "BSR_R", "BSR_C"};
@@ -159,7 +183,23 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   // Constants at least 1 on every matrix (K, the format's parameters); the others may be 0.
   if (k.cat == Cat::constant && listed(kPositiveConstants, t.text)) k.least = 1;
   k.function_qual = t.cls == TokenClass::keyword && listed(kFunctionQualifiers, t.text);
-  k.file_only = t.cls == TokenClass::keyword && (t.text == "static" || t.text == "__device__");
+  // `template` too: in a function it could only be `x.template f<...>`, which kernels never need.
+  k.file_only = t.cls == TokenClass::keyword &&
+                (t.text == "static" || t.text == "__device__" || t.text == "template" ||
+                 t.text == "inline" || t.text == "__forceinline__" || t.text == "__noinline__");
+  // `uint` and <cstdint>'s types are no CUDA types (host headers' typedefs): NVRTC knows no such
+  // names. `::` scopes nothing the grammar has (no class, no namespace).
+  k.unmodelled = (t.cls == TokenClass::keyword && listed(kUnmodelledWords, t.text)) ||
+                 (t.cls == TokenClass::builtin && listed(kHostTypes, t.text)) ||
+                 (t.cls == TokenClass::punct && t.text == "::");
+  k.nullary = t.cls == TokenClass::builtin && listed(kNullaryBuiltins, t.text);
+  k.arrow = t.cls == TokenClass::punct && t.text == "->";
+  if (k.cat == Cat::member) k.param = static_cast<std::uint8_t>(t.text[0]);
+  k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
+  k.condition = t.cls == TokenClass::keyword && (t.text == "if" || t.text == "while");
+  k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
+  k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
+              t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);
   if (k.cat == Cat::digit) k.param = static_cast<std::uint8_t>(t.text[0]);
   if (t.cls == TokenClass::keyword || t.cls == TokenClass::builtin ||
@@ -173,17 +213,35 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
 }
 
 // A token's role, type part and follow set in the type-word rules. After its category and naming.
+// The follow sets also alternate operands and operators: an operand or a unary operator where
+// one may start (kOperandStart), a binary operator after an operand (kAfterOperand), statements'
+// keywords where a statement may start.
 void assign_role(const TokenSpec& spec, TokenInfo& k) {
-  constexpr std::uint16_t kFree = (1u << ctx_start) | (1u << ctx_qual) | (1u << ctx_expr) |
-                                  (1u << ctx_operand) | (1u << ctx_cast_kw);
-  constexpr std::uint16_t kType = 1u << ctx_type, kPtr = 1u << ctx_ptr, kCall = 1u << ctx_cast_call,
-                          kDeclared = 1u << ctx_declared;
-  constexpr std::uint16_t kAlways = kFree | kType | kPtr | kCall | kDeclared;
+  constexpr auto bit = [](int ctx) { return static_cast<std::uint32_t>(1u << ctx); };
+  constexpr std::uint32_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
+                          kDeclared = bit(ctx_declared), kQual = bit(ctx_qual),
+                          kStart = bit(ctx_start), kParen = bit(ctx_paren);
+  constexpr std::uint32_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
+                                          bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
+  constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
+                                          bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
+                                          bit(ctx_const_element) | bit(ctx_result);
+  // An assignment, ++ / -- after a variable or a writable element.
+  constexpr std::uint32_t kAfterLvalue =
+      bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
+  constexpr std::uint32_t kDeref = bit(ctx_deref) | bit(ctx_address);
+  constexpr std::uint32_t kAll = (1u << kContexts) - 1;
+  // Where an operand, a parenthesis or a member is due the completion path writes it first.
+  constexpr std::uint32_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
+                                     ~bit(ctx_call) & ~bit(ctx_call_args) & ~bit(ctx_member) & ~kCall &
+                                     ~bit(ctx_group) & ~bit(ctx_for) & ~bit(ctx_cast_kw) &
+                                     ~bit(ctx_cast_type) & ~kDeref & ~bit(ctx_sizeof);
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
   const bool punct = spec.cls == TokenClass::punct;
-  k.follows = kFree;
+  const bool keyword = spec.cls == TokenClass::keyword;
+  k.follows = kOperandStart;
   if (word && k.naming == TokenInfo::naming_type && w != "typedef") {
     k.role = role_type;
     k.type_bits = w == "long"                        ? kRunLong
@@ -196,40 +254,81 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   }
   if (w == "*" || w == "&") {
     k.role = role_ptr;
-    k.follows |= kType | kPtr;
+    k.follows = kOperandStart | kAfterOperand | kType | kPtr;
   } else if (word && (k.naming == TokenInfo::naming_keep || w == "typedef")) {
     k.role = role_qual;
-    k.follows |= kType | kPtr;
+    k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group) | bit(ctx_cast_type);
+    if (w == "__restrict__") k.follows = kPtr;  // of a pointer alone
   } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
+    k.follows |= kDeref;  // *reinterpret_cast<const float4*>(p)
   } else if (w == "<" && punct) {
     k.role = role_lt;
+    k.follows = kAfterOperand | bit(ctx_cast_kw);
   } else if (punct &&
              (w == "(" || w == "," || w == ";" || w == "{" || w == "}" || w == ")" || w == ":")) {
     k.role = role_start;
-  } else if (spec.cls == TokenClass::keyword && (w == "else" || w == "do")) {
+    // A call after a file-scope name or a builtin function (a block's names are no functions).
+    if (w == "(") k.follows = kOperandStart | bit(ctx_callable) | bit(ctx_call) |
+                              bit(ctx_call_args) | kType | kPtr | kDeref |
+                              kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
+    if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
+    if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr;
+    if (w == ":") k.follows = kAfterOperand | kDeclared;
+  } else if (keyword && (w == "else" || w == "do")) {
     k.role = role_start;
+    k.follows = kStart;
+  } else if (punct && (w == "++" || w == "--")) {
+    k.role = role_incdec;
+    k.follows = kOperandStart | kAfterLvalue;
+  } else if (punct && (w == "!" || w == "~")) {
+    k.role = role_operator;
+  } else if (punct && (w == "+" || w == "-")) {
+    k.role = role_operator;
+    k.follows = kOperandStart | kAfterOperand;
+  } else if (keyword && w == "sizeof") {
+    k.role = role_operator;  // an operand (or its parenthesised type) follows
+  } else if (k.cat == Cat::builtin && listed(kVectorBuiltins, w)) {
+    k.role = role_vector;
+  } else if (k.cat == Cat::builtin && w != "warpSize") {
+    k.role = role_function;
   } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
-             k.cat == Cat::constant || k.cat == Cat::builtin ||
-             (punct && (w == "]" || w == "++" || w == "--")) ||
-             (spec.cls == TokenClass::keyword &&
-              (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {
+             k.cat == Cat::constant || k.cat == Cat::builtin || (punct && w == "]") ||
+             (keyword && (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {
     k.role = role_operand;
+  } else if (punct && w != "[" && w != "::" && w != "." && w != "->" && w != "#") {
+    k.role = role_operator;  // binary: = == != > <= >= && || / % ^ | << >> op= ?
+    k.follows = kAfterOperand;
+    if (w == "=") k.follows |= kDeclared;
+    if (k.assigns) k.follows &= kAfterLvalue | kDeclared;
+    if (w == ">") k.follows |= kType | kPtr | kDeclared | kQual;  // `<int>`, `<int G>`, `<int const>`
   } else {
     k.role = role_other;
+    // `[` `.` `->` `::` after an operand (`[` also in a declarator); a statement's keywords where
+    // a statement may start; sizeof where an operand may.
+    if (punct) k.follows = kAfterOperand | (w == "[" ? kDeclared : 0);
+    // A subscript of a pointer, an array or an element (of a 2-D array).
+    if (w == "[") {
+      k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kParen |
+                  kDeclared | bit(ctx_result);
+    }
+    // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
+    // function); `->` after a pointer.
+    if (k.cat == Cat::access) {
+      k.follows = w == "." ? bit(ctx_operand) | bit(ctx_element) | bit(ctx_const_element) |
+                                 kParen | bit(ctx_member) | bit(ctx_result)
+                           : bit(ctx_pointer) | kParen | bit(ctx_result);
+    }
+    if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
-  // What may follow a type, a pointer, a functional cast's type, a declared name.
-  if (k.cat == Cat::local) k.follows |= kType | kPtr;
-  if (w == "(" && punct) k.follows |= kType | kPtr | kCall | kDeclared;
-  if (w == "{" && punct) k.follows |= kType | kCall | kDeclared;
-  if ((w == ">" || w == ",") && punct) k.follows |= kType | kPtr | kDeclared;  // `<int>`, `<int G>`
-  if ((w == "=" || w == "[" || w == ":") && punct) k.follows |= kDeclared;
-  // The completion path's tokens follow anything.
+  if (k.cat == Cat::local) k.follows = kOperandStart | kQual | kType | kPtr | kDeref;
+  // The completion path's tokens follow anything but where an operand or `(` is due.
   if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket || k.cat == Cat::close_brace ||
-      k.cat == Cat::semi || k.cat == Cat::hash || k.cat == Cat::eol || k.cat == Cat::eos) {
-    k.follows = kAlways;
+      k.cat == Cat::semi) {
+    k.follows = kClosers;
   }
+  if (k.cat == Cat::hash || k.cat == Cat::eol || k.cat == Cat::eos) k.follows = kAll;
 }
 
 // Effect classes: tokens that change the state alike, whatever their text (the budget check
@@ -246,7 +345,9 @@ int assign_effects(std::vector<TokenInfo>& info) {
     if (k.cat == Cat::constant) width = k.width + 256 * k.least;  // its format mask and range
     // Its role in the type-word rules too: what finishes a file-scope declaration depends on it.
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
-                                     k.role * 2 + (k.function_qual ? 1 : 0));
+                                     k.role * 8 + (k.function_qual ? 1 : 0) +
+                                         (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
+                                         (k.nullary ? 128 : 0));
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

@@ -97,6 +97,9 @@ NumberStep num_next(const State& s, char c) {
 // A digit token may go on with the number if it keeps the literal completable within the cap.
 Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
   if (s.num_len + 1 > kMaxNumberChars) return Verdict::refuse;
+  // __launch_bounds__ takes integers: decimal digits alone there.
+  const bool bounds = s.decl == Decl::bounds_first || s.decl == Decl::bounds;
+  if (bounds && !is_dec(static_cast<char>(k.param))) return Verdict::refuse;
   const Num next = num_next(s, static_cast<char>(k.param)).num;
   if (next == Num::off) return Verdict::refuse;
   return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
@@ -157,6 +160,7 @@ void start_directive(const Tables&, State& s, const TokenInfo& k) {
   const Directive* d = directive(k);
   s.if_depth = static_cast<std::uint8_t>(s.if_depth + d->if_change);
   s.pp = d->next;
+  if (d->next == Pp::if_expr_start) s.line_ctx = line_if_due;
 }
 
 // A local up to the next new one.
@@ -183,23 +187,42 @@ template <Pp kNext>
 void line_goes_on(const Tables&, State& s, const TokenInfo&) {
   s.pp = kNext;
 }
-// Macro parameters: names, `,` between them, `)` to the body.
+// Macro parameters: names, `,` between them, `)` to the body (which may be empty).
 template <Pp kNext>
 void macro_params_go_on(const Tables&, State& s, const TokenInfo&) {
   s.pp = kNext;
   s.last = Last::other;
+  if (kNext == Pp::body) s.line_ctx = line_start;
 }
 void into_body(const Tables&, State& s, const TokenInfo& k) {
   s.pp = Pp::body;
   take_code_word(s, k);
+  // The body's expression: after an operand, a name or builtin function, or an operator.
+  const bool callable = k.cat == Cat::local || k.role == role_function;
+  const bool operand = k.role == role_operand || k.role == role_vector ||
+                       k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
+  if (s.line_ctx == line_defined) {
+    s.line_ctx = k.cat == Cat::open_paren ? line_defined : line_if_operand;
+  } else if (k.pp_operator) {
+    s.line_ctx = line_defined;
+  } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand) {
+    s.line_ctx = callable || operand ? line_if_operand : line_if_due;
+  } else {
+    s.line_ctx = callable ? line_callable : operand ? line_operand : line_due;
+  }
 }
 void end_line(const Tables&, State& s, const TokenInfo&) {
   s.pp = Pp::none;
   s.pp_depth = 0;
   s.digits = 0;
-  s.last = Last::pp_eol;
-  s.ctx = ctx_start;  // the completion path may go on with `extern` or <eos>
-  s.run = 0;
+  // The line stands between tokens of the code: where a statement had ended, one may start (and
+  // the completion path go on with `extern` or <eos>); elsewhere the code goes on as before it.
+  const bool ended = statement_ended(s.line_last);
+  s.last = ended ? Last::pp_eol : s.line_last;
+  if (ended && due_tokens(s.ctx) == 0) {
+    s.ctx = ctx_start;
+    s.run = 0;
+  }
 }
 
 Verdict unroll_word(const Tables&, const State&, const TokenInfo& k) {

@@ -599,6 +599,8 @@ bool each_completion(const Context& c, const Lex& x, const State& s, Visit&& vis
     case Pending::punct: {
       const std::string_view buffer(x.punct.data(), x.plen);
       if (visit(Completion{"", false})) return true;
+      // A dot may start a number (`.5`): where an operand is due, no punctuator would do.
+      if (buffer.back() == '.' && visit(Completion{"0", false})) return true;
       for (const std::string& p : c.grammar.punct_spellings) {
         if (p.size() > buffer.size() && p.compare(0, buffer.size(), buffer) == 0 &&
             visit(Completion{p.substr(buffer.size()), false})) {

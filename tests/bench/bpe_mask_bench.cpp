@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -331,6 +332,27 @@ std::string first_error(const std::string& log) {
   return out;
 }
 
+// For a dump: NVRTC's first error line and the source line it names (the program's line: NVRTC
+// numbers them from the prelude's `#line`), each as a comment line.
+std::string error_context(const std::string& log, const std::string& source) {
+  const std::size_t at = log.find("error: ");
+  if (at == std::string::npos) return "";
+  const std::size_t start = log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1;
+  std::string out = "// " + log.substr(start, log.find('\n', at) - start) + "\n";
+  const std::size_t open = log.find('(', start);
+  if (open == std::string::npos || open > at) return out;
+  const int line = std::atoi(log.c_str() + open + 1);
+  // Past the prelude, `#line 1 "program.cu"` numbers the program's lines.
+  const std::size_t program = source.find("#line 1 \"program.cu\"\n");
+  std::size_t from = program == std::string::npos ? 0 : source.find('\n', program) + 1;
+  for (int i = 1; i < line && from != std::string::npos; ++i) {
+    from = source.find('\n', from);
+    if (from != std::string::npos) ++from;
+  }
+  if (from == std::string::npos) return out;
+  return out + "// at: " + source.substr(from, source.find('\n', from) - from) + "\n";
+}
+
 // NVRTC in a child process, as the evaluator's sandboxed compile workers run it (NVRTC crashed on
 // a random program in-process); nullopt where the child died.
 std::optional<reward::CompileResult> compile_apart(const reward::CompileRequest& request) {
@@ -372,7 +394,7 @@ CompileStats compile_all(const std::vector<std::string>& texts, const std::strin
   const auto matrix = datasets::SparseMatrix::from_triplets(64, 64, std::move(triplets));
   for (const std::string& text : texts) {
     const int index = s.programs++;
-    std::string verdict = "ok";
+    std::string verdict = "ok", error_at;
     const auto fail = [&](const std::string& why) {
       ++s.reasons[why];
       if (verdict == "ok") verdict = why;
@@ -416,12 +438,13 @@ CompileStats compile_all(const std::vector<std::string>& texts, const std::strin
         if (geometry.ok() && !resources) ++s.all;
       } else {
         fail("nvrtc: " + first_error(compiled.log));
+        error_at = error_context(compiled.log, request.source);
       }
     }
     if (!dump.empty()) {
       std::ofstream(fs::path(dump) / (prefix + std::to_string(index) + ".cu"))
           << "// " << verdict << "\n"
-          << text;
+          << error_at << text;
     }
   }
   return s;

@@ -81,6 +81,20 @@ bool takes_after(const std::string& prefix, const std::string& piece, int max_to
   return true;
 }
 
+// The offset of the first byte of `piece` (each its own token) the mask refuses after `prefix`, or
+// -1 where it takes them all.
+int first_refused(const std::string& prefix, const std::string& piece, int max_tokens = 4000) {
+  BpeGrammarMask mask = make_mask(max_tokens);
+  REQUIRE(feed_text(mask, prefix) == -1);
+  const auto tokenizer = small_tokenizer();
+  for (std::size_t i = 0; i < piece.size(); ++i) {
+    const TokenId id = *tokenizer->byte_token(static_cast<unsigned char>(piece[i]));
+    if (!mask.allows(id)) return static_cast<int>(i);
+    mask.advance(id);
+  }
+  return -1;
+}
+
 const std::string kHead =
     "//@format csr\n//@launch spmv grid=ceil_div(max(M, 1), 4) block=128\n"
     "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, const int* __restrict__ "
@@ -151,6 +165,9 @@ TEST_CASE("random episodes under the BPE grammar mask end with <eos> and read as
       for (std::size_t i = 0; i < m.size(); ++i) {
         if (m[i] != 0) allowed.push_back(static_cast<TokenId>(i));
       }
+      INFO("episode " << e << ", " << mask.tokens() << " of " << mask.max_tokens()
+                      << " tokens, min_completion " << mask.min_completion() << ":\n"
+                      << mask.text());
       REQUIRE(!allowed.empty());
       REQUIRE(mask.tokens() < mask.max_tokens());
       ids.push_back(allowed[rng.below(allowed.size())]);
@@ -453,4 +470,143 @@ TEST_CASE("the BPE grammar mask refuses new names the static checks forbid where
     }
   }
   CHECK(mismatches == 0);
+}
+
+// The rules that keep random programs compiling (docs/bpe.md, "The compile stage of random
+// programs"): each refuses what NVRTC refused in random walks, at the byte where it goes wrong,
+// and takes what the corpus writes.
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong", "[env][bpe][mask]") {
+  SECTION("keywords the grammar does not model") {
+    // Refused at the first byte no allowed word or name starts with: `str`, `sw`, `thi` (`th`
+    // may be threadIdx), `de`, `t` after `.` (a member: x y z w).
+    CHECK(first_refused(kHead, "  struct s;") == 4);
+    CHECK(first_refused(kHead, "  switch (M) {") == 3);
+    CHECK(first_refused(kHead, "  int i = this;") == 12);
+    CHECK(first_refused(kHead, "  if (defined(M)) {}") == 7);
+    CHECK(first_refused(kHead, "  int i = 0; i.template") == 15);
+    CHECK(first_refused(kHead, "  typedef int T;") == 3);
+    CHECK(first_refused(kHead, "#define A typedef\n") == 11);  // `ty`: no known name either
+    // What kernels write: loops, branches, casts, `defined` on an #if line.
+    CHECK(first_refused(kHead,
+                        "  for (int i = 0; i < 4; ++i) { if (i > 2) break; else continue; }\n"
+                        "  bool b = static_cast<long long>(M) > 0 && true;\n"
+                        "#if defined(M)\n#endif\n") == -1);
+  }
+  SECTION("operands and operators alternate") {
+    CHECK(first_refused(kHead, "  y[0] = x[0] + ;") == 16);  // an operand is due
+    CHECK(first_refused(kHead, "  y[0] = * / 2;") == 11);
+    CHECK(first_refused(kHead, "  int i = 2 3;") == 12);     // no operand after an operand
+    CHECK(first_refused(kHead, "  int i = M M;") == 12);
+    CHECK(first_refused(kHead, "  if M") == 5);              // `(` after if
+    CHECK(first_refused(kHead, "  while (") == -1);
+    CHECK(first_refused(kHead, "  while ()") == 9);          // ... and a condition
+    CHECK(first_refused(kHead,
+                        "  int i = (1) + -2 * !0 - ~1, j = i++ + ++i;\n"
+                        "  if (M > 0 && i <= 2) y[0] = x[i] * 0.5f + (value_t)1 + value_t(2);\n"
+                        "  int k = static_cast<int>(-x[0]) ? 1 : 2;\n") == -1);
+  }
+  SECTION("builtin functions are called, threadIdx & co name a member, a block's names no call") {
+    CHECK(first_refused(kHead, "  int i = sqrtf;") == 15);
+    CHECK(first_refused(kHead, "  int i = threadIdx;") == 19);
+    CHECK(first_refused(kHead, "  int i = 0; i(") == 14);
+    CHECK(first_refused(kHead, "  int i = threadIdx.x + sqrtf(2.0f) + min(1, 2) + warpSize;\n") == -1);
+  }
+  SECTION("a preprocessor line's body is an expression of known names") {
+    CHECK(first_refused(kHead, "#define A 1 +\n") == 13);
+    CHECK(first_refused(kHead, "#define A B\n") == 11);  // a new name (B may be BSR_C)
+    CHECK(first_refused(kHead, "#if M(") == 5);          // no call on #if
+    CHECK(first_refused(kHead, "#if M = 1") == 7);       // nor an assignment
+    CHECK(first_refused(kHead,
+                        "#define W (M > 0 ? NNZ / M : 0)\n#define F(a) (a + W)\n#define E()\n"
+                        "#if K % 2 == 0 && defined(W)\n#endif\n  y[0] = F(2);\n") == -1);
+  }
+  SECTION("statements end with `;`, for statements have their clauses, blocks stand alone") {
+    CHECK(first_refused(kHead, "  int i = 0 }") == 12);       // `;` first
+    CHECK(first_refused(kHead, "  int i = 0\n#pragma unroll\n}") == 27);  // also after a line
+    CHECK(first_refused(kHead, "  y[0 ;") == 6);              // no `;` inside brackets
+    CHECK(first_refused(kHead, "  for (int i = 0; i < 4)") == 23);
+    CHECK(first_refused(kHead, "  int i = (int j") == 15);    // no declaration in a group
+    CHECK(first_refused(kHead, "  int i = sqrtf({") == 16);   // nor a block in a call
+    CHECK(first_refused(kHead,
+                        "  { }\n  if (M) { y[0] = 1; } else { int i = (int)x[0]; }\n"
+                        "  for (;;) break;\n  for (int i = 0, j = 1; i < j; ++i) {\n"
+                        "#pragma unroll\n  }\n") == -1);
+  }
+  SECTION("casts, builtins' arguments and members, launch bounds") {
+    CHECK(first_refused(kHead, "  int i = static_cast(1);") == 21);
+    CHECK(first_refused(kHead, "  int i = static_cast<int, long>(1);") == 25);
+    CHECK(first_refused(kHead, "  int i = static_cast<int>1;") == 26);
+    CHECK(first_refused(kHead, "  int i = threadIdx.w;") == 20);
+    CHECK(first_refused(kHead, "  int i = threadIdx->x;") == 19);
+    CHECK(first_refused(kHead, "  int i = sqrtf();") == 16);
+    CHECK(first_refused(kHead, "  y[0] = sqrtf(void") == 16);  // `vo`: nor volatile
+    CHECK(first_refused(kHead, "  uint i;") == 6);
+    CHECK(first_refused(kHead, "#if value_t\n") == 7);  // `valu`: val is a name
+    CHECK(first_refused(kHead,
+                        "  __syncthreads();\n  int i = static_cast<const int>(blockIdx.x) + "
+                        "reinterpret_cast<const int4*>(row_ptr)[0].w;\n") == -1);
+    const std::string head = "//@format csr\n//@launch k grid=K block=128\n#define B 128\n"
+                             "extern \"C\" __global__ void __launch_bounds__(";
+    CHECK(first_refused(head, "threadIdx") == 0);  // no variable: a constant expression
+    CHECK(first_refused(head, "B * 2) k(") == -1);
+    CHECK(first_refused(head, "B < 2") == 2);   // arithmetic alone
+    CHECK(first_refused(head, "1.5") == 1);     // an integer
+    CHECK(first_refused(head, "(B, 2") == 2);   // `,` between its arguments alone
+    CHECK(first_refused(head, "B, 2) k(") == -1);
+  }
+  SECTION("no function declared in a function, defined names a name") {
+    CHECK(first_refused(kHead, "  int f();") == 7);
+    CHECK(first_refused(kHead, "  int i = (1)(2);") == 13);      // a group is no function
+    CHECK(first_refused(kHead, "  int i = sqrtf(1)(2);") == 18);  // nor is a call's value
+    CHECK(first_refused(kHead, "  if (M) (y)[0] = *(y + 1);\n  (y + 1)[0] = 2;\n") == -1);
+    CHECK(first_refused(kHead, "#if defined 5") == 12);
+    CHECK(first_refused(kHead, "#if defined nullptr") == 12);
+    CHECK(first_refused(kHead, "#if defined M && defined(K)\n#endif\n") == -1);
+  }
+  SECTION("assignments to variables and elements, * of pointers, members of variables") {
+    // (`=` is refused at the blank after it: it might have grown into `==`.)
+    CHECK(first_refused(kHead, "  M = 1;") == 5);                  // a constant
+    CHECK(first_refused(kHead, "  x[0] = 1;") == 8);               // an element of a const pointer
+    CHECK(first_refused(kHead, "  const int i = 0; i++;") == 21);  // a const variable
+    CHECK(first_refused(kHead, "  int i = 0; y[*i] = 1;") == 16);   // * takes a pointer
+    CHECK(first_refused(kHead, "  int i = 0; i[0] = 1;") == 14);    // [ ] too
+    CHECK(first_refused(kHead, "  y[0] = M.x;") == 10);             // no member of a constant
+    CHECK(first_refused(kHead, "  int i = 0; i = i + *y + y[0];\n  y[i]++;\n  *y = 1;\n"
+                               "  const float4 v = *reinterpret_cast<const float4*>(x);\n"
+                               "  y[0] += v.x + x[0];\n") == -1);
+  }
+  SECTION("a device function's parameters are declarations") {
+    const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+    CHECK(first_refused(head, "__device__ int f(M") == 17);
+    CHECK(first_refused(head, "__device__ int f(int a, )") == 24);
+    CHECK(first_refused(head, "__device__ int f(int (") == 21);
+    CHECK(first_refused(head, "__device__ int f(void") == 18);
+    CHECK(first_refused(head, "__device__ int f(static int a)") == 18);
+    CHECK(first_refused(head, "__device__ int f(int a = 1)") == 23);
+    CHECK(first_refused(head,
+                        "__device__ int f() { return 0; }\n"
+                        "__device__ value_t g(const value_t* __restrict__ p, int, long long n) {\n"
+                        "  return p[n];\n}\n") == -1);
+  }
+  SECTION("casts take an operand, __restrict__ a pointer, <cstdint> names none") {
+    CHECK(first_refused(kHead, "  int i = (int);") == 15);
+    CHECK(first_refused(kHead, "  int i = sizeof;") == 16);
+    // `,`: a name or an operand (`long(...)` a functional cast), no second declaration.
+    CHECK(first_refused(kHead, "  int i = 1, long j;") == 18);
+    CHECK(first_refused(kHead, "  __restrict__ int i;") == 6);  // `__res`: no pointer before
+    CHECK(first_refused(kHead, "  uint8_t i;") == 6);           // `uint8` (uint4 is CUDA's)
+    CHECK(first_refused(kHead, "  int i = 1, j = (int)x[0] + sizeof(value_t) + sizeof i;\n") == -1);
+  }
+  SECTION("a launched kernel is declared outside #if") {
+    const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+    CHECK(first_refused(head, "#if M\nextern") == 6);
+    CHECK(first_refused(head, "#if M\n#endif\nextern \"C\" __global__ void k(") == -1);
+  }
+  SECTION("a template declares its parameters") {
+    const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+    CHECK(first_refused(head, "template <>") == 10);
+    CHECK(first_refused(head, "template <int G, >") == 17);
+    CHECK(first_refused(head, "template <int G, int H>\n__device__ int f() { return G + H; }\n") ==
+          -1);
+  }
 }
