@@ -10,7 +10,9 @@
 // memory before the evaluator starts and after it is gone, and the workers' descriptors while it
 // runs. Prints Markdown; exits 1 on a wrong verdict or a leak.
 //
-// --seconds S stops submitting after S seconds (those in flight are answered) and reports what
+// SIGTERM or SIGINT (a device call's `timeout`, Ctrl-C, `kill` of a soak left running in the
+// background) does what --seconds does: no more submissions, those in flight answered, every table
+// printed. --seconds S stops submitting after S seconds (those in flight are answered) and reports what
 // ran, the leak table included: a soak that fits a call's time limit still measures what is left
 // behind (its summary says how many of the N evaluations ran).
 //
@@ -24,6 +26,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -73,6 +77,10 @@ std::vector<std::string> children() {
   }
   return out;
 }
+
+// Set by SIGTERM / SIGINT: the soak stops submitting and reports what ran.
+std::atomic<bool> stop_requested{false};
+extern "C" void request_stop(int) { stop_requested = true; }
 
 struct Program {
   std::string file;
@@ -162,6 +170,8 @@ int main(int argc, char** argv) {
     }
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a soak cut short keeps what it printed
+  std::signal(SIGTERM, request_stop);
+  std::signal(SIGINT, request_stop);
   const std::vector<Program> programs = soak_programs(fs::path(SPARSERL_BENCH_SOURCE_DIR));
   const Program hang{"infinite_loop", rw::testing::adversarial_program("infinite_loop"), ds::Op::spmv,
                      rw::ErrorKind::timeout};
@@ -215,7 +225,7 @@ int main(int argc, char** argv) {
     };
     for (int i = 0; i < evaluations; ++i) {
       // --seconds: stop submitting; every evaluation submitted is answered below
-      if (seconds_limit > 0 && elapsed() >= seconds_limit) break;
+      if (stop_requested || (seconds_limit > 0 && elapsed() >= seconds_limit)) break;
       ran = i + 1;
       const bool hung = hang_every > 0 && i % hang_every == hang_every - 1;
       const Program& p = hung ? hang : programs[next++ % programs.size()];
@@ -263,7 +273,9 @@ int main(int argc, char** argv) {
   std::printf("\n| program -> verdict | evaluations |\n|---|---|\n");
   for (const auto& [key, n] : tally.verdicts) std::printf("| %s | %d |\n", key.c_str(), n);
   std::printf("\n%d of %d evaluations (%d hangs) in %.0f s%s: %d wrong verdicts\n\n", ran, evaluations, hangs,
-              seconds, ran < evaluations ? " (stopped by --seconds)" : "", tally.wrong);
+              seconds, ran >= evaluations     ? ""
+              : stop_requested ? " (stopped by a signal)"
+                               : " (stopped by --seconds)", tally.wrong);
   std::printf("| measured | before | during | after |\n|---|---|---|---|\n");
   std::printf("| this process's descriptors | %d | | %d |\n", fds_before, fds_after);
   std::printf("| child processes | %zu | | %zu |\n", children_before, children_after);
