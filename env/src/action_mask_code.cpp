@@ -76,6 +76,7 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
 // cast's operand, a statement or an operator.
 std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed) {
   const std::uint8_t open = innermost(s);
+  if (k.ternary == 2 && closed == kTernary) return ctx_operand_due;  // `a ? b :` an operand
   switch (k.cat) {
     case Cat::close_paren:
       // A cast's operand; after a group or a call an operand (no call of it); a statement after
@@ -223,6 +224,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
                                                                         : after_variable(s, k.local);
   } else if (k.condition) {
     s.ctx = ctx_cond;
+    s.while_cond = k.loop;
   } else if (k.for_loop) {
     s.ctx = ctx_for;
   } else {
@@ -243,7 +245,8 @@ int block_level(std::uint8_t scope) { return (scope & ~kScopeSoft) - 1; }
 bool in_parens(const State& s) {
   const std::uint8_t open = innermost(s);
   return open == '(' || open == kCastParen || open == kSizeofParen || open == kCallParen ||
-         open == kParamParen || open == kCondParen || open == kDerefParen ||
+         open == kParamParen || open == kCondParen || open == kLoopCondParen ||
+         open == kDerefParen ||
          is_for_paren(open);
 }
 
@@ -349,7 +352,8 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
 }
 
 std::uint8_t closer_for(std::uint8_t open) {
-  return open == '{' || open == kInitBrace ? '}'
+  return open == kTernary                   ? ':'
+         : open == '{' || open == kInitBrace ? '}'
          : open == '[' || open == kConstSubscript ? ']'
          : open == kCastAngle              ? '>'
                                            : ')';
@@ -368,8 +372,10 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
     return s.pp_depth > 0 && closer_for(s.pp_stack[s.pp_depth - 1u]) == close_char(k.cat);
   }
   const std::uint8_t open = innermost(s);
+  if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
-  if (k.cat == Cat::comma) return open != kCastAngle;  // a cast's angle holds one type
+  // A cast's angle holds one type; a `?` takes its `:` first.
+  if (k.cat == Cat::comma) return open != kCastAngle && open != kTernary;
   // `>`: a cast's closes its angle after a type (`const` may end it); elsewhere no qualifier
   // comes before it.
   if (k.word == w_angle_close) {
@@ -413,6 +419,7 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
     }
     if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
     if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (
+    if (k.ternary == 1 && declaring(s)) return false;  // none in __launch_bounds__
   }
   if ((checks & kCheckClose) != 0 && !closes_innermost(s, k)) return false;
   if ((checks & kCheckLineEnd) != 0 && (s.pp_depth != 0 || s.pp != Pp::body)) return false;
@@ -443,7 +450,7 @@ std::uint8_t code_opener(const State& s, Cat c) {
   if (s.decl == Decl::params) return kParamParen;  // a kernel's
   switch (s.ctx) {
     case ctx_cond:
-      return kCondParen;
+      return s.while_cond ? kLoopCondParen : kCondParen;
     case ctx_deref:
     case ctx_address:
       return kDerefParen;
@@ -470,7 +477,12 @@ void take_open(State& s, const TokenInfo& k) {
     return;
   }
   s.stack[s.depth++] = code_opener(s, k.cat);
-  if (k.cat == Cat::open_brace) ++s.braces;
+  if (k.cat == Cat::open_brace) {
+    ++s.braces;
+    // A loop's body: continue and break may stand in it (and in the blocks inside).
+    if (s.loop_pending && innermost(s) == '{') s.loop_braces |= std::uint64_t{1} << (s.depth - 1u);
+    s.loop_pending = false;
+  }
   if (innermost(s) == '{') s.last = Last::brace_open;
 }
 void take_close(State& s, const TokenInfo& k) {
@@ -478,14 +490,19 @@ void take_close(State& s, const TokenInfo& k) {
   if (line) {
     --s.pp_depth;
   } else {
+    const std::uint8_t open = innermost(s);
     --s.depth;
+    s.loop_braces &= ~(std::uint64_t{1} << s.depth);
     if (k.cat == Cat::close_brace) close_block(s);
+    // A for's or a while's `)`: its body follows.
+    if (open == kForParen + 2 || open == kLoopCondParen) s.loop_pending = true;
   }
   s.last = k.cat == Cat::close_brace && !line ? Last::brace_close : Last::other;
 }
 void take_semi(State& s, const TokenInfo&) {
   s.last = on_line(s) ? Last::other : Last::semi;
   if (!on_line(s) && is_for_paren(innermost(s))) ++s.stack[s.depth - 1u];  // the next clause
+  if (!on_line(s) && at_statement(s)) s.loop_pending = false;  // a loop's one-statement body ends
 }
 void take_access(State& s, const TokenInfo&) { s.last = Last::access; }
 void take_number(State& s, const TokenInfo&) {
@@ -638,6 +655,9 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   if (line) checks |= line_role_checks(k, row - kLineRow);
   if ((checks & kRefused) != 0) return kRefused;
   if (k.word == w_angle_close && !line && (checks & kRefused) == 0) checks |= kCheckClose;
+  // The conditional operator's `?` opens (the nesting limit), its `:` closes.
+  if (k.ternary == 1 && !line && (checks & kRefused) == 0) checks |= kCheckOpen;
+  if (k.ternary == 2 && !line && (checks & kRefused) == 0) checks |= kCheckClose;
   // if / while, a builtin function, a functional cast's type: the completion path opens their
   // `(`, which must fit the nesting limit.
   const bool unary = k.role == role_ptr && (row == ctx_start || row == ctx_expr ||
@@ -653,6 +673,7 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
   if (k.file_only && in_function(s)) return false;
+  if (k.jump && !in_loop(s)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -691,6 +712,8 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     advance_declarator(s, k);
     if (cast_open) s.stack[s.depth++] = kCastAngle;
     if (cast_closed) --s.depth;
+    if (k.ternary == 1) s.stack[s.depth++] = kTernary;
+    if (k.ternary == 2 && taken.closing == kTernary) --s.depth;
     advance_role(s, k, taken);
   }
 }
@@ -704,6 +727,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (in_function(s)) {
     for (TokenId id : t.file_only_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (!in_loop(s)) {
+    for (TokenId id : t.jump_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   // Locals come in canonical order: those past the next new one are refused (their 0 stays).
   const int last = std::min<int>(s.locals_used, t.locals - 1);

@@ -48,6 +48,7 @@ int statement_closers(const State& s) {
     if (is_for_paren(open)) m += kForParen + 2 - open;
     if (open == kCastAngle) m += kCastOperand;
     if (open == kCastParen) m += 2;  // the cast's operand: <num> 0
+    if (open == kTernary) m += 2;    // after its `:` an operand: <num> 0
     block = block || open == '{';
   }
   // A cast's angle without its type yet: `int` before the `>`.

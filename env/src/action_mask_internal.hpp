@@ -226,6 +226,10 @@ struct TokenInfo {
   bool condition = false;      // if, while: `(` and a condition follow
   bool assigns = false;        // = += -= ... (no operator of a preprocessing expression)
   bool for_loop = false;       // for: `(` and its clauses follow
+  bool loop = false;           // while: its condition's `)` opens a loop's body
+  bool jump = false;           // continue, break: inside a loop's body alone
+  // The conditional operator: `?` (1) opens a '?' on the code's stack, `:` (2) closes it.
+  std::uint8_t ternary = 0;
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   int local = -1;              // local index
@@ -357,8 +361,12 @@ constexpr std::uint8_t kConstSubscript = 'r';
 constexpr std::uint8_t kCastParen = 'k';
 // sizeof's parenthesis (a type in it is no cast); an if's or a while's condition.
 constexpr std::uint8_t kSizeofParen = 's', kCondParen = 'q';
+// A while's condition (its `)` opens a loop's body, as a for statement's does).
+constexpr std::uint8_t kLoopCondParen = 'w';
 // A group after a unary `*` / `&` (`*(p + i)`: what it points at is a variable).
 constexpr std::uint8_t kDerefParen = 'd';
+// A conditional operator's `?` (its `:` closes it; no `)` `]` `;` `,` before).
+constexpr std::uint8_t kTernary = '?';
 // A cast's `<` (static_cast<...>): `>` closes it, then `(` and its operand are due.
 constexpr std::uint8_t kCastAngle = '<';
 // Tokens a cast's angle still needs after it closes: ( <num> 0 ).
@@ -478,6 +486,13 @@ struct ActionMask::State {
   std::uint8_t ctx = detail::ctx_start;
   std::uint8_t run = 0;
   std::uint8_t line_ctx = detail::line_due;  // a preprocessor line's body (LineCtx)
+  // Loops (continue / break only in a loop's body: NVRTC's "may only be used within a loop"): per
+  // code stack index, a bit for a block that is a loop's body (or stands in one); a for's or a
+  // while's `)` just closed, whose body's statement is under way (to its `{` or its `;`).
+  std::uint64_t loop_braces = 0;
+  std::uint64_t else_seen = 0;  // per open #if (bit if_depth - 1): its #else has appeared
+  bool loop_pending = false;
+  bool while_cond = false;  // the ctx_cond under way is a while's
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -665,6 +680,9 @@ inline int due_tokens(std::uint8_t ctx) {
   }
 }
 
+// Inside a loop's body: continue and break may stand here.
+inline bool in_loop(const State& s) { return s.loop_pending || s.loop_braces != 0; }
+
 // Launched kernels not declared yet: each needs its (empty) declaration before <eos>.
 inline std::uint16_t pending_kernel_bits(const State& s) {
   return static_cast<std::uint16_t>(s.launched & ~s.defined);
@@ -680,6 +698,7 @@ struct ActionMask::Tables {
   std::array<std::vector<TokenId>, detail::kRows> checked;
   std::vector<TokenId> local_ids;
   std::vector<TokenId> file_only_ids;  // TokenInfo::file_only
+  std::vector<TokenId> jump_ids;       // TokenInfo::jump
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -198,6 +198,9 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
   k.condition = t.cls == TokenClass::keyword && (t.text == "if" || t.text == "while");
   k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
+  k.loop = t.cls == TokenClass::keyword && t.text == "while";
+  k.jump = t.cls == TokenClass::keyword && (t.text == "continue" || t.text == "break");
+  if (t.cls == TokenClass::punct) k.ternary = t.text == "?" ? 1 : t.text == ":" ? 2 : 0;
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);
@@ -275,7 +278,9 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                               kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
     if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
     if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr;
-    if (w == ":") k.follows = kAfterOperand | kDeclared;
+    // `:` closes a `?` (its check): wherever its `)` might close a parenthesis, as the completion
+    // path needs, so not where an operand is due (`a ? :`).
+    if (w == ":") k.follows = kClosers;
   } else if (keyword && (w == "else" || w == "do")) {
     k.role = role_start;
     k.follows = kStart;
@@ -471,6 +476,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   files = RuleIndex(file_rules(), kTopStates, info);
   for (std::size_t i = 0; i < n; ++i) {
     if (info[i].file_only) file_only_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].jump) jump_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

@@ -152,13 +152,23 @@ const Directive* directive(const TokenInfo& k) {
   return nullptr;
 }
 
+// The innermost open #if's bit in State::else_seen (none past the 64th level: not tracked there).
+std::uint64_t innermost_if_bit(const State& s) {
+  return s.if_depth > 0 && s.if_depth <= 64 ? std::uint64_t{1} << (s.if_depth - 1u) : 0;
+}
+// #else and #elif only before the innermost #if's #else (NVRTC: "an #else has already appeared").
 Verdict directive_word(const Tables&, const State& s, const TokenInfo& k) {
   const Directive* d = directive(k);
-  return allow_if(d != nullptr && (!d->needs_if || s.if_depth > 0));
+  const bool after_else = (k.param == pp_else || k.param == pp_elif) &&
+                          (s.else_seen & innermost_if_bit(s)) != 0;
+  return allow_if(d != nullptr && (!d->needs_if || s.if_depth > 0) && !after_else);
 }
 void start_directive(const Tables&, State& s, const TokenInfo& k) {
   const Directive* d = directive(k);
+  if (k.param == pp_else) s.else_seen |= innermost_if_bit(s);
+  if (d->if_change < 0) s.else_seen &= ~innermost_if_bit(s);  // an #endif: its #if closes
   s.if_depth = static_cast<std::uint8_t>(s.if_depth + d->if_change);
+  if (d->if_change > 0) s.else_seen &= ~innermost_if_bit(s);  // a new #if opens
   s.pp = d->next;
   if (d->next == Pp::if_expr_start) s.line_ctx = line_if_due;
 }

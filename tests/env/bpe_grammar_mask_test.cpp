@@ -610,3 +610,39 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
           -1);
   }
 }
+
+// Continued (the case above at its size limit): statements and directives in their places.
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, continued",
+          "[env][bpe][mask]") {
+  SECTION("continue and break only in a loop's body") {
+    // (NVRTC: "a continue statement may only be used within a loop"; no switch, so break too.)
+    CHECK(first_refused(kHead, "  continue;") == 5);  // `cont`: const goes no further
+    CHECK(first_refused(kHead, "  if (M) break;") == 10);
+    CHECK(first_refused(kHead, "  for (;;) { }\n  break;") == 18);  // after the loop's body
+    CHECK(first_refused(kHead, "  for (;;) y[0] = 1;\n  continue;") == 26);
+    CHECK(first_refused(kHead,
+                        "  for (int i = 0; i < 4; ++i) { if (i > 2) { break; } continue; }\n"
+                        "  for (;;) if (M) continue;\n  while (M) break;\n"
+                        "  while (M) { for (int i = 0; i < 2; ++i) y[i] = 0; break; }\n") == -1);
+  }
+  SECTION("no #else or #elif after an #if's #else") {
+    // (NVRTC: "directive is not allowed -- an #else has already appeared".)
+    CHECK(first_refused(kHead, "#if M\n#else\n#else") == 14);  // `#el`: elif too
+    CHECK(first_refused(kHead, "#ifdef M\n#else\n#elif") == 17);
+    CHECK(first_refused(kHead, "#if M\n#else\n#if K\n#else\n#endif\n#else") == 33);
+    CHECK(first_refused(kHead,
+                        "#if M\n#elif K\n#else\n#if K\n#elif M\n#else\n#endif\n#endif\n"
+                        "#if M\n#else\n#endif\n#ifdef K\n#else\n#endif\n") == -1);
+  }
+  SECTION("a conditional operator's `?` takes its `:` before the expression closes") {
+    // (NVRTC: `expected a ":"`; a `:` with no `?` open: `expected a ";"`.)
+    CHECK(first_refused(kHead, "  int i = M ? 1;") == 15);
+    CHECK(first_refused(kHead, "  y[M ? 1] = 0;") == 9);
+    CHECK(first_refused(kHead, "  y[0] = sqrtf(M ? 1, 2);") == 20);
+    CHECK(first_refused(kHead, "  int i = M : 1;") == 12);
+    CHECK(first_refused(kHead, "  int i = M ? 1 : 2 : 3;") == 20);
+    CHECK(first_refused(kHead,
+                        "  int i = M > 0 ? (K ? 1 : 2) : M ? 3 : 4, j = i ? y[i ? 0 : 1] : 0;\n"
+                        "  y[0] = sqrtf(i ? 1.0f : 2.0f) + (j > 1 ? 1 : 0);\n") == -1);
+  }
+}
