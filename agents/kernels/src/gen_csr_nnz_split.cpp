@@ -24,25 +24,7 @@ const char* kCsrNnzSplit = R"cuda(#define BLOCK ${block}
 #define TILE (32 * ITEMS)
 
 ${row_of_nonzero}
-// Launch 1: the main launch adds rows cut by a tile boundary (multiples of TILE nonzeros) with
-// atomicAdd, so they start at zero. With empty rows (EMPTY_ROWS > 0), which no nonzero reaches, a
-// thread per row also writes their zeros; without, a warp per tile boundary finds its cut row.
-${zero_head} {
-#if EMPTY_ROWS > 0
-  const long long row = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
-  if (row >= M) return;
-  const int begin = row_ptr[row];
-  const int end = row_ptr[row + 1];
-  if (begin == end || begin / TILE != (end - 1) / TILE) y[row] = 0;
-#else
-  const long long boundary =
-      ((static_cast<long long>(blockIdx.x) * 256 + threadIdx.x) / 32 + 1) * TILE;
-  const int lane = threadIdx.x % 32;
-  if (boundary >= NNZ) return;  // the whole warp
-  const int cut = row_of_nonzero(row_ptr, boundary, 0, lane, 0xffffffffu);
-  if (lane == 0 && row_ptr[cut] < boundary) y[cut] = 0;
-#endif
-}
+${tile_cut_zeroing}
 
 // Launch 2: each warp takes the TILE nonzeros from tile_begin on; lane i holds nonzero
 // tile_begin + 32 s + i of slab s. A row begun and ended in the tile is stored; the tile's first
@@ -184,11 +166,7 @@ std::string render_csr_nnz_split(const DesignPoint& p) {
                           {"block=" + block, "threads per block of the main launch"}};
   parts.format = p.format();
   parts.launches = {
-      {"nnzsplit_zero",
-       "max(min(EMPTY_ROWS, 1) * ceil_div(M, 256) + (1 - min(EMPTY_ROWS, 1)) * "
-       "ceil_div(ceil_div(NNZ, " +
-           tile + ") * 32, 256), 1)",
-       "256", ""},
+      tile_cut_zeroing_launch("nnzsplit_zero", tile),
       {"spmv_nnzsplit", "max(ceil_div(ceil_div(NNZ, " + tile + "), " + warps + "), 1)", block, ""}};
   const std::string product =
       load(true, "val", "nz") + " * " + load(true, "x", load(true, "col_idx", "nz"));
@@ -196,7 +174,7 @@ std::string render_csr_nnz_split(const DesignPoint& p) {
       fill(kCsrNnzSplit, {{"block", block},
                           {"items", items},
                           {"row_of_nonzero", row_of_nonzero_function("32")},
-                          {"zero_head", kernel_head(p.op, Format::csr, "nnzsplit_zero", "256")},
+                          {"tile_cut_zeroing", tile_cut_zeroing_kernel(p.op, "nnzsplit_zero")},
                           {"main_head", kernel_head(p.op, Format::csr, "spmv_nnzsplit", "BLOCK")},
                           {"product", product}});
   return assemble(p, parts);

@@ -137,25 +137,7 @@ const char* kCsrSegscan = R"cuda(#define BLOCK 256
 #define TILE (32 * SLABS)
 
 ${row_of_nonzero}
-// Launch 1: the main launch adds rows cut by a tile boundary (multiples of TILE nonzeros) with
-// atomicAdd, so they start at zero. With empty rows (EMPTY_ROWS > 0), which no nonzero reaches, a
-// thread per row also writes their zeros; without, a warp per tile boundary finds its cut row.
-${zero_head} {
-#if EMPTY_ROWS > 0
-  const long long row = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
-  if (row >= M) return;
-  const int begin = row_ptr[row];
-  const int end = row_ptr[row + 1];
-  if (begin == end || begin / TILE != (end - 1) / TILE) y[row] = 0;
-#else
-  const long long boundary =
-      ((static_cast<long long>(blockIdx.x) * 256 + threadIdx.x) / 32 + 1) * TILE;
-  const int lane = threadIdx.x % 32;
-  if (boundary >= NNZ) return;  // the whole warp
-  const int cut = row_of_nonzero(row_ptr, boundary, 0, lane, 0xffffffffu);
-  if (lane == 0 && row_ptr[cut] < boundary) y[cut] = 0;
-#endif
-}
+${tile_cut_zeroing}
 
 // Launch 2: each warp takes TILE consecutive nonzeros and walks them in slabs of 32, lane i on
 // nonzero base + i (coalesced). The open row is the row of the slab's first nonzero. A slab inside
@@ -267,16 +249,12 @@ std::string render_csr_segscan(const DesignPoint& p) {
   parts.parameter_docs = {{"slabs=" + slabs, "slabs of 32 nonzeros per warp"}};
   parts.format = p.format();
   parts.launches = {
-      {"segscan_zero",
-       "max(min(EMPTY_ROWS, 1) * ceil_div(M, 256) + (1 - min(EMPTY_ROWS, 1)) * "
-       "ceil_div(ceil_div(NNZ, " +
-           tile + ") * 32, 256), 1)",
-       "256", ""},
+      tile_cut_zeroing_launch("segscan_zero", tile),
       {"spmv_segscan", "max(ceil_div(ceil_div(NNZ, " + tile + ") * 32, 256), 1)", "256", ""}};
   parts.body =
       fill(kCsrSegscan, {{"slabs", slabs},
                          {"row_of_nonzero", row_of_nonzero_function("32")},
-                         {"zero_head", kernel_head(p.op, Format::csr, "segscan_zero", "256")},
+                         {"tile_cut_zeroing", tile_cut_zeroing_kernel(p.op, "segscan_zero")},
                          {"main_head", kernel_head(p.op, Format::csr, "spmv_segscan", "BLOCK")},
                          {"fma", fma_line(true, "nz")},
                          {"scan", warp_segmented_scan("sum", "my_row", "    ")}});

@@ -260,6 +260,37 @@ const char* const kWarpTileRows =
   }
 )cuda";
 
+std::string tile_cut_zeroing_kernel(Op op, std::string_view name) {
+  return fill(R"cuda(// Launch 1: the main launch adds rows cut by a tile boundary (multiples of TILE nonzeros) with
+// atomicAdd, so they start at zero. With empty rows (EMPTY_ROWS > 0), which no nonzero reaches, a
+// thread per row also writes their zeros; without, a warp per tile boundary finds its cut row.
+${zero_head} {
+#if EMPTY_ROWS > 0
+  const long long row = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
+  if (row >= M) return;
+  const int begin = row_ptr[row];
+  const int end = row_ptr[row + 1];
+  if (begin == end || begin / TILE != (end - 1) / TILE) y[row] = 0;
+#else
+  const long long boundary =
+      ((static_cast<long long>(blockIdx.x) * 256 + threadIdx.x) / 32 + 1) * TILE;
+  const int lane = threadIdx.x % 32;
+  if (boundary >= NNZ) return;  // the whole warp
+  const int cut = row_of_nonzero(row_ptr, boundary, 0, lane, 0xffffffffu);
+  if (lane == 0 && row_ptr[cut] < boundary) y[cut] = 0;
+#endif
+})cuda",
+              {{"zero_head", kernel_head(op, Format::csr, name, "256")}});
+}
+
+LaunchLine tile_cut_zeroing_launch(std::string name, const std::string& tile) {
+  return {std::move(name),
+          "max(min(EMPTY_ROWS, 1) * ceil_div(M, 256) + (1 - min(EMPTY_ROWS, 1)) * "
+          "ceil_div(ceil_div(NNZ, " +
+              tile + ") * 32, 256), 1)",
+          "256", ""};
+}
+
 std::string row_of_nonzero_function(std::string_view group) {
   return fill(
       R"cuda(// The row holding nonzero nz (0 <= nz < NNZ): the count of rows from `low` on that end at or before

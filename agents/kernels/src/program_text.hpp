@@ -149,6 +149,13 @@ struct ProgramParts {
   std::string body;  // #defines and kernels
 };
 
+// The zeroing launch of the designs that cut the nonzeros into tiles of TILE and add the rows a tile
+// boundary cuts with atomicAdd (csr_segscan, csr_nnzsplit): the kernel `name`, its comment lines
+// above it, which zeroes those rows (and every empty row where EMPTY_ROWS > 0) using
+// row_of_nonzero(); and its launch line for a tile of `tile` nonzeros.
+std::string tile_cut_zeroing_kernel(Op op, std::string_view name);
+LaunchLine tile_cut_zeroing_launch(std::string name, const std::string& tile);
+
 // The program text: the header comment (the point's id, the summary wrapped at 100 columns, one
 // line per parameter), the directives, a blank line, the body.
 std::string assemble(const DesignPoint& point, const ProgramParts& parts);
