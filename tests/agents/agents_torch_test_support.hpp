@@ -17,6 +17,7 @@
 
 #include "sparserl/agents/config.hpp"
 #include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/env/action_mask.hpp"
 #include "sparserl/env/evaluation.hpp"
 #include "sparserl/env/observation.hpp"
 #include "sparserl/env/tokenizer.hpp"
@@ -84,6 +85,23 @@ inline std::shared_ptr<const env::MatrixObservation> synthetic_observation(std::
     m->features[f] = static_cast<float>((seed * 7 + f * 3) % 10) / 10.0f;
   }
   return m;
+}
+
+// synthetic_observation(0) .. synthetic_observation(n - 1), as generate() takes its prompts.
+inline std::vector<std::shared_ptr<const env::MatrixObservation>> synthetic_prompts(int n) {
+  std::vector<std::shared_ptr<const env::MatrixObservation>> out;
+  for (int i = 0; i < n; ++i) out.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  return out;
+}
+
+// Whether a fresh syntax mask of `max_tokens` allows every token of `tokens` as they are replayed.
+inline bool allowed_by_syntax_mask(const std::vector<env::TokenId>& tokens, int max_tokens) {
+  env::ActionMask replay(vocabulary(), env::MaskMode::syntax, max_tokens);
+  for (env::TokenId t : tokens) {
+    if (!replay.allows(t)) return false;
+    replay.advance(t);
+  }
+  return true;
 }
 
 // G completions per prompt from the agent as rollouts, grouped by prompt (group p for prompt p),

@@ -20,7 +20,6 @@
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
 #include "sparserl/agents/torch/learner.hpp"
-#include "sparserl/env/action_mask.hpp"
 
 namespace {
 
@@ -76,9 +75,7 @@ TEST_CASE("generate() with decode graphs draws what it draws without them",
   require_graphs();
   const AgentConfig config = cuda_config(env::MaskMode::syntax, 300);
   PolicyAgent graphs(config, vocabulary()), issued(config, vocabulary());
-  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
-  for (int i = 0; i < 8; ++i)
-    prompts.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  const auto prompts = synthetic_prompts(8);
   SamplingConfig with, without;
   without.decode_graphs = false;
   for (const bool greedy : {true, false}) {
@@ -94,11 +91,7 @@ TEST_CASE("generate() with decode graphs draws what it draws without them",
     // probabilities (or greedy logits) tie to ~1e-6: rare, and a row differs from there on.
     std::size_t same = 0;
     for (std::size_t r = 0; r < a.size(); ++r) {
-      env::ActionMask replay(vocabulary(), env::MaskMode::syntax, 300);
-      for (env::TokenId t : a[r].tokens) {
-        REQUIRE(replay.allows(t));
-        replay.advance(t);
-      }
+      REQUIRE(allowed_by_syntax_mask(a[r].tokens, 300));
       CHECK(a[r].terminated);
       if (a[r].tokens == b[r].tokens) ++same;
     }
@@ -110,9 +103,7 @@ TEST_CASE("overlapped generate() steps on CUDA draw what the read-back steps dra
           "[agents][decode][gpu]") {
   require_graphs();
   const AgentConfig config = cuda_config(env::MaskMode::syntax, 300);
-  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
-  for (int i = 0; i < 8; ++i)
-    prompts.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  const auto prompts = synthetic_prompts(8);
   for (const bool graphs : {true, false}) {
     PolicyAgent overlapped(config, vocabulary()), read_back(config, vocabulary());
     SamplingConfig with, without;
@@ -132,11 +123,7 @@ TEST_CASE("overlapped generate() steps on CUDA draw what the read-back steps dra
       // same draws, row for row.
       std::size_t same = 0, tokens = 0;
       for (std::size_t r = 0; r < a.size(); ++r) {
-        env::ActionMask replay(vocabulary(), env::MaskMode::syntax, 300);
-        for (env::TokenId t : a[r].tokens) {
-          REQUIRE(replay.allows(t));
-          replay.advance(t);
-        }
+        REQUIRE(allowed_by_syntax_mask(a[r].tokens, 300));
         CHECK(a[r].terminated);
         tokens += a[r].tokens.size();
         if (a[r].tokens == b[r].tokens && a[r].log_probs == b[r].log_probs &&
@@ -171,17 +158,11 @@ TEST_CASE("the small transformer's decode steps through scaled_dot_product_atten
   CHECK(c.same_lengths);
   CHECK(c.graphs >= 2);
   REQUIRE(transformer->sdpa_decode());
-  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
-  for (int i = 0; i < 4; ++i)
-    prompts.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
+  const auto prompts = synthetic_prompts(4);
   const std::vector<Completion> out = agent.generate(prompts, 4, SamplingConfig{});
   CHECK(agent.last_generation().graphs >= 1);
   for (const Completion& completion : out) {
-    env::ActionMask replay(vocabulary(), env::MaskMode::syntax, 300);
-    for (env::TokenId t : completion.tokens) {
-      REQUIRE(replay.allows(t));
-      replay.advance(t);
-    }
+    REQUIRE(allowed_by_syntax_mask(completion.tokens, 300));
     CHECK(completion.terminated);
   }
 }

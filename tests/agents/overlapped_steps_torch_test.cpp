@@ -12,7 +12,6 @@
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/decode_graphs.hpp"
 #include "sparserl/agents/torch/learner.hpp"
-#include "sparserl/env/action_mask.hpp"
 #include "sparserl/reward/timing_lane.hpp"
 
 namespace {
@@ -20,12 +19,6 @@ namespace {
 using namespace sparserl;
 using namespace sparserl::agents;
 using namespace sparserl::agents::testing;
-
-std::vector<std::shared_ptr<const env::MatrixObservation>> prompts(int n) {
-  std::vector<std::shared_ptr<const env::MatrixObservation>> out;
-  for (int i = 0; i < n; ++i) out.push_back(synthetic_observation(static_cast<std::uint64_t>(i)));
-  return out;
-}
 
 // Every field of two generations' completions agrees.
 void require_same(const std::vector<Completion>& a, const std::vector<Completion>& b) {
@@ -59,9 +52,9 @@ TEST_CASE("overlapped generation steps draw what the read-back steps draw", "[ag
         with.greedy = without.greedy = greedy;
         with.temperature = without.temperature = temperature;
         with.top_k = without.top_k = temperature == 1.0 ? 0 : 20;
-        const std::vector<Completion> a = overlapped.generate(prompts(3), 3, with);
+        const std::vector<Completion> a = overlapped.generate(synthetic_prompts(3), 3, with);
         CHECK(overlapped.last_generation().overlapped);
-        const std::vector<Completion> b = read_back.generate(prompts(3), 3, without);
+        const std::vector<Completion> b = read_back.generate(synthetic_prompts(3), 3, without);
         CHECK_FALSE(read_back.last_generation().overlapped);
         require_same(a, b);
         CHECK(overlapped.last_generation().steps == read_back.last_generation().steps);
@@ -70,11 +63,7 @@ TEST_CASE("overlapped generation steps draw what the read-back steps draw", "[ag
         for (const Completion& c : a) {
           tokens += c.tokens.size();
           if (mode != env::MaskMode::syntax) continue;
-          env::ActionMask replay(vocabulary(), mode, max_tokens);
-          for (env::TokenId t : c.tokens) {
-            REQUIRE(replay.allows(t));
-            replay.advance(t);
-          }
+          REQUIRE(allowed_by_syntax_mask(c.tokens, max_tokens));
           CHECK(c.terminated);
         }
         CHECK(tokens > a.size());
@@ -92,8 +81,8 @@ TEST_CASE("overlapped steps keep the data-parallel row window's draws", "[agents
   without.overlap_steps = false;
   // Rows 4..9 of 16, as the second of three ranks might hold them.
   const RowWindow window{4, 16};
-  const std::vector<Completion> a = overlapped.generate(prompts(2), 3, with, window);
-  const std::vector<Completion> b = read_back.generate(prompts(2), 3, without, window);
+  const std::vector<Completion> a = overlapped.generate(synthetic_prompts(2), 3, with, window);
+  const std::vector<Completion> b = read_back.generate(synthetic_prompts(2), 3, without, window);
   require_same(a, b);
   CHECK(overlapped.learner().rng.counter == read_back.learner().rng.counter);
 }
@@ -123,7 +112,7 @@ TEST_CASE("a generation with a timing lane reads each step back first", "[agents
   agent.set_timing_lane(std::make_shared<reward::TimingLaneLock>(dir / "lane.lock"));
   SamplingConfig overlap;
   overlap.overlap_steps = true;  // asked for, and refused while a timing lane is held
-  const std::vector<Completion> out = agent.generate(prompts(1), 2, overlap);
+  const std::vector<Completion> out = agent.generate(synthetic_prompts(1), 2, overlap);
   CHECK(out.size() == 2);
   CHECK_FALSE(agent.last_generation().overlapped);
 }
