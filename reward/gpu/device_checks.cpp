@@ -29,6 +29,21 @@ std::size_t scratch_for(std::size_t bytes) {
 
 std::size_t align_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
+// `area` (device memory of `capacity` bytes, or null) replaced by a fresh allocation of `bytes` when
+// it is smaller; its contents are not kept. Returns the area.
+std::uint8_t* grown(std::uint8_t*& area, std::size_t& capacity, std::size_t bytes, const char* what) {
+  if (bytes > capacity) {
+    if (area != nullptr) cudaFree(area);
+    area = nullptr;
+    capacity = 0;
+    void* p = nullptr;
+    check_cuda(cudaMalloc(&p, bytes), what);
+    area = static_cast<std::uint8_t*>(p);
+    capacity = bytes;
+  }
+  return area;
+}
+
 }  // namespace
 
 std::string DeviceChecks::compile_kernels(int device) {
@@ -71,16 +86,7 @@ void DeviceChecks::launch(cudaKernel_t kernel, unsigned grid, unsigned block, vo
 }
 
 std::uint8_t* DeviceChecks::results(std::size_t bytes) {
-  if (bytes > results_bytes_) {
-    if (results_ != nullptr) cudaFree(results_);
-    results_ = nullptr;
-    results_bytes_ = 0;
-    void* p = nullptr;
-    check_cuda(cudaMalloc(&p, bytes), "cudaMalloc (device check results)");
-    results_ = static_cast<std::uint8_t*>(p);
-    results_bytes_ = bytes;
-  }
-  return results_;
+  return grown(results_, results_bytes_, bytes, "cudaMalloc (device check results)");
 }
 
 void DeviceChecks::digest_async(const Region& region, std::uint8_t* out, cudaStream_t stream) {
@@ -107,15 +113,7 @@ void DeviceChecks::inspect(std::span<const Region> regions, std::span<const Guar
   if (stale_) load();
   std::size_t scratch = 0;
   for (const Region& r : regions) scratch = std::max(scratch, scratch_for(r.bytes));
-  if (scratch > scratch_bytes_) {
-    if (scratch_ != nullptr) cudaFree(scratch_);
-    scratch_ = nullptr;
-    scratch_bytes_ = 0;
-    void* p = nullptr;
-    check_cuda(cudaMalloc(&p, scratch), "cudaMalloc (digest scratch)");
-    scratch_ = static_cast<std::uint8_t*>(p);
-    scratch_bytes_ = scratch;
-  }
+  grown(scratch_, scratch_bytes_, scratch, "cudaMalloc (digest scratch)");
   const std::size_t flags_at = regions.size() * 32;
   const std::size_t total = align_up(flags_at + guards.size() * sizeof(unsigned), 16) + 16;
   std::uint8_t* out = results(total);
