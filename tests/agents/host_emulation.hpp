@@ -2,7 +2,7 @@
 // 25's csr_split, csr_segscan and spmm_csr_split; nnz_split_test.cpp: csr_nnzsplit): the problem (a
 // matrix, x and the fp64 reference), the log of an emulated program's writes to y and the write
 // discipline the kernels rely on, the launch geometry a point's program resolves on a matrix, the
-// programs' row_of_nonzero() search, and an NVRTC compile that must succeed without spills. No GPU:
+// programs' row_of_nonzero() search, their shared zeroing launch, and an NVRTC compile that must succeed without spills. No GPU:
 // these tests re-implement a kernel's index logic lane by lane and run it over its own grid.
 #pragma once
 
@@ -138,6 +138,28 @@ inline std::int64_t row_of_nonzero(const Problem& p, std::int64_t nz, std::int64
     }
   }
   return low;
+}
+
+// The zeroing launch the tile-split designs share (program_text's tile_cut_zeroing_kernel:
+// csr_segscan, csr_nnzsplit), over `threads` threads: with empty rows, a thread per row zeroes its
+// row where it is empty or a multiple of `tile` nonzeros cuts it; without, a warp per tile boundary
+// zeroes the row that boundary cuts.
+inline void emulate_tile_cut_zeroing(const Problem& p, std::int64_t tile, std::int64_t threads, OutputLog& out) {
+  std::int64_t empty_rows = 0;
+  for (std::int64_t i = 0; i < p.rows(); ++i) empty_rows += p.ptr(i) == p.ptr(i + 1) ? 1 : 0;
+  if (empty_rows > 0) {
+    for (std::int64_t row = 0; row < std::min(threads, p.rows()); ++row) {
+      const std::int64_t begin = p.ptr(row), end = p.ptr(row + 1);
+      if (begin == end || begin / tile != (end - 1) / tile) out.zero(row);
+    }
+    return;
+  }
+  for (std::int64_t w = 0; w < threads / 32; ++w) {
+    const std::int64_t boundary = (w + 1) * tile;
+    if (boundary >= p.nnz()) continue;
+    const std::int64_t row = row_of_nonzero(p, boundary, 0, 32);
+    if (p.ptr(row) < boundary) out.zero(row);
+  }
 }
 
 // Compiles a point for a matrix and K; REQUIREs a cubin with every launched kernel and no spills.

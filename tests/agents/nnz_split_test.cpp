@@ -223,22 +223,8 @@ void emulate_csr_nnz_split(const DesignPoint& point, const Problem& p, OutputLog
   REQUIRE(launches.size() == 2);
   const std::int64_t tile = 32 * point.int_param("items");
   REQUIRE(launches[1].block == point.int_param("block"));
-  std::int64_t empty_rows = 0;
-  for (std::int64_t i = 0; i < p.rows(); ++i) empty_rows += p.ptr(i) == p.ptr(i + 1) ? 1 : 0;
-  const std::int64_t threads = launches[0].grid * launches[0].block;
-  if (fault == Fault::no_zero_launch) {
-  } else if (empty_rows > 0) {
-    for (std::int64_t row = 0; row < std::min(threads, p.rows()); ++row) {
-      const std::int64_t begin = p.ptr(row), end = p.ptr(row + 1);
-      if (begin == end || begin / tile != (end - 1) / tile) out.zero(row);
-    }
-  } else {
-    for (std::int64_t w = 0; w < threads / 32; ++w) {
-      const std::int64_t boundary = (w + 1) * tile;
-      if (boundary >= p.nnz()) continue;
-      const std::int64_t row = row_of_nonzero(p, boundary, 0, 32);
-      if (p.ptr(row) < boundary) out.zero(row);
-    }
+  if (fault != Fault::no_zero_launch) {
+    emulate_tile_cut_zeroing(p, tile, launches[0].grid * launches[0].block, out);
   }
   const std::int64_t warps = launches[1].grid * launches[1].block / 32;
   REQUIRE(warps * tile >= p.nnz());  // the grid covers every nonzero
