@@ -74,6 +74,36 @@ struct CandidateFailure {
   bool evict_format = false;  // the resident format's arrays or guards were changed: drop them
 };
 
+// Waits for the candidate's work on `stream` as cudaStreamSynchronize would, but for at most
+// `limit_ms` (GpuRequest::wait_deadline_ms; 0: no limit). A kernel still running then is taken as
+// hung: a sticky timeout, so that the worker exits and the driver stops the kernel, seconds after
+// it began instead of at the pool's deadline on the whole request.
+void wait_for_candidate(cudaStream_t stream, std::uint32_t limit_ms) {
+  if (limit_ms == 0) {
+    if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
+      throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
+    }
+    return;
+  }
+  const auto start = Clock::now();
+  for (int polls = 0;; ++polls) {
+    const cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) {
+      throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
+    }
+    if (Clock::now() - start > std::chrono::milliseconds(limit_ms)) {
+      throw CandidateFailure{ErrorKind::timeout,
+                             "running the program: its kernels were still running after " +
+                                 std::to_string(limit_ms) +
+                                 " ms, the GPU worker's limit on a wait for this task (from its earlier "
+                                 "answers); the worker is replaced",
+                             true};
+    }
+    if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
 // The regions and guard zones of `buffers` for DeviceChecks::inspect().
 void add_regions(const std::vector<GuardedBuffer>& buffers, std::vector<DeviceChecks::Region>& regions) {
   for (const GuardedBuffer& b : buffers) regions.push_back({b.data(), b.bytes()});
@@ -415,10 +445,7 @@ void GpuSession::Candidate::enqueue_all() {
 
 void GpuSession::Candidate::launch_all() {
   enqueue_all();
-  cudaError_t e = cudaStreamSynchronize(stream);
-  if (e != cudaSuccess) {
-    throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
-  }
+  wait_for_candidate(stream, request.wait_deadline_ms);
 }
 
 void GpuSession::Candidate::verify_memory(const char* when) {
@@ -761,9 +788,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
     if (run.candidate) enqueue_candidate(run.input);
     else enqueue_baseline(alg, run.input);
   }
-  if (const cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
-    throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
-  }
+  wait_for_candidate(stream_, request.wait_deadline_ms);
   std::vector<KernelRecord> records = activity_->drain();
   std::size_t expected = 0;
   for (const TimedRun& run : plan) expected += run.candidate ? cand_launches : base_launches;
@@ -785,9 +810,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
       activity_->drain();
       if (run.candidate) {
         enqueue_candidate(run.input);
-        if (const cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
-          throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
-        }
+        wait_for_candidate(stream_, request.wait_deadline_ms);
       } else {
         enqueue_baseline(alg, run.input);
         check_cuda(cudaStreamSynchronize(stream_), "cuSPARSE run");

@@ -6,6 +6,8 @@
 // log) become U+FFFD.
 #include "sparserl/reward/eval_result.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "sparserl/datasets/enum_names.hpp"
@@ -36,6 +38,10 @@ double EvalResult::phase_ms(std::string_view name) const {
     if (p.name == name) ms += p.ms;
   }
   return ms;
+}
+
+double longest_candidate_wait_ms(const EvalResult& r) {
+  return std::max({r.phase_ms("gpu.run"), r.phase_ms("gpu.timed"), r.phase_ms("gpu.timed_batch_mismatch")});
 }
 
 std::string EvalResult::to_json() const {

@@ -668,8 +668,12 @@ struct Evaluator::Impl {
     }
     request.cubin = cubin;
     const std::string dkey = deadline_key(request);
+    request.wait_deadline_ms = wait_deadline_ms(dkey);
     WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request), gpu_deadline(dkey)).get();
-    if (reply.error == ErrorKind::none) answered_in(dkey, reply.run_ms);
+    if (reply.error == ErrorKind::none) {
+      const auto* answer = std::get_if<GpuResponse>(&*reply.response);
+      answered_in(dkey, reply.run_ms, answer != nullptr ? longest_candidate_wait_ms(answer->result) : 0.0);
+    }
     if (reply.error == ErrorKind::no_gpu) {
       out.kind = GpuOutcome::Kind::no_gpu;
       out.message = reply.message;
@@ -706,6 +710,19 @@ struct Evaluator::Impl {
         std::min<long long>(cfg.gpu_deadline.count(), static_cast<long long>(std::ceil(ms))));
   }
 
+  // The GPU worker's own limit on each wait for a candidate's kernels (GpuRequest::
+  // wait_deadline_ms): factor x the longest such wait among the task's answers, at least the floor;
+  // 0 (none) before the task has answers or with the adaptive deadline off.
+  std::uint32_t wait_deadline_ms(const std::string& key) {
+    if (cfg.gpu_deadline_factor <= 0) return 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = slowest_wait_ms.find(key);
+    if (it == slowest_wait_ms.end()) return 0;
+    const double ms = std::max(static_cast<double>(cfg.gpu_deadline_floor.count()),
+                               cfg.gpu_deadline_factor * it->second);
+    return static_cast<std::uint32_t>(std::min(static_cast<double>(cfg.gpu_deadline.count()), std::ceil(ms)));
+  }
+
   // Starts a task's adaptive deadline before its first candidate runs (EvaluatorConfig::
   // gpu_deadline_calibration): the calibration program's GPU answer on the task, under the full
   // deadline, is the first entry of its slowest answers. Concurrent first requests of one task (a
@@ -735,11 +752,13 @@ struct Evaluator::Impl {
     });
   }
 
-  void answered_in(const std::string& key, double run_ms) {
+  void answered_in(const std::string& key, double run_ms, double wait_ms) {
     std::lock_guard<std::mutex> lock(mutex);
     if (slowest_answer_ms.count(key) == 0) forget_deadlines_if_full();
     double& slowest = slowest_answer_ms[key];
     slowest = std::max(slowest, run_ms);
+    double& slowest_wait = slowest_wait_ms[key];
+    slowest_wait = std::max(slowest_wait, wait_ms);
   }
 
   // RL on generated matrices meets a new task every episode group: the per-task deadline tables
@@ -748,11 +767,13 @@ struct Evaluator::Impl {
   void forget_deadlines_if_full() {
     if (slowest_answer_ms.size() < kDeadlineTasks && calibrated.size() < kDeadlineTasks) return;
     slowest_answer_ms.clear();
+    slowest_wait_ms.clear();
     calibrated.clear();
   }
   static constexpr std::size_t kDeadlineTasks = 1 << 16;
 
   std::unordered_map<std::string, double> slowest_answer_ms;  // guarded by mutex
+  std::unordered_map<std::string, double> slowest_wait_ms;    // longest_candidate_wait_ms; mutex
   std::unordered_set<std::string> calibrated;  // deadline keys calibrated, answered or not; mutex
 
   InFlight<CompileOutcome> compiles;  // by compile cache key

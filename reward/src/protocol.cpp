@@ -338,6 +338,7 @@ void encode(Writer& w, const GpuRequest& m) {
   w.boolean(m.protocol.flush_l2);
   w.boolean(m.protocol.time);
   w.u8(static_cast<std::uint8_t>(m.protocol.baseline));
+  w.u32(m.wait_deadline_ms);
 }
 
 GpuRequest decode_gpu_request(Reader& r) {
@@ -376,6 +377,7 @@ GpuRequest decode_gpu_request(Reader& r) {
     }
     m.protocol.baseline = static_cast<BaselineMode>(mode);
   }
+  m.wait_deadline_ms = r.u32();
   return m;
 }
 

@@ -134,7 +134,11 @@ void serve(const Options& o, const worker::Channel& ch) {
         continue;
       }
       gpu::GpuRunOutcome outcome = gpu::run_gpu_request(*g);
+      const bool hung = outcome.result.error == ErrorKind::timeout;
       ch.send(GpuResponse{std::move(outcome.result), outcome.must_exit});
+      // A kernel still running (the worker's own wait limit): out at once, without the runtime's
+      // teardown, which would wait for it; the driver stops the kernel as the process ends.
+      if (hung) std::_Exit(0);
       if (outcome.must_exit) return;
     } else if (auto* t = std::get_if<TestRequest>(&request)) {
       if (!o.test_mode) {

@@ -236,6 +236,30 @@ TEST_CASE("after a task's first answers, a hung kernel on it times out at the ad
   CHECK(other.ok());
 }
 
+TEST_CASE("a hung kernel on a large matrix is ended by the worker's own wait limit", "[reward][gpu]") {
+  // The pool's deadline on a whole request is 20 x the task's slowest answer, and a cold answer on
+  // a large matrix (load, conversion, cuSPARSE set-up) takes seconds: about 100 s for a hang in the
+  // soak. The worker's own limit on each wait for the candidate's kernels scales from those waits
+  // alone (GpuRequest::wait_deadline_ms): here max(floor 1 s, 20 x a few ms).
+  shared_evaluator();  // skips without a GPU
+  rw::Evaluator ev(adaptive_deadline_config(std::chrono::milliseconds(120'000),
+                                            std::chrono::milliseconds(1'000)));
+  const ds::Task t = task("gen-v1/uniform?nnz_per_row=10&rows=1000000&seed=12", ds::Op::spmv, ds::DType::f32);
+  const rw::EvalResult good = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
+  INFO(describe(good));
+  REQUIRE(good.ok());
+  const auto [hung, seconds] = evaluate_hung_kernel(ev, t);
+  INFO(describe(hung) << " after " << seconds << " s");
+  CHECK(hung.error == rw::ErrorKind::timeout);
+  CHECK_THAT(hung.message, has_substring("the GPU worker's limit on a wait"));
+  CHECK(seconds < 20);
+  // The worker that ended itself is replaced: the task is served again.
+  const rw::EvalResult after = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
+  INFO(describe(after));
+  CHECK(after.ok());
+  CHECK(after.correct);
+}
+
 TEST_CASE("a hung kernel as a new task's first request times out at the calibrated deadline",
           "[reward][gpu]") {
   // RL on generated matrices meets a new matrix every task, so the hung kernel may well be the

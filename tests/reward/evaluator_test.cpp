@@ -245,6 +245,21 @@ TEST_CASE("An evaluation says where its wall time went", "[reward][evaluator]") 
   CHECK(refused.phases.empty());
 }
 
+TEST_CASE("The worker's wait limit scales from the candidate's waits, not the set-up", "[reward][evaluator]") {
+  // longest_candidate_wait_ms(): what GpuRequest::wait_deadline_ms is scaled from - the checked
+  // runs or the timed schedule, whichever took longer; a cold answer's load, conversion and
+  // cuSPARSE set-up (seconds on a large matrix) are left out.
+  EvalResult r;
+  CHECK(longest_candidate_wait_ms(r) == 0);
+  r.phases = {{"gpu.load", 900}, {"gpu.prepare", 2500}, {"gpu.run", 3.5}, {"gpu.memory", 6},
+              {"gpu.baseline_setup", 800}, {"gpu.lane_wait", 40}, {"gpu.timed", 48}};
+  CHECK(longest_candidate_wait_ms(r) == 48);
+  r.phases.push_back({"gpu.timed_batch_mismatch", 120});
+  CHECK(longest_candidate_wait_ms(r) == 120);
+  r.phases = {{"gpu.load", 900}, {"gpu.run", 7}, {"gpu.run", 8}};  // a check-only request
+  CHECK(longest_candidate_wait_ms(r) == 15);
+}
+
 TEST_CASE("Identical programs submitted together are compiled once", "[reward][evaluator]") {
   // A policy's group of completions often repeats one program: every copy gets the same verdict
   // from one compile (coalesced while in flight, or the compile cache after it).

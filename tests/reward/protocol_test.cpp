@@ -86,6 +86,7 @@ GpuRequest sample_gpu_request() {
   g.launches = {{"zero_y", 10, 256, 0, 3}, {"spmm", 1 << 20, 128, 4096, 4}};
   g.cubin = std::string(1000, '\x01');
   g.protocol = {42, 3, 5, 50, true, true, BaselineMode::csr};
+  g.wait_deadline_ms = 2500;
   return g;
 }
 
@@ -242,6 +243,7 @@ TEST_CASE("GpuRequest and CompileRequest fields land where they belong", "[rewar
   REQUIRE(g.cubin.size() == 1000);
   REQUIRE(g.protocol == GpuProtocol{42, 3, 5, 50, true, true, BaselineMode::csr});
   REQUIRE(g.protocol.str() == "seed=42 inputs=3 warmup=5 reps=50 flush_l2=1 time=1 baseline=csr");
+  REQUIRE(g.wait_deadline_ms == 2500);
   REQUIRE(parse_baseline_mode("best") == BaselineMode::best);
   REQUIRE_FALSE(parse_baseline_mode("cusparse"));
   const auto c =

@@ -126,4 +126,10 @@ struct EvalResult {
   [[nodiscard]] std::string to_json() const;
 };
 
+// The longest the GPU worker waited on a candidate's kernels in `r` (its phases gpu.run - the
+// checked runs -, gpu.timed and gpu.timed_batch_mismatch; 0 without them): what the evaluator's
+// limit on such waits (GpuRequest::wait_deadline_ms) is scaled from. The matrix's load and
+// conversion and cuSPARSE's set-up are not in it.
+[[nodiscard]] double longest_candidate_wait_ms(const EvalResult& r);
+
 }  // namespace sparserl::reward

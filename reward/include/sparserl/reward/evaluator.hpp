@@ -62,6 +62,11 @@ struct EvaluatorConfig {
   // A hung kernel then costs seconds instead of minutes - one RL update stalled for gpu_deadline
   // is the cost it avoids. A kernel 20x slower than every answer so far is a timeout, which the
   // reward scores like any other failed run. factor <= 0: gpu_deadline always.
+  // The same factor and floor also bound each wait of the GPU worker for a candidate's kernels
+  // (GpuRequest::wait_deadline_ms): max(floor, factor x the longest such wait among the task's
+  // answers, longest_candidate_wait_ms()). That limit leaves out the matrix's load and conversion
+  // and cuSPARSE's set-up, which a cold answer on a large matrix spends seconds in, so a hung
+  // kernel there costs about the floor (the whole-request deadline alone let it run ~100 s).
   double gpu_deadline_factor = 20;
   std::chrono::milliseconds gpu_deadline_floor{10'000};
   // A task without answers yet (matrix load, conversion, cuSPARSE all still to come) is first

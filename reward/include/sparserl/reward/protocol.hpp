@@ -34,7 +34,7 @@ namespace sparserl::reward {
 
 // Bumped whenever a message's layout changes; the pool rejects a worker that speaks another
 // version.
-inline constexpr std::uint32_t kProtocolVersion = 5;
+inline constexpr std::uint32_t kProtocolVersion = 6;
 
 // Default cap on one frame's payload, both directions. A cubin is a few hundred KB at most.
 inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{64} << 20;
@@ -214,6 +214,13 @@ struct GpuRequest {
   std::vector<ResolvedLaunch> launches;  // evaluated on the matrix's constants, in run order
   std::string cubin;                     // CompileResult::cubin
   GpuProtocol protocol;
+  // The worker's own limit on each wait for the candidate's kernels (the checked runs, the timed
+  // schedule), in ms; 0: none. A wait that runs past it ends the request as ErrorKind::timeout and
+  // the worker exits (the driver then stops the kernel). The evaluator sets it from the task's
+  // earlier answers (EvaluatorConfig::gpu_deadline_factor): unlike the pool's deadline on the whole
+  // request it leaves out the matrix's load, conversion and cuSPARSE set-up, so a hung kernel on a
+  // 10M-nonzero matrix costs seconds, not 20 x a cold answer (about 100 s, measured by the soak).
+  std::uint32_t wait_deadline_ms = 0;
 };
 
 // GPU worker -> pool.
