@@ -95,7 +95,7 @@ TEST_CASE("NaN is unwritten and judged before wrong values; the first row is the
 TEST_CASE("rows the dtype cannot represent are counted and not judged", "[reward][output_check]") {
   const ds::SparseMatrix a = small_matrix(1e39);  // above FLT_MAX: no right f32 answer in row 2
   std::vector<double> ref, ref_abs;
-  rw::reference_output(a, std::vector<double>{1.0, 1.0, 1.0}, 2, ref, ref_abs);  // k = 2: X is 3 x 2
+  rw::reference_output(a, std::vector<double>(6, 1.0), 2, ref, ref_abs);  // k = 2: X is 3 x 2
   std::vector<float> got(6, std::numeric_limits<float>::quiet_NaN());
   for (int e = 0; e < 4; ++e) got[static_cast<std::size_t>(e)] = static_cast<float>(ref[static_cast<std::size_t>(e)]);
   std::vector<std::uint8_t> bytes(got.size() * 4);
