@@ -7,12 +7,21 @@
 //     taken right after its upload and held on the host) and whether each array's guard zones still
 //     hold 0xFF only;
 //   - compare(): the fp64 reference and the tolerance rule of output_check.hpp over an output, from
-//     a CSR copy of the matrix whose digest the caller has just checked, returning the merged tally.
+//     a CSR copy of the matrix whose digest the caller has just checked, returning the merged tally;
+//   - check(): both in one batch on the stream and one wait, the comparisons gated on the device on
+//     the CSR copy's digests taken in the same batch (a changed copy is never read).
+// The launches do not grow with the number of arrays: one sha256_regions launch per level of the
+// deepest tree (digest_tree.hpp plans them; arrays of up to 1 KiB: 1 level, 32 KiB: 2, 1 MiB: 3,
+// 32 MiB: 4, 1 GiB: 5) for up to 32 arrays, one guards_intact launch for up to 32 guard pairs, one
+// compare launch per output; larger tables go in groups of 32, one after the other. (Before: one
+// launch per level per array and one per guard pair, about 40 for a small CSR task's check, and a
+// second wait for the comparison.)
 // What a hostile kernel can reach is everything in the worker's device memory while it runs; what
 // decides a verdict here is either written after it ran (scratch, results, reference sums) or
 // checked against the host's digests after it ran (the inputs, the CSR copy). That includes the
 // check kernels' own code and constants: once a candidate's kernels have run (untrusted()), the next
-// check loads the module afresh from the host's cubin before it launches anything.
+// check loads the module afresh from the host's cubin before it launches anything. The kernels'
+// tables are kernel parameters, written by the host at each launch.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,6 +29,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,14 +69,41 @@ class DeviceChecks {
   DeviceChecks(const DeviceChecks&) = delete;
   DeviceChecks& operator=(const DeviceChecks&) = delete;
 
-  // The digests of `regions` (in order) and, per entry of `guards`, whether both zones are intact.
-  // Enqueued on `stream` and waited for once.
+  // compare()'s arguments, and its gate: when `gate_at` is set, regions gate_at, gate_at + 1 and
+  // gate_at + 2 of the same check() are the CSR copy's row_ptr, col_idx and val, and the comparison
+  // runs only if their digests just taken are `gate_digests` (those of the copy's upload); else each
+  // of its blocks' tallies says bad_index = 1 and nothing of the copy was read. A comparison in the
+  // same check() as regions must be gated: the copy was within a candidate's reach.
+  struct Comparison {
+    Csr csr;
+    const void* x;
+    const void* y;
+    DType dtype;
+    int k;
+    double factor = kDefaultToleranceFactor;
+    std::optional<std::size_t> gate_at;
+    std::array<Digest, 3> gate_digests{};
+  };
+  struct Findings {
+    std::vector<Digest> digests;     // per region
+    std::vector<bool> intact;        // per guard pair
+    std::vector<OutputTally> tallies;  // per comparison, merged
+  };
+
+  // The digests of `regions` (in order), per entry of `guards` whether both zones are intact, and
+  // the tally of each comparison: enqueued on `stream` in that order and waited for once. Regions
+  // must be 16-byte aligned; std::logic_error for a misaligned region or a malformed gate.
+  void check(std::span<const Region> regions, std::span<const Guards> guards,
+             std::span<const Comparison> comparisons, cudaStream_t stream, Findings& findings);
+
+  // check() without comparisons.
   void inspect(std::span<const Region> regions, std::span<const Guards> guards, cudaStream_t stream,
                std::vector<Digest>& digests, std::vector<bool>& intact);
   Digest digest(const Region& region, cudaStream_t stream);
 
   // The reference of `x` on `csr` compared with `y` (rows x k, row-major, in `dtype`): the tally of
-  // every element, as tally_output() would give it. Waits for the stream.
+  // every element, as tally_output() would give it. Ungated (the copy must be trusted: uploaded or
+  // digest-checked since a candidate last ran). Waits for the stream.
   OutputTally compare(const Csr& csr, const void* x, const void* y, DType dtype, int k, double factor,
                       cudaStream_t stream);
 
@@ -81,14 +118,18 @@ class DeviceChecks {
  private:
   void load();  // (re)loads the module from cubin_ and looks its kernels up
   void launch(cudaKernel_t kernel, unsigned grid, unsigned block, void** args, cudaStream_t stream);
-  void digest_async(const Region& region, std::uint8_t* out, cudaStream_t stream);
+  // Enqueue: the digest trees of `regions` (region i's digest into slots + 32 i), the guard flags
+  // (one unsigned per pair from `flags` on), one comparison's per-block tallies (returns the blocks).
+  void enqueue_digests(std::span<const Region> regions, std::uint8_t* slots, cudaStream_t stream);
+  void enqueue_guards(std::span<const Guards> guards, unsigned* flags, cudaStream_t stream);
+  std::size_t enqueue_compare(const Comparison& c, const std::uint8_t* slots, void* tallies, cudaStream_t stream);
   std::uint8_t* results(std::size_t bytes);  // device result area of at least `bytes`
 
   std::string cubin_;
   cudaLibrary_t library_ = nullptr;
   bool stale_ = false;
   cudaKernel_t sha256_ = nullptr, guards_ = nullptr, compare_f32_ = nullptr, compare_f64_ = nullptr;
-  std::uint8_t* scratch_ = nullptr;  // chunk digests, two halves used in turn
+  std::uint8_t* scratch_ = nullptr;  // the digest trees' inner levels (DigestPlan::scratch_bytes)
   std::size_t scratch_bytes_ = 0;
   std::uint8_t* results_ = nullptr;
   std::size_t results_bytes_ = 0;

@@ -1,5 +1,8 @@
 // One GPU evaluation, start to end (gpu_session.hpp): load the matrix, convert and upload its format,
-// load the cubin, run and check on fresh inputs, time against cuSPARSE, check again.
+// load the cubin, run and check on fresh inputs, time against cuSPARSE, check again. Each check after
+// runs (Candidate::verify_memory) is one DeviceChecks::check() batch and one wait: the memory checks
+// and the outputs' tallies together (phase `memory`), judged in the order the host's checks always
+// gave them (phase `check`: the verdict only).
 #include "gpu/gpu_session.hpp"
 
 #include <algorithm>
@@ -10,8 +13,10 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <thread>
@@ -344,10 +349,20 @@ struct GpuSession::Candidate {
   void use_input(int input) { slots[x_slot] = xs[input].data(); }
   void enqueue_all();  // launches every kernel on the stream, without waiting
   void launch_all();   // enqueue_all() and wait for the stream
-  void verify_memory(const char* when);
-  void check_output(int input, const std::string& what);
-  // The tally of `out` (rows x k in the dtype) against the reference on checked input `input`.
+  // The memory checks after runs and, in the same batch on the device and the same wait, the
+  // tallies of `outputs` (rows x k in the dtype) against the reference on checked input `input`.
+  // The verdicts in the order the host's checks always gave them: the inputs' digests, the guard
+  // zones, then the CSR copy (repaired by uploading it again, and the tallies computed again from the
+  // repaired copy: a tally from a copy whose digest failed is never used). Returns the tallies for
+  // check_output() / checked(), in the order of `outputs`.
+  std::vector<OutputTally> verify_memory(const char* when, int input, std::initializer_list<const void*> outputs);
+  // Throws the output verdict of a checked() tally, if any, and records the check's figures.
+  void check_output(const OutputTally& tally, const std::string& what);
+  // The tally of `out` (rows x k in the dtype) against the reference on checked input `input`, on
+  // its own (no memory check; the copy must not have been in a candidate's reach since its check).
   OutputTally tally(int input, const void* out);
+  // compare()'s arguments for `out` on input `input`.
+  DeviceChecks::Comparison comparison(int input, const void* out) const;
 
   const GpuRequest& request;
   const Prepared& prepared;
@@ -448,20 +463,43 @@ void GpuSession::Candidate::launch_all() {
   wait_for_candidate(stream, request.wait_deadline_ms);
 }
 
-void GpuSession::Candidate::verify_memory(const char* when) {
-  // One pass on the device: the digests of the matrix arrays, the inputs x and the reference's CSR
-  // copy, and every guard zone; then the verdicts in the order the host's checks always gave them.
+namespace {
+
+// A tally of the CSR copy that passed its digest check holds no out-of-range index: one that does is
+// the evaluator's own failure.
+const OutputTally& checked(const OutputTally& t) {
+  if (t.bad_index > 0) {
+    throw CudaFailure(cudaErrorUnknown, "the reference copy of the matrix holds out-of-range indices");
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<OutputTally> GpuSession::Candidate::verify_memory(const char* when, int input,
+                                                              std::initializer_list<const void*> outputs) {
+  // One batch on the device and one wait: the digests of the matrix arrays, the inputs x and the
+  // reference's CSR copy, every guard zone, and the outputs' comparisons (gated on the copy's digests
+  // on the device); then the verdicts in the order the host's checks always gave them.
   std::vector<DeviceChecks::Region> regions;
   std::vector<DeviceChecks::Guards> guards;
   add_regions(prepared.matrix_args, regions);
   add_regions(xs, regions);
+  const std::size_t csr_at = regions.size();
   add_regions(csr.arrays, regions);
   add_guards(prepared.matrix_args, guards);
   add_guards(xs, guards);
   guards.push_back({y.guard_before(), y.guard_after(), GuardedBuffer::kGuardBytes});
-  std::vector<Digest> digests;
-  std::vector<bool> intact;
-  checks.inspect(regions, guards, stream, digests, intact);
+  std::vector<DeviceChecks::Comparison> comparisons;
+  for (const void* out : outputs) {
+    comparisons.push_back(comparison(input, out));
+    comparisons.back().gate_at = csr_at;
+    for (std::size_t i = 0; i < 3; ++i) comparisons.back().gate_digests[i] = csr.arrays[i].expected_digest();
+  }
+  DeviceChecks::Findings found;
+  checks.check(regions, guards, comparisons, stream, found);
+  const std::vector<Digest>& digests = found.digests;
+  const std::vector<bool>& intact = found.intact;
   const std::vector<GuardedBuffer>* groups[] = {&prepared.matrix_args, &xs};
   std::size_t at = 0;
   for (const std::vector<GuardedBuffer>* group : groups) {
@@ -491,30 +529,35 @@ void GpuSession::Candidate::verify_memory(const char* when) {
   }
   // The CSR copy is the evaluator's, not an argument: a change there (a stray write the host-side
   // checks never looked for) is repaired before the reference is computed from it, and judged by
-  // nothing else.
+  // nothing else. The tallies of the batch were not computed (the gate); they are computed again
+  // from the repaired copy, in one batch of their own.
   for (const GuardedBuffer& b : csr.arrays) {
     if (digests[at++] != b.expected_digest()) {
       std::fprintf(stderr, "sparserl-worker: the reference copy of the matrix changed during the %s; uploaded again\n",
                    when);
       csr.upload(a, dtype, checks, stream);
-      break;
+      for (DeviceChecks::Comparison& c : comparisons) c.gate_at.reset();  // the copy just uploaded
+      DeviceChecks::Findings redone;
+      checks.check({}, {}, comparisons, stream, redone);
+      return std::move(redone.tallies);
     }
   }
+  return std::move(found.tallies);
+}
+
+DeviceChecks::Comparison GpuSession::Candidate::comparison(int input, const void* out) const {
+  const DeviceChecks::Csr view{csr.arrays[0].data(), csr.arrays[1].data(), csr.arrays[2].data(),
+                               csr.rows,             csr.cols,             csr.nnz};
+  return {view, xs[static_cast<std::size_t>(input)].data(), out, dtype, k, kDefaultToleranceFactor, std::nullopt, {}};
 }
 
 OutputTally GpuSession::Candidate::tally(int input, const void* out) {
-  const DeviceChecks::Csr view{csr.arrays[0].data(), csr.arrays[1].data(), csr.arrays[2].data(),
-                               csr.rows,             csr.cols,             csr.nnz};
-  const OutputTally t = checks.compare(view, xs[static_cast<std::size_t>(input)].data(), out, dtype, k,
-                                       kDefaultToleranceFactor, stream);
-  if (t.bad_index > 0) {  // cannot happen after verify_memory(): the copy's digest was checked
-    throw CudaFailure(cudaErrorUnknown, "the reference copy of the matrix holds out-of-range indices");
-  }
-  return t;
+  const DeviceChecks::Comparison c = comparison(input, out);
+  return checked(checks.compare(c.csr, c.x, c.y, c.dtype, c.k, c.factor, stream));
 }
 
-void GpuSession::Candidate::check_output(int input, const std::string& what) {
-  const OutputVerdict v = output_verdict(tally(input, y.data()), y_elems);
+void GpuSession::Candidate::check_output(const OutputTally& tally, const std::string& what) {
+  const OutputVerdict v = output_verdict(checked(tally), y_elems);
   r.check.max_error_ratio = std::max(r.check.max_error_ratio, v.max_ratio);
   r.check.unchecked_outputs = std::max(r.check.unchecked_outputs, v.unchecked);
   if (v.error != ErrorKind::none) {
@@ -681,10 +724,12 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
       r.stage = Stage::run;
       phase("run");
       // Inputs and guards first: a kernel that wrote its inputs is judged for that, not for the wrong
-      // output it may have caused.
-      candidate.verify_memory("checked runs");
+      // output it may have caused. The output's tally comes from the same batch and wait (phase
+      // "memory") and is judged only after the memory verdicts.
+      const std::vector<OutputTally> tallies = candidate.verify_memory("checked runs", i, {candidate.y.data()});
       phase("memory");
-      candidate.check_output(i, "random input " + std::to_string(i + 1) + " of " + std::to_string(candidate.inputs));
+      candidate.check_output(tallies.front(),
+                             "random input " + std::to_string(i + 1) + " of " + std::to_string(candidate.inputs));
       r.check.inputs = i + 1;
       phase("check");
     }
@@ -821,12 +866,14 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
   }
   r.stage = Stage::time;
   phase("timed");
-  candidate.verify_memory("timed runs");
-  candidate.check_output(last_input, "the output of the last timed run");
+  // The memory checks, the candidate's last output and cuSPARSE's in one batch and one wait.
+  const std::vector<OutputTally> tallies =
+      candidate.verify_memory("timed runs", last_input, {candidate.y.data(), cusparse.y()});
+  candidate.check_output(tallies[0], "the output of the last timed run");
   {
     // cuSPARSE's last output must match the same reference: a candidate that reached into the
     // baseline's memory (to slow it down or copy from it) voids the comparison.
-    const OutputVerdict v = output_verdict(candidate.tally(last_input, cusparse.y()), candidate.y_elems);
+    const OutputVerdict v = output_verdict(checked(tallies[1]), candidate.y_elems);
     if (v.error != ErrorKind::none) {
       throw CandidateFailure{ErrorKind::internal_error,
                              "cuSPARSE's output disagrees with the reference after the timed runs (" + v.detail +

@@ -9,8 +9,10 @@
 //     fp64 reference computed from exactly the values the kernel sees, with a per-output tolerance
 //     scaled by sum_j |a_ij x_j|; after the runs the inputs' SHA-256 tree digests are compared with
 //     those taken at upload (input_mutated) and the guard zones checked. All three checks run on the
-//     device after the candidate's kernels (device_checks.hpp), the reference from a CSR copy of the
-//     matrix whose digest is checked first: only digests, flags and tallies cross the bus;
+//     device after the candidate's kernels (device_checks.hpp), in one batch and one wait, the
+//     reference from a CSR copy of the matrix whose digest is checked first (on the device: the
+//     comparison is gated on it; on the host: before the tally is used): only digests, flags and
+//     tallies cross the bus;
 //   - timed repetitions draw x from the checked inputs in a seeded order and refill y with NaN, and the
 //     output of the last timed repetition is checked again: no result survives from one run to the next;
 //   - the time of a repetition is the sum of the CUPTI durations of every kernel it launched, the L2

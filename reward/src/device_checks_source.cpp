@@ -2,15 +2,20 @@
 // compiled by NVRTC in the worker with device_checks_options() (no fused multiply-add). Three jobs,
 // each run by the worker after a candidate's kernels have finished, so that nothing they read or
 // write was in reach of a candidate while it ran except the arrays being judged:
-//   - sha256_chunks: one SHA-256 (FIPS 180-4) per 1 KiB chunk of an array, one thread a chunk; the
-//     worker runs it again over the chunk digests until one digest is left (an array of at most
-//     1 KiB: its plain SHA-256). An input's digest, taken right after its upload and held on the
-//     host, is compared with its digest after the runs: changing an input without changing the
-//     digest would take a SHA-256 collision of equal-length messages.
-//   - guards_intact: whether both guard zones of an array still hold 0xFF only (exact).
-//   - compare_f32 / compare_f64: per output row, the fp64 reference recomputed from the
-//     (digest-checked) CSR copy of the matrix and x, in storage order with the host's roundings,
-//     then output_check.hpp's rule; one OutputTally per block.
+//   - sha256_regions: one level of the SHA-256 (FIPS 180-4) tree digests of up to 32 arrays at once,
+//     one thread a 1 KiB chunk; the worker launches it once per level over the digests of the level
+//     before until each array has one (an array of at most 1 KiB: its plain SHA-256). Which thread
+//     hashes what and where its digest goes is a table the host plans (digest_tree.hpp) and passes
+//     by value; the kernel only looks its thread up in it. An input's digest, taken right after its
+//     upload and held on the host, is compared with its digest after the runs: changing an input
+//     without changing the digest would take a SHA-256 collision of equal-length messages.
+//   - guards_intact: whether both guard zones of each of up to 32 arrays still hold 0xFF only
+//     (exact), one block an array.
+//   - compare_f32 / compare_f64: per output row, the fp64 reference recomputed from the CSR copy of
+//     the matrix and x, in storage order with the host's roundings, then output_check.hpp's rule;
+//     one OutputTally per block. Gated on the copy's digests when they are taken in the same
+//     batch: the blocks compare nothing unless the digests just written are those of the upload.
+// The tables are __grid_constant__ parameters (read in place; sm_70 and later).
 #include "sparserl/reward/output_check.hpp"
 
 namespace sparserl::reward {
@@ -54,12 +59,9 @@ __device__ void sha256_block(u32 h[8], u32 w[16]) {
   h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
 }
 
-// Thread t: SHA-256 of in[t * chunk, min(bytes, (t + 1) * chunk)) into out[32 t, 32 t + 32).
-// `in` is 16-byte aligned and chunk a multiple of 64; bytes == 0 hashes the empty message.
-extern "C" __global__ void sha256_chunks(const unsigned char* in, u64 bytes, u64 chunk, u64 chunks,
-                                         unsigned char* out) {
-  const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-  if (t >= chunks) return;
+// SHA-256 of in[t * chunk, min(bytes, (t + 1) * chunk)) into out[32 t, 32 t + 32): chunk t of an
+// array. `in` is 16-byte aligned and chunk a multiple of 64; bytes == 0 hashes the empty message.
+__device__ void sha256_chunk(const unsigned char* in, u64 bytes, u64 chunk, u64 t, unsigned char* out) {
   const u64 begin = t * chunk;
   const u64 n = (begin + chunk < bytes ? begin + chunk : bytes) - begin;
   const unsigned char* p = in + begin;
@@ -104,13 +106,68 @@ extern "C" __global__ void sha256_chunks(const unsigned char* in, u64 bytes, u64
   }
 }
 
-// *broken = 1 unless every byte of before[0, bytes) and after[0, bytes) is 0xFF.
-extern "C" __global__ void guards_intact(const unsigned char* before, const unsigned char* after, u64 bytes,
-                                         unsigned* broken) {
-  const u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < bytes; i += stride) {
-    if (before[i] != 0xFF || after[i] != 0xFF) *broken = 1;
+// One level of the trees of up to 32 arrays (digest_tree.hpp's DigestLaunch; the host's table,
+// field for field): job j's threads are [first, next job's first), thread `first + c` hashes chunk
+// c of job j's `bytes` at `in` into out[32 c, 32 c + 32). The jobs are in increasing `first`, the
+// first at 0; `threads` is the total. The table is read in place (__grid_constant__).
+struct DigestJob {
+  const unsigned char* in;
+  unsigned char* out;
+  u64 bytes, first;
+};
+struct DigestTable {
+  u64 chunk, count, threads;
+  DigestJob job[32];
+};
+
+extern "C" __global__ void sha256_regions(const __grid_constant__ DigestTable table) {
+  const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+  if (t >= table.threads) return;
+  u32 lo = 0, hi = (u32)table.count - 1;  // the last job whose first thread is at most t
+  while (lo < hi) {
+    const u32 mid = (lo + hi + 1) / 2;
+    if (table.job[mid].first <= t) lo = mid;
+    else hi = mid - 1;
   }
+  const DigestJob& job = table.job[lo];
+  sha256_chunk(job.in, job.bytes, table.chunk, t - job.first, job.out);
+}
+
+// Whether p[0, bytes) holds 0xFF only, over this thread's share of a block's grid-stride (16-byte
+// loads where aligned; each word's four lanes ANDed are all ones exactly when its bytes are).
+__device__ bool all_ff(const unsigned char* p, u64 bytes) {
+  bool ok = true;
+  u64 head = (16 - ((unsigned long long)p & 15)) & 15;
+  if (head > bytes) head = bytes;
+  for (u64 i = threadIdx.x; i < head; i += blockDim.x) ok = ok && p[i] == 0xFF;
+  const uint4* q = reinterpret_cast<const uint4*>(p + head);
+  const u64 words = (bytes - head) / 16;
+  for (u64 i = threadIdx.x; i < words; i += blockDim.x) {
+    const uint4 v = q[i];
+    ok = ok && (v.x & v.y & v.z & v.w) == 0xFFFFFFFFu;
+  }
+  for (u64 i = head + words * 16 + threadIdx.x; i < bytes; i += blockDim.x) ok = ok && p[i] == 0xFF;
+  return ok;
+}
+
+// Up to 32 arrays' guard zones, one block a pair: broken[b] = 1 unless every byte of pair b's
+// before[0, bytes) and after[0, bytes) is 0xFF, else 0 (written either way: no flag to clear first).
+struct GuardPair {
+  const unsigned char* before;
+  const unsigned char* after;
+  u64 bytes;
+};
+struct GuardTable {
+  u64 count;
+  GuardPair pair[32];
+};
+
+extern "C" __global__ void guards_intact(const __grid_constant__ GuardTable table, unsigned* broken) {
+  if (blockIdx.x >= table.count) return;
+  const GuardPair& g = table.pair[blockIdx.x];
+  const bool ok = all_ff(g.before, g.bytes) && all_ff(g.after, g.bytes);
+  const int bad = __syncthreads_or(!ok);
+  if (threadIdx.x == 0) broken[blockIdx.x] = bad ? 1u : 0u;
 }
 
 // output_check.hpp's OutputTally, field for field.
@@ -249,15 +306,49 @@ __device__ void compare(const int* row_ptr, const int* col_idx, const T* val, co
   }
 }
 
+// The comparison's gate: `digests` (when not null) points at the three digests of the CSR copy's
+// arrays (row_ptr, col_idx, val) that sha256_regions has just written, `expected` holds those taken
+// at the copy's upload, as the same bytes. A block compares only where they are equal: a copy a
+// candidate changed is never read (not even to be thrown away), and its blocks' tallies say
+// bad_index = 1 instead.
+struct Gate {
+  const u32* digests;
+  u32 expected[24];
+};
+
+__device__ bool gate_open(const Gate& gate) {
+  __shared__ int open;
+  if (threadIdx.x == 0) {
+    int same = 1;
+    if (gate.digests != 0) {
+      for (int i = 0; i < 24; ++i) same &= gate.digests[i] == gate.expected[i];
+    }
+    open = same;
+  }
+  __syncthreads();
+  return open != 0;
+}
+
+__device__ void gate_closed(Tally* out) {
+  if (threadIdx.x == 0) {
+    Tally t;
+    tally_init(t);
+    t.bad_index = 1;
+    out[blockIdx.x] = t;
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(256) compare_f32(const int* row_ptr, const int* col_idx,
     const float* val, const float* x, const float* y, i64 rows, i64 cols, i64 nnz, int k, double scale0,
-    double largest, Tally* out) {
+    double largest, Tally* out, const __grid_constant__ Gate gate) {
+  if (!gate_open(gate)) return gate_closed(out);
   compare<float>(row_ptr, col_idx, val, x, y, rows, cols, nnz, k, scale0, largest, out);
 }
 
 extern "C" __global__ void __launch_bounds__(256) compare_f64(const int* row_ptr, const int* col_idx,
     const double* val, const double* x, const double* y, i64 rows, i64 cols, i64 nnz, int k, double scale0,
-    double largest, Tally* out) {
+    double largest, Tally* out, const __grid_constant__ Gate gate) {
+  if (!gate_open(gate)) return gate_closed(out);
   compare<double>(row_ptr, col_idx, val, x, y, rows, cols, nnz, k, scale0, largest, out);
 }
 )cuda";

@@ -1,16 +1,20 @@
 // The output check's rule on the host (output_check.hpp): the reference, the tolerance's edge, NaN
 // as unwritten, rows the dtype cannot represent, the order-free merge of tallies, the verdict's
-// wording; and that the device kernels' source compiles with NVRTC for the H100 (the GPU tier,
+// wording; and that the device kernels' source compiles with NVRTC for the A100 and the H100, with
+// every kernel the worker looks up and none with a stack frame (the GPU tier,
 // reward_device_checks_gpu_tests, compares what they compute with these functions).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "catch.hpp"
 #include "sparserl/datasets/sparse_matrix.hpp"
 #include "sparserl/reward/compiler.hpp"
+#include "sparserl/reward/cubin_info.hpp"
 #include "sparserl/reward/output_check.hpp"
 #include "test_support.hpp"
 
@@ -95,7 +99,7 @@ TEST_CASE("NaN is unwritten and judged before wrong values; the first row is the
 TEST_CASE("rows the dtype cannot represent are counted and not judged", "[reward][output_check]") {
   const ds::SparseMatrix a = small_matrix(1e39);  // above FLT_MAX: no right f32 answer in row 2
   std::vector<double> ref, ref_abs;
-  rw::reference_output(a, std::vector<double>{1.0, 1.0, 1.0}, 2, ref, ref_abs);  // k = 2: X is 3 x 2
+  rw::reference_output(a, std::vector<double>(6, 1.0), 2, ref, ref_abs);  // k = 2: X is 3 x 2
   std::vector<float> got(6, std::numeric_limits<float>::quiet_NaN());
   for (int e = 0; e < 4; ++e) got[static_cast<std::size_t>(e)] = static_cast<float>(ref[static_cast<std::size_t>(e)]);
   std::vector<std::uint8_t> bytes(got.size() * 4);
@@ -122,18 +126,34 @@ TEST_CASE("merging tallies in any order gives the first of the largest ratio", "
   CHECK(rw::merge(rw::OutputTally{}, rw::OutputTally{}) == rw::OutputTally{});
 }
 
-TEST_CASE("the device checks' source compiles for the H100 with its kernels", "[reward][output_check]") {
-  rw::CompileRequest request;
-  request.source = std::string(rw::device_checks_source());
-  request.arch = "sm_90";
-  request.options = rw::device_checks_options();
-  request.name = "sparserl_device_checks.cu";
-  const rw::CompileResult r = rw::compile(request);
-  INFO(r.log);
-  REQUIRE(r.ok);
-  for (const char* kernel : {"sha256_chunks", "guards_intact", "compare_f32", "compare_f64"}) {
-    INFO(kernel);
-    CHECK(r.kernel(kernel) != nullptr);
+TEST_CASE("the device checks' source compiles for the A100 and the H100 with the kernels the worker launches",
+          "[reward][output_check]") {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    INFO(arch);
+    rw::CompileRequest request;
+    request.source = std::string(rw::device_checks_source());
+    request.arch = arch;
+    request.options = rw::device_checks_options();
+    request.name = "sparserl_device_checks.cu";
+    const rw::CompileResult r = rw::compile(request);
+    INFO(r.log);
+    REQUIRE(r.ok);
+    std::string error;
+    const std::optional<rw::CubinInfo> info = rw::read_cubin_info(r.cubin, &error);
+    INFO(error);
+    REQUIRE(info.has_value());
+    CHECK(info->global_bytes == 0);
+    // Every kernel DeviceChecks::load() looks up, in the cubin itself; none with a stack frame: the
+    // by-value tables (__grid_constant__) are read in place, not copied into local memory per thread.
+    for (const char* kernel : {"sha256_regions", "guards_intact", "compare_f32", "compare_f64"}) {
+      INFO(kernel);
+      const auto found = std::find_if(info->kernels.begin(), info->kernels.end(),
+                                      [&](const rw::CubinKernel& k) { return k.name == kernel; });
+      REQUIRE(found != info->kernels.end());
+      CHECK(found->frame_bytes == 0);
+      CHECK(r.kernel(kernel) != nullptr);
+    }
+    CHECK(info->kernels.size() == 4);
+    CHECK(r.global_bytes == 0);
   }
-  CHECK(r.global_bytes == 0);
 }

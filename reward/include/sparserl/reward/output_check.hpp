@@ -81,9 +81,10 @@ OutputTally tally_output(std::span<const std::uint8_t> out, DType dtype, const d
                          std::span<const double> ref, std::span<const double> ref_abs,
                          double factor = kDefaultToleranceFactor);
 
-// The CUDA source of the GPU worker's check kernels: sha256_chunks (a SHA-256 tree over an array),
-// guards_intact (both guard zones of an array still 0xFF), compare_f32 / compare_f64 (reference and
-// comparison, per-block OutputTally records). NVRTC options: device_checks_options().
+// The CUDA source of the GPU worker's check kernels: sha256_regions (one level of the SHA-256 trees of
+// up to 32 arrays, from a table digest_tree.hpp plans), guards_intact (the guard zones of up to 32
+// arrays still 0xFF), compare_f32 / compare_f64 (reference and comparison, per-block OutputTally
+// records, gated on the CSR copy's digests). NVRTC options: device_checks_options().
 std::string_view device_checks_source();
 std::vector<std::string> device_checks_options();
 
