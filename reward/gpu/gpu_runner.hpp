@@ -13,7 +13,13 @@
 //    when a CUDA error may have poisoned the context (illegal address, launch failure, ...): the
 //    worker then sends the result and exits, and the pool starts a fresh one.
 //  - Without a device every request answers ErrorKind::no_gpu.
+//  - A candidate's kernels still running past the request's wait limit (GpuRequest::
+//    wait_deadline_ms) are a hang: run_gpu_request() does not return then. It hands the timeout
+//    result to the hung-kernel handler, which must answer and end the process at once - nothing may
+//    free device memory or unload a module first, since each of those waits for the hung kernel.
 #pragma once
+
+#include <functional>
 
 #include "sparserl/reward/eval_result.hpp"
 #include "sparserl/reward/protocol.hpp"
@@ -31,5 +37,11 @@ struct GpuRunOutcome {
 
 // Runs, checks and (when request.protocol.time) times one compiled program on one task.
 GpuRunOutcome run_gpu_request(const GpuRequest& request);
+
+// What a hang does (see above): called with the timeout result; never returns. Without one set, a
+// hang is thrown as a sticky failure like any other, and the unwinding then waits for the kernel
+// (until the pool's deadline kills the worker).
+using HungKernelHandler = std::function<void(const EvalResult&)>;
+void set_hung_kernel_handler(HungKernelHandler handler);
 
 }  // namespace sparserl::reward::gpu

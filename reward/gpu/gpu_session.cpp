@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "gpu/cuda_errors.hpp"
+#include "gpu/gpu_runner.hpp"
 #include "sparserl/datasets/random.hpp"
 #include "sparserl/datasets/text.hpp"
 
@@ -79,11 +80,18 @@ struct CandidateFailure {
   bool evict_format = false;  // the resident format's arrays or guards were changed: drop them
 };
 
+HungKernelHandler& hung_kernel_handler() {
+  static HungKernelHandler handler;
+  return handler;
+}
+
 // Waits for the candidate's work on `stream` as cudaStreamSynchronize would, but for at most
 // `limit_ms` (GpuRequest::wait_deadline_ms; 0: no limit). A kernel still running then is taken as
-// hung: a sticky timeout, so that the worker exits and the driver stops the kernel, seconds after
-// it began instead of at the pool's deadline on the whole request.
-void wait_for_candidate(cudaStream_t stream, std::uint32_t limit_ms) {
+// hung, seconds after it began instead of at the pool's deadline on the whole request: `r` as a
+// timeout goes to the hung-kernel handler, which answers and ends the process (gpu_runner.hpp). It
+// must not return here: unwinding would free the candidate's buffers, and cudaFree waits for the
+// kernel. Without a handler the timeout is thrown (sticky), and the unwinding waits.
+void wait_for_candidate(cudaStream_t stream, std::uint32_t limit_ms, const EvalResult& r) {
   if (limit_ms == 0) {
     if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
       throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
@@ -98,12 +106,18 @@ void wait_for_candidate(cudaStream_t stream, std::uint32_t limit_ms) {
       throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
     }
     if (Clock::now() - start > std::chrono::milliseconds(limit_ms)) {
-      throw CandidateFailure{ErrorKind::timeout,
-                             "running the program: its kernels were still running after " +
-                                 std::to_string(limit_ms) +
-                                 " ms, the GPU worker's limit on a wait for this task (from its earlier "
-                                 "answers); the worker is replaced",
-                             true};
+      const std::string message = "running the program: its kernels were still running after " +
+                                  std::to_string(limit_ms) +
+                                  " ms, the GPU worker's limit on a wait for this task (from its earlier "
+                                  "answers); the worker is replaced";
+      if (const HungKernelHandler& handler = hung_kernel_handler()) {
+        EvalResult hung = r;
+        hung.error = ErrorKind::timeout;
+        hung.message = message;
+        hung.correct = false;
+        handler(hung);
+      }
+      throw CandidateFailure{ErrorKind::timeout, message, true};
     }
     if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
@@ -176,6 +190,8 @@ struct GpuSession::Baseline {
   std::string paths;  // every path's median (or why it cannot win), TimingFigures::baseline_paths
   [[nodiscard]] std::size_t device_bytes() const { return cusparse ? cusparse->device_bytes() : 0; }
 };
+
+void set_hung_kernel_handler(HungKernelHandler handler) { hung_kernel_handler() = std::move(handler); }
 
 GpuSession::GpuSession(int device) : device_(device) {
   // NVRTC compiles the device checks while the context, CUPTI and the buffers are set up (a fresh
@@ -460,7 +476,7 @@ void GpuSession::Candidate::enqueue_all() {
 
 void GpuSession::Candidate::launch_all() {
   enqueue_all();
-  wait_for_candidate(stream, request.wait_deadline_ms);
+  wait_for_candidate(stream, request.wait_deadline_ms, r);
 }
 
 namespace {
@@ -833,7 +849,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
     if (run.candidate) enqueue_candidate(run.input);
     else enqueue_baseline(alg, run.input);
   }
-  wait_for_candidate(stream_, request.wait_deadline_ms);
+  wait_for_candidate(stream_, request.wait_deadline_ms, r);
   std::vector<KernelRecord> records = activity_->drain();
   std::size_t expected = 0;
   for (const TimedRun& run : plan) expected += run.candidate ? cand_launches : base_launches;
@@ -855,7 +871,7 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
       activity_->drain();
       if (run.candidate) {
         enqueue_candidate(run.input);
-        wait_for_candidate(stream_, request.wait_deadline_ms);
+        wait_for_candidate(stream_, request.wait_deadline_ms, r);
       } else {
         enqueue_baseline(alg, run.input);
         check_cuda(cudaStreamSynchronize(stream_), "cuSPARSE run");

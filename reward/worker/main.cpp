@@ -117,6 +117,13 @@ Hello make_hello(const Options& o, std::vector<OpenDescriptor> inherited) {
 }
 
 void serve(const Options& o, const worker::Channel& ch) {
+  // A hung candidate kernel (the request's wait limit): answer and leave at once, without the
+  // runtime's teardown or any cudaFree, which would wait for it; the driver stops the kernel as the
+  // process ends, and the pool starts a fresh worker (the answer says this one exits).
+  gpu::set_hung_kernel_handler([&ch](const EvalResult& hung) {
+    ch.send(GpuResponse{hung, true});
+    std::_Exit(0);
+  });
   std::vector<std::uint8_t> payload;
   for (;;) {
     if (!read_frame(ch.in, payload, ch.max_frame_bytes)) return;  // the pool closed the channel
@@ -134,11 +141,7 @@ void serve(const Options& o, const worker::Channel& ch) {
         continue;
       }
       gpu::GpuRunOutcome outcome = gpu::run_gpu_request(*g);
-      const bool hung = outcome.result.error == ErrorKind::timeout;
       ch.send(GpuResponse{std::move(outcome.result), outcome.must_exit});
-      // A kernel still running (the worker's own wait limit): out at once, without the runtime's
-      // teardown, which would wait for it; the driver stops the kernel as the process ends.
-      if (hung) std::_Exit(0);
       if (outcome.must_exit) return;
     } else if (auto* t = std::get_if<TestRequest>(&request)) {
       if (!o.test_mode) {

@@ -248,6 +248,7 @@ TEST_CASE("a hung kernel on a large matrix is ended by the worker's own wait lim
   const rw::EvalResult good = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
   INFO(describe(good));
   REQUIRE(good.ok());
+  INFO("the good answer's longest wait: " << rw::longest_candidate_wait_ms(good) << " ms");
   const auto [hung, seconds] = evaluate_hung_kernel(ev, t);
   INFO(describe(hung) << " after " << seconds << " s");
   CHECK(hung.error == rw::ErrorKind::timeout);
