@@ -671,8 +671,11 @@ struct Evaluator::Impl {
     request.wait_deadline_ms = wait_deadline_ms(dkey);
     WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request), gpu_deadline(dkey)).get();
     if (reply.error == ErrorKind::none) {
+      // A hang the worker ended itself (its wait limit) is no measure of the task: left out.
       const auto* answer = std::get_if<GpuResponse>(&*reply.response);
-      answered_in(dkey, reply.run_ms, answer != nullptr ? longest_candidate_wait_ms(answer->result) : 0.0);
+      if (answer == nullptr || answer->result.error != ErrorKind::timeout) {
+        answered_in(dkey, reply.run_ms, answer != nullptr ? longest_candidate_wait_ms(answer->result) : 0.0);
+      }
     }
     if (reply.error == ErrorKind::no_gpu) {
       out.kind = GpuOutcome::Kind::no_gpu;
