@@ -87,6 +87,13 @@ std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed
         return ctx_result;  // (`*reinterpret_cast<T*>(p) = ...`, `(p + i)[0]`)
       }
       return ctx_paren;
+    case Cat::close_brace:
+      // A declarator's initializer: the declaration goes on with `,` or ends with `;` (no operator,
+      // no `}`: NVRTC's `expected a ";"`); a functional cast's braces: a value.
+      return closed == kInitBrace ? ctx_initialized : closed == kCastBrace ? ctx_value : ctx_start;
+    case Cat::open_brace:
+      // An initializer's or a functional cast's braces hold expressions (no statement).
+      return open == kInitBrace || open == kCastBrace ? ctx_args : ctx_start;
     case Cat::open_paren:
       if (s.ctx == ctx_cond || s.ctx == ctx_call_args) return ctx_operand_due;
       return open == kCallParen ? ctx_args
@@ -353,7 +360,7 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
 
 std::uint8_t closer_for(std::uint8_t open) {
   return open == kTernary                   ? ':'
-         : open == '{' || open == kInitBrace ? '}'
+         : open == '{' || open == kInitBrace || open == kCastBrace ? '}'
          : open == '[' || open == kConstSubscript ? ']'
          : open == kCastAngle              ? '>'
                                            : ')';
@@ -441,7 +448,9 @@ std::size_t code_row(const State& s) {
 void take_other(State& s, const TokenInfo&) { s.last = Last::other; }
 // What a bracket opens in code, from the context before it (see kCallParen).
 std::uint8_t code_opener(const State& s, Cat c) {
-  if (c == Cat::open_brace) return opens_block(s) ? '{' : kInitBrace;
+  if (c == Cat::open_brace) {
+    return opens_block(s) ? '{' : s.ctx == ctx_declared ? kInitBrace : kCastBrace;
+  }
   if (c == Cat::open_bracket) {
     return s.ctx == ctx_const_element || (s.ctx == ctx_pointer && s.operand_const)
                ? kConstSubscript
@@ -477,27 +486,29 @@ void take_open(State& s, const TokenInfo& k) {
     return;
   }
   s.stack[s.depth++] = code_opener(s, k.cat);
-  if (k.cat == Cat::open_brace) {
+  // A block (not an initializer's braces, which no scope or loop body has).
+  if (innermost(s) == '{') {
     ++s.braces;
     // A loop's body: continue and break may stand in it (and in the blocks inside).
-    if (s.loop_pending && innermost(s) == '{') s.loop_braces |= std::uint64_t{1} << (s.depth - 1u);
+    if (s.loop_pending) s.loop_braces |= std::uint64_t{1} << (s.depth - 1u);
     s.loop_pending = false;
   }
   if (innermost(s) == '{') s.last = Last::brace_open;
 }
 void take_close(State& s, const TokenInfo& k) {
   const bool line = on_line(s);
+  const std::uint8_t open = line ? 0 : innermost(s);
   if (line) {
     --s.pp_depth;
   } else {
-    const std::uint8_t open = innermost(s);
     --s.depth;
     s.loop_braces &= ~(std::uint64_t{1} << s.depth);
-    if (k.cat == Cat::close_brace) close_block(s);
+    if (open == '{') close_block(s);
     // A for's or a while's `)`: its body follows.
     if (open == kForParen + 2 || open == kLoopCondParen) s.loop_pending = true;
   }
-  s.last = k.cat == Cat::close_brace && !line ? Last::brace_close : Last::other;
+  // A block's `}` ends a statement; an initializer's does not (its `;` is still due).
+  s.last = k.cat == Cat::close_brace && open == '{' ? Last::brace_close : Last::other;
 }
 void take_semi(State& s, const TokenInfo&) {
   s.last = on_line(s) ? Last::other : Last::semi;

@@ -172,6 +172,7 @@ enum Ctx : std::uint8_t {
   ctx_args,         // after a call's `(`: an argument or `)`
   ctx_group,        // after a grouping `(`: an operand, or a cast's type
   ctx_for,          // after for: `(` must come
+  ctx_initialized,  // after a declarator's brace initializer `{...}`: `,` or `;` (NVRTC: ";")
   kContexts,
 };
 static_assert(kContexts <= 32, "TokenInfo::follows holds a bit per context");
@@ -355,6 +356,9 @@ constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 // declarator's parameters (kParamParen: a function's, `int x(...)`), a for statement's with the
 // `;` it has read (kForParen + 0..2).
 constexpr std::uint8_t kInitBrace = 'i', kCallParen = 'c', kParamParen = 'p', kForParen = 'f';
+// A functional cast's brace (`value_t{...}`, `dim3{...}`): an operand when it closes, where a
+// declarator's initializer (kInitBrace, `int v{...}`) ends the declarator.
+constexpr std::uint8_t kCastBrace = 'b';
 // A subscript of a const pointer or array (its element takes no assignment).
 constexpr std::uint8_t kConstSubscript = 'r';
 // A group that holds a type: a cast, whose operand follows its `)` (`(int)x`).

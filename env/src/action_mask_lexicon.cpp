@@ -277,7 +277,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                               bit(ctx_call_args) | kType | kPtr | kDeref |
                               kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
     if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
-    if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr;
+    if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr | bit(ctx_initialized);
     // `:` closes a `?` (its check): wherever its `)` might close a parenthesis, as the completion
     // path needs, so not where an operand is due (`a ? :`).
     if (w == ":") k.follows = kClosers;

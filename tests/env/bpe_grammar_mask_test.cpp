@@ -645,4 +645,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "  int i = M > 0 ? (K ? 1 : 2) : M ? 3 : 4, j = i ? y[i ? 0 : 1] : 0;\n"
                         "  y[0] = sqrtf(i ? 1.0f : 2.0f) + (j > 1 ? 1 : 0);\n") == -1);
   }
+  SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
+    // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
+    CHECK(first_refused(kHead, "  int i {}\n}") == 11);
+    CHECK(first_refused(kHead, "  int i {} + 1;") == 11);
+    CHECK(first_refused(kHead, "  int i {} {") == 11);
+    CHECK(first_refused(kHead, "  int i {0} M") == 12);
+    CHECK(first_refused(kHead, "  int i {return") == 11);  // `ret`: expressions in the braces
+    CHECK(first_refused(kHead, "  int i = value_t{} M;") == 20);  // a value: no operand after
+    CHECK(first_refused(kHead,
+                        "  int i {}, j{M + 1};\n  for (int k{0}; k < j; ++k) y[k] = value_t{} + "
+                        "value_t{1};\n") == -1);
+  }
 }
