@@ -376,7 +376,9 @@ std::uint8_t opener(Cat c) {
 // clauses, `)` of a for statement after its two `;`, `}` of a block after a statement's end.
 bool closes_innermost(const State& s, const TokenInfo& k) {
   if (on_line(s)) {
-    return s.pp_depth > 0 && closer_for(s.pp_stack[s.pp_depth - 1u]) == close_char(k.cat);
+    if (s.pp_depth == 0) return false;
+    const std::uint8_t top = s.pp_stack[s.pp_depth - 1u];
+    return k.ternary == 2 ? top == kTernary : closer_for(top) == close_char(k.cat);
   }
   const std::uint8_t open = innermost(s);
   if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
@@ -616,10 +618,16 @@ std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
   if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
   if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
-  if (k.cat == Cat::eol) return line_ctx == line_due || line_ctx == line_if_due ? kRefused : 0;
-  if (line_ctx == line_defined) {
+  const bool defined = line_ctx == line_defined || line_ctx == line_defined_paren ||
+                       line_ctx == line_defined_close;
+  if (k.cat == Cat::eol) {
+    return line_ctx == line_due || line_ctx == line_if_due || defined ? kRefused : 0;
+  }
+  // `defined NAME` or `defined ( NAME )` (NVRTC: `expected a ")"` after `defined(M %`).
+  if (line_ctx == line_defined_close) return k.cat == Cat::close_paren ? 0 : kRefused;
+  if (defined) {
     const bool name = k.cat == Cat::local || k.cat == Cat::constant;
-    return name || k.cat == Cat::open_paren ? 0 : kRefused;
+    return name || (k.cat == Cat::open_paren && line_ctx == line_defined) ? 0 : kRefused;
   }
   if (line_ctx == line_if_due || line_ctx == line_if_operand) {
     if (k.cat == Cat::keyword && !k.pp_operator) return kRefused;  // (nullptr, true, ...)
@@ -666,9 +674,10 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   if (line) checks |= line_role_checks(k, row - kLineRow);
   if ((checks & kRefused) != 0) return kRefused;
   if (k.word == w_angle_close && !line && (checks & kRefused) == 0) checks |= kCheckClose;
-  // The conditional operator's `?` opens (the nesting limit), its `:` closes.
-  if (k.ternary == 1 && !line && (checks & kRefused) == 0) checks |= kCheckOpen;
-  if (k.ternary == 2 && !line && (checks & kRefused) == 0) checks |= kCheckClose;
+  // The conditional operator's `?` opens (the nesting limit), its `:` closes (in code and on a
+  // preprocessor line).
+  if (k.ternary == 1 && (checks & kRefused) == 0) checks |= kCheckOpen;
+  if (k.ternary == 2 && (checks & kRefused) == 0) checks |= kCheckClose;
   // if / while, a builtin function, a functional cast's type: the completion path opens their
   // `(`, which must fit the nesting limit.
   const bool unary = k.role == role_ptr && (row == ctx_start || row == ctx_expr ||

@@ -76,9 +76,13 @@ int code_completion(const Tables& t, const State& s) {
       --open_ifs;
     }
     // A body's operand still due: a constant (`M`) before the closers.
-    const bool due =
-        s.line_ctx == line_due || s.line_ctx == line_if_due || s.line_ctx == line_defined;
+    const bool due = s.line_ctx == line_due || s.line_ctx == line_if_due ||
+                     s.line_ctx == line_defined || s.line_ctx == line_defined_paren;
     if (s.pp == Pp::body) m += s.pp_depth + (access || due ? 1 : 0);
+    // A `?` takes `:` and an operand (`: M`).
+    for (int i = 0; i < s.pp_depth && s.pp == Pp::body; ++i) {
+      if (s.pp_stack[static_cast<std::size_t>(i)] == kTernary) ++m;
+    }
     // The line ends with <eol>: afterwards the code ends well unless a bracket below is open.
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : 0;
   } else {

@@ -189,7 +189,9 @@ enum LineCtx : std::uint8_t {
   line_start,
   line_if_due,
   line_if_operand,
-  line_defined,  // after `defined` (and its `(`): a name
+  line_defined,  // after `defined`: a name or `(`
+  line_defined_paren,  // after `defined (`: a name
+  line_defined_close,  // after `defined ( NAME`: `)`
   kLineContexts
 };
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__

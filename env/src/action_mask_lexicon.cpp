@@ -352,7 +352,7 @@ int assign_effects(std::vector<TokenInfo>& info) {
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
                                      k.role * 8 + (k.function_qual ? 1 : 0) +
                                          (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
-                                         (k.nullary ? 128 : 0));
+                                         (k.nullary ? 128 : 0) + k.ternary * 256);
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

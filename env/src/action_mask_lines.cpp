@@ -211,8 +211,13 @@ void into_body(const Tables&, State& s, const TokenInfo& k) {
   const bool callable = k.cat == Cat::local || k.role == role_function;
   const bool operand = k.role == role_operand || k.role == role_vector ||
                        k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
+  // A conditional operator's `?` is a bracket on the line's stack that its `:` closes.
+  if (k.ternary == 1) s.pp_stack[s.pp_depth++] = kTernary;
+  if (k.ternary == 2 && s.pp_depth > 0 && s.pp_stack[s.pp_depth - 1u] == kTernary) --s.pp_depth;
   if (s.line_ctx == line_defined) {
-    s.line_ctx = k.cat == Cat::open_paren ? line_defined : line_if_operand;
+    s.line_ctx = k.cat == Cat::open_paren ? line_defined_paren : line_if_operand;
+  } else if (s.line_ctx == line_defined_paren || s.line_ctx == line_defined_close) {
+    s.line_ctx = s.line_ctx == line_defined_paren ? line_defined_close : line_if_operand;
   } else if (k.pp_operator) {
     s.line_ctx = line_defined;
   } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand) {

@@ -645,6 +645,20 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "  int i = M > 0 ? (K ? 1 : 2) : M ? 3 : 4, j = i ? y[i ? 0 : 1] : 0;\n"
                         "  y[0] = sqrtf(i ? 1.0f : 2.0f) + (j > 1 ? 1 : 0);\n") == -1);
   }
+  SECTION("on #if lines `defined ( NAME )` and a `?` with its `:`") {
+    // (NVRTC: `expected a ")"` after `defined(M %`, `expected a ":"` at a line's end.)
+    CHECK(first_refused(kHead, "#if defined(M % 2\n") == 14);
+    CHECK(first_refused(kHead, "#if defined(M\n") == 13);
+    CHECK(first_refused(kHead, "#if defined\n") == 11);
+    CHECK(first_refused(kHead, "#if defined((M))\n") == 12);
+    CHECK(first_refused(kHead, "#if M ? K\n") == 9);
+    CHECK(first_refused(kHead, "#if (M ? K)\n") == 10);
+    CHECK(first_refused(kHead, "#if M : K\n") == 6);
+    CHECK(first_refused(kHead, "#define A (M > 0 ? 1\n") == 20);
+    CHECK(first_refused(kHead,
+                        "#if defined(M) && (defined K || M > 0 ? (K ? 1 : 2) : 0)\n#endif\n"
+                        "#define A (M > 0 ? NNZ / M : 0)\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
