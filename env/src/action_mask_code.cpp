@@ -202,8 +202,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
     case role_vector:
       s.ctx = ctx_member;
       return;
-    case role_incdec:  // postfix after an operand, else prefix
-      s.ctx = after_operand(s.ctx) ? ctx_value : ctx_operand_due;
+    case role_incdec:  // postfix after an operand, else prefix: a variable or `(` (an lvalue)
+      s.ctx = after_operand(s.ctx) ? ctx_value : ctx_address;
       return;
     case role_operator:
       // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
@@ -680,7 +680,8 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   if (k.ternary == 2 && (checks & kRefused) == 0) checks |= kCheckClose;
   // if / while, a builtin function, a functional cast's type: the completion path opens their
   // `(`, which must fit the nesting limit.
-  const bool unary = k.role == role_ptr && (row == ctx_start || row == ctx_expr ||
+  const bool unary = (k.role == role_ptr || k.role == role_incdec) &&
+                     (row == ctx_start || row == ctx_expr ||
                                             row == ctx_operand_due || row == ctx_args ||
                                             row == ctx_group || row == ctx_sizeof);
   const bool opens = k.condition || k.role == role_function || k.role == role_cast_kw || unary ||

@@ -166,7 +166,7 @@ enum Ctx : std::uint8_t {
   ctx_element,      // `]` of a writable element: `[` may follow again
   ctx_const_element,  // `]` of an element of a const pointer: no assignment
   ctx_deref,        // after a unary `*`: a pointer variable or `(` must come
-  ctx_address,      // after a unary `&`: a variable or `(` must come
+  ctx_address,      // after a unary `&` or a prefix ++ / --: a variable or `(` must come
   ctx_sizeof,       // after sizeof: an operand or `(` and a type
   ctx_result,       // after a group's or a call's `)`: anything that follows an operand but `(`
   ctx_args,         // after a call's `(`: an argument or `)`

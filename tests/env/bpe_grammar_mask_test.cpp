@@ -659,6 +659,14 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "#if defined(M) && (defined K || M > 0 ? (K ? 1 : 2) : 0)\n#endif\n"
                         "#define A (M > 0 ? NNZ / M : 0)\n") == -1);
   }
+  SECTION("a prefix ++ / -- takes a variable or a parenthesis") {
+    // (NVRTC: "expression must be a modifiable lvalue" of `--M`, `++2`, `--int(1)`.)
+    CHECK(first_refused(kHead, "  int i = ++2;") == 12);
+    CHECK(first_refused(kHead, "  int i = --M;") == 12);
+    CHECK(first_refused(kHead, "  y[0] = ++value_t(1);") == 14);  // `valu`: val is a pointer
+    CHECK(first_refused(kHead, "  int i = 0; i = ----i;") == 19);
+    CHECK(first_refused(kHead, "  int i = 0; ++i; --y[i]; ++(i); y[++i] = i-- + -(--i);\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
