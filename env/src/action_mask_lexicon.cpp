@@ -319,11 +319,12 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                   kDeclared | bit(ctx_result);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
-    // function); `->` after a pointer.
+    // function, nor a call's or a group's value - `int().x`, `(b).x`: NVRTC's "expression must
+    // have class type"); `->` after a pointer or a call's or a group's value (a cast's pointer).
     if (k.cat == Cat::access) {
       k.follows = w == "." ? bit(ctx_operand) | bit(ctx_element) | bit(ctx_const_element) |
-                                 kParen | bit(ctx_member) | bit(ctx_result)
-                           : bit(ctx_pointer) | kParen | bit(ctx_result);
+                                 bit(ctx_member)
+                           : bit(ctx_pointer) | bit(ctx_result);
     }
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }

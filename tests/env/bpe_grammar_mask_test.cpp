@@ -667,6 +667,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(kHead, "  int i = 0; i = ----i;") == 19);
     CHECK(first_refused(kHead, "  int i = 0; ++i; --y[i]; ++(i); y[++i] = i-- + -(--i);\n") == -1);
   }
+  SECTION("no member of a call's or a group's value") {
+    // (NVRTC: "expression must have class type but it has type "int"".)
+    CHECK(first_refused(kHead, "  int i = int(1).x;") == 16);
+    CHECK(first_refused(kHead, "  int i = (M).x;") == 13);
+    CHECK(first_refused(kHead, "  if (M).x") == 9);  // `.` may start `.5`
+    CHECK(first_refused(kHead,
+                        "  float4 v = reinterpret_cast<const float4*>(x)[0];\n"
+                        "  y[0] = v.x + reinterpret_cast<const float4*>(x)->y + threadIdx.x;\n") ==
+          -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
