@@ -349,7 +349,9 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.local >= t.locals || k.local > s.locals_used) return false;
   // A line's body names what is known (a macro, a macro's parameter, a function, a variable): a
   // new name there is undeclared wherever the macro is expanded, or a call of nothing on #if.
-  if (on_line(s)) return k.local < s.locals_used;
+  if (on_line(s)) {
+    return k.local < s.locals_used && (s.line_ctx != line_if_divisor || is_macro(s, k.local));
+  }
   if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
   // After a unary `*` a pointer (or an array).
   if (s.ctx == ctx_deref && (k.local == s.locals_used || !local_bit(s.pointers, k.local))) {
@@ -621,7 +623,14 @@ std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   const bool defined = line_ctx == line_defined || line_ctx == line_defined_paren ||
                        line_ctx == line_defined_close;
   if (k.cat == Cat::eol) {
-    return line_ctx == line_due || line_ctx == line_if_due || defined ? kRefused : 0;
+    const bool due = line_ctx == line_due || line_ctx == line_if_due || line_ctx == line_if_divisor;
+    return due || defined ? kRefused : 0;
+  }
+  // A divisor on an #if line (NVRTC: "division by zero" of `/ EMPTY_ROWS`, `/ warpSize`, `% 0`).
+  if (line_ctx == line_if_divisor) {
+    if (k.cat == Cat::num) return 0;
+    if (k.cat == Cat::local) return kCheckLocal;
+    return k.cat == Cat::constant && k.least == 1 ? kCheckFormat : kRefused;
   }
   // `defined NAME` or `defined ( NAME )` (NVRTC: `expected a ")"` after `defined(M %`).
   if (line_ctx == line_defined_close) return k.cat == Cat::close_paren ? 0 : kRefused;

@@ -77,7 +77,8 @@ int code_completion(const Tables& t, const State& s) {
     }
     // A body's operand still due: a constant (`M`) before the closers.
     const bool due = s.line_ctx == line_due || s.line_ctx == line_if_due ||
-                     s.line_ctx == line_defined || s.line_ctx == line_defined_paren;
+                     s.line_ctx == line_defined || s.line_ctx == line_defined_paren ||
+                     s.line_ctx == line_if_divisor;  // K
     if (s.pp == Pp::body) m += s.pp_depth + (access || due ? 1 : 0);
     // A `?` takes `:` and an operand (`: M`).
     for (int i = 0; i < s.pp_depth && s.pp == Pp::body; ++i) {

@@ -53,7 +53,9 @@ Verdict bounds_operand(const Tables&, const State& s, const TokenInfo& k) {
                        k.cat == Cat::literal || k.role == role_type ||
                        (k.cat == Cat::local && !is_macro(s, k.local)) ||
                        k.role == role_incdec || k.cat == Cat::access ||
-                       k.cat == Cat::punct_other ||  // + - * / ( ) and `,` alone
+                       // + - * ( ) and `,` alone: no `/` or `%` (NVRTC: "division by zero" of
+                       // `NNZ / EMPTY_ROWS`, a constant 0 on some matrix)
+                       k.cat == Cat::punct_other || k.cat == Cat::slash ||
                        (k.cat == Cat::comma && s.depth != 1) ||
                        (k.role == role_ptr && s.ctx != ctx_macro && s.ctx != ctx_value &&
                         s.ctx != ctx_paren);

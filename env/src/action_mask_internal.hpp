@@ -192,6 +192,9 @@ enum LineCtx : std::uint8_t {
   line_defined,  // after `defined`: a name or `(`
   line_defined_paren,  // after `defined (`: a name
   line_defined_close,  // after `defined ( NAME`: `)`
+  // After `/` or `%` on an #if line: a divisor that is never 0 - a number not starting with 0, a
+  // constant of the format at least 1 on every matrix, a macro (an unknown name there is 0).
+  line_if_divisor,
   kLineContexts
 };
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
@@ -233,6 +236,7 @@ struct TokenInfo {
   bool jump = false;           // continue, break: inside a loop's body alone
   // The conditional operator: `?` (1) opens a '?' on the code's stack, `:` (2) closes it.
   std::uint8_t ternary = 0;
+  bool divides = false;        // `/`, `%`
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   int local = -1;              // local index
@@ -339,6 +343,7 @@ struct Forced {
 enum class Num : std::uint8_t {
   off,
   start,
+  start_nonzero,  // a divisor on an #if line: no leading 0
   zero,
   dec,
   dot_start,

@@ -201,6 +201,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.loop = t.cls == TokenClass::keyword && t.text == "while";
   k.jump = t.cls == TokenClass::keyword && (t.text == "continue" || t.text == "break");
   if (t.cls == TokenClass::punct) k.ternary = t.text == "?" ? 1 : t.text == ":" ? 2 : 0;
+  k.divides = t.cls == TokenClass::punct && (t.text == "/" || t.text == "%");
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);

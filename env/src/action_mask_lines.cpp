@@ -51,6 +51,8 @@ NumberStep num_next(const State& s, char c) {
     const bool exponent = c == 'e' || c == 'E';
     const bool float_suffix = c == 'f' || c == 'F' || c == 'l' || c == 'L';
     switch (s.num) {
+      case Num::start_nonzero:
+        return c >= '1' && c <= '9' ? Num::dec : Num::off;
       case Num::start:
         if (c == '0') return Num::zero;
         if (is_dec(c)) return Num::dec;
@@ -206,7 +208,9 @@ void macro_params_go_on(const Tables&, State& s, const TokenInfo&) {
 }
 void into_body(const Tables&, State& s, const TokenInfo& k) {
   s.pp = Pp::body;
+  const bool divisor = s.line_ctx == line_if_divisor;
   take_code_word(s, k);
+  if (divisor && k.cat == Cat::num) s.num = Num::start_nonzero;
   // The body's expression: after an operand, a name or builtin function, or an operator.
   const bool callable = k.cat == Cat::local || k.role == role_function;
   const bool operand = k.role == role_operand || k.role == role_vector ||
@@ -220,8 +224,11 @@ void into_body(const Tables&, State& s, const TokenInfo& k) {
     s.line_ctx = s.line_ctx == line_defined_paren ? line_defined_close : line_if_operand;
   } else if (k.pp_operator) {
     s.line_ctx = line_defined;
-  } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand) {
-    s.line_ctx = callable || operand ? line_if_operand : line_if_due;
+  } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand ||
+             s.line_ctx == line_if_divisor) {
+    s.line_ctx = callable || operand ? line_if_operand
+                 : k.divides         ? line_if_divisor
+                                     : line_if_due;
   } else {
     s.line_ctx = callable ? line_callable : operand ? line_operand : line_due;
   }

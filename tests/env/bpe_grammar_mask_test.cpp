@@ -677,6 +677,19 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "  y[0] = v.x + reinterpret_cast<const float4*>(x)->y + threadIdx.x;\n") ==
           -1);
   }
+  SECTION("no division by what may be 0 on #if lines, none in __launch_bounds__") {
+    // (NVRTC: "division by zero" - an unknown name on #if is 0, EMPTY_ROWS is on some matrix.)
+    CHECK(first_refused(kHead, "#if M / EMPTY_ROWS\n") == 8);
+    CHECK(first_refused(kHead, "#if M % 0\n") == 8);
+    CHECK(first_refused(kHead, "#if M / warpSize\n") == 8);
+    CHECK(first_refused(kHead, "#if M / (K)\n") == 8);
+    CHECK(first_refused(kHead, "#define C 4\n#if M % C == 0 && K / 2 > 1 && M / K\n#endif\n") ==
+          -1);
+    const std::string head = "//@format csr\n//@launch k grid=K block=128\n#define B 128\n"
+                             "extern \"C\" __global__ void __launch_bounds__(";
+    CHECK(first_refused(head, "B / 2") == 2);
+    CHECK(first_refused(head, "B * 2 - 1) k(") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
