@@ -166,7 +166,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
     case role_qual:
       if (!in_type) s.run = 0;
       if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
-      if (s.ctx != ctx_ptr) s.ctx = ctx_qual;
+      if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
       return;
     case role_ptr:  // in a type, a binary operator, or a unary `*` / `&`
       s.ctx = in_type                ? ctx_ptr

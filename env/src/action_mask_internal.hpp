@@ -173,9 +173,12 @@ enum Ctx : std::uint8_t {
   ctx_group,        // after a grouping `(`: an operand, or a cast's type
   ctx_for,          // after for: `(` must come
   ctx_initialized,  // after a declarator's brace initializer `{...}`: `,` or `;` (NVRTC: ";")
+  // After `extern` in a function: `__shared__` must come (`extern int v;` there declares a host
+  // variable at namespace scope, which NVRTC refuses).
+  ctx_extern,
   kContexts,
 };
-static_assert(kContexts <= 32, "TokenInfo::follows holds a bit per context");
+static_assert(kContexts <= 64, "TokenInfo::follows holds a bit per context");
 // Where a preprocessor line's body stands (State::line_ctx): a body is an expression (#if, #elif,
 // a macro's: every macro of the corpus is a number or an expression), so operands and operators
 // alternate there too - an operand due (at its start, after an operator), after an operand, after
@@ -250,7 +253,7 @@ struct TokenInfo {
   // and the contexts (bits of Ctx) it may follow in code.
   std::uint8_t role = 0;
   std::uint8_t type_bits = 0;
-  std::uint32_t follows = 0;
+  std::uint64_t follows = 0;
   // Per row of the code-token rules, what it needs of the state there (Check bits).
   std::array<std::uint8_t, kRows> checks{};
 };
@@ -684,6 +687,8 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_group:  // <num> 0
     case ctx_sizeof:
       return 2;
+    case ctx_extern:  // __shared__
+      return 1;
     case ctx_cast_kw:  // < int > ( <num> 0 )
       return 3 + kCastOperand;
     default:

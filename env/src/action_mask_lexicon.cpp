@@ -221,25 +221,26 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
 // one may start (kOperandStart), a binary operator after an operand (kAfterOperand), statements'
 // keywords where a statement may start.
 void assign_role(const TokenSpec& spec, TokenInfo& k) {
-  constexpr auto bit = [](int ctx) { return static_cast<std::uint32_t>(1u << ctx); };
-  constexpr std::uint32_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
+  constexpr auto bit = [](int ctx) { return std::uint64_t{1} << ctx; };
+  constexpr std::uint64_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
                           kDeclared = bit(ctx_declared), kQual = bit(ctx_qual),
                           kStart = bit(ctx_start), kParen = bit(ctx_paren);
-  constexpr std::uint32_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
+  constexpr std::uint64_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
                                           bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
-  constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
+  constexpr std::uint64_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
                                           bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
                                           bit(ctx_const_element) | bit(ctx_result);
   // An assignment, ++ / -- after a variable or a writable element.
-  constexpr std::uint32_t kAfterLvalue =
+  constexpr std::uint64_t kAfterLvalue =
       bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
-  constexpr std::uint32_t kDeref = bit(ctx_deref) | bit(ctx_address);
-  constexpr std::uint32_t kAll = (1u << kContexts) - 1;
+  constexpr std::uint64_t kDeref = bit(ctx_deref) | bit(ctx_address);
+  constexpr std::uint64_t kAll = (std::uint64_t{1} << kContexts) - 1;
   // Where an operand, a parenthesis or a member is due the completion path writes it first.
-  constexpr std::uint32_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
+  constexpr std::uint64_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
                                      ~bit(ctx_call) & ~bit(ctx_call_args) & ~bit(ctx_member) & ~kCall &
                                      ~bit(ctx_group) & ~bit(ctx_for) & ~bit(ctx_cast_kw) &
-                                     ~bit(ctx_cast_type) & ~kDeref & ~bit(ctx_sizeof);
+                                     ~bit(ctx_cast_type) & ~kDeref & ~bit(ctx_sizeof) &
+                                     ~bit(ctx_extern);
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
@@ -263,6 +264,10 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_qual;
     k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group) | bit(ctx_cast_type);
     if (w == "__restrict__") k.follows = kPtr;  // of a pointer alone
+    // `extern` where a statement starts, `extern __shared__` (NVRTC: "a storage class may not be
+    // specified here" of `const extern`; a host variable of `extern int v;` in a function).
+    if (w == "extern") k.follows = kStart;
+    if (w == "__shared__") k.follows |= bit(ctx_extern);
   } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;

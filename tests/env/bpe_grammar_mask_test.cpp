@@ -690,6 +690,14 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(head, "B / 2") == 2);
     CHECK(first_refused(head, "B * 2 - 1) k(") == -1);
   }
+  SECTION("extern in a function: where a statement starts, then __shared__") {
+    // (NVRTC: a host variable at namespace scope of `extern int v;`, "a storage class may not be
+    // specified here" of `const extern`.)
+    CHECK(first_refused(kHead, "  extern int v;") == 9);
+    CHECK(first_refused(kHead, "  int i = 0; const extern") == 19);
+    CHECK(first_refused(kHead, "  y[0] = (extern") == 12);  // `ext`: exp goes no further
+    CHECK(first_refused(kHead, "  extern __shared__ value_t s[];\n  s[0] = 1;\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
