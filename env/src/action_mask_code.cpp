@@ -383,6 +383,11 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
     return k.ternary == 2 ? top == kTernary : closer_for(top) == close_char(k.cat);
   }
   const std::uint8_t open = innermost(s);
+  // No bracket open before the innermost #if closes inside its group.
+  const bool pops = k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
+                    k.cat == Cat::close_brace || k.ternary == 2 ||
+                    (k.word == w_angle_close && open == kCastAngle);
+  if (pops && s.if_depth > 0 && s.depth <= s.if_base[s.if_depth - 1u]) return false;
   if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
   // A cast's angle holds one type; a `?` takes its `:` first.

@@ -71,8 +71,8 @@ int code_completion(const Tables& t, const State& s) {
   int open_ifs = s.if_depth;
   if (s.pp != Pp::none) {
     m += kLineEnd[static_cast<std::size_t>(s.pp)];
-    if (s.pp == Pp::hash && open_ifs > 0) {
-      m -= 1;  // `endif <eol>` closes one
+    if (s.pp == Pp::hash && open_ifs > 0 && if_closable(s)) {
+      m -= 1;  // `endif <eol>` closes one (where the brackets are as at its #if)
       --open_ifs;
     }
     // A body's operand still due: a constant (`M`) before the closers.

@@ -387,6 +387,8 @@ constexpr std::uint8_t kCastAngle = '<';
 constexpr int kCastOperand = 4;
 // Brackets open at once in code and on a preprocessor line (the State's stacks).
 constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
+// #if groups open at once (State::if_base).
+constexpr int kMaxIfDepth = 16;
 // A launch expression's open parentheses and calls, unary minus signs; the largest literal in a
 // grid= expression (the design space's largest is 8192), and block= / smem= (literals alone: a
 // block of 1..1024 threads, 0..48 KiB of dynamic shared memory, as reward's limits).
@@ -505,6 +507,10 @@ struct ActionMask::State {
   // while's `)` just closed, whose body's statement is under way (to its `{` or its `;`).
   std::uint64_t loop_braces = 0;
   std::uint64_t else_seen = 0;  // per open #if (bit if_depth - 1): its #else has appeared
+  // Per open #if, the code's bracket depth where it opened: the preprocessor keeps one branch,
+  // so each keeps the brackets as they were (NVRTC: `expected a ")"` after an #endif whose
+  // dropped branch held the `)`); #else, #elif and #endif only at that depth, no closer below it.
+  std::array<std::uint8_t, detail::kMaxIfDepth> if_base{};
   bool loop_pending = false;
   bool while_cond = false;  // the ctx_cond under way is a while's
   std::int32_t tokens = 0;
@@ -694,6 +700,11 @@ inline int due_tokens(std::uint8_t ctx) {
     default:
       return 0;
   }
+}
+
+// The innermost #if's group may end here: the code's brackets as they were where it opened.
+inline bool if_closable(const State& s) {
+  return s.if_depth == 0 || s.depth == s.if_base[s.if_depth - 1u];
 }
 
 // Inside a loop's body: continue and break may stand here.

@@ -163,7 +163,10 @@ Verdict directive_word(const Tables&, const State& s, const TokenInfo& k) {
   const Directive* d = directive(k);
   const bool after_else = (k.param == pp_else || k.param == pp_elif) &&
                           (s.else_seen & innermost_if_bit(s)) != 0;
-  return allow_if(d != nullptr && (!d->needs_if || s.if_depth > 0) && !after_else);
+  // A group ends where the code's brackets are as they were at its #if; at most kMaxIfDepth open.
+  const bool misplaced = (d != nullptr && d->needs_if && !if_closable(s)) ||
+                         (d != nullptr && d->if_change > 0 && s.if_depth >= kMaxIfDepth);
+  return allow_if(d != nullptr && (!d->needs_if || s.if_depth > 0) && !after_else && !misplaced);
 }
 void start_directive(const Tables&, State& s, const TokenInfo& k) {
   const Directive* d = directive(k);
@@ -171,6 +174,7 @@ void start_directive(const Tables&, State& s, const TokenInfo& k) {
   if (d->if_change < 0) s.else_seen &= ~innermost_if_bit(s);  // an #endif: its #if closes
   s.if_depth = static_cast<std::uint8_t>(s.if_depth + d->if_change);
   if (d->if_change > 0) s.else_seen &= ~innermost_if_bit(s);  // a new #if opens
+  if (d->if_change > 0) s.if_base[s.if_depth - 1u] = s.depth;
   s.pp = d->next;
   if (d->next == Pp::if_expr_start) s.line_ctx = line_if_due;
 }

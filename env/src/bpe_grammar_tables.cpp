@@ -156,14 +156,14 @@ struct Fnv {
 std::uint64_t digest(const State& s) {
   // Every field but the token count, one by one (padding bytes are not the state's). A new field
   // of State must be added here: the size check below is the reminder.
-  static_assert(sizeof(State) == 560, "ActionMask::State changed: update bpe_grammar::digest");
+  static_assert(sizeof(State) == 576, "ActionMask::State changed: update bpe_grammar::digest");
   Fnv f;
   f.add(s.phase), f.add(s.format), f.add(s.key), f.add(s.launches), f.add(s.digits);
   f.add(s.value), f.add(s.es), f.add(s.which), f.add(s.frames), f.add(s.nframes), f.add(s.unary);
   f.add(s.chars), f.add(s.sums), f.add(s.terms), f.add(s.firsts), f.add(s.evals), f.add(s.negate);
   f.add(s.divides_by_zero), f.add(s.function), f.add(s.stack), f.add(s.depth), f.add(s.pp_stack),
       f.add(s.pp_depth);
-  f.add(s.pp), f.add(s.if_depth), f.add(s.else_seen), f.add(s.last), f.add(s.num);
+  f.add(s.pp), f.add(s.if_depth), f.add(s.else_seen), f.add(s.if_base), f.add(s.last), f.add(s.num);
   f.add(s.num_len), f.add(s.num_u);
   f.add(s.num_l), f.add(s.num_lcase), f.add(s.locals_used), f.add(s.decl), f.add(s.top),
       f.add(s.decl_pos);

@@ -698,6 +698,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(kHead, "  y[0] = (extern") == 12);  // `ext`: exp goes no further
     CHECK(first_refused(kHead, "  extern __shared__ value_t s[];\n  s[0] = 1;\n") == -1);
   }
+  SECTION("an #if group keeps the code's brackets as they were at its #if") {
+    // (NVRTC: `expected a ")"` after an #endif whose dropped branch held the `)`.)
+    CHECK(first_refused(kHead, "  int i = (1\n#if M\n)") == 19);
+    CHECK(first_refused(kHead, "#if M\n  y[0] = (1\n#endif") == 19);  // `#e`: #else, #elif too
+    CHECK(first_refused(kHead, "#if M\n  {\n#else") == 11);
+    CHECK(first_refused(kHead,
+                        "  int i = 0;\n#if M\n  i = (1 + 2);\n#elif K\n  { i = 1; }\n#else\n"
+                        "  i = 2;\n#endif\n  y[0] = i\n#if M\n  + 1\n#endif\n  ;\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
