@@ -396,7 +396,11 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   // comes before it.
   if (k.word == w_angle_close) {
     const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
-    return open == kCastAngle ? typed : s.ctx != ctx_qual;
+    if (open == kCastAngle) return typed;
+    // Elsewhere a comparison after an operand, or a template's parameters closing (not after a
+    // type or a declared name: NVRTC's `expected a ";"` of `long v >`, `(float >`).
+    const bool declaring_type = typed || s.ctx == ctx_qual || s.ctx == ctx_declared;
+    return !declaring_type || (s.top == Top::tmpl_params && s.ctx != ctx_qual);
   }
   if (s.depth == 0 || closer_for(open) != close_char(k.cat)) return false;
   if (is_for_paren(open)) return open == kForParen + 2;

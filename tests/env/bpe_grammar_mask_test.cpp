@@ -707,6 +707,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "  int i = 0;\n#if M\n  i = (1 + 2);\n#elif K\n  { i = 1; }\n#else\n"
                         "  i = 2;\n#endif\n  y[0] = i\n#if M\n  + 1\n#endif\n  ;\n") == -1);
   }
+  SECTION("`>` after an operand, a cast's type or a template's parameter") {
+    // (NVRTC: `expected a ";"` of `long v >`, `expected an identifier` of `double >`.)
+    CHECK(first_refused(kHead, "  long v >") == 9);
+    CHECK(first_refused(kHead, "  int i = (float >") == 17);
+    CHECK(first_refused(kHead, "  double >") == 9);
+    CHECK(first_refused(kHead, "  int i = M > 1 && static_cast<const int*>(row_ptr)[0] >= 0;\n") ==
+          -1);
+    CHECK(first_refused("//@format csr\n//@launch k grid=K block=32\n",
+                        "template <int G, int H>\n__device__ int f() { return G > H; }\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
