@@ -234,6 +234,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
     s.while_cond = k.loop;
   } else if (k.for_loop) {
     s.ctx = ctx_for;
+  } else if (k.cat == Cat::open_bracket && s.ctx != ctx_declared) {
+    s.ctx = ctx_operand_due;  // a subscript (an array's declarator alone may be empty: `s[]`)
   } else {
     s.ctx = ctx_expr;
   }

@@ -717,6 +717,12 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused("//@format csr\n//@launch k grid=K block=32\n",
                         "template <int G, int H>\n__device__ int f() { return G > H; }\n") == -1);
   }
+  SECTION("a subscript holds an expression") {
+    // (NVRTC: "expected an expression" of `y[]`, `y<::>` - a digraph's `]`.)
+    CHECK(first_refused(kHead, "  y[] = 1;") == 4);
+    CHECK(first_refused(kHead, "  int i = y[:>;") == 12);  // `:>` is `]`
+    CHECK(first_refused(kHead, "  extern __shared__ value_t s[];\n  s[0] = y[0];\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
