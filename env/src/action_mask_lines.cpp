@@ -104,6 +104,10 @@ Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
   if (bounds && !is_dec(static_cast<char>(k.param))) return Verdict::refuse;
   const Num next = num_next(s, static_cast<char>(k.param)).num;
   if (next == Num::off) return Verdict::refuse;
+  // #if / #elif take integers (NVRTC: "expression must have integral or enum type" of `.5`, `6.`).
+  const bool floating = next == Num::dot_start || next == Num::frac || next == Num::exp_start ||
+                        next == Num::exp_sign || next == Num::exp || next == Num::float_suffix;
+  if (floating && on_line(s) && s.line_ctx == line_if_operand) return Verdict::refuse;
   return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
 }
 void take_number_digit(const Tables&, State& s, const TokenInfo& k) {

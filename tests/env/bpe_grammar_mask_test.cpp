@@ -723,6 +723,13 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(kHead, "  int i = y[:>;") == 12);  // `:>` is `]`
     CHECK(first_refused(kHead, "  extern __shared__ value_t s[];\n  s[0] = y[0];\n") == -1);
   }
+  SECTION("integers on #if lines") {
+    // (NVRTC: "expression must have integral or enum type" of `#if M > .5`.)
+    CHECK(first_refused(kHead, "#if M > .5\n") == 8);
+    CHECK(first_refused(kHead, "#if M > 6.\n") == 9);
+    CHECK(first_refused(kHead, "#if M > 1e3\n") == 9);
+    CHECK(first_refused(kHead, "#if M > 0x1f && K < 10u\n#endif\n#define A 1.5f\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
