@@ -117,13 +117,15 @@ constexpr std::string_view kKeepWords[] = {
 // names), statements whose structure the rules do not track (switch / case / default, do ...
 // while, goto and its labels), declarations that need what the rules cannot see (auto and
 // constexpr need an initializer, register is gone from C++17), and words with no use in a kernel
-// here. No reference or design-space program writes any of them; random programs wrote them
-// anywhere, and NVRTC refused those (docs/bpe.md, "The compile stage of random programs").
+// here, nullptr (NVRTC refused it in arithmetic: "expression must have arithmetic type"). No
+// reference or design-space program writes any of them; random programs wrote them anywhere, and
+// NVRTC refused those (docs/bpe.md, "The compile stage of random programs").
 constexpr std::string_view kUnmodelledWords[] = {
     "alignas",  "alignof", "auto",     "case",     "class",     "constexpr", "const_cast",
     "decltype", "default", "do",       "enum",     "explicit",  "goto",      "namespace",
     "noexcept", "operator", "register", "static_assert", "struct", "switch",  "this",
-    "typedef",  "typename", "union",   "using",    "__host__",  "__constant__", "__align__"};
+    "typedef",  "typename", "union",   "using",    "__host__",  "__constant__", "__align__",
+    "nullptr"};
 
 // Type names of host headers that NVRTC does not know.
 constexpr std::string_view kHostTypes[] = {"uint",    "int8_t",  "int16_t",  "int32_t", "int64_t",

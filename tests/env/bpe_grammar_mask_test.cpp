@@ -730,6 +730,11 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(kHead, "#if M > 1e3\n") == 9);
     CHECK(first_refused(kHead, "#if M > 0x1f && K < 10u\n#endif\n#define A 1.5f\n") == -1);
   }
+  SECTION("no nullptr") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `nullptr / 2`.)
+    CHECK(first_refused(kHead, "  int i = nullptr / 2;") == 10);  // `n`: no name starts so
+    CHECK(first_refused(kHead, "  int i = NNZ / 2;\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
