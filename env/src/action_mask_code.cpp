@@ -359,6 +359,11 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.ctx == ctx_deref && (k.local == s.locals_used || !local_bit(s.pointers, k.local))) {
     return false;
   }
+  // After a type word, a qualifier or a type's `*` a name is declared - where a declaration
+  // stands - or a macro: `(int v` and `const v` with v a variable declare nothing (NVRTC:
+  // `expected a ")"`, "explicit type is missing").
+  const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
+  if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 

@@ -735,6 +735,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(kHead, "  int i = nullptr / 2;") == 10);  // `n`: no name starts so
     CHECK(first_refused(kHead, "  int i = NNZ / 2;\n") == -1);
   }
+  SECTION("after a type or a qualifier a name is declared where a declaration stands") {
+    // (NVRTC: `expected a ")"` of `(int i`, "explicit type is missing" of `const y`.)
+    CHECK(first_refused(kHead, "  int i = 0; y[0] = (int i") == 25);
+    CHECK(first_refused(kHead, "  const y") == 8);
+    CHECK(first_refused(kHead, "  int i = 0; i = sizeof(const int* i") == 35);
+    CHECK(first_refused(kHead,
+                        "  int i = (int)M + sizeof(int);\n  const int j = i;\n"
+                        "  for (int k = 0; k < j; ++k) { value_t* const p = y; p[k] = 0; }\n") ==
+          -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
