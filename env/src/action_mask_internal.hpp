@@ -475,6 +475,7 @@ struct ActionMask::State {
   std::array<std::uint8_t, detail::kMaxDeclNames> decl_names{};  // the kernel's, its parameters'
   std::uint8_t decl_named = 0;
   bool bounds_used = false;
+  std::uint8_t bounds_commas = 0;  // `,` between __launch_bounds__'s arguments so far
   std::uint16_t launched = 0, defined = 0;  // kernel names (bits of locals) launched / declared
   // Where a new local may appear in code: after a type (kTypeDeclarator, kept through declarator
   // prefixes), right after a local (kNameDeclarator: a user type or a macro naming one), or after

@@ -167,7 +167,7 @@ std::uint64_t digest(const State& s) {
   f.add(s.num_len), f.add(s.num_u);
   f.add(s.num_l), f.add(s.num_lcase), f.add(s.locals_used), f.add(s.decl), f.add(s.top),
       f.add(s.decl_pos);
-  f.add(s.decl_names), f.add(s.decl_named), f.add(s.bounds_used), f.add(s.launched);
+  f.add(s.decl_names), f.add(s.decl_named), f.add(s.bounds_used), f.add(s.bounds_commas), f.add(s.launched);
   f.add(s.defined), f.add(s.declarator), f.add(s.list_depth), f.add(s.scope), f.add(s.braces);
   f.add(s.soft_depth), f.add(s.soft_closed), f.add(s.ctx), f.add(s.run), f.add(s.line_ctx);
   f.add(s.line_last), f.add(s.pointers), f.add(s.consts), f.add(s.decl_const);

@@ -689,6 +689,8 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                              "extern \"C\" __global__ void __launch_bounds__(";
     CHECK(first_refused(head, "B / 2") == 2);
     CHECK(first_refused(head, "B * 2 - 1) k(") == -1);
+    CHECK(first_refused(head, "B, 2, 1) k(") == 4);  // at most two arguments
+    CHECK(first_refused(head, "B, (2)) k(") == -1);
   }
   SECTION("extern in a function: where a statement starts, then __shared__") {
     // (NVRTC: a host variable at namespace scope of `extern int v;`, "a storage class may not be
