@@ -197,9 +197,13 @@ void name_macro(const Tables&, State& s, const TokenInfo& k) {
   set_scope(s, k.local, kScopeMacro);
   s.pp = Pp::after_macro_name;
 }
-// #undef / #ifdef / #ifndef NAME: a name not in scope is taken for a macro from here on.
+// #ifdef / #ifndef NAME: the name's scope stays as it was (an unknown name is no macro: NVRTC's
+// "identifier is undefined" where code named it after `#ifdef X`); #undef NAME: a macro's name
+// leaves scope.
 void name_tested(const Tables&, State& s, const TokenInfo& k) {
-  if (k.cat == Cat::local && scope_of(s, k.local) == kScopeDead) set_scope(s, k.local, kScopeMacro);
+  if (k.cat == Cat::local && s.pp == Pp::undef_name && is_macro(s, k.local)) {
+    set_scope(s, k.local, kScopeDead);
+  }
   s.pp = Pp::eol_only;
 }
 

@@ -645,6 +645,11 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "  int i = M > 0 ? (K ? 1 : 2) : M ? 3 : 4, j = i ? y[i ? 0 : 1] : 0;\n"
                         "  y[0] = sqrtf(i ? 1.0f : 2.0f) + (j > 1 ? 1 : 0);\n") == -1);
   }
+}
+
+// Continued again (the case above at its size limit): preprocessor lines, declarations, operands.
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, continued again",
+          "[env][bpe][mask]") {
   SECTION("on #if lines `defined ( NAME )` and a `?` with its `:`") {
     // (NVRTC: `expected a ")"` after `defined(M %`, `expected a ":"` at a line's end.)
     CHECK(first_refused(kHead, "#if defined(M % 2\n") == 14);
@@ -745,6 +750,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(kHead,
                         "  int i = (int)M + sizeof(int);\n  const int j = i;\n"
                         "  for (int k = 0; k < j; ++k) { value_t* const p = y; p[k] = 0; }\n") ==
+          -1);
+  }
+  SECTION("#ifdef, #ifndef and #undef define no name") {
+    // (NVRTC: "identifier is undefined" of a name #undef or #ifdef named and nothing defined.)
+    CHECK(first_refused(kHead, "#undef A\n  y[0] = A;") == 18);
+    CHECK(first_refused(kHead, "#define A 1\n#undef A\n  y[0] = A;") == 30);
+    CHECK(first_refused(kHead, "#ifdef A\n#endif\n  y[0] = A;") == 25);
+    CHECK(first_refused(kHead,
+                        "#ifndef A\n#define A 2\n#endif\n  y[0] = A;\n#undef A\n  int A = 1;\n") ==
           -1);
   }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
