@@ -511,7 +511,9 @@ void take_open(State& s, const TokenInfo& k) {
     ++s.braces;
     // A loop's body: continue and break may stand in it (and in the blocks inside).
     if (s.loop_pending) s.loop_braces |= std::uint64_t{1} << (s.depth - 1u);
+    if (s.if_pending) s.if_braces |= std::uint64_t{1} << (s.depth - 1u);
     s.loop_pending = false;
+    s.if_pending = false;
   }
   if (innermost(s) == '{') s.last = Last::brace_open;
 }
@@ -523,6 +525,10 @@ void take_close(State& s, const TokenInfo& k) {
   } else {
     --s.depth;
     s.loop_braces &= ~(std::uint64_t{1} << s.depth);
+    // An if's block closes: its `else` may follow.
+    if (open == '{' && ((s.if_braces >> s.depth) & 1u) != 0) s.else_ok = true;
+    s.if_braces &= ~(std::uint64_t{1} << s.depth);
+    if (open == kCondParen) s.if_pending = true;  // an if's `)`: its statement follows
     if (open == '{') close_block(s);
     // A for's or a while's `)`: its body follows.
     if (open == kForParen + 2 || open == kLoopCondParen) s.loop_pending = true;
@@ -534,6 +540,10 @@ void take_semi(State& s, const TokenInfo&) {
   s.last = on_line(s) ? Last::other : Last::semi;
   if (!on_line(s) && is_for_paren(innermost(s))) ++s.stack[s.depth - 1u];  // the next clause
   if (!on_line(s) && at_statement(s)) s.loop_pending = false;  // a loop's one-statement body ends
+  if (!on_line(s) && at_statement(s) && s.if_pending) {  // an if's one statement ends
+    s.if_pending = false;
+    s.else_ok = true;
+  }
 }
 void take_access(State& s, const TokenInfo&) { s.last = Last::access; }
 void take_number(State& s, const TokenInfo&) {
@@ -720,6 +730,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
   if (k.file_only && in_function(s)) return false;
   if (k.jump && !in_loop(s)) return false;
+  if (k.is_else && !s.else_ok) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -732,6 +743,7 @@ void take_code_word(State& s, const TokenInfo& k) {
 // A code token outside a preprocessor line: scopes, brackets and locals, the kernel declaration,
 // the declarator, the type-word context.
 void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
+  if (s.pp == Pp::none) s.else_ok = false;  // an `else` right after an if's statement alone
   const bool macro = k.cat == Cat::local && scope_of(s, k.local) == kScopeMacro;
   const bool declares =
       k.cat == Cat::local && new_local_allowed(s) && s.declarator == kTypeDeclarator && !macro;
@@ -776,6 +788,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (!in_loop(s)) {
     for (TokenId id : t.jump_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (!s.else_ok) {
+    for (TokenId id : t.else_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   // Locals come in canonical order: those past the next new one are refused (their 0 stays).
   const int last = std::min<int>(s.locals_used, t.locals - 1);

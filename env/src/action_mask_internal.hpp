@@ -237,6 +237,7 @@ struct TokenInfo {
   bool for_loop = false;       // for: `(` and its clauses follow
   bool loop = false;           // while: its condition's `)` opens a loop's body
   bool jump = false;           // continue, break: inside a loop's body alone
+  bool is_else = false;        // else: right after an if's statement alone
   // The conditional operator: `?` (1) opens a '?' on the code's stack, `:` (2) closes it.
   std::uint8_t ternary = 0;
   bool divides = false;        // `/`, `%`
@@ -513,6 +514,12 @@ struct ActionMask::State {
   // dropped branch held the `)`); #else, #elif and #endif only at that depth, no closer below it.
   std::array<std::uint8_t, detail::kMaxIfDepth> if_base{};
   bool loop_pending = false;
+  // An if's statement (NVRTC: "expected a statement" of an `else` after anything else): per code
+  // stack index, a bit for a block that is an if's body; an if's `)` just closed, whose statement
+  // is under way (to its `{` or its `;`); the code token before ended an if's statement.
+  std::uint64_t if_braces = 0;
+  bool if_pending = false;
+  bool else_ok = false;
   bool while_cond = false;  // the ctx_cond under way is a while's
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
@@ -727,6 +734,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> local_ids;
   std::vector<TokenId> file_only_ids;  // TokenInfo::file_only
   std::vector<TokenId> jump_ids;       // TokenInfo::jump
+  std::vector<TokenId> else_ids;       // TokenInfo::is_else
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -202,6 +202,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
   k.loop = t.cls == TokenClass::keyword && t.text == "while";
   k.jump = t.cls == TokenClass::keyword && (t.text == "continue" || t.text == "break");
+  k.is_else = t.cls == TokenClass::keyword && t.text == "else";
   if (t.cls == TokenClass::punct) k.ternary = t.text == "?" ? 1 : t.text == ":" ? 2 : 0;
   k.divides = t.cls == TokenClass::punct && (t.text == "/" || t.text == "%");
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
@@ -486,6 +487,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   for (std::size_t i = 0; i < n; ++i) {
     if (info[i].file_only) file_only_ids.push_back(static_cast<TokenId>(i));
     if (info[i].jump) jump_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].is_else) else_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

@@ -761,6 +761,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "#ifndef A\n#define A 2\n#endif\n  y[0] = A;\n#undef A\n  int A = 1;\n") ==
           -1);
   }
+  SECTION("else right after an if's statement") {
+    // (NVRTC: "expected a statement" of an `else` after anything else.)
+    CHECK(first_refused(kHead, "  else") == 3);  // `el`: no word goes on so
+    CHECK(first_refused(kHead, "  if (M) y[0] = 1;\n  y[0] = 2;\n  else") == 34);
+    CHECK(first_refused(kHead, "  for (;;) { }\n  else") == 18);
+    CHECK(first_refused(kHead,
+                        "  if (M) y[0] = 1; else y[0] = 2;\n  if (M) { } else if (K) { y[0] = 1; }"
+                        " else { }\n  if (M) for (;;) { } else while (K) { }\n"
+                        "  if (M) if (K) y[0] = 1; else y[0] = 2;\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
