@@ -87,6 +87,13 @@ std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed
         return ctx_result;  // (`*reinterpret_cast<T*>(p) = ...`, `(p + i)[0]`)
       }
       return ctx_paren;
+    case Cat::close_brace:
+      // A declarator's initializer: the declaration goes on with `,` or ends with `;` (no operator,
+      // no `}`: NVRTC's `expected a ";"`); a functional cast's braces: a value.
+      return closed == kInitBrace ? ctx_initialized : closed == kCastBrace ? ctx_value : ctx_start;
+    case Cat::open_brace:
+      // An initializer's or a functional cast's braces hold expressions (no statement).
+      return open == kInitBrace || open == kCastBrace ? ctx_args : ctx_start;
     case Cat::open_paren:
       if (s.ctx == ctx_cond || s.ctx == ctx_call_args) return ctx_operand_due;
       return open == kCallParen ? ctx_args
@@ -159,7 +166,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
     case role_qual:
       if (!in_type) s.run = 0;
       if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
-      if (s.ctx != ctx_ptr) s.ctx = ctx_qual;
+      if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
       return;
     case role_ptr:  // in a type, a binary operator, or a unary `*` / `&`
       s.ctx = in_type                ? ctx_ptr
@@ -195,8 +202,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
     case role_vector:
       s.ctx = ctx_member;
       return;
-    case role_incdec:  // postfix after an operand, else prefix
-      s.ctx = after_operand(s.ctx) ? ctx_value : ctx_operand_due;
+    case role_incdec:  // postfix after an operand, else prefix: a variable or `(` (an lvalue)
+      s.ctx = after_operand(s.ctx) ? ctx_value : ctx_address;
       return;
     case role_operator:
       // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
@@ -227,6 +234,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
     s.while_cond = k.loop;
   } else if (k.for_loop) {
     s.ctx = ctx_for;
+  } else if (k.cat == Cat::open_bracket && s.ctx != ctx_declared) {
+    s.ctx = ctx_operand_due;  // a subscript (an array's declarator alone may be empty: `s[]`)
   } else {
     s.ctx = ctx_expr;
   }
@@ -342,18 +351,25 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.local >= t.locals || k.local > s.locals_used) return false;
   // A line's body names what is known (a macro, a macro's parameter, a function, a variable): a
   // new name there is undeclared wherever the macro is expanded, or a call of nothing on #if.
-  if (on_line(s)) return k.local < s.locals_used;
+  if (on_line(s)) {
+    return k.local < s.locals_used && (s.line_ctx != line_if_divisor || is_macro(s, k.local));
+  }
   if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
   // After a unary `*` a pointer (or an array).
   if (s.ctx == ctx_deref && (k.local == s.locals_used || !local_bit(s.pointers, k.local))) {
     return false;
   }
+  // After a type word, a qualifier or a type's `*` a name is declared - where a declaration
+  // stands - or a macro: `(int v` and `const v` with v a variable declare nothing (NVRTC:
+  // `expected a ")"`, "explicit type is missing").
+  const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
+  if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
 std::uint8_t closer_for(std::uint8_t open) {
   return open == kTernary                   ? ':'
-         : open == '{' || open == kInitBrace ? '}'
+         : open == '{' || open == kInitBrace || open == kCastBrace ? '}'
          : open == '[' || open == kConstSubscript ? ']'
          : open == kCastAngle              ? '>'
                                            : ')';
@@ -369,9 +385,16 @@ std::uint8_t opener(Cat c) {
 // clauses, `)` of a for statement after its two `;`, `}` of a block after a statement's end.
 bool closes_innermost(const State& s, const TokenInfo& k) {
   if (on_line(s)) {
-    return s.pp_depth > 0 && closer_for(s.pp_stack[s.pp_depth - 1u]) == close_char(k.cat);
+    if (s.pp_depth == 0) return false;
+    const std::uint8_t top = s.pp_stack[s.pp_depth - 1u];
+    return k.ternary == 2 ? top == kTernary : closer_for(top) == close_char(k.cat);
   }
   const std::uint8_t open = innermost(s);
+  // No bracket open before the innermost #if closes inside its group.
+  const bool pops = k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
+                    k.cat == Cat::close_brace || k.ternary == 2 ||
+                    (k.word == w_angle_close && open == kCastAngle);
+  if (pops && s.if_depth > 0 && s.depth <= s.if_base[s.if_depth - 1u]) return false;
   if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
   // A cast's angle holds one type; a `?` takes its `:` first.
@@ -380,7 +403,11 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   // comes before it.
   if (k.word == w_angle_close) {
     const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
-    return open == kCastAngle ? typed : s.ctx != ctx_qual;
+    if (open == kCastAngle) return typed;
+    // Elsewhere a comparison after an operand, or a template's parameters closing (not after a
+    // type or a declared name: NVRTC's `expected a ";"` of `long v >`, `(float >`).
+    const bool declaring_type = typed || s.ctx == ctx_qual || s.ctx == ctx_declared;
+    return !declaring_type || (s.top == Top::tmpl_params && s.ctx != ctx_qual);
   }
   if (s.depth == 0 || closer_for(open) != close_char(k.cat)) return false;
   if (is_for_paren(open)) return open == kForParen + 2;
@@ -441,7 +468,9 @@ std::size_t code_row(const State& s) {
 void take_other(State& s, const TokenInfo&) { s.last = Last::other; }
 // What a bracket opens in code, from the context before it (see kCallParen).
 std::uint8_t code_opener(const State& s, Cat c) {
-  if (c == Cat::open_brace) return opens_block(s) ? '{' : kInitBrace;
+  if (c == Cat::open_brace) {
+    return opens_block(s) ? '{' : s.ctx == ctx_declared ? kInitBrace : kCastBrace;
+  }
   if (c == Cat::open_bracket) {
     return s.ctx == ctx_const_element || (s.ctx == ctx_pointer && s.operand_const)
                ? kConstSubscript
@@ -477,32 +506,44 @@ void take_open(State& s, const TokenInfo& k) {
     return;
   }
   s.stack[s.depth++] = code_opener(s, k.cat);
-  if (k.cat == Cat::open_brace) {
+  // A block (not an initializer's braces, which no scope or loop body has).
+  if (innermost(s) == '{') {
     ++s.braces;
     // A loop's body: continue and break may stand in it (and in the blocks inside).
-    if (s.loop_pending && innermost(s) == '{') s.loop_braces |= std::uint64_t{1} << (s.depth - 1u);
+    if (s.loop_pending) s.loop_braces |= std::uint64_t{1} << (s.depth - 1u);
+    if (s.if_pending) s.if_braces |= std::uint64_t{1} << (s.depth - 1u);
     s.loop_pending = false;
+    s.if_pending = false;
   }
   if (innermost(s) == '{') s.last = Last::brace_open;
 }
 void take_close(State& s, const TokenInfo& k) {
   const bool line = on_line(s);
+  const std::uint8_t open = line ? 0 : innermost(s);
   if (line) {
     --s.pp_depth;
   } else {
-    const std::uint8_t open = innermost(s);
     --s.depth;
     s.loop_braces &= ~(std::uint64_t{1} << s.depth);
-    if (k.cat == Cat::close_brace) close_block(s);
+    // An if's block closes: its `else` may follow.
+    if (open == '{' && ((s.if_braces >> s.depth) & 1u) != 0) s.else_ok = true;
+    s.if_braces &= ~(std::uint64_t{1} << s.depth);
+    if (open == kCondParen) s.if_pending = true;  // an if's `)`: its statement follows
+    if (open == '{') close_block(s);
     // A for's or a while's `)`: its body follows.
     if (open == kForParen + 2 || open == kLoopCondParen) s.loop_pending = true;
   }
-  s.last = k.cat == Cat::close_brace && !line ? Last::brace_close : Last::other;
+  // A block's `}` ends a statement; an initializer's does not (its `;` is still due).
+  s.last = k.cat == Cat::close_brace && open == '{' ? Last::brace_close : Last::other;
 }
 void take_semi(State& s, const TokenInfo&) {
   s.last = on_line(s) ? Last::other : Last::semi;
   if (!on_line(s) && is_for_paren(innermost(s))) ++s.stack[s.depth - 1u];  // the next clause
   if (!on_line(s) && at_statement(s)) s.loop_pending = false;  // a loop's one-statement body ends
+  if (!on_line(s) && at_statement(s) && s.if_pending) {  // an if's one statement ends
+    s.if_pending = false;
+    s.else_ok = true;
+  }
 }
 void take_access(State& s, const TokenInfo&) { s.last = Last::access; }
 void take_number(State& s, const TokenInfo&) {
@@ -605,10 +646,23 @@ std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
   if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
   if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
-  if (k.cat == Cat::eol) return line_ctx == line_due || line_ctx == line_if_due ? kRefused : 0;
-  if (line_ctx == line_defined) {
+  const bool defined = line_ctx == line_defined || line_ctx == line_defined_paren ||
+                       line_ctx == line_defined_close;
+  if (k.cat == Cat::eol) {
+    const bool due = line_ctx == line_due || line_ctx == line_if_due || line_ctx == line_if_divisor;
+    return due || defined ? kRefused : 0;
+  }
+  // A divisor on an #if line (NVRTC: "division by zero" of `/ EMPTY_ROWS`, `/ warpSize`, `% 0`).
+  if (line_ctx == line_if_divisor) {
+    if (k.cat == Cat::num) return 0;
+    if (k.cat == Cat::local) return kCheckLocal;
+    return k.cat == Cat::constant && k.least == 1 ? kCheckFormat : kRefused;
+  }
+  // `defined NAME` or `defined ( NAME )` (NVRTC: `expected a ")"` after `defined(M %`).
+  if (line_ctx == line_defined_close) return k.cat == Cat::close_paren ? 0 : kRefused;
+  if (defined) {
     const bool name = k.cat == Cat::local || k.cat == Cat::constant;
-    return name || k.cat == Cat::open_paren ? 0 : kRefused;
+    return name || (k.cat == Cat::open_paren && line_ctx == line_defined) ? 0 : kRefused;
   }
   if (line_ctx == line_if_due || line_ctx == line_if_operand) {
     if (k.cat == Cat::keyword && !k.pp_operator) return kRefused;  // (nullptr, true, ...)
@@ -655,12 +709,14 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   if (line) checks |= line_role_checks(k, row - kLineRow);
   if ((checks & kRefused) != 0) return kRefused;
   if (k.word == w_angle_close && !line && (checks & kRefused) == 0) checks |= kCheckClose;
-  // The conditional operator's `?` opens (the nesting limit), its `:` closes.
-  if (k.ternary == 1 && !line && (checks & kRefused) == 0) checks |= kCheckOpen;
-  if (k.ternary == 2 && !line && (checks & kRefused) == 0) checks |= kCheckClose;
+  // The conditional operator's `?` opens (the nesting limit), its `:` closes (in code and on a
+  // preprocessor line).
+  if (k.ternary == 1 && (checks & kRefused) == 0) checks |= kCheckOpen;
+  if (k.ternary == 2 && (checks & kRefused) == 0) checks |= kCheckClose;
   // if / while, a builtin function, a functional cast's type: the completion path opens their
   // `(`, which must fit the nesting limit.
-  const bool unary = k.role == role_ptr && (row == ctx_start || row == ctx_expr ||
+  const bool unary = (k.role == role_ptr || k.role == role_incdec) &&
+                     (row == ctx_start || row == ctx_expr ||
                                             row == ctx_operand_due || row == ctx_args ||
                                             row == ctx_group || row == ctx_sizeof);
   const bool opens = k.condition || k.role == role_function || k.role == role_cast_kw || unary ||
@@ -674,6 +730,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
   if (k.file_only && in_function(s)) return false;
   if (k.jump && !in_loop(s)) return false;
+  if (k.is_else && !s.else_ok) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -686,6 +743,7 @@ void take_code_word(State& s, const TokenInfo& k) {
 // A code token outside a preprocessor line: scopes, brackets and locals, the kernel declaration,
 // the declarator, the type-word context.
 void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
+  if (s.pp == Pp::none) s.else_ok = false;  // an `else` right after an if's statement alone
   const bool macro = k.cat == Cat::local && scope_of(s, k.local) == kScopeMacro;
   const bool declares =
       k.cat == Cat::local && new_local_allowed(s) && s.declarator == kTypeDeclarator && !macro;
@@ -730,6 +788,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (!in_loop(s)) {
     for (TokenId id : t.jump_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (!s.else_ok) {
+    for (TokenId id : t.else_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   // Locals come in canonical order: those past the next new one are refused (their 0 stays).
   const int last = std::min<int>(s.locals_used, t.locals - 1);

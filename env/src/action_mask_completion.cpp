@@ -71,14 +71,19 @@ int code_completion(const Tables& t, const State& s) {
   int open_ifs = s.if_depth;
   if (s.pp != Pp::none) {
     m += kLineEnd[static_cast<std::size_t>(s.pp)];
-    if (s.pp == Pp::hash && open_ifs > 0) {
-      m -= 1;  // `endif <eol>` closes one
+    if (s.pp == Pp::hash && open_ifs > 0 && if_closable(s)) {
+      m -= 1;  // `endif <eol>` closes one (where the brackets are as at its #if)
       --open_ifs;
     }
     // A body's operand still due: a constant (`M`) before the closers.
-    const bool due =
-        s.line_ctx == line_due || s.line_ctx == line_if_due || s.line_ctx == line_defined;
+    const bool due = s.line_ctx == line_due || s.line_ctx == line_if_due ||
+                     s.line_ctx == line_defined || s.line_ctx == line_defined_paren ||
+                     s.line_ctx == line_if_divisor;  // K
     if (s.pp == Pp::body) m += s.pp_depth + (access || due ? 1 : 0);
+    // A `?` takes `:` and an operand (`: M`).
+    for (int i = 0; i < s.pp_depth && s.pp == Pp::body; ++i) {
+      if (s.pp_stack[static_cast<std::size_t>(i)] == kTernary) ++m;
+    }
     // The line ends with <eol>: afterwards the code ends well unless a bracket below is open.
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : 0;
   } else {

@@ -43,6 +43,7 @@ Verdict bounds_once(const Tables&, const State& s, const TokenInfo& k) {
 void open_bounds(const Tables&, State& s, const TokenInfo&) {
   s.decl = Decl::bounds_open;
   s.bounds_used = true;
+  s.bounds_commas = 0;
 }
 // __launch_bounds__'s argument: a constant integer expression of numbers, the prelude's constants,
 // macros, operators and parentheses, which the code-token rules judge (no keyword, type, builtin
@@ -53,14 +54,19 @@ Verdict bounds_operand(const Tables&, const State& s, const TokenInfo& k) {
                        k.cat == Cat::literal || k.role == role_type ||
                        (k.cat == Cat::local && !is_macro(s, k.local)) ||
                        k.role == role_incdec || k.cat == Cat::access ||
-                       k.cat == Cat::punct_other ||  // + - * / ( ) and `,` alone
-                       (k.cat == Cat::comma && s.depth != 1) ||
+                       // + - * ( ) and `,` alone: no `/` or `%` (NVRTC: "division by zero" of
+                       // `NNZ / EMPTY_ROWS`, a constant 0 on some matrix)
+                       k.cat == Cat::punct_other || k.cat == Cat::slash ||
+                       // At most two arguments: threads, blocks per multiprocessor (NVRTC:
+                       // `expected a ")"` at a fourth; the corpus writes one).
+                       (k.cat == Cat::comma && (s.depth != 1 || s.bounds_commas >= 1)) ||
                        (k.role == role_ptr && s.ctx != ctx_macro && s.ctx != ctx_value &&
                         s.ctx != ctx_paren);
   return refused ? Verdict::refuse : Verdict::pass;
 }
 void bounds_step(const Tables&, State& s, const TokenInfo& k) {
   s.decl = k.cat == Cat::close_paren && s.depth == 0 ? Decl::result : Decl::bounds;
+  if (k.cat == Cat::comma) ++s.bounds_commas;
 }
 
 Verdict undeclared_kernel(const Tables&, const State& s, const TokenInfo& k) {

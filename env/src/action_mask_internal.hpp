@@ -166,15 +166,19 @@ enum Ctx : std::uint8_t {
   ctx_element,      // `]` of a writable element: `[` may follow again
   ctx_const_element,  // `]` of an element of a const pointer: no assignment
   ctx_deref,        // after a unary `*`: a pointer variable or `(` must come
-  ctx_address,      // after a unary `&`: a variable or `(` must come
+  ctx_address,      // after a unary `&` or a prefix ++ / --: a variable or `(` must come
   ctx_sizeof,       // after sizeof: an operand or `(` and a type
   ctx_result,       // after a group's or a call's `)`: anything that follows an operand but `(`
   ctx_args,         // after a call's `(`: an argument or `)`
   ctx_group,        // after a grouping `(`: an operand, or a cast's type
   ctx_for,          // after for: `(` must come
+  ctx_initialized,  // after a declarator's brace initializer `{...}`: `,` or `;` (NVRTC: ";")
+  // After `extern` in a function: `__shared__` must come (`extern int v;` there declares a host
+  // variable at namespace scope, which NVRTC refuses).
+  ctx_extern,
   kContexts,
 };
-static_assert(kContexts <= 32, "TokenInfo::follows holds a bit per context");
+static_assert(kContexts <= 64, "TokenInfo::follows holds a bit per context");
 // Where a preprocessor line's body stands (State::line_ctx): a body is an expression (#if, #elif,
 // a macro's: every macro of the corpus is a number or an expression), so operands and operators
 // alternate there too - an operand due (at its start, after an operator), after an operand, after
@@ -188,7 +192,12 @@ enum LineCtx : std::uint8_t {
   line_start,
   line_if_due,
   line_if_operand,
-  line_defined,  // after `defined` (and its `(`): a name
+  line_defined,  // after `defined`: a name or `(`
+  line_defined_paren,  // after `defined (`: a name
+  line_defined_close,  // after `defined ( NAME`: `)`
+  // After `/` or `%` on an #if line: a divisor that is never 0 - a number not starting with 0, a
+  // constant of the format at least 1 on every matrix, a macro (an unknown name there is 0).
+  line_if_divisor,
   kLineContexts
 };
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
@@ -228,8 +237,10 @@ struct TokenInfo {
   bool for_loop = false;       // for: `(` and its clauses follow
   bool loop = false;           // while: its condition's `)` opens a loop's body
   bool jump = false;           // continue, break: inside a loop's body alone
+  bool is_else = false;        // else: right after an if's statement alone
   // The conditional operator: `?` (1) opens a '?' on the code's stack, `:` (2) closes it.
   std::uint8_t ternary = 0;
+  bool divides = false;        // `/`, `%`
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   int local = -1;              // local index
@@ -243,7 +254,7 @@ struct TokenInfo {
   // and the contexts (bits of Ctx) it may follow in code.
   std::uint8_t role = 0;
   std::uint8_t type_bits = 0;
-  std::uint32_t follows = 0;
+  std::uint64_t follows = 0;
   // Per row of the code-token rules, what it needs of the state there (Check bits).
   std::array<std::uint8_t, kRows> checks{};
 };
@@ -336,6 +347,7 @@ struct Forced {
 enum class Num : std::uint8_t {
   off,
   start,
+  start_nonzero,  // a divisor on an #if line: no leading 0
   zero,
   dec,
   dot_start,
@@ -355,6 +367,9 @@ constexpr int kNumStates = static_cast<int>(Num::float_suffix) + 1;
 // declarator's parameters (kParamParen: a function's, `int x(...)`), a for statement's with the
 // `;` it has read (kForParen + 0..2).
 constexpr std::uint8_t kInitBrace = 'i', kCallParen = 'c', kParamParen = 'p', kForParen = 'f';
+// A functional cast's brace (`value_t{...}`, `dim3{...}`): an operand when it closes, where a
+// declarator's initializer (kInitBrace, `int v{...}`) ends the declarator.
+constexpr std::uint8_t kCastBrace = 'b';
 // A subscript of a const pointer or array (its element takes no assignment).
 constexpr std::uint8_t kConstSubscript = 'r';
 // A group that holds a type: a cast, whose operand follows its `)` (`(int)x`).
@@ -373,6 +388,8 @@ constexpr std::uint8_t kCastAngle = '<';
 constexpr int kCastOperand = 4;
 // Brackets open at once in code and on a preprocessor line (the State's stacks).
 constexpr int kMaxCodeDepth = 48, kMaxPpDepth = 16;
+// #if groups open at once (State::if_base).
+constexpr int kMaxIfDepth = 16;
 // A launch expression's open parentheses and calls, unary minus signs; the largest literal in a
 // grid= expression (the design space's largest is 8192), and block= / smem= (literals alone: a
 // block of 1..1024 threads, 0..48 KiB of dynamic shared memory, as reward's limits).
@@ -459,6 +476,7 @@ struct ActionMask::State {
   std::array<std::uint8_t, detail::kMaxDeclNames> decl_names{};  // the kernel's, its parameters'
   std::uint8_t decl_named = 0;
   bool bounds_used = false;
+  std::uint8_t bounds_commas = 0;  // `,` between __launch_bounds__'s arguments so far
   std::uint16_t launched = 0, defined = 0;  // kernel names (bits of locals) launched / declared
   // Where a new local may appear in code: after a type (kTypeDeclarator, kept through declarator
   // prefixes), right after a local (kNameDeclarator: a user type or a macro naming one), or after
@@ -491,7 +509,17 @@ struct ActionMask::State {
   // while's `)` just closed, whose body's statement is under way (to its `{` or its `;`).
   std::uint64_t loop_braces = 0;
   std::uint64_t else_seen = 0;  // per open #if (bit if_depth - 1): its #else has appeared
+  // Per open #if, the code's bracket depth where it opened: the preprocessor keeps one branch,
+  // so each keeps the brackets as they were (NVRTC: `expected a ")"` after an #endif whose
+  // dropped branch held the `)`); #else, #elif and #endif only at that depth, no closer below it.
+  std::array<std::uint8_t, detail::kMaxIfDepth> if_base{};
   bool loop_pending = false;
+  // An if's statement (NVRTC: "expected a statement" of an `else` after anything else): per code
+  // stack index, a bit for a block that is an if's body; an if's `)` just closed, whose statement
+  // is under way (to its `{` or its `;`); the code token before ended an if's statement.
+  std::uint64_t if_braces = 0;
+  bool if_pending = false;
+  bool else_ok = false;
   bool while_cond = false;  // the ctx_cond under way is a while's
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
@@ -673,11 +701,18 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_group:  // <num> 0
     case ctx_sizeof:
       return 2;
+    case ctx_extern:  // __shared__
+      return 1;
     case ctx_cast_kw:  // < int > ( <num> 0 )
       return 3 + kCastOperand;
     default:
       return 0;
   }
+}
+
+// The innermost #if's group may end here: the code's brackets as they were where it opened.
+inline bool if_closable(const State& s) {
+  return s.if_depth == 0 || s.depth == s.if_base[s.if_depth - 1u];
 }
 
 // Inside a loop's body: continue and break may stand here.
@@ -699,6 +734,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> local_ids;
   std::vector<TokenId> file_only_ids;  // TokenInfo::file_only
   std::vector<TokenId> jump_ids;       // TokenInfo::jump
+  std::vector<TokenId> else_ids;       // TokenInfo::is_else
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

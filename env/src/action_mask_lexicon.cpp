@@ -117,13 +117,15 @@ constexpr std::string_view kKeepWords[] = {
 // names), statements whose structure the rules do not track (switch / case / default, do ...
 // while, goto and its labels), declarations that need what the rules cannot see (auto and
 // constexpr need an initializer, register is gone from C++17), and words with no use in a kernel
-// here. No reference or design-space program writes any of them; random programs wrote them
-// anywhere, and NVRTC refused those (docs/bpe.md, "The compile stage of random programs").
+// here, nullptr (NVRTC refused it in arithmetic: "expression must have arithmetic type"). No
+// reference or design-space program writes any of them; random programs wrote them anywhere, and
+// NVRTC refused those (docs/bpe.md, "The compile stage of random programs").
 constexpr std::string_view kUnmodelledWords[] = {
     "alignas",  "alignof", "auto",     "case",     "class",     "constexpr", "const_cast",
     "decltype", "default", "do",       "enum",     "explicit",  "goto",      "namespace",
     "noexcept", "operator", "register", "static_assert", "struct", "switch",  "this",
-    "typedef",  "typename", "union",   "using",    "__host__",  "__constant__", "__align__"};
+    "typedef",  "typename", "union",   "using",    "__host__",  "__constant__", "__align__",
+    "nullptr"};
 
 // Type names of host headers that NVRTC does not know.
 constexpr std::string_view kHostTypes[] = {"uint",    "int8_t",  "int16_t",  "int32_t", "int64_t",
@@ -200,7 +202,9 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
   k.loop = t.cls == TokenClass::keyword && t.text == "while";
   k.jump = t.cls == TokenClass::keyword && (t.text == "continue" || t.text == "break");
+  k.is_else = t.cls == TokenClass::keyword && t.text == "else";
   if (t.cls == TokenClass::punct) k.ternary = t.text == "?" ? 1 : t.text == ":" ? 2 : 0;
+  k.divides = t.cls == TokenClass::punct && (t.text == "/" || t.text == "%");
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);
@@ -220,25 +224,26 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
 // one may start (kOperandStart), a binary operator after an operand (kAfterOperand), statements'
 // keywords where a statement may start.
 void assign_role(const TokenSpec& spec, TokenInfo& k) {
-  constexpr auto bit = [](int ctx) { return static_cast<std::uint32_t>(1u << ctx); };
-  constexpr std::uint32_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
+  constexpr auto bit = [](int ctx) { return std::uint64_t{1} << ctx; };
+  constexpr std::uint64_t kType = bit(ctx_type), kPtr = bit(ctx_ptr), kCall = bit(ctx_cast_call),
                           kDeclared = bit(ctx_declared), kQual = bit(ctx_qual),
                           kStart = bit(ctx_start), kParen = bit(ctx_paren);
-  constexpr std::uint32_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
+  constexpr std::uint64_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
                                           bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
-  constexpr std::uint32_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
+  constexpr std::uint64_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
                                           bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
                                           bit(ctx_const_element) | bit(ctx_result);
   // An assignment, ++ / -- after a variable or a writable element.
-  constexpr std::uint32_t kAfterLvalue =
+  constexpr std::uint64_t kAfterLvalue =
       bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
-  constexpr std::uint32_t kDeref = bit(ctx_deref) | bit(ctx_address);
-  constexpr std::uint32_t kAll = (1u << kContexts) - 1;
+  constexpr std::uint64_t kDeref = bit(ctx_deref) | bit(ctx_address);
+  constexpr std::uint64_t kAll = (std::uint64_t{1} << kContexts) - 1;
   // Where an operand, a parenthesis or a member is due the completion path writes it first.
-  constexpr std::uint32_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
+  constexpr std::uint64_t kClosers = kAll & ~bit(ctx_operand_due) & ~bit(ctx_cond) &
                                      ~bit(ctx_call) & ~bit(ctx_call_args) & ~bit(ctx_member) & ~kCall &
                                      ~bit(ctx_group) & ~bit(ctx_for) & ~bit(ctx_cast_kw) &
-                                     ~bit(ctx_cast_type) & ~kDeref & ~bit(ctx_sizeof);
+                                     ~bit(ctx_cast_type) & ~kDeref & ~bit(ctx_sizeof) &
+                                     ~bit(ctx_extern);
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
@@ -262,6 +267,10 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_qual;
     k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group) | bit(ctx_cast_type);
     if (w == "__restrict__") k.follows = kPtr;  // of a pointer alone
+    // `extern` where a statement starts, `extern __shared__` (NVRTC: "a storage class may not be
+    // specified here" of `const extern`; a host variable of `extern int v;` in a function).
+    if (w == "extern") k.follows = kStart;
+    if (w == "__shared__") k.follows |= bit(ctx_extern);
   } else if (word && (w == "static_cast" || w == "reinterpret_cast" || w == "const_cast" ||
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
@@ -277,7 +286,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                               bit(ctx_call_args) | kType | kPtr | kDeref |
                               kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
     if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
-    if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr;
+    if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr | bit(ctx_initialized);
     // `:` closes a `?` (its check): wherever its `)` might close a parenthesis, as the completion
     // path needs, so not where an operand is due (`a ? :`).
     if (w == ":") k.follows = kClosers;
@@ -319,11 +328,12 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                   kDeclared | bit(ctx_result);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
-    // function); `->` after a pointer.
+    // function, nor a call's or a group's value - `int().x`, `(b).x`: NVRTC's "expression must
+    // have class type"); `->` after a pointer or a call's or a group's value (a cast's pointer).
     if (k.cat == Cat::access) {
       k.follows = w == "." ? bit(ctx_operand) | bit(ctx_element) | bit(ctx_const_element) |
-                                 kParen | bit(ctx_member) | bit(ctx_result)
-                           : bit(ctx_pointer) | kParen | bit(ctx_result);
+                                 bit(ctx_member)
+                           : bit(ctx_pointer) | bit(ctx_result);
     }
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
@@ -352,7 +362,7 @@ int assign_effects(std::vector<TokenInfo>& info) {
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
                                      k.role * 8 + (k.function_qual ? 1 : 0) +
                                          (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
-                                         (k.nullary ? 128 : 0));
+                                         (k.nullary ? 128 : 0) + k.ternary * 256);
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());
@@ -477,6 +487,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
   for (std::size_t i = 0; i < n; ++i) {
     if (info[i].file_only) file_only_ids.push_back(static_cast<TokenId>(i));
     if (info[i].jump) jump_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].is_else) else_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

@@ -51,6 +51,8 @@ NumberStep num_next(const State& s, char c) {
     const bool exponent = c == 'e' || c == 'E';
     const bool float_suffix = c == 'f' || c == 'F' || c == 'l' || c == 'L';
     switch (s.num) {
+      case Num::start_nonzero:
+        return c >= '1' && c <= '9' ? Num::dec : Num::off;
       case Num::start:
         if (c == '0') return Num::zero;
         if (is_dec(c)) return Num::dec;
@@ -102,6 +104,10 @@ Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
   if (bounds && !is_dec(static_cast<char>(k.param))) return Verdict::refuse;
   const Num next = num_next(s, static_cast<char>(k.param)).num;
   if (next == Num::off) return Verdict::refuse;
+  // #if / #elif take integers (NVRTC: "expression must have integral or enum type" of `.5`, `6.`).
+  const bool floating = next == Num::dot_start || next == Num::frac || next == Num::exp_start ||
+                        next == Num::exp_sign || next == Num::exp || next == Num::float_suffix;
+  if (floating && on_line(s) && s.line_ctx == line_if_operand) return Verdict::refuse;
   return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
 }
 void take_number_digit(const Tables&, State& s, const TokenInfo& k) {
@@ -161,7 +167,10 @@ Verdict directive_word(const Tables&, const State& s, const TokenInfo& k) {
   const Directive* d = directive(k);
   const bool after_else = (k.param == pp_else || k.param == pp_elif) &&
                           (s.else_seen & innermost_if_bit(s)) != 0;
-  return allow_if(d != nullptr && (!d->needs_if || s.if_depth > 0) && !after_else);
+  // A group ends where the code's brackets are as they were at its #if; at most kMaxIfDepth open.
+  const bool misplaced = (d != nullptr && d->needs_if && !if_closable(s)) ||
+                         (d != nullptr && d->if_change > 0 && s.if_depth >= kMaxIfDepth);
+  return allow_if(d != nullptr && (!d->needs_if || s.if_depth > 0) && !after_else && !misplaced);
 }
 void start_directive(const Tables&, State& s, const TokenInfo& k) {
   const Directive* d = directive(k);
@@ -169,6 +178,7 @@ void start_directive(const Tables&, State& s, const TokenInfo& k) {
   if (d->if_change < 0) s.else_seen &= ~innermost_if_bit(s);  // an #endif: its #if closes
   s.if_depth = static_cast<std::uint8_t>(s.if_depth + d->if_change);
   if (d->if_change > 0) s.else_seen &= ~innermost_if_bit(s);  // a new #if opens
+  if (d->if_change > 0) s.if_base[s.if_depth - 1u] = s.depth;
   s.pp = d->next;
   if (d->next == Pp::if_expr_start) s.line_ctx = line_if_due;
 }
@@ -187,9 +197,13 @@ void name_macro(const Tables&, State& s, const TokenInfo& k) {
   set_scope(s, k.local, kScopeMacro);
   s.pp = Pp::after_macro_name;
 }
-// #undef / #ifdef / #ifndef NAME: a name not in scope is taken for a macro from here on.
+// #ifdef / #ifndef NAME: the name's scope stays as it was (an unknown name is no macro: NVRTC's
+// "identifier is undefined" where code named it after `#ifdef X`); #undef NAME: a macro's name
+// leaves scope.
 void name_tested(const Tables&, State& s, const TokenInfo& k) {
-  if (k.cat == Cat::local && scope_of(s, k.local) == kScopeDead) set_scope(s, k.local, kScopeMacro);
+  if (k.cat == Cat::local && s.pp == Pp::undef_name && is_macro(s, k.local)) {
+    set_scope(s, k.local, kScopeDead);
+  }
   s.pp = Pp::eol_only;
 }
 
@@ -206,17 +220,27 @@ void macro_params_go_on(const Tables&, State& s, const TokenInfo&) {
 }
 void into_body(const Tables&, State& s, const TokenInfo& k) {
   s.pp = Pp::body;
+  const bool divisor = s.line_ctx == line_if_divisor;
   take_code_word(s, k);
+  if (divisor && k.cat == Cat::num) s.num = Num::start_nonzero;
   // The body's expression: after an operand, a name or builtin function, or an operator.
   const bool callable = k.cat == Cat::local || k.role == role_function;
   const bool operand = k.role == role_operand || k.role == role_vector ||
                        k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
+  // A conditional operator's `?` is a bracket on the line's stack that its `:` closes.
+  if (k.ternary == 1) s.pp_stack[s.pp_depth++] = kTernary;
+  if (k.ternary == 2 && s.pp_depth > 0 && s.pp_stack[s.pp_depth - 1u] == kTernary) --s.pp_depth;
   if (s.line_ctx == line_defined) {
-    s.line_ctx = k.cat == Cat::open_paren ? line_defined : line_if_operand;
+    s.line_ctx = k.cat == Cat::open_paren ? line_defined_paren : line_if_operand;
+  } else if (s.line_ctx == line_defined_paren || s.line_ctx == line_defined_close) {
+    s.line_ctx = s.line_ctx == line_defined_paren ? line_defined_close : line_if_operand;
   } else if (k.pp_operator) {
     s.line_ctx = line_defined;
-  } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand) {
-    s.line_ctx = callable || operand ? line_if_operand : line_if_due;
+  } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand ||
+             s.line_ctx == line_if_divisor) {
+    s.line_ctx = callable || operand ? line_if_operand
+                 : k.divides         ? line_if_divisor
+                                     : line_if_due;
   } else {
     s.line_ctx = callable ? line_callable : operand ? line_operand : line_due;
   }

@@ -339,6 +339,15 @@ std::string error_context(const std::string& log, const std::string& source) {
   if (at == std::string::npos) return "";
   const std::size_t start = log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1;
   std::string out = "// " + log.substr(start, log.find('\n', at) - start) + "\n";
+  // NVRTC's next lines: the source line and a caret under where it went wrong.
+  for (std::size_t next = log.find('\n', at), shown = 0; next != std::string::npos && shown < 2;
+       ++shown) {
+    const std::size_t end = log.find('\n', next + 1);
+    const std::string row = log.substr(next + 1, end == std::string::npos ? end : end - next - 1);
+    if (row.empty() || row.find("error") != std::string::npos) break;
+    out += "//| " + row + "\n";
+    next = end;
+  }
   const std::size_t open = log.find('(', start);
   if (open == std::string::npos || open > at) return out;
   const int line = std::atoi(log.c_str() + open + 1);

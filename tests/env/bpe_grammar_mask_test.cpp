@@ -646,3 +646,141 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "  y[0] = sqrtf(i ? 1.0f : 2.0f) + (j > 1 ? 1 : 0);\n") == -1);
   }
 }
+
+// Continued again (the case above at its size limit): preprocessor lines, declarations, operands.
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, continued again",
+          "[env][bpe][mask]") {
+  SECTION("on #if lines `defined ( NAME )` and a `?` with its `:`") {
+    // (NVRTC: `expected a ")"` after `defined(M %`, `expected a ":"` at a line's end.)
+    CHECK(first_refused(kHead, "#if defined(M % 2\n") == 14);
+    CHECK(first_refused(kHead, "#if defined(M\n") == 13);
+    CHECK(first_refused(kHead, "#if defined\n") == 11);
+    CHECK(first_refused(kHead, "#if defined((M))\n") == 12);
+    CHECK(first_refused(kHead, "#if M ? K\n") == 9);
+    CHECK(first_refused(kHead, "#if (M ? K)\n") == 10);
+    CHECK(first_refused(kHead, "#if M : K\n") == 6);
+    CHECK(first_refused(kHead, "#define A (M > 0 ? 1\n") == 20);
+    CHECK(first_refused(kHead,
+                        "#if defined(M) && (defined K || M > 0 ? (K ? 1 : 2) : 0)\n#endif\n"
+                        "#define A (M > 0 ? NNZ / M : 0)\n") == -1);
+  }
+  SECTION("a prefix ++ / -- takes a variable or a parenthesis") {
+    // (NVRTC: "expression must be a modifiable lvalue" of `--M`, `++2`, `--int(1)`.)
+    CHECK(first_refused(kHead, "  int i = ++2;") == 12);
+    CHECK(first_refused(kHead, "  int i = --M;") == 12);
+    CHECK(first_refused(kHead, "  y[0] = ++value_t(1);") == 14);  // `valu`: val is a pointer
+    CHECK(first_refused(kHead, "  int i = 0; i = ----i;") == 19);
+    CHECK(first_refused(kHead, "  int i = 0; ++i; --y[i]; ++(i); y[++i] = i-- + -(--i);\n") == -1);
+  }
+  SECTION("no member of a call's or a group's value") {
+    // (NVRTC: "expression must have class type but it has type "int"".)
+    CHECK(first_refused(kHead, "  int i = int(1).x;") == 16);
+    CHECK(first_refused(kHead, "  int i = (M).x;") == 13);
+    CHECK(first_refused(kHead, "  if (M).x") == 9);  // `.` may start `.5`
+    CHECK(first_refused(kHead,
+                        "  float4 v = reinterpret_cast<const float4*>(x)[0];\n"
+                        "  y[0] = v.x + reinterpret_cast<const float4*>(x)->y + threadIdx.x;\n") ==
+          -1);
+  }
+  SECTION("no division by what may be 0 on #if lines, none in __launch_bounds__") {
+    // (NVRTC: "division by zero" - an unknown name on #if is 0, EMPTY_ROWS is on some matrix.)
+    CHECK(first_refused(kHead, "#if M / EMPTY_ROWS\n") == 8);
+    CHECK(first_refused(kHead, "#if M % 0\n") == 8);
+    CHECK(first_refused(kHead, "#if M / warpSize\n") == 8);
+    CHECK(first_refused(kHead, "#if M / (K)\n") == 8);
+    CHECK(first_refused(kHead, "#define C 4\n#if M % C == 0 && K / 2 > 1 && M / K\n#endif\n") ==
+          -1);
+    const std::string head = "//@format csr\n//@launch k grid=K block=128\n#define B 128\n"
+                             "extern \"C\" __global__ void __launch_bounds__(";
+    CHECK(first_refused(head, "B / 2") == 2);
+    CHECK(first_refused(head, "B * 2 - 1) k(") == -1);
+    CHECK(first_refused(head, "B, 2, 1) k(") == 4);  // at most two arguments
+    CHECK(first_refused(head, "B, (2)) k(") == -1);
+  }
+  SECTION("extern in a function: where a statement starts, then __shared__") {
+    // (NVRTC: a host variable at namespace scope of `extern int v;`, "a storage class may not be
+    // specified here" of `const extern`.)
+    CHECK(first_refused(kHead, "  extern int v;") == 9);
+    CHECK(first_refused(kHead, "  int i = 0; const extern") == 19);
+    CHECK(first_refused(kHead, "  y[0] = (extern") == 12);  // `ext`: exp goes no further
+    CHECK(first_refused(kHead, "  extern __shared__ value_t s[];\n  s[0] = 1;\n") == -1);
+  }
+  SECTION("an #if group keeps the code's brackets as they were at its #if") {
+    // (NVRTC: `expected a ")"` after an #endif whose dropped branch held the `)`.)
+    CHECK(first_refused(kHead, "  int i = (1\n#if M\n)") == 19);
+    CHECK(first_refused(kHead, "#if M\n  y[0] = (1\n#endif") == 19);  // `#e`: #else, #elif too
+    CHECK(first_refused(kHead, "#if M\n  {\n#else") == 11);
+    CHECK(first_refused(kHead,
+                        "  int i = 0;\n#if M\n  i = (1 + 2);\n#elif K\n  { i = 1; }\n#else\n"
+                        "  i = 2;\n#endif\n  y[0] = i\n#if M\n  + 1\n#endif\n  ;\n") == -1);
+  }
+  SECTION("`>` after an operand, a cast's type or a template's parameter") {
+    // (NVRTC: `expected a ";"` of `long v >`, `expected an identifier` of `double >`.)
+    CHECK(first_refused(kHead, "  long v >") == 9);
+    CHECK(first_refused(kHead, "  int i = (float >") == 17);
+    CHECK(first_refused(kHead, "  double >") == 9);
+    CHECK(first_refused(kHead, "  int i = M > 1 && static_cast<const int*>(row_ptr)[0] >= 0;\n") ==
+          -1);
+    CHECK(first_refused("//@format csr\n//@launch k grid=K block=32\n",
+                        "template <int G, int H>\n__device__ int f() { return G > H; }\n") == -1);
+  }
+  SECTION("a subscript holds an expression") {
+    // (NVRTC: "expected an expression" of `y[]`, `y<::>` - a digraph's `]`.)
+    CHECK(first_refused(kHead, "  y[] = 1;") == 4);
+    CHECK(first_refused(kHead, "  int i = y[:>;") == 12);  // `:>` is `]`
+    CHECK(first_refused(kHead, "  extern __shared__ value_t s[];\n  s[0] = y[0];\n") == -1);
+  }
+  SECTION("integers on #if lines") {
+    // (NVRTC: "expression must have integral or enum type" of `#if M > .5`.)
+    CHECK(first_refused(kHead, "#if M > .5\n") == 8);
+    CHECK(first_refused(kHead, "#if M > 6.\n") == 9);
+    CHECK(first_refused(kHead, "#if M > 1e3\n") == 9);
+    CHECK(first_refused(kHead, "#if M > 0x1f && K < 10u\n#endif\n#define A 1.5f\n") == -1);
+  }
+  SECTION("no nullptr") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `nullptr / 2`.)
+    CHECK(first_refused(kHead, "  int i = nullptr / 2;") == 10);  // `n`: no name starts so
+    CHECK(first_refused(kHead, "  int i = NNZ / 2;\n") == -1);
+  }
+  SECTION("after a type or a qualifier a name is declared where a declaration stands") {
+    // (NVRTC: `expected a ")"` of `(int i`, "explicit type is missing" of `const y`.)
+    CHECK(first_refused(kHead, "  int i = 0; y[0] = (int i") == 25);
+    CHECK(first_refused(kHead, "  const y") == 8);
+    CHECK(first_refused(kHead, "  int i = 0; i = sizeof(const int* i") == 35);
+    CHECK(first_refused(kHead,
+                        "  int i = (int)M + sizeof(int);\n  const int j = i;\n"
+                        "  for (int k = 0; k < j; ++k) { value_t* const p = y; p[k] = 0; }\n") ==
+          -1);
+  }
+  SECTION("#ifdef, #ifndef and #undef define no name") {
+    // (NVRTC: "identifier is undefined" of a name #undef or #ifdef named and nothing defined.)
+    CHECK(first_refused(kHead, "#undef A\n  y[0] = A;") == 18);
+    CHECK(first_refused(kHead, "#define A 1\n#undef A\n  y[0] = A;") == 30);
+    CHECK(first_refused(kHead, "#ifdef A\n#endif\n  y[0] = A;") == 25);
+    CHECK(first_refused(kHead,
+                        "#ifndef A\n#define A 2\n#endif\n  y[0] = A;\n#undef A\n  int A = 1;\n") ==
+          -1);
+  }
+  SECTION("else right after an if's statement") {
+    // (NVRTC: "expected a statement" of an `else` after anything else.)
+    CHECK(first_refused(kHead, "  else") == 3);  // `el`: no word goes on so
+    CHECK(first_refused(kHead, "  if (M) y[0] = 1;\n  y[0] = 2;\n  else") == 34);
+    CHECK(first_refused(kHead, "  for (;;) { }\n  else") == 18);
+    CHECK(first_refused(kHead,
+                        "  if (M) y[0] = 1; else y[0] = 2;\n  if (M) { } else if (K) { y[0] = 1; }"
+                        " else { }\n  if (M) for (;;) { } else while (K) { }\n"
+                        "  if (M) if (K) y[0] = 1; else y[0] = 2;\n") == -1);
+  }
+  SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
+    // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
+    CHECK(first_refused(kHead, "  int i {}\n}") == 11);
+    CHECK(first_refused(kHead, "  int i {} + 1;") == 11);
+    CHECK(first_refused(kHead, "  int i {} {") == 11);
+    CHECK(first_refused(kHead, "  int i {0} M") == 12);
+    CHECK(first_refused(kHead, "  int i {return") == 11);  // `ret`: expressions in the braces
+    CHECK(first_refused(kHead, "  int i = value_t{} M;") == 20);  // a value: no operand after
+    CHECK(first_refused(kHead,
+                        "  int i {}, j{M + 1};\n  for (int k{0}; k < j; ++k) y[k] = value_t{} + "
+                        "value_t{1};\n") == -1);
+  }
+}
