@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -108,6 +109,20 @@ std::pair<rw::EvalResult, double> evaluate_hung_kernel(rw::Evaluator& ev, const 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {std::move(hung), seconds};
+}
+
+// A correct program's answer on `t` (required), then the hung kernel on it.
+struct HangAfterAnswer {
+  rw::EvalResult good, hung;
+  double seconds = 0;  // the hung kernel's answer
+};
+HangAfterAnswer hang_after_an_answer(rw::Evaluator& ev, const ds::Task& t) {
+  HangAfterAnswer h;
+  h.good = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
+  INFO(describe(h.good));
+  REQUIRE(h.good.ok());
+  std::tie(h.hung, h.seconds) = evaluate_hung_kernel(ev, t);
+  return h;
 }
 
 }  // namespace
@@ -220,10 +235,7 @@ TEST_CASE("after a task's first answers, a hung kernel on it times out at the ad
   rw::Evaluator ev(adaptive_deadline_config(std::chrono::milliseconds(120'000),
                                             std::chrono::milliseconds(2'000)));
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=6", ds::Op::spmv, ds::DType::f32);
-  const rw::EvalResult good = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
-  INFO(describe(good));
-  REQUIRE(good.ok());
-  const auto [hung, seconds] = evaluate_hung_kernel(ev, t);
+  const auto [good, hung, seconds] = hang_after_an_answer(ev, t);
   INFO(describe(hung) << " after " << seconds << " s");
   CHECK(hung.error == rw::ErrorKind::timeout);
   CHECK(seconds < 60);  // far below gpu_deadline (120 s); the bound itself is a few seconds
@@ -245,11 +257,8 @@ TEST_CASE("a hung kernel on a large matrix is ended by the worker's own wait lim
   rw::Evaluator ev(adaptive_deadline_config(std::chrono::milliseconds(120'000),
                                             std::chrono::milliseconds(1'000)));
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=10&rows=1000000&seed=12", ds::Op::spmv, ds::DType::f32);
-  const rw::EvalResult good = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
-  INFO(describe(good));
-  REQUIRE(good.ok());
+  const auto [good, hung, seconds] = hang_after_an_answer(ev, t);
   INFO("the good answer's longest wait: " << rw::longest_candidate_wait_ms(good) << " ms");
-  const auto [hung, seconds] = evaluate_hung_kernel(ev, t);
   INFO(describe(hung) << " after " << seconds << " s");
   CHECK(hung.error == rw::ErrorKind::timeout);
   CHECK_THAT(hung.message, has_substring("the GPU worker's limit on a wait"));
