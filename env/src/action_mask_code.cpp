@@ -82,8 +82,8 @@ std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed
       // A cast's operand; after a group or a call an operand (no call of it); a statement after
       // a condition, a for statement's or a declarator's parameters.
       if (closed == kCastParen) return ctx_operand_due;
-      if (closed == '(' || closed == kCallParen || closed == kSizeofParen ||
-          closed == kDerefParen) {
+      if (closed == kCallParen) return ctx_call_result;
+      if (closed == '(' || closed == kSizeofParen || closed == kDerefParen) {
         return ctx_result;  // (`*reinterpret_cast<T*>(p) = ...`, `(p + i)[0]`)
       }
       return ctx_paren;
@@ -130,6 +130,7 @@ bool after_operand(std::uint8_t ctx) {
     case ctx_const_element:
     case ctx_macro:
     case ctx_result:
+    case ctx_call_result:
       return true;
     default:
       return false;
@@ -489,9 +490,11 @@ std::uint8_t code_opener(const State& s, Cat c) {
       return kForParen;
     case ctx_declared:
       return kParamParen;
+    case ctx_call_args:
+      // `*reinterpret_cast<T*>(p)`: what the cast's pointer points at is a variable.
+      return s.deref_cast ? kDerefParen : kCallParen;
     case ctx_callable:
     case ctx_call:
-    case ctx_call_args:
     case ctx_cast_call:
     case ctx_macro:
       return kCallParen;
@@ -506,6 +509,7 @@ void take_open(State& s, const TokenInfo& k) {
     return;
   }
   s.stack[s.depth++] = code_opener(s, k.cat);
+  s.deref_cast = false;
   // A block (not an initializer's braces, which no scope or loop body has).
   if (innermost(s) == '{') {
     ++s.braces;
@@ -769,6 +773,8 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   if (s.pp == Pp::none) {
     advance_declarator(s, k);
     if (cast_open) s.stack[s.depth++] = kCastAngle;
+    // `*static_cast<...>`: its `(` will be a kDerefParen (advance_role moves ctx below).
+    if (k.role == role_cast_kw) s.deref_cast = s.ctx == ctx_deref;
     if (cast_closed) --s.depth;
     if (k.ternary == 1) s.stack[s.depth++] = kTernary;
     if (k.ternary == 2 && taken.closing == kTernary) --s.depth;

@@ -176,6 +176,10 @@ enum Ctx : std::uint8_t {
   // After `extern` in a function: `__shared__` must come (`extern int v;` there declares a host
   // variable at namespace scope, which NVRTC refuses).
   ctx_extern,
+  // After a call's `)` (a builtin's, a device function's, a functional cast's, a cast's operand):
+  // what follows ctx_result but an assignment or ++ / -- (NVRTC: "expression must be a modifiable
+  // lvalue" of `int(x) = 1`, `min(a, b)++`); `*reinterpret_cast<T*>(p)` stays assignable.
+  ctx_call_result,
   kContexts,
 };
 static_assert(kContexts <= 64, "TokenInfo::follows holds a bit per context");
@@ -498,6 +502,7 @@ struct ActionMask::State {
   bool decl_const = false;
   std::uint8_t last_declared = 0;
   bool operand_const = false;  // the variable just named was declared const
+  bool deref_cast = false;     // a cast after a unary `*`: its operand's `(` is a kDerefParen
   std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
   bool soft_closed = false;     // ... which has just closed
   // The type-word rules: where code stands, and the type-specifier run under way.

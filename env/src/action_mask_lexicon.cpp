@@ -232,7 +232,8 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                                           bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
   constexpr std::uint64_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
                                           bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
-                                          bit(ctx_const_element) | bit(ctx_result);
+                                          bit(ctx_const_element) | bit(ctx_result) |
+                                          bit(ctx_call_result);
   // An assignment, ++ / -- after a variable or a writable element.
   constexpr std::uint64_t kAfterLvalue =
       bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
@@ -325,7 +326,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     // A subscript of a pointer, an array or an element (of a 2-D array).
     if (w == "[") {
       k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kParen |
-                  kDeclared | bit(ctx_result);
+                  kDeclared | bit(ctx_result) | bit(ctx_call_result);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
     // function, nor a call's or a group's value - `int().x`, `(b).x`: NVRTC's "expression must
@@ -333,7 +334,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     if (k.cat == Cat::access) {
       k.follows = w == "." ? bit(ctx_operand) | bit(ctx_element) | bit(ctx_const_element) |
                                  bit(ctx_member)
-                           : bit(ctx_pointer) | bit(ctx_result);
+                           : bit(ctx_pointer) | bit(ctx_result) | bit(ctx_call_result);
     }
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }

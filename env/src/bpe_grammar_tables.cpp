@@ -171,7 +171,7 @@ std::uint64_t digest(const State& s) {
   f.add(s.defined), f.add(s.declarator), f.add(s.list_depth), f.add(s.scope), f.add(s.braces);
   f.add(s.soft_depth), f.add(s.soft_closed), f.add(s.ctx), f.add(s.run), f.add(s.line_ctx);
   f.add(s.line_last), f.add(s.pointers), f.add(s.consts), f.add(s.decl_const);
-  f.add(s.last_declared), f.add(s.operand_const), f.add(s.loop_braces), f.add(s.loop_pending);
+  f.add(s.last_declared), f.add(s.operand_const), f.add(s.deref_cast), f.add(s.loop_braces), f.add(s.loop_pending);
   f.add(s.if_braces), f.add(s.if_pending), f.add(s.else_ok);
   f.add(s.while_cond), f.add(s.done);
   return f.h;

@@ -771,6 +771,14 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         " else { }\n  if (M) for (;;) { } else while (K) { }\n"
                         "  if (M) if (K) y[0] = 1; else y[0] = 2;\n") == -1);
   }
+  SECTION("no assignment to a call's value") {
+    // (NVRTC: "expression must be a modifiable lvalue" of `int(M) = 1`, `min(1, 2)++`.)
+    CHECK(first_refused(kHead, "  y[int(M) = 0] = 1;") == 12);  // at the blank: `==` may follow
+    CHECK(first_refused(kHead, "  int i = min(1, 2)++;") == 20);
+    CHECK(first_refused(kHead,
+                        "  *reinterpret_cast<value_t*>(y) = 1;\n  reinterpret_cast<value_t*>(y)[0] = 2;"
+                        "\n  *(y + 1) += min(1, 2);\n") == -1);
+  }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
     CHECK(first_refused(kHead, "  int i {}\n}") == 11);
