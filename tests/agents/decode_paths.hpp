@@ -64,18 +64,25 @@ struct DecodeComparison {
   int graphs = 0;                 // graphs captured (0 with a fixed span)
 };
 
+// Two caches from the same prefill of `prefix` and one start token (0) a row, every row valid; the
+// caller holds a NoGradGuard.
+inline void prefill_twice(PolicyNetworkImpl& network, const PrefixBatch& prefix, KvCache& a, KvCache& b) {
+  network.eval();
+  const std::int64_t batch = prefix.embedding.size(0);
+  const auto on = torch::TensorOptions().device(prefix.embedding.device());
+  const torch::Tensor start = torch::zeros({batch, 1}, on.dtype(torch::kLong));
+  const torch::Tensor start_valid = torch::ones({batch, 1}, on.dtype(torch::kBool));
+  network.prefill(prefix, start, start_valid, a);
+  network.prefill(prefix, start, start_valid, b);
+}
+
 inline DecodeComparison compare_decode_paths(PolicyNetworkImpl& network, const PrefixBatch& prefix,
                                              std::int64_t vocab, int steps, bool graphs) {
   torch::NoGradGuard no_grad;
-  network.eval();
   const torch::Device device = prefix.embedding.device();
   const std::int64_t batch = prefix.embedding.size(0);
-  const auto on = torch::TensorOptions().device(device);
-  const torch::Tensor start = torch::zeros({batch, 1}, on.dtype(torch::kLong));
-  const torch::Tensor start_valid = torch::ones({batch, 1}, on.dtype(torch::kBool));
   KvCache a, b;
-  PolicyOutput out_a = network.prefill(prefix, start, start_valid, a);
-  PolicyOutput out_b = network.prefill(prefix, start, start_valid, b);
+  prefill_twice(network, prefix, a, b);
   std::int64_t longest = b.lengths.max().item<std::int64_t>();
   b.reserve(longest + steps);
   std::unique_ptr<DecodeGraphs> captured;
@@ -92,9 +99,9 @@ inline DecodeComparison compare_decode_paths(PolicyNetworkImpl& network, const P
     torch::Tensor active = torch::zeros({batch}, torch::kBool);
     for (std::int64_t r = 0; r < batch; ++r) active[r] = t < steps - 5 * r;
     active = active.to(device);
-    out_a = network.decode_step(tokens, active, a);
-    out_b = captured ? captured->step(tokens, active, longest++)
-                     : network.decode_step(tokens, active, b);
+    const PolicyOutput out_a = network.decode_step(tokens, active, a);
+    const PolicyOutput out_b = captured ? captured->step(tokens, active, longest++)
+                                        : network.decode_step(tokens, active, b);
     c.max_difference =
         std::max(c.max_difference, (out_a.logits - out_b.logits).abs().max().item<double>());
     c.scale = std::max(c.scale, out_a.logits.abs().max().item<double>());
@@ -112,15 +119,11 @@ inline DecodeComparison compare_decode_paths(PolicyNetworkImpl& network, const P
 inline double sdpa_decode_difference(TransformerPolicyImpl& network, const PrefixBatch& prefix,
                                      int steps, double& scale) {
   torch::NoGradGuard no_grad;
-  network.eval();
   const torch::Device device = prefix.embedding.device();
   const std::int64_t batch = prefix.embedding.size(0);
-  const auto on = torch::TensorOptions().device(device);
-  const torch::Tensor start = torch::zeros({batch, 1}, on.dtype(torch::kLong));
-  const torch::Tensor active = torch::ones({batch}, on.dtype(torch::kBool));
+  const torch::Tensor active = torch::ones({batch}, torch::TensorOptions().device(device).dtype(torch::kBool));
   KvCache a, b;
-  network.prefill(prefix, start, active.unsqueeze(1), a);
-  network.prefill(prefix, start, active.unsqueeze(1), b);
+  prefill_twice(network, prefix, a, b);
   torch::manual_seed(11);
   double difference = 0;
   scale = 0;
