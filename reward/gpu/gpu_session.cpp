@@ -92,15 +92,10 @@ HungKernelHandler& hung_kernel_handler() {
 // must not return here: unwinding would free the candidate's buffers, and cudaFree waits for the
 // kernel. Without a handler the timeout is thrown (sticky), and the unwinding waits.
 void wait_for_candidate(cudaStream_t stream, std::uint32_t limit_ms, const EvalResult& r) {
-  if (limit_ms == 0) {
-    if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
-      throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};
-    }
-    return;
-  }
   const auto start = Clock::now();
   for (int polls = 0;; ++polls) {
-    const cudaError_t e = cudaStreamQuery(stream);
+    // Without a limit one blocking wait (it never answers cudaErrorNotReady).
+    const cudaError_t e = limit_ms == 0 ? cudaStreamSynchronize(stream) : cudaStreamQuery(stream);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) {
       throw CandidateFailure{classify(e), "running the program: " + describe(e), is_sticky(e)};

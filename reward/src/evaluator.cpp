@@ -702,28 +702,31 @@ struct Evaluator::Impl {
     return request.matrix_digest + "|" + request.task.str() + "|" + protocol.str();
   }
 
-  std::optional<std::chrono::milliseconds> gpu_deadline(const std::string& key) {
+  // min(gpu_deadline, max(floor, factor x the slowest of `table` for `key`)), in ms; nullopt with
+  // the adaptive deadline off or before the task has answers.
+  std::optional<std::chrono::milliseconds> adaptive(const std::unordered_map<std::string, double>& table,
+                                                    const std::string& key) {
     if (cfg.gpu_deadline_factor <= 0) return std::nullopt;
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = slowest_answer_ms.find(key);
-    if (it == slowest_answer_ms.end()) return std::nullopt;
+    auto it = table.find(key);
+    if (it == table.end()) return std::nullopt;
     const double ms = std::max(static_cast<double>(cfg.gpu_deadline_floor.count()),
                                cfg.gpu_deadline_factor * it->second);
     return std::chrono::milliseconds(
         std::min<long long>(cfg.gpu_deadline.count(), static_cast<long long>(std::ceil(ms))));
   }
 
+  // The pool's deadline on a whole request: from the task's slowest answers.
+  std::optional<std::chrono::milliseconds> gpu_deadline(const std::string& key) {
+    return adaptive(slowest_answer_ms, key);
+  }
+
   // The GPU worker's own limit on each wait for a candidate's kernels (GpuRequest::
-  // wait_deadline_ms): factor x the longest such wait among the task's answers, at least the floor;
-  // 0 (none) before the task has answers or with the adaptive deadline off.
+  // wait_deadline_ms): from the longest such waits among the task's answers; 0 (none) before the
+  // task has answers or with the adaptive deadline off.
   std::uint32_t wait_deadline_ms(const std::string& key) {
-    if (cfg.gpu_deadline_factor <= 0) return 0;
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = slowest_wait_ms.find(key);
-    if (it == slowest_wait_ms.end()) return 0;
-    const double ms = std::max(static_cast<double>(cfg.gpu_deadline_floor.count()),
-                               cfg.gpu_deadline_factor * it->second);
-    return static_cast<std::uint32_t>(std::min(static_cast<double>(cfg.gpu_deadline.count()), std::ceil(ms)));
+    const std::optional<std::chrono::milliseconds> limit = adaptive(slowest_wait_ms, key);
+    return limit ? static_cast<std::uint32_t>(limit->count()) : 0;
   }
 
   // Starts a task's adaptive deadline before its first candidate runs (EvaluatorConfig::
