@@ -312,6 +312,7 @@ struct Evaluator::Impl {
   std::optional<std::string> arch;
   bool no_gpu_said = false;
   EvaluatorStats stats;
+  std::mutex rerun_lane;  // gpu_timeout_rerun's second runs, one at a time
 
   void log(const std::string& line) {
     if (cfg.log) {
@@ -668,14 +669,19 @@ struct Evaluator::Impl {
     }
     request.cubin = cubin;
     const std::string dkey = deadline_key(request);
-    request.wait_deadline_ms = wait_deadline_ms(dkey);
-    WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request), gpu_deadline(dkey)).get();
-    if (reply.error == ErrorKind::none) {
-      // A hang the worker ended itself (its wait limit) is no measure of the task: left out.
-      const auto* answer = std::get_if<GpuResponse>(&*reply.response);
-      if (answer == nullptr || answer->result.error != ErrorKind::timeout) {
-        answered_in(dkey, reply.run_ms, answer != nullptr ? longest_candidate_wait_ms(answer->result) : 0.0);
+    const bool rerun = rerun_timeouts();
+    WorkerReply reply = rerun ? ask_gpu(dkey, request) : ask_gpu(dkey, std::move(request));
+    if (rerun && ended_in_timeout(reply)) {
+      // gpu_timeout_rerun: the timeout may be a neighbour's hang holding this program's fault. The
+      // runs again go one at a time: the hang's own second run, which times out again, would hold
+      // the program's fault a second time were they side by side.
+      {
+        std::lock_guard<std::mutex> one_at_a_time(rerun_lane);
+        reply = ask_gpu(dkey, std::move(request));
       }
+      std::lock_guard<std::mutex> lock(mutex);
+      ++stats.gpu_timeouts_rerun;
+      if (!ended_in_timeout(reply)) ++stats.gpu_timeouts_overturned;
     }
     if (reply.error == ErrorKind::no_gpu) {
       out.kind = GpuOutcome::Kind::no_gpu;
@@ -692,6 +698,33 @@ struct Evaluator::Impl {
       if (cacheable(out.ran)) results.insert(rkey, out.ran);
     }
     return out;
+  }
+
+  // One GPU request under the task's current limits; its answer, unless a timeout the worker
+  // ended itself (no measure of the task), goes into the task's tables.
+  WorkerReply ask_gpu(const std::string& dkey, GpuRequest request) {
+    request.wait_deadline_ms = wait_deadline_ms(dkey);
+    WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request), gpu_deadline(dkey)).get();
+    if (reply.error == ErrorKind::none) {
+      const auto* answer = std::get_if<GpuResponse>(&*reply.response);
+      if (answer == nullptr || answer->result.error != ErrorKind::timeout) {
+        answered_in(dkey, reply.run_ms, answer != nullptr ? longest_candidate_wait_ms(answer->result) : 0.0);
+      }
+    }
+    return reply;
+  }
+
+  // A timeout at either end: the pool's deadline on the request, or the worker's wait limit.
+  static bool ended_in_timeout(const WorkerReply& reply) {
+    if (reply.error == ErrorKind::timeout) return true;
+    if (reply.error != ErrorKind::none) return false;
+    const auto* answer = std::get_if<GpuResponse>(&*reply.response);
+    return answer != nullptr && answer->result.error == ErrorKind::timeout;
+  }
+
+  // EvaluatorConfig::gpu_timeout_rerun applies: GPU workers share a device.
+  bool rerun_timeouts() {
+    return cfg.gpu_timeout_rerun && cfg.gpu_workers > static_cast<int>(pool.gpu_info().devices.size());
   }
 
   // The adaptive GPU deadline (EvaluatorConfig::gpu_deadline_factor): the slowest answered GPU

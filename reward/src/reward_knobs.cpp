@@ -268,6 +268,10 @@ const datasets::Knobs<EvaluatorConfig>& evaluator_knobs() {
                    "a task's first GPU request waits for a run of the evaluator's own CSR kernel "
                    "on it, whose answer starts the adaptive deadline (a hung kernel on a new "
                    "matrix then costs that, not gpu_timeout_s)")
+          .boolean("gpu_timeout_rerun", &C::gpu_timeout_rerun,
+                   "with more GPU workers than GPUs, a GPU timeout is run once more and the second "
+                   "answer is the verdict (a fault beside another worker's hung kernel is reported "
+                   "only when that kernel is ended)")
           .add(seconds("startup_timeout_s", &C::startup_deadline,
                        "deadline of a worker's start-up handshake, seconds", 0.1, 3600))
           .integer("recycle_after", &C::recycle_after,

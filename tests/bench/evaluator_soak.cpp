@@ -258,11 +258,15 @@ int main(int argc, char** argv) {
     }
     while (!window.empty()) settle_oldest();
     memory_at_end = sparserl::reward::gpu_memory_used_mib();
-    const rw::WorkerPoolStats pool = ev.stats().pool;
+    const rw::EvaluatorStats stats = ev.stats();
+    const rw::WorkerPoolStats& pool = stats.pool;
     std::printf("\nworker pool: %llu workers spawned (%llu started), %llu crashes, %llu timeouts, %llu recycled\n",
                 static_cast<unsigned long long>(pool.spawned), static_cast<unsigned long long>(pool.started),
                 static_cast<unsigned long long>(pool.crashes), static_cast<unsigned long long>(pool.timeouts),
                 static_cast<unsigned long long>(pool.recycled));
+    std::printf("GPU timeouts run again (gpu_timeout_rerun): %llu, of which answered otherwise: %llu\n",
+                static_cast<unsigned long long>(stats.gpu_timeouts_rerun),
+                static_cast<unsigned long long>(stats.gpu_timeouts_overturned));
     tally.print_phases();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -9,12 +9,14 @@
 // worker through the pool alone: the digest check of the worker's matrix on every request.
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <future>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -268,6 +270,45 @@ TEST_CASE("a hung kernel on a large matrix is ended by the worker's own wait lim
   INFO(describe(after));
   CHECK(after.ok());
   CHECK(after.correct);
+}
+
+TEST_CASE("a trap beside another worker's hung kernel on the same GPU gets its own verdict",
+          "[reward][gpu]") {
+  // Two GPU workers a device. A fault is reported only once a hung kernel of another context on
+  // the GPU is ended - at the hang's limit, the trap's limit too - so the trap's wait could end in a
+  // timeout first (the 10,000-evaluation soak: 8 of them). Each timeout is run once more
+  // (gpu_timeout_rerun) and the second answer is the verdict: the hang's is a timeout again.
+  const std::size_t devices = shared_evaluator().gpu_info().devices.size();  // skips without a GPU
+  rw::EvaluatorConfig config = adaptive_deadline_config(std::chrono::milliseconds(120'000),
+                                                        std::chrono::milliseconds(2'000));
+  config.gpu_workers = static_cast<int>(2 * devices);
+  rw::Evaluator ev(config);
+  const ds::Task large = task("gen-v1/uniform?nnz_per_row=10&rows=1000000&seed=12", ds::Op::spmv, ds::DType::f32);
+  const ds::Task small = task("suitesparse-v1/HB/west0479", ds::Op::spmv, ds::DType::f32);
+  for (const ds::Task& t : {large, small}) {
+    const rw::EvalResult good = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
+    INFO(describe(good));
+    REQUIRE(good.ok());
+  }
+  constexpr int kRounds = 3;
+  for (int round = 0; round < kRounds; ++round) {
+    std::future<rw::EvalResult> hang = ev.submit(large, adversarial_program("infinite_loop"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the hang is on its way
+    std::vector<std::future<rw::EvalResult>> traps;
+    for (std::size_t d = 0; d < devices; ++d) traps.push_back(ev.submit(small, adversarial_program("trap")));
+    for (auto& f : traps) {
+      const rw::EvalResult trapped = f.get();
+      INFO("round " << round << ": " << describe(trapped));
+      CHECK(trapped.error == rw::ErrorKind::illegal_address);
+    }
+    const rw::EvalResult hung = hang.get();
+    INFO("round " << round << ": " << describe(hung));
+    CHECK(hung.error == rw::ErrorKind::timeout);
+  }
+  const rw::EvaluatorStats s = ev.stats();
+  INFO("timeouts run again " << s.gpu_timeouts_rerun << ", answered otherwise " << s.gpu_timeouts_overturned);
+  CHECK(s.gpu_timeouts_rerun >= kRounds);  // every hang, and any trap that met one
+  CHECK(s.gpu_timeouts_overturned == s.gpu_timeouts_rerun - kRounds);
 }
 
 TEST_CASE("a hung kernel as a new task's first request times out at the calibrated deadline",

@@ -31,6 +31,9 @@ TEST_CASE("evaluator knobs convert seconds, the shared cache size and the cache 
   knobs.set(c, "cache_dir", KnobValue(std::string("/tmp/cache")));
   knobs.set(c, "nvrtc_options", KnobValue(std::vector<std::string>{"-lineinfo", "-G"}));
   knobs.set(c, "max_block", KnobValue(std::int64_t{256}));
+  CHECK(c.gpu_timeout_rerun);
+  knobs.set(c, "gpu_timeout_rerun", KnobValue(false));
+  CHECK_FALSE(c.gpu_timeout_rerun);
   CHECK(c.compile_deadline == std::chrono::milliseconds(1500));
   CHECK(c.startup_deadline == std::chrono::milliseconds(2000));
   CHECK(c.compile_cache_entries == 7);

@@ -76,6 +76,15 @@ struct EvaluatorConfig {
   // a hung kernel stalled an update for the full 300 s). Concurrent first requests share one
   // calibration. Off (or when the calibration run fails) the first request gets gpu_deadline.
   bool gpu_deadline_calibration = true;
+  // A GPU request that ends in a timeout while GPU workers share a device (gpu_workers above the
+  // number of visible GPUs) is run once more, and the second answer is the verdict. A fault (a trap,
+  // an out-of-bounds access) on a GPU where another worker's kernel hangs is reported only once
+  // that kernel is ended - at the hang's own limit, which is the faulting program's too - so the
+  // faulting program's wait can end first, in a timeout that belongs to its neighbour (the 10,000-
+  // evaluation soak, 8 workers on 2 H200s: 8 traps and out-of-bounds reads, each run beside one of
+  // the soak's hangs; with one worker a GPU, none in 1,914). A real hang then costs two limits.
+  // The second runs go one at a time, so that a hang's second run does not hold another fault.
+  bool gpu_timeout_rerun = true;
   std::chrono::milliseconds startup_deadline{60'000};
   int recycle_after = 500;  // requests per worker
   SandboxLimits sandbox;
@@ -119,6 +128,9 @@ struct EvaluatorStats {
   std::uint64_t result_cache_misses = 0;
   std::uint64_t gpu_requests = 0;          // calibration runs included
   std::uint64_t deadline_calibrations = 0;  // tasks calibrated (gpu_deadline_calibration)
+  // GPU timeouts run once more (gpu_timeout_rerun), and those whose second run answered otherwise.
+  std::uint64_t gpu_timeouts_rerun = 0;
+  std::uint64_t gpu_timeouts_overturned = 0;
   // Evaluations answered by an identical one in flight at the same time (in_flight.hpp): at the
   // compile stage (same compile cache key) and at the GPU stage (same result key).
   std::uint64_t compiles_coalesced = 0;
