@@ -130,7 +130,15 @@ MatrixStore::Entry MatrixStore::entry(const MatrixUri& uri) {
                                      [&](const Entry& e) { return e.key == loaded.key; });
     if (!present) {
       cache_.push_front(loaded);
-      while (cache_.size() > options_.cache_capacity) cache_.pop_back();
+      cached_bytes_ += resident_bytes(*loaded.matrix);
+      const auto over = [this] {
+        return cache_.size() > options_.cache_capacity ||
+               (options_.cache_bytes > 0 && cached_bytes_ > options_.cache_bytes);
+      };
+      while (cache_.size() > 1 && over()) {
+        cached_bytes_ -= resident_bytes(*cache_.back().matrix);
+        cache_.pop_back();
+      }
     }
   }
   return loaded;
@@ -168,9 +176,15 @@ std::size_t MatrixStore::cache_size() const {
   return cache_.size();
 }
 
+std::size_t MatrixStore::cache_bytes() const {
+  std::lock_guard lock(mutex_);
+  return cached_bytes_;
+}
+
 void MatrixStore::clear_cache() {
   std::lock_guard lock(mutex_);
   cache_.clear();
+  cached_bytes_ = 0;
 }
 
 }  // namespace sparserl::datasets

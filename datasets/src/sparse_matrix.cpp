@@ -175,4 +175,8 @@ std::vector<Triplet> SparseMatrix::to_triplets() const {
   return out;
 }
 
+std::size_t resident_bytes(const SparseMatrix& m) {
+  return m.row_ptr().size_bytes() + m.col_idx().size_bytes() + m.values().size_bytes();
+}
+
 }  // namespace sparserl::datasets

@@ -234,7 +234,12 @@ void add_run_sections(Schema& s) {
       .string_list("families", {},
                    "take only the split's matrices of these families (the collection group, or the "
                    "generator family of version-2 entries; checked against the split's); empty: "
-                   "all");
+                   "all")
+      .integer("matrix_cache_mib", 12288,
+               "MiB of loaded matrices the run keeps in memory for its observations (SFT's and "
+               "RL's prompts; the newest one always): bench-v2's large train part holds about 7 "
+               "GiB; when they do not fit, every step reads or generates most of its matrices again",
+               1, 1e7);
 }
 
 // [train], [eval] and [bench]: what the runner does and with what budgets.

@@ -150,6 +150,44 @@ TEST_CASE("the LRU cache keeps the most recently used matrices", "[datasets][sto
   CHECK(store.cache_size() <= 2);
 }
 
+TEST_CASE("the cache is bounded by bytes as well as by entries", "[datasets][store]") {
+  // A training session's store holds the large regime's matrices (tens of millions of nonzeros):
+  // bounded by their bytes, not by a count that is either too small for many matrices (each SFT
+  // step then generated its matrices again: 17 s a step on the large train part) or too large for
+  // big ones.
+  const auto dir = sparserl::testing::scratch_dir("store_cache_bytes");
+  for (int i = 0; i < 3; ++i) {
+    ds::write_matrix_market(dir / "suitesparse" / "G" / ("m" + std::to_string(i) + ".mtx"),
+                            small(i));
+  }
+  const std::size_t one = ds::resident_bytes(small(0));
+  REQUIRE(one == (small(0).row_ptr().size() + small(0).col_idx().size()) * sizeof(ds::Index) +
+                     small(0).values().size() * sizeof(double));
+  ds::StoreOptions options;
+  options.cache_capacity = 100;
+  options.cache_bytes = 2 * one;
+  ds::MatrixStore store(dir, options);
+  const auto a0 = store.load("suitesparse-v1/G/m0");
+  (void)store.load("suitesparse-v1/G/m1");
+  CHECK(store.cache_size() == 2);
+  CHECK(store.cache_bytes() == 2 * one);
+  (void)store.load("suitesparse-v1/G/m2");  // a third would pass the bytes: m0 goes
+  CHECK(store.cache_size() == 2);
+  CHECK(store.cache_bytes() == 2 * one);
+  CHECK(store.load("suitesparse-v1/G/m0") != a0);  // loaded again
+  // A bound below one matrix still keeps the newest.
+  ds::StoreOptions tiny = options;
+  tiny.cache_bytes = 1;
+  ds::MatrixStore small_store(dir, tiny);
+  const auto b0 = small_store.load("suitesparse-v1/G/m0");
+  CHECK(small_store.load("suitesparse-v1/G/m0") == b0);
+  (void)small_store.load("suitesparse-v1/G/m1");
+  CHECK(small_store.cache_size() == 1);
+  CHECK(small_store.cache_bytes() == one);
+  small_store.clear_cache();
+  CHECK(small_store.cache_bytes() == 0);
+}
+
 TEST_CASE("a cached matrix's digest is computed once", "[datasets][store]") {
   // The GPU worker checks the digest of its matrix on every evaluation: load_digested answers it
   // from the cache entry, and computes it again only for a matrix that was loaded again.

@@ -52,6 +52,9 @@ struct StoreOptions {
   std::vector<std::filesystem::path> indexes;
   // How many loaded matrices to keep in memory (0: no cache).
   std::size_t cache_capacity = 0;
+  // And at most this many bytes of them (resident_bytes(); 0: no bound by bytes). The newest
+  // matrix stays cached even when it alone is larger.
+  std::size_t cache_bytes = 0;
   ReadOptions read;
 };
 
@@ -103,6 +106,7 @@ class MatrixStore {
   [[nodiscard]] std::vector<std::string> indexed_uris() const;
 
   [[nodiscard]] std::size_t cache_size() const;
+  [[nodiscard]] std::size_t cache_bytes() const;  // resident_bytes() of the cached matrices
   void clear_cache();
 
  private:
@@ -127,6 +131,7 @@ class MatrixStore {
   mutable std::mutex mutex_;
   // Most recently used first.
   std::list<Entry> cache_;
+  std::size_t cached_bytes_ = 0;
   std::atomic<std::uint64_t> digests_computed_{0};
 };
 

@@ -86,4 +86,7 @@ class SparseMatrix {
   std::vector<double> values_;
 };
 
+// The bytes a matrix holds in memory: its row pointers, column indices and values.
+[[nodiscard]] std::size_t resident_bytes(const SparseMatrix& m);
+
 }  // namespace sparserl::datasets
