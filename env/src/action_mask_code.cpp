@@ -365,6 +365,8 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // `expected a ")"`, "explicit type is missing").
   const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
+  // Where a name is declared, no template parameter of the declaration under way.
+  if (new_local_allowed(s) && local_bit(s.template_names, k.local)) return false;
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
@@ -760,6 +762,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
     set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr);
     set_local_bit(s.consts, k.local, s.decl_const);
+    if (s.top == Top::tmpl_params) set_local_bit(s.template_names, k.local, true);
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {

@@ -500,6 +500,10 @@ struct ActionMask::State {
   // it last declared.
   std::array<std::uint8_t, detail::kScopedLocals / 8> pointers{}, consts{};
   bool decl_const = false;
+  // Per scoped local (a bit each): a template parameter of the file-scope declaration under way
+  // (NVRTC: "template parameter may not be redeclared in this scope" - in the template's list,
+  // as the function's name, its parameters or a name in its body).
+  std::array<std::uint8_t, detail::kScopedLocals / 8> template_names{};
   std::uint8_t last_declared = 0;
   bool operand_const = false;  // the variable just named was declared const
   bool deref_cast = false;     // a cast after a unary `*`: its operand's `(` is a kDerefParen
