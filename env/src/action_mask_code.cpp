@@ -160,6 +160,9 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         if (s.ctx == ctx_group && innermost(s) == '(') {
           s.stack[s.depth - 1u] = kCastParen;  // `(int`: a cast
         }
+        // A declaration's type (not a cast's, nor sizeof's): its names' type.
+        const std::uint8_t open = innermost(s);
+        if (at_statement(s) || open == kForParen || open == kParamParen) s.decl_type = k.type_cat;
         s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
         s.ctx = ctx_type;
       }
@@ -186,6 +189,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls.
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
         s.decl_const = false;
+        s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
       s.run = 0;
@@ -367,6 +371,11 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
   // Where a name is declared, no template parameter of the declaration under way.
   if (new_local_allowed(s) && local_bit(s.template_names, k.local)) return false;
+  // A floating overload's first argument: no integer or vector variable (a macro may be anything).
+  if (s.floating_due && !is_macro(s, k.local) && k.local < s.locals_used) {
+    const std::uint8_t type = local_type(s, k.local);
+    if (type == type_integral || type == type_vector) return false;
+  }
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
@@ -732,11 +741,20 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   return checks;
 }
 
+// A builtin overloaded for floating arguments alone (sqrt, ceil, pow, ...): its first argument
+// starts with no integer or vector (nor bool: `!`, true), and no comparison or logical operator
+// makes it a bool at its depth (`<` after static_cast opens a cast). In code, not on a line.
+bool floating_allowed(const State& s, const TokenInfo& k) {
+  if (s.floating_due && k.starts_no_floating) return false;
+  return !k.compares || !in_floating_argument(s) || (k.role == role_lt && s.ctx == ctx_cast_kw);
+}
+
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
   if (k.file_only && in_function(s)) return false;
   if (k.jump && !in_loop(s)) return false;
   if (k.is_else && !s.else_ok) return false;
+  if (!on_line(s) && !floating_allowed(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -758,10 +776,16 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool cast_open = k.role == role_lt && s.ctx == ctx_cast_kw && s.top != Top::tmpl;
   const bool cast_closed = k.word == w_angle_close && innermost(s) == kCastAngle;
   const Taken taken{declares, macro, cast_closed, innermost(s)};
+  // A floating overload's `(`, its first argument's unary operators (which keep it due).
+  const bool floating_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.floating_call;
+  const bool unary = s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus ||
+                                        k.cat == Cat::star || k.role == role_incdec);
+  const bool floating_comma = k.cat == Cat::comma && in_floating_argument(s);
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
     set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr);
     set_local_bit(s.consts, k.local, s.decl_const);
+    set_local_type(s, k.local, s.decl_type);
     if (s.top == Top::tmpl_params) set_local_bit(s.template_names, k.local, true);
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
@@ -782,6 +806,12 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (k.ternary == 1) s.stack[s.depth++] = kTernary;
     if (k.ternary == 2 && taken.closing == kTernary) --s.depth;
     advance_role(s, k, taken);
+    // The floating overloads' first arguments: open at their `(`, done at `,` or `)`.
+    s.floating_args &= (std::uint64_t{1} << s.depth) - 1u;
+    if (floating_comma) s.floating_args &= ~(std::uint64_t{1} << (s.depth - 1u));
+    if (floating_open) s.floating_args |= std::uint64_t{1} << (s.depth - 1u);
+    s.floating_due = floating_open || unary;
+    s.floating_call = k.floating_overload;
   }
 }
 
@@ -800,6 +830,15 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (!s.else_ok) {
     for (TokenId id : t.else_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (s.floating_due && !on_line(s)) {
+    for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (in_floating_argument(s) && !on_line(s)) {
+    for (TokenId id : t.compare_ids) {
+      const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
+      if (!floating_allowed(s, k)) mask[static_cast<std::size_t>(id)] = 0;
+    }
   }
   // Locals come in canonical order: those past the next new one are refused (their 0 stays).
   const int last = std::min<int>(s.locals_used, t.locals - 1);

@@ -247,6 +247,17 @@ struct TokenInfo {
   bool divides = false;        // `/`, `%`
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
+  // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
+  // a type word's category (TypeCat); a builtin function overloaded for float and double alone,
+  // whose first argument must be floating (NVRTC: "more than one instance of overloaded function"
+  // of `ceil(int)`, "no instance" of `round(uint4)`, `pow(bool)`); a token that starts no floating
+  // argument there (an integer or vector type, a prelude constant, threadIdx & co, `!`, `&`, a
+  // builtin whose result is no floating value, ...); a comparison or logical operator, whose result
+  // is bool.
+  std::uint8_t type_cat = 0;
+  bool floating_overload = false;
+  bool starts_no_floating = false;
+  bool compares = false;
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -530,6 +541,16 @@ struct ActionMask::State {
   bool if_pending = false;
   bool else_ok = false;
   bool while_cond = false;  // the ctx_cond under way is a while's
+  // Types: per scoped local its category (TypeCat, two bits each; a pointer's or an array's is
+  // its elements'), the category of the declaration's type words under way; a builtin overloaded
+  // for floating arguments alone was just named (its `(` comes next); its first argument starts
+  // here (after its `(` and unary `-` / `+` / `*` / ++ / --); per code stack index, such a call's
+  // parenthesis in its first argument.
+  std::array<std::uint8_t, detail::kScopedLocals / 4> local_types{};
+  std::uint8_t decl_type = 0;
+  bool floating_call = false;
+  bool floating_due = false;
+  std::uint64_t floating_args = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -669,6 +690,25 @@ inline bool statement_ended(Last last) {
          last == Last::pp_eol || last == Last::none;
 }
 
+// What the grammar knows of a value's type (TokenInfo::type_cat, State::local_types): nothing, an
+// integer (bool, char, int, size_t, ...), a floating value (float, double, value_t), a vector
+// (int4, float2, dim3, ...).
+enum TypeCat : std::uint8_t { type_unknown, type_integral, type_floating, type_vector };
+inline std::uint8_t local_type(const State& s, int local) {
+  if (local < 0 || local >= kScopedLocals) return type_unknown;
+  return (s.local_types[static_cast<std::size_t>(local / 4)] >> (2 * (local % 4))) & 3u;
+}
+inline void set_local_type(State& s, int local, std::uint8_t type) {
+  if (local < 0 || local >= kScopedLocals) return;
+  auto& byte = s.local_types[static_cast<std::size_t>(local / 4)];
+  const int shift = 2 * (local % 4);
+  byte = static_cast<std::uint8_t>((byte & ~(3u << shift)) | ((type & 3u) << shift));
+}
+// Inside the first argument of a builtin overloaded for floating arguments alone, at its depth.
+inline bool in_floating_argument(const State& s) {
+  return s.depth > 0 && ((s.floating_args >> (s.depth - 1u)) & 1u) != 0;
+}
+
 // A local's bit in State::pointers / State::consts.
 inline bool local_bit(const std::array<std::uint8_t, kScopedLocals / 8>& bits, int local) {
   return local >= 0 && local < kScopedLocals &&
@@ -744,6 +784,8 @@ struct ActionMask::Tables {
   std::vector<TokenId> file_only_ids;  // TokenInfo::file_only
   std::vector<TokenId> jump_ids;       // TokenInfo::jump
   std::vector<TokenId> else_ids;       // TokenInfo::is_else
+  std::vector<TokenId> no_floating_ids;  // TokenInfo::starts_no_floating
+  std::vector<TokenId> compare_ids;      // TokenInfo::compares
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

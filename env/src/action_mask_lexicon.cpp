@@ -138,6 +138,36 @@ constexpr std::string_view kNullaryBuiltins[] = {
     "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
     "__activemask"};
 
+// Types. Integer and floating type words (the rest of kTypeWords but void are vectors); builtin
+// functions overloaded for float and double alone (CUDA's math functions without their f suffix:
+// an integer, bool or vector argument is ambiguous or matches none); builtins whose result may be
+// floating (CUDA's float and double math and conversions, loads, shuffles, atomicAdd / atomicExch).
+constexpr std::string_view kIntegralTypes[] = {"bool",  "char",   "int",    "long",     "short",
+                                               "signed", "unsigned", "size_t", "ptrdiff_t"};
+constexpr std::string_view kFloatingTypes[] = {"float", "double", "value_t"};
+constexpr std::string_view kFloatingOverloads[] = {
+    "fabs",  "fmin",  "fmax", "fma",   "sqrt",  "rsqrt", "cbrt", "exp",   "exp2",
+    "log",   "log2",  "pow",  "sin",   "cos",   "ceil",  "floor", "round", "trunc",
+    "rint",  "lrint", "llrint", "isnan", "isinf", "isfinite", "signbit", "copysign"};
+constexpr std::string_view kFloatingResults[] = {
+    "fabs",     "fabsf",      "fmin",       "fmax",       "fminf",          "fmaxf",
+    "fma",      "fmaf",       "sqrt",       "sqrtf",      "rsqrt",          "rsqrtf",
+    "cbrt",     "cbrtf",      "exp",        "expf",       "exp2",           "exp2f",
+    "log",      "logf",       "log2",       "log2f",      "pow",            "powf",
+    "sin",      "sinf",       "cos",        "cosf",       "ceil",           "ceilf",
+    "floor",    "floorf",     "round",      "roundf",     "trunc",          "truncf",
+    "rint",     "rintf",      "copysign",   "copysignf",  "fdividef",       "__fdividef",
+    "__fdiv_rn", "__ddiv_rn", "__fadd_rn",  "__fsub_rn",  "__fmul_rn",      "__fmaf_rn",
+    "__dadd_rn", "__dsub_rn", "__dmul_rn",  "__fma_rn",   "__frcp_rn",      "__drcp_rn",
+    "__fsqrt_rn", "__dsqrt_rn", "__expf",   "__logf",     "__powf",         "__sinf",
+    "__cosf",   "__saturatef", "__int2float_rn", "__uint2float_rn", "__int2double_rn",
+    "__double2float_rn", "__int_as_float", "__uint_as_float", "__longlong_as_double",
+    "__hiloint2double", "__ldg",  "__ldcg",     "__ldca",     "__ldcs",         "__ldlu",
+    "__ldcv",   "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+    "atomicAdd", "atomicExch"};
+// Comparisons and logical operators (a bool result).
+constexpr std::string_view kComparisons[] = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "?"};
+
 // Prelude constants at least 1 on every matrix: K (1 for SpMV, k >= 1 for SpMM) and the formats'
 // parameters (compute_constants refuses a spec out of range). The matrix's own may be 0.
 constexpr std::string_view kPositiveConstants[] = {"K", "SELL_C", "SELL_SIGMA", "BSR_R", "BSR_C"};
@@ -198,6 +228,8 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.arrow = t.cls == TokenClass::punct && t.text == "->";
   if (k.cat == Cat::member) k.param = static_cast<std::uint8_t>(t.text[0]);
   k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
+  k.floating_overload = t.cls == TokenClass::builtin && listed(kFloatingOverloads, t.text);
+  k.compares = t.cls == TokenClass::punct && listed(kComparisons, t.text);
   k.condition = t.cls == TokenClass::keyword && (t.text == "if" || t.text == "while");
   k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
   k.loop = t.cls == TokenClass::keyword && t.text == "while";
@@ -253,6 +285,11 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   k.follows = kOperandStart;
   if (word && k.naming == TokenInfo::naming_type && w != "typedef") {
     k.role = role_type;
+    k.type_cat = listed(kIntegralTypes, w) ? type_integral
+                 : listed(kFloatingTypes, w) ? type_floating
+                 : w == "void"               ? type_unknown
+                                             : type_vector;
+    k.starts_no_floating = k.type_cat != type_floating;  // `int(`, `dim3(`, `void`
     k.type_bits = w == "long"                        ? kRunLong
                   : w == "short"                     ? kRunShort
                   : w == "signed" || w == "unsigned" ? kRunSign
@@ -339,6 +376,15 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
   if (k.cat == Cat::local) k.follows = kOperandStart | kQual | kType | kPtr | kDeref;
+  // What starts no floating value (locals: their declared type decides; numbers: the completion
+  // path writes one).
+  k.starts_no_floating = (k.cat == Cat::constant && k.word != w_value_t) ||
+                         k.cat == Cat::literal || k.role == role_vector ||
+                         (k.cat == Cat::builtin && k.role != role_function) ||
+                         (k.role == role_function && !listed(kFloatingResults, w)) ||
+                         (keyword && (w == "true" || w == "false" || w == "sizeof" ||
+                                      w == "nullptr" || w == "this")) ||
+                         (punct && (w == "!" || w == "~" || w == "&"));
   // The completion path's tokens follow anything but where an operand or `(` is due.
   if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket || k.cat == Cat::close_brace ||
       k.cat == Cat::semi) {
@@ -489,6 +535,8 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (info[i].file_only) file_only_ids.push_back(static_cast<TokenId>(i));
     if (info[i].jump) jump_ids.push_back(static_cast<TokenId>(i));
     if (info[i].is_else) else_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].starts_no_floating) no_floating_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].compares) compare_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

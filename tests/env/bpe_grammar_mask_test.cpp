@@ -792,3 +792,25 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "value_t{1};\n") == -1);
   }
 }
+
+// Types: what the grammar knows of a value's type (a declared name's, a type word's, a few
+// builtins' results) against what NVRTC checks.
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe][mask]") {
+  SECTION("a floating overload's first argument is no integer, vector or bool") {
+    // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
+    // `round(int2{})`, `pow(true, 2)`; a comparison makes a bool of its argument.)
+    CHECK(first_refused(kHead, "  y[0] = ceil(M);") == 14);
+    CHECK(first_refused(kHead, "  int i = 0; y[0] = sqrt(i);") == 25);
+    CHECK(first_refused(kHead, "  y[0] = round(int(2));") == 15);
+    CHECK(first_refused(kHead, "  y[0] = log(-threadIdx.x);") == 15);  // `t`: trunc
+    CHECK(first_refused(kHead, "  y[0] = pow(!x[0], 2);") == 13);
+    CHECK(first_refused(kHead, "  y[0] = sqrt(x[0] < 1);") == 20);  // `<`: `<<`
+    CHECK(first_refused(kHead, "  y[0] = exp(col_idx[0]);") == 15);  // `co`: cos
+    CHECK(first_refused(kHead,
+                        "  int i = 0; float f = i;\n"
+                        "  y[i] = sqrt(x[0]) + ceil(value_t(M) / 2) + pow(-x[1], 2) + log(f) +\n"
+                        "         fmax(*x, i < 1) + sqrt(static_cast<float>(M)) + floor(f) +\n"
+                        "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((M));\n") ==
+          -1);
+  }
+}
