@@ -151,6 +151,9 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
   const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
                        ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
+  // Specifiers count within a run of them and type words; a `*` / `&` in a type starts the
+  // pointer's own (`const int* const`), anything else a new declaration or cast's.
+  if (k.role != role_qual && k.role != role_type) s.specifiers = 0;
   switch (k.role) {
     case role_type:
       if (s.ctx == ctx_expr || s.ctx == ctx_operand_due || s.ctx == ctx_args) {
@@ -169,6 +172,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       return;
     case role_qual:
       if (!in_type) s.run = 0;
+      s.specifiers |= k.specifier;
       if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
       if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
       return;
@@ -755,6 +759,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.jump && !in_loop(s)) return false;
   if (k.is_else && !s.else_ok) return false;
   if (!on_line(s) && !floating_allowed(s, k)) return false;
+  if ((k.specifier & s.specifiers) != 0 && !on_line(s)) return false;  // once in a declaration
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -830,6 +835,13 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (!s.else_ok) {
     for (TokenId id : t.else_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (s.specifiers != 0 && !on_line(s)) {
+    for (TokenId id : t.specifier_ids) {
+      if ((t.info[static_cast<std::size_t>(id)].specifier & s.specifiers) != 0) {
+        mask[static_cast<std::size_t>(id)] = 0;
+      }
+    }
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;

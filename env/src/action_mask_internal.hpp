@@ -258,6 +258,9 @@ struct TokenInfo {
   bool floating_overload = false;
   bool starts_no_floating = false;
   bool compares = false;
+  // A declaration's specifier or qualifier (const, static, inline, __device__, ...): its bit in
+  // State::specifiers (0: none).
+  std::uint16_t specifier = 0;
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -551,6 +554,10 @@ struct ActionMask::State {
   bool floating_call = false;
   bool floating_due = false;
   std::uint64_t floating_args = 0;
+  // The specifiers and qualifiers of the declaration under way, or of the pointer level after its
+  // last `*` / `&` (TokenInfo::specifier bits; NVRTC: "duplicate specifier in declaration" of
+  // `const const`, "more than one storage class" of `static static`).
+  std::uint16_t specifiers = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -786,6 +793,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> else_ids;       // TokenInfo::is_else
   std::vector<TokenId> no_floating_ids;  // TokenInfo::starts_no_floating
   std::vector<TokenId> compare_ids;      // TokenInfo::compares
+  std::vector<TokenId> specifier_ids;    // TokenInfo::specifier
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -165,6 +165,16 @@ constexpr std::string_view kFloatingResults[] = {
     "__hiloint2double", "__ldg",  "__ldcg",     "__ldca",     "__ldcs",         "__ldlu",
     "__ldcv",   "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
     "atomicAdd", "atomicExch"};
+// A declaration's specifiers and qualifiers, each at most once in it (TokenInfo::specifier); after
+// a `*` / `&` the pointer's own qualifiers alone (kPointerQualifiers: NVRTC "expected an
+// identifier" of `int* static`, `long& __device__`), each once per pointer.
+constexpr std::string_view kSpecifierWords[] = {
+    "const",      "volatile", "__restrict__", "static",   "extern",    "inline",
+    "__forceinline__", "__noinline__", "__device__", "__host__", "__shared__", "__constant__",
+    "register",   "constexpr", "typedef"};
+constexpr std::string_view kPointerQualifiers[] = {"const", "volatile", "__restrict__"};
+static_assert(std::size(kSpecifierWords) <= 16, "TokenInfo::specifier holds a bit per word");
+
 // Comparisons and logical operators (a bool result).
 constexpr std::string_view kComparisons[] = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "?"};
 
@@ -230,6 +240,14 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
   k.floating_overload = t.cls == TokenClass::builtin && listed(kFloatingOverloads, t.text);
   k.compares = t.cls == TokenClass::punct && listed(kComparisons, t.text);
+  if (t.cls == TokenClass::keyword) {
+    const auto* word = std::find(std::begin(kSpecifierWords), std::end(kSpecifierWords), t.text);
+    // (__forceinline__ is CUDA's `__inline__` and an attribute: `inline` twice.)
+    if (t.text == "__forceinline__") word = std::find(std::begin(kSpecifierWords), word, "inline");
+    if (word != std::end(kSpecifierWords)) {
+      k.specifier = static_cast<std::uint16_t>(1u << (word - std::begin(kSpecifierWords)));
+    }
+  }
   k.condition = t.cls == TokenClass::keyword && (t.text == "if" || t.text == "while");
   k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
   k.loop = t.cls == TokenClass::keyword && t.text == "while";
@@ -305,6 +323,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_qual;
     k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group) | bit(ctx_cast_type);
     if (w == "__restrict__") k.follows = kPtr;  // of a pointer alone
+    if (!listed(kPointerQualifiers, w)) k.follows &= ~kPtr;
     // `extern` where a statement starts, `extern __shared__` (NVRTC: "a storage class may not be
     // specified here" of `const extern`; a host variable of `extern int v;` in a function).
     if (w == "extern") k.follows = kStart;
@@ -537,6 +556,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (info[i].is_else) else_ids.push_back(static_cast<TokenId>(i));
     if (info[i].starts_no_floating) no_floating_ids.push_back(static_cast<TokenId>(i));
     if (info[i].compares) compare_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].specifier != 0) specifier_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

@@ -1004,3 +1004,23 @@ TEST_CASE("a template parameter is not redeclared in its declaration", "[env][ma
   CHECK(first_refused(head + "template <int G, int H>\n__device__ int f(int a) { return a + G * H; "
                              "}\n__device__ int g(int G) { return G; }\n") == "");
 }
+
+TEST_CASE("a declaration's specifiers stand once, a pointer's qualifiers after its `*`",
+          "[env][mask]") {
+  // (NVRTC: "duplicate specifier in declaration" of `const const`, "more than one storage class"
+  // of `static static`, "expected an identifier" of `int* inline`, `long& __device__`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ const int const f() { return 0; }\n") == "const");
+  CHECK(first_refused(head + "__device__ static float static f() { return 0; }\n") == "static");
+  CHECK(first_refused(head + "__device__ __device__ int f() { return 0; }\n") == "__device__");
+  CHECK(first_refused(head + "__device__ __forceinline__ inline int f() { return 0; }\n") ==
+        "inline");  // __forceinline__ is an inline
+  CHECK(first_refused(head + "__device__ int* inline f() { return 0; }\n") == "inline");
+  CHECK(first_refused(head + "__device__ long& __device__ f() { return 0; }\n") == "__device__");
+  CHECK(first_refused(head + "__device__ void f(const int* const const p) { }\n") == "const");
+  CHECK(first_refused(head + "__device__ void f() { volatile volatile int i; }\n") == "volatile");
+  // Once per declaration, once per pointer level.
+  CHECK(first_refused(head + "__device__ static inline const int* const f(const int* const p, "
+                             "const int q) { const int i = 0, j = 1; const volatile int* const "
+                             "volatile r = p; return p; }\n") == "");
+}
