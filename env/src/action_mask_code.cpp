@@ -786,6 +786,11 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool unary = s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus ||
                                         k.cat == Cat::star || k.role == role_incdec);
   const bool floating_comma = k.cat == Cat::comma && in_floating_argument(s);
+  // A call of no result: its `(`, its `)`.
+  const bool void_open =
+      k.cat == Cat::open_paren && (s.ctx == ctx_call || s.ctx == ctx_call_args) && s.void_named;
+  const bool void_close =
+      k.cat == Cat::close_paren && s.void_call >= 0 && s.depth == s.void_call + 1;
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
     set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr);
@@ -817,6 +822,12 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (floating_open) s.floating_args |= std::uint64_t{1} << (s.depth - 1u);
     s.floating_due = floating_open || unary;
     s.floating_call = k.floating_overload;
+    if (void_open) s.void_call = static_cast<std::int8_t>(s.depth - 1);
+    if (void_close) {
+      s.void_call = -1;
+      s.ctx = ctx_initialized;  // `,` or `;` (no operator: the call has no value)
+    }
+    s.void_named = k.void_result;
   }
 }
 

@@ -258,6 +258,9 @@ struct TokenInfo {
   bool floating_overload = false;
   bool starts_no_floating = false;
   bool compares = false;
+  // A builtin function of no result (__syncthreads, __threadfence, __stcg, ...): a statement of its
+  // own (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`).
+  bool void_result = false;
   // A declaration's specifier or qualifier (const, static, inline, __device__, ...): its bit in
   // State::specifiers (0: none).
   std::uint16_t specifier = 0;
@@ -558,6 +561,10 @@ struct ActionMask::State {
   // last `*` / `&` (TokenInfo::specifier bits; NVRTC: "duplicate specifier in declaration" of
   // `const const`, "more than one storage class" of `static static`).
   std::uint16_t specifiers = 0;
+  // A builtin of no result was just named (its `(` comes next); the code stack index of its call's
+  // parenthesis (-1: none), after whose `)` only `,` or `;` may come.
+  bool void_named = false;
+  std::int8_t void_call = -1;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

@@ -175,6 +175,11 @@ constexpr std::string_view kSpecifierWords[] = {
 constexpr std::string_view kPointerQualifiers[] = {"const", "volatile", "__restrict__"};
 static_assert(std::size(kSpecifierWords) <= 16, "TokenInfo::specifier holds a bit per word");
 
+// Builtin functions of no result (void).
+constexpr std::string_view kVoidBuiltins[] = {
+    "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
+    "__stcg",        "__stcs",     "__stwb",        "__stwt"};
+
 // Comparisons and logical operators (a bool result).
 constexpr std::string_view kComparisons[] = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "?"};
 
@@ -364,6 +369,10 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_vector;
   } else if (k.cat == Cat::builtin && w != "warpSize") {
     k.role = role_function;
+    // A call of no result stands where a statement starts (after `;`, a block's braces, a
+    // condition's `)`, else).
+    k.void_result = listed(kVoidBuiltins, w);
+    if (k.void_result) k.follows = kStart | kParen;
   } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
              k.cat == Cat::constant || k.cat == Cat::builtin || (punct && w == "]") ||
              (keyword && (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {

@@ -813,4 +813,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((M));\n") ==
           -1);
   }
+  SECTION("a builtin of no result is a statement") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)
+    CHECK(first_refused(kHead, "  y[0] = __syncthreads();") == 22);  // `(`: __syncthreads_or
+    CHECK(first_refused(kHead, "  int i = 1 + __threadfence();") == 16);  // `__t`: no value
+    CHECK(first_refused(kHead, "  __syncthreads() + 1;") == 18);
+    CHECK(first_refused(kHead, "  __syncwarp() y") == 15);
+    CHECK(first_refused(kHead,
+                        "  if (M) __threadfence();\n  __syncthreads();\n  __syncwarp(), y[0] = 1;\n"
+                        "  for (__syncthreads();;) break;\n  int i = __syncthreads_count(1);\n") ==
+          -1);
+  }
 }
