@@ -154,6 +154,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   // Specifiers count within a run of them and type words; a `*` / `&` in a type starts the
   // pointer's own (`const int* const`), anything else a new declaration or cast's.
   if (k.role != role_qual && k.role != role_type) s.specifiers = 0;
+  if (k.role != role_qual) s.reference = in_type && k.role == role_ptr && k.cat != Cat::star;
   switch (k.role) {
     case role_type:
       if (s.ctx == ctx_expr || s.ctx == ctx_operand_due || s.ctx == ctx_args) {
@@ -753,12 +754,16 @@ bool floating_allowed(const State& s, const TokenInfo& k) {
   return !k.compares || !in_floating_argument(s) || (k.role == role_lt && s.ctx == ctx_cast_kw);
 }
 
+// After a type's `&` no `*` or `&` (no pointer or reference to a reference).
+bool reference_ends(const State& s) { return s.reference && s.ctx == ctx_ptr && !on_line(s); }
+
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
   if (k.file_only && in_function(s)) return false;
   if (k.jump && !in_loop(s)) return false;
   if (k.is_else && !s.else_ok) return false;
   if (!on_line(s) && !floating_allowed(s, k)) return false;
+  if (k.role == role_ptr && reference_ends(s)) return false;
   if ((k.specifier & s.specifiers) != 0 && !on_line(s)) return false;  // once in a declaration
   return passes(k.checks[code_row(s)], t, s, k);
 }
@@ -846,6 +851,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (!s.else_ok) {
     for (TokenId id : t.else_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (reference_ends(s)) {
+    for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if (s.specifiers != 0 && !on_line(s)) {
     for (TokenId id : t.specifier_ids) {

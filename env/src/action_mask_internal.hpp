@@ -565,6 +565,9 @@ struct ActionMask::State {
   // parenthesis (-1: none), after whose `)` only `,` or `;` may come.
   bool void_named = false;
   std::int8_t void_call = -1;
+  // The type's last `*` / `&` was a `&` (NVRTC: "reference to reference is not allowed" of
+  // `int& &`, "pointer to reference is not allowed" of `int& *`).
+  bool reference = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -801,6 +804,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> no_floating_ids;  // TokenInfo::starts_no_floating
   std::vector<TokenId> compare_ids;      // TokenInfo::compares
   std::vector<TokenId> specifier_ids;    // TokenInfo::specifier
+  std::vector<TokenId> pointer_ids;      // `*`, `&`
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

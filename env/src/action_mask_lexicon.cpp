@@ -566,6 +566,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (info[i].starts_no_floating) no_floating_ids.push_back(static_cast<TokenId>(i));
     if (info[i].compares) compare_ids.push_back(static_cast<TokenId>(i));
     if (info[i].specifier != 0) specifier_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].role == role_ptr) pointer_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

@@ -175,7 +175,7 @@ std::uint64_t digest(const State& s) {
   f.add(s.if_braces), f.add(s.if_pending), f.add(s.else_ok);
   f.add(s.while_cond), f.add(s.done), f.add(s.local_types), f.add(s.decl_type);
   f.add(s.floating_call), f.add(s.floating_due), f.add(s.floating_args), f.add(s.specifiers);
-  f.add(s.void_named), f.add(s.void_call);
+  f.add(s.void_named), f.add(s.void_call), f.add(s.reference);
   return f.h;
 }
 

@@ -1024,3 +1024,14 @@ TEST_CASE("a declaration's specifiers stand once, a pointer's qualifiers after i
                              "const int q) { const int i = 0, j = 1; const volatile int* const "
                              "volatile r = p; return p; }\n") == "");
 }
+
+TEST_CASE("no pointer or reference to a reference", "[env][mask]") {
+  // (NVRTC: "reference to reference is not allowed", "pointer to reference is not allowed".)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f(int& & a) { }\n") == "&");
+  CHECK(first_refused(head + "__device__ void f(int& const * a) { }\n") == "*");
+  CHECK(first_refused(head + "__device__ long& * f() { return 0; }\n") == "*");
+  // A reference to a pointer is one; `&` after an operand an operator.
+  CHECK(first_refused(head + "__device__ int f(const int*& p, int& b) { int& c = b; return c & "
+                             "*p & 1; }\n") == "");
+}
