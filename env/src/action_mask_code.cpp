@@ -274,6 +274,8 @@ bool in_parens(const State& s) {
 bool known_local_allowed(const State& s, int local) {
   const std::uint8_t scope = scope_of(s, local);
   if (!new_local_allowed(s)) return scope != kScopeDead;
+  // A function's parameters: each name once (NVRTC: "duplicate parameter name").
+  if (innermost(s) == kParamParen && scope == block_scope(s.braces + 1, true)) return false;
   if (scope == kScopeDead || free_scope(scope) || (scope & kScopeSoft) != 0) return true;
   if (s.declarator == kTagDeclarator || in_parens(s) || s.braces == 0) return true;
   return block_level(scope) != s.braces;

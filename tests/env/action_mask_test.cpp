@@ -1035,3 +1035,13 @@ TEST_CASE("no pointer or reference to a reference", "[env][mask]") {
   CHECK(first_refused(head + "__device__ int f(const int*& p, int& b) { int& c = b; return c & "
                              "*p & 1; }\n") == "");
 }
+
+TEST_CASE("a function's parameters have distinct names", "[env][mask]") {
+  // (NVRTC: "duplicate parameter name".) The kernel is v0, f v1, its first parameter v2.
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f(int a, long a) { }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f(int a, int b, int* a) { }\n") == "v2");
+  // The next function's parameters, and the function's own name, may be named alike.
+  CHECK(first_refused(head + "__device__ int f(int a, int b) { return a + b; }\n"
+                             "__device__ int g(int a, int g) { return a * g; }\n") == "");
+}
