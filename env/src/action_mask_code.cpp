@@ -172,6 +172,9 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       }
       return;
     case role_qual:
+      if (s.ctx == ctx_group && innermost(s) == '(') {
+        s.stack[s.depth - 1u] = kCastParen;  // `(const`: a cast (its operand follows its `)`)
+      }
       if (!in_type) s.run = 0;
       s.specifiers |= k.specifier;
       if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
@@ -386,6 +389,27 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
+// A parenthesis that holds a type-id (a cast's, sizeof's; a group's after `(const`): its type's
+// words, const / volatile / __restrict__ and `*` / `&`, nothing else.
+bool holds_type_id(std::uint8_t open) {
+  return open == '(' || open == kCastParen || open == kSizeofParen || open == kDerefParen ||
+         open == kCastAngle;
+}
+// After a type in such a parenthesis only the type goes on or `)` closes it (NVRTC: `expected a
+// ")"` of `(const char(`, `(int const short {`, `sizeof(size_t ,`).
+bool in_type_id(const State& s) {
+  const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+  return typed && holds_type_id(innermost(s)) && !on_line(s);
+}
+// A specifier a type-id takes: const, volatile, __restrict__ (NVRTC: `expected a ")"` of
+// `(float *__shared__`, `(__shared__)`).
+constexpr std::uint16_t kTypeIdSpecifiers = 7;
+bool specifier_refused(const State& s, const TokenInfo& k) {
+  if (on_line(s)) return false;
+  return (k.specifier & s.specifiers) != 0 ||
+         ((k.specifier & ~kTypeIdSpecifiers) != 0 && holds_type_id(innermost(s)));
+}
+
 std::uint8_t closer_for(std::uint8_t open) {
   return open == kTernary                   ? ':'
          : open == '{' || open == kInitBrace || open == kCastBrace ? '}'
@@ -417,7 +441,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
   // A cast's angle holds one type; a `?` takes its `:` first.
-  if (k.cat == Cat::comma) return open != kCastAngle && open != kTernary;
+  if (k.cat == Cat::comma) return open != kCastAngle && open != kTernary && !in_type_id(s);
   // `>`: a cast's closes its angle after a type (`const` may end it); elsewhere no qualifier
   // comes before it.
   if (k.word == w_angle_close) {
@@ -464,6 +488,7 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
       return false;
     }
     if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+    if (in_type_id(s)) return false;
     if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (
     if (k.ternary == 1 && declaring(s)) return false;  // none in __launch_bounds__
   }
@@ -766,7 +791,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.is_else && !s.else_ok) return false;
   if (!on_line(s) && !floating_allowed(s, k)) return false;
   if (k.role == role_ptr && reference_ends(s)) return false;
-  if ((k.specifier & s.specifiers) != 0 && !on_line(s)) return false;  // once in a declaration
+  if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -857,9 +882,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (reference_ends(s)) {
     for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
-  if (s.specifiers != 0 && !on_line(s)) {
+  if ((s.specifiers != 0 || holds_type_id(innermost(s))) && !on_line(s)) {
     for (TokenId id : t.specifier_ids) {
-      if ((t.info[static_cast<std::size_t>(id)].specifier & s.specifiers) != 0) {
+      if (specifier_refused(s, t.info[static_cast<std::size_t>(id)])) {
         mask[static_cast<std::size_t>(id)] = 0;
       }
     }

@@ -796,6 +796,17 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
 // Types: what the grammar knows of a value's type (a declared name's, a type word's, a few
 // builtins' results) against what NVRTC checks.
 TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe][mask]") {
+  SECTION("a cast's parenthesis holds its type alone") {
+    // (NVRTC: `expected a ")"` of `(const char(`, `sizeof(size_t ,`, `(float *__shared__`.)
+    CHECK(first_refused(kHead, "  y[0] = (const char(1));") == 20);
+    CHECK(first_refused(kHead, "  int i = sizeof(size_t, 1);") == 23);
+    CHECK(first_refused(kHead, "  int i = (int const short {}) + 1;") == 27);
+    CHECK(first_refused(kHead, "  y[0] = (float *__shared__) 1;") == 19);  // `__s`
+    CHECK(first_refused(kHead, "  y[0] = (static int) 1;") == 16);  // `static`: static_cast
+    CHECK(first_refused(kHead,
+                        "  int i = (const int)M + sizeof(const volatile unsigned long*) + (int)(M);"
+                        "\n  y[0] = ((const value_t* __restrict__)x)[0] + (value_t)i;\n") == -1);
+  }
   SECTION("a floating overload's first argument is no integer, vector or bool") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
     // `round(int2{})`, `pow(true, 2)`; a comparison makes a bool of its argument.)
