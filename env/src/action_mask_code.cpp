@@ -155,6 +155,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   // pointer's own (`const int* const`), anything else a new declaration or cast's.
   if (k.role != role_qual && k.role != role_type) s.specifiers = 0;
   if (k.role != role_qual) s.reference = in_type && k.role == role_ptr && k.cat != Cat::star;
+  if (in_type && k.role == role_ptr && k.cat == Cat::star) s.starred = true;
+  if (k.role == role_start) s.starred = false;
   switch (k.role) {
     case role_type:
       if (s.ctx == ctx_expr || s.ctx == ctx_operand_due || s.ctx == ctx_args) {
@@ -381,6 +383,11 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
   // Where a name is declared, no template parameter of the declaration under way.
   if (new_local_allowed(s) && local_bit(s.template_names, k.local)) return false;
+  // An operand of % << & ... or ~: no floating variable, no pointer.
+  if (s.integral_due && !is_macro(s, k.local) && k.local < s.locals_used &&
+      (local_type(s, k.local) == type_floating || local_bit(s.pointers, k.local))) {
+    return false;
+  }
   // A floating overload's first argument: no integer or vector variable (a macro may be anything).
   if (s.floating_due && !is_macro(s, k.local) && k.local < s.locals_used) {
     const std::uint8_t type = local_type(s, k.local);
@@ -781,6 +788,19 @@ bool floating_allowed(const State& s, const TokenInfo& k) {
   return !k.compares || !in_floating_argument(s) || (k.role == role_lt && s.ctx == ctx_cast_kw);
 }
 
+// An operator after an operand whose type the grammar knows (no cast, `!`, `~` or sizeof before
+// it at its depth): no % << & | ^ of a floating value or a pointer, no * / of a pointer.
+bool operator_allowed(const State& s, const TokenInfo& k) {
+  if (on_line(s) || !after_operand(s.ctx) || s.operand_kind == operand_other) return true;
+  if (((s.prefixed >> s.depth) & 1u) != 0) return true;
+  const bool pointer = s.operand_kind >= operand_pointer;
+  return !(k.integral_operator || (k.arithmetic_operator && pointer));
+}
+// Where an integer operand is due: no floating type word or builtin.
+bool floating_value_allowed(const State& s, const TokenInfo& k) {
+  return !k.floating_value || !s.integral_due || on_line(s);
+}
+
 // After a type's `&` no `*` or `&` (no pointer or reference to a reference).
 bool reference_ends(const State& s) { return s.reference && s.ctx == ctx_ptr && !on_line(s); }
 
@@ -791,6 +811,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.is_else && !s.else_ok) return false;
   if (!on_line(s) && !floating_allowed(s, k)) return false;
   if (k.role == role_ptr && reference_ends(s)) return false;
+  if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   return passes(k.checks[code_row(s)], t, s, k);
 }
@@ -823,9 +844,25 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
       k.cat == Cat::open_paren && (s.ctx == ctx_call || s.ctx == ctx_call_args) && s.void_named;
   const bool void_close =
       k.cat == Cat::close_paren && s.void_call >= 0 && s.depth == s.void_call + 1;
+  // Types of operands (operator_allowed): what the token makes of the operand, before it moves.
+  const bool operand_before = after_operand(s.ctx);
+  const bool unary_sign = !operand_before && (k.cat == Cat::plus || k.cat == Cat::minus);
+  const bool binary = operand_before && (k.role == role_operator || k.role == role_ptr ||
+                                         k.role == role_lt || k.cat == Cat::comma ||
+                                         k.cat == Cat::semi || k.ternary != 0);
+  const bool prefix = !operand_before && k.type_prefix;
+  const bool integral_next = (binary || prefix) && k.integral_operator;  // `i % `, `~`
+  const std::uint8_t kind_before = s.operand_kind;
+  const bool opens_floating =
+      (k.cat == Cat::open_bracket && kind_before == operand_floating_pointer) ||
+      ((k.cat == Cat::open_paren || k.cat == Cat::open_brace) && s.floating_named &&
+       (s.ctx == ctx_cast_call || s.ctx == ctx_call || s.ctx == ctx_call_args));
+  const bool cast_ends = k.cat == Cat::close_paren && innermost(s) == kCastParen;
+  const bool deref = s.ctx == ctx_deref;
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
-    set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr);
+    // (A reference to a value is none: `int& c` names an int.)
+    set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr && (!s.reference || s.starred));
     set_local_bit(s.consts, k.local, s.decl_const);
     set_local_type(s, k.local, s.decl_type);
     if (s.top == Top::tmpl_params) set_local_bit(s.template_names, k.local, true);
@@ -860,6 +897,34 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
       s.ctx = ctx_initialized;  // `,` or `;` (no operator: the call has no value)
     }
     s.void_named = k.void_result;
+    // The operand's type.
+    const std::uint64_t level = std::uint64_t{1} << s.depth;
+    std::uint8_t kind = operand_other;
+    if (k.cat == Cat::local && !declares && !macro) {
+      const bool floating = local_type(s, k.local) == type_floating;
+      if (deref || !local_bit(s.pointers, k.local)) {
+        kind = floating ? operand_floating : operand_other;
+      } else {
+        kind = floating ? operand_floating_pointer : operand_pointer;
+      }
+    } else if (k.role == role_incdec && operand_before) {
+      kind = kind_before;  // postfix: the operand's type
+    } else if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
+               k.cat == Cat::close_brace) {
+      kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
+    }
+    s.operand_kind = kind;
+    s.floating_closers &= level - 1u;  // closed brackets' bits go
+    if (opens_floating) s.floating_closers |= level >> 1u;
+    s.prefixed &= (level << 1u) - 1u;  // the levels above the current one
+    const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
+                       k.cat == Cat::open_brace || k.ternary == 1;
+    if (opens) s.prefixed &= ~level;
+    if (binary || k.ternary != 0) s.prefixed &= ~level;
+    if (prefix || cast_ends) s.prefixed |= level;
+    s.floating_named = k.floating_value;
+    s.num_integral = k.cat == Cat::num && s.integral_due;
+    s.integral_due = integral_next || (s.integral_due && unary_sign);
   }
 }
 
@@ -881,6 +946,16 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (reference_ends(s)) {
     for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (after_operand(s.ctx) && s.operand_kind != operand_other) {
+    for (TokenId id : t.operator_ids) {
+      if (!operator_allowed(s, t.info[static_cast<std::size_t>(id)])) {
+        mask[static_cast<std::size_t>(id)] = 0;
+      }
+    }
+  }
+  if (s.integral_due && !on_line(s)) {
+    for (TokenId id : t.floating_value_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if ((s.specifiers != 0 || holds_type_id(innermost(s))) && !on_line(s)) {
     for (TokenId id : t.specifier_ids) {

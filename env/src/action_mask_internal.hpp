@@ -261,6 +261,14 @@ struct TokenInfo {
   // A builtin function of no result (__syncthreads, __threadfence, __stcg, ...): a statement of its
   // own (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`).
   bool void_result = false;
+  // Operators of integer operands alone (% << >> & | ^ and their assignments: NVRTC "expression
+  // must have integral or unscoped enum type" of `0.5 % 2`), of arithmetic ones (* / and theirs:
+  // "arithmetic or unscoped enum type" of `p * 2` with p a pointer); a floating value's start (a
+  // floating type word, a builtin of floating result alone: sqrtf, __int2float_rn, ...).
+  bool integral_operator = false;
+  bool arithmetic_operator = false;
+  bool floating_value = false;
+  bool type_prefix = false;  // `!`, `~`, sizeof: the operand they start has their type
   // A declaration's specifier or qualifier (const, static, inline, __device__, ...): its bit in
   // State::specifiers (0: none).
   std::uint16_t specifier = 0;
@@ -568,6 +576,18 @@ struct ActionMask::State {
   // The type's last `*` / `&` was a `&` (NVRTC: "reference to reference is not allowed" of
   // `int& &`, "pointer to reference is not allowed" of `int& *`).
   bool reference = false;
+  bool starred = false;  // a `*` in the declarator under way (`int*& p` declares a pointer)
+  // What the operand just read is (Operand; a number's when it ends); per code stack index, a
+  // bracket whose `)` / `]` / `}` ends a floating value (a floating pointer's subscript, a floating
+  // functional cast or builtin's call); per depth, the operand under way there has a prefix that
+  // makes its type (a cast, `!`, `~`, sizeof); a floating value was just named (its `(` next); an
+  // integer operand is due (after % << ... or `~`), and the number under way must be one.
+  std::uint8_t operand_kind = 0;
+  std::uint64_t floating_closers = 0;
+  std::uint64_t prefixed = 0;
+  bool floating_named = false;
+  bool integral_due = false;
+  bool num_integral = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -721,6 +741,10 @@ inline void set_local_type(State& s, int local, std::uint8_t type) {
   const int shift = 2 * (local % 4);
   byte = static_cast<std::uint8_t>((byte & ~(3u << shift)) | ((type & 3u) << shift));
 }
+// What an operand just read is, for the operators after it (State::operand_kind): anything else,
+// a floating value, a pointer (or array) to anything else, a pointer to floating values.
+enum Operand : std::uint8_t { operand_other, operand_floating, operand_pointer, operand_floating_pointer };
+
 // Inside the first argument of a builtin overloaded for floating arguments alone, at its depth.
 inline bool in_floating_argument(const State& s) {
   return s.depth > 0 && ((s.floating_args >> (s.depth - 1u)) & 1u) != 0;
@@ -805,6 +829,8 @@ struct ActionMask::Tables {
   std::vector<TokenId> compare_ids;      // TokenInfo::compares
   std::vector<TokenId> specifier_ids;    // TokenInfo::specifier
   std::vector<TokenId> pointer_ids;      // `*`, `&`
+  std::vector<TokenId> operator_ids;     // TokenInfo::integral_operator, arithmetic_operator
+  std::vector<TokenId> floating_value_ids;  // TokenInfo::floating_value
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

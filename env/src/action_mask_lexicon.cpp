@@ -180,6 +180,11 @@ constexpr std::string_view kVoidBuiltins[] = {
     "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
     "__stcg",        "__stcs",     "__stwb",        "__stwt"};
 
+// Operators of integer operands alone, of arithmetic ones (no pointer).
+constexpr std::string_view kIntegralOperators[] = {"%",  "<<",  ">>",  "&",  "|",  "^",  "~",
+                                                   "%=", "<<=", ">>=", "&=", "|=", "^="};
+constexpr std::string_view kArithmeticOperators[] = {"*", "/", "*=", "/="};
+
 // Comparisons and logical operators (a bool result).
 constexpr std::string_view kComparisons[] = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "?"};
 
@@ -245,6 +250,15 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
   k.floating_overload = t.cls == TokenClass::builtin && listed(kFloatingOverloads, t.text);
   k.compares = t.cls == TokenClass::punct && listed(kComparisons, t.text);
+  k.integral_operator = t.cls == TokenClass::punct && listed(kIntegralOperators, t.text);
+  k.arithmetic_operator = t.cls == TokenClass::punct && listed(kArithmeticOperators, t.text);
+  // Builtins whose result is floating whatever their arguments (not __ldg, __shfl_sync, atomicAdd).
+  const bool floating_builtin = t.cls == TokenClass::builtin && listed(kFloatingResults, t.text) &&
+                                t.text.rfind("__ld", 0) != 0 && t.text.rfind("__shfl", 0) != 0 &&
+                                t.text.rfind("atomic", 0) != 0;
+  k.floating_value = floating_builtin || listed(kFloatingTypes, t.text);
+  k.type_prefix = (t.cls == TokenClass::punct && (t.text == "!" || t.text == "~")) ||
+                  (t.cls == TokenClass::keyword && t.text == "sizeof");
   if (t.cls == TokenClass::keyword) {
     const auto* word = std::find(std::begin(kSpecifierWords), std::end(kSpecifierWords), t.text);
     // (__forceinline__ is CUDA's `__inline__` and an attribute: `inline` twice.)
@@ -567,6 +581,10 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (info[i].compares) compare_ids.push_back(static_cast<TokenId>(i));
     if (info[i].specifier != 0) specifier_ids.push_back(static_cast<TokenId>(i));
     if (info[i].role == role_ptr) pointer_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].integral_operator || info[i].arithmetic_operator) {
+      operator_ids.push_back(static_cast<TokenId>(i));
+    }
+    if (info[i].floating_value) floating_value_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

@@ -108,6 +108,7 @@ Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
   const bool floating = next == Num::dot_start || next == Num::frac || next == Num::exp_start ||
                         next == Num::exp_sign || next == Num::exp || next == Num::float_suffix;
   if (floating && on_line(s) && s.line_ctx == line_if_operand) return Verdict::refuse;
+  if (floating && s.num_integral) return Verdict::refuse;  // an operand of % << & ...
   return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
 }
 void take_number_digit(const Tables&, State& s, const TokenInfo& k) {
@@ -119,6 +120,10 @@ void take_number_digit(const Tables&, State& s, const TokenInfo& k) {
   ++s.num_len;
 }
 void end_number(State& s) {
+  // A number is an operand: floating with a fraction, an exponent or an f suffix.
+  const bool floating = s.num == Num::frac || s.num == Num::exp || s.num == Num::float_suffix;
+  if (!on_line(s)) s.operand_kind = floating ? operand_floating : operand_other;
+  s.num_integral = false;
   s.num = Num::off;
   s.last = Last::other;
 }

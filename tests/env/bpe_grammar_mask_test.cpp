@@ -807,6 +807,23 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  int i = (const int)M + sizeof(const volatile unsigned long*) + (int)(M);"
                         "\n  y[0] = ((const value_t* __restrict__)x)[0] + (value_t)i;\n") == -1);
   }
+  SECTION("% << & | ^ take integers, * / no pointer") {
+    // (NVRTC: "expression must have integral or unscoped enum type" of `x[0] % 2`, `1 << 2.5`;
+    // "arithmetic or unscoped enum type" of `x * 2` with x a pointer.)
+    CHECK(first_refused(kHead, "  y[0] = x[0] % 2;") == 14);  // at the blank: `%>` is `}`
+    CHECK(first_refused(kHead, "  int i = 1.5 << 2;") == 15);  // `<`: a comparison
+    CHECK(first_refused(kHead, "  int i = 0; i = i % x[0];") == 21);
+    CHECK(first_refused(kHead, "  int i = 0; i = i ^ 2.5;") == 22);
+    CHECK(first_refused(kHead, "  int i = 0; i = i & value_t(1);") == 21);
+    CHECK(first_refused(kHead, "  int i = ~x[0];") == 11);
+    CHECK(first_refused(kHead, "  int i = x * 2;") == 12);
+    CHECK(first_refused(kHead, "  int i = row_ptr / 2;") == 18);
+    CHECK(first_refused(kHead,
+                        "  int i = 1 % 2 << 3 & ~4;\n"
+                        "  i = (int)x[0] % 2 + !x[1] % 2 + (int)(1.5f) % 2 + x[i] * 2 + i++ % 2;\n"
+                        "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3;\n"
+                        "  value_t* p = y + 1;\n  p[0] = p[1] * 2;\n") == -1);
+  }
   SECTION("a floating overload's first argument is no integer, vector or bool") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
     // `round(int2{})`, `pow(true, 2)`; a comparison makes a bool of its argument.)
