@@ -703,10 +703,12 @@ std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   const bool defined = line_ctx == line_defined || line_ctx == line_defined_paren ||
                        line_ctx == line_defined_close;
   if (k.cat == Cat::eol) {
-    const bool due = line_ctx == line_due || line_ctx == line_if_due || line_ctx == line_if_divisor;
+    const bool due = line_ctx == line_due || line_ctx == line_if_due ||
+                     line_ctx == line_if_divisor || line_ctx == line_if_shift;
     return due || defined ? kRefused : 0;
   }
   // A divisor on an #if line (NVRTC: "division by zero" of `/ EMPTY_ROWS`, `/ warpSize`, `% 0`).
+  if (line_ctx == line_if_shift) return k.cat == Cat::num ? 0 : kRefused;
   if (line_ctx == line_if_divisor) {
     if (k.cat == Cat::num) return 0;
     if (k.cat == Cat::local) return kCheckLocal;

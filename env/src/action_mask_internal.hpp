@@ -202,6 +202,10 @@ enum LineCtx : std::uint8_t {
   // After `/` or `%` on an #if line: a divisor that is never 0 - a number not starting with 0, a
   // constant of the format at least 1 on every matrix, a macro (an unknown name there is 0).
   line_if_divisor,
+  // After `<<` or `>>` on an #if line: a shift count below 64 - a number of one digit (a constant
+  // or macro may be 64 or more on some matrix, a sign makes it negative: NVRTC "shift count is
+  // too large", "shift count is negative").
+  line_if_shift,
   kLineContexts
 };
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
@@ -245,6 +249,7 @@ struct TokenInfo {
   // The conditional operator: `?` (1) opens a '?' on the code's stack, `:` (2) closes it.
   std::uint8_t ternary = 0;
   bool divides = false;        // `/`, `%`
+  bool shifts = false;         // `<<`, `>>`
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
@@ -377,6 +382,7 @@ enum class Num : std::uint8_t {
   off,
   start,
   start_nonzero,  // a divisor on an #if line: no leading 0
+  start_shift,    // a shift count on an #if line: one digit
   zero,
   dec,
   dot_start,

@@ -274,6 +274,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.is_else = t.cls == TokenClass::keyword && t.text == "else";
   if (t.cls == TokenClass::punct) k.ternary = t.text == "?" ? 1 : t.text == ":" ? 2 : 0;
   k.divides = t.cls == TokenClass::punct && (t.text == "/" || t.text == "%");
+  k.shifts = t.cls == TokenClass::punct && (t.text == "<<" || t.text == ">>");
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);
@@ -451,7 +452,8 @@ int assign_effects(std::vector<TokenInfo>& info) {
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
                                      k.role * 8 + (k.function_qual ? 1 : 0) +
                                          (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
-                                         (k.nullary ? 128 : 0) + k.ternary * 256);
+                                         (k.nullary ? 128 : 0) + k.ternary * 256 +
+                                         (k.shifts ? 1024 : 0));  // a shift count costs 2
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

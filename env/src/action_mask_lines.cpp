@@ -53,6 +53,8 @@ NumberStep num_next(const State& s, char c) {
     switch (s.num) {
       case Num::start_nonzero:
         return c >= '1' && c <= '9' ? Num::dec : Num::off;
+      case Num::start_shift:  // one digit, then a suffix at most
+        return is_dec(c) ? Num::int_suffix : Num::off;
       case Num::start:
         if (c == '0') return Num::zero;
         if (is_dec(c)) return Num::dec;
@@ -225,9 +227,10 @@ void macro_params_go_on(const Tables&, State& s, const TokenInfo&) {
 }
 void into_body(const Tables&, State& s, const TokenInfo& k) {
   s.pp = Pp::body;
-  const bool divisor = s.line_ctx == line_if_divisor;
+  const bool divisor = s.line_ctx == line_if_divisor, shift = s.line_ctx == line_if_shift;
   take_code_word(s, k);
   if (divisor && k.cat == Cat::num) s.num = Num::start_nonzero;
+  if (shift && k.cat == Cat::num) s.num = Num::start_shift;
   // The body's expression: after an operand, a name or builtin function, or an operator.
   const bool callable = k.cat == Cat::local || k.role == role_function;
   const bool operand = k.role == role_operand || k.role == role_vector ||
@@ -242,9 +245,10 @@ void into_body(const Tables&, State& s, const TokenInfo& k) {
   } else if (k.pp_operator) {
     s.line_ctx = line_defined;
   } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand ||
-             s.line_ctx == line_if_divisor) {
+             s.line_ctx == line_if_divisor || s.line_ctx == line_if_shift) {
     s.line_ctx = callable || operand ? line_if_operand
                  : k.divides         ? line_if_divisor
+                 : k.shifts          ? line_if_shift
                                      : line_if_due;
   } else {
     s.line_ctx = callable ? line_callable : operand ? line_operand : line_due;

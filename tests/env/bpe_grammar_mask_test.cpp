@@ -824,6 +824,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3;\n"
                         "  value_t* p = y + 1;\n  p[0] = p[1] * 2;\n") == -1);
   }
+  SECTION("a shift count on an #if line is one digit") {
+    // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
+    // "shift count is negative" of `>> -1`.)
+    CHECK(first_refused(kHead, "#if M << NNZ\n") == 9);
+    CHECK(first_refused(kHead, "#if M >> -1\n") == 9);
+    CHECK(first_refused(kHead, "#if M << 12\n") == 10);
+    CHECK(first_refused(kHead, "#if M << (1)\n") == 9);
+    CHECK(first_refused(kHead, "#if M << 5u && K >> 0\n#endif\n  int i = M << 40;\n") == -1);
+  }
   SECTION("a floating overload's first argument is no integer, vector or bool") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
     // `round(int2{})`, `pow(true, 2)`; a comparison makes a bool of its argument.)
