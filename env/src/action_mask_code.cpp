@@ -47,9 +47,12 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
     return std::min(role_checks(k, ctx_qual), role_checks(k, ctx_callable));
   }
   if (k.role == role_type) {
-    // void names no value: in an expression it would be `void()` (no argument, no operand).
+    // void names no value: in an expression it would be `void()` (no argument, no operand). Nor
+    // a vector type: CUDA's have no operators and no constructor but dim3's (NVRTC: "no operator
+    // ... matches these operands" of `dim3() - 1`, "no suitable constructor exists" of `int4(1)`);
+    // a vector's value comes from a variable or make_int4 & co.
     const bool expression = ctx == ctx_expr || ctx == ctx_operand_due || ctx == ctx_args;
-    if (k.word == w_void && expression) return kRefused;
+    if ((k.word == w_void || k.type_cat == type_vector) && expression) return kRefused;
     switch (ctx) {
       case ctx_start:
       case ctx_expr:

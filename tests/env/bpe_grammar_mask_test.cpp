@@ -861,4 +861,14 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  for (__syncthreads();;) break;\n  int i = __syncthreads_count(1);\n") ==
           -1);
   }
+  SECTION("no vector type's functional cast in an expression") {
+    // (NVRTC: "no operator ... matches these operands" of `dim3() - 1`, "no suitable constructor
+    // exists" of `int4(1)`.)
+    CHECK(first_refused(kHead, "  int i = dim3().x;") == 11);  // `di`: no other word
+    CHECK(first_refused(kHead, "  y[0] = 1 + float4{}.x;") == 18);  // `float4`: float, then `4`
+    CHECK(first_refused(kHead, "  y[0] = max(1, int2{1, 2}.x);") == 19);
+    CHECK(first_refused(kHead,
+                        "  float4 v = make_float4(1, 2, 3, 4);\n  dim3 d;\n  int2 w = make_int2(1, 2);"
+                        "\n  y[0] = v.x + d.y + w.x + float(1);\n") == -1);
+  }
 }
