@@ -451,6 +451,9 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
   // A cast's angle holds one type; a `?` takes its `:` first.
+  // A call's arguments: no `,` past its last.
+  const std::uint8_t args = s.depth > 0 ? s.args[s.depth - 1u] : 0;
+  if (k.cat == Cat::comma && open == kCallParen && args == 0) return false;
   if (k.cat == Cat::comma) return open != kCastAngle && open != kTernary && !in_type_id(s);
   // `>`: a cast's closes its angle after a type (`const` may end it); elsewhere no qualifier
   // comes before it.
@@ -863,6 +866,15 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
       ((k.cat == Cat::open_paren || k.cat == Cat::open_brace) && s.floating_named &&
        (s.ctx == ctx_cast_call || s.ctx == ctx_call || s.ctx == ctx_call_args));
   const bool cast_ends = k.cat == Cat::close_paren && innermost(s) == kCastParen;
+  // A call's `(`: a builtin's arguments as named (a functional cast takes one; others unknown).
+  const bool call_open = k.cat == Cat::open_paren &&
+                         (s.ctx == ctx_call || s.ctx == ctx_call_args || s.ctx == ctx_cast_call);
+  const std::uint8_t call_args = s.ctx == ctx_cast_call         ? std::uint8_t{0}
+                                 : s.callee_max == kArgsUnknown ? kArgsUnknown
+                                 : s.callee_max == 0
+                                     ? std::uint8_t{0}
+                                     : static_cast<std::uint8_t>(s.callee_max - 1);
+  const bool call_comma = k.cat == Cat::comma && innermost(s) == kCallParen;
   const bool deref = s.ctx == ctx_deref;
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
@@ -928,6 +940,17 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (binary || k.ternary != 0) s.prefixed &= ~level;
     if (prefix || cast_ends) s.prefixed |= level;
     s.floating_named = k.floating_value;
+    // Call arguments.
+    if (call_open && innermost(s) == kCallParen) {
+      s.args[s.depth - 1u] = call_args;
+    } else if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
+               k.cat == Cat::open_brace || k.ternary == 1) {
+      if (s.depth > 0) s.args[s.depth - 1u] = kArgsUnknown;  // no count (not a builtin's call)
+    }
+    if (call_comma && s.args[s.depth - 1u] != kArgsUnknown) --s.args[s.depth - 1u];
+    // A builtin of no argument: its `)` next (ctx_initialized takes `)`; `,` has no room).
+    if (call_open && s.callee_max == 0) s.ctx = ctx_initialized;
+    s.callee_max = k.role == role_function ? k.max_args : kArgsUnknown;
     s.num_integral = k.cat == Cat::num && s.integral_due;
     s.integral_due = integral_next || (s.integral_due && unary_sign);
   }

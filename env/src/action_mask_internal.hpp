@@ -230,6 +230,9 @@ enum Check : std::uint8_t {
   kRefused = 128,
 };
 
+// A call's arguments whose count the grammar does not know (TokenInfo::max_args).
+constexpr std::uint8_t kArgsUnknown = 15;
+
 struct TokenInfo {
   Cat cat = Cat::punct_other;
   std::uint8_t word = w_none;  // DeclWord
@@ -250,6 +253,9 @@ struct TokenInfo {
   std::uint8_t ternary = 0;
   bool divides = false;        // `/`, `%`
   bool shifts = false;         // `<<`, `>>`
+  // A builtin function's arguments at most (kArgsUnknown: not known; NVRTC: "too many arguments
+  // in function call", "no instance of overloaded function" of `sqrt(a, b)`).
+  std::uint8_t max_args = kArgsUnknown;
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
@@ -492,6 +498,10 @@ struct ActionMask::State {
   std::uint8_t function = 0;
   // code
   std::array<std::uint8_t, detail::kMaxCodeDepth> stack{};
+  // Per code stack index, the `,` a call's arguments may still take (kArgsUnknown: any number); the
+  // builtin just named's TokenInfo::max_args.
+  std::array<std::uint8_t, detail::kMaxCodeDepth> args{};
+  std::uint8_t callee_max = 0;
   std::uint8_t depth = 0;
   std::array<std::uint8_t, detail::kMaxPpDepth> pp_stack{};
   std::uint8_t pp_depth = 0;

@@ -185,6 +185,40 @@ constexpr std::string_view kIntegralOperators[] = {"%",  "<<",  ">>",  "&",  "|"
                                                    "%=", "<<=", ">>=", "&=", "|=", "^="};
 constexpr std::string_view kArithmeticOperators[] = {"*", "/", "*=", "/="};
 
+// Builtin functions' argument counts (others: not known). The least is not judged: a `)` refused
+// before it would need the completion path to write the arguments missing.
+struct Arity {
+  std::string_view name;
+  std::uint8_t least, most;
+};
+constexpr Arity kArities[] = {
+    {"min", 2, 2}, {"max", 2, 2}, {"ceil_div", 2, 2}, {"abs", 1, 1}, {"labs", 1, 1},
+    {"llabs", 1, 1}, {"fabs", 1, 1}, {"fabsf", 1, 1}, {"fmin", 2, 2}, {"fmax", 2, 2},
+    {"fminf", 2, 2}, {"fmaxf", 2, 2}, {"fma", 3, 3}, {"fmaf", 3, 3}, {"sqrt", 1, 1},
+    {"sqrtf", 1, 1}, {"rsqrt", 1, 1}, {"rsqrtf", 1, 1}, {"cbrt", 1, 1}, {"cbrtf", 1, 1},
+    {"exp", 1, 1}, {"expf", 1, 1}, {"exp2", 1, 1}, {"exp2f", 1, 1}, {"log", 1, 1},
+    {"logf", 1, 1}, {"log2", 1, 1}, {"log2f", 1, 1}, {"pow", 2, 2}, {"powf", 2, 2},
+    {"sin", 1, 1}, {"sinf", 1, 1}, {"cos", 1, 1}, {"cosf", 1, 1}, {"ceil", 1, 1},
+    {"ceilf", 1, 1}, {"floor", 1, 1}, {"floorf", 1, 1}, {"round", 1, 1}, {"roundf", 1, 1},
+    {"trunc", 1, 1}, {"truncf", 1, 1}, {"rint", 1, 1}, {"rintf", 1, 1}, {"lrint", 1, 1},
+    {"llrint", 1, 1}, {"isnan", 1, 1}, {"isinf", 1, 1}, {"isfinite", 1, 1}, {"signbit", 1, 1},
+    {"copysign", 2, 2}, {"copysignf", 2, 2}, {"fdividef", 2, 2}, {"__fdividef", 2, 2},
+    {"__expf", 1, 1}, {"__logf", 1, 1}, {"__powf", 2, 2}, {"__sinf", 1, 1}, {"__cosf", 1, 1},
+    {"__saturatef", 1, 1}, {"__popc", 1, 1}, {"__popcll", 1, 1}, {"__clz", 1, 1},
+    {"__clzll", 1, 1}, {"__ffs", 1, 1}, {"__ffsll", 1, 1}, {"__brev", 1, 1}, {"__brevll", 1, 1},
+    {"__mul24", 2, 2}, {"__umul24", 2, 2}, {"__mulhi", 2, 2}, {"__umulhi", 2, 2},
+    {"__float2int_rn", 1, 1}, {"__float2int_rz", 1, 1}, {"__float2uint_rn", 1, 1},
+    {"__int2float_rn", 1, 1}, {"__uint2float_rn", 1, 1}, {"__double2int_rn", 1, 1},
+    {"__double2int_rz", 1, 1}, {"__int2double_rn", 1, 1}, {"__double2float_rn", 1, 1},
+    {"__float_as_int", 1, 1}, {"__int_as_float", 1, 1}, {"__float_as_uint", 1, 1},
+    {"__uint_as_float", 1, 1}, {"__ldg", 1, 1}, {"atomicAdd", 2, 2}, {"atomicSub", 2, 2},
+    {"atomicExch", 2, 2}, {"atomicMin", 2, 2}, {"atomicMax", 2, 2}, {"atomicAnd", 2, 2},
+    {"atomicOr", 2, 2}, {"atomicXor", 2, 2}, {"atomicCAS", 3, 3}, {"__syncthreads", 0, 0},
+    {"__threadfence", 0, 0}, {"__threadfence_block", 0, 0}, {"__threadfence_system", 0, 0},
+    {"__activemask", 0, 0}, {"__syncwarp", 0, 1}, {"__shfl_sync", 3, 4},
+    {"__shfl_up_sync", 3, 4}, {"__shfl_down_sync", 3, 4}, {"__shfl_xor_sync", 3, 4},
+    {"__ballot_sync", 2, 2}, {"__any_sync", 2, 2}, {"__all_sync", 2, 2}};
+
 // Comparisons and logical operators (a bool result).
 constexpr std::string_view kComparisons[] = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "?"};
 
@@ -275,6 +309,11 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   if (t.cls == TokenClass::punct) k.ternary = t.text == "?" ? 1 : t.text == ":" ? 2 : 0;
   k.divides = t.cls == TokenClass::punct && (t.text == "/" || t.text == "%");
   k.shifts = t.cls == TokenClass::punct && (t.text == "<<" || t.text == ">>");
+  for (const Arity& a : kArities) {
+    if (t.cls == TokenClass::builtin && a.name == t.text) {
+      k.max_args = a.most;
+    }
+  }
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);

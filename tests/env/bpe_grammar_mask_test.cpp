@@ -833,6 +833,17 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "#if M << (1)\n") == 9);
     CHECK(first_refused(kHead, "#if M << 5u && K >> 0\n#endif\n  int i = M << 40;\n") == -1);
   }
+  SECTION("a builtin takes at most its arguments, a functional cast one") {
+    // (NVRTC: "too many arguments in function call" of `sqrt(a, b)`, `expected a ")"` of
+    // `int(1, 2)`.)
+    CHECK(first_refused(kHead, "  y[0] = sqrt(x[0], 1);") == 18);
+    CHECK(first_refused(kHead, "  int i = int(1, 2);") == 15);
+    CHECK(first_refused(kHead, "  int i = min(1, 2, 3);") == 18);
+    CHECK(first_refused(kHead, "  int i = __activemask(1);") == 23);
+    CHECK(first_refused(kHead,
+                        "  int i = min(1, max(2, 3)) + __shfl_down_sync(0xffffffffu, 1, 1, 32);\n"
+                        "  y[0] = fma(x[0], 2, 1) + (value_t)(1, 2) + int(i);\n") == -1);
+  }
   SECTION("a floating overload's first argument is no integer, vector or bool") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
     // `round(int2{})`, `pow(true, 2)`; a comparison makes a bool of its argument.)
