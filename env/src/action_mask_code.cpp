@@ -502,6 +502,7 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
     }
     if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
     if (in_type_id(s)) return false;
+    if (k.cat == Cat::open_bracket && s.value_result && s.ctx == ctx_call_result) return false;
     if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (
     if (k.ternary == 1 && declaring(s)) return false;  // none in __launch_bounds__
   }
@@ -875,6 +876,9 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
                                      ? std::uint8_t{0}
                                      : static_cast<std::uint8_t>(s.callee_max - 1);
   const bool call_comma = k.cat == Cat::comma && innermost(s) == kCallParen;
+  const bool value_call =
+      k.cat == Cat::open_paren &&
+      (s.ctx == ctx_cast_call || (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
   const bool deref = s.ctx == ctx_deref;
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
@@ -931,6 +935,10 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
       kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
     }
     s.operand_kind = kind;
+    s.value_result = k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0;
+    s.value_calls &= level - 1u;
+    if (value_call) s.value_calls |= level >> 1u;
+    s.builtin_named = k.role == role_function;
     s.floating_closers &= level - 1u;  // closed brackets' bits go
     if (opens_floating) s.floating_closers |= level >> 1u;
     s.prefixed &= (level << 1u) - 1u;  // the levels above the current one

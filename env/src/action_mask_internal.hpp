@@ -600,6 +600,12 @@ struct ActionMask::State {
   // integer operand is due (after % << ... or `~`), and the number under way must be one.
   std::uint8_t operand_kind = 0;
   std::uint64_t floating_closers = 0;
+  // Per code stack index, a builtin's or a functional cast's call, whose value is no pointer; a
+  // builtin was just named; the `)` just read closed such a call (no `[` after it: NVRTC
+  // "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(x)[1]`).
+  std::uint64_t value_calls = 0;
+  bool builtin_named = false;
+  bool value_result = false;
   std::uint64_t prefixed = 0;
   bool floating_named = false;
   bool integral_due = false;

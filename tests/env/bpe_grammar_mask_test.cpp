@@ -844,6 +844,13 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  int i = min(1, max(2, 3)) + __shfl_down_sync(0xffffffffu, 1, 1, 32);\n"
                         "  y[0] = fma(x[0], 2, 1) + (value_t)(1, 2) + int(i);\n") == -1);
   }
+  SECTION("no subscript of a builtin's or a functional cast's value") {
+    // (NVRTC: "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(1)[0]`.)
+    CHECK(first_refused(kHead, "  y[0] = value_t(1)[0];") == 19);
+    CHECK(first_refused(kHead, "  int i = __popc(1)[0];") == 19);
+    CHECK(first_refused(kHead,
+                        "  y[0] = reinterpret_cast<const value_t*>(x)[0] + (x + 1)[0];\n") == -1);
+  }
   SECTION("a floating overload's first argument is no integer, vector or bool") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
     // `round(int2{})`, `pow(true, 2)`; a comparison makes a bool of its argument.)
