@@ -856,9 +856,9 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   // Types of operands (operator_allowed): what the token makes of the operand, before it moves.
   const bool operand_before = after_operand(s.ctx);
   const bool unary_sign = !operand_before && (k.cat == Cat::plus || k.cat == Cat::minus);
-  const bool binary = operand_before && (k.role == role_operator || k.role == role_ptr ||
-                                         k.role == role_lt || k.cat == Cat::comma ||
-                                         k.cat == Cat::semi || k.ternary != 0);
+  const bool binary =
+      operand_before && (k.role == role_operator || k.role == role_ptr || k.role == role_lt ||
+                         k.cat == Cat::comma || k.cat == Cat::semi || k.ternary != 0);
   const bool prefix = !operand_before && k.type_prefix;
   const bool integral_next = (binary || prefix) && k.integral_operator;  // `i % `, `~`
   const std::uint8_t kind_before = s.operand_kind;
@@ -870,15 +870,16 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   // A call's `(`: a builtin's arguments as named (a functional cast takes one; others unknown).
   const bool call_open = k.cat == Cat::open_paren &&
                          (s.ctx == ctx_call || s.ctx == ctx_call_args || s.ctx == ctx_cast_call);
-  const std::uint8_t call_args = s.ctx == ctx_cast_call         ? std::uint8_t{0}
-                                 : s.callee_max == kArgsUnknown ? kArgsUnknown
-                                 : s.callee_max == 0
-                                     ? std::uint8_t{0}
-                                     : static_cast<std::uint8_t>(s.callee_max - 1);
+  std::uint8_t call_args = kArgsUnknown;
+  if (s.ctx == ctx_cast_call || s.callee_max == 0) {
+    call_args = 0;
+  } else if (s.callee_max != kArgsUnknown) {
+    call_args = static_cast<std::uint8_t>(s.callee_max - 1);
+  }
   const bool call_comma = k.cat == Cat::comma && innermost(s) == kCallParen;
-  const bool value_call =
-      k.cat == Cat::open_paren &&
-      (s.ctx == ctx_cast_call || (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
+  const bool value_call = k.cat == Cat::open_paren &&
+                          (s.ctx == ctx_cast_call ||
+                           (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
   const bool deref = s.ctx == ctx_deref;
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
@@ -951,8 +952,8 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     // Call arguments.
     if (call_open && innermost(s) == kCallParen) {
       s.args[s.depth - 1u] = call_args;
-    } else if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
-               k.cat == Cat::open_brace || k.ternary == 1) {
+    } else if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+               k.ternary == 1) {
       if (s.depth > 0) s.args[s.depth - 1u] = kArgsUnknown;  // no count (not a builtin's call)
     }
     if (call_comma && s.args[s.depth - 1u] != kArgsUnknown) --s.args[s.depth - 1u];

@@ -196,7 +196,7 @@ enum LineCtx : std::uint8_t {
   line_start,
   line_if_due,
   line_if_operand,
-  line_defined,  // after `defined`: a name or `(`
+  line_defined,        // after `defined`: a name or `(`
   line_defined_paren,  // after `defined (`: a name
   line_defined_close,  // after `defined ( NAME`: `)`
   // After `/` or `%` on an #if line: a divisor that is never 0 - a number not starting with 0, a
@@ -765,7 +765,12 @@ inline void set_local_type(State& s, int local, std::uint8_t type) {
 }
 // What an operand just read is, for the operators after it (State::operand_kind): anything else,
 // a floating value, a pointer (or array) to anything else, a pointer to floating values.
-enum Operand : std::uint8_t { operand_other, operand_floating, operand_pointer, operand_floating_pointer };
+enum Operand : std::uint8_t {
+  operand_other,
+  operand_floating,
+  operand_pointer,
+  operand_floating_pointer
+};
 
 // Inside the first argument of a builtin overloaded for floating arguments alone, at its depth.
 inline bool in_floating_argument(const State& s) {
@@ -847,11 +852,11 @@ struct ActionMask::Tables {
   std::vector<TokenId> file_only_ids;  // TokenInfo::file_only
   std::vector<TokenId> jump_ids;       // TokenInfo::jump
   std::vector<TokenId> else_ids;       // TokenInfo::is_else
-  std::vector<TokenId> no_floating_ids;  // TokenInfo::starts_no_floating
-  std::vector<TokenId> compare_ids;      // TokenInfo::compares
-  std::vector<TokenId> specifier_ids;    // TokenInfo::specifier
-  std::vector<TokenId> pointer_ids;      // `*`, `&`
-  std::vector<TokenId> operator_ids;     // TokenInfo::integral_operator, arithmetic_operator
+  std::vector<TokenId> no_floating_ids;     // TokenInfo::starts_no_floating
+  std::vector<TokenId> compare_ids;         // TokenInfo::compares
+  std::vector<TokenId> specifier_ids;       // TokenInfo::specifier
+  std::vector<TokenId> pointer_ids;         // `*`, `&`
+  std::vector<TokenId> operator_ids;        // TokenInfo::integral_operator, arithmetic_operator
   std::vector<TokenId> floating_value_ids;  // TokenInfo::floating_value
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;

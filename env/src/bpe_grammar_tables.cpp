@@ -170,7 +170,8 @@ std::uint64_t digest(const State& s) {
   f.add(s.decl_names), f.add(s.decl_named), f.add(s.bounds_used), f.add(s.bounds_commas), f.add(s.launched);
   f.add(s.defined), f.add(s.declarator), f.add(s.list_depth), f.add(s.scope), f.add(s.braces);
   f.add(s.soft_depth), f.add(s.soft_closed), f.add(s.ctx), f.add(s.run), f.add(s.line_ctx);
-  f.add(s.line_last), f.add(s.pointers), f.add(s.consts), f.add(s.decl_const), f.add(s.template_names);
+  f.add(s.line_last), f.add(s.pointers), f.add(s.consts), f.add(s.decl_const),
+      f.add(s.template_names);
   f.add(s.last_declared), f.add(s.operand_const), f.add(s.deref_cast), f.add(s.loop_braces), f.add(s.loop_pending);
   f.add(s.if_braces), f.add(s.if_pending), f.add(s.else_ok);
   f.add(s.while_cond), f.add(s.done), f.add(s.local_types), f.add(s.decl_type);

@@ -994,11 +994,9 @@ TEST_CASE("a template parameter is not redeclared in its declaration", "[env][ma
   // function's name, as a parameter or as a name in the body.) The tokenizer names the kernel v0,
   // the template's first parameter v1.
   const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
-  CHECK(first_refused(head + "template <int G, int G> __device__ int f() { return 0; }\n") ==
-        "v1");
+  CHECK(first_refused(head + "template <int G, int G> __device__ int f() { return 0; }\n") == "v1");
   CHECK(first_refused(head + "template <int G> __device__ int G() { return 0; }\n") == "v1");
-  CHECK(first_refused(head + "template <int G> __device__ int f(long G) { return 0; }\n") ==
-        "v1");
+  CHECK(first_refused(head + "template <int G> __device__ int f(long G) { return 0; }\n") == "v1");
   CHECK(first_refused(head + "template <int G> __device__ int f() { { int G = 0; } }\n") == "v1");
   // Used, and declared again in the next declaration (its own scope).
   CHECK(first_refused(head + "template <int G, int H>\n__device__ int f(int a) { return a + G * H; "

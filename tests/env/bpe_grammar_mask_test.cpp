@@ -802,7 +802,7 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  int i = sizeof(size_t, 1);") == 23);
     CHECK(first_refused(kHead, "  int i = (int const short {}) + 1;") == 27);
     CHECK(first_refused(kHead, "  y[0] = (float *__shared__) 1;") == 19);  // `__s`
-    CHECK(first_refused(kHead, "  y[0] = (static int) 1;") == 16);  // `static`: static_cast
+    CHECK(first_refused(kHead, "  y[0] = (static int) 1;") == 16);         // `static`: static_cast
     CHECK(first_refused(kHead,
                         "  int i = (const int)M + sizeof(const volatile unsigned long*) + (int)(M);"
                         "\n  y[0] = ((const value_t* __restrict__)x)[0] + (value_t)i;\n") == -1);
@@ -810,7 +810,7 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
   SECTION("% << & | ^ take integers, * / no pointer") {
     // (NVRTC: "expression must have integral or unscoped enum type" of `x[0] % 2`, `1 << 2.5`;
     // "arithmetic or unscoped enum type" of `x * 2` with x a pointer.)
-    CHECK(first_refused(kHead, "  y[0] = x[0] % 2;") == 14);  // at the blank: `%>` is `}`
+    CHECK(first_refused(kHead, "  y[0] = x[0] % 2;") == 14);   // at the blank: `%>` is `}`
     CHECK(first_refused(kHead, "  int i = 1.5 << 2;") == 15);  // `<`: a comparison
     CHECK(first_refused(kHead, "  int i = 0; i = i % x[0];") == 21);
     CHECK(first_refused(kHead, "  int i = 0; i = i ^ 2.5;") == 22);
@@ -848,8 +848,8 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     // (NVRTC: "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(1)[0]`.)
     CHECK(first_refused(kHead, "  y[0] = value_t(1)[0];") == 19);
     CHECK(first_refused(kHead, "  int i = __popc(1)[0];") == 19);
-    CHECK(first_refused(kHead,
-                        "  y[0] = reinterpret_cast<const value_t*>(x)[0] + (x + 1)[0];\n") == -1);
+    CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<const value_t*>(x)[0] + (x + 1)[0];\n") ==
+          -1);
   }
   SECTION("a floating overload's first argument is no integer, vector or bool") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
@@ -859,18 +859,17 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  y[0] = round(int(2));") == 15);
     CHECK(first_refused(kHead, "  y[0] = log(-threadIdx.x);") == 15);  // `t`: trunc
     CHECK(first_refused(kHead, "  y[0] = pow(!x[0], 2);") == 13);
-    CHECK(first_refused(kHead, "  y[0] = sqrt(x[0] < 1);") == 20);  // `<`: `<<`
+    CHECK(first_refused(kHead, "  y[0] = sqrt(x[0] < 1);") == 20);   // `<`: `<<`
     CHECK(first_refused(kHead, "  y[0] = exp(col_idx[0]);") == 15);  // `co`: cos
     CHECK(first_refused(kHead,
                         "  int i = 0; float f = i;\n"
                         "  y[i] = sqrt(x[0]) + ceil(value_t(M) / 2) + pow(-x[1], 2) + log(f) +\n"
                         "         fmax(*x, i < 1) + sqrt(static_cast<float>(M)) + floor(f) +\n"
-                        "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((M));\n") ==
-          -1);
+                        "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((M));\n") == -1);
   }
   SECTION("a builtin of no result is a statement") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)
-    CHECK(first_refused(kHead, "  y[0] = __syncthreads();") == 22);  // `(`: __syncthreads_or
+    CHECK(first_refused(kHead, "  y[0] = __syncthreads();") == 22);       // `(`: __syncthreads_or
     CHECK(first_refused(kHead, "  int i = 1 + __threadfence();") == 16);  // `__t`: no value
     CHECK(first_refused(kHead, "  __syncthreads() + 1;") == 18);
     CHECK(first_refused(kHead, "  __syncwarp() y") == 15);
@@ -882,11 +881,12 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
   SECTION("no vector type's functional cast in an expression") {
     // (NVRTC: "no operator ... matches these operands" of `dim3() - 1`, "no suitable constructor
     // exists" of `int4(1)`.)
-    CHECK(first_refused(kHead, "  int i = dim3().x;") == 11);  // `di`: no other word
+    CHECK(first_refused(kHead, "  int i = dim3().x;") == 11);       // `di`: no other word
     CHECK(first_refused(kHead, "  y[0] = 1 + float4{}.x;") == 18);  // `float4`: float, then `4`
     CHECK(first_refused(kHead, "  y[0] = max(1, int2{1, 2}.x);") == 19);
-    CHECK(first_refused(kHead,
-                        "  float4 v = make_float4(1, 2, 3, 4);\n  dim3 d;\n  int2 w = make_int2(1, 2);"
-                        "\n  y[0] = v.x + d.y + w.x + float(1);\n") == -1);
+    CHECK(first_refused(
+              kHead,
+              "  float4 v = make_float4(1, 2, 3, 4);\n  dim3 d;\n  int2 w = make_int2(1, 2);"
+              "\n  y[0] = v.x + d.y + w.x + float(1);\n") == -1);
   }
 }
