@@ -47,9 +47,12 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
     return std::min(role_checks(k, ctx_qual), role_checks(k, ctx_callable));
   }
   if (k.role == role_type) {
-    // void names no value: in an expression it would be `void()` (no argument, no operand).
+    // void names no value: in an expression it would be `void()` (no argument, no operand). Nor
+    // a vector type: CUDA's have no operators and no constructor but dim3's (NVRTC: "no operator
+    // ... matches these operands" of `dim3() - 1`, "no suitable constructor exists" of `int4(1)`);
+    // a vector's value comes from a variable or make_int4 & co.
     const bool expression = ctx == ctx_expr || ctx == ctx_operand_due || ctx == ctx_args;
-    if (k.word == w_void && expression) return kRefused;
+    if ((k.word == w_void || k.type_cat == type_vector) && expression) return kRefused;
     switch (ctx) {
       case ctx_start:
       case ctx_expr:
@@ -151,6 +154,12 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
   const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
                        ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
+  // Specifiers count within a run of them and type words; a `*` / `&` in a type starts the
+  // pointer's own (`const int* const`), anything else a new declaration or cast's.
+  if (k.role != role_qual && k.role != role_type) s.specifiers = 0;
+  if (k.role != role_qual) s.reference = in_type && k.role == role_ptr && k.cat != Cat::star;
+  if (in_type && k.role == role_ptr && k.cat == Cat::star) s.starred = true;
+  if (k.role == role_start) s.starred = false;
   switch (k.role) {
     case role_type:
       if (s.ctx == ctx_expr || s.ctx == ctx_operand_due || s.ctx == ctx_args) {
@@ -160,12 +169,19 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         if (s.ctx == ctx_group && innermost(s) == '(') {
           s.stack[s.depth - 1u] = kCastParen;  // `(int`: a cast
         }
+        // A declaration's type (not a cast's, nor sizeof's): its names' type.
+        const std::uint8_t open = innermost(s);
+        if (at_statement(s) || open == kForParen || open == kParamParen) s.decl_type = k.type_cat;
         s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
         s.ctx = ctx_type;
       }
       return;
     case role_qual:
+      if (s.ctx == ctx_group && innermost(s) == '(') {
+        s.stack[s.depth - 1u] = kCastParen;  // `(const`: a cast (its operand follows its `)`)
+      }
       if (!in_type) s.run = 0;
+      s.specifiers |= k.specifier;
       if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
       if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
       return;
@@ -186,6 +202,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls.
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
         s.decl_const = false;
+        s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
       s.run = 0;
@@ -265,6 +282,8 @@ bool in_parens(const State& s) {
 bool known_local_allowed(const State& s, int local) {
   const std::uint8_t scope = scope_of(s, local);
   if (!new_local_allowed(s)) return scope != kScopeDead;
+  // A function's parameters: each name once (NVRTC: "duplicate parameter name").
+  if (innermost(s) == kParamParen && scope == block_scope(s.braces + 1, true)) return false;
   if (scope == kScopeDead || free_scope(scope) || (scope & kScopeSoft) != 0) return true;
   if (s.declarator == kTagDeclarator || in_parens(s) || s.braces == 0) return true;
   return block_level(scope) != s.braces;
@@ -365,7 +384,40 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // `expected a ")"`, "explicit type is missing").
   const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
+  // Where a name is declared, no template parameter of the declaration under way.
+  if (new_local_allowed(s) && local_bit(s.template_names, k.local)) return false;
+  // An operand of % << & ... or ~: no floating variable, no pointer.
+  if (s.integral_due && !is_macro(s, k.local) && k.local < s.locals_used &&
+      (local_type(s, k.local) == type_floating || local_bit(s.pointers, k.local))) {
+    return false;
+  }
+  // A floating overload's first argument: no integer or vector variable (a macro may be anything).
+  if (s.floating_due && !is_macro(s, k.local) && k.local < s.locals_used) {
+    const std::uint8_t type = local_type(s, k.local);
+    if (type == type_integral || type == type_vector) return false;
+  }
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
+}
+
+// A parenthesis that holds a type-id (a cast's, sizeof's; a group's after `(const`): its type's
+// words, const / volatile / __restrict__ and `*` / `&`, nothing else.
+bool holds_type_id(std::uint8_t open) {
+  return open == '(' || open == kCastParen || open == kSizeofParen || open == kDerefParen ||
+         open == kCastAngle;
+}
+// After a type in such a parenthesis only the type goes on or `)` closes it (NVRTC: `expected a
+// ")"` of `(const char(`, `(int const short {`, `sizeof(size_t ,`).
+bool in_type_id(const State& s) {
+  const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+  return typed && holds_type_id(innermost(s)) && !on_line(s);
+}
+// A specifier a type-id takes: const, volatile, __restrict__ (NVRTC: `expected a ")"` of
+// `(float *__shared__`, `(__shared__)`).
+constexpr std::uint16_t kTypeIdSpecifiers = 7;
+bool specifier_refused(const State& s, const TokenInfo& k) {
+  if (on_line(s)) return false;
+  return (k.specifier & s.specifiers) != 0 ||
+         ((k.specifier & ~kTypeIdSpecifiers) != 0 && holds_type_id(innermost(s)));
 }
 
 std::uint8_t closer_for(std::uint8_t open) {
@@ -399,7 +451,10 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
   // A cast's angle holds one type; a `?` takes its `:` first.
-  if (k.cat == Cat::comma) return open != kCastAngle && open != kTernary;
+  // A call's arguments: no `,` past its last.
+  const std::uint8_t args = s.depth > 0 ? s.args[s.depth - 1u] : 0;
+  if (k.cat == Cat::comma && open == kCallParen && args == 0) return false;
+  if (k.cat == Cat::comma) return open != kCastAngle && open != kTernary && !in_type_id(s);
   // `>`: a cast's closes its angle after a type (`const` may end it); elsewhere no qualifier
   // comes before it.
   if (k.word == w_angle_close) {
@@ -446,6 +501,8 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
       return false;
     }
     if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+    if (in_type_id(s)) return false;
+    if (k.cat == Cat::open_bracket && s.value_result && s.ctx == ctx_call_result) return false;
     if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (
     if (k.ternary == 1 && declaring(s)) return false;  // none in __launch_bounds__
   }
@@ -653,10 +710,12 @@ std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   const bool defined = line_ctx == line_defined || line_ctx == line_defined_paren ||
                        line_ctx == line_defined_close;
   if (k.cat == Cat::eol) {
-    const bool due = line_ctx == line_due || line_ctx == line_if_due || line_ctx == line_if_divisor;
+    const bool due = line_ctx == line_due || line_ctx == line_if_due ||
+                     line_ctx == line_if_divisor || line_ctx == line_if_shift;
     return due || defined ? kRefused : 0;
   }
   // A divisor on an #if line (NVRTC: "division by zero" of `/ EMPTY_ROWS`, `/ warpSize`, `% 0`).
+  if (line_ctx == line_if_shift) return k.cat == Cat::num ? 0 : kRefused;
   if (line_ctx == line_if_divisor) {
     if (k.cat == Cat::num) return 0;
     if (k.cat == Cat::local) return kCheckLocal;
@@ -730,11 +789,39 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   return checks;
 }
 
+// A builtin overloaded for floating arguments alone (sqrt, ceil, pow, ...): its first argument
+// starts with no integer or vector (nor bool: `!`, true), and no comparison or logical operator
+// makes it a bool at its depth (`<` after static_cast opens a cast). In code, not on a line.
+bool floating_allowed(const State& s, const TokenInfo& k) {
+  if (s.floating_due && k.starts_no_floating) return false;
+  return !k.compares || !in_floating_argument(s) || (k.role == role_lt && s.ctx == ctx_cast_kw);
+}
+
+// An operator after an operand whose type the grammar knows (no cast, `!`, `~` or sizeof before
+// it at its depth): no % << & | ^ of a floating value or a pointer, no * / of a pointer.
+bool operator_allowed(const State& s, const TokenInfo& k) {
+  if (on_line(s) || !after_operand(s.ctx) || s.operand_kind == operand_other) return true;
+  if (((s.prefixed >> s.depth) & 1u) != 0) return true;
+  const bool pointer = s.operand_kind >= operand_pointer;
+  return !(k.integral_operator || (k.arithmetic_operator && pointer));
+}
+// Where an integer operand is due: no floating type word or builtin.
+bool floating_value_allowed(const State& s, const TokenInfo& k) {
+  return !k.floating_value || !s.integral_due || on_line(s);
+}
+
+// After a type's `&` no `*` or `&` (no pointer or reference to a reference).
+bool reference_ends(const State& s) { return s.reference && s.ctx == ctx_ptr && !on_line(s); }
+
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
   if (k.file_only && in_function(s)) return false;
   if (k.jump && !in_loop(s)) return false;
   if (k.is_else && !s.else_ok) return false;
+  if (!on_line(s) && !floating_allowed(s, k)) return false;
+  if (k.role == role_ptr && reference_ends(s)) return false;
+  if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
+  if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -756,10 +843,51 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool cast_open = k.role == role_lt && s.ctx == ctx_cast_kw && s.top != Top::tmpl;
   const bool cast_closed = k.word == w_angle_close && innermost(s) == kCastAngle;
   const Taken taken{declares, macro, cast_closed, innermost(s)};
+  // A floating overload's `(`, its first argument's unary operators (which keep it due).
+  const bool floating_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.floating_call;
+  const bool unary = s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus ||
+                                        k.cat == Cat::star || k.role == role_incdec);
+  const bool floating_comma = k.cat == Cat::comma && in_floating_argument(s);
+  // A call of no result: its `(`, its `)`.
+  const bool void_open =
+      k.cat == Cat::open_paren && (s.ctx == ctx_call || s.ctx == ctx_call_args) && s.void_named;
+  const bool void_close =
+      k.cat == Cat::close_paren && s.void_call >= 0 && s.depth == s.void_call + 1;
+  // Types of operands (operator_allowed): what the token makes of the operand, before it moves.
+  const bool operand_before = after_operand(s.ctx);
+  const bool unary_sign = !operand_before && (k.cat == Cat::plus || k.cat == Cat::minus);
+  const bool binary =
+      operand_before && (k.role == role_operator || k.role == role_ptr || k.role == role_lt ||
+                         k.cat == Cat::comma || k.cat == Cat::semi || k.ternary != 0);
+  const bool prefix = !operand_before && k.type_prefix;
+  const bool integral_next = (binary || prefix) && k.integral_operator;  // `i % `, `~`
+  const std::uint8_t kind_before = s.operand_kind;
+  const bool opens_floating =
+      (k.cat == Cat::open_bracket && kind_before == operand_floating_pointer) ||
+      ((k.cat == Cat::open_paren || k.cat == Cat::open_brace) && s.floating_named &&
+       (s.ctx == ctx_cast_call || s.ctx == ctx_call || s.ctx == ctx_call_args));
+  const bool cast_ends = k.cat == Cat::close_paren && innermost(s) == kCastParen;
+  // A call's `(`: a builtin's arguments as named (a functional cast takes one; others unknown).
+  const bool call_open = k.cat == Cat::open_paren &&
+                         (s.ctx == ctx_call || s.ctx == ctx_call_args || s.ctx == ctx_cast_call);
+  std::uint8_t call_args = kArgsUnknown;
+  if (s.ctx == ctx_cast_call || s.callee_max == 0) {
+    call_args = 0;
+  } else if (s.callee_max != kArgsUnknown) {
+    call_args = static_cast<std::uint8_t>(s.callee_max - 1);
+  }
+  const bool call_comma = k.cat == Cat::comma && innermost(s) == kCallParen;
+  const bool value_call = k.cat == Cat::open_paren &&
+                          (s.ctx == ctx_cast_call ||
+                           (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
+  const bool deref = s.ctx == ctx_deref;
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
-    set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr);
+    // (A reference to a value is none: `int& c` names an int.)
+    set_local_bit(s.pointers, k.local, s.ctx == ctx_ptr && (!s.reference || s.starred));
     set_local_bit(s.consts, k.local, s.decl_const);
+    set_local_type(s, k.local, s.decl_type);
+    if (s.top == Top::tmpl_params) set_local_bit(s.template_names, k.local, true);
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
@@ -779,6 +907,61 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (k.ternary == 1) s.stack[s.depth++] = kTernary;
     if (k.ternary == 2 && taken.closing == kTernary) --s.depth;
     advance_role(s, k, taken);
+    // The floating overloads' first arguments: open at their `(`, done at `,` or `)`.
+    s.floating_args &= (std::uint64_t{1} << s.depth) - 1u;
+    if (floating_comma) s.floating_args &= ~(std::uint64_t{1} << (s.depth - 1u));
+    if (floating_open) s.floating_args |= std::uint64_t{1} << (s.depth - 1u);
+    s.floating_due = floating_open || unary;
+    s.floating_call = k.floating_overload;
+    if (void_open) s.void_call = static_cast<std::int8_t>(s.depth - 1);
+    if (void_close) {
+      s.void_call = -1;
+      s.ctx = ctx_initialized;  // `,` or `;` (no operator: the call has no value)
+    }
+    s.void_named = k.void_result;
+    // The operand's type.
+    const std::uint64_t level = std::uint64_t{1} << s.depth;
+    std::uint8_t kind = operand_other;
+    if (k.cat == Cat::local && !declares && !macro) {
+      const bool floating = local_type(s, k.local) == type_floating;
+      if (deref || !local_bit(s.pointers, k.local)) {
+        kind = floating ? operand_floating : operand_other;
+      } else {
+        kind = floating ? operand_floating_pointer : operand_pointer;
+      }
+    } else if (k.role == role_incdec && operand_before) {
+      kind = kind_before;  // postfix: the operand's type
+    } else if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
+               k.cat == Cat::close_brace) {
+      kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
+    }
+    s.operand_kind = kind;
+    s.value_result = k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0;
+    s.value_calls &= level - 1u;
+    if (value_call) s.value_calls |= level >> 1u;
+    s.builtin_named = k.role == role_function;
+    s.floating_closers &= level - 1u;  // closed brackets' bits go
+    if (opens_floating) s.floating_closers |= level >> 1u;
+    s.prefixed &= (level << 1u) - 1u;  // the levels above the current one
+    const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
+                       k.cat == Cat::open_brace || k.ternary == 1;
+    if (opens) s.prefixed &= ~level;
+    if (binary || k.ternary != 0) s.prefixed &= ~level;
+    if (prefix || cast_ends) s.prefixed |= level;
+    s.floating_named = k.floating_value;
+    // Call arguments.
+    if (call_open && innermost(s) == kCallParen) {
+      s.args[s.depth - 1u] = call_args;
+    } else if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+               k.ternary == 1) {
+      if (s.depth > 0) s.args[s.depth - 1u] = kArgsUnknown;  // no count (not a builtin's call)
+    }
+    if (call_comma && s.args[s.depth - 1u] != kArgsUnknown) --s.args[s.depth - 1u];
+    // A builtin of no argument: its `)` next (ctx_initialized takes `)`; `,` has no room).
+    if (call_open && s.callee_max == 0) s.ctx = ctx_initialized;
+    s.callee_max = k.role == role_function ? k.max_args : kArgsUnknown;
+    s.num_integral = k.cat == Cat::num && s.integral_due;
+    s.integral_due = integral_next || (s.integral_due && unary_sign);
   }
 }
 
@@ -797,6 +980,35 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (!s.else_ok) {
     for (TokenId id : t.else_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (reference_ends(s)) {
+    for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (after_operand(s.ctx) && s.operand_kind != operand_other) {
+    for (TokenId id : t.operator_ids) {
+      if (!operator_allowed(s, t.info[static_cast<std::size_t>(id)])) {
+        mask[static_cast<std::size_t>(id)] = 0;
+      }
+    }
+  }
+  if (s.integral_due && !on_line(s)) {
+    for (TokenId id : t.floating_value_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if ((s.specifiers != 0 || holds_type_id(innermost(s))) && !on_line(s)) {
+    for (TokenId id : t.specifier_ids) {
+      if (specifier_refused(s, t.info[static_cast<std::size_t>(id)])) {
+        mask[static_cast<std::size_t>(id)] = 0;
+      }
+    }
+  }
+  if (s.floating_due && !on_line(s)) {
+    for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (in_floating_argument(s) && !on_line(s)) {
+    for (TokenId id : t.compare_ids) {
+      const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
+      if (!floating_allowed(s, k)) mask[static_cast<std::size_t>(id)] = 0;
+    }
   }
   // Locals come in canonical order: those past the next new one are refused (their 0 stays).
   const int last = std::min<int>(s.locals_used, t.locals - 1);

@@ -80,6 +80,7 @@ int code_completion(const Tables& t, const State& s) {
                      s.line_ctx == line_defined || s.line_ctx == line_defined_paren ||
                      s.line_ctx == line_if_divisor;  // K
     if (s.pp == Pp::body) m += s.pp_depth + (access || due ? 1 : 0);
+    if (s.pp == Pp::body && s.line_ctx == line_if_shift) m += 2;  // <num> 0
     // A `?` takes `:` and an operand (`: M`).
     for (int i = 0; i < s.pp_depth && s.pp == Pp::body; ++i) {
       if (s.pp_stack[static_cast<std::size_t>(i)] == kTernary) ++m;

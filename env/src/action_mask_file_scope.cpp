@@ -37,6 +37,7 @@ Verdict declaration_start(const Tables&, const State& s, const TokenInfo& k) {
 }
 void start_declaration(const Tables&, State& s, const TokenInfo& k) {
   s.top = k.word == w_extern ? Top::external : k.word == w_device ? Top::device : Top::tmpl;
+  s.template_names = {};  // the last template's parameters leave scope
 }
 
 // A device function's result type: a function's qualifiers (no extern, typedef, __shared__ ...)

@@ -196,12 +196,16 @@ enum LineCtx : std::uint8_t {
   line_start,
   line_if_due,
   line_if_operand,
-  line_defined,  // after `defined`: a name or `(`
+  line_defined,        // after `defined`: a name or `(`
   line_defined_paren,  // after `defined (`: a name
   line_defined_close,  // after `defined ( NAME`: `)`
   // After `/` or `%` on an #if line: a divisor that is never 0 - a number not starting with 0, a
   // constant of the format at least 1 on every matrix, a macro (an unknown name there is 0).
   line_if_divisor,
+  // After `<<` or `>>` on an #if line: a shift count below 64 - a number of one digit (a constant
+  // or macro may be 64 or more on some matrix, a sign makes it negative: NVRTC "shift count is
+  // too large", "shift count is negative").
+  line_if_shift,
   kLineContexts
 };
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
@@ -226,6 +230,9 @@ enum Check : std::uint8_t {
   kRefused = 128,
 };
 
+// A call's arguments whose count the grammar does not know (TokenInfo::max_args).
+constexpr std::uint8_t kArgsUnknown = 15;
+
 struct TokenInfo {
   Cat cat = Cat::punct_other;
   std::uint8_t word = w_none;  // DeclWord
@@ -245,8 +252,37 @@ struct TokenInfo {
   // The conditional operator: `?` (1) opens a '?' on the code's stack, `:` (2) closes it.
   std::uint8_t ternary = 0;
   bool divides = false;        // `/`, `%`
+  bool shifts = false;         // `<<`, `>>`
+  // A builtin function's arguments at most (kArgsUnknown: not known; NVRTC: "too many arguments
+  // in function call", "no instance of overloaded function" of `sqrt(a, b)`).
+  std::uint8_t max_args = kArgsUnknown;
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
+  // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
+  // a type word's category (TypeCat); a builtin function overloaded for float and double alone,
+  // whose first argument must be floating (NVRTC: "more than one instance of overloaded function"
+  // of `ceil(int)`, "no instance" of `round(uint4)`, `pow(bool)`); a token that starts no floating
+  // argument there (an integer or vector type, a prelude constant, threadIdx & co, `!`, `&`, a
+  // builtin whose result is no floating value, ...); a comparison or logical operator, whose result
+  // is bool.
+  std::uint8_t type_cat = 0;
+  bool floating_overload = false;
+  bool starts_no_floating = false;
+  bool compares = false;
+  // A builtin function of no result (__syncthreads, __threadfence, __stcg, ...): a statement of its
+  // own (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`).
+  bool void_result = false;
+  // Operators of integer operands alone (% << >> & | ^ and their assignments: NVRTC "expression
+  // must have integral or unscoped enum type" of `0.5 % 2`), of arithmetic ones (* / and theirs:
+  // "arithmetic or unscoped enum type" of `p * 2` with p a pointer); a floating value's start (a
+  // floating type word, a builtin of floating result alone: sqrtf, __int2float_rn, ...).
+  bool integral_operator = false;
+  bool arithmetic_operator = false;
+  bool floating_value = false;
+  bool type_prefix = false;  // `!`, `~`, sizeof: the operand they start has their type
+  // A declaration's specifier or qualifier (const, static, inline, __device__, ...): its bit in
+  // State::specifiers (0: none).
+  std::uint16_t specifier = 0;
   int local = -1;              // local index
   int effect = 0;              // effect class (budget check cache)
   // In code: a name may be declared after it (a type word: int, value_t, float4, ...), it keeps
@@ -352,6 +388,7 @@ enum class Num : std::uint8_t {
   off,
   start,
   start_nonzero,  // a divisor on an #if line: no leading 0
+  start_shift,    // a shift count on an #if line: one digit
   zero,
   dec,
   dot_start,
@@ -461,6 +498,10 @@ struct ActionMask::State {
   std::uint8_t function = 0;
   // code
   std::array<std::uint8_t, detail::kMaxCodeDepth> stack{};
+  // Per code stack index, the `,` a call's arguments may still take (kArgsUnknown: any number); the
+  // builtin just named's TokenInfo::max_args.
+  std::array<std::uint8_t, detail::kMaxCodeDepth> args{};
+  std::uint8_t callee_max = 0;
   std::uint8_t depth = 0;
   std::array<std::uint8_t, detail::kMaxPpDepth> pp_stack{};
   std::uint8_t pp_depth = 0;
@@ -500,6 +541,10 @@ struct ActionMask::State {
   // it last declared.
   std::array<std::uint8_t, detail::kScopedLocals / 8> pointers{}, consts{};
   bool decl_const = false;
+  // Per scoped local (a bit each): a template parameter of the file-scope declaration under way
+  // (NVRTC: "template parameter may not be redeclared in this scope" - in the template's list,
+  // as the function's name, its parameters or a name in its body).
+  std::array<std::uint8_t, detail::kScopedLocals / 8> template_names{};
   std::uint8_t last_declared = 0;
   bool operand_const = false;  // the variable just named was declared const
   bool deref_cast = false;     // a cast after a unary `*`: its operand's `(` is a kDerefParen
@@ -526,6 +571,45 @@ struct ActionMask::State {
   bool if_pending = false;
   bool else_ok = false;
   bool while_cond = false;  // the ctx_cond under way is a while's
+  // Types: per scoped local its category (TypeCat, two bits each; a pointer's or an array's is
+  // its elements'), the category of the declaration's type words under way; a builtin overloaded
+  // for floating arguments alone was just named (its `(` comes next); its first argument starts
+  // here (after its `(` and unary `-` / `+` / `*` / ++ / --); per code stack index, such a call's
+  // parenthesis in its first argument.
+  std::array<std::uint8_t, detail::kScopedLocals / 4> local_types{};
+  std::uint8_t decl_type = 0;
+  bool floating_call = false;
+  bool floating_due = false;
+  std::uint64_t floating_args = 0;
+  // The specifiers and qualifiers of the declaration under way, or of the pointer level after its
+  // last `*` / `&` (TokenInfo::specifier bits; NVRTC: "duplicate specifier in declaration" of
+  // `const const`, "more than one storage class" of `static static`).
+  std::uint16_t specifiers = 0;
+  // A builtin of no result was just named (its `(` comes next); the code stack index of its call's
+  // parenthesis (-1: none), after whose `)` only `,` or `;` may come.
+  bool void_named = false;
+  std::int8_t void_call = -1;
+  // The type's last `*` / `&` was a `&` (NVRTC: "reference to reference is not allowed" of
+  // `int& &`, "pointer to reference is not allowed" of `int& *`).
+  bool reference = false;
+  bool starred = false;  // a `*` in the declarator under way (`int*& p` declares a pointer)
+  // What the operand just read is (Operand; a number's when it ends); per code stack index, a
+  // bracket whose `)` / `]` / `}` ends a floating value (a floating pointer's subscript, a floating
+  // functional cast or builtin's call); per depth, the operand under way there has a prefix that
+  // makes its type (a cast, `!`, `~`, sizeof); a floating value was just named (its `(` next); an
+  // integer operand is due (after % << ... or `~`), and the number under way must be one.
+  std::uint8_t operand_kind = 0;
+  std::uint64_t floating_closers = 0;
+  // Per code stack index, a builtin's or a functional cast's call, whose value is no pointer; a
+  // builtin was just named; the `)` just read closed such a call (no `[` after it: NVRTC
+  // "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(x)[1]`).
+  std::uint64_t value_calls = 0;
+  bool builtin_named = false;
+  bool value_result = false;
+  std::uint64_t prefixed = 0;
+  bool floating_named = false;
+  bool integral_due = false;
+  bool num_integral = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -665,6 +749,34 @@ inline bool statement_ended(Last last) {
          last == Last::pp_eol || last == Last::none;
 }
 
+// What the grammar knows of a value's type (TokenInfo::type_cat, State::local_types): nothing, an
+// integer (bool, char, int, size_t, ...), a floating value (float, double, value_t), a vector
+// (int4, float2, dim3, ...).
+enum TypeCat : std::uint8_t { type_unknown, type_integral, type_floating, type_vector };
+inline std::uint8_t local_type(const State& s, int local) {
+  if (local < 0 || local >= kScopedLocals) return type_unknown;
+  return (s.local_types[static_cast<std::size_t>(local / 4)] >> (2 * (local % 4))) & 3u;
+}
+inline void set_local_type(State& s, int local, std::uint8_t type) {
+  if (local < 0 || local >= kScopedLocals) return;
+  auto& byte = s.local_types[static_cast<std::size_t>(local / 4)];
+  const int shift = 2 * (local % 4);
+  byte = static_cast<std::uint8_t>((byte & ~(3u << shift)) | ((type & 3u) << shift));
+}
+// What an operand just read is, for the operators after it (State::operand_kind): anything else,
+// a floating value, a pointer (or array) to anything else, a pointer to floating values.
+enum Operand : std::uint8_t {
+  operand_other,
+  operand_floating,
+  operand_pointer,
+  operand_floating_pointer
+};
+
+// Inside the first argument of a builtin overloaded for floating arguments alone, at its depth.
+inline bool in_floating_argument(const State& s) {
+  return s.depth > 0 && ((s.floating_args >> (s.depth - 1u)) & 1u) != 0;
+}
+
 // A local's bit in State::pointers / State::consts.
 inline bool local_bit(const std::array<std::uint8_t, kScopedLocals / 8>& bits, int local) {
   return local >= 0 && local < kScopedLocals &&
@@ -740,6 +852,12 @@ struct ActionMask::Tables {
   std::vector<TokenId> file_only_ids;  // TokenInfo::file_only
   std::vector<TokenId> jump_ids;       // TokenInfo::jump
   std::vector<TokenId> else_ids;       // TokenInfo::is_else
+  std::vector<TokenId> no_floating_ids;     // TokenInfo::starts_no_floating
+  std::vector<TokenId> compare_ids;         // TokenInfo::compares
+  std::vector<TokenId> specifier_ids;       // TokenInfo::specifier
+  std::vector<TokenId> pointer_ids;         // `*`, `&`
+  std::vector<TokenId> operator_ids;        // TokenInfo::integral_operator, arithmetic_operator
+  std::vector<TokenId> floating_value_ids;  // TokenInfo::floating_value
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -138,6 +138,90 @@ constexpr std::string_view kNullaryBuiltins[] = {
     "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
     "__activemask"};
 
+// Types. Integer and floating type words (the rest of kTypeWords but void are vectors); builtin
+// functions overloaded for float and double alone (CUDA's math functions without their f suffix:
+// an integer, bool or vector argument is ambiguous or matches none); builtins whose result may be
+// floating (CUDA's float and double math and conversions, loads, shuffles, atomicAdd / atomicExch).
+constexpr std::string_view kIntegralTypes[] = {"bool",  "char",   "int",    "long",     "short",
+                                               "signed", "unsigned", "size_t", "ptrdiff_t"};
+constexpr std::string_view kFloatingTypes[] = {"float", "double", "value_t"};
+constexpr std::string_view kFloatingOverloads[] = {
+    "fabs",  "fmin",  "fmax", "fma",   "sqrt",  "rsqrt", "cbrt", "exp",   "exp2",
+    "log",   "log2",  "pow",  "sin",   "cos",   "ceil",  "floor", "round", "trunc",
+    "rint",  "lrint", "llrint", "isnan", "isinf", "isfinite", "signbit", "copysign"};
+constexpr std::string_view kFloatingResults[] = {
+    "fabs",     "fabsf",      "fmin",       "fmax",       "fminf",          "fmaxf",
+    "fma",      "fmaf",       "sqrt",       "sqrtf",      "rsqrt",          "rsqrtf",
+    "cbrt",     "cbrtf",      "exp",        "expf",       "exp2",           "exp2f",
+    "log",      "logf",       "log2",       "log2f",      "pow",            "powf",
+    "sin",      "sinf",       "cos",        "cosf",       "ceil",           "ceilf",
+    "floor",    "floorf",     "round",      "roundf",     "trunc",          "truncf",
+    "rint",     "rintf",      "copysign",   "copysignf",  "fdividef",       "__fdividef",
+    "__fdiv_rn", "__ddiv_rn", "__fadd_rn",  "__fsub_rn",  "__fmul_rn",      "__fmaf_rn",
+    "__dadd_rn", "__dsub_rn", "__dmul_rn",  "__fma_rn",   "__frcp_rn",      "__drcp_rn",
+    "__fsqrt_rn", "__dsqrt_rn", "__expf",   "__logf",     "__powf",         "__sinf",
+    "__cosf",   "__saturatef", "__int2float_rn", "__uint2float_rn", "__int2double_rn",
+    "__double2float_rn", "__int_as_float", "__uint_as_float", "__longlong_as_double",
+    "__hiloint2double", "__ldg",  "__ldcg",     "__ldca",     "__ldcs",         "__ldlu",
+    "__ldcv",   "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+    "atomicAdd", "atomicExch"};
+// A declaration's specifiers and qualifiers, each at most once in it (TokenInfo::specifier); after
+// a `*` / `&` the pointer's own qualifiers alone (kPointerQualifiers: NVRTC "expected an
+// identifier" of `int* static`, `long& __device__`), each once per pointer.
+constexpr std::string_view kSpecifierWords[] = {
+    "const",      "volatile", "__restrict__", "static",   "extern",    "inline",
+    "__forceinline__", "__noinline__", "__device__", "__host__", "__shared__", "__constant__",
+    "register",   "constexpr", "typedef"};
+constexpr std::string_view kPointerQualifiers[] = {"const", "volatile", "__restrict__"};
+static_assert(std::size(kSpecifierWords) <= 16, "TokenInfo::specifier holds a bit per word");
+
+// Builtin functions of no result (void).
+constexpr std::string_view kVoidBuiltins[] = {
+    "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
+    "__stcg",        "__stcs",     "__stwb",        "__stwt"};
+
+// Operators of integer operands alone, of arithmetic ones (no pointer).
+constexpr std::string_view kIntegralOperators[] = {"%",  "<<",  ">>",  "&",  "|",  "^",  "~",
+                                                   "%=", "<<=", ">>=", "&=", "|=", "^="};
+constexpr std::string_view kArithmeticOperators[] = {"*", "/", "*=", "/="};
+
+// Builtin functions' argument counts (others: not known). The least is not judged: a `)` refused
+// before it would need the completion path to write the arguments missing.
+struct Arity {
+  std::string_view name;
+  std::uint8_t least, most;
+};
+constexpr Arity kArities[] = {
+    {"min", 2, 2}, {"max", 2, 2}, {"ceil_div", 2, 2}, {"abs", 1, 1}, {"labs", 1, 1},
+    {"llabs", 1, 1}, {"fabs", 1, 1}, {"fabsf", 1, 1}, {"fmin", 2, 2}, {"fmax", 2, 2},
+    {"fminf", 2, 2}, {"fmaxf", 2, 2}, {"fma", 3, 3}, {"fmaf", 3, 3}, {"sqrt", 1, 1},
+    {"sqrtf", 1, 1}, {"rsqrt", 1, 1}, {"rsqrtf", 1, 1}, {"cbrt", 1, 1}, {"cbrtf", 1, 1},
+    {"exp", 1, 1}, {"expf", 1, 1}, {"exp2", 1, 1}, {"exp2f", 1, 1}, {"log", 1, 1},
+    {"logf", 1, 1}, {"log2", 1, 1}, {"log2f", 1, 1}, {"pow", 2, 2}, {"powf", 2, 2},
+    {"sin", 1, 1}, {"sinf", 1, 1}, {"cos", 1, 1}, {"cosf", 1, 1}, {"ceil", 1, 1},
+    {"ceilf", 1, 1}, {"floor", 1, 1}, {"floorf", 1, 1}, {"round", 1, 1}, {"roundf", 1, 1},
+    {"trunc", 1, 1}, {"truncf", 1, 1}, {"rint", 1, 1}, {"rintf", 1, 1}, {"lrint", 1, 1},
+    {"llrint", 1, 1}, {"isnan", 1, 1}, {"isinf", 1, 1}, {"isfinite", 1, 1}, {"signbit", 1, 1},
+    {"copysign", 2, 2}, {"copysignf", 2, 2}, {"fdividef", 2, 2}, {"__fdividef", 2, 2},
+    {"__expf", 1, 1}, {"__logf", 1, 1}, {"__powf", 2, 2}, {"__sinf", 1, 1}, {"__cosf", 1, 1},
+    {"__saturatef", 1, 1}, {"__popc", 1, 1}, {"__popcll", 1, 1}, {"__clz", 1, 1},
+    {"__clzll", 1, 1}, {"__ffs", 1, 1}, {"__ffsll", 1, 1}, {"__brev", 1, 1}, {"__brevll", 1, 1},
+    {"__mul24", 2, 2}, {"__umul24", 2, 2}, {"__mulhi", 2, 2}, {"__umulhi", 2, 2},
+    {"__float2int_rn", 1, 1}, {"__float2int_rz", 1, 1}, {"__float2uint_rn", 1, 1},
+    {"__int2float_rn", 1, 1}, {"__uint2float_rn", 1, 1}, {"__double2int_rn", 1, 1},
+    {"__double2int_rz", 1, 1}, {"__int2double_rn", 1, 1}, {"__double2float_rn", 1, 1},
+    {"__float_as_int", 1, 1}, {"__int_as_float", 1, 1}, {"__float_as_uint", 1, 1},
+    {"__uint_as_float", 1, 1}, {"__ldg", 1, 1}, {"atomicAdd", 2, 2}, {"atomicSub", 2, 2},
+    {"atomicExch", 2, 2}, {"atomicMin", 2, 2}, {"atomicMax", 2, 2}, {"atomicAnd", 2, 2},
+    {"atomicOr", 2, 2}, {"atomicXor", 2, 2}, {"atomicCAS", 3, 3}, {"__syncthreads", 0, 0},
+    {"__threadfence", 0, 0}, {"__threadfence_block", 0, 0}, {"__threadfence_system", 0, 0},
+    {"__activemask", 0, 0}, {"__syncwarp", 0, 1}, {"__shfl_sync", 3, 4},
+    {"__shfl_up_sync", 3, 4}, {"__shfl_down_sync", 3, 4}, {"__shfl_xor_sync", 3, 4},
+    {"__ballot_sync", 2, 2}, {"__any_sync", 2, 2}, {"__all_sync", 2, 2}};
+
+// Comparisons and logical operators (a bool result).
+constexpr std::string_view kComparisons[] = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "?"};
+
 // Prelude constants at least 1 on every matrix: K (1 for SpMV, k >= 1 for SpMM) and the formats'
 // parameters (compute_constants refuses a spec out of range). The matrix's own may be 0.
 constexpr std::string_view kPositiveConstants[] = {"K", "SELL_C", "SELL_SIGMA", "BSR_R", "BSR_C"};
@@ -198,6 +282,25 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.arrow = t.cls == TokenClass::punct && t.text == "->";
   if (k.cat == Cat::member) k.param = static_cast<std::uint8_t>(t.text[0]);
   k.pp_operator = t.cls == TokenClass::keyword && t.text == "defined";
+  k.floating_overload = t.cls == TokenClass::builtin && listed(kFloatingOverloads, t.text);
+  k.compares = t.cls == TokenClass::punct && listed(kComparisons, t.text);
+  k.integral_operator = t.cls == TokenClass::punct && listed(kIntegralOperators, t.text);
+  k.arithmetic_operator = t.cls == TokenClass::punct && listed(kArithmeticOperators, t.text);
+  // Builtins whose result is floating whatever their arguments (not __ldg, __shfl_sync, atomicAdd).
+  const bool floating_builtin = t.cls == TokenClass::builtin && listed(kFloatingResults, t.text) &&
+                                t.text.rfind("__ld", 0) != 0 && t.text.rfind("__shfl", 0) != 0 &&
+                                t.text.rfind("atomic", 0) != 0;
+  k.floating_value = floating_builtin || listed(kFloatingTypes, t.text);
+  k.type_prefix = (t.cls == TokenClass::punct && (t.text == "!" || t.text == "~")) ||
+                  (t.cls == TokenClass::keyword && t.text == "sizeof");
+  if (t.cls == TokenClass::keyword) {
+    const auto* word = std::find(std::begin(kSpecifierWords), std::end(kSpecifierWords), t.text);
+    // (__forceinline__ is CUDA's `__inline__` and an attribute: `inline` twice.)
+    if (t.text == "__forceinline__") word = std::find(std::begin(kSpecifierWords), word, "inline");
+    if (word != std::end(kSpecifierWords)) {
+      k.specifier = static_cast<std::uint16_t>(1u << (word - std::begin(kSpecifierWords)));
+    }
+  }
   k.condition = t.cls == TokenClass::keyword && (t.text == "if" || t.text == "while");
   k.for_loop = t.cls == TokenClass::keyword && t.text == "for";
   k.loop = t.cls == TokenClass::keyword && t.text == "while";
@@ -205,6 +308,12 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.is_else = t.cls == TokenClass::keyword && t.text == "else";
   if (t.cls == TokenClass::punct) k.ternary = t.text == "?" ? 1 : t.text == ":" ? 2 : 0;
   k.divides = t.cls == TokenClass::punct && (t.text == "/" || t.text == "%");
+  k.shifts = t.cls == TokenClass::punct && (t.text == "<<" || t.text == ">>");
+  for (const Arity& a : kArities) {
+    if (t.cls == TokenClass::builtin && a.name == t.text) {
+      k.max_args = a.most;
+    }
+  }
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
   if (k.cat == Cat::local) k.local = v.local_index(id);
@@ -253,6 +362,11 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   k.follows = kOperandStart;
   if (word && k.naming == TokenInfo::naming_type && w != "typedef") {
     k.role = role_type;
+    k.type_cat = listed(kIntegralTypes, w) ? type_integral
+                 : listed(kFloatingTypes, w) ? type_floating
+                 : w == "void"               ? type_unknown
+                                             : type_vector;
+    k.starts_no_floating = k.type_cat != type_floating;  // `int(`, `dim3(`, `void`
     k.type_bits = w == "long"                        ? kRunLong
                   : w == "short"                     ? kRunShort
                   : w == "signed" || w == "unsigned" ? kRunSign
@@ -268,6 +382,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_qual;
     k.follows = kStart | kQual | kType | kPtr | kParen | bit(ctx_group) | bit(ctx_cast_type);
     if (w == "__restrict__") k.follows = kPtr;  // of a pointer alone
+    if (!listed(kPointerQualifiers, w)) k.follows &= ~kPtr;
     // `extern` where a statement starts, `extern __shared__` (NVRTC: "a storage class may not be
     // specified here" of `const extern`; a host variable of `extern int v;` in a function).
     if (w == "extern") k.follows = kStart;
@@ -308,6 +423,10 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     k.role = role_vector;
   } else if (k.cat == Cat::builtin && w != "warpSize") {
     k.role = role_function;
+    // A call of no result stands where a statement starts (after `;`, a block's braces, a
+    // condition's `)`, else).
+    k.void_result = listed(kVoidBuiltins, w);
+    if (k.void_result) k.follows = kStart | kParen;
   } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
              k.cat == Cat::constant || k.cat == Cat::builtin || (punct && w == "]") ||
              (keyword && (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {
@@ -339,6 +458,15 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
   if (k.cat == Cat::local) k.follows = kOperandStart | kQual | kType | kPtr | kDeref;
+  // What starts no floating value (locals: their declared type decides; numbers: the completion
+  // path writes one).
+  k.starts_no_floating = (k.cat == Cat::constant && k.word != w_value_t) ||
+                         k.cat == Cat::literal || k.role == role_vector ||
+                         (k.cat == Cat::builtin && k.role != role_function) ||
+                         (k.role == role_function && !listed(kFloatingResults, w)) ||
+                         (keyword && (w == "true" || w == "false" || w == "sizeof" ||
+                                      w == "nullptr" || w == "this")) ||
+                         (punct && (w == "!" || w == "~" || w == "&"));
   // The completion path's tokens follow anything but where an operand or `(` is due.
   if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket || k.cat == Cat::close_brace ||
       k.cat == Cat::semi) {
@@ -363,7 +491,8 @@ int assign_effects(std::vector<TokenInfo>& info) {
     const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
                                      k.role * 8 + (k.function_qual ? 1 : 0) +
                                          (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
-                                         (k.nullary ? 128 : 0) + k.ternary * 256);
+                                         (k.nullary ? 128 : 0) + k.ternary * 256 +
+                                         (k.shifts ? 1024 : 0));  // a shift count costs 2
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());
@@ -489,6 +618,14 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (info[i].file_only) file_only_ids.push_back(static_cast<TokenId>(i));
     if (info[i].jump) jump_ids.push_back(static_cast<TokenId>(i));
     if (info[i].is_else) else_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].starts_no_floating) no_floating_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].compares) compare_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].specifier != 0) specifier_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].role == role_ptr) pointer_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].integral_operator || info[i].arithmetic_operator) {
+      operator_ids.push_back(static_cast<TokenId>(i));
+    }
+    if (info[i].floating_value) floating_value_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

@@ -53,6 +53,8 @@ NumberStep num_next(const State& s, char c) {
     switch (s.num) {
       case Num::start_nonzero:
         return c >= '1' && c <= '9' ? Num::dec : Num::off;
+      case Num::start_shift:  // one digit, then a suffix at most
+        return is_dec(c) ? Num::int_suffix : Num::off;
       case Num::start:
         if (c == '0') return Num::zero;
         if (is_dec(c)) return Num::dec;
@@ -108,6 +110,7 @@ Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
   const bool floating = next == Num::dot_start || next == Num::frac || next == Num::exp_start ||
                         next == Num::exp_sign || next == Num::exp || next == Num::float_suffix;
   if (floating && on_line(s) && s.line_ctx == line_if_operand) return Verdict::refuse;
+  if (floating && s.num_integral) return Verdict::refuse;  // an operand of % << & ...
   return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
 }
 void take_number_digit(const Tables&, State& s, const TokenInfo& k) {
@@ -119,6 +122,10 @@ void take_number_digit(const Tables&, State& s, const TokenInfo& k) {
   ++s.num_len;
 }
 void end_number(State& s) {
+  // A number is an operand: floating with a fraction, an exponent or an f suffix.
+  const bool floating = s.num == Num::frac || s.num == Num::exp || s.num == Num::float_suffix;
+  if (!on_line(s)) s.operand_kind = floating ? operand_floating : operand_other;
+  s.num_integral = false;
   s.num = Num::off;
   s.last = Last::other;
 }
@@ -220,9 +227,10 @@ void macro_params_go_on(const Tables&, State& s, const TokenInfo&) {
 }
 void into_body(const Tables&, State& s, const TokenInfo& k) {
   s.pp = Pp::body;
-  const bool divisor = s.line_ctx == line_if_divisor;
+  const bool divisor = s.line_ctx == line_if_divisor, shift = s.line_ctx == line_if_shift;
   take_code_word(s, k);
   if (divisor && k.cat == Cat::num) s.num = Num::start_nonzero;
+  if (shift && k.cat == Cat::num) s.num = Num::start_shift;
   // The body's expression: after an operand, a name or builtin function, or an operator.
   const bool callable = k.cat == Cat::local || k.role == role_function;
   const bool operand = k.role == role_operand || k.role == role_vector ||
@@ -237,9 +245,10 @@ void into_body(const Tables&, State& s, const TokenInfo& k) {
   } else if (k.pp_operator) {
     s.line_ctx = line_defined;
   } else if (s.line_ctx == line_if_due || s.line_ctx == line_if_operand ||
-             s.line_ctx == line_if_divisor) {
+             s.line_ctx == line_if_divisor || s.line_ctx == line_if_shift) {
     s.line_ctx = callable || operand ? line_if_operand
                  : k.divides         ? line_if_divisor
+                 : k.shifts          ? line_if_shift
                                      : line_if_due;
   } else {
     s.line_ctx = callable ? line_callable : operand ? line_operand : line_due;

@@ -156,7 +156,7 @@ struct Fnv {
 std::uint64_t digest(const State& s) {
   // Every field but the token count, one by one (padding bytes are not the state's). A new field
   // of State must be added here: the size check below is the reminder.
-  static_assert(sizeof(State) == 592, "ActionMask::State changed: update bpe_grammar::digest");
+  static_assert(sizeof(State) == 752, "ActionMask::State changed: update bpe_grammar::digest");
   Fnv f;
   f.add(s.phase), f.add(s.format), f.add(s.key), f.add(s.launches), f.add(s.digits);
   f.add(s.value), f.add(s.es), f.add(s.which), f.add(s.frames), f.add(s.nframes), f.add(s.unary);
@@ -170,10 +170,17 @@ std::uint64_t digest(const State& s) {
   f.add(s.decl_names), f.add(s.decl_named), f.add(s.bounds_used), f.add(s.bounds_commas), f.add(s.launched);
   f.add(s.defined), f.add(s.declarator), f.add(s.list_depth), f.add(s.scope), f.add(s.braces);
   f.add(s.soft_depth), f.add(s.soft_closed), f.add(s.ctx), f.add(s.run), f.add(s.line_ctx);
-  f.add(s.line_last), f.add(s.pointers), f.add(s.consts), f.add(s.decl_const);
+  f.add(s.line_last), f.add(s.pointers), f.add(s.consts), f.add(s.decl_const),
+      f.add(s.template_names);
   f.add(s.last_declared), f.add(s.operand_const), f.add(s.deref_cast), f.add(s.loop_braces), f.add(s.loop_pending);
   f.add(s.if_braces), f.add(s.if_pending), f.add(s.else_ok);
-  f.add(s.while_cond), f.add(s.done);
+  f.add(s.while_cond), f.add(s.done), f.add(s.local_types), f.add(s.decl_type);
+  f.add(s.floating_call), f.add(s.floating_due), f.add(s.floating_args), f.add(s.specifiers);
+  f.add(s.void_named), f.add(s.void_call), f.add(s.reference), f.add(s.starred);
+  f.add(s.operand_kind), f.add(s.floating_closers), f.add(s.prefixed), f.add(s.floating_named);
+  f.add(s.integral_due), f.add(s.num_integral);
+  f.add(s.args), f.add(s.callee_max);
+  f.add(s.value_calls), f.add(s.builtin_named), f.add(s.value_result);
   return f.h;
 }
 

@@ -792,3 +792,101 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
                         "value_t{1};\n") == -1);
   }
 }
+
+// Types: what the grammar knows of a value's type (a declared name's, a type word's, a few
+// builtins' results) against what NVRTC checks.
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe][mask]") {
+  SECTION("a cast's parenthesis holds its type alone") {
+    // (NVRTC: `expected a ")"` of `(const char(`, `sizeof(size_t ,`, `(float *__shared__`.)
+    CHECK(first_refused(kHead, "  y[0] = (const char(1));") == 20);
+    CHECK(first_refused(kHead, "  int i = sizeof(size_t, 1);") == 23);
+    CHECK(first_refused(kHead, "  int i = (int const short {}) + 1;") == 27);
+    CHECK(first_refused(kHead, "  y[0] = (float *__shared__) 1;") == 19);  // `__s`
+    CHECK(first_refused(kHead, "  y[0] = (static int) 1;") == 16);         // `static`: static_cast
+    CHECK(first_refused(kHead,
+                        "  int i = (const int)M + sizeof(const volatile unsigned long*) + (int)(M);"
+                        "\n  y[0] = ((const value_t* __restrict__)x)[0] + (value_t)i;\n") == -1);
+  }
+  SECTION("% << & | ^ take integers, * / no pointer") {
+    // (NVRTC: "expression must have integral or unscoped enum type" of `x[0] % 2`, `1 << 2.5`;
+    // "arithmetic or unscoped enum type" of `x * 2` with x a pointer.)
+    CHECK(first_refused(kHead, "  y[0] = x[0] % 2;") == 14);   // at the blank: `%>` is `}`
+    CHECK(first_refused(kHead, "  int i = 1.5 << 2;") == 15);  // `<`: a comparison
+    CHECK(first_refused(kHead, "  int i = 0; i = i % x[0];") == 21);
+    CHECK(first_refused(kHead, "  int i = 0; i = i ^ 2.5;") == 22);
+    CHECK(first_refused(kHead, "  int i = 0; i = i & value_t(1);") == 21);
+    CHECK(first_refused(kHead, "  int i = ~x[0];") == 11);
+    CHECK(first_refused(kHead, "  int i = x * 2;") == 12);
+    CHECK(first_refused(kHead, "  int i = row_ptr / 2;") == 18);
+    CHECK(first_refused(kHead,
+                        "  int i = 1 % 2 << 3 & ~4;\n"
+                        "  i = (int)x[0] % 2 + !x[1] % 2 + (int)(1.5f) % 2 + x[i] * 2 + i++ % 2;\n"
+                        "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3;\n"
+                        "  value_t* p = y + 1;\n  p[0] = p[1] * 2;\n") == -1);
+  }
+  SECTION("a shift count on an #if line is one digit") {
+    // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
+    // "shift count is negative" of `>> -1`.)
+    CHECK(first_refused(kHead, "#if M << NNZ\n") == 9);
+    CHECK(first_refused(kHead, "#if M >> -1\n") == 9);
+    CHECK(first_refused(kHead, "#if M << 12\n") == 10);
+    CHECK(first_refused(kHead, "#if M << (1)\n") == 9);
+    CHECK(first_refused(kHead, "#if M << 5u && K >> 0\n#endif\n  int i = M << 40;\n") == -1);
+  }
+  SECTION("a builtin takes at most its arguments, a functional cast one") {
+    // (NVRTC: "too many arguments in function call" of `sqrt(a, b)`, `expected a ")"` of
+    // `int(1, 2)`.)
+    CHECK(first_refused(kHead, "  y[0] = sqrt(x[0], 1);") == 18);
+    CHECK(first_refused(kHead, "  int i = int(1, 2);") == 15);
+    CHECK(first_refused(kHead, "  int i = min(1, 2, 3);") == 18);
+    CHECK(first_refused(kHead, "  int i = __activemask(1);") == 23);
+    CHECK(first_refused(kHead,
+                        "  int i = min(1, max(2, 3)) + __shfl_down_sync(0xffffffffu, 1, 1, 32);\n"
+                        "  y[0] = fma(x[0], 2, 1) + (value_t)(1, 2) + int(i);\n") == -1);
+  }
+  SECTION("no subscript of a builtin's or a functional cast's value") {
+    // (NVRTC: "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(1)[0]`.)
+    CHECK(first_refused(kHead, "  y[0] = value_t(1)[0];") == 19);
+    CHECK(first_refused(kHead, "  int i = __popc(1)[0];") == 19);
+    CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<const value_t*>(x)[0] + (x + 1)[0];\n") ==
+          -1);
+  }
+  SECTION("a floating overload's first argument is no integer, vector or bool") {
+    // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
+    // `round(int2{})`, `pow(true, 2)`; a comparison makes a bool of its argument.)
+    CHECK(first_refused(kHead, "  y[0] = ceil(M);") == 14);
+    CHECK(first_refused(kHead, "  int i = 0; y[0] = sqrt(i);") == 25);
+    CHECK(first_refused(kHead, "  y[0] = round(int(2));") == 15);
+    CHECK(first_refused(kHead, "  y[0] = log(-threadIdx.x);") == 15);  // `t`: trunc
+    CHECK(first_refused(kHead, "  y[0] = pow(!x[0], 2);") == 13);
+    CHECK(first_refused(kHead, "  y[0] = sqrt(x[0] < 1);") == 20);   // `<`: `<<`
+    CHECK(first_refused(kHead, "  y[0] = exp(col_idx[0]);") == 15);  // `co`: cos
+    CHECK(first_refused(kHead,
+                        "  int i = 0; float f = i;\n"
+                        "  y[i] = sqrt(x[0]) + ceil(value_t(M) / 2) + pow(-x[1], 2) + log(f) +\n"
+                        "         fmax(*x, i < 1) + sqrt(static_cast<float>(M)) + floor(f) +\n"
+                        "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((M));\n") == -1);
+  }
+  SECTION("a builtin of no result is a statement") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)
+    CHECK(first_refused(kHead, "  y[0] = __syncthreads();") == 22);       // `(`: __syncthreads_or
+    CHECK(first_refused(kHead, "  int i = 1 + __threadfence();") == 16);  // `__t`: no value
+    CHECK(first_refused(kHead, "  __syncthreads() + 1;") == 18);
+    CHECK(first_refused(kHead, "  __syncwarp() y") == 15);
+    CHECK(first_refused(kHead,
+                        "  if (M) __threadfence();\n  __syncthreads();\n  __syncwarp(), y[0] = 1;\n"
+                        "  for (__syncthreads();;) break;\n  int i = __syncthreads_count(1);\n") ==
+          -1);
+  }
+  SECTION("no vector type's functional cast in an expression") {
+    // (NVRTC: "no operator ... matches these operands" of `dim3() - 1`, "no suitable constructor
+    // exists" of `int4(1)`.)
+    CHECK(first_refused(kHead, "  int i = dim3().x;") == 11);       // `di`: no other word
+    CHECK(first_refused(kHead, "  y[0] = 1 + float4{}.x;") == 18);  // `float4`: float, then `4`
+    CHECK(first_refused(kHead, "  y[0] = max(1, int2{1, 2}.x);") == 19);
+    CHECK(first_refused(
+              kHead,
+              "  float4 v = make_float4(1, 2, 3, 4);\n  dim3 d;\n  int2 w = make_int2(1, 2);"
+              "\n  y[0] = v.x + d.y + w.x + float(1);\n") == -1);
+  }
+}
