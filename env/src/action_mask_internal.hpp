@@ -708,6 +708,12 @@ struct ExprClose {
 ExprClose expr_close(const State& s);
 bool num_accepting(Num n);
 bool new_local_allowed(const State& s);
+// Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
+// block closing; the scopes and the declarator state after a plain code token.
+bool known_local_allowed(const State& s, int local);
+void close_block(State& s);
+void advance_scopes(State& s, const TokenInfo& k);
+void advance_declarator(State& s, const TokenInfo& k);
 
 // Formats whose //@format line has keys (sell C= sigma=, bsr R= C=).
 inline bool is_param_format(int format) {

@@ -22,6 +22,7 @@
 #ifdef SPARSERL_ENV_TESTS_HAVE_KERNELS
 #include "sparserl/kernels/design_space.hpp"
 #endif
+#include "sparserl/env/action_mask.hpp"
 #include "sparserl/env/episode.hpp"
 #include "sparserl/env/evaluation.hpp"
 #include "sparserl/env/tokenizer.hpp"
@@ -121,6 +122,20 @@ inline bool brackets_balance(const std::string& text) {
 inline std::shared_ptr<const Tokenizer> tokenizer() {
   static const auto t = std::make_shared<const Tokenizer>();
   return t;
+}
+
+// The text of the first token of `program`'s encoding (the standard vocabulary) that the syntax
+// mask refuses; "" if none.
+inline std::string first_refused(const std::string& program) {
+  static const auto vocab = std::make_shared<const Vocabulary>(Vocabulary::standard());
+  const std::vector<TokenId> tokens = Tokenizer(vocab).encode(program).tokens;
+  ActionMask mask(vocab, MaskMode::syntax, 4000);
+  for (TokenId t : tokens) {
+    if (t == vocab->eos()) break;
+    if (!mask.allows(t)) return vocab->token(t).text;
+    mask.advance(t);
+  }
+  return "";
 }
 
 // A matrix store in a scratch folder of its own (generated matrices only), caching `capacity`.

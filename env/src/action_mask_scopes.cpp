@@ -1,0 +1,108 @@
+// The scopes of the syntax mask's code: which names a block holds and when they leave it
+// (known_local_allowed, close_block, advance_scopes) and the declarator state a code token leaves
+// (advance_declarator). Split from action_mask_code.cpp, whose code-token rules call these.
+//
+// A name used in code must be in scope, and a block must not declare a name twice (the two
+// commonest compile errors of sampled programs after undeclared names). The model is C++'s, kept
+// lenient wherever it cannot be sure: a name declared inside parentheses (a for statement's, a
+// function's parameters) is bound to the block that follows, or else held by the enclosing block
+// until it closes; the file scope and parenthesised declarations may redeclare; macros and tags
+// (struct, enum, goto, ...) are allowed everywhere; locals past kScopedLocals are not tracked.
+#include <algorithm>
+
+#include "action_mask_internal.hpp"
+
+namespace sparserl::env::detail {
+namespace {
+
+bool free_scope(std::uint8_t scope) { return scope == kScopeTag || scope == kScopeMacro; }
+int block_level(std::uint8_t scope) { return (scope & ~kScopeSoft) - 1; }
+bool in_parens(const State& s) {
+  const std::uint8_t open = innermost(s);
+  return open == '(' || open == kCastParen || open == kSizeofParen || open == kCallParen ||
+         open == kParamParen || open == kCondParen || open == kLoopCondParen ||
+         open == kDerefParen || is_for_paren(open);
+}
+
+// Soft names at `level` move to `to` (their parenthesis was followed by no block).
+void move_soft_names(State& s, int level, int to) {
+  const int n = std::min<int>(s.locals_used, kScopedLocals);
+  for (int i = 0; i < n; ++i) {
+    if (s.scope[static_cast<std::size_t>(i)] == block_scope(level, true)) {
+      s.scope[static_cast<std::size_t>(i)] = block_scope(to, true);
+    }
+  }
+}
+
+}  // namespace
+
+// A known local in code (not after `.` / `->`): where a name is used, one in scope; where one is
+// declared, anything but a second declaration in the same block.
+bool known_local_allowed(const State& s, int local) {
+  const std::uint8_t scope = scope_of(s, local);
+  if (!new_local_allowed(s)) return scope != kScopeDead;
+  // A function's parameters: each name once (NVRTC: "duplicate parameter name").
+  if (innermost(s) == kParamParen && scope == block_scope(s.braces + 1, true)) return false;
+  if (scope == kScopeDead || free_scope(scope) || (scope & kScopeSoft) != 0) return true;
+  if (s.declarator == kTagDeclarator || in_parens(s) || s.braces == 0) return true;
+  return block_level(scope) != s.braces;
+}
+
+// The block at level s.braces closes: its names, and those bound to it, leave scope.
+void close_block(State& s) {
+  const int n = std::min<int>(s.locals_used, kScopedLocals);
+  for (int i = 0; i < n; ++i) {
+    const std::uint8_t scope = s.scope[static_cast<std::size_t>(i)];
+    if (scope != kScopeDead && !free_scope(scope) && block_level(scope) >= s.braces) {
+      s.scope[static_cast<std::size_t>(i)] = kScopeDead;
+    }
+  }
+  --s.braces;
+}
+
+// The scopes before a plain code token (outside a preprocessor line and a kernel declaration;
+// s.declarator and s.last still those before the token). Braces move in take_open / take_close.
+void advance_scopes(State& s, const TokenInfo& k) {
+  if (s.soft_closed) {
+    s.soft_closed = false;
+    if (k.cat != Cat::open_brace) move_soft_names(s, s.braces + 1, s.braces);
+  }
+  if (k.cat == Cat::close_paren && s.soft_depth == static_cast<int>(s.depth)) {
+    s.soft_closed = true;
+    s.soft_depth = -1;
+  }
+  if (k.cat != Cat::local || !new_local_allowed(s)) return;  // a use, or a field
+  if (scope_of(s, k.local) == kScopeMacro) return;           // a macro naming a type or a qualifier
+  if (s.declarator == kTagDeclarator) {
+    set_scope(s, k.local, kScopeTag);
+  } else if (in_parens(s)) {
+    set_scope(s, k.local, block_scope(s.braces + 1, true));
+    s.soft_depth = static_cast<std::int8_t>(s.depth);
+  } else {
+    set_scope(s, k.local, block_scope(s.braces, false));
+  }
+}
+
+// The declarator state after a code token (outside preprocessor lines; brackets already moved).
+// After a local only a name may follow directly: `v3 * v9` stays an expression (a pointer to a
+// user type is `T* name` only for built-in types and value_t here).
+void advance_declarator(State& s, const TokenInfo& k) {
+  const std::uint8_t was = s.declarator;
+  if (k.naming == TokenInfo::naming_type) {
+    s.declarator = kTypeDeclarator;
+  } else if (k.naming == TokenInfo::naming_tag) {
+    s.declarator = kTagDeclarator;
+  } else if (k.cat == Cat::local) {
+    s.declarator = kNameDeclarator;
+  } else if (was != kTypeDeclarator || k.naming != TokenInfo::naming_keep) {
+    s.declarator = 0;
+  }
+  if (k.cat == Cat::local && was != 0) s.list_depth = static_cast<std::int8_t>(s.depth);  // a name
+  if (k.cat == Cat::comma && s.depth == s.list_depth) s.declarator = kTypeDeclarator;
+  if (s.list_depth >= 0 &&
+      (s.depth < s.list_depth || (k.cat == Cat::semi && s.depth == s.list_depth))) {
+    s.list_depth = -1;
+  }
+}
+
+}  // namespace sparserl::env::detail

@@ -1,0 +1,93 @@
+// The syntax mask's declaration rules, case by case: what may stand at file scope and in a
+// function, template parameters not redeclared, each specifier once, no reference to a reference,
+// distinct parameter names - each refused where NVRTC would refuse it, and what the design space
+// writes accepted. (The mask's episode-level properties are action_mask_test.cpp's.)
+#include <string>
+
+#include "catch.hpp"
+#include "env_test_support.hpp"
+
+namespace {
+
+using sparserl::env::fixtures::first_refused;
+
+}  // namespace
+
+TEST_CASE("at file scope only declarations stand, and no static or __device__ in a function",
+          "[env][mask]") {
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  // Refused where they start: a variable, text that is no declaration, a device variable.
+  CHECK(first_refused(head + "int x;\n") == "int");
+  CHECK(first_refused(head + "threadIdx.x;\n") == "threadIdx");
+  CHECK(first_refused(head + "__device__ int x;\n") == ";");
+  CHECK(first_refused(head + "__device__ int x = 0;\n") == "=");
+  CHECK(first_refused(head + "extern __shared__ float s[];\n") == "__shared__");
+  CHECK(first_refused(head + "__device__ int f(int a) int\n") == "int");  // { must follow
+  CHECK(first_refused(head + "template <float G> __device__ int f() { return 0; }\n") == "float");
+  CHECK(first_refused(head + "__device__ __shared__ int f() { return 0; }\n") == "__shared__");
+  // ... and inside a function, static (but for __shared__, which needs none) and __device__.
+  CHECK(first_refused(head + "__device__ void f() { static int x; }\n") == "static");
+  CHECK(first_refused(head + "__device__ void f() { __device__ int x; }\n") == "__device__");
+  CHECK(first_refused(head + "__device__ void f(static int a) { }\n") == "static");
+  CHECK(first_refused(head + "__device__ value_t f(value_t a) { return a; }\n") == "");
+  // Accepted: what the design space writes.
+  CHECK(first_refused(head + ";\n#define W 4\ntemplate <int G>\n__device__ __forceinline__ int "
+                             "f(const int* __restrict__ p, long long d) { return p[d] + G; }\n"
+                             "__device__ static inline unsigned g(unsigned m) { __shared__ float "
+                             "t[32]; return m; }\n") == "");
+}
+
+TEST_CASE("a template parameter is not redeclared in its declaration", "[env][mask]") {
+  // (NVRTC: "template parameter ... may not be redeclared in this scope" - in the list, as the
+  // function's name, as a parameter or as a name in the body.) The tokenizer names the kernel v0,
+  // the template's first parameter v1.
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "template <int G, int G> __device__ int f() { return 0; }\n") == "v1");
+  CHECK(first_refused(head + "template <int G> __device__ int G() { return 0; }\n") == "v1");
+  CHECK(first_refused(head + "template <int G> __device__ int f(long G) { return 0; }\n") == "v1");
+  CHECK(first_refused(head + "template <int G> __device__ int f() { { int G = 0; } }\n") == "v1");
+  // Used, and declared again in the next declaration (its own scope).
+  CHECK(first_refused(head + "template <int G, int H>\n__device__ int f(int a) { return a + G * H; "
+                             "}\n__device__ int g(int G) { return G; }\n") == "");
+}
+
+TEST_CASE("a declaration's specifiers stand once, a pointer's qualifiers after its `*`",
+          "[env][mask]") {
+  // (NVRTC: "duplicate specifier in declaration" of `const const`, "more than one storage class"
+  // of `static static`, "expected an identifier" of `int* inline`, `long& __device__`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ const int const f() { return 0; }\n") == "const");
+  CHECK(first_refused(head + "__device__ static float static f() { return 0; }\n") == "static");
+  CHECK(first_refused(head + "__device__ __device__ int f() { return 0; }\n") == "__device__");
+  CHECK(first_refused(head + "__device__ __forceinline__ inline int f() { return 0; }\n") ==
+        "inline");  // __forceinline__ is an inline
+  CHECK(first_refused(head + "__device__ int* inline f() { return 0; }\n") == "inline");
+  CHECK(first_refused(head + "__device__ long& __device__ f() { return 0; }\n") == "__device__");
+  CHECK(first_refused(head + "__device__ void f(const int* const const p) { }\n") == "const");
+  CHECK(first_refused(head + "__device__ void f() { volatile volatile int i; }\n") == "volatile");
+  // Once per declaration, once per pointer level.
+  CHECK(first_refused(head + "__device__ static inline const int* const f(const int* const p, "
+                             "const int q) { const int i = 0, j = 1; const volatile int* const "
+                             "volatile r = p; return p; }\n") == "");
+}
+
+TEST_CASE("no pointer or reference to a reference", "[env][mask]") {
+  // (NVRTC: "reference to reference is not allowed", "pointer to reference is not allowed".)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f(int& & a) { }\n") == "&");
+  CHECK(first_refused(head + "__device__ void f(int& const * a) { }\n") == "*");
+  CHECK(first_refused(head + "__device__ long& * f() { return 0; }\n") == "*");
+  // A reference to a pointer is one; `&` after an operand an operator.
+  CHECK(first_refused(head + "__device__ int f(const int*& p, int& b) { int& c = b; return c & "
+                             "*p & 1; }\n") == "");
+}
+
+TEST_CASE("a function's parameters have distinct names", "[env][mask]") {
+  // (NVRTC: "duplicate parameter name".) The kernel is v0, f v1, its first parameter v2.
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f(int a, long a) { }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f(int a, int b, int* a) { }\n") == "v2");
+  // The next function's parameters, and the function's own name, may be named alike.
+  CHECK(first_refused(head + "__device__ int f(int a, int b) { return a + b; }\n"
+                             "__device__ int g(int a, int g) { return a * g; }\n") == "");
+}
