@@ -11,6 +11,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "agents_torch_test_support.hpp"
@@ -173,6 +174,34 @@ TEST_CASE("a resumed SFT run repeats the uninterrupted run's numbers", "[agents]
   CHECK(parts == whole);
   CHECK(PolicyAgent::from_checkpoint(a.checkpoint)->weights_digest() ==
         PolicyAgent::from_checkpoint(b.checkpoint)->weights_digest());
+}
+
+TEST_CASE("SFT steps report their wall time and the part spent observing matrices",
+          "[agents][sft]") {
+  SftConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 400);
+  config.steps = 3;
+  config.batch_size = 2;
+  config.log_every = 1;
+  config.output_dir = sparserl::testing::scratch_dir("agents_sft_perf");
+  int logged = 0;
+  (void)run_sft(config, pairs(3), observe, *tokenizer(),
+                [&](std::string_view, std::int64_t, const env::Statistics& stats) {
+                  const auto value = [&](const std::string& name) -> std::optional<double> {
+                    for (const auto& [key, v] : stats)
+                      if (key == name) return v;
+                    return std::nullopt;
+                  };
+                  const auto observing = value("perf/observation_seconds");
+                  const auto step = value("perf/step_seconds");
+                  if (!value("loss")) return;  // not a step's statistics
+                  ++logged;
+                  REQUIRE(observing);
+                  REQUIRE(step);
+                  CHECK(*observing >= 0);
+                  CHECK(*step >= *observing);
+                });
+  CHECK(logged == 3);
 }
 
 namespace {

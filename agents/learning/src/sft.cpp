@@ -7,6 +7,7 @@
 // update from rollouts: it learns from examples (sft_step); its stage's knob is declared here.
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -125,7 +126,11 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
 
   // Without resampling each pair keeps one observation for the whole run.
   std::map<std::size_t, std::shared_ptr<const env::MatrixObservation>> fixed;
+  // Each step reports its wall time and the part of it spent observing its matrices (sampling
+  // the nonzeros, and reading or generating a matrix the run's store no longer holds: 17 s of a
+  // step on the large regime before the store was bounded by bytes).
   const auto sft_batch = [&](std::int64_t step) {
+    const auto step_start = std::chrono::steady_clock::now();
     std::vector<SftExample> batch;
     const std::vector<BatchItem> items =
         epoch_batch(agent->config().seed, targets.size(), step, config.batch_size);
@@ -149,7 +154,12 @@ StageResult run_sft(const SftConfig& config, const std::vector<SftPair>& pairs,
       }
       batch.push_back({std::move(matrix), target.tokens});
     }
-    return agent->sft_step(batch);
+    const std::chrono::duration<double> observing = std::chrono::steady_clock::now() - step_start;
+    env::Statistics stats = agent->sft_step(batch);
+    stats.emplace_back("perf/observation_seconds", observing.count());
+    stats.emplace_back("perf/step_seconds",
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
+    return stats;
   };
   const auto data_statistics = [&](env::Statistics& stats) {
     if (!validation_examples.empty())
