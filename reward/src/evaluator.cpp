@@ -667,17 +667,17 @@ struct Evaluator::Impl {
       ++stats.result_cache_misses;
       ++stats.gpu_requests;
     }
-    request.cubin = cubin;
     const std::string dkey = deadline_key(request);
     const bool rerun = rerun_timeouts();
-    WorkerReply reply = rerun ? ask_gpu(dkey, request) : ask_gpu(dkey, std::move(request));
+    // Kept for a second run where one may come: the request without its cubin (ask_gpu adds it).
+    WorkerReply reply = rerun ? ask_gpu(dkey, request, cubin) : ask_gpu(dkey, std::move(request), cubin);
     if (rerun && ended_in_timeout(reply)) {
       // gpu_timeout_rerun: the timeout may be a neighbour's hang holding this program's fault. The
       // runs again go one at a time: the hang's own second run, which times out again, would hold
       // the program's fault a second time were they side by side.
       {
         std::lock_guard<std::mutex> one_at_a_time(rerun_lane);
-        reply = ask_gpu(dkey, std::move(request));
+        reply = ask_gpu(dkey, std::move(request), cubin);
       }
       std::lock_guard<std::mutex> lock(mutex);
       ++stats.gpu_timeouts_rerun;
@@ -700,16 +700,15 @@ struct Evaluator::Impl {
     return out;
   }
 
-  // One GPU request under the task's current limits; its answer, unless a timeout the worker
-  // ended itself (no measure of the task), goes into the task's tables.
-  WorkerReply ask_gpu(const std::string& dkey, GpuRequest request) {
+  // One GPU request (with `cubin`) under the task's current limits; its answer, unless a timeout
+  // the worker ended itself (no measure of the task), goes into the task's tables.
+  WorkerReply ask_gpu(const std::string& dkey, GpuRequest request, const std::string& cubin) {
+    request.cubin = cubin;
     request.wait_deadline_ms = wait_deadline_ms(dkey);
     WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request), gpu_deadline(dkey)).get();
-    if (reply.error == ErrorKind::none) {
+    if (reply.error == ErrorKind::none && !ended_in_timeout(reply)) {
       const auto* answer = std::get_if<GpuResponse>(&*reply.response);
-      if (answer == nullptr || answer->result.error != ErrorKind::timeout) {
-        answered_in(dkey, reply.run_ms, answer != nullptr ? longest_candidate_wait_ms(answer->result) : 0.0);
-      }
+      answered_in(dkey, reply.run_ms, answer != nullptr ? longest_candidate_wait_ms(answer->result) : 0.0);
     }
     return reply;
   }
