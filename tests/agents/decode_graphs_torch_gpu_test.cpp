@@ -5,8 +5,10 @@
 // advance alike; and generate() with graphs draws what it draws without them, under the syntax
 // mask, with the graphs it captured reported; and generate()'s overlapped steps (each decode step
 // enqueued from the draws on the device before their read-back through page-locked memory and an
-// event; SamplingConfig::overlap_steps) draw exactly what the read-back steps draw, with graphs and
-// without, valid programs under the mask; the small transformer's decode steps through
+// event; SamplingConfig::overlap_steps) draw exactly what the read-back steps draw, with decode
+// graphs and without, with the draws replayed from a graph (DrawGraph, SamplingConfig::draw_graphs)
+// and without, valid programs under the mask; a DrawGraph's replays give what its draw gives
+// uncaptured, step after step, its state carried; the small transformer's decode steps through
 // scaled_dot_product_attention (set_sdpa_decode, sparserl-agents-bench --sdpa-decode) give the
 // written-out steps' logits, replayed from graphs too, and generate() with them draws valid
 // programs. The lead runs these on the GPU host:
@@ -19,7 +21,9 @@
 #include "hf_test_models.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/causal_lm.hpp"
+#include "sparserl/agents/torch/decode_graphs.hpp"
 #include "sparserl/agents/torch/learner.hpp"
+#include "sparserl/agents/torch/policy.hpp"
 
 namespace {
 
@@ -104,18 +108,22 @@ TEST_CASE("overlapped generate() steps on CUDA draw what the read-back steps dra
   require_graphs();
   const AgentConfig config = cuda_config(env::MaskMode::syntax, 300);
   const auto prompts = synthetic_prompts(8);
-  for (const bool graphs : {true, false}) {
+  for (const auto& [graphs, draw_graphs] :
+       {std::pair{true, true}, std::pair{true, false}, std::pair{false, true},
+        std::pair{false, false}}) {
     PolicyAgent overlapped(config, vocabulary()), read_back(config, vocabulary());
     SamplingConfig with, without;
     with.decode_graphs = without.decode_graphs = graphs;
+    with.draw_graphs = draw_graphs;
     with.overlap_steps = true;
     without.overlap_steps = false;
     for (const bool greedy : {false, true}) {
-      INFO("decode graphs " << graphs << ", greedy " << greedy);
+      INFO("decode graphs " << graphs << ", draw graphs " << draw_graphs << ", greedy " << greedy);
       with.greedy = without.greedy = greedy;
       const std::vector<Completion> a = overlapped.generate(prompts, 4, with);
       CHECK(overlapped.last_generation().overlapped);
       CHECK((overlapped.last_generation().graphs >= 1) == graphs);
+      CHECK(overlapped.last_generation().draw_graphs == draw_graphs);
       const std::vector<Completion> b = read_back.generate(prompts, 4, without);
       CHECK_FALSE(read_back.last_generation().overlapped);
       REQUIRE(a.size() == b.size());
@@ -165,4 +173,48 @@ TEST_CASE("the small transformer's decode steps through scaled_dot_product_atten
     REQUIRE(allowed_by_syntax_mask(completion.tokens, 300));
     CHECK(completion.terminated);
   }
+}
+
+TEST_CASE("a step's draws replayed from a CUDA graph give the uncaptured draws, state carried",
+          "[agents][decode][gpu]") {
+  require_graphs();
+  const auto on = torch::TensorOptions().device(torch::kCUDA);
+  const std::int64_t rows = 16, vocab = 40;
+  // Static inputs as StepTransfers' device buffers are: written in place before each run.
+  torch::Tensor mask = torch::ones({rows, vocab}, on.dtype(torch::kBool));
+  torch::Tensor uniforms = torch::zeros({rows}, on.dtype(torch::kDouble));
+  const DrawGraph::Draw draw = [&](const torch::Tensor& logits, const torch::Tensor& values,
+                                   const torch::Tensor& going) -> std::vector<torch::Tensor> {
+    const torch::Tensor chosen = sample_from_logits(apply_action_mask(logits, mask), uniforms);
+    const torch::Tensor still = going.logical_and(chosen.ne(3));
+    return {torch::stack({chosen.to(torch::kFloat), values}), still};
+  };
+  DrawGraph replayed(draw, torch::ones({rows}, on.dtype(torch::kBool)), true);
+  DrawGraph issued(draw, torch::ones({rows}, on.dtype(torch::kBool)), false);
+  torch::manual_seed(7);
+  for (int step = 0; step < 6; ++step) {
+    INFO("step " << step);
+    mask.copy_(torch::rand({rows, vocab}, on) < 0.6);
+    mask.select(1, 3).fill_(true);  // <eos> stays allowed, so rows end on the way
+    uniforms.copy_(torch::rand({rows}, on.dtype(torch::kDouble)));
+    torch::Tensor logits = torch::randn({rows, vocab}, on);
+    logits.select(1, 3).add_(1.0);
+    const torch::Tensor values = torch::randn({rows}, on);
+    const std::vector<torch::Tensor> a = replayed.run(logits, values);
+    const std::vector<torch::Tensor> b = issued.run(logits, values);
+    REQUIRE(a.size() == 2);
+    REQUIRE(b.size() == 2);
+    CHECK(replayed.replayed());
+    CHECK_FALSE(issued.replayed());
+    CHECK(torch::equal(a[0].cpu(), b[0].cpu()));
+    CHECK(torch::equal(a[1].cpu(), b[1].cpu()));
+    // The draws obey the mask that step.
+    const torch::Tensor chosen = a[0][0].to(torch::kLong);
+    CHECK(mask.gather(1, chosen.unsqueeze(1)).all().item<bool>());
+  }
+  // Rows ended on the way (drew token 3) and stay ended.
+  CHECK_FALSE(replayed.run(torch::randn({rows, vocab}, on), torch::randn({rows}, on))
+                  .back()
+                  .all()
+                  .item<bool>());
 }

@@ -116,3 +116,45 @@ TEST_CASE("a generation with a timing lane reads each step back first", "[agents
   CHECK(out.size() == 2);
   CHECK_FALSE(agent.last_generation().overlapped);
 }
+
+TEST_CASE("a DrawGraph without a graph calls its draw at every run and carries the state",
+          "[agents][generate]") {
+  int calls = 0;
+  const DrawGraph::Draw draw = [&calls](const torch::Tensor& logits, const torch::Tensor& values,
+                                        const torch::Tensor& going) -> std::vector<torch::Tensor> {
+    ++calls;
+    const torch::Tensor chosen = logits.argmax(-1);
+    return {chosen + values.to(torch::kLong), going.logical_and(chosen.ne(0))};
+  };
+  // Asked for a graph on the CPU: none is possible, the draws are issued.
+  DrawGraph draws(draw, torch::ones({3}, torch::kBool), true);
+  const torch::Tensor values = torch::tensor({10, 20, 30}, torch::kLong);
+  auto out = draws.run(torch::tensor({{0.f, 1.f}, {1.f, 0.f}, {0.f, 1.f}}), values);
+  REQUIRE(out.size() == 2);
+  CHECK_FALSE(draws.replayed());
+  CHECK(torch::equal(out[0], torch::tensor({11, 20, 31}, torch::kLong)));
+  CHECK(torch::equal(out[1], torch::tensor({true, false, true})));
+  // Row 1 ended at the first step and stays ended; row 2 ends now.
+  out = draws.run(torch::tensor({{0.f, 1.f}, {0.f, 1.f}, {1.f, 0.f}}), values);
+  CHECK(torch::equal(out[1], torch::tensor({true, false, false})));
+  CHECK(calls == 2);
+  // A draw that returns no state is refused by name.
+  DrawGraph broken([](const torch::Tensor&, const torch::Tensor&,
+                      const torch::Tensor&) { return std::vector<torch::Tensor>{}; },
+                   torch::ones({1}, torch::kBool), false);
+  CHECK_THROWS_WITH(broken.run(torch::zeros({1, 2}), torch::zeros({1})),
+                    sparserl::testing::has_substring("DrawGraph: the draw returned no state"));
+}
+
+TEST_CASE("draw_graphs changes nothing on the CPU: the same completions either way",
+          "[agents][generate]") {
+  const AgentConfig config = tiny_config(env::MaskMode::syntax, 120);
+  PolicyAgent a(config, vocabulary()), b(config, vocabulary());
+  SamplingConfig with, without;
+  REQUIRE(with.draw_graphs);  // the default
+  without.draw_graphs = false;
+  const std::vector<Completion> x = a.generate(synthetic_prompts(2), 3, with);
+  const std::vector<Completion> y = b.generate(synthetic_prompts(2), 3, without);
+  CHECK_FALSE(a.last_generation().draw_graphs);  // no graph on the CPU
+  require_same(x, y);
+}

@@ -26,7 +26,9 @@
 // Each decode and generate line says how many graphs were captured. generate() overlaps its steps
 // (each decode step enqueued before the draws are read back; SamplingConfig::overlap_steps);
 // --no-overlap-steps reads each step's draws back first, as before, for comparison (the same
-// tokens: the digest).
+// tokens: the digest). The overlapped steps replay each step's draws from a CUDA graph
+// (SamplingConfig::draw_graphs; the generate line says so); --no-draw-graphs issues their kernels
+// one by one, for comparison (the same tokens).
 //
 // --hf FOLDER --hf-generate times PolicyAgent::generate with that model instead (its weights, its
 // tokenizer.json and the BPE grammar mask over it, one mask per row on the CPU as the RL stage has;
@@ -85,6 +87,7 @@ struct Options {
   bool checkpointing = false;
   bool no_decode_graphs = false;
   bool no_overlap_steps = false;
+  bool no_draw_graphs = false;
 };
 
 // The options as CLI11 declares them; --help lists them.
@@ -121,6 +124,10 @@ void declare(CLI::App& app, Options& o) {
   app.add_flag("--no-overlap-steps", o.no_overlap_steps,
                "generate: read each step's draws back before enqueuing its decode step "
                "(SamplingConfig::overlap_steps = false), for comparison");
+  app.add_flag("--no-draw-graphs", o.no_draw_graphs,
+               "generate: issue each overlapped step's draw kernels one by one instead of "
+               "replaying them from a CUDA graph (SamplingConfig::draw_graphs = false), for "
+               "comparison");
 }
 
 namespace ag = sparserl::agents;
@@ -346,12 +353,13 @@ void time_generate(
         "generate run %d: %.3f s, %lld tokens (%.1f per row), %.0f tokens/s; %lld steps, "
         "masks %.3f s (%.1f us a row and step), waiting for the draws %.3f s, "
         "other host work %.3f s (the masks' upload %.3f s, decode steps' calls %.3f s; %d CUDA "
-        "graphs captured in %.3f s); steps %s; tokens digest %016llx\n",
+        "graphs captured in %.3f s); steps %s%s; tokens digest %016llx\n",
         r + 1, seconds, static_cast<long long>(tokens), double(tokens) / o.batch,
         double(tokens) / seconds, static_cast<long long>(p.steps), p.mask_seconds,
         p.row_steps > 0 ? 1e6 * p.mask_seconds / double(p.row_steps) : 0.0, p.readback_seconds,
         p.seconds - p.mask_seconds - p.readback_seconds, p.upload_seconds, p.decode_seconds,
         p.graphs, p.capture_seconds, p.overlapped ? "overlapped" : "read back first",
+        p.draw_graphs ? ", draws from a CUDA graph" : "",
         static_cast<unsigned long long>(digest));
   }
 }
@@ -374,6 +382,7 @@ int main(int argc, char** argv) {
     config.device = o.device;
     config.sampling.decode_graphs = !o.no_decode_graphs;
     config.sampling.overlap_steps = !o.no_overlap_steps;
+    config.sampling.draw_graphs = !o.no_draw_graphs;
     config.mask =
         o.mask == "none" ? sparserl::env::MaskMode::none : sparserl::env::MaskMode::syntax;
     if (o.hf_generate) {

@@ -79,7 +79,12 @@ const Knobs<SamplingConfig>& sampling_knobs() {
           .boolean("overlap_steps", &SamplingConfig::overlap_steps,
                    "generation enqueues each decode step before reading the step's draws back "
                    "and fills the next masks while the device decodes (the same draws; false: "
-                   "reads back first)");
+                   "reads back first)")
+          .boolean("draw_graphs", &SamplingConfig::draw_graphs,
+                   "on a CUDA device, the overlapped steps replay each step's draws (masked "
+                   "sampling, log-probability, the next step's inputs) from one CUDA graph "
+                   "instead of issuing their kernels one by one (the same draws; false: one by "
+                   "one)");
   return knobs;
 }
 

@@ -185,6 +185,99 @@ void GenerationDecoder::advance(std::span<const std::uint8_t> active_rows) {
   }
 }
 
+struct DrawGraph::Impl {
+  Draw draw;
+  torch::Tensor state;
+  bool graph = false;  // asked for and possible
+  torch::Tensor logits, values;         // the graph's inputs, copied in before each replay
+  std::vector<torch::Tensor> outputs;   // the graph's outputs, the state after them
+#if SPARSERL_HAVE_TORCH_CUDA
+  std::unique_ptr<at::cuda::CUDAGraph> captured;
+
+  void capture() {
+    torch::cuda::synchronize();  // the inputs and the uploads, queued on the current stream
+    const c10::cuda::CUDAStream stream =
+        c10::cuda::getStreamFromPool(false, state.device().index());
+    {
+      const c10::cuda::CUDAStreamGuard on_stream(stream);
+      (void)draw(logits, values, state);  // uncaptured, outputs dropped: lazy initialisation
+      auto graph = std::make_unique<at::cuda::CUDAGraph>();
+#if TORCH_VERSION_MAJOR >= 2
+      graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+#else
+      graph->capture_begin();
+#endif
+      try {
+        std::vector<torch::Tensor> out = draw(logits, values, state);
+        if (out.empty()) throw std::logic_error("DrawGraph: the draw returned no state");
+        state.copy_(out.back());
+        out.pop_back();
+        outputs = std::move(out);
+      } catch (...) {
+        try {
+          graph->capture_end();
+        } catch (...) {  // the draw's own error is the one to report
+        }
+        throw;
+      }
+      graph->capture_end();
+      captured = std::move(graph);
+    }
+    stream.synchronize();
+  }
+#endif
+};
+
+DrawGraph::DrawGraph(Draw draw, torch::Tensor state, bool graph)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->draw = std::move(draw);
+  impl_->state = std::move(state);
+  impl_->graph = graph && DecodeGraphs::available(impl_->state.device());
+}
+
+DrawGraph::~DrawGraph() = default;
+
+bool DrawGraph::replayed() const {
+#if SPARSERL_HAVE_TORCH_CUDA
+  return impl_->captured != nullptr;
+#else
+  return false;
+#endif
+}
+
+std::vector<torch::Tensor> DrawGraph::run(const torch::Tensor& logits,
+                                          const torch::Tensor& values) {
+  Impl& m = *impl_;
+  if (!m.graph) {
+    std::vector<torch::Tensor> out = m.draw(logits, values, m.state);
+    if (out.empty()) throw std::logic_error("DrawGraph: the draw returned no state");
+    m.state = out.back();
+    return out;
+  }
+#if SPARSERL_HAVE_TORCH_CUDA
+  if (!m.logits.defined()) {
+    m.logits = torch::empty_like(logits);
+    m.values = torch::empty_like(values);
+  }
+  m.logits.copy_(logits);
+  m.values.copy_(values);
+  try {
+    if (!m.captured) m.capture();
+    m.captured->replay();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(
+        std::string("a step's draws captured as a CUDA graph failed (agent.sampling."
+                    "draw_graphs = false issues their kernels one by one instead): ") +
+        e.what_without_backtrace());
+  }
+  std::vector<torch::Tensor> out = m.outputs;
+  out.push_back(m.state);
+  return out;
+#else
+  throw std::logic_error("DrawGraph: this build's LibTorch has no CUDA");
+#endif
+}
+
 struct StepTransfers::Impl {
   torch::Tensor masks, uniforms, draws;         // the host's buffers
   torch::Tensor device_masks, device_uniforms;  // their copies on the device

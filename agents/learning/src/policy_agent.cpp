@@ -443,8 +443,7 @@ struct GenerationSteps {
   // Step t's draws on the device: the tokens [rows] (int64) and, stacked for one read-back, the
   // tokens (exact as floats below 2^24), their log-probabilities and the values [3, rows].
   std::pair<torch::Tensor, torch::Tensor> draw(const PolicyOutput& step, const torch::Tensor& mask,
-                                               const torch::Tensor& uniforms) {
-    ++steps;
+                                               const torch::Tensor& uniforms) const {
     const torch::Tensor masked = apply_action_mask(step.logits, mask);
     const torch::Tensor chosen =
         sampling.greedy ? masked.argmax(-1)
@@ -512,6 +511,7 @@ void read_back_steps(GenerationSteps& g, PolicyOutput step, GenerationDecoder& d
     g.profile.upload_seconds += seconds_since(upload_start);
     g.draw_uniforms(t, u);
     const torch::Tensor uniforms = torch::from_blob(u.data(), {rows}, torch::kDouble).clone();
+    ++g.steps;
     const torch::Tensor stacked = g.draw(step, mask, uniforms).second;
     const auto readback_start = std::chrono::steady_clock::now();
     const torch::Tensor drawn = stacked.to(torch::kCPU).contiguous();
@@ -546,24 +546,33 @@ void overlapped_steps(GenerationSteps& g, PolicyOutput step, GenerationDecoder& 
                       StepTransfers& link) {
   const torch::Device device = g.l.device;
   const auto on = torch::TensorOptions().device(device);
-  torch::Tensor going = torch::ones({g.rows}, on.dtype(torch::kBool));  // rows still writing
+  // The masks and uniforms the draws read: StepTransfers' device buffers, the same every step.
+  torch::Tensor mask, uniforms;
+  // A step's draws, stacked for the read-back, and the next decode step's inputs: as
+  // read_back_steps() uploads them, a row goes on unless it drew <eos>, and a row that ended reads
+  // <pad>. The rows still writing are the state carried from step to step.
+  DrawGraph draws(
+      [&g, &mask, &uniforms](const torch::Tensor& logits, const torch::Tensor& values,
+                             const torch::Tensor& going) -> std::vector<torch::Tensor> {
+        const auto [chosen, stacked] = g.draw({logits, values}, mask, uniforms);
+        const torch::Tensor still = going.logical_and(chosen.ne(g.space.eos()));
+        return {stacked, torch::where(still, chosen, g.space.pad()), still};
+      },
+      torch::ones({g.rows}, on.dtype(torch::kBool)), g.sampling.draw_graphs);
   for (int t = 0; t < g.max_tokens; ++t) {
     g.fill_masks();
     const auto upload_start = std::chrono::steady_clock::now();
-    const torch::Tensor mask = link.upload_masks();
+    mask = link.upload_masks();
     g.draw_uniforms(t, link.uniforms());
-    const torch::Tensor uniforms = g.sampling.greedy ? torch::Tensor() : link.upload_uniforms();
+    uniforms = g.sampling.greedy ? torch::Tensor() : link.upload_uniforms();
     g.profile.upload_seconds += seconds_since(upload_start);
-    const auto [chosen, stacked] = g.draw(step, mask, uniforms);
-    link.read_back(stacked);
+    ++g.steps;
+    const std::vector<torch::Tensor> drawn_step = draws.run(step.logits, step.values);
+    link.read_back(drawn_step[0]);
     const bool last = t + 1 == g.max_tokens;
     if (!last) {
-      // As read_back_steps() uploads them: a row goes on unless it drew <eos>, and a row that
-      // ended reads <pad>.
-      going = going.logical_and(chosen.ne(g.space.eos()));
-      const torch::Tensor next = torch::where(going, chosen, g.space.pad());
       const auto decode_start = std::chrono::steady_clock::now();
-      step = decoder.enqueue(next, going);
+      step = decoder.enqueue(drawn_step[1], drawn_step[2]);
       g.profile.decode_seconds += seconds_since(decode_start);
     }
     const auto readback_start = std::chrono::steady_clock::now();
@@ -573,6 +582,7 @@ void overlapped_steps(GenerationSteps& g, PolicyOutput step, GenerationDecoder& 
     if (!last) decoder.advance(g.masks.active);
     if (!any || last) break;
   }
+  g.profile.draw_graphs = draws.replayed();
 }
 
 }  // namespace

@@ -107,6 +107,11 @@ struct SamplingConfig {
   // since its CUDA path ran on a GPU host (H200, 2026-11-28: the same tokens digest as read back
   // first; small preset 81-88k against 47-54k tokens/s, docs/agents.md).
   bool overlap_steps = true;
+  // On a CUDA device, the overlapped steps replay each step's draws (the masked sampling, the
+  // log-probability, the read-back's stack, the next step's inputs) from one CUDA graph instead of
+  // issuing their dozen kernels one by one (torch/decode_graphs.hpp, DrawGraph): the same kernels,
+  // the same draws. false issues them one by one.
+  bool draw_graphs = true;
   [[nodiscard]] std::optional<std::string> validate() const;
 };
 

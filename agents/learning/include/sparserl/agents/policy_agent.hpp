@@ -110,6 +110,8 @@ struct GenerationProfile {
   // The steps overlapped (SamplingConfig::overlap_steps, no timing lane): each decode step enqueued
   // before the host waited for the draws, whose wait then holds the decode step's device time.
   bool overlapped = false;
+  // The overlapped steps' draws replayed from a CUDA graph (SamplingConfig::draw_graphs).
+  bool draw_graphs = false;
 };
 
 class PolicyAgent final : public env::Agent {

@@ -31,6 +31,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -100,6 +101,41 @@ class GenerationDecoder {
   std::unique_ptr<DecodeGraphs> graphs_;
   std::vector<std::int64_t> lengths_;  // each row's filled slots (with graphs)
   std::int64_t longest_ = 0;
+};
+
+// A step's draws replayed from one CUDA graph (SamplingConfig::draw_graphs): the sampling of the
+// step's logits under the uploaded masks and uniforms, and the next decode step's inputs, are a
+// dozen small kernels a step (the mask applied, softmax, cumulative sum, the draw, its
+// log-probability, the stacked read-back, which rows go on); issued one by one they cost the host
+// about as long as a small network's decode step (docs/agents.md, "Throughput"). `draw` computes
+// them from the step's logits and values and the rows still writing (`state`, bool [rows]) and
+// returns its outputs with the new state last. The graph reads the logits and values from
+// tensors it owns (copied in before each replay: the decode graphs' outputs differ by span
+// bucket) and the masks and uniforms from the tensors `draw` was given (StepTransfers' device
+// buffers, the same at every step), and writes the new state into `state`. The first run
+// captures (after one uncaptured run of `draw`, its outputs dropped: what the kernels initialise
+// lazily happens outside the capture), then replays. Without `graph` (or on a device without CUDA
+// graphs) every run calls `draw` as it is. The same kernels in the same order either way: the
+// same draws.
+class DrawGraph {
+ public:
+  using Draw = std::function<std::vector<torch::Tensor>(
+      const torch::Tensor& logits, const torch::Tensor& values, const torch::Tensor& state)>;
+  DrawGraph(Draw draw, torch::Tensor state, bool graph);
+  ~DrawGraph();
+  DrawGraph(const DrawGraph&) = delete;
+  DrawGraph& operator=(const DrawGraph&) = delete;
+
+  // One step's draws: `draw`'s outputs but the last (the graph's own tensors where replayed: read
+  // them before the next run), then the state after the step. A failed capture is reported naming
+  // the knob that avoids it (agent.sampling.draw_graphs).
+  std::vector<torch::Tensor> run(const torch::Tensor& logits, const torch::Tensor& values);
+  // Whether the runs replay a graph (false until the first run, and where none is used).
+  [[nodiscard]] bool replayed() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // The transfers of one overlapped generation (rows x vocab masks): on a CUDA device (in a build
