@@ -251,7 +251,8 @@ const datasets::Knobs<EvaluatorConfig>& evaluator_knobs() {
                    "compile worker processes (0: one per CPU core)", 0, 256)
           .integer("gpu_workers", &C::gpu_workers,
                    "GPU worker processes (-1: one per visible GPU; 0: none, every evaluation stops "
-                   "after the compile stage)",
+                   "after the compile stage; more than one per GPU is warned about: "
+                   "docs/evaluator.md, \"Workers sharing a GPU\")",
                    -1, 64)
           .add(seconds("compile_timeout_s", &C::compile_deadline,
                        "deadline of one compile, seconds", 0.1, 3600))

@@ -620,6 +620,14 @@ struct WorkerPool::Impl {
         names += (names.empty() ? "" : ", ") + d.name + " " + d.arch;
       log(std::to_string(n) + " GPU(s) visible (" + names + "): starting " +
           std::to_string(targets[1]) + " GPU worker(s)");
+      if (targets[1] > n) {
+        // Seen on the GPU host, not reasoned: docs/evaluator.md, "Workers sharing a GPU".
+        log("warning: " + std::to_string(targets[1]) + " GPU workers share " + std::to_string(n) +
+            " GPU(s): a hung candidate's worker ended beside other workers' contexts has put "
+            "H200s (driver 580.159.04) into a full-chip reset twice in hostile soaks; one worker "
+            "per GPU (gpu_workers = -1, the default) has not so far (docs/evaluator.md, \"Workers "
+            "sharing a GPU\")");
+      }
       for (int i = 0; i < targets[1]; ++i) spawn(WorkerRole::gpu, i, false);
     }
     begin_retire(w, true);

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -438,6 +439,35 @@ TEST_CASE("GPU requests go round every GPU worker, one device each", "[reward][p
   CHECK(one_at_a_time == std::map<std::string, int>{{"0", 2}, {"1", 2}, {"2", 2}});
   // Together: three requests that each hold a worker for 300 ms land on three devices.
   CHECK(workers_of_busy_requests(pool, 3).size() == 3);
+}
+
+TEST_CASE("More GPU workers than GPUs start with a warning; one per GPU starts without",
+          "[reward][pool]") {
+  const TestGpus gpus("2");
+  for (const int workers : {-1, 2, 3}) {
+    INFO("gpu_workers " << workers);
+    std::vector<std::string> log;
+    std::mutex guard;
+    auto config = test_config();
+    config.gpu_workers = workers;
+    config.log = [&](std::string_view line) {
+      const std::lock_guard<std::mutex> lock(guard);
+      log.emplace_back(line);
+    };
+    WorkerPool pool(config);
+    const int expected = workers < 0 ? 2 : workers;
+    REQUIRE(wait_until([&] { return pool.gpu_worker_count() == expected; },
+                       milliseconds(20'000)));
+    const std::lock_guard<std::mutex> lock(guard);
+    bool started = false, warned = false;
+    for (const auto& line : log) {
+      started = started || line.find("starting " + std::to_string(expected) + " GPU worker(s)") !=
+                               std::string::npos;
+      warned = warned || line.find("GPU workers share 2 GPU(s)") != std::string::npos;
+    }
+    CHECK(started);
+    CHECK(warned == (expected > 2));
+  }
 }
 
 TEST_CASE("One device's requests that come one at a time stay with its warm worker",
