@@ -101,7 +101,8 @@ const datasets::Knobs<TrainConfig>& train_knobs() {
           .boolean("overlap_generation", &C::overlap_generation,
                    "RL: sample the next update's batch while the last one is evaluated (one update "
                    "stale; PPO and GRPO only, which weigh it by the ratio to the log-probabilities "
-                   "recorded at sampling; docs/training.md)")
+                   "recorded at sampling; on one GPU it slowed a GRPO run 2.3x, the sampling and "
+                   "the timed runs taking turns: docs/agents.md)")
           .boolean("record_trajectories", &C::record_trajectories,
                    "write every RL episode to trajectories.h5 (docs/trajectories.md)");
   return knobs;

@@ -231,7 +231,7 @@ struct RlConfig {
   // Sample update u + 1's batch while update u's is evaluated (train.overlap_generation): the batch
   // then comes from the policy before update u, one update stale, and the algorithm must correct
   // for that (Algorithm::corrects_stale_samples: PPO and GRPO, through the log-probabilities
-  // recorded at sampling); others are refused. See docs/training.md.
+  // recorded at sampling); others are refused. See docs/agents.md (measured on one GPU: slower).
   bool overlap_generation = false;
   StageHooks hooks;
   // Data parallel: tasks_per_update must divide by its size; each rank takes consecutive tasks.
