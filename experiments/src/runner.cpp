@@ -118,13 +118,30 @@ std::string encode_pairs(const std::vector<agents::SftPair>& pairs) {
   return dump_json(list);
 }
 
-std::vector<agents::SftPair> decode_pairs(const std::string& text) {
+std::vector<agents::SftPair> decode_pairs(const std::string& text,
+                                         const std::string& source = "rank 0's SFT pairs") {
   std::vector<agents::SftPair> pairs;
-  const Json list = parse_json(text, "rank 0's SFT pairs");
+  const Json list = parse_json(text, source);
   for (const Json& pair : as_array(list)) {
     pairs.push_back({datasets::Task::parse(as_string(pair.at(0))), as_string(pair.at(1))});
   }
   return pairs;
+}
+
+// The template search's pairs as the run saved them (RunDirectory::sft_pairs_path): an object
+// saying how they were made, and the pairs as encode_pairs writes them. Errors name the file.
+std::vector<agents::SftPair> read_saved_pairs(const fs::path& file) {
+  const std::optional<std::string> text = datasets::read_file_bytes(file);
+  if (!text) throw RunnerError(file.string() + ": cannot read the run's saved SFT pairs");
+  const Json saved = parse_json(*text, file.string());
+  if (!saved.is_object() || !saved.contains("pairs")) {
+    throw RunnerError(file.string() + ": expected an object with \"pairs\"");
+  }
+  try {
+    return decode_pairs(dump_json(saved.at("pairs")), file.string());
+  } catch (const std::exception& e) {
+    throw RunnerError(file.string() + ": " + e.what());
+  }
 }
 
 // Where a stopped run stands: the latest checkpoint and what its stage.json says.
@@ -497,6 +514,13 @@ class Trainer {
       s_.say("sft: " + std::to_string(pairs.size()) + " pairs from " + file.string());
       return pairs;
     }
+    if (const fs::path saved = run_.sft_pairs_path(); fs::exists(saved)) {
+      std::vector<agents::SftPair> pairs = read_saved_pairs(saved);
+      s_.say("sft: " + std::to_string(pairs.size()) + " pairs from " + saved.string() +
+             " (the template search's, saved by this run before it stopped)");
+      if (pairs.empty()) throw RunnerError(saved.string() + ": no pair");
+      return pairs;
+    }
     const std::vector<datasets::Task> tasks = train_tasks();
     kernels::EvaluatorBackend candidates(*s_.evaluator);
     kernels::SearchOptions options;
@@ -534,6 +558,20 @@ class Trainer {
                 : std::string(": no GPU, so nothing was timed or checked - the target is "
                               "the cost model's favourite among the programs that compiled")));
     if (pairs.empty()) throw RunnerError("sft: the template search produced no pair");
+    if (main_) {
+      // Saved whole or not at all: a run stopped during the SFT steps resumes with these pairs
+      // (a new search would time differently and could pick other programs, and costs minutes
+      // a matrix on large ones).
+      Json saved = Json::object();
+      saved["source"] = "template search";
+      saved["budget"] = options.budget;
+      saved["per_task"] = selection.per_task;
+      saved["within"] = selection.within;
+      saved["timed"] = s_.gpu;
+      saved["matrices"] = static_cast<std::int64_t>(tasks.size());
+      saved["pairs"] = parse_json(encode_pairs(pairs), "the SFT pairs");
+      write_file_atomically(run_.sft_pairs_path(), dump_json(saved, 1) + "\n");
+    }
     return pairs;
   }
 

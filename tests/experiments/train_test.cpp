@@ -157,6 +157,56 @@ TEST_CASE("sparserl train: SIGINT leaves a readable run that resumes to the same
   CHECK_THAT(read_if_present(dir / "again.log"), has_substring("the run completed"));
 }
 
+TEST_CASE("a run stopped in SFT resumes with the template search's pairs it saved",
+          "[experiments][train]") {
+  require_agents();
+  const fs::path dir = sparserl::testing::scratch_dir("train_sft_pairs");
+  std::ofstream(dir / "tiny.toml") << kTinyConfig;
+  // Long enough an SFT stage to stop in, with a checkpoint at every step.
+  const pid_t first = start_cli({"train", (dir / "tiny.toml").string(), "--runs-dir",
+                                 (dir / "runs").string(), "--set", "train.sft_steps=400",
+                                 "--set", "checkpoints.every=1"},
+                                dir / "cut.log");
+  fs::path run;
+  const int code = interrupt_when(first, [&] {
+    std::error_code ec;
+    if (!fs::exists(dir / "runs", ec)) return false;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir / "runs", ec)) {
+      if (e.path().filename().string().front() == '.') continue;
+      run = e.path();
+      for (const CheckpointInfo& c : CheckpointStore(run / "checkpoints").list()) {
+        if (read_if_present(c.dir / "stage.json").find("\"sft\"") != std::string::npos) {
+          return true;
+        }
+      }
+    }
+    return false;
+  });
+  INFO(read_if_present(dir / "cut.log"));
+  REQUIRE(code == 130);
+  // The pairs were saved as the stage began: how they were made, and the pairs.
+  const fs::path saved = run / "sft-pairs.json";
+  REQUIRE(fs::exists(saved));
+  Json pairs = parse_json(read_if_present(saved), saved.string());
+  CHECK(pairs.at("source") == "template search");
+  CHECK(pairs.at("budget") == 1);
+  CHECK_FALSE(pairs.at("timed").get<bool>());  // no GPU here
+  REQUIRE(pairs.at("pairs").size() >= 2);
+  CHECK_THAT(read_if_present(dir / "cut.log"), has_substring("pairs from the template search"));
+  // Keep one pair: the resumed stage trains on the file, not on a new search.
+  pairs["pairs"] = Json::array({pairs.at("pairs").at(0)});
+  std::ofstream(saved) << dump_json(pairs);
+  const pid_t second = start_cli({"train", "--resume", run.string()}, dir / "resume.log");
+  const int resumed = finish(second, std::chrono::seconds(240));
+  INFO(read_if_present(dir / "resume.log"));
+  CHECK(resumed == 0);
+  CHECK_THAT(read_if_present(dir / "resume.log"),
+             has_substring("sft: 1 pairs from " + saved.string()));
+  CHECK(read_if_present(dir / "resume.log").find("pairs from the template search") ==
+        std::string::npos);
+  CHECK(read_run_info(run / "run.json").status == RunStatus::completed);
+}
+
 namespace {
 
 // Every file and folder name in a run directory, recursively, relative to it.

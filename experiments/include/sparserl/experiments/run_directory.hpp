@@ -84,6 +84,9 @@ class RunDirectory {
   [[nodiscard]] std::filesystem::path checkpoints_dir() const { return root_ / "checkpoints"; }
   [[nodiscard]] std::filesystem::path report_path() const { return root_ / "report.md"; }
   [[nodiscard]] std::filesystem::path plots_dir() const { return root_ / "plots"; }
+  // The SFT stage's pairs from the in-process template search (train.sft_pairs = "design-space"),
+  // saved once computed: a resumed run trains on them instead of searching again.
+  [[nodiscard]] std::filesystem::path sft_pairs_path() const { return root_ / "sft-pairs.json"; }
 
   // The resolved config read back (overrides applied on top, e.g. a longer budget for a resume).
   [[nodiscard]] Config config(const std::vector<std::string>& overrides = {}) const;
