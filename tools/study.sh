@@ -285,6 +285,19 @@ train_table() {
         done
       fi
     done < <(rows_of "$table")
+    if [[ $stage == sft && ${#jobs[@]} -gt 1 ]]; then
+      # The template search once per table: the first SFT run (every GPU visible) searches and
+      # saves its pairs (sft-pairs.json); the table's other SFT runs - seeds, ablations - train on
+      # those pairs (train.sft_pairs) instead of searching again, minutes a matrix on large ones.
+      local first_fields pairs i
+      read -ra first_fields <<<"${jobs[0]}"
+      lanes "${jobs[0]}"
+      pairs=$(run_dir_with "$OUT/$table/runs/${first_fields[1]}-s${first_fields[2]}" completed)/sft-pairs.json
+      jobs=("${jobs[@]:1}")
+      if [[ -f $pairs ]]; then
+        for ((i = 0; i < ${#jobs[@]}; i++)); do jobs[i]+=" train.sft_pairs=$pairs"; done
+      fi
+    fi
     lanes "${jobs[@]}"
   done
   while read -r label config from sets; do

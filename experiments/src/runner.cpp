@@ -128,20 +128,17 @@ std::vector<agents::SftPair> decode_pairs(const std::string& text,
   return pairs;
 }
 
-// The template search's pairs as the run saved them (RunDirectory::sft_pairs_path): an object
-// saying how they were made, and the pairs as encode_pairs writes them. Errors name the file.
+// The template search's pairs as a run saved them (RunDirectory::sft_pairs_path).
 std::vector<agents::SftPair> read_saved_pairs(const fs::path& file) {
-  const std::optional<std::string> text = datasets::read_file_bytes(file);
-  if (!text) throw RunnerError(file.string() + ": cannot read the run's saved SFT pairs");
-  const Json saved = parse_json(*text, file.string());
-  if (!saved.is_object() || !saved.contains("pairs")) {
-    throw RunnerError(file.string() + ": expected an object with \"pairs\"");
+  std::vector<agents::SftPair> pairs;
+  for (const auto& [task, program] : read_saved_sft_pairs(file)) {
+    try {
+      pairs.push_back({datasets::Task::parse(task), program});
+    } catch (const std::invalid_argument& e) {
+      throw RunnerError(file.string() + ": " + e.what());
+    }
   }
-  try {
-    return decode_pairs(dump_json(saved.at("pairs")), file.string());
-  } catch (const std::exception& e) {
-    throw RunnerError(file.string() + ": " + e.what());
-  }
+  return pairs;
 }
 
 // Where a stopped run stands: the latest checkpoint and what its stage.json says.
@@ -510,7 +507,9 @@ class Trainer {
     const std::string& source = train_.sft_pairs;
     if (source != kDesignSpace) {
       const fs::path file = resolve_path(s_.root, source);
-      std::vector<agents::SftPair> pairs = agents::read_sft_pairs(file);
+      std::vector<agents::SftPair> pairs = file.extension() == ".json"
+                                               ? read_saved_pairs(file)
+                                               : agents::read_sft_pairs(file);
       s_.say("sft: " + std::to_string(pairs.size()) + " pairs from " + file.string());
       return pairs;
     }

@@ -68,7 +68,8 @@ const datasets::Knobs<TrainConfig>& train_knobs() {
                    "text corpus: at most this many files, drawn with the seed (0: all)", 0, 1e9)
           .string("sft_pairs", &C::sft_pairs,
                   "SFT (matrix -> program) pairs: \"design-space\" (the template search over the "
-                  "training matrices, in-process) or a dataset.h5 of `sparserl tune` (/sft)")
+                  "training matrices, in-process; saved as the run's sft-pairs.json), a "
+                  "dataset.h5 of `sparserl tune` (/sft), or another run's sft-pairs.json")
           .integer("search_budget", &C::search_budget,
                    "design-space pairs: programs the template search measures per matrix (with a "
                    "GPU the fastest correct one wins; without one, nothing is timed and the cost "

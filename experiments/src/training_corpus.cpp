@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/run_info.hpp"
 #include "sparserl/experiments/runner.hpp"
 #include "sparserl/experiments/stage_knobs.hpp"
@@ -41,11 +42,20 @@ std::vector<std::string> design_space_programs([[maybe_unused]] const CorpusSpec
   return out;
 }
 
-// The programs of a dataset.h5 of `sparserl tune`: its /corpus (pretraining) or /sft programs.
+// The programs of a dataset.h5 of `sparserl tune`: its /corpus (pretraining) or /sft programs;
+// or of a run's sft-pairs.json.
 std::vector<std::string> dataset_programs([[maybe_unused]] const CorpusSpec& spec,
                                           [[maybe_unused]] const std::string& file, bool sft,
                                           std::string& trouble) {
   std::vector<std::string> out;
+  if (sft && std::filesystem::path(file).extension() == ".json") {
+    try {
+      for (auto& [task, program] : read_saved_sft_pairs(file)) out.push_back(std::move(program));
+    } catch (const std::exception& e) {
+      trouble += "; " + file + " unreadable (" + e.what() + ")";
+    }
+    return out;
+  }
 #if defined(SPARSERL_HAVE_AGENTS)
   try {
     if (sft) {
@@ -100,6 +110,29 @@ CorpusSpec design_space_corpus(const Config& config) {
   s.op = config.string("data.op");
   s.dtype = config.string("data.dtype");
   return s;
+}
+
+std::vector<std::pair<std::string, std::string>> read_saved_sft_pairs(
+    const std::filesystem::path& file) {
+  const std::optional<std::string> text = datasets::read_file_bytes(file);
+  if (!text) throw RunnerError(file.string() + ": cannot read the saved SFT pairs");
+  const Json saved = parse_json(*text, file.string());
+  if (!saved.is_object() || !saved.contains("pairs") || !saved.at("pairs").is_array()) {
+    throw RunnerError(file.string() +
+                      ": expected an object with \"pairs\" (sparserl train's sft-pairs.json)");
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t i = 0;
+  for (const Json& pair : saved.at("pairs")) {
+    if (!pair.is_array() || pair.size() != 2 || !pair.at(0).is_string() ||
+        !pair.at(1).is_string()) {
+      throw RunnerError(file.string() + ": pairs[" + std::to_string(i) +
+                        "]: expected [task, program] strings");
+    }
+    out.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
+    ++i;
+  }
+  return out;
 }
 
 CorpusSpec training_corpus(const Config& config, const fs::path& root) {

@@ -6,7 +6,8 @@
 //               op / dtype, or corpus_programs of them drawn with seed), a dataset.h5 of
 //               `sparserl tune` (its /corpus), or "" (no pretraining stage)
 //   sft_pairs   "design-space" (the template search's pairs: design-space programs, so the whole
-//               space stands for them - a superset), a dataset.h5 (its /sft programs), or ""
+//               space stands for them - a superset), a dataset.h5 (its /sft programs), a run's
+//               sft-pairs.json (its programs), or ""
 //
 // Without a record (an older run, a checkpoint from elsewhere) the corpus is the design space of
 // the bench's op and dtype, and the description says so. The template and random agents are
@@ -21,6 +22,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sparserl/env/tokenizer.hpp"
 #include "sparserl/experiments/config.hpp"
@@ -53,6 +56,13 @@ CorpusSpec design_space_corpus(const Config& config);
 // The corpus recorded by the run a checkpoint folder belongs to (RUN/policies/STAGE,
 // RUN/checkpoints/step-N, ...): nullopt when no run.json above it records one.
 std::optional<CorpusSpec> recorded_corpus(const std::filesystem::path& checkpoint);
+
+// The SFT pairs a run saved (RunDirectory::sft_pairs_path, sparserl train's sft-pairs.json: an
+// object whose "pairs" are [task URI, program] arrays), as (task, program) strings. Errors name
+// the file (RunnerError). train.sft_pairs may name such a file: study.sh gives a table's later SFT
+// runs the pairs of its first, so the template search runs once per table.
+std::vector<std::pair<std::string, std::string>> read_saved_sft_pairs(
+    const std::filesystem::path& file);
 
 // Built corpora, one per spec, kept for a run.
 class CorpusLibrary {

@@ -205,6 +205,27 @@ TEST_CASE("a run stopped in SFT resumes with the template search's pairs it save
   CHECK(read_if_present(dir / "resume.log").find("pairs from the template search") ==
         std::string::npos);
   CHECK(read_run_info(run / "run.json").status == RunStatus::completed);
+
+  // Another run trains on them through train.sft_pairs (study.sh shares a table's first SFT run's
+  // pairs with its later ones), and records them as its SFT corpus.
+  const auto sft_only = [&](const std::string& name, const fs::path& pairs_file) {
+    const pid_t pid = start_cli(
+        {"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / name).string(), "--set",
+         R"(train.stages=["pretrain","sft"])", "--set", "train.sft_pairs=" + pairs_file.string()},
+        dir / (name + ".log"));
+    return finish(pid, std::chrono::seconds(180));
+  };
+  REQUIRE(sft_only("shared", saved) == 0);
+  CHECK_THAT(read_if_present(dir / "shared.log"),
+             has_substring("sft: 1 pairs from " + saved.string()));
+  const fs::path shared = only_run(dir / "shared");
+  CHECK_FALSE(fs::exists(shared / "sft-pairs.json"));  // not searched: nothing of its own to save
+  CHECK_THAT(read_if_present(shared / "run.json"), has_substring(saved.string()));
+  // A file that is not a run's pairs stops the stage, naming the file and what it expected.
+  std::ofstream(dir / "bad.json") << "[1, 2]";
+  CHECK(sft_only("bad", dir / "bad.json") == 1);
+  CHECK_THAT(read_if_present(dir / "bad.log"),
+             has_substring((dir / "bad.json").string() + ": expected an object with \"pairs\""));
 }
 
 namespace {

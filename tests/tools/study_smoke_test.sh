@@ -33,12 +33,21 @@ run() {
 (unset OMP_NUM_THREADS; CUDA_VISIBLE_DEVICES=7,5 run --gpus 2) >"$WORK/first.txt" 2>"$WORK/first.err" ||
   { tail -30 "$WORK/first.err"; fail "the smoke study failed"; }
 t=$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))
-for lane in "0 (GPU 7, $t threads): spmv-f32 sft-s1" "1 (GPU 5, $t threads): spmv-f32 sft-features-s1" \
+# A table's first SFT run alone (every GPU visible: the template search), the other SFT runs in
+# lanes on its pairs, then the RL runs in lanes.
+grep -q "spmv-f32 sft-s1: sparserl train" "$WORK/first.err" || fail "sft-s1 did not run first, alone"
+grep -q "lane .*: spmv-f32 sft-s1" "$WORK/first.err" && fail "sft-s1 ran in a lane"
+for lane in "0 (GPU 7, $t threads): spmv-f32 sft-features-s1" \
+  "1 (GPU 5, $t threads): spmv-f32 sft-no-matrix-s1" \
   "1 (GPU 5, $t threads): spmv-f32 ppo-s1" "0 (GPU 7, $t threads): spmm-k32 grpo-s1"; do
   grep -q "lane $lane" "$WORK/first.err" || fail "no run in lane $lane: $(grep -m4 'lane ' "$WORK/first.err")"
 done
-grep -q "^run directory: $WORK/study/spmv-f32/runs/sft-features-s1/" "$WORK/study/lanes/lane-1.log" ||
-  fail "lane 1's log holds no training of sft-features"
+grep -q "^run directory: $WORK/study/spmv-f32/runs/sft-no-matrix-s1/" "$WORK/study/lanes/lane-1.log" ||
+  fail "lane 1's log holds no training of sft-no-matrix"
+grep -q "sft-features.*train.sft_pairs=$WORK/study/spmv-f32/runs/sft-s1/.*/sft-pairs.json" \
+  "$WORK/study/commands.log" || fail "sft-features does not train on sft-s1's pairs"
+grep -q "runs-dir $WORK/study/spmv-f32/runs/sft-s1 .*train.sft_pairs=" "$WORK/study/commands.log" &&
+  fail "sft-s1 was given pairs instead of searching"
 
 expect_agents() {  # TABLE AGENT...
   local table=$1 part csv
