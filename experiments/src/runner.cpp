@@ -533,21 +533,23 @@ class Trainer {
     selection.per_task = static_cast<int>(train_.sft_per_task);
     selection.within = train_.sft_within;
     std::vector<agents::SftPair> pairs;
-    for (const datasets::Task& task : tasks) {
-      const kernels::SearchResult result = search.search(task);
+    const int parallel = parallel_searches(s_, train_.search_parallel);
+    const std::vector<kernels::SearchResult> results = search.search_all(
+        tasks, parallel,
+        [&progress](const kernels::SearchResult& r) { progress.advance(1, r.task.uri); });
+    for (const kernels::SearchResult& result : results) {
       if (s_.gpu) {
         for (std::size_t i : kernels::sft_candidates(result, selection)) {
-          pairs.push_back({task, result.candidates[i].program});
+          pairs.push_back({result.task, result.candidates[i].program});
         }
       } else if (const std::string program = result.best_program(); !program.empty()) {
-        pairs.push_back({task, program});  // untimed: the cost model's favourite that compiled
+        pairs.push_back({result.task, program});  // untimed: the cost model's favourite
       }
-      progress.advance(1, task.uri);
     }
     progress.finish();
     s_.say("sft: " + std::to_string(pairs.size()) + " pairs from the template search over " +
            std::to_string(tasks.size()) + " training matrices (budget " +
-           std::to_string(options.budget) + ")" +
+           std::to_string(options.budget) + ", " + std::to_string(parallel) + " at once)" +
            (s_.gpu
                 ? std::string(selection.per_task > 1
                                   ? ": the fastest correct program of each, and up to " +
@@ -564,6 +566,7 @@ class Trainer {
       Json saved = Json::object();
       saved["source"] = "template search";
       saved["budget"] = options.budget;
+      saved["parallel"] = parallel;
       saved["per_task"] = selection.per_task;
       saved["within"] = selection.within;
       saved["timed"] = s_.gpu;

@@ -40,6 +40,13 @@ void Notices::record_to(const fs::path& file) {
   pending_.clear();
 }
 
+int parallel_searches(const Session& s, std::int64_t configured) {
+  if (configured > 0) return static_cast<int>(configured);
+  int workers = s.evaluator ? s.evaluator->config().gpu_workers : 0;
+  if (workers < 0) workers = static_cast<int>(s.gpu_info.devices.size());
+  return std::max(2, 2 * workers);
+}
+
 fs::path data_dir(const Config& config, const fs::path& root) {
   if (!config.is_set("data.data_dir")) {
     if (const char* env = std::getenv("SPARSERL_DATA_DIR"); env != nullptr && *env != '\0') {

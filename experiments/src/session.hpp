@@ -74,6 +74,10 @@ struct Session {
   }
 };
 
+// How many template searches run at once (TemplateSearch::search_all) for a knob's value:
+// `configured` when positive, else twice the evaluator's GPU workers (at least 2).
+int parallel_searches(const Session& s, std::int64_t configured);
+
 // The data directory: data.data_dir against the root, or $SPARSERL_DATA_DIR when the config does
 // not set the key.
 std::filesystem::path data_dir(const Config& config, const std::filesystem::path& root);

@@ -75,6 +75,12 @@ const datasets::Knobs<TrainConfig>& train_knobs() {
                    "GPU the fastest correct one wins; without one, nothing is timed and the cost "
                    "model's favourite among those that compile is the target)",
                    1, 100000)
+          .integer("search_parallel", &C::search_parallel,
+                   "design-space pairs: matrices searched at once (each search times one program "
+                   "at a time, so several keep several GPUs busy and overlap one matrix's "
+                   "generation with another's timing; 0: twice the GPU workers, at least 2; 1: "
+                   "one after another)",
+                   0, 1024)
           .integer(
               "sft_per_task", &C::sft_per_task,
               "design-space pairs per matrix: the fastest, and up to this many minus one next "

@@ -190,6 +190,7 @@ TEST_CASE("a run stopped in SFT resumes with the template search's pairs it save
   Json pairs = parse_json(read_if_present(saved), saved.string());
   CHECK(pairs.at("source") == "template search");
   CHECK(pairs.at("budget") == 1);
+  CHECK(pairs.at("parallel") == 2);  // train.search_parallel = 0 without GPU workers: 2 at once
   CHECK_FALSE(pairs.at("timed").get<bool>());  // no GPU here
   REQUIRE(pairs.at("pairs").size() >= 2);
   CHECK_THAT(read_if_present(dir / "cut.log"), has_substring("pairs from the template search"));

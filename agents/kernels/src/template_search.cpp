@@ -4,11 +4,15 @@
 #include "sparserl/kernels/template_search.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 
 #include "sparserl/datasets/text.hpp"
 #include "sparserl/kernels/cost_model.hpp"
@@ -73,7 +77,9 @@ TemplateSearch::TemplateSearch(CandidateEvaluator& evaluator, datasets::MatrixSt
 }
 
 void TemplateSearch::log(const std::string& line) const {
-  if (options_.log) options_.log(line);
+  if (!options_.log) return;
+  const std::lock_guard<std::mutex> lock(log_mutex_);
+  options_.log(line);
 }
 
 // The candidates of a task in the order they are worth measuring, with their predictions.
@@ -253,6 +259,48 @@ SearchResult TemplateSearch::search(const datasets::Task& task) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   log(summary_line(r));
   return r;
+}
+
+std::vector<SearchResult> TemplateSearch::search_all(
+    const std::vector<datasets::Task>& tasks, int parallel,
+    const std::function<void(const SearchResult&)>& on_done) {
+  std::vector<SearchResult> results(tasks.size());
+  const auto threads = static_cast<std::size_t>(std::max(1, parallel));
+  if (threads == 1 || tasks.size() < 2) {
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      results[i] = search(tasks[i]);
+      if (on_done) on_done(results[i]);
+    }
+    return results;
+  }
+  std::atomic<std::size_t> next{0};
+  std::mutex done_mutex;
+  std::exception_ptr failure;
+  const auto work = [&] {
+    for (;;) {
+      {
+        const std::lock_guard<std::mutex> lock(done_mutex);
+        if (failure) return;
+      }
+      const std::size_t i = next++;
+      if (i >= tasks.size()) return;
+      try {
+        SearchResult r = search(tasks[i]);
+        const std::lock_guard<std::mutex> lock(done_mutex);
+        results[i] = std::move(r);
+        if (on_done) on_done(results[i]);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(done_mutex);
+        if (!failure) failure = std::current_exception();
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < std::min(threads, tasks.size()); ++t) pool.emplace_back(work);
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return results;
 }
 
 TemplateSearchAgent::TemplateSearchAgent(CandidateEvaluator& evaluator,

@@ -139,6 +139,16 @@ class TemplateSearch {
 
   // Throws for a task whose matrix cannot be loaded (datasets::MatrixNotFound, InvalidUri, ...).
   SearchResult search(const datasets::Task& task);
+  // search() for every task, up to `parallel` at once on threads of its own (1 or less: one after
+  // another), the results in the tasks' order; `on_done` (when given) is called once per finished
+  // task, from one thread at a time, in the order they finish. A search's GPU pass measures one
+  // program at a time, so several searches keep several GPU workers busy and overlap one matrix's
+  // loading or generation and compiles with another's timing. The first search that throws stops
+  // the others from starting and its exception is rethrown once the running ones have finished.
+  // Needs an evaluator and a store that may be used from several threads (EvaluatorBackend and
+  // MatrixStore may).
+  std::vector<SearchResult> search_all(const std::vector<datasets::Task>& tasks, int parallel,
+                                       const std::function<void(const SearchResult&)>& on_done = {});
 
   [[nodiscard]] const SearchOptions& options() const { return options_; }
   // Replaces the learned cost model (nullptr: the analytic model alone), e.g. refitted on a
@@ -167,6 +177,7 @@ class TemplateSearch {
   CandidateEvaluator& evaluator_;
   datasets::MatrixStore& store_;
   SearchOptions options_;
+  mutable std::mutex log_mutex_;  // options_.log one line at a time (search_all's threads)
 };
 
 // The "template search" baseline as an agent: act(task) returns the best program the search finds
