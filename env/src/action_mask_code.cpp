@@ -354,9 +354,15 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
   // A cast's angle holds one type; a `?` takes its `:` first.
-  // A call's arguments: no `,` past its last.
+  // A call's arguments: no `,` past its last, no `)` before it.
   const std::uint8_t args = s.depth > 0 ? s.args[s.depth - 1u] : 0;
-  if (k.cat == Cat::comma && open == kCallParen && args == 0) return false;
+  if (k.cat == Cat::comma && open == kCallParen && call_room(args) == 0) return false;
+  if (k.cat == Cat::close_paren && open == kCallParen && call_need(args) != 0) return false;
+  // Where no operand, type or declarator ends (after a qualifier, `(`, ...) `,` only as the
+  // completion path writes it, before a builtin's last argument (`max(v const`: `, <num> 0)`).
+  const bool unended = s.ctx == ctx_start || s.ctx == ctx_qual || s.ctx == ctx_expr ||
+                       s.ctx == ctx_args;
+  if (k.cat == Cat::comma && unended) return open == kCallParen && call_need(args) != 0;
   if (k.cat == Cat::comma) return open != kCastAngle && open != kTernary && !in_type_id(s);
   // `>`: a cast's closes its angle after a type (`const` may end it); elsewhere no qualifier
   // comes before it.
@@ -777,7 +783,8 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   if (s.ctx == ctx_cast_call || s.callee_max == 0) {
     call_args = 0;
   } else if (s.callee_max != kArgsUnknown) {
-    call_args = static_cast<std::uint8_t>(s.callee_max - 1);
+    const int need = s.callee_least > 1 ? s.callee_least - 1 : 0;
+    call_args = static_cast<std::uint8_t>((s.callee_max - 1) | (need << 4));
   }
   const bool call_comma = k.cat == Cat::comma && innermost(s) == kCallParen;
   const bool value_call = k.cat == Cat::open_paren &&
@@ -859,10 +866,17 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
                k.ternary == 1) {
       if (s.depth > 0) s.args[s.depth - 1u] = kArgsUnknown;  // no count (not a builtin's call)
     }
-    if (call_comma && s.args[s.depth - 1u] != kArgsUnknown) --s.args[s.depth - 1u];
+    if (call_comma) {
+      std::uint8_t& args = s.args[s.depth - 1u];
+      const std::uint8_t room = call_room(args), need = call_need(args);
+      if (room != kArgsUnknown) {
+        args = static_cast<std::uint8_t>((room - 1) | ((need > 0 ? need - 1 : 0) << 4));
+      }
+    }
     // A builtin of no argument: its `)` next (ctx_initialized takes `)`; `,` has no room).
     if (call_open && s.callee_max == 0) s.ctx = ctx_initialized;
     s.callee_max = k.role == role_function ? k.max_args : kArgsUnknown;
+    s.callee_least = k.role == role_function ? k.min_args : 0;
     s.num_integral = k.cat == Cat::num && s.integral_due;
     s.integral_due = integral_next || (s.integral_due && unary_sign);
   }

@@ -49,6 +49,8 @@ int statement_closers(const State& s) {
     if (open == kCastAngle) m += kCastOperand;
     if (open == kCastParen) m += 2;  // the cast's operand: <num> 0
     if (open == kTernary) m += 2;    // after its `:` an operand: <num> 0
+    // A builtin's call before its last argument: `, <num> 0` each missing.
+    if (open == kCallParen) m += kMissingArgument * call_need(s.args[static_cast<std::size_t>(i)]);
     block = block || open == '{';
   }
   // A cast's angle without its type yet: `int` before the `>`.
@@ -95,6 +97,8 @@ int code_completion(const Tables& t, const State& s) {
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : (ends_well ? 0 : 1);
   }
   m += s.depth + due_tokens(s.ctx) + statement_closers(s);
+  // A builtin just named: its arguments past the first (due_tokens counts one).
+  if (s.ctx == ctx_call_args && s.callee_least > 1) m += kMissingArgument * (s.callee_least - 1);
   // What finishes a file-scope declaration under way, then `# endif <eol>` each (the last leaves
   // a line end).
   const int file = file_close(s);

@@ -232,6 +232,13 @@ enum Check : std::uint8_t {
 
 // A call's arguments whose count the grammar does not know (TokenInfo::max_args).
 constexpr std::uint8_t kArgsUnknown = 15;
+// State::args packs per open call the `,` its arguments may still take (the low 4 bits; kArgsUnknown:
+// any number) and the `,` they still need before its `)` (the high 4 bits).
+constexpr std::uint8_t kArgsRoom = 0x0F;
+inline std::uint8_t call_room(std::uint8_t args) { return args & kArgsRoom; }
+inline std::uint8_t call_need(std::uint8_t args) { return static_cast<std::uint8_t>(args >> 4); }
+// The completion path's tokens for a missing argument: `, <num> 0`.
+constexpr int kMissingArgument = 3;
 
 struct TokenInfo {
   Cat cat = Cat::punct_other;
@@ -256,6 +263,10 @@ struct TokenInfo {
   // A builtin function's arguments at most (kArgsUnknown: not known; NVRTC: "too many arguments
   // in function call", "no instance of overloaded function" of `sqrt(a, b)`).
   std::uint8_t max_args = kArgsUnknown;
+  // Its arguments at least (NVRTC: "too few arguments in function call", "no instance of
+  // overloaded function" of `max(a)`, `atomicAdd(p)`): a `)` before the last is refused, and the
+  // completion path writes the missing ones (`, <num> 0` each).
+  std::uint8_t min_args = 0;
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
@@ -498,10 +509,11 @@ struct ActionMask::State {
   std::uint8_t function = 0;
   // code
   std::array<std::uint8_t, detail::kMaxCodeDepth> stack{};
-  // Per code stack index, the `,` a call's arguments may still take (kArgsUnknown: any number); the
-  // builtin just named's TokenInfo::max_args.
+  // Per code stack index, the `,` a call's arguments may still take and still need (call_room,
+  // call_need); the builtin just named's TokenInfo::max_args and min_args.
   std::array<std::uint8_t, detail::kMaxCodeDepth> args{};
   std::uint8_t callee_max = 0;
+  std::uint8_t callee_least = 0;
   std::uint8_t depth = 0;
   std::array<std::uint8_t, detail::kMaxPpDepth> pp_stack{};
   std::uint8_t pp_depth = 0;

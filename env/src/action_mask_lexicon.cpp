@@ -185,8 +185,8 @@ constexpr std::string_view kIntegralOperators[] = {"%",  "<<",  ">>",  "&",  "|"
                                                    "%=", "<<=", ">>=", "&=", "|=", "^="};
 constexpr std::string_view kArithmeticOperators[] = {"*", "/", "*=", "/="};
 
-// Builtin functions' argument counts (others: not known). The least is not judged: a `)` refused
-// before it would need the completion path to write the arguments missing.
+// Builtin functions' argument counts (others: not known): no `,` past the most, no `)` before the
+// least (the completion path writes the arguments missing).
 struct Arity {
   std::string_view name;
   std::uint8_t least, most;
@@ -217,7 +217,25 @@ constexpr Arity kArities[] = {
     {"__threadfence", 0, 0}, {"__threadfence_block", 0, 0}, {"__threadfence_system", 0, 0},
     {"__activemask", 0, 0}, {"__syncwarp", 0, 1}, {"__shfl_sync", 3, 4},
     {"__shfl_up_sync", 3, 4}, {"__shfl_down_sync", 3, 4}, {"__shfl_xor_sync", 3, 4},
-    {"__ballot_sync", 2, 2}, {"__any_sync", 2, 2}, {"__all_sync", 2, 2}};
+    {"__ballot_sync", 2, 2}, {"__any_sync", 2, 2}, {"__all_sync", 2, 2},
+    {"__uni_sync", 2, 2}, {"__match_any_sync", 2, 2}, {"__match_all_sync", 3, 3},
+    {"__reduce_add_sync", 2, 2}, {"__reduce_min_sync", 2, 2}, {"__reduce_max_sync", 2, 2},
+    {"__reduce_and_sync", 2, 2}, {"__reduce_or_sync", 2, 2}, {"__reduce_xor_sync", 2, 2},
+    {"__syncthreads_count", 1, 1}, {"__syncthreads_and", 1, 1}, {"__syncthreads_or", 1, 1},
+    {"__ldcg", 1, 1}, {"__ldca", 1, 1}, {"__ldcs", 1, 1}, {"__ldlu", 1, 1}, {"__ldcv", 1, 1},
+    {"__stcg", 2, 2}, {"__stcs", 2, 2}, {"__stwb", 2, 2}, {"__stwt", 2, 2},
+    {"atomicInc", 2, 2}, {"atomicDec", 2, 2}, {"atomicAdd_block", 2, 2},
+    {"atomicAdd_system", 2, 2}, {"__mul64hi", 2, 2}, {"__umul64hi", 2, 2}, {"__sad", 3, 3},
+    {"__usad", 3, 3}, {"__byte_perm", 3, 3}, {"__funnelshift_l", 3, 3},
+    {"__funnelshift_r", 3, 3}, {"__fdiv_rn", 2, 2}, {"__ddiv_rn", 2, 2}, {"__fadd_rn", 2, 2},
+    {"__fsub_rn", 2, 2}, {"__fmul_rn", 2, 2}, {"__fmaf_rn", 3, 3}, {"__dadd_rn", 2, 2},
+    {"__dsub_rn", 2, 2}, {"__dmul_rn", 2, 2}, {"__fma_rn", 3, 3}, {"__frcp_rn", 1, 1},
+    {"__drcp_rn", 1, 1}, {"__fsqrt_rn", 1, 1}, {"__dsqrt_rn", 1, 1},
+    {"__double_as_longlong", 1, 1}, {"__longlong_as_double", 1, 1}, {"__double2hiint", 1, 1},
+    {"__double2loint", 1, 1}, {"__hiloint2double", 2, 2}, {"make_int2", 2, 2},
+    {"make_int3", 3, 3}, {"make_int4", 4, 4}, {"make_uint2", 2, 2}, {"make_uint4", 4, 4},
+    {"make_float2", 2, 2}, {"make_float3", 3, 3}, {"make_float4", 4, 4}, {"make_double2", 2, 2},
+    {"make_double4", 4, 4}, {"make_longlong2", 2, 2}};
 
 // Comparisons and logical operators (a bool result).
 constexpr std::string_view kComparisons[] = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "?"};
@@ -312,6 +330,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   for (const Arity& a : kArities) {
     if (t.cls == TokenClass::builtin && a.name == t.text) {
       k.max_args = a.most;
+      k.min_args = a.least;
     }
   }
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
@@ -403,6 +422,9 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                               kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
     if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
     if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr | bit(ctx_initialized);
+    // Wherever a call's `)` may close it, its missing arguments' `,` (the completion path's; its
+    // check allows it there only before a builtin's last argument).
+    if (w == ",") k.follows |= kStart | kQual | bit(ctx_expr) | bit(ctx_args);
     // `:` closes a `?` (its check): wherever its `)` might close a parenthesis, as the completion
     // path needs, so not where an operand is due (`a ? :`).
     if (w == ":") k.follows = kClosers;
@@ -492,7 +514,8 @@ int assign_effects(std::vector<TokenInfo>& info) {
                                      k.role * 8 + (k.function_qual ? 1 : 0) +
                                          (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
                                          (k.nullary ? 128 : 0) + k.ternary * 256 +
-                                         (k.shifts ? 1024 : 0));  // a shift count costs 2
+                                         (k.shifts ? 1024 : 0) +  // a shift count costs 2
+                                         k.min_args * 2048);  // and missing arguments 3 each
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

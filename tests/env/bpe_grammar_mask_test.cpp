@@ -844,6 +844,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  int i = min(1, max(2, 3)) + __shfl_down_sync(0xffffffffu, 1, 1, 32);\n"
                         "  y[0] = fma(x[0], 2, 1) + (value_t)(1, 2) + int(i);\n") == -1);
   }
+  SECTION("a builtin takes its arguments at least") {
+    // (NVRTC: "too few arguments in function call", "no instance of overloaded function" of
+    // `max(1)`, `atomicAdd(y)`.)
+    CHECK(first_refused(kHead, "  int i = max(1);") == 15);
+    CHECK(first_refused(kHead, "  atomicAdd(y);") == 13);
+    CHECK(first_refused(kHead, "  y[0] = fma(x[0], 2.f);") == 22);
+    CHECK(first_refused(kHead, "  int i = __shfl_down_sync(0xffffffffu, 1);") == 41);
+    CHECK(first_refused(kHead, "  atomicAdd(y, max(1, 2));\n  __syncwarp();\n") == -1);
+  }
   SECTION("no subscript of a builtin's or a functional cast's value") {
     // (NVRTC: "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(1)[0]`.)
     CHECK(first_refused(kHead, "  y[0] = value_t(1)[0];") == 19);
