@@ -752,10 +752,13 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool cast_open = k.role == role_lt && s.ctx == ctx_cast_kw && s.top != Top::tmpl;
   const bool cast_closed = k.word == w_angle_close && innermost(s) == kCastAngle;
   const Taken taken{declares, macro, cast_closed, innermost(s)};
-  // A floating overload's `(`, its first argument's unary operators (which keep it due).
+  // A floating overload's `(`, its first argument's unary operators and parentheses (which keep
+  // it due: `sqrt((M))` is `sqrt(M)`); a number there must be floating.
   const bool floating_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.floating_call;
   const bool unary = s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus ||
-                                        k.cat == Cat::star || k.role == role_incdec);
+                                        k.cat == Cat::star || k.role == role_incdec ||
+                                        k.cat == Cat::open_paren);
+  const bool floating_number = k.cat == Cat::num && s.floating_due;
   const bool floating_comma = k.cat == Cat::comma && in_floating_argument(s);
   // A call of no result: its `(`, its `)`.
   const bool void_open =
@@ -878,6 +881,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.callee_max = k.role == role_function ? k.max_args : kArgsUnknown;
     s.callee_least = k.role == role_function ? k.min_args : 0;
     s.num_integral = k.cat == Cat::num && s.integral_due;
+    s.num_floating = floating_number;
     s.integral_due = integral_next || (s.integral_due && unary_sign);
   }
 }

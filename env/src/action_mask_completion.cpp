@@ -67,7 +67,7 @@ int statement_closers(const State& s) {
 // then <eos>.
 int code_completion(const Tables& t, const State& s) {
   int m = 1 + pending_kernels(s) * t.declaration_tokens[s.format];  // declarations, <eos>
-  if (s.num != Num::off && !num_accepting(s.num)) m += 1;
+  m += number_close(s);
   const bool access = s.last == Last::access;
   int end = 0;
   int open_ifs = s.if_depth;
@@ -99,6 +99,10 @@ int code_completion(const Tables& t, const State& s) {
   m += s.depth + due_tokens(s.ctx) + statement_closers(s);
   // A builtin just named: its arguments past the first (due_tokens counts one).
   if (s.ctx == ctx_call_args && s.callee_least > 1) m += kMissingArgument * (s.callee_least - 1);
+  // The number due where a floating overload's first argument starts is floating: `0 .`.
+  if ((s.ctx == ctx_call_args && s.floating_call) || (s.floating_due && due_tokens(s.ctx) > 0)) {
+    m += 1;
+  }
   // What finishes a file-scope declaration under way, then `# endif <eol>` each (the last leaves
   // a line end).
   const int file = file_close(s);
@@ -130,7 +134,7 @@ int declaration_completion(const Tables& t, const State& s) {
       to_brace = 3 + 1 + list;  // <num> 1 ) NAME
       break;
     case Decl::bounds:
-      to_brace = (s.num != Num::off && !num_accepting(s.num) ? 1 : 0) + s.depth +
+      to_brace = number_close(s) + s.depth +
                  due_tokens(s.ctx) + 1 + list;
       break;
     case Decl::params:

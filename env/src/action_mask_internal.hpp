@@ -622,6 +622,10 @@ struct ActionMask::State {
   bool floating_named = false;
   bool integral_due = false;
   bool num_integral = false;
+  // The number under way starts a floating overload's first argument (State::floating_due): it
+  // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded
+  // function" of `ceil(2)`, `pow(1, x)`; the completion path writes `0.`).
+  bool num_floating = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -719,6 +723,10 @@ struct ExprClose {
 };
 ExprClose expr_close(const State& s);
 bool num_accepting(Num n);
+// The number under way may end here (a floating one where State::num_floating), and the digits
+// the completion path writes before it does.
+bool number_complete(const State& s);
+int number_close(const State& s);
 bool new_local_allowed(const State& s);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.

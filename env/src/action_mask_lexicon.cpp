@@ -515,7 +515,8 @@ int assign_effects(std::vector<TokenInfo>& info) {
                                          (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
                                          (k.nullary ? 128 : 0) + k.ternary * 256 +
                                          (k.shifts ? 1024 : 0) +  // a shift count costs 2
-                                         k.min_args * 2048);  // and missing arguments 3 each
+                                         k.min_args * 2048 +  // and missing arguments 3 each
+                                         (k.floating_overload ? 8192 : 0));  // and `0.` a digit more
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

@@ -111,7 +111,15 @@ Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
                         next == Num::exp_sign || next == Num::exp || next == Num::float_suffix;
   if (floating && on_line(s) && s.line_ctx == line_if_operand) return Verdict::refuse;
   if (floating && s.num_integral) return Verdict::refuse;  // an operand of % << & ...
-  return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
+  // A floating overload's first argument: no hexadecimal or integer suffix, and its `.` to come.
+  const bool integral = next == Num::hex_start || next == Num::hex || next == Num::int_suffix;
+  if (integral && s.num_floating) return Verdict::refuse;
+  const bool complete = num_accepting(next) && (floating || !s.num_floating);
+  return allow_if(s.num_len + 1 + (complete ? 0 : 1) <= kMaxNumberChars);
+}
+// A number ends at a token that is no digit where it is complete (a floating one where it must be).
+Verdict number_end(const Tables&, const State& s, const TokenInfo&) {
+  return number_complete(s) ? Verdict::pass : Verdict::refuse;
 }
 void take_number_digit(const Tables&, State& s, const TokenInfo& k) {
   const NumberStep next = num_next(s, static_cast<char>(k.param));
@@ -126,6 +134,7 @@ void end_number(State& s) {
   const bool floating = s.num == Num::frac || s.num == Num::exp || s.num == Num::float_suffix;
   if (!on_line(s)) s.operand_kind = floating ? operand_floating : operand_other;
   s.num_integral = false;
+  s.num_floating = false;
   s.num = Num::off;
   s.last = Last::other;
 }
@@ -138,7 +147,7 @@ constexpr Rule kNumberRules[] = {
     // at                 categories          judge          take
     {~on(Num::off), cats(Cat::digit), number_digit, take_number_digit},
     // A complete number ends at any other token, which the line's rules judge.
-    {kAcceptingNumbers, kAnyCat, pass, take_after_number},
+    {kAcceptingNumbers, kAnyCat, number_end, take_after_number},
 };
 
 // --- preprocessor lines ---
@@ -321,6 +330,16 @@ std::span<const Rule> number_rules() { return kNumberRules; }
 std::span<const Rule> line_rules() { return kLineRules; }
 
 bool num_accepting(Num n) { return ((kAcceptingNumbers >> static_cast<unsigned>(n)) & 1u) != 0; }
+bool number_complete(const State& s) {
+  const bool floating = s.num == Num::frac || s.num == Num::exp || s.num == Num::float_suffix;
+  return num_accepting(s.num) && (floating || !s.num_floating);
+}
+// `0` (or a fraction's or an exponent's digit), `.` after an integer that must be floating; from
+// the start of a floating one `0 .`.
+int number_close(const State& s) {
+  if (s.num == Num::off || number_complete(s)) return 0;
+  return s.num == Num::start && s.num_floating ? 2 : 1;
+}
 
 bool code_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.num == Num::off) return line_allowed(t, s, k);

@@ -2,9 +2,9 @@
 // arguments at least (no `)` before the last: NVRTC's "too few arguments in function call" and
 // "no instance of overloaded function" of `max(a)`, `atomicAdd(p)`), and where a rule makes more of
 // a call due, the completion path still writes it - random episodes steered into builtin calls,
-// their `)`, preprocessor lines and qualifiers (where the path must write `, <num> 0` before a
-// `)`) never meet an empty mask and end with <eos> within their budget. (The mask's other
-// episode-level properties are action_mask_test.cpp's.)
+// their `)`, preprocessor lines, qualifiers and numbers (where the path must write `, <num> 0`
+// before a `)`, or `0.` in a floating overload's argument) never meet an empty mask and end with
+// <eos> within their budget. (The mask's other episode-level properties are action_mask_test.cpp's.)
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,19 +55,23 @@ TEST_CASE("a builtin takes its arguments at least", "[env][mask]") {
 
 TEST_CASE("random episodes steered into builtin calls never meet an empty mask", "[env][mask]") {
   // A random agent that, when the mask offers them, often names a builtin of two or more
-  // arguments, closes a parenthesis, starts a preprocessor line, writes a qualifier, a type, a
-  // cast, a `?` ...: the states where `)` is refused before a call's last argument and the
-  // completion path writes `, <num> 0` (100,000 episodes of this and of a narrower steering passed
-  // when the rule was written).
+  // arguments or a floating overload, closes a parenthesis, starts a preprocessor line, writes a
+  // qualifier, a type, a cast, a `?`, a sign, a digit ...: the states where `)` is refused before
+  // a call's last argument and the completion path writes `, <num> 0`, where a floating
+  // overload's number must be floating and it writes `0.` (100,000 episodes of this and of
+  // narrower steerings passed when the rules were written).
   const auto vocab = std::make_shared<const Vocabulary>(Vocabulary::standard());
   const Tokenizer tokenizer(vocab);
   std::vector<TokenId> steer;
   for (const char* name : {"max", "min", "fma", "atomicAdd", "atomicCAS", "__shfl_down_sync",
-                           "pow", "ceil_div", "fmaxf"}) {
+                           "pow", "ceil_div", "fmaxf", "sqrt", "ceil", "fmin"}) {
     steer.push_back(vocab->id(TokenClass::builtin, name));
   }
-  for (const char* p : {")", "#", ",", "?", ":", "(", "{", "}", "[", "*", "&", "<"}) {
+  for (const char* p : {")", "#", ",", "?", ":", "(", "{", "}", "[", "*", "&", "<", "-", "++"}) {
     steer.push_back(vocab->id(TokenClass::punct, p));
+  }
+  for (const char* d : {"0", "1", ".", "x", "u", "e", "f"}) {
+    steer.push_back(vocab->id(TokenClass::digit, d));
   }
   for (const char* w : {"const", "__shared__", "define", "if", "endif", "return", "sizeof",
                         "static_cast", "else", "elif", "int", "float", "for", "while", "extern"}) {

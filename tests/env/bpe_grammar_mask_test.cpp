@@ -874,7 +874,21 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  int i = 0; float f = i;\n"
                         "  y[i] = sqrt(x[0]) + ceil(value_t(M) / 2) + pow(-x[1], 2) + log(f) +\n"
                         "         fmax(*x, i < 1) + sqrt(static_cast<float>(M)) + floor(f) +\n"
-                        "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((M));\n") == -1);
+                        "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((x[0]));\n") == -1);
+  }
+  SECTION("a floating overload's first argument starts with no integer literal, in a group neither") {
+    // (NVRTC: "more than one instance of overloaded function" of `ceil(2)`, `pow(2, x)`,
+    // `sqrt((M))`, `sqrt((int)x)`; the completion path writes `0.` where such a number is due.)
+    CHECK(first_refused(kHead, "  y[0] = ceil(2);") == 15);
+    CHECK(first_refused(kHead, "  y[0] = pow(2, x[0]);") == 14);
+    CHECK(first_refused(kHead, "  y[0] = ceil(0x10);") == 15);
+    CHECK(first_refused(kHead, "  y[0] = sqrt(-1u);") == 16);
+    CHECK(first_refused(kHead, "  y[0] = sqrt((M));") == 15);
+    CHECK(first_refused(kHead, "  y[0] = sqrt((int)x[0]);") == 15);
+    CHECK(first_refused(kHead,
+                        "  y[0] = ceil(2.0) + sqrt(2.f * x[0]) + pow(2e3, 1) + sqrt((x[0])) +\n"
+                        "         sqrt((float)M) + floor(-.5) + exp(-(1.5 + M)) + sqrtf(2) + 2;\n") ==
+          -1);
   }
   SECTION("a builtin of no result is a statement") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)
