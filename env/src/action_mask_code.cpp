@@ -346,6 +346,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
     return k.ternary == 2 ? top == kTernary : closer_for(top) == close_char(k.cat);
   }
   const std::uint8_t open = innermost(s);
+  if ((k.cat == Cat::semi || k.cat == Cat::comma) && const_uninitialized(s)) return false;
   // No bracket open before the innermost #if closes inside its group.
   const bool pops = k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
                     k.cat == Cat::close_brace || k.ternary == 2 ||

@@ -825,6 +825,18 @@ inline bool in_function(const State& s) {
   return (s.top == Top::body || s.top == Top::params || s.top == Top::params_open) && !on_line(s);
 }
 
+// Right after the name of a const variable declared in a block or a for statement's first clause,
+// neither a pointer nor an array yet: it takes an initializer - `=`, `{` or `[` come, not `;` or
+// `,` (NVRTC: "const variable requires an initializer" of `const int v;`); the completion path
+// writes `= <num> 0`. Not judged on a preprocessor line, but counted through it (the count may not
+// grow at its <eol>).
+inline bool const_uninitialized(const State& s) {
+  return s.ctx == ctx_declared && s.top == Top::body && s.decl == Decl::none &&
+         (innermost(s) == '{' || innermost(s) == kForParen) &&
+         local_bit(s.consts, s.last_declared) && !local_bit(s.pointers, s.last_declared);
+}
+constexpr int kConstInitializer = 3;
+
 // Tokens the completion path writes first where an operand is due (`<num> 0`), a condition
 // (`( <num> 0 )` after if / while), a call's or a functional cast's parentheses (`( )`), a member
 // (`. x`).

@@ -67,7 +67,7 @@ TEST_CASE("random episodes steered into builtin calls never meet an empty mask",
                            "pow", "ceil_div", "fmaxf", "sqrt", "ceil", "fmin"}) {
     steer.push_back(vocab->id(TokenClass::builtin, name));
   }
-  for (const char* p : {")", "#", ",", "?", ":", "(", "{", "}", "[", "*", "&", "<", "-", "++"}) {
+  for (const char* p : {")", "#", ",", "?", ":", "(", "{", "}", "[", "*", "&", "<", "-", "++", ";", "="}) {
     steer.push_back(vocab->id(TokenClass::punct, p));
   }
   for (const char* d : {"0", "1", ".", "x", "u", "e", "f"}) {

@@ -91,3 +91,15 @@ TEST_CASE("a function's parameters have distinct names", "[env][mask]") {
   CHECK(first_refused(head + "__device__ int f(int a, int b) { return a + b; }\n"
                              "__device__ int g(int a, int g) { return a * g; }\n") == "");
 }
+
+TEST_CASE("a const variable declared in a block takes an initializer", "[env][mask]") {
+  // (NVRTC: "const variable requires an initializer" of `const int v;`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { const int v; }\n") == ";");
+  CHECK(first_refused(head + "__device__ void f() { const float v, w = 1; }\n") == ",");
+  CHECK(first_refused(head + "__device__ void f() { int u; const int v = 0, w; }\n") == ";");
+  CHECK(first_refused(head + "__device__ void f() { for (const int i; ;) {} }\n") == ";");
+  CHECK(first_refused(head + "__device__ int f(const int p) { const int v = 1; const int w{}; "
+                             "const int* q; const int a[2]; return v + w + p + q[0] + a[0]; }\n") ==
+        "");
+}
