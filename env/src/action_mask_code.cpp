@@ -146,7 +146,7 @@ std::uint8_t after_variable(const State& s, int local) {
   // A const variable is read as a const element (no assignment; `.x` of a const float4).
   const bool constant = local_bit(s.consts, local);
   if (s.ctx == ctx_deref) return constant ? ctx_const_element : ctx_operand;
-  if (local_bit(s.pointers, local)) return ctx_pointer;
+  if (local_bit(s.pointers, local)) return s.value_due ? ctx_subscript_due : ctx_pointer;
   return constant ? ctx_const_element : ctx_operand;
 }
 
@@ -440,7 +440,8 @@ std::uint8_t code_opener(const State& s, Cat c) {
     return opens_block(s) ? '{' : s.ctx == ctx_declared ? kInitBrace : kCastBrace;
   }
   if (c == Cat::open_bracket) {
-    return s.ctx == ctx_const_element || (s.ctx == ctx_pointer && s.operand_const)
+    const bool pointer = s.ctx == ctx_pointer || s.ctx == ctx_subscript_due;
+    return s.ctx == ctx_const_element || (pointer && s.operand_const)
                ? kConstSubscript
                : '[';
   }
@@ -708,12 +709,22 @@ bool floating_allowed(const State& s, const TokenInfo& k) {
 }
 
 // An operator after an operand whose type the grammar knows (no cast, `!`, `~` or sizeof before
-// it at its depth): no % << & | ^ of a floating value or a pointer, no * / of a pointer.
+// it at its depth): no % << & | ^ of a floating value or a pointer, no * / < > <= >= of a pointer.
 bool operator_allowed(const State& s, const TokenInfo& k) {
   if (on_line(s) || !after_operand(s.ctx) || s.operand_kind == operand_other) return true;
   if (((s.prefixed >> s.depth) & 1u) != 0) return true;
   const bool pointer = s.operand_kind >= operand_pointer;
-  return !(k.integral_operator || (k.arithmetic_operator && pointer));
+  return !(k.integral_operator || ((k.arithmetic_operator || k.relational) && pointer));
+}
+// After * / % a comparison or a unary `-` a value is due (State::value_due; after `==` / `!=`
+// where the left operand is no pointer).
+bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefix_sign) {
+  if (on_line(s)) return false;
+  if (prefix_sign) return k.cat == Cat::minus;
+  if (!binary) return false;
+  const bool pointer =
+      s.operand_kind >= operand_pointer && ((s.prefixed >> s.depth) & 1u) == 0;
+  return k.arithmetic_operator || k.relational || (k.equality && !pointer);
 }
 // Where an integer operand is due: no floating type word or builtin.
 bool floating_value_allowed(const State& s, const TokenInfo& k) {
@@ -774,6 +785,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
                          k.cat == Cat::comma || k.cat == Cat::semi || k.ternary != 0);
   const bool prefix = !operand_before && k.type_prefix;
   const bool integral_next = (binary || prefix) && k.integral_operator;  // `i % `, `~`
+  const bool value_next = makes_value_due(s, k, binary, unary_sign);
   const std::uint8_t kind_before = s.operand_kind;
   const bool opens_floating =
       (k.cat == Cat::open_bracket && kind_before == operand_floating_pointer) ||
@@ -884,6 +896,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.num_integral = k.cat == Cat::num && s.integral_due;
     s.num_floating = floating_number;
     s.integral_due = integral_next || (s.integral_due && unary_sign);
+    s.value_due = value_next;
   }
 }
 

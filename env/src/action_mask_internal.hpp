@@ -180,6 +180,10 @@ enum Ctx : std::uint8_t {
   // what follows ctx_result but an assignment or ++ / -- (NVRTC: "expression must be a modifiable
   // lvalue" of `int(x) = 1`, `min(a, b)++`); `*reinterpret_cast<T*>(p)` stays assignable.
   ctx_call_result,
+  // A pointer variable where a value is due (after * / % a comparison or a unary `-`: NVRTC
+  // "expression must have arithmetic or unscoped enum type" of `2 * p`, "operand types are
+  // incompatible" of `i < p`): its `[` (or `->`) must come; the completion path writes `[ <num> 0 ]`.
+  ctx_subscript_due,
   kContexts,
 };
 static_assert(kContexts <= 64, "TokenInfo::follows holds a bit per context");
@@ -288,6 +292,8 @@ struct TokenInfo {
   // "arithmetic or unscoped enum type" of `p * 2` with p a pointer); a floating value's start (a
   // floating type word, a builtin of floating result alone: sqrtf, __int2float_rn, ...).
   bool integral_operator = false;
+  bool relational = false;  // < > <= >=: no pointer before them
+  bool equality = false;    // == !=
   bool arithmetic_operator = false;
   bool floating_value = false;
   bool type_prefix = false;  // `!`, `~`, sizeof: the operand they start has their type
@@ -621,6 +627,7 @@ struct ActionMask::State {
   std::uint64_t prefixed = 0;
   bool floating_named = false;
   bool integral_due = false;
+  bool value_due = false;  // the operand due is a value: a pointer variable there is subscripted
   bool num_integral = false;
   // The number under way starts a floating overload's first argument (State::floating_due): it
   // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded
@@ -852,6 +859,7 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_call_args:  // ( <num> 0 )
     case ctx_deref:      // ( <num> 0 )
     case ctx_address:
+    case ctx_subscript_due:  // [ <num> 0 ]
       return 4;
     case ctx_group:  // <num> 0
     case ctx_sizeof:

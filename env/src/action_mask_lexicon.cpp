@@ -304,6 +304,9 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.compares = t.cls == TokenClass::punct && listed(kComparisons, t.text);
   k.integral_operator = t.cls == TokenClass::punct && listed(kIntegralOperators, t.text);
   k.arithmetic_operator = t.cls == TokenClass::punct && listed(kArithmeticOperators, t.text);
+  k.relational = t.cls == TokenClass::punct &&
+                 (t.text == "<" || t.text == ">" || t.text == "<=" || t.text == ">=");
+  k.equality = t.cls == TokenClass::punct && (t.text == "==" || t.text == "!=");
   // Builtins whose result is floating whatever their arguments (not __ldg, __shfl_sync, atomicAdd).
   const bool floating_builtin = t.cls == TokenClass::builtin && listed(kFloatingResults, t.text) &&
                                 t.text.rfind("__ld", 0) != 0 && t.text.rfind("__shfl", 0) != 0 &&
@@ -372,7 +375,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                                      ~bit(ctx_call) & ~bit(ctx_call_args) & ~bit(ctx_member) & ~kCall &
                                      ~bit(ctx_group) & ~bit(ctx_for) & ~bit(ctx_cast_kw) &
                                      ~bit(ctx_cast_type) & ~kDeref & ~bit(ctx_sizeof) &
-                                     ~bit(ctx_extern);
+                                     ~bit(ctx_extern) & ~bit(ctx_subscript_due);
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
@@ -467,7 +470,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     // A subscript of a pointer, an array or an element (of a 2-D array).
     if (w == "[") {
       k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kParen |
-                  kDeclared | bit(ctx_result) | bit(ctx_call_result);
+                  kDeclared | bit(ctx_result) | bit(ctx_call_result) | bit(ctx_subscript_due);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
     // function, nor a call's or a group's value - `int().x`, `(b).x`: NVRTC's "expression must
@@ -475,7 +478,8 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     if (k.cat == Cat::access) {
       k.follows = w == "." ? bit(ctx_operand) | bit(ctx_element) | bit(ctx_const_element) |
                                  bit(ctx_member)
-                           : bit(ctx_pointer) | bit(ctx_result) | bit(ctx_call_result);
+                           : bit(ctx_pointer) | bit(ctx_result) | bit(ctx_call_result) |
+                                 bit(ctx_subscript_due);
     }
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
@@ -646,7 +650,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (info[i].compares) compare_ids.push_back(static_cast<TokenId>(i));
     if (info[i].specifier != 0) specifier_ids.push_back(static_cast<TokenId>(i));
     if (info[i].role == role_ptr) pointer_ids.push_back(static_cast<TokenId>(i));
-    if (info[i].integral_operator || info[i].arithmetic_operator) {
+    if (info[i].integral_operator || info[i].arithmetic_operator || info[i].relational) {
       operator_ids.push_back(static_cast<TokenId>(i));
     }
     if (info[i].floating_value) floating_value_ids.push_back(static_cast<TokenId>(i));

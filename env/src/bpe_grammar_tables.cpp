@@ -178,7 +178,7 @@ std::uint64_t digest(const State& s) {
   f.add(s.floating_call), f.add(s.floating_due), f.add(s.floating_args), f.add(s.specifiers);
   f.add(s.void_named), f.add(s.void_call), f.add(s.reference), f.add(s.starred);
   f.add(s.operand_kind), f.add(s.floating_closers), f.add(s.prefixed), f.add(s.floating_named);
-  f.add(s.integral_due), f.add(s.num_integral), f.add(s.num_floating);
+  f.add(s.integral_due), f.add(s.num_integral), f.add(s.num_floating), f.add(s.value_due);
   f.add(s.args), f.add(s.callee_max), f.add(s.callee_least);
   f.add(s.value_calls), f.add(s.builtin_named), f.add(s.value_result);
   return f.h;

@@ -824,6 +824,19 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3;\n"
                         "  value_t* p = y + 1;\n  p[0] = p[1] * 2;\n") == -1);
   }
+  SECTION("no pointer where a value is due, no < > <= >= after one") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `2 * x`, `-x`; "operand
+    // types are incompatible" of `1 < row_ptr`, `row_ptr < 1`, `M == col_idx`.)
+    CHECK(first_refused(kHead, "  y[0] = 2 * x;") == 14);
+    CHECK(first_refused(kHead, "  int i = 1 < row_ptr;") == 21);
+    CHECK(first_refused(kHead, "  int i = row_ptr < 1;") == 19);  // `<:` is `[`
+    CHECK(first_refused(kHead, "  y[0] = -x;") == 11);
+    CHECK(first_refused(kHead, "  int i = M == col_idx;") == 22);
+    CHECK(first_refused(kHead,
+                        "  y[0] = 2 * x[0] + val[1] / x[2] - -x[0];\n  int i = row_ptr[1] < col_idx[0];"
+                        "\n  bool b = x == y;\n  const value_t* p = x + 1;\n  int d = y - x;\n"
+                        "  if (x != y && i < M) y[0] = M * *x;\n") == -1);
+  }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
     // "shift count is negative" of `>> -1`.)
