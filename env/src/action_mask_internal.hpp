@@ -293,6 +293,7 @@ struct TokenInfo {
   // floating type word, a builtin of floating result alone: sqrtf, __int2float_rn, ...).
   bool integral_operator = false;
   bool relational = false;  // < > <= >=: no pointer before them
+  bool is_return = false;   // return
   bool equality = false;    // == !=
   bool arithmetic_operator = false;
   bool floating_value = false;
@@ -625,9 +626,17 @@ struct ActionMask::State {
   bool builtin_named = false;
   bool value_result = false;
   std::uint64_t prefixed = 0;
+  // Per depth, the prefix of the operand under way is a cast to a floating type, to a pointer
+  // (NVRTC: "integral or unscoped enum type" of `(double)i % 2`); the last type word's TypeCat.
+  std::uint64_t floating_casts = 0, pointer_casts = 0;
+  std::uint8_t last_type = 0;
   bool floating_named = false;
   bool integral_due = false;
   bool value_due = false;  // the operand due is a value: a pointer variable there is subscripted
+  // The function under way returns void (a kernel, a `__device__ void` one); its `return` was just
+  // read: `;` alone follows (NVRTC: "return value type does not match the function type").
+  bool void_function = false;
+  bool void_return = false;
   bool num_integral = false;
   // The number under way starts a floating overload's first argument (State::floating_due): it
   // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded
@@ -702,8 +711,10 @@ std::span<const Rule> file_rules();         // by Top (code at file scope)
 // The tokens that finish the file-scope declaration under way, or -1 (action_mask_file_scope.cpp).
 int file_close(const State& s);
 
-// The code-token rules' Check bits for a token in a row (action_mask_code.cpp).
+// The code-token rules' Check bits for a token in a row (action_mask_code.cpp), and a preprocessor
+// line body's part of them (action_mask_lines.cpp).
 std::uint8_t code_checks(const TokenInfo& k, int row);
+std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx);
 
 // The automaton as a whole: may the token come next (the budget aside), and taking it.
 bool token_allowed(const Tables& t, const State& s, const TokenInfo& k);

@@ -3,7 +3,8 @@
 // kMaxNumberChars characters), then the line it stands on - a preprocessor line (kLineRules:
 // #define NAME[(params)] body, #undef, #if / #ifdef / #ifndef / #elif / #else / #endif nested,
 // #pragma unroll [N] | nounroll, each ended by <eol>) or, in code, the kernel declaration
-// automaton (action_mask_declaration.cpp). What these rules pass on, the code-token rules judge.
+// automaton (action_mask_declaration.cpp). What these rules pass on, the code-token rules judge (a
+// line body's part of their checks, line_role_checks, is here too).
 #include "action_mask_internal.hpp"
 
 namespace sparserl::env::detail {
@@ -328,6 +329,59 @@ constexpr Rule kLineRules[] = {
 
 std::span<const Rule> number_rules() { return kNumberRules; }
 std::span<const Rule> line_rules() { return kLineRules; }
+
+// A preprocessor line body's part of a token's checks (an expression: see LineCtx): where an
+// operand is due what may start one (no type, cast or statement keyword; `defined` on #if lines),
+// after an operand what may follow one (`(` only after a name or a builtin function) and <eol>.
+std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
+  if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
+  if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
+  if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
+  const bool defined = line_ctx == line_defined || line_ctx == line_defined_paren ||
+                       line_ctx == line_defined_close;
+  if (k.cat == Cat::eol) {
+    const bool due = line_ctx == line_due || line_ctx == line_if_due ||
+                     line_ctx == line_if_divisor || line_ctx == line_if_shift;
+    return due || defined ? kRefused : 0;
+  }
+  // A divisor on an #if line (NVRTC: "division by zero" of `/ EMPTY_ROWS`, `/ warpSize`, `% 0`).
+  if (line_ctx == line_if_shift) return k.cat == Cat::num ? 0 : kRefused;
+  if (line_ctx == line_if_divisor) {
+    if (k.cat == Cat::num) return 0;
+    if (k.cat == Cat::local) return kCheckLocal;
+    return k.cat == Cat::constant && k.least == 1 ? kCheckFormat : kRefused;
+  }
+  // `defined NAME` or `defined ( NAME )` (NVRTC: `expected a ")"` after `defined(M %`).
+  if (line_ctx == line_defined_close) return k.cat == Cat::close_paren ? 0 : kRefused;
+  if (defined) {
+    const bool name = k.cat == Cat::local || k.cat == Cat::constant;
+    return name || (k.cat == Cat::open_paren && line_ctx == line_defined) ? 0 : kRefused;
+  }
+  if (line_ctx == line_if_due || line_ctx == line_if_operand) {
+    if (k.cat == Cat::keyword && !k.pp_operator) return kRefused;  // (nullptr, true, ...)
+    const bool refused = k.role == role_function || k.role == role_vector ||
+                         k.role == role_incdec || k.cat == Cat::access || k.cat == Cat::comma ||
+                         (k.role == role_ptr && line_ctx == line_if_due) ||
+                         k.cat == Cat::open_bracket || k.cat == Cat::close_bracket ||
+                         (k.role == role_operator && k.assigns);
+    if (refused) return kRefused;
+    if (k.pp_operator) return line_ctx == line_if_due ? 0 : kRefused;
+    return line_role_checks(k, line_ctx == line_if_due ? line_due : line_operand);
+  }
+  if (k.pp_operator) return kRefused;  // `defined` on #if lines alone
+  switch (line_ctx) {
+    case line_due:
+    case line_start: {
+      const bool closer = k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
+      return !closer && (k.pp_operator || ((k.follows >> ctx_operand_due) & 1u) != 0) ? 0
+                                                                                     : kRefused;
+    }
+    case line_operand:
+      return ((k.follows >> ctx_operand) & 1u) != 0 ? 0 : kRefused;
+    default:
+      return ((k.follows >> ctx_callable) & 1u) != 0 ? 0 : kRefused;
+  }
+}
 
 bool num_accepting(Num n) { return ((kAcceptingNumbers >> static_cast<unsigned>(n)) & 1u) != 0; }
 bool number_complete(const State& s) {

@@ -817,11 +817,18 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  int i = 0; i = i & value_t(1);") == 21);
     CHECK(first_refused(kHead, "  int i = ~x[0];") == 11);
     CHECK(first_refused(kHead, "  int i = x * 2;") == 12);
+    CHECK(first_refused(kHead, "  int i = 0; i = (1.5 + i) % 2;") == 27);  // a floating group
+    CHECK(first_refused(kHead, "  int i = (x[0]) << 1;") == 18);
+    CHECK(first_refused(kHead, "  int i = (double)M % 2;") == 20);   // a floating cast's value
+    CHECK(first_refused(kHead, "  int i = (float*)y << 1;") == 21);  // a pointer cast's (`<:`)
+    CHECK(first_refused(kHead, "  int i = 5 % (double)M;") == 21);   // an integer due (double4)
+    CHECK(first_refused(kHead, "  int i = 5 % (sin(1.));") == 17);
+    CHECK(first_refused(kHead, "  return 1;") == 9);  // a kernel returns void
     CHECK(first_refused(kHead, "  int i = row_ptr / 2;") == 18);
     CHECK(first_refused(kHead,
                         "  int i = 1 % 2 << 3 & ~4;\n"
                         "  i = (int)x[0] % 2 + !x[1] % 2 + (int)(1.5f) % 2 + x[i] * 2 + i++ % 2;\n"
-                        "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3;\n"
+                        "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3 + 5 % (i + 1);\n"
                         "  value_t* p = y + 1;\n  p[0] = p[1] * 2;\n") == -1);
   }
   SECTION("no pointer where a value is due, no < > <= >= after one") {
