@@ -287,6 +287,10 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // `expected a ")"`, "explicit type is missing").
   const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
+  // No variable of type void in a function (NVRTC: "incomplete type is not allowed" of `void v;`);
+  // a device function's result may be void (at file scope).
+  const bool run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
+  if (run && s.void_type && in_function(s) && !is_macro(s, k.local)) return false;
   // Where a name is declared, no template parameter of the declaration under way.
   if (new_local_allowed(s) && local_bit(s.template_names, k.local)) return false;
   // An operand of % << & ... or ~: no floating variable, no pointer.
@@ -885,6 +889,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.floating_casts &= s.prefixed;
     s.pointer_casts &= s.prefixed;
     if (k.role == role_type) s.last_type = k.type_cat;
+    if (k.role == role_type) s.void_type = k.word == w_void;
     s.floating_named = k.floating_value;
     take_call_step(s, k, call);
     s.num_integral = k.cat == Cat::num && s.integral_due;

@@ -637,6 +637,7 @@ struct ActionMask::State {
   // read: `;` alone follows (NVRTC: "return value type does not match the function type").
   bool void_function = false;
   bool void_return = false;
+  bool void_type = false;  // the last type word was void (no variable of it: "incomplete type")
   bool num_integral = false;
   // The number under way starts a floating overload's first argument (State::floating_due): it
   // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded

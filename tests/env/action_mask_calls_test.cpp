@@ -77,7 +77,7 @@ TEST_CASE("random episodes steered into builtin calls never meet an empty mask",
   }
   for (const char* w : {"const", "__shared__", "define", "if", "endif", "return", "sizeof",
                         "static_cast", "else", "elif", "int", "float", "for", "while", "extern",
-                        "double", "return"}) {
+                        "double", "return", "void"}) {
     steer.push_back(vocab->id(TokenClass::keyword, w));
   }
   const int budgets[] = {kMinSyntaxTokens, kMinSyntaxTokens + 3, 60, 90, 140, 260};

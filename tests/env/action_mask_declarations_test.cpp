@@ -117,3 +117,11 @@ TEST_CASE("a void function's return takes no value", "[env][mask]") {
                              "\n__device__ void h() { return; }\n" +
                       kernel + " if (M) return;\n#if 1\n return\n#endif\n ; }\n") == "");
 }
+
+TEST_CASE("no variable of type void", "[env][mask]") {
+  // (NVRTC: "incomplete type is not allowed" of `void v;`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { void v; }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f() { const void v; }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f() { void* q = 0; const void* r = q; }\n") == "");
+}
