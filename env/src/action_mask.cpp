@@ -189,10 +189,12 @@ void ActionMask::fill(std::span<std::uint8_t> mask) const {
       if (remaining_after < 0) mask[i] = 0;
       continue;
     }
-    // A launch name adds a declaration to the completion unless the kernel is launched already:
-    // locals differ there, so each is tried.
+    // A launch name adds a declaration to the completion unless the kernel is launched already,
+    // a local declared const its initializer unless it is a macro: locals differ there, so each
+    // is tried.
     int own = -1;
-    int& m = s.phase == Phase::launch_name ? own : cache[static_cast<std::size_t>(k.effect)];
+    const bool each = s.phase == Phase::launch_name || k.cat == Cat::local;
+    int& m = each ? own : cache[static_cast<std::size_t>(k.effect)];
     if (m < 0) {
       State after = s;
       take_token(t, after, k);

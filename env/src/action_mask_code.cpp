@@ -146,7 +146,7 @@ std::uint8_t after_variable(const State& s, int local) {
   // A const variable is read as a const element (no assignment; `.x` of a const float4).
   const bool constant = local_bit(s.consts, local);
   if (s.ctx == ctx_deref) return constant ? ctx_const_element : ctx_operand;
-  if (local_bit(s.pointers, local)) return ctx_pointer;
+  if (local_bit(s.pointers, local)) return s.value_due ? ctx_subscript_due : ctx_pointer;
   return constant ? ctx_const_element : ctx_operand;
 }
 
@@ -287,6 +287,10 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // `expected a ")"`, "explicit type is missing").
   const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
+  // No variable of type void in a function (NVRTC: "incomplete type is not allowed" of `void v;`);
+  // a device function's result may be void (at file scope).
+  const bool run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
+  if (run && s.void_type && in_function(s) && !is_macro(s, k.local)) return false;
   // Where a name is declared, no template parameter of the declaration under way.
   if (new_local_allowed(s) && local_bit(s.template_names, k.local)) return false;
   // An operand of % << & ... or ~: no floating variable, no pointer.
@@ -346,6 +350,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
     return k.ternary == 2 ? top == kTernary : closer_for(top) == close_char(k.cat);
   }
   const std::uint8_t open = innermost(s);
+  if ((k.cat == Cat::semi || k.cat == Cat::comma) && const_uninitialized(s)) return false;
   // No bracket open before the innermost #if closes inside its group.
   const bool pops = k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
                     k.cat == Cat::close_brace || k.ternary == 2 ||
@@ -354,9 +359,15 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   if (k.ternary == 2) return open == kTernary;  // `:` closes a `?`, no other
   if (k.cat == Cat::semi) return at_statement(s) || open == kForParen || open == kForParen + 1;
   // A cast's angle holds one type; a `?` takes its `:` first.
-  // A call's arguments: no `,` past its last.
+  // A call's arguments: no `,` past its last, no `)` before it.
   const std::uint8_t args = s.depth > 0 ? s.args[s.depth - 1u] : 0;
-  if (k.cat == Cat::comma && open == kCallParen && args == 0) return false;
+  if (k.cat == Cat::comma && open == kCallParen && call_room(args) == 0) return false;
+  if (k.cat == Cat::close_paren && open == kCallParen && call_need(args) != 0) return false;
+  // Where no operand, type or declarator ends (after a qualifier, `(`, ...) `,` only as the
+  // completion path writes it, before a builtin's last argument (`max(v const`: `, <num> 0)`).
+  const bool unended = s.ctx == ctx_start || s.ctx == ctx_qual || s.ctx == ctx_expr ||
+                       s.ctx == ctx_args;
+  if (k.cat == Cat::comma && unended) return open == kCallParen && call_need(args) != 0;
   if (k.cat == Cat::comma) return open != kCastAngle && open != kTernary && !in_type_id(s);
   // `>`: a cast's closes its angle after a type (`const` may end it); elsewhere no qualifier
   // comes before it.
@@ -433,7 +444,8 @@ std::uint8_t code_opener(const State& s, Cat c) {
     return opens_block(s) ? '{' : s.ctx == ctx_declared ? kInitBrace : kCastBrace;
   }
   if (c == Cat::open_bracket) {
-    return s.ctx == ctx_const_element || (s.ctx == ctx_pointer && s.operand_const)
+    const bool pointer = s.ctx == ctx_pointer || s.ctx == ctx_subscript_due;
+    return s.ctx == ctx_const_element || (pointer && s.operand_const)
                ? kConstSubscript
                : '[';
   }
@@ -603,59 +615,6 @@ bool new_local_allowed(const State& s) {
          (at_statement(s) || open == kForParen || open == kParamParen);
 }
 
-// A preprocessor line body's part of a token's checks (an expression: see LineCtx): where an
-// operand is due what may start one (no type, cast or statement keyword; `defined` on #if lines),
-// after an operand what may follow one (`(` only after a name or a builtin function) and <eol>.
-std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
-  if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
-  if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
-  if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
-  const bool defined = line_ctx == line_defined || line_ctx == line_defined_paren ||
-                       line_ctx == line_defined_close;
-  if (k.cat == Cat::eol) {
-    const bool due = line_ctx == line_due || line_ctx == line_if_due ||
-                     line_ctx == line_if_divisor || line_ctx == line_if_shift;
-    return due || defined ? kRefused : 0;
-  }
-  // A divisor on an #if line (NVRTC: "division by zero" of `/ EMPTY_ROWS`, `/ warpSize`, `% 0`).
-  if (line_ctx == line_if_shift) return k.cat == Cat::num ? 0 : kRefused;
-  if (line_ctx == line_if_divisor) {
-    if (k.cat == Cat::num) return 0;
-    if (k.cat == Cat::local) return kCheckLocal;
-    return k.cat == Cat::constant && k.least == 1 ? kCheckFormat : kRefused;
-  }
-  // `defined NAME` or `defined ( NAME )` (NVRTC: `expected a ")"` after `defined(M %`).
-  if (line_ctx == line_defined_close) return k.cat == Cat::close_paren ? 0 : kRefused;
-  if (defined) {
-    const bool name = k.cat == Cat::local || k.cat == Cat::constant;
-    return name || (k.cat == Cat::open_paren && line_ctx == line_defined) ? 0 : kRefused;
-  }
-  if (line_ctx == line_if_due || line_ctx == line_if_operand) {
-    if (k.cat == Cat::keyword && !k.pp_operator) return kRefused;  // (nullptr, true, ...)
-    const bool refused = k.role == role_function || k.role == role_vector ||
-                         k.role == role_incdec || k.cat == Cat::access || k.cat == Cat::comma ||
-                         (k.role == role_ptr && line_ctx == line_if_due) ||
-                         k.cat == Cat::open_bracket || k.cat == Cat::close_bracket ||
-                         (k.role == role_operator && k.assigns);
-    if (refused) return kRefused;
-    if (k.pp_operator) return line_ctx == line_if_due ? 0 : kRefused;
-    return line_role_checks(k, line_ctx == line_if_due ? line_due : line_operand);
-  }
-  if (k.pp_operator) return kRefused;  // `defined` on #if lines alone
-  switch (line_ctx) {
-    case line_due:
-    case line_start: {
-      const bool closer = k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
-      return !closer && (k.pp_operator || ((k.follows >> ctx_operand_due) & 1u) != 0) ? 0
-                                                                                     : kRefused;
-    }
-    case line_operand:
-      return ((k.follows >> ctx_operand) & 1u) != 0 ? 0 : kRefused;
-    default:
-      return ((k.follows >> ctx_callable) & 1u) != 0 ? 0 : kRefused;
-  }
-}
-
 std::uint8_t code_checks(const TokenInfo& k, int row) {
   const CodeRule* rule = code_rule(k.cat);
   const bool line = row >= kLineRow;
@@ -700,13 +659,31 @@ bool floating_allowed(const State& s, const TokenInfo& k) {
   return !k.compares || !in_floating_argument(s) || (k.role == role_lt && s.ctx == ctx_cast_kw);
 }
 
-// An operator after an operand whose type the grammar knows (no cast, `!`, `~` or sizeof before
-// it at its depth): no % << & | ^ of a floating value or a pointer, no * / of a pointer.
+// An operator after an operand whose type the grammar knows (no `!`, `~`, sizeof or cast to an
+// integer before it at its depth): no % << & | ^ of a floating value or a pointer, no * / < > <=
+// >= of a pointer.
+// The kind of the operand just read, a cast before it deciding (other where another prefix does).
+std::uint8_t operand_type(const State& s) {
+  if (((s.prefixed >> s.depth) & 1u) == 0) return s.operand_kind;
+  if (((s.floating_casts >> s.depth) & 1u) != 0) return operand_floating;
+  return ((s.pointer_casts >> s.depth) & 1u) != 0 ? operand_pointer : operand_other;
+}
 bool operator_allowed(const State& s, const TokenInfo& k) {
-  if (on_line(s) || !after_operand(s.ctx) || s.operand_kind == operand_other) return true;
-  if (((s.prefixed >> s.depth) & 1u) != 0) return true;
-  const bool pointer = s.operand_kind >= operand_pointer;
-  return !(k.integral_operator || (k.arithmetic_operator && pointer));
+  if (on_line(s) || !after_operand(s.ctx)) return true;
+  const std::uint8_t kind = operand_type(s);
+  if (kind == operand_other) return true;
+  const bool pointer = kind >= operand_pointer;
+  return !(k.integral_operator || ((k.arithmetic_operator || k.relational) && pointer));
+}
+// After * / % a comparison or a unary `-` a value is due (State::value_due; after `==` / `!=`
+// where the left operand is no pointer).
+bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefix_sign) {
+  if (on_line(s)) return false;
+  if (prefix_sign) return k.cat == Cat::minus;
+  if (!binary) return false;
+  const bool pointer =
+      s.operand_kind >= operand_pointer && ((s.prefixed >> s.depth) & 1u) == 0;
+  return k.arithmetic_operator || k.relational || (k.equality && !pointer);
 }
 // Where an integer operand is due: no floating type word or builtin.
 bool floating_value_allowed(const State& s, const TokenInfo& k) {
@@ -716,7 +693,13 @@ bool floating_value_allowed(const State& s, const TokenInfo& k) {
 // After a type's `&` no `*` or `&` (no pointer or reference to a reference).
 bool reference_ends(const State& s) { return s.reference && s.ctx == ctx_ptr && !on_line(s); }
 
+// After a void function's `return`: `;` (or a preprocessor line).
+bool void_return_refuses(const State& s, const TokenInfo& k) {
+  return s.void_return && !on_line(s) && k.cat != Cat::semi && k.cat != Cat::hash;
+}
+
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
+  if (void_return_refuses(s, k)) return false;
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
   if (k.file_only && in_function(s)) return false;
   if (k.jump && !in_loop(s)) return false;
@@ -734,6 +717,51 @@ void take_code_word(State& s, const TokenInfo& k) {
   (rule != nullptr ? rule->take : take_other)(s, k);
 }
 
+namespace {
+
+// A call's arguments at a token, before the state moves: a call's `(` (a builtin's arguments as
+// named - State::args - a functional cast's one; others unknown), a `,` between them.
+struct CallStep {
+  bool open = false;
+  std::uint8_t args = kArgsUnknown;
+  bool comma = false;
+};
+CallStep call_step(const State& s, const TokenInfo& k) {
+  CallStep c;
+  c.open = k.cat == Cat::open_paren &&
+           (s.ctx == ctx_call || s.ctx == ctx_call_args || s.ctx == ctx_cast_call);
+  if (s.ctx == ctx_cast_call || s.callee_max == 0) {
+    c.args = 0;
+  } else if (s.callee_max != kArgsUnknown) {
+    const int need = s.callee_least > 1 ? s.callee_least - 1 : 0;
+    c.args = static_cast<std::uint8_t>((s.callee_max - 1) | (need << 4));
+  }
+  c.comma = k.cat == Cat::comma && innermost(s) == kCallParen;
+  return c;
+}
+// ... and after it moved.
+void take_call_step(State& s, const TokenInfo& k, const CallStep& c) {
+  if (c.open && innermost(s) == kCallParen) {
+    s.args[s.depth - 1u] = c.args;
+  } else if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+             k.ternary == 1) {
+    if (s.depth > 0) s.args[s.depth - 1u] = kArgsUnknown;  // no count (not a builtin's call)
+  }
+  if (c.comma) {
+    std::uint8_t& args = s.args[s.depth - 1u];
+    const std::uint8_t room = call_room(args), need = call_need(args);
+    if (room != kArgsUnknown) {
+      args = static_cast<std::uint8_t>((room - 1) | ((need > 0 ? need - 1 : 0) << 4));
+    }
+  }
+  // A builtin of no argument: its `)` next (ctx_initialized takes `)`; `,` has no room).
+  if (c.open && s.callee_max == 0) s.ctx = ctx_initialized;
+  s.callee_max = k.role == role_function ? k.max_args : kArgsUnknown;
+  s.callee_least = k.role == role_function ? k.min_args : 0;
+}
+
+}  // namespace
+
 // A code token outside a preprocessor line: scopes, brackets and locals, the kernel declaration,
 // the declarator, the type-word context.
 void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
@@ -746,10 +774,13 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool cast_open = k.role == role_lt && s.ctx == ctx_cast_kw && s.top != Top::tmpl;
   const bool cast_closed = k.word == w_angle_close && innermost(s) == kCastAngle;
   const Taken taken{declares, macro, cast_closed, innermost(s)};
-  // A floating overload's `(`, its first argument's unary operators (which keep it due).
+  // A floating overload's `(`, its first argument's unary operators and parentheses (which keep
+  // it due: `sqrt((M))` is `sqrt(M)`); a number there must be floating.
   const bool floating_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.floating_call;
   const bool unary = s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus ||
-                                        k.cat == Cat::star || k.role == role_incdec);
+                                        k.cat == Cat::star || k.role == role_incdec ||
+                                        k.cat == Cat::open_paren);
+  const bool floating_number = k.cat == Cat::num && s.floating_due;
   const bool floating_comma = k.cat == Cat::comma && in_floating_argument(s);
   // A call of no result: its `(`, its `)`.
   const bool void_open =
@@ -764,26 +795,26 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
                          k.cat == Cat::comma || k.cat == Cat::semi || k.ternary != 0);
   const bool prefix = !operand_before && k.type_prefix;
   const bool integral_next = (binary || prefix) && k.integral_operator;  // `i % `, `~`
+  const bool value_next = makes_value_due(s, k, binary, unary_sign);
   const std::uint8_t kind_before = s.operand_kind;
   const bool opens_floating =
       (k.cat == Cat::open_bracket && kind_before == operand_floating_pointer) ||
       ((k.cat == Cat::open_paren || k.cat == Cat::open_brace) && s.floating_named &&
        (s.ctx == ctx_cast_call || s.ctx == ctx_call || s.ctx == ctx_call_args));
   const bool cast_ends = k.cat == Cat::close_paren && innermost(s) == kCastParen;
-  // A call's `(`: a builtin's arguments as named (a functional cast takes one; others unknown).
-  const bool call_open = k.cat == Cat::open_paren &&
-                         (s.ctx == ctx_call || s.ctx == ctx_call_args || s.ctx == ctx_cast_call);
-  std::uint8_t call_args = kArgsUnknown;
-  if (s.ctx == ctx_cast_call || s.callee_max == 0) {
-    call_args = 0;
-  } else if (s.callee_max != kArgsUnknown) {
-    call_args = static_cast<std::uint8_t>(s.callee_max - 1);
-  }
-  const bool call_comma = k.cat == Cat::comma && innermost(s) == kCallParen;
+  const bool pointer_cast = cast_ends && s.ctx == ctx_ptr && !s.reference;
+  const bool floating_cast = cast_ends && s.ctx != ctx_ptr && s.last_type == type_floating;
+  const CallStep call = call_step(s, k);
   const bool value_call = k.cat == Cat::open_paren &&
                           (s.ctx == ctx_cast_call ||
                            (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
   const bool deref = s.ctx == ctx_deref;
+  // A floating operand directly in a group makes the group's value floating (NVRTC: "expression
+  // must have integral or unscoped enum type" of `(1.5 + i) % 2`, `(x[0]) << 1`).
+  if (s.pp == Pp::none && kind_before == operand_floating && after_operand(s.ctx) &&
+      innermost(s) == '(') {
+    s.floating_closers |= std::uint64_t{1} << (s.depth - 1u);
+  }
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
     // (A reference to a value is none: `int& c` names an int.)
@@ -851,20 +882,23 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (opens) s.prefixed &= ~level;
     if (binary || k.ternary != 0) s.prefixed &= ~level;
     if (prefix || cast_ends) s.prefixed |= level;
-    s.floating_named = k.floating_value;
-    // Call arguments.
-    if (call_open && innermost(s) == kCallParen) {
-      s.args[s.depth - 1u] = call_args;
-    } else if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
-               k.ternary == 1) {
-      if (s.depth > 0) s.args[s.depth - 1u] = kArgsUnknown;  // no count (not a builtin's call)
+    if (prefix || cast_ends) {
+      s.floating_casts = floating_cast ? s.floating_casts | level : s.floating_casts & ~level;
+      s.pointer_casts = pointer_cast ? s.pointer_casts | level : s.pointer_casts & ~level;
     }
-    if (call_comma && s.args[s.depth - 1u] != kArgsUnknown) --s.args[s.depth - 1u];
-    // A builtin of no argument: its `)` next (ctx_initialized takes `)`; `,` has no room).
-    if (call_open && s.callee_max == 0) s.ctx = ctx_initialized;
-    s.callee_max = k.role == role_function ? k.max_args : kArgsUnknown;
+    s.floating_casts &= s.prefixed;
+    s.pointer_casts &= s.prefixed;
+    if (k.role == role_type) s.last_type = k.type_cat;
+    if (k.role == role_type) s.void_type = k.word == w_void;
+    s.floating_named = k.floating_value;
+    take_call_step(s, k, call);
     s.num_integral = k.cat == Cat::num && s.integral_due;
-    s.integral_due = integral_next || (s.integral_due && unary_sign);
+    s.num_floating = floating_number;
+    // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`.)
+    s.integral_due = integral_next || (s.integral_due && (unary_sign || k.cat == Cat::open_paren));
+    s.value_due = value_next;
+    // (A `return` where no statement stands - a for statement's clause - is no return statement.)
+    s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
 }
 
@@ -887,7 +921,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (reference_ends(s)) {
     for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
-  if (after_operand(s.ctx) && s.operand_kind != operand_other) {
+  if (after_operand(s.ctx) && operand_type(s) != operand_other) {
     for (TokenId id : t.operator_ids) {
       if (!operator_allowed(s, t.info[static_cast<std::size_t>(id)])) {
         mask[static_cast<std::size_t>(id)] = 0;
@@ -919,6 +953,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     const TokenId id = t.local_ids[static_cast<std::size_t>(i)];
     const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
     mask[static_cast<std::size_t>(id)] = passes(k.checks[row], t, s, k) ? 1 : 0;
+  }
+  if (s.void_return && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && void_return_refuses(s, t.info[i])) mask[i] = 0;
+    }
   }
 }
 

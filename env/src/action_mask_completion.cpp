@@ -49,6 +49,8 @@ int statement_closers(const State& s) {
     if (open == kCastAngle) m += kCastOperand;
     if (open == kCastParen) m += 2;  // the cast's operand: <num> 0
     if (open == kTernary) m += 2;    // after its `:` an operand: <num> 0
+    // A builtin's call before its last argument: `, <num> 0` each missing.
+    if (open == kCallParen) m += kMissingArgument * call_need(s.args[static_cast<std::size_t>(i)]);
     block = block || open == '{';
   }
   // A cast's angle without its type yet: `int` before the `>`.
@@ -65,7 +67,7 @@ int statement_closers(const State& s) {
 // then <eos>.
 int code_completion(const Tables& t, const State& s) {
   int m = 1 + pending_kernels(s) * t.declaration_tokens[s.format];  // declarations, <eos>
-  if (s.num != Num::off && !num_accepting(s.num)) m += 1;
+  m += number_close(s);
   const bool access = s.last == Last::access;
   int end = 0;
   int open_ifs = s.if_depth;
@@ -95,6 +97,13 @@ int code_completion(const Tables& t, const State& s) {
     end = s.depth > 0 ? (s.stack[0] == '{' ? 0 : 1) : (ends_well ? 0 : 1);
   }
   m += s.depth + due_tokens(s.ctx) + statement_closers(s);
+  if (const_uninitialized(s)) m += kConstInitializer;  // = <num> 0
+  // A builtin just named: its arguments past the first (due_tokens counts one).
+  if (s.ctx == ctx_call_args && s.callee_least > 1) m += kMissingArgument * (s.callee_least - 1);
+  // The number due where a floating overload's first argument starts is floating: `0 .`.
+  if ((s.ctx == ctx_call_args && s.floating_call) || (s.floating_due && due_tokens(s.ctx) > 0)) {
+    m += 1;
+  }
   // What finishes a file-scope declaration under way, then `# endif <eol>` each (the last leaves
   // a line end).
   const int file = file_close(s);
@@ -126,7 +135,7 @@ int declaration_completion(const Tables& t, const State& s) {
       to_brace = 3 + 1 + list;  // <num> 1 ) NAME
       break;
     case Decl::bounds:
-      to_brace = (s.num != Num::off && !num_accepting(s.num) ? 1 : 0) + s.depth +
+      to_brace = number_close(s) + s.depth +
                  due_tokens(s.ctx) + 1 + list;
       break;
     case Decl::params:

@@ -26,6 +26,7 @@ void take_linkage(const Tables& t, State& s, const TokenInfo& k) {
   if (k.word != w_linkage) return begin_or_leave(t, s, k);
   s.decl = Decl::linkage;
   s.bounds_used = false;
+  s.void_function = true;  // a kernel
 }
 
 template <std::uint8_t kWord>

@@ -38,6 +38,7 @@ Verdict declaration_start(const Tables&, const State& s, const TokenInfo& k) {
 void start_declaration(const Tables&, State& s, const TokenInfo& k) {
   s.top = k.word == w_extern ? Top::external : k.word == w_device ? Top::device : Top::tmpl;
   s.template_names = {};  // the last template's parameters leave scope
+  s.void_function = false;
 }
 
 // A device function's result type: a function's qualifiers (no extern, typedef, __shared__ ...)
@@ -48,6 +49,10 @@ Verdict result_word(const Tables&, const State&, const TokenInfo& k) {
 }
 Verdict result_pointer(const Tables&, const State& s, const TokenInfo& k) {
   return k.role == role_ptr && typed(s) ? Verdict::pass : Verdict::refuse;
+}
+// Whether the result is void (`void`, not `void*`): its `return` takes no value.
+void result_type(const Tables&, State& s, const TokenInfo& k) {
+  if (k.role == role_type || k.role == role_ptr) s.void_function = k.word == w_void;
 }
 Verdict function_name(const Tables&, const State& s, const TokenInfo& k) {
   const bool names =
@@ -119,8 +124,8 @@ constexpr Rule kFileRules[] = {
     {on(Top::start), cats(Cat::hash, Cat::semi, Cat::eos), pass, stays},
     {on(Top::start), cats(Cat::keyword), declaration_start, start_declaration},
     {on(Top::external), cats(Cat::literal), pass, goes_on<Top::body>},  // "C", as Decl judges it
-    {on(Top::device), cats(Cat::keyword, Cat::constant), result_word, stays},  // value_t too
-    {on(Top::device), cats(Cat::star, Cat::punct_other), result_pointer, stays},
+    {on(Top::device), cats(Cat::keyword, Cat::constant), result_word, result_type},  // value_t too
+    {on(Top::device), cats(Cat::star, Cat::punct_other), result_pointer, result_type},
     {on(Top::device), cats(Cat::local), function_name, goes_on<Top::named>},
     {on(Top::named), cats(Cat::open_paren), pass, goes_on<Top::params_open>},
     {on(Top::params_open, Top::params), kAnyCat, parameter, in_parameters},

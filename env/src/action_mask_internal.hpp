@@ -180,6 +180,10 @@ enum Ctx : std::uint8_t {
   // what follows ctx_result but an assignment or ++ / -- (NVRTC: "expression must be a modifiable
   // lvalue" of `int(x) = 1`, `min(a, b)++`); `*reinterpret_cast<T*>(p)` stays assignable.
   ctx_call_result,
+  // A pointer variable where a value is due (after * / % a comparison or a unary `-`: NVRTC
+  // "expression must have arithmetic or unscoped enum type" of `2 * p`, "operand types are
+  // incompatible" of `i < p`): its `[` (or `->`) must come; the completion path writes `[ <num> 0 ]`.
+  ctx_subscript_due,
   kContexts,
 };
 static_assert(kContexts <= 64, "TokenInfo::follows holds a bit per context");
@@ -232,6 +236,13 @@ enum Check : std::uint8_t {
 
 // A call's arguments whose count the grammar does not know (TokenInfo::max_args).
 constexpr std::uint8_t kArgsUnknown = 15;
+// State::args packs per open call the `,` its arguments may still take (the low 4 bits; kArgsUnknown:
+// any number) and the `,` they still need before its `)` (the high 4 bits).
+constexpr std::uint8_t kArgsRoom = 0x0F;
+inline std::uint8_t call_room(std::uint8_t args) { return args & kArgsRoom; }
+inline std::uint8_t call_need(std::uint8_t args) { return static_cast<std::uint8_t>(args >> 4); }
+// The completion path's tokens for a missing argument: `, <num> 0`.
+constexpr int kMissingArgument = 3;
 
 struct TokenInfo {
   Cat cat = Cat::punct_other;
@@ -256,6 +267,10 @@ struct TokenInfo {
   // A builtin function's arguments at most (kArgsUnknown: not known; NVRTC: "too many arguments
   // in function call", "no instance of overloaded function" of `sqrt(a, b)`).
   std::uint8_t max_args = kArgsUnknown;
+  // Its arguments at least (NVRTC: "too few arguments in function call", "no instance of
+  // overloaded function" of `max(a)`, `atomicAdd(p)`): a `)` before the last is refused, and the
+  // completion path writes the missing ones (`, <num> 0` each).
+  std::uint8_t min_args = 0;
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
@@ -277,6 +292,9 @@ struct TokenInfo {
   // "arithmetic or unscoped enum type" of `p * 2` with p a pointer); a floating value's start (a
   // floating type word, a builtin of floating result alone: sqrtf, __int2float_rn, ...).
   bool integral_operator = false;
+  bool relational = false;  // < > <= >=: no pointer before them
+  bool is_return = false;   // return
+  bool equality = false;    // == !=
   bool arithmetic_operator = false;
   bool floating_value = false;
   bool type_prefix = false;  // `!`, `~`, sizeof: the operand they start has their type
@@ -498,10 +516,11 @@ struct ActionMask::State {
   std::uint8_t function = 0;
   // code
   std::array<std::uint8_t, detail::kMaxCodeDepth> stack{};
-  // Per code stack index, the `,` a call's arguments may still take (kArgsUnknown: any number); the
-  // builtin just named's TokenInfo::max_args.
+  // Per code stack index, the `,` a call's arguments may still take and still need (call_room,
+  // call_need); the builtin just named's TokenInfo::max_args and min_args.
   std::array<std::uint8_t, detail::kMaxCodeDepth> args{};
   std::uint8_t callee_max = 0;
+  std::uint8_t callee_least = 0;
   std::uint8_t depth = 0;
   std::array<std::uint8_t, detail::kMaxPpDepth> pp_stack{};
   std::uint8_t pp_depth = 0;
@@ -607,9 +626,23 @@ struct ActionMask::State {
   bool builtin_named = false;
   bool value_result = false;
   std::uint64_t prefixed = 0;
+  // Per depth, the prefix of the operand under way is a cast to a floating type, to a pointer
+  // (NVRTC: "integral or unscoped enum type" of `(double)i % 2`); the last type word's TypeCat.
+  std::uint64_t floating_casts = 0, pointer_casts = 0;
+  std::uint8_t last_type = 0;
   bool floating_named = false;
   bool integral_due = false;
+  bool value_due = false;  // the operand due is a value: a pointer variable there is subscripted
+  // The function under way returns void (a kernel, a `__device__ void` one); its `return` was just
+  // read: `;` alone follows (NVRTC: "return value type does not match the function type").
+  bool void_function = false;
+  bool void_return = false;
+  bool void_type = false;  // the last type word was void (no variable of it: "incomplete type")
   bool num_integral = false;
+  // The number under way starts a floating overload's first argument (State::floating_due): it
+  // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded
+  // function" of `ceil(2)`, `pow(1, x)`; the completion path writes `0.`).
+  bool num_floating = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -679,8 +712,10 @@ std::span<const Rule> file_rules();         // by Top (code at file scope)
 // The tokens that finish the file-scope declaration under way, or -1 (action_mask_file_scope.cpp).
 int file_close(const State& s);
 
-// The code-token rules' Check bits for a token in a row (action_mask_code.cpp).
+// The code-token rules' Check bits for a token in a row (action_mask_code.cpp), and a preprocessor
+// line body's part of them (action_mask_lines.cpp).
 std::uint8_t code_checks(const TokenInfo& k, int row);
+std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx);
 
 // The automaton as a whole: may the token come next (the budget aside), and taking it.
 bool token_allowed(const Tables& t, const State& s, const TokenInfo& k);
@@ -707,6 +742,10 @@ struct ExprClose {
 };
 ExprClose expr_close(const State& s);
 bool num_accepting(Num n);
+// The number under way may end here (a floating one where State::num_floating), and the digits
+// the completion path writes before it does.
+bool number_complete(const State& s);
+int number_close(const State& s);
 bool new_local_allowed(const State& s);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
@@ -805,6 +844,18 @@ inline bool in_function(const State& s) {
   return (s.top == Top::body || s.top == Top::params || s.top == Top::params_open) && !on_line(s);
 }
 
+// Right after the name of a const variable declared in a block or a for statement's first clause,
+// neither a pointer nor an array yet: it takes an initializer - `=`, `{` or `[` come, not `;` or
+// `,` (NVRTC: "const variable requires an initializer" of `const int v;`); the completion path
+// writes `= <num> 0`. Not judged on a preprocessor line, but counted through it (the count may not
+// grow at its <eol>).
+inline bool const_uninitialized(const State& s) {
+  return s.ctx == ctx_declared && s.top == Top::body && s.decl == Decl::none &&
+         (innermost(s) == '{' || innermost(s) == kForParen) &&
+         local_bit(s.consts, s.last_declared) && !local_bit(s.pointers, s.last_declared);
+}
+constexpr int kConstInitializer = 3;
+
 // Tokens the completion path writes first where an operand is due (`<num> 0`), a condition
 // (`( <num> 0 )` after if / while), a call's or a functional cast's parentheses (`( )`), a member
 // (`. x`).
@@ -820,6 +871,7 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_call_args:  // ( <num> 0 )
     case ctx_deref:      // ( <num> 0 )
     case ctx_address:
+    case ctx_subscript_due:  // [ <num> 0 ]
       return 4;
     case ctx_group:  // <num> 0
     case ctx_sizeof:

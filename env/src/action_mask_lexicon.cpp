@@ -185,8 +185,8 @@ constexpr std::string_view kIntegralOperators[] = {"%",  "<<",  ">>",  "&",  "|"
                                                    "%=", "<<=", ">>=", "&=", "|=", "^="};
 constexpr std::string_view kArithmeticOperators[] = {"*", "/", "*=", "/="};
 
-// Builtin functions' argument counts (others: not known). The least is not judged: a `)` refused
-// before it would need the completion path to write the arguments missing.
+// Builtin functions' argument counts (others: not known): no `,` past the most, no `)` before the
+// least (the completion path writes the arguments missing).
 struct Arity {
   std::string_view name;
   std::uint8_t least, most;
@@ -217,7 +217,25 @@ constexpr Arity kArities[] = {
     {"__threadfence", 0, 0}, {"__threadfence_block", 0, 0}, {"__threadfence_system", 0, 0},
     {"__activemask", 0, 0}, {"__syncwarp", 0, 1}, {"__shfl_sync", 3, 4},
     {"__shfl_up_sync", 3, 4}, {"__shfl_down_sync", 3, 4}, {"__shfl_xor_sync", 3, 4},
-    {"__ballot_sync", 2, 2}, {"__any_sync", 2, 2}, {"__all_sync", 2, 2}};
+    {"__ballot_sync", 2, 2}, {"__any_sync", 2, 2}, {"__all_sync", 2, 2},
+    {"__uni_sync", 2, 2}, {"__match_any_sync", 2, 2}, {"__match_all_sync", 3, 3},
+    {"__reduce_add_sync", 2, 2}, {"__reduce_min_sync", 2, 2}, {"__reduce_max_sync", 2, 2},
+    {"__reduce_and_sync", 2, 2}, {"__reduce_or_sync", 2, 2}, {"__reduce_xor_sync", 2, 2},
+    {"__syncthreads_count", 1, 1}, {"__syncthreads_and", 1, 1}, {"__syncthreads_or", 1, 1},
+    {"__ldcg", 1, 1}, {"__ldca", 1, 1}, {"__ldcs", 1, 1}, {"__ldlu", 1, 1}, {"__ldcv", 1, 1},
+    {"__stcg", 2, 2}, {"__stcs", 2, 2}, {"__stwb", 2, 2}, {"__stwt", 2, 2},
+    {"atomicInc", 2, 2}, {"atomicDec", 2, 2}, {"atomicAdd_block", 2, 2},
+    {"atomicAdd_system", 2, 2}, {"__mul64hi", 2, 2}, {"__umul64hi", 2, 2}, {"__sad", 3, 3},
+    {"__usad", 3, 3}, {"__byte_perm", 3, 3}, {"__funnelshift_l", 3, 3},
+    {"__funnelshift_r", 3, 3}, {"__fdiv_rn", 2, 2}, {"__ddiv_rn", 2, 2}, {"__fadd_rn", 2, 2},
+    {"__fsub_rn", 2, 2}, {"__fmul_rn", 2, 2}, {"__fmaf_rn", 3, 3}, {"__dadd_rn", 2, 2},
+    {"__dsub_rn", 2, 2}, {"__dmul_rn", 2, 2}, {"__fma_rn", 3, 3}, {"__frcp_rn", 1, 1},
+    {"__drcp_rn", 1, 1}, {"__fsqrt_rn", 1, 1}, {"__dsqrt_rn", 1, 1},
+    {"__double_as_longlong", 1, 1}, {"__longlong_as_double", 1, 1}, {"__double2hiint", 1, 1},
+    {"__double2loint", 1, 1}, {"__hiloint2double", 2, 2}, {"make_int2", 2, 2},
+    {"make_int3", 3, 3}, {"make_int4", 4, 4}, {"make_uint2", 2, 2}, {"make_uint4", 4, 4},
+    {"make_float2", 2, 2}, {"make_float3", 3, 3}, {"make_float4", 4, 4}, {"make_double2", 2, 2},
+    {"make_double4", 4, 4}, {"make_longlong2", 2, 2}};
 
 // Comparisons and logical operators (a bool result).
 constexpr std::string_view kComparisons[] = {"<", ">", "<=", ">=", "==", "!=", "&&", "||", "?"};
@@ -286,6 +304,10 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.compares = t.cls == TokenClass::punct && listed(kComparisons, t.text);
   k.integral_operator = t.cls == TokenClass::punct && listed(kIntegralOperators, t.text);
   k.arithmetic_operator = t.cls == TokenClass::punct && listed(kArithmeticOperators, t.text);
+  k.relational = t.cls == TokenClass::punct &&
+                 (t.text == "<" || t.text == ">" || t.text == "<=" || t.text == ">=");
+  k.equality = t.cls == TokenClass::punct && (t.text == "==" || t.text == "!=");
+  k.is_return = t.cls == TokenClass::keyword && t.text == "return";
   // Builtins whose result is floating whatever their arguments (not __ldg, __shfl_sync, atomicAdd).
   const bool floating_builtin = t.cls == TokenClass::builtin && listed(kFloatingResults, t.text) &&
                                 t.text.rfind("__ld", 0) != 0 && t.text.rfind("__shfl", 0) != 0 &&
@@ -312,6 +334,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   for (const Arity& a : kArities) {
     if (t.cls == TokenClass::builtin && a.name == t.text) {
       k.max_args = a.most;
+      k.min_args = a.least;
     }
   }
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
@@ -353,7 +376,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                                      ~bit(ctx_call) & ~bit(ctx_call_args) & ~bit(ctx_member) & ~kCall &
                                      ~bit(ctx_group) & ~bit(ctx_for) & ~bit(ctx_cast_kw) &
                                      ~bit(ctx_cast_type) & ~kDeref & ~bit(ctx_sizeof) &
-                                     ~bit(ctx_extern);
+                                     ~bit(ctx_extern) & ~bit(ctx_subscript_due);
   const std::string& w = spec.text;
   const bool word = spec.cls == TokenClass::keyword || spec.cls == TokenClass::builtin ||
                     spec.cls == TokenClass::constant;
@@ -403,6 +426,9 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                               kCall | kDeclared | bit(ctx_cond) | bit(ctx_for);
     if (w == "{") k.follows = kStart | kParen | kType | kCall | kDeclared;
     if (w == ",") k.follows = kAfterOperand | kDeclared | kType | kPtr | bit(ctx_initialized);
+    // Wherever a call's `)` may close it, its missing arguments' `,` (the completion path's; its
+    // check allows it there only before a builtin's last argument).
+    if (w == ",") k.follows |= kStart | kQual | bit(ctx_expr) | bit(ctx_args);
     // `:` closes a `?` (its check): wherever its `)` might close a parenthesis, as the completion
     // path needs, so not where an operand is due (`a ? :`).
     if (w == ":") k.follows = kClosers;
@@ -445,7 +471,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     // A subscript of a pointer, an array or an element (of a 2-D array).
     if (w == "[") {
       k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kParen |
-                  kDeclared | bit(ctx_result) | bit(ctx_call_result);
+                  kDeclared | bit(ctx_result) | bit(ctx_call_result) | bit(ctx_subscript_due);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
     // function, nor a call's or a group's value - `int().x`, `(b).x`: NVRTC's "expression must
@@ -453,7 +479,8 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     if (k.cat == Cat::access) {
       k.follows = w == "." ? bit(ctx_operand) | bit(ctx_element) | bit(ctx_const_element) |
                                  bit(ctx_member)
-                           : bit(ctx_pointer) | bit(ctx_result) | bit(ctx_call_result);
+                           : bit(ctx_pointer) | bit(ctx_result) | bit(ctx_call_result) |
+                                 bit(ctx_subscript_due);
     }
     if (keyword && w != "sizeof") k.follows = kStart | kParen;
   }
@@ -492,7 +519,9 @@ int assign_effects(std::vector<TokenInfo>& info) {
                                      k.role * 8 + (k.function_qual ? 1 : 0) +
                                          (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
                                          (k.nullary ? 128 : 0) + k.ternary * 256 +
-                                         (k.shifts ? 1024 : 0));  // a shift count costs 2
+                                         (k.shifts ? 1024 : 0) +  // a shift count costs 2
+                                         k.min_args * 2048 +  // and missing arguments 3 each
+                                         (k.floating_overload ? 8192 : 0));  // and `0.` a digit more
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());
@@ -622,7 +651,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (info[i].compares) compare_ids.push_back(static_cast<TokenId>(i));
     if (info[i].specifier != 0) specifier_ids.push_back(static_cast<TokenId>(i));
     if (info[i].role == role_ptr) pointer_ids.push_back(static_cast<TokenId>(i));
-    if (info[i].integral_operator || info[i].arithmetic_operator) {
+    if (info[i].integral_operator || info[i].arithmetic_operator || info[i].relational) {
       operator_ids.push_back(static_cast<TokenId>(i));
     }
     if (info[i].floating_value) floating_value_ids.push_back(static_cast<TokenId>(i));

@@ -3,7 +3,8 @@
 // kMaxNumberChars characters), then the line it stands on - a preprocessor line (kLineRules:
 // #define NAME[(params)] body, #undef, #if / #ifdef / #ifndef / #elif / #else / #endif nested,
 // #pragma unroll [N] | nounroll, each ended by <eol>) or, in code, the kernel declaration
-// automaton (action_mask_declaration.cpp). What these rules pass on, the code-token rules judge.
+// automaton (action_mask_declaration.cpp). What these rules pass on, the code-token rules judge (a
+// line body's part of their checks, line_role_checks, is here too).
 #include "action_mask_internal.hpp"
 
 namespace sparserl::env::detail {
@@ -111,7 +112,15 @@ Verdict number_digit(const Tables&, const State& s, const TokenInfo& k) {
                         next == Num::exp_sign || next == Num::exp || next == Num::float_suffix;
   if (floating && on_line(s) && s.line_ctx == line_if_operand) return Verdict::refuse;
   if (floating && s.num_integral) return Verdict::refuse;  // an operand of % << & ...
-  return allow_if(s.num_len + 1 + (num_accepting(next) ? 0 : 1) <= kMaxNumberChars);
+  // A floating overload's first argument: no hexadecimal or integer suffix, and its `.` to come.
+  const bool integral = next == Num::hex_start || next == Num::hex || next == Num::int_suffix;
+  if (integral && s.num_floating) return Verdict::refuse;
+  const bool complete = num_accepting(next) && (floating || !s.num_floating);
+  return allow_if(s.num_len + 1 + (complete ? 0 : 1) <= kMaxNumberChars);
+}
+// A number ends at a token that is no digit where it is complete (a floating one where it must be).
+Verdict number_end(const Tables&, const State& s, const TokenInfo&) {
+  return number_complete(s) ? Verdict::pass : Verdict::refuse;
 }
 void take_number_digit(const Tables&, State& s, const TokenInfo& k) {
   const NumberStep next = num_next(s, static_cast<char>(k.param));
@@ -126,6 +135,7 @@ void end_number(State& s) {
   const bool floating = s.num == Num::frac || s.num == Num::exp || s.num == Num::float_suffix;
   if (!on_line(s)) s.operand_kind = floating ? operand_floating : operand_other;
   s.num_integral = false;
+  s.num_floating = false;
   s.num = Num::off;
   s.last = Last::other;
 }
@@ -138,7 +148,7 @@ constexpr Rule kNumberRules[] = {
     // at                 categories          judge          take
     {~on(Num::off), cats(Cat::digit), number_digit, take_number_digit},
     // A complete number ends at any other token, which the line's rules judge.
-    {kAcceptingNumbers, kAnyCat, pass, take_after_number},
+    {kAcceptingNumbers, kAnyCat, number_end, take_after_number},
 };
 
 // --- preprocessor lines ---
@@ -320,7 +330,70 @@ constexpr Rule kLineRules[] = {
 std::span<const Rule> number_rules() { return kNumberRules; }
 std::span<const Rule> line_rules() { return kLineRules; }
 
+// A preprocessor line body's part of a token's checks (an expression: see LineCtx): where an
+// operand is due what may start one (no type, cast or statement keyword; `defined` on #if lines),
+// after an operand what may follow one (`(` only after a name or a builtin function) and <eol>.
+std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
+  if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
+  if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
+  if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
+  const bool defined = line_ctx == line_defined || line_ctx == line_defined_paren ||
+                       line_ctx == line_defined_close;
+  if (k.cat == Cat::eol) {
+    const bool due = line_ctx == line_due || line_ctx == line_if_due ||
+                     line_ctx == line_if_divisor || line_ctx == line_if_shift;
+    return due || defined ? kRefused : 0;
+  }
+  // A divisor on an #if line (NVRTC: "division by zero" of `/ EMPTY_ROWS`, `/ warpSize`, `% 0`).
+  if (line_ctx == line_if_shift) return k.cat == Cat::num ? 0 : kRefused;
+  if (line_ctx == line_if_divisor) {
+    if (k.cat == Cat::num) return 0;
+    if (k.cat == Cat::local) return kCheckLocal;
+    return k.cat == Cat::constant && k.least == 1 ? kCheckFormat : kRefused;
+  }
+  // `defined NAME` or `defined ( NAME )` (NVRTC: `expected a ")"` after `defined(M %`).
+  if (line_ctx == line_defined_close) return k.cat == Cat::close_paren ? 0 : kRefused;
+  if (defined) {
+    const bool name = k.cat == Cat::local || k.cat == Cat::constant;
+    return name || (k.cat == Cat::open_paren && line_ctx == line_defined) ? 0 : kRefused;
+  }
+  if (line_ctx == line_if_due || line_ctx == line_if_operand) {
+    if (k.cat == Cat::keyword && !k.pp_operator) return kRefused;  // (nullptr, true, ...)
+    const bool refused = k.role == role_function || k.role == role_vector ||
+                         k.role == role_incdec || k.cat == Cat::access || k.cat == Cat::comma ||
+                         (k.role == role_ptr && line_ctx == line_if_due) ||
+                         k.cat == Cat::open_bracket || k.cat == Cat::close_bracket ||
+                         (k.role == role_operator && k.assigns);
+    if (refused) return kRefused;
+    if (k.pp_operator) return line_ctx == line_if_due ? 0 : kRefused;
+    return line_role_checks(k, line_ctx == line_if_due ? line_due : line_operand);
+  }
+  if (k.pp_operator) return kRefused;  // `defined` on #if lines alone
+  switch (line_ctx) {
+    case line_due:
+    case line_start: {
+      const bool closer = k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
+      return !closer && (k.pp_operator || ((k.follows >> ctx_operand_due) & 1u) != 0) ? 0
+                                                                                     : kRefused;
+    }
+    case line_operand:
+      return ((k.follows >> ctx_operand) & 1u) != 0 ? 0 : kRefused;
+    default:
+      return ((k.follows >> ctx_callable) & 1u) != 0 ? 0 : kRefused;
+  }
+}
+
 bool num_accepting(Num n) { return ((kAcceptingNumbers >> static_cast<unsigned>(n)) & 1u) != 0; }
+bool number_complete(const State& s) {
+  const bool floating = s.num == Num::frac || s.num == Num::exp || s.num == Num::float_suffix;
+  return num_accepting(s.num) && (floating || !s.num_floating);
+}
+// `0` (or a fraction's or an exponent's digit), `.` after an integer that must be floating; from
+// the start of a floating one `0 .`.
+int number_close(const State& s) {
+  if (s.num == Num::off || number_complete(s)) return 0;
+  return s.num == Num::start && s.num_floating ? 2 : 1;
+}
 
 bool code_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.num == Num::off) return line_allowed(t, s, k);

@@ -428,7 +428,7 @@ bool step(const Context& c, std::size_t pos, Lex& x, ClosedRef& closed) {
     // The number ends here: where a blank ends it, no token shows the syntax mask that it did,
     // so it must be complete already (not `0x`, `1e+`).
     const State& s = closed.get();
-    if (s.num != detail::Num::off && !detail::num_accepting(s.num)) return false;
+    if (s.num != detail::Num::off && !detail::number_complete(s)) return false;
     x.number = false;
   }
   return start(c, pos, x, closed);

@@ -91,3 +91,37 @@ TEST_CASE("a function's parameters have distinct names", "[env][mask]") {
   CHECK(first_refused(head + "__device__ int f(int a, int b) { return a + b; }\n"
                              "__device__ int g(int a, int g) { return a * g; }\n") == "");
 }
+
+TEST_CASE("a const variable declared in a block takes an initializer", "[env][mask]") {
+  // (NVRTC: "const variable requires an initializer" of `const int v;`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { const int v; }\n") == ";");
+  CHECK(first_refused(head + "__device__ void f() { const float v, w = 1; }\n") == ",");
+  CHECK(first_refused(head + "__device__ void f() { int u; const int v = 0, w; }\n") == ";");
+  CHECK(first_refused(head + "__device__ void f() { for (const int i; ;) {} }\n") == ";");
+  CHECK(first_refused(head + "__device__ int f(const int p) { const int v = 1; const int w{}; "
+                             "const int* q; const int a[2]; return v + w + p + q[0] + a[0]; }\n") ==
+        "");
+}
+
+TEST_CASE("a void function's return takes no value", "[env][mask]") {
+  // (NVRTC: "return value type does not match the function type" of `return 1;` in a kernel.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string kernel =
+      "extern \"C\" __global__ void k(const int* __restrict__ a, const int* __restrict__ b, const "
+      "value_t* __restrict__ c, const value_t* __restrict__ d, value_t* __restrict__ e) {";
+  CHECK(first_refused(head + kernel + " return 1; }\n") == "<num>");
+  CHECK(first_refused(head + "__device__ void f() { return f(); }\n") == "v1");  // f
+  CHECK(first_refused(head + "__device__ inline void g() { if (1) return M; }\n") == "M");
+  CHECK(first_refused(head + "__device__ int f() { return 1; }\n__device__ void* g() { return 0; }"
+                             "\n__device__ void h() { return; }\n" +
+                      kernel + " if (M) return;\n#if 1\n return\n#endif\n ; }\n") == "");
+}
+
+TEST_CASE("no variable of type void", "[env][mask]") {
+  // (NVRTC: "incomplete type is not allowed" of `void v;`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { void v; }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f() { const void v; }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f() { void* q = 0; const void* r = q; }\n") == "");
+}

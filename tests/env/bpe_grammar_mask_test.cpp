@@ -817,12 +817,32 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  int i = 0; i = i & value_t(1);") == 21);
     CHECK(first_refused(kHead, "  int i = ~x[0];") == 11);
     CHECK(first_refused(kHead, "  int i = x * 2;") == 12);
+    CHECK(first_refused(kHead, "  int i = 0; i = (1.5 + i) % 2;") == 27);  // a floating group
+    CHECK(first_refused(kHead, "  int i = (x[0]) << 1;") == 18);
+    CHECK(first_refused(kHead, "  int i = (double)M % 2;") == 20);   // a floating cast's value
+    CHECK(first_refused(kHead, "  int i = (float*)y << 1;") == 21);  // a pointer cast's (`<:`)
+    CHECK(first_refused(kHead, "  int i = 5 % (double)M;") == 21);   // an integer due (double4)
+    CHECK(first_refused(kHead, "  int i = 5 % (sin(1.));") == 17);
+    CHECK(first_refused(kHead, "  return 1;") == 9);  // a kernel returns void
     CHECK(first_refused(kHead, "  int i = row_ptr / 2;") == 18);
     CHECK(first_refused(kHead,
                         "  int i = 1 % 2 << 3 & ~4;\n"
                         "  i = (int)x[0] % 2 + !x[1] % 2 + (int)(1.5f) % 2 + x[i] * 2 + i++ % 2;\n"
-                        "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3;\n"
+                        "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3 + 5 % (i + 1);\n"
                         "  value_t* p = y + 1;\n  p[0] = p[1] * 2;\n") == -1);
+  }
+  SECTION("no pointer where a value is due, no < > <= >= after one") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `2 * x`, `-x`; "operand
+    // types are incompatible" of `1 < row_ptr`, `row_ptr < 1`, `M == col_idx`.)
+    CHECK(first_refused(kHead, "  y[0] = 2 * x;") == 14);
+    CHECK(first_refused(kHead, "  int i = 1 < row_ptr;") == 21);
+    CHECK(first_refused(kHead, "  int i = row_ptr < 1;") == 19);  // `<:` is `[`
+    CHECK(first_refused(kHead, "  y[0] = -x;") == 11);
+    CHECK(first_refused(kHead, "  int i = M == col_idx;") == 22);
+    CHECK(first_refused(kHead,
+                        "  y[0] = 2 * x[0] + val[1] / x[2] - -x[0];\n  int i = row_ptr[1] < col_idx[0];"
+                        "\n  bool b = x == y;\n  const value_t* p = x + 1;\n  int d = y - x;\n"
+                        "  if (x != y && i < M) y[0] = M * *x;\n") == -1);
   }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
@@ -843,6 +863,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead,
                         "  int i = min(1, max(2, 3)) + __shfl_down_sync(0xffffffffu, 1, 1, 32);\n"
                         "  y[0] = fma(x[0], 2, 1) + (value_t)(1, 2) + int(i);\n") == -1);
+  }
+  SECTION("a builtin takes its arguments at least") {
+    // (NVRTC: "too few arguments in function call", "no instance of overloaded function" of
+    // `max(1)`, `atomicAdd(y)`.)
+    CHECK(first_refused(kHead, "  int i = max(1);") == 15);
+    CHECK(first_refused(kHead, "  atomicAdd(y);") == 13);
+    CHECK(first_refused(kHead, "  y[0] = fma(x[0], 2.f);") == 22);
+    CHECK(first_refused(kHead, "  int i = __shfl_down_sync(0xffffffffu, 1);") == 41);
+    CHECK(first_refused(kHead, "  atomicAdd(y, max(1, 2));\n  __syncwarp();\n") == -1);
   }
   SECTION("no subscript of a builtin's or a functional cast's value") {
     // (NVRTC: "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(1)[0]`.)
@@ -865,7 +894,21 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  int i = 0; float f = i;\n"
                         "  y[i] = sqrt(x[0]) + ceil(value_t(M) / 2) + pow(-x[1], 2) + log(f) +\n"
                         "         fmax(*x, i < 1) + sqrt(static_cast<float>(M)) + floor(f) +\n"
-                        "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((M));\n") == -1);
+                        "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((x[0]));\n") == -1);
+  }
+  SECTION("a floating overload's first argument starts with no integer literal, in a group neither") {
+    // (NVRTC: "more than one instance of overloaded function" of `ceil(2)`, `pow(2, x)`,
+    // `sqrt((M))`, `sqrt((int)x)`; the completion path writes `0.` where such a number is due.)
+    CHECK(first_refused(kHead, "  y[0] = ceil(2);") == 15);
+    CHECK(first_refused(kHead, "  y[0] = pow(2, x[0]);") == 14);
+    CHECK(first_refused(kHead, "  y[0] = ceil(0x10);") == 15);
+    CHECK(first_refused(kHead, "  y[0] = sqrt(-1u);") == 16);
+    CHECK(first_refused(kHead, "  y[0] = sqrt((M));") == 15);
+    CHECK(first_refused(kHead, "  y[0] = sqrt((int)x[0]);") == 15);
+    CHECK(first_refused(kHead,
+                        "  y[0] = ceil(2.0) + sqrt(2.f * x[0]) + pow(2e3, 1) + sqrt((x[0])) +\n"
+                        "         sqrt((float)M) + floor(-.5) + exp(-(1.5 + M)) + sqrtf(2) + 2;\n") ==
+          -1);
   }
   SECTION("a builtin of no result is a statement") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)

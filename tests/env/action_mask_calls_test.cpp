@@ -1,0 +1,118 @@
+// The syntax mask's rules of builtin calls, case by case and under stress: a builtin takes its
+// arguments at least (no `)` before the last: NVRTC's "too few arguments in function call" and
+// "no instance of overloaded function" of `max(a)`, `atomicAdd(p)`), and where a rule makes more of
+// a call due, the completion path still writes it - random episodes steered into builtin calls,
+// their `)`, preprocessor lines, qualifiers and numbers (where the path must write `, <num> 0`
+// before a `)`, or `0.` in a floating overload's argument) never meet an empty mask and end with
+// <eos> within their budget. (The mask's other episode-level properties are action_mask_test.cpp's.)
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "env_test_support.hpp"
+#include "sparserl/datasets/random.hpp"
+#include "sparserl/env/action_mask.hpp"
+#include "sparserl/env/tokenizer.hpp"
+
+namespace {
+
+using namespace sparserl;
+using namespace sparserl::env;
+using fixtures::first_refused;
+
+const std::string kHead =
+    "//@format csr\n//@launch spmv grid=ceil_div(max(M, 1), 4) block=128\n"
+    "extern \"C\" __global__ void spmv(const int* __restrict__ row_ptr, const int* __restrict__ "
+    "col_idx, const value_t* __restrict__ val, const value_t* __restrict__ x, value_t* "
+    "__restrict__ y) {\n";
+
+std::string program(const std::string& body) { return kHead + body + "\n}\n"; }
+
+}  // namespace
+
+TEST_CASE("a builtin takes its arguments at least", "[env][mask]") {
+  CHECK(first_refused(program("  int i = max(1);")) == ")");
+  CHECK(first_refused(program("  int i = min(max(1, 2));")) == ")");
+  CHECK(first_refused(program("  atomicAdd(y);")) == ")");
+  CHECK(first_refused(program("  y[0] = fma(x[0], 2.f);")) == ")");
+  CHECK(first_refused(program("  int i = __shfl_down_sync(0xffffffffu, 1);")) == ")");
+  CHECK(first_refused(program("  int i = ceil_div(M);")) == ")");
+  CHECK(first_refused(program("  float4 v = make_float4(1, 2, 3);")) == ")");
+  CHECK(first_refused(program("  y[0] = __ddiv_rn(x[0]);")) == ")");
+  CHECK(first_refused(program("  int i = __reduce_or_sync(0xffffffffu);")) == ")");
+  CHECK(first_refused(program("  int i = __funnelshift_l(1, 2);")) == ")");
+  CHECK(first_refused(program("  int i = max(1, 2) + min(M, max(N, 3));\n"
+                              "  atomicAdd(y, x[0]);\n  y[0] = fma(x[0], 2.f, 1.f);\n"
+                              "  i = __shfl_down_sync(0xffffffffu, i, 1) + "
+                              "__shfl_down_sync(0xffffffffu, i, 1, 32);\n"
+                              "  __syncwarp();\n  __syncwarp(0xffffffffu);\n"
+                              "  i = ceil_div(M, 2) + __popc(i) + i;\n"
+                              "  float4 v = make_float4(1, 2, 3, 4);\n  y[0] = __ddiv_rn(x[0], 2.0);\n"
+                              "  i = __reduce_or_sync(0xffffffffu, i) + __funnelshift_l(1, 2, 3);")) ==
+        "");
+}
+
+TEST_CASE("random episodes steered into builtin calls never meet an empty mask", "[env][mask]") {
+  // A random agent that, when the mask offers them, often names a builtin of two or more
+  // arguments or a floating overload, closes a parenthesis, starts a preprocessor line, writes a
+  // qualifier, a type, a cast, a `?`, a sign, a digit ...: the states where `)` is refused before
+  // a call's last argument and the completion path writes `, <num> 0`, where a floating
+  // overload's number must be floating and it writes `0.`, where a void function's `return` takes
+  // `;` alone (100,000 episodes of this and of narrower steerings passed when the rules were
+  // written; one found the `return` of a for statement's clause, which is no return statement).
+  const auto vocab = std::make_shared<const Vocabulary>(Vocabulary::standard());
+  const Tokenizer tokenizer(vocab);
+  std::vector<TokenId> steer;
+  for (const char* name : {"max", "min", "fma", "atomicAdd", "atomicCAS", "__shfl_down_sync",
+                           "pow", "ceil_div", "fmaxf", "sqrt", "ceil", "fmin"}) {
+    steer.push_back(vocab->id(TokenClass::builtin, name));
+  }
+  for (const char* p :
+       {")", "#", ",", "?", ":", "(", "{", "}", "[", "*", "&", "<", "-", "++", ";", "=", "%", "<<"}) {
+    steer.push_back(vocab->id(TokenClass::punct, p));
+  }
+  for (const char* d : {"0", "1", ".", "x", "u", "e", "f"}) {
+    steer.push_back(vocab->id(TokenClass::digit, d));
+  }
+  for (const char* w : {"const", "__shared__", "define", "if", "endif", "return", "sizeof",
+                        "static_cast", "else", "elif", "int", "float", "for", "while", "extern",
+                        "double", "return", "void"}) {
+    steer.push_back(vocab->id(TokenClass::keyword, w));
+  }
+  const int budgets[] = {kMinSyntaxTokens, kMinSyntaxTokens + 3, 60, 90, 140, 260};
+  datasets::Rng rng(20261128);
+  std::vector<std::uint8_t> m(vocab->size());
+  std::vector<TokenId> allowed, steered;
+  int calls = 0;
+  for (int e = 0; e < 4000; ++e) {
+    ActionMask mask(vocab, MaskMode::syntax, budgets[e % 6]);
+    std::vector<TokenId> tokens;
+    while (true) {
+      mask.fill(m);
+      allowed.clear();
+      steered.clear();
+      for (std::size_t i = 0; i < m.size(); ++i) {
+        if (m[i] != 0) allowed.push_back(static_cast<TokenId>(i));
+      }
+      for (TokenId t : steer) {
+        if (m[static_cast<std::size_t>(t)] != 0) steered.push_back(t);
+      }
+      if (allowed.empty()) {
+        FAIL("episode " << e << ": empty mask after " << tokens.size()
+                        << " tokens: " << tokenizer.decode(tokens));
+      }
+      const TokenId t = !steered.empty() && rng.below(2) == 0 ? steered[rng.below(steered.size())]
+                                                              : allowed[rng.below(allowed.size())];
+      if (t == steer[0] || t == steer[2]) ++calls;
+      mask.advance(t);
+      tokens.push_back(t);
+      if (t == vocab->eos()) break;
+    }
+    REQUIRE(static_cast<int>(tokens.size()) <= mask.max_tokens());
+    const std::string text = tokenizer.decode(tokens);
+    INFO("episode " << e << ":\n" << text);
+    CHECK(fixtures::brackets_balance(text));
+  }
+  CHECK(calls > 1000);
+}
