@@ -270,7 +270,7 @@ void add_stage_sections(Schema& s) {
       .integer("template_parallel", 0,
                "matrices the template search works on at once, within a batch of "
                "eval.tasks_per_batch (each search times one program at a time; 0: the GPU workers, "
-               "from 2 to 4 - a GPU worker keeps 4 matrices; 1: one after another)",
+               "from 2 to 4; 1: one after another)",
                0, 1024)
       .string("template_measurements", "",
               "a measurement store (`sparserl tune --measurements`, docs/design-space.md), "

@@ -44,9 +44,9 @@ int parallel_searches(const Session& s, std::int64_t configured) {
   if (configured > 0) return static_cast<int>(configured);
   int workers = s.evaluator ? s.evaluator->config().gpu_workers : 0;
   if (workers < 0) workers = static_cast<int>(s.gpu_info.devices.size());
-  // The pool sends requests that come one at a time round every GPU, so each GPU worker sees every
-  // task in flight, and a worker keeps the matrices of its last 4 tasks (GpuSession::load_matrix):
-  // more searches at once than that would have workers load (generate) matrices again.
+  // The pool sends requests that come one at a time round every GPU, so each GPU worker sees
+  // every task in flight; a worker keeps the matrices of its last 16 tasks within 8 GiB
+  // (GpuSession::load_matrix), and more than 4 large matrices at once would not fit.
   return std::clamp(workers, 2, 4);
 }
 

@@ -76,7 +76,7 @@ struct Session {
 
 // How many template searches run at once (TemplateSearch::search_all) for a knob's value:
 // `configured` when positive, else the evaluator's GPU workers, at least 2 and at most 4 (a GPU
-// worker keeps the matrices of its last 4 tasks).
+// worker keeps the matrices of its last 16 tasks within 8 GiB).
 int parallel_searches(const Session& s, std::int64_t configured);
 
 // The data directory: data.data_dir against the root, or $SPARSERL_DATA_DIR when the config does

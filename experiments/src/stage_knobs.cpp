@@ -78,8 +78,8 @@ const datasets::Knobs<TrainConfig>& train_knobs() {
           .integer("search_parallel", &C::search_parallel,
                    "design-space pairs: matrices searched at once (each search times one program "
                    "at a time, so several keep several GPUs busy and overlap one matrix's "
-                   "generation with another's timing; 0: the GPU workers, from 2 to 4 - a GPU "
-                   "worker keeps 4 matrices; 1: one after another)",
+                   "generation with another's timing; 0: the GPU workers, from 2 to 4; 1: one "
+                   "after another)",
                    0, 1024)
           .integer(
               "sft_per_task", &C::sft_per_task,

@@ -264,7 +264,11 @@ datasets::DigestedMatrix GpuSession::load_matrix(const GpuRequest& request) {
     for (const auto& d : request.index_dirs) {
       if (std::filesystem::exists(d)) options.indexes.emplace_back(d);
     }
-    options.cache_capacity = 4;
+    // The matrices of the tasks in flight: an RL update spreads 8 tasks over every worker, and
+    // several template searches run at once, so 4 entries had a worker generate large matrices
+    // again within one update. Bounded by bytes (SparseMatrix::resident_bytes) as well.
+    options.cache_capacity = 16;
+    options.cache_bytes = std::size_t{8} << 30;
     store_ = std::make_unique<datasets::MatrixStore>(request.data_dir, options);
     store_key_ = key;
   }
