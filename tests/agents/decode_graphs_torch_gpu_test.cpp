@@ -8,12 +8,16 @@
 // event; SamplingConfig::overlap_steps) draw exactly what the read-back steps draw, with decode
 // graphs and without, with the draws replayed from a graph (DrawGraph, SamplingConfig::draw_graphs)
 // and without, valid programs under the mask; a DrawGraph's replays give what its draw gives
-// uncaptured, step after step, its state carried; the small transformer's decode steps through
+// uncaptured, step after step, its state carried, and an HF policy (qwen2-tiny, fp32 and bf16,
+// the BPE grammar mask) draws the same with them and without; the small transformer's decode steps through
 // scaled_dot_product_attention (set_sdpa_decode, sparserl-agents-bench --sdpa-decode) give the
 // written-out steps' logits, replayed from graphs too, and generate() with them draws valid
 // programs. The lead runs these on the GPU host:
 //   ctest --test-dir BUILD -L gpu -R agents_torch_gpu --output-on-failure
 #include <torch/torch.h>
+
+#include <filesystem>
+#include <string>
 
 #include "agents_torch_test_support.hpp"
 #include "catch.hpp"
@@ -217,4 +221,38 @@ TEST_CASE("a step's draws replayed from a CUDA graph give the uncaptured draws, 
                   .back()
                   .all()
                   .item<bool>());
+}
+
+TEST_CASE("an HF policy's generate() on CUDA draws the same with the draws from a CUDA graph",
+          "[agents][decode][hf][gpu]") {
+  // The qwen2-tiny fixture under the BPE grammar mask, fp32 and bf16: generate()'s overlapped
+  // steps with the draws replayed from a graph and issued one by one, two agents of one seed.
+  require_graphs();
+  const std::filesystem::path model =
+      std::filesystem::path(SPARSERL_TEST_SOURCE_DIR) / "tests/fixtures/hf/qwen2-tiny";
+  if (!std::filesystem::exists(model / "config.json"))
+    sparserl::testing::skip("no tests/fixtures/hf/qwen2-tiny");
+  for (const std::string dtype : {"float32", "bfloat16"}) {
+    INFO("dtype " << dtype);
+    AgentConfig config = cuda_config(env::MaskMode::syntax, 640);
+    config.model.kind = ModelKind::hf;
+    config.model.path = model.string();
+    config.model.dtype = dtype;
+    PolicyAgent replayed(config, vocabulary()), issued(config, vocabulary());
+    SamplingConfig with, without;
+    without.draw_graphs = false;
+    const auto prompts = synthetic_prompts(3);
+    const std::vector<Completion> a = replayed.generate(prompts, 2, with);
+    const std::vector<Completion> b = issued.generate(prompts, 2, without);
+    CHECK(replayed.last_generation().draw_graphs);
+    CHECK_FALSE(issued.last_generation().draw_graphs);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t r = 0; r < a.size(); ++r) {
+      INFO("row " << r);
+      CHECK(a[r].tokens == b[r].tokens);
+      CHECK(a[r].log_probs == b[r].log_probs);
+      CHECK(a[r].values == b[r].values);
+      CHECK_FALSE(a[r].tokens.empty());
+    }
+  }
 }
