@@ -58,13 +58,6 @@ constexpr milliseconds kStderrDrain{100};
 // before.
 constexpr milliseconds kExitLinger{100};
 
-// "SIGSEGV" for 11; "" for a number that names no signal. glibc's table (2.32+), so every signal a
-// worker can die of is named, not only the usual ones.
-std::string signal_name(int sig) {
-  const char* abbreviation = ::sigabbrev_np(sig);
-  return abbreviation == nullptr ? std::string() : "SIG" + std::string(abbreviation);
-}
-
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
@@ -157,17 +150,6 @@ void kill_group(const Worker& w) {
 }
 
 }  // namespace
-
-std::string describe_wait_status(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    std::string out = "killed by signal " + std::to_string(sig);
-    if (auto name = signal_name(sig); !name.empty()) out += " (" + std::string(name) + ")";
-    return out;
-  }
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  return "wait status " + std::to_string(status);
-}
 
 void WorkerPoolConfig::validate() const {
   auto fail = [](const std::string& what) {
