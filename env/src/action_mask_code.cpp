@@ -298,6 +298,14 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
       (local_type(s, k.local) == type_floating || local_bit(s.pointers, k.local))) {
     return false;
   }
+  // Directly in an array's bound: a macro, a template parameter, a const variable that is no
+  // pointer; no other variable.
+  const bool bound = innermost(s) == '[' && ((s.bounds >> (s.depth - 1u)) & 1u) != 0;
+  if (bound && k.local < s.locals_used && !is_macro(s, k.local) &&
+      scope_of(s, k.local) != kScopeTag && !local_bit(s.template_names, k.local) &&
+      (!local_bit(s.consts, k.local) || local_bit(s.pointers, k.local))) {
+    return false;
+  }
   // After a cast to a pointer: no floating variable but a pointer.
   if (s.pointer_cast_due && !is_macro(s, k.local) && k.local < s.locals_used &&
       local_type(s, k.local) == type_floating && !local_bit(s.pointers, k.local)) {
@@ -834,6 +842,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (s.top == Top::tmpl_params) set_local_bit(s.template_names, k.local, true);
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
+  const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
     set_local_bit(s.pointers, s.last_declared, true);  // an array
   }
@@ -910,6 +919,8 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     // is; after a cast to a pointer an operand that is no floating value.)
     s.value_due = value_next || to_floating;
     s.pointer_cast_due = to_pointer;
+    s.bounds &= level - 1u;  // closed brackets' bits go
+    if (bound_open) s.bounds |= level >> 1u;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
