@@ -298,6 +298,19 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
       (local_type(s, k.local) == type_floating || local_bit(s.pointers, k.local))) {
     return false;
   }
+  // Directly in an array's bound: a macro, a template parameter, a const variable that is no
+  // pointer; no other variable.
+  const bool bound = innermost(s) == '[' && ((s.bounds >> (s.depth - 1u)) & 1u) != 0;
+  if (bound && k.local < s.locals_used && !is_macro(s, k.local) &&
+      scope_of(s, k.local) != kScopeTag && !local_bit(s.template_names, k.local) &&
+      (!local_bit(s.consts, k.local) || local_bit(s.pointers, k.local))) {
+    return false;
+  }
+  // After a cast to a pointer: no floating variable but a pointer.
+  if (s.pointer_cast_due && !is_macro(s, k.local) && k.local < s.locals_used &&
+      local_type(s, k.local) == type_floating && !local_bit(s.pointers, k.local)) {
+    return false;
+  }
   // A floating overload's first argument: no integer or vector variable (a macro may be anything).
   if (s.floating_due && !is_macro(s, k.local) && k.local < s.locals_used) {
     const std::uint8_t type = local_type(s, k.local);
@@ -685,9 +698,9 @@ bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefi
       s.operand_kind >= operand_pointer && ((s.prefixed >> s.depth) & 1u) == 0;
   return k.arithmetic_operator || k.relational || (k.equality && !pointer);
 }
-// Where an integer operand is due: no floating type word or builtin.
+// Where an integer operand is due or a pointer cast's operand: no floating type word or builtin.
 bool floating_value_allowed(const State& s, const TokenInfo& k) {
-  return !k.floating_value || !s.integral_due || on_line(s);
+  return !k.floating_value || !(s.integral_due || s.pointer_cast_due) || on_line(s);
 }
 
 // After a type's `&` no `*` or `&` (no pointer or reference to a reference).
@@ -804,6 +817,11 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool cast_ends = k.cat == Cat::close_paren && innermost(s) == kCastParen;
   const bool pointer_cast = cast_ends && s.ctx == ctx_ptr && !s.reference;
   const bool floating_cast = cast_ends && s.ctx != ctx_ptr && s.last_type == type_floating;
+  // A cast to a pointer type (`(float* const)` too), to a floating type; not to a reference
+  // (`(int&)f` reinterprets f).
+  const bool to_pointer = cast_ends && s.starred && !s.reference;
+  const bool type_run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
+  const bool to_floating = cast_ends && type_run && !s.starred && s.last_type == type_floating;
   const CallStep call = call_step(s, k);
   const bool value_call = k.cat == Cat::open_paren &&
                           (s.ctx == ctx_cast_call ||
@@ -824,6 +842,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (s.top == Top::tmpl_params) set_local_bit(s.template_names, k.local, true);
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
+  const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
     set_local_bit(s.pointers, s.last_declared, true);  // an array
   }
@@ -892,11 +911,16 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (k.role == role_type) s.void_type = k.word == w_void;
     s.floating_named = k.floating_value;
     take_call_step(s, k, call);
-    s.num_integral = k.cat == Cat::num && s.integral_due;
+    s.num_integral = k.cat == Cat::num && (s.integral_due || s.pointer_cast_due);
     s.num_floating = floating_number;
     // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`.)
     s.integral_due = integral_next || (s.integral_due && (unary_sign || k.cat == Cat::open_paren));
-    s.value_due = value_next;
+    // (After a cast to a floating type a value is due: `(float)p` is no conversion, `(float)p[0]`
+    // is; after a cast to a pointer an operand that is no floating value.)
+    s.value_due = value_next || to_floating;
+    s.pointer_cast_due = to_pointer;
+    s.bounds &= level - 1u;  // closed brackets' bits go
+    if (bound_open) s.bounds |= level >> 1u;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
@@ -928,7 +952,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
       }
     }
   }
-  if (s.integral_due && !on_line(s)) {
+  if ((s.integral_due || s.pointer_cast_due) && !on_line(s)) {
     for (TokenId id : t.floating_value_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if ((s.specifiers != 0 || holds_type_id(innermost(s))) && !on_line(s)) {

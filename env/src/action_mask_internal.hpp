@@ -633,6 +633,13 @@ struct ActionMask::State {
   bool floating_named = false;
   bool integral_due = false;
   bool value_due = false;  // the operand due is a value: a pointer variable there is subscripted
+  // The operand right after a cast to a pointer's `)`: no floating value (NVRTC: "invalid type
+  // conversion" of `(int*)f`, `(value_t*)1.5`, `(int*)sqrtf(x)`); a cast to a floating type sets
+  // value_due (no pointer: `(float)p`).
+  bool pointer_cast_due = false;
+  // Per code stack index, a declarator's `[` (an array's bound): no variable in it but a const one
+  // (NVRTC: "expression must have a constant value" of `int a[i];`, `__shared__ float s[n + 1];`).
+  std::uint64_t bounds = 0;
   // The function under way returns void (a kernel, a `__device__ void` one); its `return` was just
   // read: `;` alone follows (NVRTC: "return value type does not match the function type").
   bool void_function = false;

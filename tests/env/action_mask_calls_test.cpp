@@ -60,12 +60,13 @@ TEST_CASE("random episodes steered into builtin calls never meet an empty mask",
   // a call's last argument and the completion path writes `, <num> 0`, where a floating
   // overload's number must be floating and it writes `0.`, where a void function's `return` takes
   // `;` alone (100,000 episodes of this and of narrower steerings passed when the rules were
-  // written; one found the `return` of a for statement's clause, which is no return statement).
+  // written; one found the `return` of a for statement's clause, which is no return statement),
+  // where a cast to a floating type makes a pointer's `[ <num> 0 ]` due.
   const auto vocab = std::make_shared<const Vocabulary>(Vocabulary::standard());
   const Tokenizer tokenizer(vocab);
   std::vector<TokenId> steer;
   for (const char* name : {"max", "min", "fma", "atomicAdd", "atomicCAS", "__shfl_down_sync",
-                           "pow", "ceil_div", "fmaxf", "sqrt", "ceil", "fmin"}) {
+                           "pow", "ceil_div", "fmaxf", "sqrt", "ceil", "fmin", "sqrtf"}) {
     steer.push_back(vocab->id(TokenClass::builtin, name));
   }
   for (const char* p :

@@ -125,3 +125,14 @@ TEST_CASE("no variable of type void", "[env][mask]") {
   CHECK(first_refused(head + "__device__ void f() { const void v; }\n") == "v2");
   CHECK(first_refused(head + "__device__ void f() { void* q = 0; const void* r = q; }\n") == "");
 }
+
+TEST_CASE("an array's bound names no variable but a const one", "[env][mask]") {
+  // (NVRTC: "expression must have a constant value" of `float a[n];`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { int n = 4; float a[n]; }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f(int n) { float a[1 + n]; }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f(const int* p) { float a[p[0]]; }\n") == "v2");
+  CHECK(first_refused(head + "#define B 4\n__device__ void f(int n) { const int w = 8;"
+                             " float a[w * B], c[sizeof(n)]; a[n] = c[n]; }\n"
+                             "template <int G> __device__ void g() { float a[G]; }\n") == "");
+}

@@ -844,6 +844,21 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "\n  bool b = x == y;\n  const value_t* p = x + 1;\n  int d = y - x;\n"
                         "  if (x != y && i < M) y[0] = M * *x;\n") == -1);
   }
+  SECTION("no cast of a pointer to a floating type, of a floating value to a pointer") {
+    // (NVRTC: "invalid type conversion" of `(float)x`, `(value_t*)f`, `(int*)1.5`.)
+    CHECK(first_refused(kHead, "  y[0] = (float)x;") == 17);
+    CHECK(first_refused(kHead, "  y[0] = (value_t)val + 1;") == 22);
+    CHECK(first_refused(kHead, "  value_t f = 1; y = (value_t*)f;") == 32);
+    CHECK(first_refused(kHead, "  value_t f = 1; y = (value_t* const)f;") == 38);
+    CHECK(first_refused(kHead, "  y = (int*)1.5;") == 13);
+    CHECK(first_refused(kHead, "  y = (value_t*)sqrtf(1.f);") == 17);  // `sq`: sqrt too
+    CHECK(first_refused(kHead,
+                        "  value_t f = (value_t)x[0] + (float)M + (double)-f + (float)*x;\n"
+                        "  const value_t* p = (const value_t*)x + (int)f;\n"
+                        "  value_t& r = (value_t&)row_ptr[0];\n  int& q = (int&)f;\n"
+                        "  p = (value_t* const)y + (size_t)(int*)0;\n"
+                        "  f = ((const value_t* __restrict__)x)[0] + (float)(x - y);\n") == -1);
+  }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
     // "shift count is negative" of `>> -1`.)
