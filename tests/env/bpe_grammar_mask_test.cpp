@@ -868,6 +868,10 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "#if M << (1)\n") == 9);
     CHECK(first_refused(kHead, "#if M << 5u && K >> 0\n#endif\n  int i = M << 40;\n") == -1);
   }
+}
+
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
+          "[env][bpe][mask]") {
   SECTION("a builtin takes at most its arguments, a functional cast one") {
     // (NVRTC: "too many arguments in function call" of `sqrt(a, b)`, `expected a ")"` of
     // `int(1, 2)`.)
