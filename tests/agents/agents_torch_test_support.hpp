@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sparserl/agents/config.hpp"
+#include "catch.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/env/action_mask.hpp"
 #include "sparserl/env/evaluation.hpp"
@@ -165,5 +166,19 @@ class ParsingBackend : public env::EvaluationBackend {
   }
   [[nodiscard]] std::string describe() const override { return "parsing backend (tests)"; }
 };
+
+// Every field of two generations' completions agrees, row for row.
+inline void require_same_completions(const std::vector<Completion>& a,
+                                     const std::vector<Completion>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t r = 0; r < a.size(); ++r) {
+    INFO("row " << r);
+    CHECK(a[r].tokens == b[r].tokens);
+    CHECK(a[r].log_probs == b[r].log_probs);
+    CHECK(a[r].values == b[r].values);
+    CHECK(a[r].action_masks == b[r].action_masks);
+    CHECK(a[r].terminated == b[r].terminated);
+  }
+}
 
 }  // namespace sparserl::agents::testing

@@ -20,19 +20,6 @@ using namespace sparserl;
 using namespace sparserl::agents;
 using namespace sparserl::agents::testing;
 
-// Every field of two generations' completions agrees.
-void require_same(const std::vector<Completion>& a, const std::vector<Completion>& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t r = 0; r < a.size(); ++r) {
-    INFO("row " << r);
-    CHECK(a[r].tokens == b[r].tokens);
-    CHECK(a[r].log_probs == b[r].log_probs);
-    CHECK(a[r].values == b[r].values);
-    CHECK(a[r].action_masks == b[r].action_masks);
-    CHECK(a[r].terminated == b[r].terminated);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("overlapped generation steps draw what the read-back steps draw", "[agents][generate]") {
@@ -56,7 +43,7 @@ TEST_CASE("overlapped generation steps draw what the read-back steps draw", "[ag
         CHECK(overlapped.last_generation().overlapped);
         const std::vector<Completion> b = read_back.generate(synthetic_prompts(3), 3, without);
         CHECK_FALSE(read_back.last_generation().overlapped);
-        require_same(a, b);
+        require_same_completions(a, b);
         CHECK(overlapped.last_generation().steps == read_back.last_generation().steps);
         CHECK(overlapped.learner().rng.counter == read_back.learner().rng.counter);
         std::size_t tokens = 0;
@@ -83,7 +70,7 @@ TEST_CASE("overlapped steps keep the data-parallel row window's draws", "[agents
   const RowWindow window{4, 16};
   const std::vector<Completion> a = overlapped.generate(synthetic_prompts(2), 3, with, window);
   const std::vector<Completion> b = read_back.generate(synthetic_prompts(2), 3, without, window);
-  require_same(a, b);
+  require_same_completions(a, b);
   CHECK(overlapped.learner().rng.counter == read_back.learner().rng.counter);
 }
 
@@ -156,5 +143,5 @@ TEST_CASE("draw_graphs changes nothing on the CPU: the same completions either w
   const std::vector<Completion> x = a.generate(synthetic_prompts(2), 3, with);
   const std::vector<Completion> y = b.generate(synthetic_prompts(2), 3, without);
   CHECK_FALSE(a.last_generation().draw_graphs);  // no graph on the CPU
-  require_same(x, y);
+  require_same_completions(x, y);
 }
