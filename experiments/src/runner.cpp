@@ -112,16 +112,19 @@ bool is_main(const Group& group) { return !group || group->main(); }
 
 // The SFT pairs as text and back, for rank 0 to hand the others the template search's answers
 // (timings differ between searches, so each rank searching for itself could train on other data).
-std::string encode_pairs(const std::vector<agents::SftPair>& pairs) {
+Json pairs_json(const std::vector<agents::SftPair>& pairs) {
   Json list = Json::array();
   for (const agents::SftPair& p : pairs) list.push_back(Json::array({p.task.str(), p.program}));
-  return dump_json(list);
+  return list;
 }
 
-std::vector<agents::SftPair> decode_pairs(const std::string& text,
-                                         const std::string& source = "rank 0's SFT pairs") {
+std::string encode_pairs(const std::vector<agents::SftPair>& pairs) {
+  return dump_json(pairs_json(pairs));
+}
+
+std::vector<agents::SftPair> decode_pairs(const std::string& text) {
   std::vector<agents::SftPair> pairs;
-  const Json list = parse_json(text, source);
+  const Json list = parse_json(text, "rank 0's SFT pairs");
   for (const Json& pair : as_array(list)) {
     pairs.push_back({datasets::Task::parse(as_string(pair.at(0))), as_string(pair.at(1))});
   }
@@ -571,7 +574,7 @@ class Trainer {
       saved["within"] = selection.within;
       saved["timed"] = s_.gpu;
       saved["matrices"] = static_cast<std::int64_t>(tasks.size());
-      saved["pairs"] = parse_json(encode_pairs(pairs), "the SFT pairs");
+      saved["pairs"] = pairs_json(pairs);
       write_file_atomically(run_.sft_pairs_path(), dump_json(saved, 1) + "\n");
     }
     return pairs;

@@ -265,14 +265,6 @@ std::vector<SearchResult> TemplateSearch::search_all(
     const std::vector<datasets::Task>& tasks, int parallel,
     const std::function<void(const SearchResult&)>& on_done) {
   std::vector<SearchResult> results(tasks.size());
-  const auto threads = static_cast<std::size_t>(std::max(1, parallel));
-  if (threads == 1 || tasks.size() < 2) {
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      results[i] = search(tasks[i]);
-      if (on_done) on_done(results[i]);
-    }
-    return results;
-  }
   std::atomic<std::size_t> next{0};
   std::mutex done_mutex;
   std::exception_ptr failure;
@@ -296,9 +288,16 @@ std::vector<SearchResult> TemplateSearch::search_all(
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 0; t < std::min(threads, tasks.size()); ++t) pool.emplace_back(work);
-  for (std::thread& t : pool) t.join();
+  // One search at a time runs on this thread.
+  const std::size_t threads =
+      std::min(static_cast<std::size_t>(std::max(1, parallel)), tasks.size());
+  if (threads <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(work);
+    for (std::thread& t : pool) t.join();
+  }
   if (failure) std::rethrow_exception(failure);
   return results;
 }
