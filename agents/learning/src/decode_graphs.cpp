@@ -26,6 +26,39 @@
 
 namespace sparserl::agents {
 
+#if SPARSERL_HAVE_TORCH_CUDA
+namespace {
+
+using GraphPool = decltype(at::cuda::graph_pool_handle());
+
+// What `record` enqueues on the current stream (not the default one, which cannot be captured),
+// recorded as a CUDA graph allocating from `pool` ({0, 0}: a pool of its own); nothing runs. An
+// error of `record` is the one reported, the capture ended first.
+template <typename Record>
+std::unique_ptr<at::cuda::CUDAGraph> capture_graph(GraphPool pool, Record&& record) {
+  auto graph = std::make_unique<at::cuda::CUDAGraph>();
+#if TORCH_VERSION_MAJOR >= 2
+  // Thread-local: another thread's CUDA calls (none are expected) do not break the capture.
+  graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+#else
+  graph->capture_begin(pool);
+#endif
+  try {
+    record();
+  } catch (...) {
+    try {
+      graph->capture_end();
+    } catch (...) {  // the recorded step's own error is the one to report
+    }
+    throw;
+  }
+  graph->capture_end();
+  return graph;
+}
+
+}  // namespace
+#endif
+
 struct DecodeGraphs::Impl {
   Impl(PolicyNetworkImpl& n, KvCache& c) : network(n), cache(c) {}
   PolicyNetworkImpl& network;
@@ -40,7 +73,7 @@ struct DecodeGraphs::Impl {
     PolicyOutput outputs;
   };
   std::map<std::int64_t, Captured> graphs;  // by span
-  decltype(at::cuda::graph_pool_handle()) pool = at::cuda::graph_pool_handle();
+  GraphPool pool = at::cuda::graph_pool_handle();
   // The stream every capture (and the warm-up step before the first) runs on: not the default
   // one, which cannot be captured.
   std::optional<c10::cuda::CUDAStream> stream;
@@ -48,23 +81,7 @@ struct DecodeGraphs::Impl {
   // The step's kernels recorded for `span` (the cache's fixed_span already set); nothing runs.
   Captured capture() {
     Captured c;
-    c.graph = std::make_unique<at::cuda::CUDAGraph>();
-#if TORCH_VERSION_MAJOR >= 2
-    // Thread-local: another thread's CUDA calls (none are expected) do not break the capture.
-    c.graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
-#else
-    c.graph->capture_begin(pool);
-#endif
-    try {
-      c.outputs = network.decode_step(tokens, active, cache);
-    } catch (...) {
-      try {
-        c.graph->capture_end();
-      } catch (...) {  // the step's own error is the one to report
-      }
-      throw;
-    }
-    c.graph->capture_end();
+    c.graph = capture_graph(pool, [&] { c.outputs = network.decode_step(tokens, active, cache); });
     return c;
   }
 #endif
@@ -201,27 +218,13 @@ struct DrawGraph::Impl {
     {
       const c10::cuda::CUDAStreamGuard on_stream(stream);
       (void)draw(logits, values, state);  // uncaptured, outputs dropped: lazy initialisation
-      auto graph = std::make_unique<at::cuda::CUDAGraph>();
-#if TORCH_VERSION_MAJOR >= 2
-      graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-#else
-      graph->capture_begin();
-#endif
-      try {
+      captured = capture_graph({0, 0}, [&] {
         std::vector<torch::Tensor> out = draw(logits, values, state);
         if (out.empty()) throw std::logic_error("DrawGraph: the draw returned no state");
         state.copy_(out.back());
         out.pop_back();
         outputs = std::move(out);
-      } catch (...) {
-        try {
-          graph->capture_end();
-        } catch (...) {  // the draw's own error is the one to report
-        }
-        throw;
-      }
-      graph->capture_end();
-      captured = std::move(graph);
+      });
     }
     stream.synchronize();
   }
