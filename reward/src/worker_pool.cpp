@@ -120,6 +120,7 @@ struct Worker {
   std::unique_ptr<Job> job;
   int served = 0;
   std::uint64_t last_dispatch = 0;  // the pool's dispatch count when it last got a request
+  std::chrono::steady_clock::time_point spawned_at = std::chrono::steady_clock::now();
 
   // Set when ending.
   ErrorKind end_error = ErrorKind::none;
@@ -546,7 +547,15 @@ struct WorkerPool::Impl {
     w->deadline.cancel();
     const int r = role_index(w->role);
     consecutive_failures[r] = 0;
-    update([&] { ++stats.started; });
+    const double startup_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w->spawned_at).count();
+    update([&] {
+      ++stats.started;
+      if (w->role == WorkerRole::gpu && !w->probe) {
+        ++stats.gpu_started;
+        stats.gpu_startup_ms += startup_ms;
+      }
+    });
 
     const SandboxCheck check = check_sandbox(cfg.sandbox, hello);
     if (!logged_table[r]) {

@@ -251,9 +251,12 @@ int main(int argc, char** argv) {
       }
       if ((i + 1) % 100 == 0) {
         const rw::WorkerPoolStats pool = ev.stats().pool;
-        std::fprintf(stderr, "%d evaluations, %d wrong, %.0f s; workers spawned %llu, crashes %llu, timeouts %llu\n",
+        std::fprintf(stderr,
+                     "%d evaluations, %d wrong, %.0f s; workers spawned %llu, crashes %llu, timeouts %llu, "
+                     "GPU startup %.0f ms mean\n",
                      i + 1, tally.wrong, elapsed(), static_cast<unsigned long long>(pool.spawned),
-                     static_cast<unsigned long long>(pool.crashes), static_cast<unsigned long long>(pool.timeouts));
+                     static_cast<unsigned long long>(pool.crashes), static_cast<unsigned long long>(pool.timeouts),
+                     pool.gpu_started > 0 ? pool.gpu_startup_ms / static_cast<double>(pool.gpu_started) : 0.0);
       }
     }
     while (!window.empty()) settle_oldest();
@@ -264,6 +267,10 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(pool.spawned), static_cast<unsigned long long>(pool.started),
                 static_cast<unsigned long long>(pool.crashes), static_cast<unsigned long long>(pool.timeouts),
                 static_cast<unsigned long long>(pool.recycled));
+    std::printf("GPU workers started: %llu, mean %.0f ms from spawn to Hello (a replaced worker's GPU idles "
+                "that long with one worker per GPU)\n",
+                static_cast<unsigned long long>(pool.gpu_started),
+                pool.gpu_started > 0 ? pool.gpu_startup_ms / static_cast<double>(pool.gpu_started) : 0.0);
     std::printf("GPU timeouts run again (gpu_timeout_rerun): %llu, of which answered otherwise: %llu\n",
                 static_cast<unsigned long long>(stats.gpu_timeouts_rerun),
                 static_cast<unsigned long long>(stats.gpu_timeouts_overturned));

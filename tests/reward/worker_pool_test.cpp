@@ -430,6 +430,12 @@ TEST_CASE("GPU requests go round every GPU worker, one device each", "[reward][p
   REQUIRE(pool.gpu_info().devices.size() == 3);
   CHECK(pool.gpu_info().devices[2].pci_bus_id == "test:2");
   REQUIRE(wait_until([&] { return pool.gpu_worker_count() == 3; }, milliseconds(20'000)));
+  // Their startup (spawn to Hello) is counted, the probe's is not: it serves nothing.
+  const WorkerPoolStats started = pool.stats();
+  CHECK(started.gpu_started == 3);
+  CHECK(started.started == 1 + 1 + 3);  // the compile worker, the probe, three GPU workers
+  CHECK(started.gpu_startup_ms > 0);
+  CHECK(started.gpu_startup_ms < 3 * 20'000.0);
   const auto device_of = [](const WorkerReply& r) { return test_response(r).text; };
   std::map<std::string, int> one_at_a_time;
   for (int i = 0; i < 6; ++i) {

@@ -91,6 +91,10 @@ struct WorkerPoolStats {
   std::uint64_t protocol_errors = 0;  // of which malformed, oversize or unexpected frames
   std::uint64_t recycled = 0;         // retired after recycle_after requests
   std::uint64_t reaped = 0;           // worker processes waited for
+  // GPU workers (not the probe) whose Hello arrived, and the summed time from their spawn to it:
+  // with one worker per GPU a replaced worker's GPU serves nothing for that long.
+  std::uint64_t gpu_started = 0;
+  double gpu_startup_ms = 0;
 };
 
 class WorkerPool {
