@@ -828,8 +828,8 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
     return kernel_time_us(launches);
   };
 
-  if (base.chosen < 0) choose_baseline_path(candidate, base, time_baseline);
-  phase("baseline_choice");
+  const bool hinted = base.chosen < 0 && choose_baseline_path(candidate, base, time_baseline);
+  phase(hinted ? "baseline_hint" : "baseline_choice");
   const auto alg = static_cast<std::size_t>(base.chosen);
 
   int last_input = 0;
@@ -914,13 +914,38 @@ void GpuSession::time_against_baseline(Candidate& candidate, Prepared& prepared,
 // The fastest path for this (matrix, op, dtype, k, baseline mode), measured once per worker with the
 // same protocol and kept with the baseline. A path whose output fails the check against the
 // reference (or that cuSPARSE refuses to run) cannot win: the denominator is always a right answer.
-void GpuSession::choose_baseline_path(
+// With GpuRequest::baseline_hint (an earlier worker's choice) that path alone is run - its warm-ups,
+// its launches counted, its output checked - and taken with that worker's figures of every path
+// (returns true); a hint naming no path here, or whose output fails, is ignored.
+bool GpuSession::choose_baseline_path(
     Candidate& candidate, Baseline& base,
     const std::function<double(std::size_t, int, std::size_t&)>& time_baseline) {
   const GpuRequest& request = candidate.request;
   const int inputs = candidate.inputs;
   CusparseBaseline& cusparse = *base.cusparse;
   std::size_t launches = 0;
+  const std::vector<std::string>& names = cusparse.algorithms();
+  if (const auto hint = std::find(names.begin(), names.end(), request.baseline_hint);
+      !request.baseline_hint.empty() && hint != names.end()) {
+    const auto alg = static_cast<std::size_t>(hint - names.begin());
+    const int runs = std::max(1, request.protocol.warmup_runs);
+    bool ran = true;
+    try {
+      for (int w = 0; w < runs; ++w) time_baseline(alg, w % inputs, launches);
+    } catch (const CudaFailure&) {
+      throw;
+    } catch (const std::runtime_error&) {
+      activity_->drain();
+      ran = false;
+    }
+    if (ran && output_verdict(candidate.tally((runs - 1) % inputs, cusparse.y()), candidate.y_elems).error ==
+                   ErrorKind::none) {
+      base.chosen = static_cast<int>(alg);
+      base.launches = launches;
+      base.paths = request.baseline_hint_paths;
+      return true;
+    }
+  }
   const int reps = std::max(5, request.protocol.timed_runs / 4);
   const int check_input = (reps - 1) % inputs;
   double best_us = std::numeric_limits<double>::infinity();
@@ -954,6 +979,7 @@ void GpuSession::choose_baseline_path(
   if (base.chosen < 0) {
     throw std::runtime_error("no cuSPARSE path computed this matrix correctly (" + base.paths + ")");
   }
+  return false;
 }
 
 }  // namespace sparserl::reward::gpu

@@ -115,7 +115,8 @@ class GpuSession {
   // `phase(name)` closes a profiling phase (EvalResult::phases).
   void time_against_baseline(Candidate& candidate, Prepared& prepared,
                              const std::function<void(const char*)>& phase);
-  void choose_baseline_path(Candidate& candidate, Baseline& base,
+  // Returns whether it took GpuRequest::baseline_hint's path instead of timing every path.
+  bool choose_baseline_path(Candidate& candidate, Baseline& base,
                             const std::function<double(std::size_t, int, std::size_t&)>& time_baseline);
 
   int device_ = 0;

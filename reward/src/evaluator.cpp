@@ -705,12 +705,44 @@ struct Evaluator::Impl {
   WorkerReply ask_gpu(const std::string& dkey, GpuRequest request, const std::string& cubin) {
     request.cubin = cubin;
     request.wait_deadline_ms = wait_deadline_ms(dkey);
+    const std::string bkey = baseline_key(request);
+    if (use_baseline_hints()) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (auto it = baseline_hints.find(bkey); it != baseline_hints.end()) {
+        request.baseline_hint = it->second.first;
+        request.baseline_hint_paths = it->second.second;
+      }
+    }
     WorkerReply reply = pool.submit(WorkerRole::gpu, std::move(request), gpu_deadline(dkey)).get();
     if (reply.error == ErrorKind::none && !ended_in_timeout(reply)) {
       const auto* answer = std::get_if<GpuResponse>(&*reply.response);
       answered_in(dkey, reply.run_ms, answer != nullptr ? longest_candidate_wait_ms(answer->result) : 0.0);
+      if (answer != nullptr && answer->result.timed && !answer->result.timing.baseline_algorithm.empty()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (baseline_hints.size() >= kDeadlineTasks) baseline_hints.clear();
+        baseline_hints[bkey] = {answer->result.timing.baseline_algorithm, answer->result.timing.baseline_paths};
+      }
     }
     return reply;
+  }
+
+  // EvaluatorConfig::gpu_baseline_hints applies: every GPU is the same model, so a path chosen on
+  // one is the path its twin would choose.
+  bool use_baseline_hints() {
+    if (!cfg.gpu_baseline_hints) return false;
+    const GpuInfo info = pool.gpu_info();
+    const std::vector<GpuDevice>& devices = info.devices;
+    return std::all_of(devices.begin(), devices.end(),
+                       [&](const GpuDevice& d) { return d.name == devices.front().name; });
+  }
+
+  // What a GPU worker keeps one cuSPARSE baseline for (its Baseline key): matrix, op, dtype, k and
+  // baseline mode.
+  static std::string baseline_key(const GpuRequest& request) {
+    const int k = request.task.op == datasets::Op::spmm ? request.task.k : 1;
+    return request.matrix_digest + "|" + std::string(datasets::to_string(request.task.op)) + "|" +
+           std::string(datasets::to_string(request.task.dtype)) + "|" + std::to_string(k) + "|" +
+           std::string(to_string(request.protocol.baseline));
   }
 
   // A timeout at either end: the pool's deadline on the request, or the worker's wait limit.
@@ -813,6 +845,8 @@ struct Evaluator::Impl {
   std::unordered_map<std::string, double> slowest_answer_ms;  // guarded by mutex
   std::unordered_map<std::string, double> slowest_wait_ms;    // longest_candidate_wait_ms; mutex
   std::unordered_set<std::string> calibrated;  // deadline keys calibrated, answered or not; mutex
+  // baseline_key -> (the chosen path, every path's figures) from the last timed answer; mutex.
+  std::unordered_map<std::string, std::pair<std::string, std::string>> baseline_hints;
 
   InFlight<CompileOutcome> compiles;  // by compile cache key
   InFlight<GpuOutcome> gpu_runs;      // by result key

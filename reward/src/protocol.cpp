@@ -339,6 +339,8 @@ void encode(Writer& w, const GpuRequest& m) {
   w.boolean(m.protocol.time);
   w.u8(static_cast<std::uint8_t>(m.protocol.baseline));
   w.u32(m.wait_deadline_ms);
+  w.str(m.baseline_hint);
+  w.str(m.baseline_hint_paths);
 }
 
 GpuRequest decode_gpu_request(Reader& r) {
@@ -378,6 +380,8 @@ GpuRequest decode_gpu_request(Reader& r) {
     m.protocol.baseline = static_cast<BaselineMode>(mode);
   }
   m.wait_deadline_ms = r.u32();
+  m.baseline_hint = r.str();
+  m.baseline_hint_paths = r.str();
   return m;
 }
 

@@ -273,6 +273,10 @@ const datasets::Knobs<EvaluatorConfig>& evaluator_knobs() {
                    "with more GPU workers than GPUs, a GPU timeout is run once more and the second "
                    "answer is the verdict (a fault beside another worker's hung kernel is reported "
                    "only when that kernel is ended)")
+          .boolean("gpu_baseline_hints", &C::gpu_baseline_hints,
+                   "a GPU worker new to a task takes cuSPARSE's path an earlier worker chose there "
+                   "(run once and checked) instead of timing every path again; only where every "
+                   "GPU is the same model")
           .add(seconds("startup_timeout_s", &C::startup_deadline,
                        "deadline of a worker's start-up handshake, seconds", 0.1, 3600))
           .integer("recycle_after", &C::recycle_after,

@@ -8,6 +8,7 @@
 // verdicts, leave no process behind and do not grow the GPU's memory. One case talks to a GPU
 // worker through the pool alone: the digest check of the worker's matrix on every request.
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -475,6 +476,50 @@ TEST_CASE("the baseline is the fastest correct cuSPARSE path of every format the
     REQUIRE(rc.ok());
     for (const auto& [name, median] : baseline_paths(rc)) CHECK(name.rfind("CSR_ALG", 0) == 0);
     CHECK_THAT(rc.timing.baseline_algorithm, has_substring("CSR_ALG"));
+  }
+}
+
+TEST_CASE("a worker that replaced a faulting one takes the cuSPARSE path its predecessor chose",
+          "[reward][gpu]") {
+  shared_evaluator();  // skips without a GPU
+  const auto has_phase = [](const rw::EvalResult& r, const std::string& name) {
+    return std::any_of(r.phases.begin(), r.phases.end(), [&](const rw::PhaseTime& p) { return p.name == name; });
+  };
+  const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
+  const std::string good = read_bytes(program_path("spmv_csr.cu"));
+  for (const bool hints : {true, false}) {
+    INFO("gpu_baseline_hints " << hints);
+    rw::EvaluatorConfig config = gpu_config();
+    config.gpu_workers = 1;
+    config.gpu_baseline_hints = hints;
+    rw::Evaluator ev(config);
+    rw::EvaluateOptions timed;
+    timed.protocol = ev.config().protocol;
+    timed.protocol->time = true;
+    const rw::EvalResult first = ev.evaluate(t, good, timed);
+    INFO("first: " << describe(first) << "; paths " << first.timing.baseline_paths);
+    REQUIRE(first.ok());
+    REQUIRE(first.timed);
+    CHECK_FALSE(has_phase(first, "gpu.baseline_hint"));
+    // The trap ends its worker: the next request meets a fresh one, without the task's baseline.
+    const rw::EvalResult trap = ev.evaluate(t, adversarial_program("trap"), timed);
+    INFO("trap: " << describe(trap));
+    CHECK(trap.error == rw::ErrorKind::illegal_address);
+    timed.protocol->seed = 8;  // another evaluation, not the result cache's answer
+    const rw::EvalResult second = ev.evaluate(t, good, timed);
+    INFO("second: " << describe(second) << "; paths " << second.timing.baseline_paths);
+    REQUIRE(second.ok());
+    REQUIRE(second.timed);
+    CHECK(ev.stats().pool.gpu_started == 2);
+    CHECK(has_phase(second, "gpu.baseline_hint") == hints);
+    CHECK(has_phase(second, "gpu.baseline_choice") == !hints);
+    CHECK(second.timing.baseline_median_us > 0);
+    CHECK(second.timing.speedup > 0);
+    if (hints) {
+      // The path and every path's figures are the first worker's; the medians are this run's.
+      CHECK(second.timing.baseline_algorithm == first.timing.baseline_algorithm);
+      CHECK(second.timing.baseline_paths == first.timing.baseline_paths);
+    }
   }
 }
 

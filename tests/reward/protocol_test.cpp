@@ -87,6 +87,8 @@ GpuRequest sample_gpu_request() {
   g.cubin = std::string(1000, '\x01');
   g.protocol = {42, 3, 5, 50, true, true, BaselineMode::csr};
   g.wait_deadline_ms = 2500;
+  g.baseline_hint = "CSR_ALG2";
+  g.baseline_hint_paths = "CSR_ALG1=12.5us CSR_ALG2=9.1us COO_ALG1=wrong";
   return g;
 }
 
@@ -244,6 +246,8 @@ TEST_CASE("GpuRequest and CompileRequest fields land where they belong", "[rewar
   REQUIRE(g.protocol == GpuProtocol{42, 3, 5, 50, true, true, BaselineMode::csr});
   REQUIRE(g.protocol.str() == "seed=42 inputs=3 warmup=5 reps=50 flush_l2=1 time=1 baseline=csr");
   REQUIRE(g.wait_deadline_ms == 2500);
+  REQUIRE(g.baseline_hint == "CSR_ALG2");
+  REQUIRE(g.baseline_hint_paths == "CSR_ALG1=12.5us CSR_ALG2=9.1us COO_ALG1=wrong");
   REQUIRE(parse_baseline_mode("best") == BaselineMode::best);
   REQUIRE_FALSE(parse_baseline_mode("cusparse"));
   const auto c =

@@ -34,6 +34,9 @@ TEST_CASE("evaluator knobs convert seconds, the shared cache size and the cache 
   CHECK(c.gpu_timeout_rerun);
   knobs.set(c, "gpu_timeout_rerun", KnobValue(false));
   CHECK_FALSE(c.gpu_timeout_rerun);
+  CHECK(c.gpu_baseline_hints);
+  knobs.set(c, "gpu_baseline_hints", KnobValue(false));
+  CHECK_FALSE(c.gpu_baseline_hints);
   CHECK(c.compile_deadline == std::chrono::milliseconds(1500));
   CHECK(c.startup_deadline == std::chrono::milliseconds(2000));
   CHECK(c.compile_cache_entries == 7);

@@ -85,6 +85,11 @@ struct EvaluatorConfig {
   // the soak's hangs; with one worker a GPU, none in 1,914). A real hang then costs two limits.
   // The second runs go one at a time, so that a hang's second run does not hold another fault.
   bool gpu_timeout_rerun = true;
+  // A GPU worker that has not yet chosen cuSPARSE's path for a task takes the one an earlier
+  // worker chose (GpuRequest::baseline_hint), after running it once and checking its output,
+  // instead of timing every path again: a worker replaced after a faulting candidate meets its
+  // tasks cold (about 45 ms a small task, 2 x H200 soak). Only where every GPU is the same model.
+  bool gpu_baseline_hints = true;
   std::chrono::milliseconds startup_deadline{60'000};
   int recycle_after = 500;  // requests per worker
   SandboxLimits sandbox;

@@ -34,7 +34,7 @@ namespace sparserl::reward {
 
 // Bumped whenever a message's layout changes; the pool rejects a worker that speaks another
 // version.
-inline constexpr std::uint32_t kProtocolVersion = 6;
+inline constexpr std::uint32_t kProtocolVersion = 7;
 
 // Default cap on one frame's payload, both directions. A cubin is a few hundred KB at most.
 inline constexpr std::size_t kDefaultMaxFrameBytes = std::size_t{64} << 20;
@@ -221,6 +221,13 @@ struct GpuRequest {
   // request it leaves out the matrix's load, conversion and cuSPARSE set-up, so a hung kernel on a
   // 10M-nonzero matrix costs seconds, not 20 x a cold answer (about 100 s, measured by the soak).
   std::uint32_t wait_deadline_ms = 0;
+  // cuSPARSE's path for this (matrix, op, dtype, k, baseline mode) as an earlier GPU worker chose
+  // it (TimingFigures::baseline_algorithm, and its baseline_paths), empty before one has. A worker
+  // without that baseline yet - a fresh one, e.g. after a faulting candidate ended the last - runs
+  // the path, checks its output and takes it with those figures instead of timing every path again
+  // (EvaluatorConfig::gpu_baseline_hints).
+  std::string baseline_hint;
+  std::string baseline_hint_paths;
 };
 
 // GPU worker -> pool.

@@ -26,7 +26,8 @@ const datasets::Knobs<RewardConfig>& reward_knobs();
 // max_stored_entries.
 const datasets::Knobs<ProgramLimits>& program_limits_knobs();
 // worker, arch, compile_workers, gpu_workers, compile_timeout_s, gpu_timeout_s,
-// gpu_timeout_factor, gpu_timeout_floor_s, gpu_timeout_calibrate, gpu_timeout_rerun, startup_timeout_s,
+// gpu_timeout_factor, gpu_timeout_floor_s, gpu_timeout_calibrate, gpu_timeout_rerun, gpu_baseline_hints,
+// startup_timeout_s,
 // recycle_after, cache_entries (both in-memory caches), cache_dir, matrix_cache_entries,
 // evaluation_threads, nvrtc_options, then program_limits_knobs(). Not the sandbox (sandbox_knobs),
 // the protocol (gpu_protocol_knobs), the matrix folders nor the log; worker and cache_dir are
