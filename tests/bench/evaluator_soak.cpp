@@ -20,6 +20,9 @@
 // and the worker pool's counts (workers spawned, crashes, timeouts, recycled), at the end and in the
 // progress lines on stderr.
 //
+// --workers W: GPU workers (default one per visible GPU, the evaluator's default: workers sharing a
+// GPU while hung kernels were ended twice left the GPU needing a reset, docs/evaluator.md).
+//
 //   evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] [--seconds S]
 //                  [--in-flight F]
 #include <dirent.h>
@@ -153,7 +156,7 @@ struct Tally {
 
 int main(int argc, char** argv) {
   fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
-  int evaluations = 10000, workers = 2, hang_every = 100, in_flight = 16;
+  int evaluations = 10000, workers = -1, hang_every = 100, in_flight = 16;
   double seconds_limit = 0;  // 0: none
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -201,9 +204,11 @@ int main(int argc, char** argv) {
       std::cerr << "evaluator_soak: no GPU (" << ev.gpu_info().error << ")\n";
       return 1;
     }
-    std::printf("# Evaluator soak\n\ndevice: %s; %d evaluations, %d GPU workers, %d in flight, a hang every %d; "
+    const int gpus = static_cast<int>(ev.gpu_info().devices.size());
+    if (workers < 0) workers = gpus;
+    std::printf("# Evaluator soak\n\ndevice: %s x %d; %d evaluations, %d GPU workers, %d in flight, a hang every %d; "
                 "default protocol (3 inputs, 5 warm-ups, 50 timed repetitions, L2 flushed)\n\n",
-                ev.gpu_info().devices[0].name.c_str(), evaluations, workers, in_flight, hang_every);
+                ev.gpu_info().devices[0].name.c_str(), gpus, evaluations, workers, in_flight, hang_every);
     // Up to in_flight evaluations are submitted ahead, so that the GPU workers overlap; when the
     // window is full the oldest is answered before the next goes in.
     struct Pending {
