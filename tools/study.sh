@@ -21,7 +21,11 @@
 # docs/study.md): the headline table alone, SFT-only against REINFORCE, PPO and GRPO, 3 RL seeds
 # from one SFT seed, 20 updates a run, bench-v2's small shared matrices only - a first look with
 # intervals, not the study. --gpus N trains the runs of a stage N at a time, one a GPU (the SFT runs,
-# then the RL runs; a stage of one run and the benches see every GPU).
+# then the RL runs; a stage of one run and the benches see every GPU). --only REGEX is the study
+# spread over several GPU sessions whose hosts keep nothing: only the runs named LABEL-sSEED that
+# match (and the template search and random, named `template` and `random`), each agent benched on
+# its own (val, then test) as soon as it is trained, and the tables compared over every agent's
+# bench found under OUT - those of earlier sessions brought back into OUT included.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -36,12 +40,14 @@ PILOT=0
 ALLOW_DIRTY=0
 TEST_PART=1
 GPUS=1
+ONLY=""
 EXTRA=()
 
 usage() {
   cat <<'EOF'
 usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] [--no-test]
-                      [--allow-dirty] [--smoke] [--pilot] [--gpus N] [--set KEY=VALUE]...
+                      [--allow-dirty] [--smoke] [--pilot] [--gpus N] [--only REGEX]
+                      [--set KEY=VALUE]...
   --out DIR        where the runs and tables go (default runs/study; runs/study-pilot with
                    --pilot, runs/study-smoke with --smoke)
   --sparserl PATH  the sparserl binary (default $SPARSERL, else build/tools/sparserl)
@@ -55,6 +61,11 @@ usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] 
   --gpus N         train up to N runs at once, each on its own GPU (CUDA_VISIBLE_DEVICES: the
                    first N of its list where set, else 0 .. N-1), its output in OUT/lanes/;
                    default 1 (one run after another, every GPU visible to each)
+  --only REGEX     only the runs whose name LABEL-sSEED matches the extended regular expression
+                   (sft-s1, grpo-s3, ...; `template` and `random` for those agents): each
+                   benched alone on val and, unless --no-test, on test right after, into
+                   OUT/TABLE/bench-PART/NAME/; the tables compare every agent bench under OUT
+                   (RL runs need their SFT row's seed-1 run, from this or an earlier session)
   --set KEY=VALUE  passed to every sparserl train and bench (e.g. data.index_dirs for this host),
                    after the --smoke and --pilot settings, so that it wins over them
 EOF
@@ -79,6 +90,7 @@ while [[ $# -gt 0 ]]; do
     --smoke) SMOKE=1; shift ;;
     --pilot) PILOT=1; shift ;;
     --gpus) GPUS=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
     --set) EXTRA+=(--set "$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
@@ -147,6 +159,9 @@ fi
 
 exec 3>&2  # the terminal's stderr, also from a lane whose stderr goes to its log
 log() { echo "[study $(date -u +%H:%M:%S)] $*" >&3; }
+
+# selected TABLE/NAME: whether --only (if given) names this run or agent.
+selected() { [[ -z $ONLY || $1 =~ $ONLY ]]; }
 
 # The run directory of a finished run under $1 (empty when none), or of one to resume ($2 = resume).
 run_dir_with() {
@@ -276,55 +291,74 @@ train_table() {
       args=$(table_sets "$table" | tr '\n' ' ')
       [[ $sets == - ]] || args+=" $sets"
       if [[ $stage == sft ]]; then
-        for ((seed = 1; seed <= SFT_SEEDS; seed++)); do jobs+=("$table $label $seed $config $args"); done
+        for ((seed = 1; seed <= SFT_SEEDS; seed++)); do
+          selected "$table/$label-s$seed" && jobs+=("$table $label $seed $config $args")
+        done
       else
+        local rl_seeds=()
+        for ((seed = 1; seed <= SEEDS; seed++)); do
+          selected "$table/$label-s$seed" && rl_seeds+=("$seed")
+        done
+        ((${#rl_seeds[@]} > 0)) || continue
         sft=$(run_dir_with "$OUT/$table/runs/$from-s1" completed)
         [[ -n $sft ]] || die "$table $label: the SFT run $from-s1 has not completed"
-        for ((seed = 1; seed <= SEEDS; seed++)); do
+        for seed in "${rl_seeds[@]}"; do
           jobs+=("$table $label $seed $config $args train.init_checkpoint=$sft/policies/sft")
         done
       fi
     done < <(rows_of "$table")
-    if [[ $stage == sft && ${#jobs[@]} -gt 1 ]]; then
+    if [[ $stage == sft && ${#jobs[@]} -gt 0 ]]; then
       # The template search once per table: the first SFT run (every GPU visible) searches and
       # saves its pairs (sft-pairs.json); the table's other SFT runs - seeds, ablations - train on
       # those pairs (train.sft_pairs) instead of searching again, minutes a matrix on large ones.
+      # sft-s1's pairs where that run is done already (an earlier call, or --only's earlier session).
       local first_fields pairs i
-      read -ra first_fields <<<"${jobs[0]}"
-      lanes "${jobs[0]}"
-      pairs=$(run_dir_with "$OUT/$table/runs/${first_fields[1]}-s${first_fields[2]}" completed)/sft-pairs.json
-      jobs=("${jobs[@]:1}")
-      if [[ -f $pairs ]]; then
-        for ((i = 0; i < ${#jobs[@]}; i++)); do jobs[i]+=" train.sft_pairs=$pairs"; done
+      pairs=$(run_dir_with "$OUT/$table/runs/sft-s1" completed)
+      if [[ -z $pairs && ${#jobs[@]} -gt 1 ]]; then
+        read -ra first_fields <<<"${jobs[0]}"
+        lanes "${jobs[0]}"
+        pairs=$(run_dir_with "$OUT/$table/runs/${first_fields[1]}-s${first_fields[2]}" completed)
+        jobs=("${jobs[@]:1}")
+      fi
+      if [[ -n $pairs && -f $pairs/sft-pairs.json ]]; then
+        for ((i = 0; i < ${#jobs[@]}; i++)); do jobs[i]+=" train.sft_pairs=$pairs/sft-pairs.json"; done
       fi
     fi
-    lanes "${jobs[@]}"
+    ((${#jobs[@]} == 0)) || lanes "${jobs[@]}"
   done
   while read -r label config from sets; do
     local n=$SEEDS policy=rl
     [[ $from != - ]] || { n=$SFT_SEEDS; policy=sft; }
     for ((seed = 1; seed <= n; seed++)); do
+      selected "$table/$label-s$seed" || continue
       echo "$label-s$seed=$(run_dir_with "$OUT/$table/runs/$label-s$seed" completed)/policies/$policy"
     done
   done < <(rows_of "$table")
 }
 
-# bench TABLE PART POLICIES...: one `sparserl bench` of every agent on PART, then its comparison
-# into $OUT/tables/TABLE-PART/. A finished bench is kept unless its policies changed.
-bench() {
-  local table=$1 part=$2
-  shift 2
-  local runs="$OUT/$table/bench-$part" list dir kv args=()
-  list=$(printf '"%s",' "$@")
-  list="[${list%,}]"
+# bench_run TABLE PART RUNS AGENTS POLICIES...: one `sparserl bench` of PART into RUNS, of AGENTS
+# (a TOML list for bench.agents; empty: bench.toml's, the template search and random) and the
+# policies NAME=CHECKPOINT; prints its run directory. A finished bench is kept unless what it
+# compared changed.
+bench_run() {
+  local table=$1 part=$2 runs=$3 agents=$4
+  shift 4
+  local list="[]" record dir kv args=()
+  if (($# > 0)); then
+    list=$(printf '"%s",' "$@")
+    list="[${list%,}]"
+  fi
+  record=$list
+  [[ -z $agents ]] || record+=" agents $agents"
   dir=$(run_dir_with "$runs" completed)
-  if [[ -n $dir ]] && ! cmp -s <(echo "$list") "$runs/policies.txt"; then
+  if [[ -n $dir ]] && ! cmp -s <(echo "$record") "$runs/policies.txt"; then
     die "$runs holds a bench of other policies ($runs/policies.txt): remove it to bench again"
   fi
   if [[ -z $dir ]]; then
     mkdir -p "$runs"
-    echo "$list" >"$runs/policies.txt"
+    echo "$record" >"$runs/policies.txt"
     for kv in $(table_sets "$table") $(table_regimes "$table"); do args+=(--set "$kv"); done
+    [[ -z $agents ]] || args+=(--set "bench.agents=$agents")
     local cmd=(bench "$ROOT/$CONFIGS/bench.toml" --root "$ROOT" --runs-dir "$runs"
       "${args[@]}" --set "bench.policies=$list" "${PILOT_SETS[@]}" "${SMOKE_SETS[@]}" "${EXTRA[@]}")
     [[ $part == val ]] || cmd+=(--part "$part")
@@ -334,11 +368,45 @@ bench() {
     dir=$(run_dir_with "$runs" completed)
     [[ -n $dir ]] || die "$table bench $part did not complete (see $runs)"
   fi
-  local cmp=(compare "$dir" --seeds-in-names --reference sft --out "$OUT/tables/$table-$part")
+  echo "$dir"
+}
+
+# compare_table TABLE PART BENCH_RUN...: `sparserl compare` of the benches into
+# $OUT/tables/TABLE-PART/ (SFT-only the reference where it was benched).
+compare_table() {
+  local table=$1 part=$2
+  shift 2
+  local cmp=(compare "$@" --seeds-in-names --out "$OUT/tables/$table-$part")
+  if [[ -z $ONLY ]] || compgen -G "$OUT/$table/bench-$part/sft-s*/" >/dev/null; then cmp+=(--reference sft); fi
   [[ $SMOKE == 0 ]] || cmp+=(--no-plots)
   log "$table compare $part: sparserl ${cmp[*]}"
   echo "sparserl ${cmp[*]}" >>"$OUT/commands.log"
   "$SPARSERL" "${cmp[@]}" >"$OUT/tables/$table-$part.txt"
+}
+
+# bench TABLE PART POLICIES...: one `sparserl bench` of every agent on PART, then its comparison.
+bench() {
+  local table=$1 part=$2 dir
+  shift 2
+  dir=$(bench_run "$table" "$part" "$OUT/$table/bench-$part" "" "$@")
+  compare_table "$table" "$part" "$dir"
+}
+
+# bench_each TABLE PART POLICIES... (--only): the template search and random where selected, and
+# each policy, benched alone into OUT/TABLE/bench-PART/NAME/; then the table of every agent bench
+# of PART under OUT, this call's and those an earlier session left (none: no table).
+bench_each() {
+  local table=$1 part=$2 p a agents="" d dirs=()
+  shift 2
+  for a in template random; do selected "$table/$a" && agents+="\"$a\","; done
+  [[ -z $agents ]] || bench_run "$table" "$part" "$OUT/$table/bench-$part/agents" "[${agents%,}]" >/dev/null
+  for p in "$@"; do bench_run "$table" "$part" "$OUT/$table/bench-$part/${p%%=*}" "[]" "$p" >/dev/null; done
+  for d in "$OUT/$table/bench-$part"/*/; do
+    [[ -d $d ]] || continue
+    d=$(run_dir_with "${d%/}" completed)
+    [[ -z $d ]] || dirs+=("$d")
+  done
+  ((${#dirs[@]} == 0)) || compare_table "$table" "$part" "${dirs[@]}"
 }
 
 TABLES=(spmv-f32 spmv-f64 spmm-k32)
@@ -350,10 +418,19 @@ for table in "${TABLES[@]}"; do
   train_table "$table" >"$OUT/$table/policies.list"
   mapfile -t policies <"$OUT/$table/policies.list"
   POLICIES[$table]="${policies[*]}"
-  # shellcheck disable=SC2086  # checkpoint paths hold no spaces: run directories are named safely
+  if [[ -n $ONLY ]]; then
+    # Each agent's test bench right after its val bench: no choice in the study reads either
+    # (each row's policy is its run's last), so the test part is still read once per agent.
+    # shellcheck disable=SC2086  # checkpoint paths hold no spaces: run directories are named safely
+    bench_each "$table" val ${POLICIES[$table]}
+    # shellcheck disable=SC2086
+    [[ $TEST_PART == 0 ]] || bench_each "$table" test ${POLICIES[$table]}
+    continue
+  fi
+  # shellcheck disable=SC2086
   bench "$table" val ${POLICIES[$table]}
 done
-if [[ $TEST_PART == 1 ]]; then
+if [[ $TEST_PART == 1 && -z $ONLY ]]; then
   for table in "${TABLES[@]}"; do
     # shellcheck disable=SC2086
     bench "$table" test ${POLICIES[$table]}
