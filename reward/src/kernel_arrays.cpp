@@ -3,19 +3,21 @@
 
 #include <chrono>
 #include <cstring>
+#include <span>
 #include <stdexcept>
 
 namespace sparserl::reward {
 namespace {
 
-HostArray index_array(std::string name, const std::vector<datasets::Index>& v) {
+// Each array is copied once, from the matrix or its converted format into the bytes uploaded.
+HostArray index_array(std::string name, std::span<const datasets::Index> v) {
   HostArray a{std::move(name), ArgKind::index_array, static_cast<std::int64_t>(v.size()), {}};
   a.bytes.resize(v.size() * sizeof(datasets::Index));
   if (!v.empty()) std::memcpy(a.bytes.data(), v.data(), a.bytes.size());
   return a;
 }
 
-HostArray value_array(std::string name, const std::vector<double>& v, DType dtype) {
+HostArray value_array(std::string name, std::span<const double> v, DType dtype) {
   HostArray a{std::move(name), ArgKind::value_array, static_cast<std::int64_t>(v.size()), {}};
   if (dtype == DType::f64) {
     a.bytes.resize(v.size() * sizeof(double));
@@ -27,11 +29,6 @@ HostArray value_array(std::string name, const std::vector<double>& v, DType dtyp
   }
   return a;
 }
-
-std::vector<double> values_of(const datasets::SparseMatrix& m) {
-  return {m.values().begin(), m.values().end()};
-}
-std::vector<datasets::Index> ints(std::span<const datasets::Index> s) { return {s.begin(), s.end()}; }
 
 }  // namespace
 
@@ -53,9 +50,9 @@ KernelArrays build_kernel_arrays(const datasets::SparseMatrix& matrix, const For
   std::vector<HostArray>& args = out.matrix_args;
   switch (spec.format) {
     case Format::csr:
-      args.push_back(index_array("row_ptr", ints(a.row_ptr())));
-      args.push_back(index_array("col_idx", ints(a.col_idx())));
-      args.push_back(value_array("val", values_of(a), dtype));
+      args.push_back(index_array("row_ptr", a.row_ptr()));
+      args.push_back(index_array("col_idx", a.col_idx()));
+      args.push_back(value_array("val", a.values(), dtype));
       out.stored_entries = a.nnz();
       break;
     case Format::coo: {
