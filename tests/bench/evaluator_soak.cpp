@@ -23,8 +23,11 @@
 // --workers W: GPU workers (default one per visible GPU, the evaluator's default: workers sharing a
 // GPU while hung kernels were ended twice left the GPU needing a reset, docs/evaluator.md).
 //
+// --no-baseline-hints: every fresh GPU worker times every cuSPARSE path again
+// (EvaluatorConfig::gpu_baseline_hints off).
+//
 //   evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] [--seconds S]
-//                  [--in-flight F]
+//                  [--in-flight F] [--no-baseline-hints]
 #include <dirent.h>
 #include <unistd.h>
 
@@ -158,6 +161,7 @@ int main(int argc, char** argv) {
   fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
   int evaluations = 10000, workers = -1, hang_every = 100, in_flight = 16;
   double seconds_limit = 0;  // 0: none
+  bool baseline_hints = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--shared" && i + 1 < argc) shared = argv[++i];
@@ -166,9 +170,10 @@ int main(int argc, char** argv) {
     else if (a == "--hang-every" && i + 1 < argc) hang_every = std::stoi(argv[++i]);
     else if (a == "--seconds" && i + 1 < argc) seconds_limit = std::stod(argv[++i]);
     else if (a == "--in-flight" && i + 1 < argc) in_flight = std::max(1, std::stoi(argv[++i]));
+    else if (a == "--no-baseline-hints") baseline_hints = false;
     else {
       std::cerr << "usage: evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] "
-                   "[--seconds S] [--in-flight F]\n";
+                   "[--seconds S] [--in-flight F] [--no-baseline-hints]\n";
       return 2;
     }
   }
@@ -187,6 +192,7 @@ int main(int argc, char** argv) {
   config.data_dir = fs::temp_directory_path() / "sparserl-evaluator-bench";
   if (fs::is_directory(shared)) config.index_dirs = {shared};
   config.gpu_workers = workers;
+  config.gpu_baseline_hints = baseline_hints;
   config.gpu_deadline_floor = std::chrono::milliseconds(2000);  // a hang costs seconds, not 10
   config.protocol.time = true;
 
@@ -207,8 +213,9 @@ int main(int argc, char** argv) {
     const int gpus = static_cast<int>(ev.gpu_info().devices.size());
     if (workers < 0) workers = gpus;
     std::printf("# Evaluator soak\n\ndevice: %s x %d; %d evaluations, %d GPU workers, %d in flight, a hang every %d; "
-                "default protocol (3 inputs, 5 warm-ups, 50 timed repetitions, L2 flushed)\n\n",
-                ev.gpu_info().devices[0].name.c_str(), gpus, evaluations, workers, in_flight, hang_every);
+                "default protocol (3 inputs, 5 warm-ups, 50 timed repetitions, L2 flushed); baseline hints %s\n\n",
+                ev.gpu_info().devices[0].name.c_str(), gpus, evaluations, workers, in_flight, hang_every,
+                baseline_hints ? "on" : "off");
     // Up to in_flight evaluations are submitted ahead, so that the GPU workers overlap; when the
     // window is full the oldest is answered before the next goes in.
     struct Pending {
