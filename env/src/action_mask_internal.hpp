@@ -737,6 +737,27 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k);
 void take_code_word(State& s, const TokenInfo& k);
 // fill() where every token passes to the code-token rules: their row's mask and checks.
 void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> mask);
+// The operand rules (action_mask_operands.cpp): after an operand (a binary operator, a postfix
+// ++ / --, ... may follow); the checks of an operand's type; a code token's step of them, read
+// before the state moves (begin_operand_step, which marks a floating group) and taken after it.
+bool after_operand(std::uint8_t ctx);
+bool floating_allowed(const State& s, const TokenInfo& k);
+std::uint8_t operand_type(const State& s);
+bool operator_allowed(const State& s, const TokenInfo& k);
+bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefix_sign);
+bool floating_value_allowed(const State& s, const TokenInfo& k);
+struct OperandStep {
+  bool floating_open = false, floating_unary = false, floating_number = false;
+  bool floating_comma = false, void_open = false, void_close = false;
+  bool operand_before = false, unary_sign = false, binary = false, prefix = false;
+  bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;
+  bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
+  bool call_open = false, call_comma = false, value_call = false, deref = false;
+  bool variable = false;  // a local named as a variable (not declared, not a macro)
+  std::uint8_t kind_before = 0, call_args = 0;
+};
+OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool macro);
+void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o);
 
 bool expression_allowed(const Tables& t, const State& s, const TokenInfo& k);
 int completion(const Tables& t, const State& s);
