@@ -280,10 +280,9 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
       (local_type(s, k.local) == type_floating || local_bit(s.pointers, k.local))) {
     return false;
   }
-  // Directly in an array's bound: a macro, a template parameter, a const variable that is no
-  // pointer; no other variable.
-  const bool bound = innermost(s) == '[' && ((s.bounds >> (s.depth - 1u)) & 1u) != 0;
-  if (bound && k.local < s.locals_used && !is_macro(s, k.local) &&
+  // In an array's bound: a macro, a template parameter, a const variable that is no pointer; no
+  // other variable.
+  if (in_array_bound(s) && k.local < s.locals_used && !is_macro(s, k.local) &&
       scope_of(s, k.local) != kScopeTag && !local_bit(s.template_names, k.local) &&
       (!local_bit(s.consts, k.local) || local_bit(s.pointers, k.local))) {
     return false;
@@ -654,6 +653,19 @@ bool void_return_refuses(const State& s, const TokenInfo& k) {
   return s.void_return && !on_line(s) && k.cat != Cat::semi && k.cat != Cat::hash;
 }
 
+// In an array's bound, where its value is computed: under a declarator's `[` (State::bounds) at
+// any depth, neither in sizeof's parenthesis nor after a prefix (the rule leaves `sizeof x`, a
+// cast's operand, `!x` alone: the first two are constant whatever x is).
+bool in_array_bound(const State& s) {
+  if (on_line(s) || s.bounds == 0) return false;
+  for (int i = s.depth - 1; i >= 0; --i) {
+    const std::uint8_t open = s.stack[static_cast<std::size_t>(i)];
+    if (open == kSizeofParen || ((s.prefixed >> (i + 1)) & 1u) != 0) return false;
+    if (open == '[' && ((s.bounds >> i) & 1u) != 0) return true;
+  }
+  return false;
+}
+
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (void_return_refuses(s, k)) return false;
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
@@ -664,6 +676,9 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.role == role_ptr && reference_ends(s)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
+  // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
+  // value" of `float a[warpSize]`, `[threadIdx.x]`, `[min(4, M)]`).
+  if (k.cat == Cat::builtin && in_array_bound(s)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -758,6 +773,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
         mask[static_cast<std::size_t>(id)] = 0;
       }
     }
+  }
+  if (in_array_bound(s)) {
+    for (TokenId id : t.builtin_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;

@@ -775,6 +775,7 @@ bool num_accepting(Num n);
 bool number_complete(const State& s);
 int number_close(const State& s);
 bool new_local_allowed(const State& s);
+bool in_array_bound(const State& s);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
 bool known_local_allowed(const State& s, int local);
@@ -944,6 +945,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> pointer_ids;         // `*`, `&`
   std::vector<TokenId> operator_ids;        // TokenInfo::integral_operator, arithmetic_operator
   std::vector<TokenId> floating_value_ids;  // TokenInfo::floating_value
+  std::vector<TokenId> builtin_ids;         // Cat::builtin: functions, threadIdx & co, warpSize
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -655,6 +655,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
       operator_ids.push_back(static_cast<TokenId>(i));
     }
     if (info[i].floating_value) floating_value_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].cat == Cat::builtin) builtin_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();
