@@ -666,6 +666,13 @@ bool in_array_bound(const State& s) {
   return false;
 }
 
+// Right after the `(` of `*(`, `&(`, `++(` (kDerefParen): no type or qualifier. `*(int*)p` is
+// refused at p already (the parenthesis is a group, not a cast), and what else follows `*(int*)`
+// is no expression (NVRTC: "expected an expression" of `*(float)`, `&(double) )`, `**(int),`).
+bool deref_group_start(const State& s) {
+  return s.ctx == ctx_group && innermost(s) == kDerefParen && !on_line(s);
+}
+
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (void_return_refuses(s, k)) return false;
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
@@ -679,6 +686,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
   // value" of `float a[warpSize]`, `[threadIdx.x]`, `[min(4, M)]`).
   if (k.cat == Cat::builtin && in_array_bound(s)) return false;
+  if ((k.role == role_type || k.role == role_qual) && deref_group_start(s)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -776,6 +784,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (in_array_bound(s)) {
     for (TokenId id : t.builtin_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (deref_group_start(s)) {
+    for (TokenId id : t.type_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;

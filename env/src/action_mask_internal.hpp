@@ -946,6 +946,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> operator_ids;        // TokenInfo::integral_operator, arithmetic_operator
   std::vector<TokenId> floating_value_ids;  // TokenInfo::floating_value
   std::vector<TokenId> builtin_ids;         // Cat::builtin: functions, threadIdx & co, warpSize
+  std::vector<TokenId> type_ids;            // role_type, role_qual
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -656,6 +656,9 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     }
     if (info[i].floating_value) floating_value_ids.push_back(static_cast<TokenId>(i));
     if (info[i].cat == Cat::builtin) builtin_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].role == role_type || info[i].role == role_qual) {
+      type_ids.push_back(static_cast<TokenId>(i));
+    }
   }
   declare_kernels(*this);
   eos = v.eos();

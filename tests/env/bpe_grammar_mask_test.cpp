@@ -859,6 +859,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  p = (value_t* const)y + (size_t)(int*)0;\n"
                         "  f = ((const value_t* __restrict__)x)[0] + (float)(x - y);\n") == -1);
   }
+  SECTION("no type right after the parenthesis of `*(`, `&(`, `++(`") {
+    // (NVRTC: "expected an expression" of `*(float)`, `&(double) )`, `**(int),`; `*(int*)p` was
+    // refused at p already.)
+    CHECK(first_refused(kHead, "  y[0] = *(float);") == 14);            // `flo`: floor
+    CHECK(first_refused(kHead, "  y[0] = *(const value_t*)x;") == 13);  // `co`: col_idx, cos
+    CHECK(first_refused(kHead, "  int i = 0; ++(unsigned)i;") == 16);
+    CHECK(first_refused(kHead, "  int* p = &(int);") == 14);  // `i`: isinf & co
+    CHECK(first_refused(kHead, "  int i = *(row_ptr + 1) + *(col_idx) + sizeof(int) + (int)1.5;"
+                               "\n  ++(i);\n  int* p = &(i);\n") == -1);
+  }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
     // "shift count is negative" of `>> -1`.)
