@@ -149,7 +149,7 @@ enum Ctx : std::uint8_t {
   ctx_operand,    // after an operand: no type
   ctx_cast_kw,    // after static_cast & co.
   ctx_operand_due,  // after an operator: an operand must come
-  ctx_paren,        // after `)`: a cast's operand, a statement, or an operator after an operand
+  ctx_paren,        // after a condition's, a for statement's, a declarator's `)`: a statement
   ctx_macro,        // after a macro's name: what follows a qualifier or an operand
   ctx_cond,         // after if / while: `(` must come
   ctx_callable,     // after a file-scope name (a device function's): an operand that `(` may call

@@ -362,13 +362,14 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                           kStart = bit(ctx_start), kParen = bit(ctx_paren);
   constexpr std::uint64_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
                                           bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
-  constexpr std::uint64_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
+  // (Not after ctx_paren: NVRTC's "expected an expression" of `if (c) = 1`, `while (c) [`.)
+  constexpr std::uint64_t kAfterOperand = bit(ctx_operand) | bit(ctx_callable) |
                                           bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
                                           bit(ctx_const_element) | bit(ctx_result) |
                                           bit(ctx_call_result);
   // An assignment, ++ / -- after a variable or a writable element.
   constexpr std::uint64_t kAfterLvalue =
-      bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
+      bit(ctx_operand) | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
   constexpr std::uint64_t kDeref = bit(ctx_deref) | bit(ctx_address);
   constexpr std::uint64_t kAll = (std::uint64_t{1} << kContexts) - 1;
   // Where an operand, a parenthesis or a member is due the completion path writes it first.
@@ -470,8 +471,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     if (punct) k.follows = kAfterOperand | (w == "[" ? kDeclared : 0);
     // A subscript of a pointer, an array or an element (of a 2-D array).
     if (w == "[") {
-      k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kParen |
-                  kDeclared | bit(ctx_result) | bit(ctx_call_result) | bit(ctx_subscript_due);
+      k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kDeclared | bit(ctx_result) | bit(ctx_call_result) | bit(ctx_subscript_due);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
     // function, nor a call's or a group's value - `int().x`, `(b).x`: NVRTC's "expression must

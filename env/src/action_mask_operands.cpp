@@ -53,11 +53,12 @@ void take_call_step(State& s, const TokenInfo& k, const CallStep& c) {
 
 }  // namespace
 
-// After an operand (a binary operator, a postfix ++ / --, ... may follow).
+// After an operand (a binary operator, a postfix ++ / --, ... may follow). Not after a
+// condition's, a for statement's or a declarator's `)` (ctx_paren): a statement or a declaration
+// goes on there, so `*` `&` `-` `++` are unary.
 bool after_operand(std::uint8_t ctx) {
   switch (ctx) {
     case ctx_operand:
-    case ctx_paren:
     case ctx_callable:
     case ctx_value:
     case ctx_pointer:

@@ -869,6 +869,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  int i = *(row_ptr + 1) + *(col_idx) + sizeof(int) + (int)1.5;"
                                "\n  ++(i);\n  int* p = &(i);\n") == -1);
   }
+  SECTION("after a condition's or a for statement's `)` a statement: no binary operator") {
+    // (NVRTC: "expected an expression" of `if (M) = 1`, `while (M) [0]`; `*` `&` `-` `++` there
+    // are unary: `if (M) *y = 1` was refused at its `=`.)
+    CHECK(first_refused(kHead, "  if (M) = 1;") == 9);
+    CHECK(first_refused(kHead, "  while (M) [0] = 1;") == 12);
+    CHECK(first_refused(kHead, "  for (;;) % 2;") == 11);
+    CHECK(first_refused(kHead, "  if (M) += 1;") == 10);  // `+=`: a unary `+` alone
+    CHECK(first_refused(kHead, "  if (M) *y = 1;\n  for (;;) -*y;\n  while (M) ++y[0];\n"
+                               "  if (M) (*y)++;\n") == -1);
+  }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
     // "shift count is negative" of `>> -1`.)
