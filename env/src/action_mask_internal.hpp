@@ -640,6 +640,8 @@ struct ActionMask::State {
   // Per code stack index, a declarator's `[` (an array's bound): no variable in it but a const one
   // (NVRTC: "expression must have a constant value" of `int a[i];`, `__shared__ float s[n + 1];`).
   std::uint64_t bounds = 0;
+  // Per depth, an assignment was read in the expression under way there (`(i = 1)` is an lvalue).
+  std::uint64_t assigned = 0;
   // The function under way returns void (a kernel, a `__device__ void` one); its `return` was just
   // read: `;` alone follows (NVRTC: "return value type does not match the function type").
   bool void_function = false;
@@ -753,6 +755,7 @@ struct OperandStep {
   bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;
   bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
+  bool rvalue_group = false;  // a group's `)` whose value is no lvalue
   bool variable = false;  // a local named as a variable (not declared, not a macro)
   std::uint8_t kind_before = 0, call_args = 0;
 };

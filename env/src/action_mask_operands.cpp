@@ -155,6 +155,13 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                   (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
   o.deref = s.ctx == ctx_deref;
   o.variable = k.cat == Cat::local && !declares && !macro;
+  // A group whose value is no lvalue: its last operand a value (a number, a constant, threadIdx.x,
+  // a postfix ++) or a const element, no assignment at its depth (`(i = 1) = 2` assigns i). After
+  // its `)` what follows a call's value: no assignment, no ++ / -- (NVRTC: "expression must be a
+  // modifiable lvalue" of `(M)--`, `(warpSize) = 1`, `(i + 1)++`).
+  o.rvalue_group = k.cat == Cat::close_paren && innermost(s) == '(' && !on_line(s) &&
+                   (s.ctx == ctx_value || s.ctx == ctx_const_element) &&
+                   ((s.assigned >> s.depth) & 1u) == 0;
   // A floating operand directly in a group makes the group's value floating (NVRTC: "expression
   // must have integral or unscoped enum type" of `(1.5 + i) % 2`, `(x[0]) << 1`).
   if (s.pp == Pp::none && o.kind_before == operand_floating && o.operand_before &&
@@ -179,6 +186,13 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.void_named = k.void_result;
   // The operand's type.
   const std::uint64_t level = std::uint64_t{1} << s.depth;
+  if (o.rvalue_group) s.ctx = ctx_call_result;
+  s.assigned &= (level << 1u) - 1u;
+  if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+      k.ternary == 1) {
+    s.assigned &= ~level;
+  }
+  if (k.assigns && k.role == role_operator) s.assigned |= level;
   std::uint8_t kind = operand_other;
   if (o.variable) {
     const bool floating = local_type(s, k.local) == type_floating;

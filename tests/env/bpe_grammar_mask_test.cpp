@@ -879,6 +879,17 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  if (M) *y = 1;\n  for (;;) -*y;\n  while (M) ++y[0];\n"
                                "  if (M) (*y)++;\n") == -1);
   }
+  SECTION("no assignment or ++ / -- to a group whose value is no lvalue") {
+    // (NVRTC: "expression must be a modifiable lvalue" of `(M)--`, `(warpSize) = 1`, `(i, 1) = 2`.)
+    CHECK(first_refused(kHead, "  (M)--;") == 6);  // `(M)-` a subtraction
+    CHECK(first_refused(kHead, "  int i = 0; (i + 1)++;") == 21);
+    CHECK(first_refused(kHead, "  (warpSize) = 1;") == 14);  // at the blank: `==`
+    CHECK(first_refused(kHead, "  (x[0]) = 1;") == 10);      // x points to const
+    CHECK(first_refused(kHead, "  int i = 0; (i, 1) = 2;") == 21);
+    CHECK(first_refused(kHead, "  int i = 0; (i) = 1; (i)++; (i, i) = 2; (i = 2) = 3; (*y)++;\n"
+                               "  (y[0]) += 1; (i ? i : i) = 1; ((i)) = 2; (i = 1 + 2) = 3;\n") ==
+          -1);
+  }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
     // "shift count is negative" of `>> -1`.)
