@@ -323,6 +323,10 @@ TEST_CASE("the BPE grammar mask refuses bad tokens where they stand", "[env][bpe
   CHECK_FALSE(takes_after(kHead, "  int i = 0; #"));
   CHECK(takes_after(kHead, "#pragma unroll\n"));
   CHECK_FALSE(takes_after(kHead, "  y[0] = \"D\""));
+  // A name glued to "C" would be the string's suffix (NVRTC: "expected an identifier").
+  const std::string launched = format + "//@launch spmv grid=K block=32\n";
+  CHECK_FALSE(takes_after(launched, "extern \"C\"__global__"));
+  CHECK(takes_after(launched, "extern \"C\"\n__global__ void spmv("));
   CHECK_FALSE(takes_after(kHead, "  y[0] = x[0] + 1.0p"));  // not a digit of the vocabulary
   CHECK(takes_after(kHead, "  y[0] = x[0] + .5f;\n"));
   // <eos> only where the program is complete.
