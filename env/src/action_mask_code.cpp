@@ -673,6 +673,13 @@ bool deref_group_start(const State& s) {
   return s.ctx == ctx_group && innermost(s) == kDerefParen && !on_line(s);
 }
 
+// Right after a builtin's or a functional cast's value (State::value_result): no `->` (no
+// builtin returns a pointer; NVRTC: "operator -> or ->* applied to \"float\" instead of to a
+// pointer type" of `ceil(x[0])->`, `int()->`). (`[` is refused there by its open check.)
+bool value_result_after(const State& s) {
+  return s.value_result && s.ctx == ctx_call_result && !on_line(s);
+}
+
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (void_return_refuses(s, k)) return false;
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
@@ -687,6 +694,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // value" of `float a[warpSize]`, `[threadIdx.x]`, `[min(4, M)]`).
   if (k.cat == Cat::builtin && in_array_bound(s)) return false;
   if ((k.role == role_type || k.role == role_qual) && deref_group_start(s)) return false;
+  if (k.arrow && value_result_after(s)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -787,6 +795,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (deref_group_start(s)) {
     for (TokenId id : t.type_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (value_result_after(s)) {
+    for (TokenId id : t.arrow_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;

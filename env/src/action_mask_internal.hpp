@@ -950,6 +950,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> floating_value_ids;  // TokenInfo::floating_value
   std::vector<TokenId> builtin_ids;         // Cat::builtin: functions, threadIdx & co, warpSize
   std::vector<TokenId> type_ids;            // role_type, role_qual
+  std::vector<TokenId> arrow_ids;           // `->`
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -659,6 +659,7 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
     if (info[i].role == role_type || info[i].role == role_qual) {
       type_ids.push_back(static_cast<TokenId>(i));
     }
+    if (info[i].arrow) arrow_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

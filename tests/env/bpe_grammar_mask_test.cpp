@@ -927,10 +927,13 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
     CHECK(first_refused(kHead, "  int i = __shfl_down_sync(0xffffffffu, 1);") == 41);
     CHECK(first_refused(kHead, "  atomicAdd(y, max(1, 2));\n  __syncwarp();\n") == -1);
   }
-  SECTION("no subscript of a builtin's or a functional cast's value") {
-    // (NVRTC: "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(1)[0]`.)
+  SECTION("no subscript of a builtin's or a functional cast's value, no `->`") {
+    // (NVRTC: "expression must have pointer-to-object type" of `value_t()[0]`, `__popc(1)[0]`;
+    // "operator -> or ->* applied to \"float\" instead of to a pointer type" of `ceil(x[0])->`.)
     CHECK(first_refused(kHead, "  y[0] = value_t(1)[0];") == 19);
     CHECK(first_refused(kHead, "  int i = __popc(1)[0];") == 19);
+    CHECK(first_refused(kHead, "  int i = ceil(x[0])->x;") == 21);  // `-` a subtraction
+    CHECK(first_refused(kHead, "  int i = int()->x;") == 16);
     CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<const value_t*>(x)[0] + (x + 1)[0];\n") ==
           -1);
   }
