@@ -756,6 +756,7 @@ struct OperandStep {
   bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
+  bool in_bound = false;      // in_array_bound() before the token
   bool variable = false;  // a local named as a variable (not declared, not a macro)
   std::uint8_t kind_before = 0, call_args = 0;
 };

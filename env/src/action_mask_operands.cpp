@@ -154,6 +154,7 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                  (s.ctx == ctx_cast_call ||
                   (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
   o.deref = s.ctx == ctx_deref;
+  o.in_bound = in_array_bound(s);
   o.variable = k.cat == Cat::local && !declares && !macro;
   // A group whose value is no lvalue: its last operand a value (a number, a constant, threadIdx.x,
   // a postfix ++) or a const element, no assignment at its depth (`(i = 1) = 2` assigns i). After
@@ -230,7 +231,9 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   if (k.role == role_type) s.void_type = k.word == w_void;
   s.floating_named = k.floating_value;
   take_call_step(s, k, CallStep{o.call_open, o.call_args, o.call_comma});
-  s.num_integral = k.cat == Cat::num && (s.integral_due || s.pointer_cast_due);
+  // (An array's bound is an integer: NVRTC "expression must have integral or unscoped enum type"
+  // of `float a[1.5]`, `[6e8 / 2]`.)
+  s.num_integral = k.cat == Cat::num && (s.integral_due || s.pointer_cast_due || o.in_bound);
   s.num_floating = o.floating_number;
   // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`.)
   s.integral_due =

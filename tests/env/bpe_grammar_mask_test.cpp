@@ -894,6 +894,14 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                                "  (y[0]) += 1; (i ? i : i) = 1; ((i)) = 2; (i = 1 + 2) = 3;\n") ==
           -1);
   }
+  SECTION("an array's bound takes integer numbers") {
+    // (NVRTC: "expression must have integral or unscoped enum type" of `float a[1.5]`.)
+    CHECK(first_refused(kHead, "  float a[1.5];") == 11);
+    CHECK(first_refused(kHead, "  float a[6e8 / 2];") == 11);
+    CHECK(first_refused(kHead, "  float a[2 * (1.5)];") == 16);
+    CHECK(first_refused(kHead, "  float a[(int)1.5 + sizeof 2.5 + 0x1e + 2u], b[2];\n"
+                               "  b[1] = 2.5;\n") == -1);
+  }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
     // "shift count is negative" of `>> -1`.)
