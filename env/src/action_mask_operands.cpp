@@ -98,13 +98,16 @@ bool operator_allowed(const State& s, const TokenInfo& k) {
   return !(k.integral_operator || ((k.arithmetic_operator || k.relational) && pointer));
 }
 // After * / % a comparison or a unary `-` a value is due (State::value_due; after `==` / `!=`
-// where the left operand is no pointer).
+// where the left operand is no pointer; after `+` / `-` where it is a floating value: NVRTC
+// "expression must have arithmetic or unscoped enum type" of `1.5 - p`, `x[0] + y`).
 bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefix_sign) {
   if (on_line(s)) return false;
   if (prefix_sign) return k.cat == Cat::minus;
   if (!binary) return false;
   const bool pointer = s.operand_kind >= operand_pointer && ((s.prefixed >> s.depth) & 1u) == 0;
-  return k.arithmetic_operator || k.relational || (k.equality && !pointer);
+  const bool sign = k.cat == Cat::plus || k.cat == Cat::minus;
+  return k.arithmetic_operator || k.relational || (k.equality && !pointer) ||
+         (sign && operand_type(s) == operand_floating);
 }
 // Where an integer operand is due or a pointer cast's operand: no floating type word or builtin.
 bool floating_value_allowed(const State& s, const TokenInfo& k) {

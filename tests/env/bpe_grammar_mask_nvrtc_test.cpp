@@ -378,6 +378,12 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  int i = row_ptr < 1;") == 19);  // `<:` is `[`
     CHECK(first_refused(kHead, "  y[0] = -x;") == 11);
     CHECK(first_refused(kHead, "  int i = M == col_idx;") == 22);
+    // ... nor after a floating value's `+` / `-` (`1.5 - y`: "arithmetic or unscoped enum type").
+    CHECK(first_refused(kHead, "  y[0] = 1.5 - y;") == 16);
+    CHECK(first_refused(kHead, "  y[0] = x[0] + y;") == 17);
+    CHECK(first_refused(kHead, "  float f = 1; y[0] = f - x;") == 27);
+    CHECK(first_refused(kHead, "  float f = 1; y[0] = 1.5 - y[0] + x[1] - *x + f + x[f > 0];\n"
+                               "  const value_t* p = x + 1 - 1;\n  int d = y - x + 1;\n") == -1);
     CHECK(first_refused(kHead,
                         "  y[0] = 2 * x[0] + val[1] / x[2] - -x[0];\n  int i = row_ptr[1] < col_idx[0];"
                         "\n  bool b = x == y;\n  const value_t* p = x + 1;\n  int d = y - x;\n"
