@@ -390,10 +390,29 @@ bool program_complete(const State& s) {
          (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
 }
 
+}  // namespace
+
+// Right after a declaration's `*` / `&` in a block or a for statement's first clause, with a new
+// name left to declare: the name comes before `;` or `,` (NVRTC: "expected an identifier" of
+// `int *;`, `void* , p;`); the completion path writes it. Not judged on a preprocessor line, but
+// counted through it (the count may not grow at its <eol>). Not in a const declaration, whose
+// reference would then need an initializer (`__shared__ const int& v` can take none).
+bool unnamed_declarator(const Tables& t, const State& s) {
+  return s.ctx == ctx_ptr && !s.decl_const && s.top == Top::body && s.decl == Decl::none &&
+         (innermost(s) == '{' || innermost(s) == kForParen) && s.declarator != 0 &&
+         s.locals_used < t.locals;  // (new_local_allowed() but State::last, which a line moves)
+}
+
+namespace {
+
 // Whether the state passes a token's checks (Check bits of its row).
 bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInfo& k) {
   if (checks == 0) return true;
   if ((checks & kRefused) != 0) return false;
+  // (`;` and `,` are checked tokens in every row: closes_innermost judges them.)
+  if ((k.cat == Cat::semi || k.cat == Cat::comma) && !on_line(s) && unnamed_declarator(t, s)) {
+    return false;
+  }
   if ((checks & kCheckRun) != 0 && !type_run_takes(s.run, k.type_bits)) return false;
   if ((checks & kCheckFormat) != 0 && !constant_in_format(s, k)) return false;
   if ((checks & kCheckLocal) != 0 && !local_allowed(t, s, k)) return false;

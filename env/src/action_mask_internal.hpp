@@ -780,6 +780,7 @@ bool number_complete(const State& s);
 int number_close(const State& s);
 bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
+bool unnamed_declarator(const Tables& t, const State& s);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
 bool known_local_allowed(const State& s, int local);

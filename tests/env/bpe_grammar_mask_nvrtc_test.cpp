@@ -435,6 +435,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                                "  (y[0]) += 1; (i ? i : i) = 1; ((i)) = 2; (i = 1 + 2) = 3;\n") ==
           -1);
   }
+  SECTION("a declarator's `*` / `&` in a block takes its name before `;` or `,`") {
+    // (NVRTC: "expected an identifier" of `int *;`, `void* , p;`.)
+    CHECK(first_refused(kHead, "  int *;") == 7);
+    CHECK(first_refused(kHead, "  int*, b;") == 6);
+    CHECK(first_refused(kHead, "  value_t* const;") == 16);
+    CHECK(first_refused(kHead, "  for (int* ;;) {}") == 12);
+    CHECK(first_refused(kHead, "  int* p; int& r = *p; for (int* q = 0;;) {}\n"
+                               "  int i = sizeof(int*) + (int)(int*)0;\n") == -1);
+  }
   SECTION("an array's bound takes integer numbers") {
     // (NVRTC: "expression must have integral or unscoped enum type" of `float a[1.5]`.)
     CHECK(first_refused(kHead, "  float a[1.5];") == 11);
