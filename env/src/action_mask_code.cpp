@@ -224,11 +224,14 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   } else if (k.cat == Cat::local) {
     // A file-scope name (a device function's) may be called; a block's names are variables.
     s.operand_const = local_bit(s.consts, k.local);
-    // (A launched kernel's name is no device code's to call.)
+    // (A launched kernel's name is no device code's to call; a template's parameter is a value.)
     const bool kernel = k.local < kMaxKernelLocal && ((s.launched >> k.local) & 1u) != 0;
-    s.ctx = declares ? ctx_declared
-            : scope_of(s, k.local) == block_scope(0, false) && !kernel ? ctx_callable
-                                                                        : after_variable(s, k.local);
+    const bool file_scope = scope_of(s, k.local) == block_scope(0, false) && !kernel;
+    const bool parameter = file_scope && local_bit(s.template_names, k.local);
+    s.ctx = declares    ? ctx_declared
+            : parameter ? ctx_value
+            : file_scope ? ctx_callable
+                         : after_variable(s, k.local);
   } else if (k.condition) {
     s.ctx = ctx_cond;
     s.while_cond = k.loop;
@@ -699,6 +702,14 @@ bool value_result_after(const State& s) {
   return s.value_result && s.ctx == ctx_call_result && !on_line(s);
 }
 
+// After a device function's name (ctx_callable) its call: `(`, or `<` of its template arguments
+// (NVRTC: "expression must have arithmetic or unscoped enum type" of `4 / f`, `f - 1`; a function
+// is no value). The completion path writes `( )`.
+bool callable_refuses(const State& s, const TokenInfo& k) {
+  return s.ctx == ctx_callable && !on_line(s) && k.cat != Cat::open_paren && k.role != role_lt &&
+         k.cat != Cat::hash;
+}
+
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (void_return_refuses(s, k)) return false;
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
@@ -714,6 +725,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.cat == Cat::builtin && in_array_bound(s)) return false;
   if ((k.role == role_type || k.role == role_qual) && deref_group_start(s)) return false;
   if (k.arrow && value_result_after(s)) return false;
+  if (callable_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -837,6 +849,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (s.void_return && !on_line(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && void_return_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
+  if (s.ctx == ctx_callable && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && callable_refuses(s, t.info[i])) mask[i] = 0;
     }
   }
 }

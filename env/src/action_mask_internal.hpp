@@ -899,6 +899,7 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_call:
     case ctx_cast_call:
     case ctx_member:
+    case ctx_callable:  // ( )
       return 2;
     case ctx_cond:
     case ctx_for:        // ( ; ; )

@@ -495,6 +495,17 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
     CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<const value_t*>(x)[0] + (x + 1)[0];\n") ==
           -1);
   }
+  SECTION("a device function's name is called") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `4 / f`, `f - 1`; a
+    // function is no value. A template's parameter is one.)
+    const std::string head = "//@format csr\n//@launch spmv grid=ceil_div(max(M, 1), 4) block=128\n"
+                             "__device__ int f(int a) { return a; }\n";
+    CHECK(first_refused(head, "__device__ int g() { return 4 / f; }") == 33);
+    CHECK(first_refused(head, "__device__ int g() { return f - 1; }") == 30);
+    CHECK(first_refused(head, "__device__ int g() { return f; }") == 29);
+    CHECK(first_refused(head, "template <int G> __device__ int h(int a) { return a / G + G; }\n"
+                              "__device__ int g() { return f(1) - h<2>(1); }\n") == -1);
+  }
   SECTION("a floating overload's first argument is no integer, vector or bool") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
     // `round(int2{})`, `pow(true, 2)`; a comparison makes a bool of its argument.)
