@@ -370,7 +370,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   // comes before it.
   if (k.word == w_angle_close) {
     const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
-    if (open == kCastAngle) return typed;
+    if (open == kCastAngle) return typed && !reinterpret_to_value(s);
     // Elsewhere a comparison after an operand, or a template's parameters closing (not after a
     // type or a declared name: NVRTC's `expected a ";"` of `long v >`, `(float >`).
     const bool declaring_type = typed || s.ctx == ctx_qual || s.ctx == ctx_declared;
@@ -394,6 +394,16 @@ bool program_complete(const State& s) {
 }
 
 }  // namespace
+
+// In reinterpret_cast's angle, right after a floating or vector type word: no `>` yet (NVRTC:
+// "invalid type conversion" of `reinterpret_cast<float>(b)`; no such type is a reinterpret_cast's
+// result but a pointer's or a reference's). The completion path writes `*`, also through a
+// preprocessor line (the count may not grow at its <eol>). After a qualifier (`float const`) the
+// rule stands aside: no `*` may follow one there.
+bool reinterpret_to_value(const State& s) {
+  return innermost(s) == kCastAngle && s.reinterpret_angle && s.ctx == ctx_type &&
+         (s.last_type == type_floating || s.last_type == type_vector);
+}
 
 // Right after a declaration's `*` / `&` in a block or a for statement's first clause, with a new
 // name left to declare: the name comes before `;` or `,` (NVRTC: "expected an identifier" of
@@ -772,6 +782,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (cast_open) s.stack[s.depth++] = kCastAngle;
     // `*static_cast<...>`: its `(` will be a kDerefParen (advance_role moves ctx below).
     if (k.role == role_cast_kw) s.deref_cast = s.ctx == ctx_deref;
+    if (k.role == role_cast_kw) s.reinterpret_angle = k.reinterpret;
     if (cast_closed) --s.depth;
     if (k.ternary == 1) s.stack[s.depth++] = kTernary;
     if (k.ternary == 2 && taken.closing == kTernary) --s.depth;

@@ -273,6 +273,7 @@ struct TokenInfo {
   std::uint8_t min_args = 0;
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
+  bool reinterpret = false;    // reinterpret_cast
   // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
   // a type word's category (TypeCat); a builtin function overloaded for float and double alone,
   // whose first argument must be floating (NVRTC: "more than one instance of overloaded function"
@@ -567,6 +568,7 @@ struct ActionMask::State {
   std::uint8_t last_declared = 0;
   bool operand_const = false;  // the variable just named was declared const
   bool deref_cast = false;     // a cast after a unary `*`: its operand's `(` is a kDerefParen
+  bool reinterpret_angle = false;  // the last cast keyword was reinterpret_cast (its `<` ... `>`)
   std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
   bool soft_closed = false;     // ... which has just closed
   // The type-word rules: where code stands, and the type-specifier run under way.
@@ -781,6 +783,7 @@ int number_close(const State& s);
 bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
 bool unnamed_declarator(const Tables& t, const State& s);
+bool reinterpret_to_value(const State& s);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
 bool known_local_allowed(const State& s, int local);

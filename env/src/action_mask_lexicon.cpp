@@ -415,6 +415,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
     k.follows |= kDeref;  // *reinterpret_cast<const float4*>(p)
+    k.reinterpret = w == "reinterpret_cast";
   } else if (w == "<" && punct) {
     k.role = role_lt;
     k.follows = kAfterOperand | bit(ctx_cast_kw);
@@ -521,7 +522,10 @@ int assign_effects(std::vector<TokenInfo>& info) {
                                          (k.nullary ? 128 : 0) + k.ternary * 256 +
                                          (k.shifts ? 1024 : 0) +  // a shift count costs 2
                                          k.min_args * 2048 +  // and missing arguments 3 each
-                                         (k.floating_overload ? 8192 : 0));  // and `0.` a digit more
+                                         (k.floating_overload ? 8192 : 0) +  // and `0.` a digit more
+                                         // a floating or vector type in reinterpret_cast's
+                                         // angle makes `*` due
+                                         k.type_cat * 16384);
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

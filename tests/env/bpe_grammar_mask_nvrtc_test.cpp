@@ -452,6 +452,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  float a[(int)1.5 + sizeof 2.5 + 0x1e + 2u], b[2];\n"
                                "  b[1] = 2.5;\n") == -1);
   }
+  SECTION("reinterpret_cast to a floating or vector type takes a `*` or `&`") {
+    // (NVRTC: "invalid type conversion" of `reinterpret_cast<float>(x[0])`.)
+    CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<float>(x[0]);") == 31);
+    CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<const value_t>(1);") == 39);
+    CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<value_t const>(1);") == -1);  // aside
+    CHECK(first_refused(kHead, "  int4 v = reinterpret_cast<int4>(y);") == 32);
+    CHECK(first_refused(kHead, "  y[0] = *reinterpret_cast<const float*>(x) + static_cast<float>(1) +\n"
+                               "         reinterpret_cast<long>(x);\n"
+                               "  float& f = reinterpret_cast<float&>(y[0]);\n") == -1);
+  }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
     // "shift count is negative" of `>> -1`.)
