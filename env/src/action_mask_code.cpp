@@ -736,6 +736,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if ((k.role == role_type || k.role == role_qual) && deref_group_start(s)) return false;
   if (k.arrow && value_result_after(s)) return false;
   if (callable_refuses(s, k)) return false;
+  if (integral_cast_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -814,6 +815,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (reference_ends(s)) {
     for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  for (TokenId id : t.pointer_ids) {
+    if (integral_cast_refuses(s, t.info[static_cast<std::size_t>(id)])) {
+      mask[static_cast<std::size_t>(id)] = 0;
+    }
   }
   if (after_operand(s.ctx) && operand_type(s) != operand_other) {
     for (TokenId id : t.operator_ids) {

@@ -462,6 +462,14 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                                "         reinterpret_cast<long>(x);\n"
                                "  float& f = reinterpret_cast<float&>(y[0]);\n") == -1);
   }
+  SECTION("a cast where an integer operand is due is to no pointer") {
+    // (NVRTC: "expression must have integral or unscoped enum type" of `i % (int*)y`.)
+    CHECK(first_refused(kHead, "  int i = 0; i = i % (int*)y;") == 25);
+    CHECK(first_refused(kHead, "  int i = 0; i = i ^ (long**)x;") == 26);
+    CHECK(first_refused(kHead, "  int i = 0; i = ~(const int*)x;") == 28);
+    CHECK(first_refused(kHead, "  int i = 0; i = i % (int)x[0] + (i & (int&)y[0]) + (i | (2 * 3)) +\n"
+                               "      (i << (int)(long)y);\n") == -1);
+  }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
     // "shift count is negative" of `>> -1`.)
