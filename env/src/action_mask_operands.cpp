@@ -167,7 +167,9 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                   (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
   o.deref = s.ctx == ctx_deref;
   o.in_bound = in_array_bound(s);
-  o.integral_open = k.cat == Cat::open_paren && s.integral_due && !on_line(s);
+  // (Right after the operator or a sign, not inside a group: `i % ((int*)p)[0]` is an integer.)
+  o.integral_open = k.cat == Cat::open_paren && s.integral_due && s.ctx == ctx_operand_due &&
+                    !on_line(s);
   o.variable = k.cat == Cat::local && !declares && !macro;
   // A group whose value is no lvalue: its last operand a value (a number, a constant, threadIdx.x,
   // a postfix ++) or a const element, no assignment at its depth (`(i = 1) = 2` assigns i). After

@@ -468,7 +468,7 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  int i = 0; i = i ^ (long**)x;") == 26);
     CHECK(first_refused(kHead, "  int i = 0; i = ~(const int*)x;") == 28);
     CHECK(first_refused(kHead, "  int i = 0; i = i % (int)x[0] + (i & (int&)y[0]) + (i | (2 * 3)) +\n"
-                               "      (i << (int)(long)y);\n") == -1);
+                               "      (i << (int)(long)y) + (i % ((int*)y)[0]);\n") == -1);
   }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
