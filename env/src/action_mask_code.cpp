@@ -128,7 +128,12 @@ std::uint8_t after_variable(const State& s, int local) {
   // A const variable is read as a const element (no assignment; `.x` of a const float4).
   const bool constant = local_bit(s.consts, local);
   if (s.ctx == ctx_deref) return constant ? ctx_const_element : ctx_operand;
-  if (local_bit(s.pointers, local)) return s.value_due ? ctx_subscript_due : ctx_pointer;
+  // (A floating overload's first argument takes no pointer: NVRTC "no instance of overloaded
+  // function" of `ceil(x)`; the pointer there is subscripted - `p ? a : b` is refused with it.)
+  const bool floating_first = s.floating_due && innermost(s) == kCallParen && !on_line(s);
+  if (local_bit(s.pointers, local)) {
+    return s.value_due || floating_first ? ctx_subscript_due : ctx_pointer;
+  }
   return constant ? ctx_const_element : ctx_operand;
 }
 
@@ -736,7 +741,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if ((k.role == role_type || k.role == role_qual) && deref_group_start(s)) return false;
   if (k.arrow && value_result_after(s)) return false;
   if (callable_refuses(s, k)) return false;
-  if (integral_cast_refuses(s, k)) return false;
+  if (pointer_cast_refused(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -817,7 +822,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   for (TokenId id : t.pointer_ids) {
-    if (integral_cast_refuses(s, t.info[static_cast<std::size_t>(id)])) {
+    if (pointer_cast_refused(s, t.info[static_cast<std::size_t>(id)])) {
       mask[static_cast<std::size_t>(id)] = 0;
     }
   }

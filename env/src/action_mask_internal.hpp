@@ -644,9 +644,11 @@ struct ActionMask::State {
   std::uint64_t bounds = 0;
   // Per depth, an assignment was read in the expression under way there (`(i = 1)` is an lvalue).
   std::uint64_t assigned = 0;
-  // Per code stack index, a parenthesis opened where an integer operand was due (`i % (`): a cast
-  // there is to no pointer (NVRTC: "integral or unscoped enum type" of `i % (int*)p`).
-  std::uint64_t integral_parens = 0;
+  // Per code stack index, a parenthesis opened right where an integer operand or a floating
+  // overload's first argument was due (`i % (`, `sqrt(-(`): a cast there is to no pointer (NVRTC:
+  // "integral or unscoped enum type" of `i % (int*)p`, "no instance of overloaded function" of
+  // `ceil((int*)p)`).
+  std::uint64_t value_parens = 0;
   // The function under way returns void (a kernel, a `__device__ void` one); its `return` was just
   // read: `;` alone follows (NVRTC: "return value type does not match the function type").
   bool void_function = false;
@@ -762,7 +764,7 @@ struct OperandStep {
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
   bool in_bound = false;      // in_array_bound() before the token
-  bool integral_open = false;  // a `(` where an integer operand is due
+  bool value_open = false;     // a `(` where an integer or a floating argument is due
   bool variable = false;  // a local named as a variable (not declared, not a macro)
   std::uint8_t kind_before = 0, call_args = 0;
 };
@@ -788,7 +790,7 @@ bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
 bool unnamed_declarator(const Tables& t, const State& s);
 bool reinterpret_to_value(const State& s);
-bool integral_cast_refuses(const State& s, const TokenInfo& k);
+bool pointer_cast_refused(const State& s, const TokenInfo& k);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
 bool known_local_allowed(const State& s, int local);

@@ -109,14 +109,15 @@ bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefi
   return k.arithmetic_operator || k.relational || (k.equality && !pointer) ||
          (sign && operand_type(s) == operand_floating);
 }
-// In a cast's type whose parenthesis opened where an integer operand was due: no `*` (the cast
-// would give % << & | ^ ~ a pointer; `(int&)f` reinterprets f, `(int)p` is one).
-bool integral_cast_refuses(const State& s, const TokenInfo& k) {
+// In a cast's type whose parenthesis opened where an integer operand or a floating overload's
+// first argument was due: no `*` (the cast would give % << & | ^ ~ or sqrt & co a pointer;
+// `(int&)f` reinterprets f, `(int)p` is one).
+bool pointer_cast_refused(const State& s, const TokenInfo& k) {
   if (k.cat != Cat::star || k.role != role_ptr || on_line(s) || s.depth == 0) return false;
   const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
   const std::uint8_t open = innermost(s);
   return in_type && (open == kCastParen || open == '(') &&
-         ((s.integral_parens >> (s.depth - 1u)) & 1u) != 0;
+         ((s.value_parens >> (s.depth - 1u)) & 1u) != 0;
 }
 // Where an integer operand is due or a pointer cast's operand: no floating type word or builtin.
 bool floating_value_allowed(const State& s, const TokenInfo& k) {
@@ -167,9 +168,10 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                   (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
   o.deref = s.ctx == ctx_deref;
   o.in_bound = in_array_bound(s);
-  // (Right after the operator or a sign, not inside a group: `i % ((int*)p)[0]` is an integer.)
-  o.integral_open = k.cat == Cat::open_paren && s.integral_due && s.ctx == ctx_operand_due &&
-                    !on_line(s);
+  // (Right after the operator, the call's `(` or a sign, not inside a group: `i % ((int*)p)[0]` is
+  // an integer.)
+  o.value_open = k.cat == Cat::open_paren && (s.integral_due || s.floating_due) &&
+                 s.ctx == ctx_operand_due && !on_line(s);
   o.variable = k.cat == Cat::local && !declares && !macro;
   // A group whose value is no lvalue: its last operand a value (a number, a constant, threadIdx.x,
   // a postfix ++) or a const element, no assignment at its depth (`(i = 1) = 2` assigns i). After
@@ -249,8 +251,8 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   // (An array's bound is an integer: NVRTC "expression must have integral or unscoped enum type"
   // of `float a[1.5]`, `[6e8 / 2]`.)
   s.num_integral = k.cat == Cat::num && (s.integral_due || s.pointer_cast_due || o.in_bound);
-  s.integral_parens &= level - 1u;  // closed brackets' bits go
-  if (o.integral_open) s.integral_parens |= level >> 1u;
+  s.value_parens &= level - 1u;  // closed brackets' bits go
+  if (o.value_open) s.value_parens |= level >> 1u;
   s.num_floating = o.floating_number;
   // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`.)
   s.integral_due =

@@ -554,6 +554,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
                         "         sqrt((float)M) + floor(-.5) + exp(-(1.5 + M)) + sqrtf(2) + 2;\n") ==
           -1);
   }
+  SECTION("a floating overload's first argument is no pointer") {
+    // (NVRTC: "no instance of overloaded function" of `ceil(x)`, `sqrt((float*)x)`.)
+    CHECK(first_refused(kHead, "  y[0] = ceil(x);") == 15);
+    CHECK(first_refused(kHead, "  y[0] = cos(y + 1);") == 15);
+    CHECK(first_refused(kHead, "  y[0] = sqrt((float*)x);") == 20);
+    CHECK(first_refused(kHead, "  y[0] = floor(-(const char**)x);") == 27);
+    CHECK(first_refused(kHead, "  y[0] = ceil(x[0]) + cos(*y) + sqrt(((const float*)x)[1]) +\n"
+                               "         pow(x[0], 2) + fmax(x[1], y[0]) + sqrt((float)M);\n") == -1);
+  }
   SECTION("a builtin of no result is a statement") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)
     CHECK(first_refused(kHead, "  y[0] = __syncthreads();") == 22);       // `(`: __syncthreads_or
