@@ -642,8 +642,9 @@ struct ActionMask::State {
   // Per code stack index, a declarator's `[` (an array's bound): no variable in it but a const one
   // (NVRTC: "expression must have a constant value" of `int a[i];`, `__shared__ float s[n + 1];`).
   std::uint64_t bounds = 0;
-  // Per depth, an assignment was read in the expression under way there (`(i = 1)` is an lvalue).
-  std::uint64_t assigned = 0;
+  // Per depth, an assignment was read in the expression under way there (`(i = 1)` is an lvalue);
+  // a binary operator was (`(x + 1)` may be a pointer whatever its last operand).
+  std::uint64_t assigned = 0, combined = 0;
   // Per code stack index, a parenthesis opened right where an integer operand or a floating
   // overload's first argument was due (`i % (`, `sqrt(-(`): a cast there is to no pointer (NVRTC:
   // "integral or unscoped enum type" of `i % (int*)p`, "no instance of overloaded function" of
@@ -763,6 +764,7 @@ struct OperandStep {
   bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
+  bool value_group = false;   // ... nor a pointer
   bool in_bound = false;      // in_array_bound() before the token
   bool value_open = false;     // a `(` where an integer or a floating argument is due
   bool variable = false;  // a local named as a variable (not declared, not a macro)

@@ -180,6 +180,11 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   o.rvalue_group = k.cat == Cat::close_paren && innermost(s) == '(' && !on_line(s) &&
                    (s.ctx == ctx_value || s.ctx == ctx_const_element) &&
                    ((s.assigned >> s.depth) & 1u) == 0;
+  // ... and of those, a group whose last operand is a number, a constant, threadIdx.x, true, a
+  // postfix ++ of no pointer: no pointer either - no `[` or `->` after it, as after a builtin's
+  // value (NVRTC: "expression must have pointer-to-object type" of `(M)[0]`, `(x == 1)[0]`).
+  o.value_group = o.rvalue_group && s.ctx == ctx_value && s.operand_kind < operand_pointer &&
+                  ((s.combined >> s.depth) & 1u) == 0;
   // A floating operand directly in a group makes the group's value floating (NVRTC: "expression
   // must have integral or unscoped enum type" of `(1.5 + i) % 2`, `(x[0]) << 1`).
   if (s.pp == Pp::none && o.kind_before == operand_floating && o.operand_before &&
@@ -211,6 +216,12 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     s.assigned &= ~level;
   }
   if (k.assigns && k.role == role_operator) s.assigned |= level;
+  s.combined &= (level << 1u) - 1u;
+  if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+      k.ternary == 1) {
+    s.combined &= ~level;
+  }
+  if (o.binary || k.ternary != 0) s.combined |= level;
   std::uint8_t kind = operand_other;
   if (o.variable) {
     const bool floating = local_type(s, k.local) == type_floating;
@@ -226,7 +237,8 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
   }
   s.operand_kind = kind;
-  s.value_result = k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0;
+  s.value_result =
+      (k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0) || o.value_group;
   s.value_calls &= level - 1u;
   if (o.value_call) s.value_calls |= level >> 1u;
   s.builtin_named = k.role == role_function;

@@ -554,6 +554,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
                         "         sqrt((float)M) + floor(-.5) + exp(-(1.5 + M)) + sqrtf(2) + 2;\n") ==
           -1);
   }
+  SECTION("no subscript or `->` of a group of one value") {
+    // (NVRTC: "expression must have pointer-to-object type" of `(M)[0]`, `(true)[0]`.)
+    CHECK(first_refused(kHead, "  int i = (M)[0];") == 13);
+    CHECK(first_refused(kHead, "  int i = (true)[0];") == 16);
+    CHECK(first_refused(kHead, "  int i = (-1)[0];") == 14);
+    CHECK(first_refused(kHead, "  int i = (threadIdx.x)->x;") == 24);  // `-` a subtraction
+    CHECK(first_refused(kHead, "  const value_t* p = x;\n  int i = (p++)[0] + (x + 1)[0] + ((y))[1] +\n"
+                               "      (p)[2] + (M ? x : y)[0];\n") == -1);
+  }
   SECTION("a floating overload's first argument is no pointer") {
     // (NVRTC: "no instance of overloaded function" of `ceil(x)`, `sqrt((float*)x)`.)
     CHECK(first_refused(kHead, "  y[0] = ceil(x);") == 15);
