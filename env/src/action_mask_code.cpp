@@ -233,8 +233,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
     const bool kernel = k.local < kMaxKernelLocal && ((s.launched >> k.local) & 1u) != 0;
     const bool file_scope = scope_of(s, k.local) == block_scope(0, false) && !kernel;
     const bool parameter = file_scope && local_bit(s.template_names, k.local);
-    s.ctx = declares    ? ctx_declared
-            : parameter ? ctx_value
+    s.ctx = declares     ? ctx_declared
+            : parameter  ? ctx_value
             : file_scope ? ctx_callable
                          : after_variable(s, k.local);
   } else if (k.condition) {

@@ -139,15 +139,15 @@ enum Role : std::uint8_t {
 };
 // Where code stands for the type-word rules (State::ctx).
 enum Ctx : std::uint8_t {
-  ctx_start,      // a type may start a run
-  ctx_qual,       // after a qualifier: a type may start or go on with the run
-  ctx_type,       // after a type word of a declaration or a cast
-  ctx_ptr,        // after `*` / `&` inside a type
-  ctx_cast_call,  // after a type word in an expression: a functional cast, `(` or `{` next
-  ctx_declared,   // after the name a declaration declares
-  ctx_expr,       // inside an expression, before an operand: a type only as a functional cast
-  ctx_operand,    // after an operand: no type
-  ctx_cast_kw,    // after static_cast & co.
+  ctx_start,        // a type may start a run
+  ctx_qual,         // after a qualifier: a type may start or go on with the run
+  ctx_type,         // after a type word of a declaration or a cast
+  ctx_ptr,          // after `*` / `&` inside a type
+  ctx_cast_call,    // after a type word in an expression: a functional cast, `(` or `{` next
+  ctx_declared,     // after the name a declaration declares
+  ctx_expr,         // inside an expression, before an operand: a type only as a functional cast
+  ctx_operand,      // after an operand: no type
+  ctx_cast_kw,      // after static_cast & co.
   ctx_operand_due,  // after an operator: an operand must come
   ctx_paren,        // after a condition's, a for statement's, a declarator's `)`: a statement
   ctx_macro,        // after a macro's name: what follows a qualifier or an operand
@@ -161,18 +161,18 @@ enum Ctx : std::uint8_t {
   // After an operand, by what it is (NVRTC's "expression must be a modifiable lvalue", "operand of
   // * must be a pointer", "expression must have pointer-to-object type"): ctx_operand is a
   // variable that is no pointer; these others -
-  ctx_value,        // a value no assignment takes: a number, a constant, a const variable, ...
-  ctx_pointer,      // a pointer or array variable: `[` may follow
-  ctx_element,      // `]` of a writable element: `[` may follow again
+  ctx_value,          // a value no assignment takes: a number, a constant, a const variable, ...
+  ctx_pointer,        // a pointer or array variable: `[` may follow
+  ctx_element,        // `]` of a writable element: `[` may follow again
   ctx_const_element,  // `]` of an element of a const pointer: no assignment
-  ctx_deref,        // after a unary `*`: a pointer variable or `(` must come
-  ctx_address,      // after a unary `&` or a prefix ++ / --: a variable or `(` must come
-  ctx_sizeof,       // after sizeof: an operand or `(` and a type
-  ctx_result,       // after a group's or a call's `)`: anything that follows an operand but `(`
-  ctx_args,         // after a call's `(`: an argument or `)`
-  ctx_group,        // after a grouping `(`: an operand, or a cast's type
-  ctx_for,          // after for: `(` must come
-  ctx_initialized,  // after a declarator's brace initializer `{...}`: `,` or `;` (NVRTC: ";")
+  ctx_deref,          // after a unary `*`: a pointer variable or `(` must come
+  ctx_address,        // after a unary `&` or a prefix ++ / --: a variable or `(` must come
+  ctx_sizeof,         // after sizeof: an operand or `(` and a type
+  ctx_result,         // after a group's or a call's `)`: anything that follows an operand but `(`
+  ctx_args,           // after a call's `(`: an argument or `)`
+  ctx_group,          // after a grouping `(`: an operand, or a cast's type
+  ctx_for,            // after for: `(` must come
+  ctx_initialized,    // after a declarator's brace initializer `{...}`: `,` or `;` (NVRTC: ";")
   // After `extern` in a function: `__shared__` must come (`extern int v;` there declares a host
   // variable at namespace scope, which NVRTC refuses).
   ctx_extern,
@@ -182,7 +182,8 @@ enum Ctx : std::uint8_t {
   ctx_call_result,
   // A pointer variable where a value is due (after * / % a comparison or a unary `-`: NVRTC
   // "expression must have arithmetic or unscoped enum type" of `2 * p`, "operand types are
-  // incompatible" of `i < p`): its `[` (or `->`) must come; the completion path writes `[ <num> 0 ]`.
+  // incompatible" of `i < p`): its `[` (or `->`) must come; the completion path writes `[ <num> 0
+  // ]`.
   ctx_subscript_due,
   kContexts,
 };
@@ -766,8 +767,8 @@ struct OperandStep {
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
   bool value_group = false;   // ... nor a pointer
   bool in_bound = false;      // in_array_bound() before the token
-  bool value_open = false;     // a `(` where an integer or a floating argument is due
-  bool variable = false;  // a local named as a variable (not declared, not a macro)
+  bool value_open = false;    // a `(` where an integer or a floating argument is due
+  bool variable = false;      // a local named as a variable (not declared, not a macro)
   std::uint8_t kind_before = 0, call_args = 0;
 };
 OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool macro);

@@ -363,10 +363,9 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
   constexpr std::uint64_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
                                           bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
   // (Not after ctx_paren: NVRTC's "expected an expression" of `if (c) = 1`, `while (c) [`.)
-  constexpr std::uint64_t kAfterOperand = bit(ctx_operand) | bit(ctx_callable) |
-                                          bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
-                                          bit(ctx_const_element) | bit(ctx_result) |
-                                          bit(ctx_call_result);
+  constexpr std::uint64_t kAfterOperand =
+      bit(ctx_operand) | bit(ctx_callable) | bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
+      bit(ctx_const_element) | bit(ctx_result) | bit(ctx_call_result);
   // An assignment, ++ / -- after a variable or a writable element.
   constexpr std::uint64_t kAfterLvalue =
       bit(ctx_operand) | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
@@ -472,7 +471,8 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     if (punct) k.follows = kAfterOperand | (w == "[" ? kDeclared : 0);
     // A subscript of a pointer, an array or an element (of a 2-D array).
     if (w == "[") {
-      k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kDeclared | bit(ctx_result) | bit(ctx_call_result) | bit(ctx_subscript_due);
+      k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kDeclared |
+                  bit(ctx_result) | bit(ctx_call_result) | bit(ctx_subscript_due);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
     // function, nor a call's or a group's value - `int().x`, `(b).x`: NVRTC's "expression must
@@ -516,16 +516,16 @@ int assign_effects(std::vector<TokenInfo>& info) {
     if (k.cat == Cat::builtin && k.param == fn_none) param = 0;
     if (k.cat == Cat::constant) width = k.width + 256 * k.least;  // its format mask and range
     // Its role in the type-word rules too: what finishes a file-scope declaration depends on it.
-    const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
-                                     k.role * 8 + (k.function_qual ? 1 : 0) +
-                                         (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
-                                         (k.nullary ? 128 : 0) + k.ternary * 256 +
-                                         (k.shifts ? 1024 : 0) +  // a shift count costs 2
-                                         k.min_args * 2048 +  // and missing arguments 3 each
-                                         (k.floating_overload ? 8192 : 0) +  // and `0.` a digit more
-                                         // a floating or vector type in reinterpret_cast's
-                                         // angle makes `*` due
-                                         k.type_cat * 16384);
+    const auto key =
+        std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
+                        k.role * 8 + (k.function_qual ? 1 : 0) + (k.condition ? 2 : 0) +
+                            (k.for_loop ? 4 : 0) + (k.nullary ? 128 : 0) + k.ternary * 256 +
+                            (k.shifts ? 1024 : 0) +             // a shift count costs 2
+                            k.min_args * 2048 +                 // and missing arguments 3 each
+                            (k.floating_overload ? 8192 : 0) +  // and `0.` a digit more
+                            // a floating or vector type in reinterpret_cast's
+                            // angle makes `*` due
+                            k.type_cat * 16384);
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());

@@ -146,8 +146,7 @@ TEST_CASE("an array's bound names no builtin, and no variable under a group eith
   CHECK(first_refused(head + "__device__ void f() { float a[(threadIdx.x)]; }\n") == "threadIdx");
   CHECK(first_refused(head + "__device__ void f() { float a[1 + (2 * blockDim.x)]; }\n") ==
         "blockDim");
-  CHECK(first_refused(head + "__device__ void f() { __shared__ float a[min(4, K)]; }\n") ==
-        "min");
+  CHECK(first_refused(head + "__device__ void f() { __shared__ float a[min(4, K)]; }\n") == "min");
   CHECK(first_refused(head + "__device__ void f(int n) { float a[(n)]; }\n") == "v2");
   CHECK(first_refused(head + "__device__ void f(int n) { float a[(1 + n) * 2]; }\n") == "v2");
   // Accepted: constants, sizeof's and casts' operands, builtins outside a bound.

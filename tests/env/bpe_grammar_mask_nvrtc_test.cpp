@@ -14,7 +14,8 @@ using namespace sparserl::testing::bpe_mask;
 
 }  // namespace
 
-TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong", "[env][bpe][mask]") {
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
+          "[env][bpe][mask]") {
   SECTION("keywords the grammar does not model") {
     // Refused at the first byte no allowed word or name starts with: `str`, `sw`, `thi` (`th`
     // may be threadIdx), `de`, `t` after `.` (a member: x y z w).
@@ -34,11 +35,11 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
   SECTION("operands and operators alternate") {
     CHECK(first_refused(kHead, "  y[0] = x[0] + ;") == 16);  // an operand is due
     CHECK(first_refused(kHead, "  y[0] = * / 2;") == 11);
-    CHECK(first_refused(kHead, "  int i = 2 3;") == 12);     // no operand after an operand
+    CHECK(first_refused(kHead, "  int i = 2 3;") == 12);  // no operand after an operand
     CHECK(first_refused(kHead, "  int i = M M;") == 12);
-    CHECK(first_refused(kHead, "  if M") == 5);              // `(` after if
+    CHECK(first_refused(kHead, "  if M") == 5);  // `(` after if
     CHECK(first_refused(kHead, "  while (") == -1);
-    CHECK(first_refused(kHead, "  while ()") == 9);          // ... and a condition
+    CHECK(first_refused(kHead, "  while ()") == 9);  // ... and a condition
     CHECK(first_refused(kHead,
                         "  int i = (1) + -2 * !0 - ~1, j = i++ + ++i;\n"
                         "  if (M > 0 && i <= 2) y[0] = x[i] * 0.5f + (value_t)1 + value_t(2);\n"
@@ -48,7 +49,8 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
     CHECK(first_refused(kHead, "  int i = sqrtf;") == 15);
     CHECK(first_refused(kHead, "  int i = threadIdx;") == 19);
     CHECK(first_refused(kHead, "  int i = 0; i(") == 14);
-    CHECK(first_refused(kHead, "  int i = threadIdx.x + sqrtf(2.0f) + min(1, 2) + warpSize;\n") == -1);
+    CHECK(first_refused(kHead, "  int i = threadIdx.x + sqrtf(2.0f) + min(1, 2) + warpSize;\n") ==
+          -1);
   }
   SECTION("a preprocessor line's body is an expression of known names") {
     CHECK(first_refused(kHead, "#define A 1 +\n") == 13);
@@ -60,12 +62,12 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
                         "#if K % 2 == 0 && defined(W)\n#endif\n  y[0] = F(2);\n") == -1);
   }
   SECTION("statements end with `;`, for statements have their clauses, blocks stand alone") {
-    CHECK(first_refused(kHead, "  int i = 0 }") == 12);       // `;` first
+    CHECK(first_refused(kHead, "  int i = 0 }") == 12);                   // `;` first
     CHECK(first_refused(kHead, "  int i = 0\n#pragma unroll\n}") == 27);  // also after a line
-    CHECK(first_refused(kHead, "  y[0 ;") == 6);              // no `;` inside brackets
+    CHECK(first_refused(kHead, "  y[0 ;") == 6);                          // no `;` inside brackets
     CHECK(first_refused(kHead, "  for (int i = 0; i < 4)") == 23);
-    CHECK(first_refused(kHead, "  int i = (int j") == 15);    // no declaration in a group
-    CHECK(first_refused(kHead, "  int i = sqrtf({") == 16);   // nor a block in a call
+    CHECK(first_refused(kHead, "  int i = (int j") == 15);   // no declaration in a group
+    CHECK(first_refused(kHead, "  int i = sqrtf({") == 16);  // nor a block in a call
     CHECK(first_refused(kHead,
                         "  { }\n  if (M) { y[0] = 1; } else { int i = (int)x[0]; }\n"
                         "  for (;;) break;\n  for (int i = 0, j = 1; i < j; ++i) {\n"
@@ -84,18 +86,19 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
     CHECK(first_refused(kHead,
                         "  __syncthreads();\n  int i = static_cast<const int>(blockIdx.x) + "
                         "reinterpret_cast<const int4*>(row_ptr)[0].w;\n") == -1);
-    const std::string head = "//@format csr\n//@launch k grid=K block=128\n#define B 128\n"
-                             "extern \"C\" __global__ void __launch_bounds__(";
+    const std::string head =
+        "//@format csr\n//@launch k grid=K block=128\n#define B 128\n"
+        "extern \"C\" __global__ void __launch_bounds__(";
     CHECK(first_refused(head, "threadIdx") == 0);  // no variable: a constant expression
     CHECK(first_refused(head, "B * 2) k(") == -1);
-    CHECK(first_refused(head, "B < 2") == 2);   // arithmetic alone
-    CHECK(first_refused(head, "1.5") == 1);     // an integer
-    CHECK(first_refused(head, "(B, 2") == 2);   // `,` between its arguments alone
+    CHECK(first_refused(head, "B < 2") == 2);  // arithmetic alone
+    CHECK(first_refused(head, "1.5") == 1);    // an integer
+    CHECK(first_refused(head, "(B, 2") == 2);  // `,` between its arguments alone
     CHECK(first_refused(head, "B, 2) k(") == -1);
   }
   SECTION("no function declared in a function, defined names a name") {
     CHECK(first_refused(kHead, "  int f();") == 7);
-    CHECK(first_refused(kHead, "  int i = (1)(2);") == 13);      // a group is no function
+    CHECK(first_refused(kHead, "  int i = (1)(2);") == 13);       // a group is no function
     CHECK(first_refused(kHead, "  int i = sqrtf(1)(2);") == 18);  // nor is a call's value
     CHECK(first_refused(kHead, "  if (M) (y)[0] = *(y + 1);\n  (y + 1)[0] = 2;\n") == -1);
     CHECK(first_refused(kHead, "#if defined 5") == 12);
@@ -107,12 +110,13 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
     CHECK(first_refused(kHead, "  M = 1;") == 5);                  // a constant
     CHECK(first_refused(kHead, "  x[0] = 1;") == 8);               // an element of a const pointer
     CHECK(first_refused(kHead, "  const int i = 0; i++;") == 21);  // a const variable
-    CHECK(first_refused(kHead, "  int i = 0; y[*i] = 1;") == 16);   // * takes a pointer
-    CHECK(first_refused(kHead, "  int i = 0; i[0] = 1;") == 14);    // [ ] too
-    CHECK(first_refused(kHead, "  y[0] = M.x;") == 10);             // no member of a constant
-    CHECK(first_refused(kHead, "  int i = 0; i = i + *y + y[0];\n  y[i]++;\n  *y = 1;\n"
-                               "  const float4 v = *reinterpret_cast<const float4*>(x);\n"
-                               "  y[0] += v.x + x[0];\n") == -1);
+    CHECK(first_refused(kHead, "  int i = 0; y[*i] = 1;") == 16);  // * takes a pointer
+    CHECK(first_refused(kHead, "  int i = 0; i[0] = 1;") == 14);   // [ ] too
+    CHECK(first_refused(kHead, "  y[0] = M.x;") == 10);            // no member of a constant
+    CHECK(first_refused(kHead,
+                        "  int i = 0; i = i + *y + y[0];\n  y[i]++;\n  *y = 1;\n"
+                        "  const float4 v = *reinterpret_cast<const float4*>(x);\n"
+                        "  y[0] += v.x + x[0];\n") == -1);
   }
   SECTION("a device function's parameters are declarations") {
     const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
@@ -229,8 +233,9 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(kHead, "#if M / (K)\n") == 8);
     CHECK(first_refused(kHead, "#define C 4\n#if M % C == 0 && K / 2 > 1 && M / K\n#endif\n") ==
           -1);
-    const std::string head = "//@format csr\n//@launch k grid=K block=128\n#define B 128\n"
-                             "extern \"C\" __global__ void __launch_bounds__(";
+    const std::string head =
+        "//@format csr\n//@launch k grid=K block=128\n#define B 128\n"
+        "extern \"C\" __global__ void __launch_bounds__(";
     CHECK(first_refused(head, "B / 2") == 2);
     CHECK(first_refused(head, "B * 2 - 1) k(") == -1);
     CHECK(first_refused(head, "B, 2, 1) k(") == 4);  // at most two arguments
@@ -314,9 +319,10 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     // (NVRTC: "expression must be a modifiable lvalue" of `int(M) = 1`, `min(1, 2)++`.)
     CHECK(first_refused(kHead, "  y[int(M) = 0] = 1;") == 12);  // at the blank: `==` may follow
     CHECK(first_refused(kHead, "  int i = min(1, 2)++;") == 20);
-    CHECK(first_refused(kHead,
-                        "  *reinterpret_cast<value_t*>(y) = 1;\n  reinterpret_cast<value_t*>(y)[0] = 2;"
-                        "\n  *(y + 1) += min(1, 2);\n") == -1);
+    CHECK(first_refused(
+              kHead,
+              "  *reinterpret_cast<value_t*>(y) = 1;\n  reinterpret_cast<value_t*>(y)[0] = 2;"
+              "\n  *(y + 1) += min(1, 2);\n") == -1);
   }
   SECTION("a brace initializer ends its declarator; a functional cast's braces are a value") {
     // (NVRTC: `expected a ";"` after `int i {}` and a `}`, an operand or a second initializer.)
@@ -364,11 +370,12 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  int i = 5 % (sin(1.));") == 17);
     CHECK(first_refused(kHead, "  return 1;") == 9);  // a kernel returns void
     CHECK(first_refused(kHead, "  int i = row_ptr / 2;") == 18);
-    CHECK(first_refused(kHead,
-                        "  int i = 1 % 2 << 3 & ~4;\n"
-                        "  i = (int)x[0] % 2 + !x[1] % 2 + (int)(1.5f) % 2 + x[i] * 2 + i++ % 2;\n"
-                        "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3 + 5 % (i + 1);\n"
-                        "  value_t* p = y + 1;\n  p[0] = p[1] * 2;\n") == -1);
+    CHECK(
+        first_refused(kHead,
+                      "  int i = 1 % 2 << 3 & ~4;\n"
+                      "  i = (int)x[0] % 2 + !x[1] % 2 + (int)(1.5f) % 2 + x[i] * 2 + i++ % 2;\n"
+                      "  float f = 0.5f;\n  i = i % (int)f + sizeof f % 2 + -i % 3 + 5 % (i + 1);\n"
+                      "  value_t* p = y + 1;\n  p[0] = p[1] * 2;\n") == -1);
   }
   SECTION("no pointer where a value is due, no < > <= >= after one") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `2 * x`, `-x`; "operand
@@ -382,12 +389,14 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  y[0] = 1.5 - y;") == 16);
     CHECK(first_refused(kHead, "  y[0] = x[0] + y;") == 17);
     CHECK(first_refused(kHead, "  float f = 1; y[0] = f - x;") == 27);
-    CHECK(first_refused(kHead, "  float f = 1; y[0] = 1.5 - y[0] + x[1] - *x + f + x[f > 0];\n"
-                               "  const value_t* p = x + 1 - 1;\n  int d = y - x + 1;\n") == -1);
     CHECK(first_refused(kHead,
-                        "  y[0] = 2 * x[0] + val[1] / x[2] - -x[0];\n  int i = row_ptr[1] < col_idx[0];"
-                        "\n  bool b = x == y;\n  const value_t* p = x + 1;\n  int d = y - x;\n"
-                        "  if (x != y && i < M) y[0] = M * *x;\n") == -1);
+                        "  float f = 1; y[0] = 1.5 - y[0] + x[1] - *x + f + x[f > 0];\n"
+                        "  const value_t* p = x + 1 - 1;\n  int d = y - x + 1;\n") == -1);
+    CHECK(first_refused(
+              kHead,
+              "  y[0] = 2 * x[0] + val[1] / x[2] - -x[0];\n  int i = row_ptr[1] < col_idx[0];"
+              "\n  bool b = x == y;\n  const value_t* p = x + 1;\n  int d = y - x;\n"
+              "  if (x != y && i < M) y[0] = M * *x;\n") == -1);
   }
   SECTION("no cast of a pointer to a floating type, of a floating value to a pointer") {
     // (NVRTC: "invalid type conversion" of `(float)x`, `(value_t*)f`, `(int*)1.5`.)
@@ -404,6 +413,10 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
                         "  p = (value_t* const)y + (size_t)(int*)0;\n"
                         "  f = ((const value_t* __restrict__)x)[0] + (float)(x - y);\n") == -1);
   }
+}
+
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of groups, statements and casts",
+          "[env][bpe][mask]") {
   SECTION("no type right after the parenthesis of `*(`, `&(`, `++(`") {
     // (NVRTC: "expected an expression" of `*(float)`, `&(double) )`, `**(int),`; `*(int*)p` was
     // refused at p already.)
@@ -411,8 +424,9 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  y[0] = *(const value_t*)x;") == 13);  // `co`: col_idx, cos
     CHECK(first_refused(kHead, "  int i = 0; ++(unsigned)i;") == 16);
     CHECK(first_refused(kHead, "  int* p = &(int);") == 14);  // `i`: isinf & co
-    CHECK(first_refused(kHead, "  int i = *(row_ptr + 1) + *(col_idx) + sizeof(int) + (int)1.5;"
-                               "\n  ++(i);\n  int* p = &(i);\n") == -1);
+    CHECK(first_refused(kHead,
+                        "  int i = *(row_ptr + 1) + *(col_idx) + sizeof(int) + (int)1.5;"
+                        "\n  ++(i);\n  int* p = &(i);\n") == -1);
   }
   SECTION("after a condition's or a for statement's `)` a statement: no binary operator") {
     // (NVRTC: "expected an expression" of `if (M) = 1`, `while (M) [0]`; `*` `&` `-` `++` there
@@ -421,8 +435,9 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  while (M) [0] = 1;") == 12);
     CHECK(first_refused(kHead, "  for (;;) % 2;") == 11);
     CHECK(first_refused(kHead, "  if (M) += 1;") == 10);  // `+=`: a unary `+` alone
-    CHECK(first_refused(kHead, "  if (M) *y = 1;\n  for (;;) -*y;\n  while (M) ++y[0];\n"
-                               "  if (M) (*y)++;\n") == -1);
+    CHECK(first_refused(kHead,
+                        "  if (M) *y = 1;\n  for (;;) -*y;\n  while (M) ++y[0];\n"
+                        "  if (M) (*y)++;\n") == -1);
   }
   SECTION("no assignment or ++ / -- to a group whose value is no lvalue") {
     // (NVRTC: "expression must be a modifiable lvalue" of `(M)--`, `(warpSize) = 1`, `(i, 1) = 2`.)
@@ -431,9 +446,9 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  (warpSize) = 1;") == 14);  // at the blank: `==`
     CHECK(first_refused(kHead, "  (x[0]) = 1;") == 10);      // x points to const
     CHECK(first_refused(kHead, "  int i = 0; (i, 1) = 2;") == 21);
-    CHECK(first_refused(kHead, "  int i = 0; (i) = 1; (i)++; (i, i) = 2; (i = 2) = 3; (*y)++;\n"
-                               "  (y[0]) += 1; (i ? i : i) = 1; ((i)) = 2; (i = 1 + 2) = 3;\n") ==
-          -1);
+    CHECK(first_refused(kHead,
+                        "  int i = 0; (i) = 1; (i)++; (i, i) = 2; (i = 2) = 3; (*y)++;\n"
+                        "  (y[0]) += 1; (i ? i : i) = 1; ((i)) = 2; (i = 1 + 2) = 3;\n") == -1);
   }
   SECTION("a declarator's `*` / `&` in a block takes its name before `;` or `,`") {
     // (NVRTC: "expected an identifier" of `int *;`, `void* , p;`.)
@@ -441,16 +456,18 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  int*, b;") == 6);
     CHECK(first_refused(kHead, "  value_t* const;") == 16);
     CHECK(first_refused(kHead, "  for (int* ;;) {}") == 12);
-    CHECK(first_refused(kHead, "  int* p; int& r = *p; for (int* q = 0;;) {}\n"
-                               "  int i = sizeof(int*) + (int)(int*)0;\n") == -1);
+    CHECK(first_refused(kHead,
+                        "  int* p; int& r = *p; for (int* q = 0;;) {}\n"
+                        "  int i = sizeof(int*) + (int)(int*)0;\n") == -1);
   }
   SECTION("an array's bound takes integer numbers") {
     // (NVRTC: "expression must have integral or unscoped enum type" of `float a[1.5]`.)
     CHECK(first_refused(kHead, "  float a[1.5];") == 11);
     CHECK(first_refused(kHead, "  float a[6e8 / 2];") == 11);
     CHECK(first_refused(kHead, "  float a[2 * (1.5)];") == 16);
-    CHECK(first_refused(kHead, "  float a[(int)1.5 + sizeof 2.5 + 0x1e + 2u], b[2];\n"
-                               "  b[1] = 2.5;\n") == -1);
+    CHECK(first_refused(kHead,
+                        "  float a[(int)1.5 + sizeof 2.5 + 0x1e + 2u], b[2];\n"
+                        "  b[1] = 2.5;\n") == -1);
   }
   SECTION("reinterpret_cast to a floating or vector type takes a `*` or `&`") {
     // (NVRTC: "invalid type conversion" of `reinterpret_cast<float>(x[0])`.)
@@ -458,17 +475,19 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<const value_t>(1);") == 39);
     CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<value_t const>(1);") == -1);  // aside
     CHECK(first_refused(kHead, "  int4 v = reinterpret_cast<int4>(y);") == 32);
-    CHECK(first_refused(kHead, "  y[0] = *reinterpret_cast<const float*>(x) + static_cast<float>(1) +\n"
-                               "         reinterpret_cast<long>(x);\n"
-                               "  float& f = reinterpret_cast<float&>(y[0]);\n") == -1);
+    CHECK(first_refused(kHead,
+                        "  y[0] = *reinterpret_cast<const float*>(x) + static_cast<float>(1) +\n"
+                        "         reinterpret_cast<long>(x);\n"
+                        "  float& f = reinterpret_cast<float&>(y[0]);\n") == -1);
   }
   SECTION("a cast where an integer operand is due is to no pointer") {
     // (NVRTC: "expression must have integral or unscoped enum type" of `i % (int*)y`.)
     CHECK(first_refused(kHead, "  int i = 0; i = i % (int*)y;") == 25);
     CHECK(first_refused(kHead, "  int i = 0; i = i ^ (long**)x;") == 26);
     CHECK(first_refused(kHead, "  int i = 0; i = ~(const int*)x;") == 28);
-    CHECK(first_refused(kHead, "  int i = 0; i = i % (int)x[0] + (i & (int&)y[0]) + (i | (2 * 3)) +\n"
-                               "      (i << (int)(long)y) + (i % ((int*)y)[0]);\n") == -1);
+    CHECK(first_refused(kHead,
+                        "  int i = 0; i = i % (int)x[0] + (i & (int&)y[0]) + (i | (2 * 3)) +\n"
+                        "      (i << (int)(long)y) + (i % ((int*)y)[0]);\n") == -1);
   }
   SECTION("a shift count on an #if line is one digit") {
     // (NVRTC: "shift count is too large" of `#if M << NNZ` on a matrix of 64 nonzeros or more,
@@ -481,8 +500,7 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
   }
 }
 
-TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
-          "[env][bpe][mask]") {
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls", "[env][bpe][mask]") {
   SECTION("a builtin takes at most its arguments, a functional cast one") {
     // (NVRTC: "too many arguments in function call" of `sqrt(a, b)`, `expected a ")"` of
     // `int(1, 2)`.)
@@ -516,13 +534,15 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
   SECTION("a device function's name is called") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `4 / f`, `f - 1`; a
     // function is no value. A template's parameter is one.)
-    const std::string head = "//@format csr\n//@launch spmv grid=ceil_div(max(M, 1), 4) block=128\n"
-                             "__device__ int f(int a) { return a; }\n";
+    const std::string head =
+        "//@format csr\n//@launch spmv grid=ceil_div(max(M, 1), 4) block=128\n"
+        "__device__ int f(int a) { return a; }\n";
     CHECK(first_refused(head, "__device__ int g() { return 4 / f; }") == 33);
     CHECK(first_refused(head, "__device__ int g() { return f - 1; }") == 30);
     CHECK(first_refused(head, "__device__ int g() { return f; }") == 29);
-    CHECK(first_refused(head, "template <int G> __device__ int h(int a) { return a / G + G; }\n"
-                              "__device__ int g() { return f(1) - h<2>(1); }\n") == -1);
+    CHECK(first_refused(head,
+                        "template <int G> __device__ int h(int a) { return a / G + G; }\n"
+                        "__device__ int g() { return f(1) - h<2>(1); }\n") == -1);
   }
   SECTION("a floating overload's first argument is no integer, vector or bool") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(M)`, "no instance" of
@@ -540,7 +560,8 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
                         "         fmax(*x, i < 1) + sqrt(static_cast<float>(M)) + floor(f) +\n"
                         "         exp(float(threadIdx.x)) + sqrtf(M < 2) + ceil((x[0]));\n") == -1);
   }
-  SECTION("a floating overload's first argument starts with no integer literal, in a group neither") {
+  SECTION(
+      "a floating overload's first argument starts with no integer literal, in a group neither") {
     // (NVRTC: "more than one instance of overloaded function" of `ceil(2)`, `pow(2, x)`,
     // `sqrt((M))`, `sqrt((int)x)`; the completion path writes `0.` where such a number is due.)
     CHECK(first_refused(kHead, "  y[0] = ceil(2);") == 15);
@@ -549,10 +570,10 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
     CHECK(first_refused(kHead, "  y[0] = sqrt(-1u);") == 16);
     CHECK(first_refused(kHead, "  y[0] = sqrt((M));") == 15);
     CHECK(first_refused(kHead, "  y[0] = sqrt((int)x[0]);") == 15);
-    CHECK(first_refused(kHead,
-                        "  y[0] = ceil(2.0) + sqrt(2.f * x[0]) + pow(2e3, 1) + sqrt((x[0])) +\n"
-                        "         sqrt((float)M) + floor(-.5) + exp(-(1.5 + M)) + sqrtf(2) + 2;\n") ==
-          -1);
+    CHECK(first_refused(
+              kHead,
+              "  y[0] = ceil(2.0) + sqrt(2.f * x[0]) + pow(2e3, 1) + sqrt((x[0])) +\n"
+              "         sqrt((float)M) + floor(-.5) + exp(-(1.5 + M)) + sqrtf(2) + 2;\n") == -1);
   }
   SECTION("no subscript or `->` of a group of one value") {
     // (NVRTC: "expression must have pointer-to-object type" of `(M)[0]`, `(true)[0]`.)
@@ -560,8 +581,9 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
     CHECK(first_refused(kHead, "  int i = (true)[0];") == 16);
     CHECK(first_refused(kHead, "  int i = (-1)[0];") == 14);
     CHECK(first_refused(kHead, "  int i = (threadIdx.x)->x;") == 24);  // `-` a subtraction
-    CHECK(first_refused(kHead, "  const value_t* p = x;\n  int i = (p++)[0] + (x + 1)[0] + ((y))[1] +\n"
-                               "      (p)[2] + (M ? x : y)[0];\n") == -1);
+    CHECK(first_refused(kHead,
+                        "  const value_t* p = x;\n  int i = (p++)[0] + (x + 1)[0] + ((y))[1] +\n"
+                        "      (p)[2] + (M ? x : y)[0];\n") == -1);
   }
   SECTION("a floating overload's first argument is no pointer") {
     // (NVRTC: "no instance of overloaded function" of `ceil(x)`, `sqrt((float*)x)`.)
@@ -569,8 +591,9 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls",
     CHECK(first_refused(kHead, "  y[0] = cos(y + 1);") == 15);
     CHECK(first_refused(kHead, "  y[0] = sqrt((float*)x);") == 20);
     CHECK(first_refused(kHead, "  y[0] = floor(-(const char**)x);") == 27);
-    CHECK(first_refused(kHead, "  y[0] = ceil(x[0]) + cos(*y) + sqrt(((const float*)x)[1]) +\n"
-                               "         pow(x[0], 2) + fmax(x[1], y[0]) + sqrt((float)M);\n") == -1);
+    CHECK(first_refused(kHead,
+                        "  y[0] = ceil(x[0]) + cos(*y) + sqrt(((const float*)x)[1]) +\n"
+                        "         pow(x[0], 2) + fmax(x[1], y[0]) + sqrt((float)M);\n") == -1);
   }
   SECTION("a builtin of no result is a statement") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)

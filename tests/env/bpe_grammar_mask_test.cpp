@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "bpe_grammar_mask_test_support.hpp"
 #include "catch.hpp"
 #include "env_test_support.hpp"
-#include "bpe_grammar_mask_test_support.hpp"
 #include "sparserl/datasets/random.hpp"
 #include "sparserl/env/bpe_trainer.hpp"
 #include "sparserl/env/tokenizer.hpp"
