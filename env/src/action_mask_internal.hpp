@@ -644,8 +644,9 @@ struct ActionMask::State {
   // (NVRTC: "expression must have a constant value" of `int a[i];`, `__shared__ float s[n + 1];`).
   std::uint64_t bounds = 0;
   // Per depth, an assignment was read in the expression under way there (`(i = 1)` is an lvalue);
-  // a binary operator was (`(x + 1)` may be a pointer whatever its last operand).
-  std::uint64_t assigned = 0, combined = 0;
+  // a binary operator was (`(x + 1)` may be a pointer whatever its last operand); a binary `+` or
+  // `-` was (`x + M - p`: the left operand of `-` is no longer its last).
+  std::uint64_t assigned = 0, combined = 0, additive = 0;
   // Per code stack index, a parenthesis opened right where an integer operand or a floating
   // overload's first argument was due (`i % (`, `sqrt(-(`): a cast there is to no pointer (NVRTC:
   // "integral or unscoped enum type" of `i % (int*)p`, "no instance of overloaded function" of

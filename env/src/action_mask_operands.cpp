@@ -98,16 +98,19 @@ bool operator_allowed(const State& s, const TokenInfo& k) {
   return !(k.integral_operator || ((k.arithmetic_operator || k.relational) && pointer));
 }
 // After * / % a comparison or a unary `-` a value is due (State::value_due; after `==` / `!=`
-// where the left operand is no pointer; after `+` / `-` where it is a floating value: NVRTC
-// "expression must have arithmetic or unscoped enum type" of `1.5 - p`, `x[0] + y`).
+// where the left operand is no pointer; after `+` / `-` where it is a floating value, after `-`
+// where it is a number, a constant, threadIdx.x, true (ctx_value) and no pointer: NVRTC
+// "expression must have arithmetic or unscoped enum type" of `1.5 - p`, `x[0] + y`, `M - p`).
 bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefix_sign) {
   if (on_line(s)) return false;
   if (prefix_sign) return k.cat == Cat::minus;
   if (!binary) return false;
   const bool pointer = s.operand_kind >= operand_pointer && ((s.prefixed >> s.depth) & 1u) == 0;
   const bool sign = k.cat == Cat::plus || k.cat == Cat::minus;
+  const bool value = s.ctx == ctx_value && operand_type(s) < operand_pointer &&
+                     ((s.additive >> s.depth) & 1u) == 0;
   return k.arithmetic_operator || k.relational || (k.equality && !pointer) ||
-         (sign && operand_type(s) == operand_floating);
+         (sign && operand_type(s) == operand_floating) || (k.cat == Cat::minus && value);
 }
 // In a cast's type whose parenthesis opened where an integer operand or a floating overload's
 // first argument was due: no `*` (the cast would give % << & | ^ ~ or sqrt & co a pointer;
@@ -222,6 +225,12 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     s.combined &= ~level;
   }
   if (o.binary || k.ternary != 0) s.combined |= level;
+  s.additive &= (level << 1u) - 1u;
+  if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+      k.ternary == 1) {
+    s.additive &= ~level;
+  }
+  if (o.binary && (k.cat == Cat::plus || k.cat == Cat::minus)) s.additive |= level;
   std::uint8_t kind = operand_other;
   if (o.variable) {
     const bool floating = local_type(s, k.local) == type_floating;

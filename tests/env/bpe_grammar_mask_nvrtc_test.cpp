@@ -480,6 +480,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of groups, statements
                         "         reinterpret_cast<long>(x);\n"
                         "  float& f = reinterpret_cast<float&>(y[0]);\n") == -1);
   }
+  SECTION("no pointer right of a value's `-`") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `M - x`, `1 - y`.)
+    CHECK(first_refused(kHead, "  int i = M - x;") == 15);
+    CHECK(first_refused(kHead, "  int i = 0; i = threadIdx.z - x;") == 32);
+    CHECK(first_refused(kHead, "  int i = 1 - y;") == 15);
+    CHECK(
+        first_refused(kHead,
+                      "  const value_t* p = x;\n  int i = (p++ - x) + (3 + x - x) + (M - x[0]) +\n"
+                      "      (x + M - x) + (x - M - x);\n") == -1);
+  }
   SECTION("a cast where an integer operand is due is to no pointer") {
     // (NVRTC: "expression must have integral or unscoped enum type" of `i % (int*)y`.)
     CHECK(first_refused(kHead, "  int i = 0; i = i % (int*)y;") == 25);
