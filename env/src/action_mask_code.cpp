@@ -410,6 +410,17 @@ bool reinterpret_to_value(const State& s) {
          (s.last_type == type_floating || s.last_type == type_vector);
 }
 
+// A floating functional cast's or builtin's first argument that is a pointer variable alone
+// (`value_t(p`, `sqrtf(p`: no binary operator at its depth): it takes `[` or `->` before its `)`
+// or `,` (NVRTC: "invalid type conversion" of `double(p)`, "argument of type \"float *\" is
+// incompatible" of `sqrtf(y)`; `double(p - q)` is one). The completion path writes `[ <num> 0 ]`,
+// also through a preprocessor line.
+bool pointer_argument(const State& s) {
+  return s.ctx == ctx_pointer && s.depth > 0 && innermost(s) == kCallParen &&
+         ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 &&
+         ((s.combined >> s.depth) & 1u) == 0;
+}
+
 // Right after a declaration's `*` / `&` in a block or a for statement's first clause, with a new
 // name left to declare: the name comes before `;` or `,` (NVRTC: "expected an identifier" of
 // `int *;`, `void* , p;`); the completion path writes it. Not judged on a preprocessor line, but
@@ -427,8 +438,11 @@ namespace {
 bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInfo& k) {
   if (checks == 0) return true;
   if ((checks & kRefused) != 0) return false;
-  // (`;` and `,` are checked tokens in every row: closes_innermost judges them.)
+  // (`;` `,` `)` are checked tokens in every row: closes_innermost judges them.)
   if ((k.cat == Cat::semi || k.cat == Cat::comma) && !on_line(s) && unnamed_declarator(t, s)) {
+    return false;
+  }
+  if ((k.cat == Cat::close_paren || k.cat == Cat::comma) && !on_line(s) && pointer_argument(s)) {
     return false;
   }
   if ((checks & kCheckRun) != 0 && !type_run_takes(s.run, k.type_bits)) return false;

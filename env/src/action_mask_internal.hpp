@@ -794,6 +794,7 @@ bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
 bool unnamed_declarator(const Tables& t, const State& s);
 bool reinterpret_to_value(const State& s);
+bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.

@@ -605,6 +605,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls", "[
                         "  y[0] = ceil(x[0]) + cos(*y) + sqrt(((const float*)x)[1]) +\n"
                         "         pow(x[0], 2) + fmax(x[1], y[0]) + sqrt((float)M);\n") == -1);
   }
+  SECTION("a floating functional cast's or builtin's first argument is no lone pointer") {
+    // (NVRTC: "invalid type conversion" of `double(x)`, "argument ... is incompatible" of
+    // `sqrtf(y)`.)
+    CHECK(first_refused(kHead, "  y[0] = value_t(x);") == 18);
+    CHECK(first_refused(kHead, "  y[0] = sqrtf(y);") == 16);
+    CHECK(first_refused(kHead, "  y[0] = fmaxf(y, 1);") == 16);
+    CHECK(first_refused(kHead,
+                        "  y[0] = value_t(x[0]) + double(x - y) + sqrtf(*x) + float(M) +\n"
+                        "         value_t(x[1] > 0) + fmaxf(x[0], 1);\n") == -1);
+  }
   SECTION("a builtin of no result is a statement") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)
     CHECK(first_refused(kHead, "  y[0] = __syncthreads();") == 22);       // `(`: __syncthreads_or
