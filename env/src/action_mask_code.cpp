@@ -4,7 +4,8 @@
 // known_local_allowed) and the checks that look at the state (passes). The lexicon turns the rows
 // into per-token Check bits per row; code_word_allowed() judges a token by them, and fill()'s fast
 // path (fill_code_tokens) copies a row's mask of unchecked tokens and runs the checks of the rest.
-// After `.` / `->` a field alone may come (kFieldRules).
+// After `.` / `->` a field alone may come (kFieldRules). What the operand's type refuses, and how a
+// token moves it, is action_mask_operands.cpp's.
 #include <algorithm>
 #include <cstring>
 
@@ -121,32 +122,18 @@ struct Taken {
   std::uint8_t closing = 0;  // the bracket a closer closes
 };
 
-// After an operand (a binary operator, a postfix ++ / --, ... may follow).
-bool after_operand(std::uint8_t ctx) {
-  switch (ctx) {
-    case ctx_operand:
-    case ctx_paren:
-    case ctx_callable:
-    case ctx_value:
-    case ctx_pointer:
-    case ctx_element:
-    case ctx_const_element:
-    case ctx_macro:
-    case ctx_result:
-    case ctx_call_result:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The context after a variable's name: a pointer or array, a const, another variable; after a
 // unary `*` the element the pointer points at.
 std::uint8_t after_variable(const State& s, int local) {
   // A const variable is read as a const element (no assignment; `.x` of a const float4).
   const bool constant = local_bit(s.consts, local);
   if (s.ctx == ctx_deref) return constant ? ctx_const_element : ctx_operand;
-  if (local_bit(s.pointers, local)) return s.value_due ? ctx_subscript_due : ctx_pointer;
+  // (A floating overload's first argument takes no pointer: NVRTC "no instance of overloaded
+  // function" of `ceil(x)`; the pointer there is subscripted - `p ? a : b` is refused with it.)
+  const bool floating_first = s.floating_due && innermost(s) == kCallParen && !on_line(s);
+  if (local_bit(s.pointers, local)) {
+    return s.value_due || floating_first ? ctx_subscript_due : ctx_pointer;
+  }
   return constant ? ctx_const_element : ctx_operand;
 }
 
@@ -242,11 +229,14 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   } else if (k.cat == Cat::local) {
     // A file-scope name (a device function's) may be called; a block's names are variables.
     s.operand_const = local_bit(s.consts, k.local);
-    // (A launched kernel's name is no device code's to call.)
+    // (A launched kernel's name is no device code's to call; a template's parameter is a value.)
     const bool kernel = k.local < kMaxKernelLocal && ((s.launched >> k.local) & 1u) != 0;
-    s.ctx = declares ? ctx_declared
-            : scope_of(s, k.local) == block_scope(0, false) && !kernel ? ctx_callable
-                                                                        : after_variable(s, k.local);
+    const bool file_scope = scope_of(s, k.local) == block_scope(0, false) && !kernel;
+    const bool parameter = file_scope && local_bit(s.template_names, k.local);
+    s.ctx = declares     ? ctx_declared
+            : parameter  ? ctx_value
+            : file_scope ? ctx_callable
+                         : after_variable(s, k.local);
   } else if (k.condition) {
     s.ctx = ctx_cond;
     s.while_cond = k.loop;
@@ -298,10 +288,9 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
       (local_type(s, k.local) == type_floating || local_bit(s.pointers, k.local))) {
     return false;
   }
-  // Directly in an array's bound: a macro, a template parameter, a const variable that is no
-  // pointer; no other variable.
-  const bool bound = innermost(s) == '[' && ((s.bounds >> (s.depth - 1u)) & 1u) != 0;
-  if (bound && k.local < s.locals_used && !is_macro(s, k.local) &&
+  // In an array's bound: a macro, a template parameter, a const variable that is no pointer; no
+  // other variable.
+  if (in_array_bound(s) && k.local < s.locals_used && !is_macro(s, k.local) &&
       scope_of(s, k.local) != kScopeTag && !local_bit(s.template_names, k.local) &&
       (!local_bit(s.consts, k.local) || local_bit(s.pointers, k.local))) {
     return false;
@@ -386,7 +375,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   // comes before it.
   if (k.word == w_angle_close) {
     const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
-    if (open == kCastAngle) return typed;
+    if (open == kCastAngle) return typed && !reinterpret_to_value(s);
     // Elsewhere a comparison after an operand, or a template's parameters closing (not after a
     // type or a declared name: NVRTC's `expected a ";"` of `long v >`, `(float >`).
     const bool declaring_type = typed || s.ctx == ctx_qual || s.ctx == ctx_declared;
@@ -409,10 +398,53 @@ bool program_complete(const State& s) {
          (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
 }
 
+}  // namespace
+
+// In reinterpret_cast's angle, right after a floating or vector type word: no `>` yet (NVRTC:
+// "invalid type conversion" of `reinterpret_cast<float>(b)`; no such type is a reinterpret_cast's
+// result but a pointer's or a reference's). The completion path writes `*`, also through a
+// preprocessor line (the count may not grow at its <eol>). After a qualifier (`float const`) the
+// rule stands aside: no `*` may follow one there.
+bool reinterpret_to_value(const State& s) {
+  return innermost(s) == kCastAngle && s.reinterpret_angle && s.ctx == ctx_type &&
+         (s.last_type == type_floating || s.last_type == type_vector);
+}
+
+// A floating functional cast's or builtin's first argument that is a pointer variable alone
+// (`value_t(p`, `sqrtf(p`: no binary operator at its depth): it takes `[` or `->` before its `)`
+// or `,` (NVRTC: "invalid type conversion" of `double(p)`, "argument of type \"float *\" is
+// incompatible" of `sqrtf(y)`; `double(p - q)` is one). The completion path writes `[ <num> 0 ]`,
+// also through a preprocessor line.
+bool pointer_argument(const State& s) {
+  return s.ctx == ctx_pointer && s.depth > 0 && innermost(s) == kCallParen &&
+         ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 &&
+         ((s.combined >> s.depth) & 1u) == 0;
+}
+
+// Right after a declaration's `*` / `&` in a block or a for statement's first clause, with a new
+// name left to declare: the name comes before `;` or `,` (NVRTC: "expected an identifier" of
+// `int *;`, `void* , p;`); the completion path writes it. Not judged on a preprocessor line, but
+// counted through it (the count may not grow at its <eol>). Not in a const declaration, whose
+// reference would then need an initializer (`__shared__ const int& v` can take none).
+bool unnamed_declarator(const Tables& t, const State& s) {
+  return s.ctx == ctx_ptr && !s.decl_const && s.top == Top::body && s.decl == Decl::none &&
+         (innermost(s) == '{' || innermost(s) == kForParen) && s.declarator != 0 &&
+         s.locals_used < t.locals;  // (new_local_allowed() but State::last, which a line moves)
+}
+
+namespace {
+
 // Whether the state passes a token's checks (Check bits of its row).
 bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInfo& k) {
   if (checks == 0) return true;
   if ((checks & kRefused) != 0) return false;
+  // (`;` `,` `)` are checked tokens in every row: closes_innermost judges them.)
+  if ((k.cat == Cat::semi || k.cat == Cat::comma) && !on_line(s) && unnamed_declarator(t, s)) {
+    return false;
+  }
+  if ((k.cat == Cat::close_paren || k.cat == Cat::comma) && !on_line(s) && pointer_argument(s)) {
+    return false;
+  }
   if ((checks & kCheckRun) != 0 && !type_run_takes(s.run, k.type_bits)) return false;
   if ((checks & kCheckFormat) != 0 && !constant_in_format(s, k)) return false;
   if ((checks & kCheckLocal) != 0 && !local_allowed(t, s, k)) return false;
@@ -664,51 +696,47 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
   return checks;
 }
 
-// A builtin overloaded for floating arguments alone (sqrt, ceil, pow, ...): its first argument
-// starts with no integer or vector (nor bool: `!`, true), and no comparison or logical operator
-// makes it a bool at its depth (`<` after static_cast opens a cast). In code, not on a line.
-bool floating_allowed(const State& s, const TokenInfo& k) {
-  if (s.floating_due && k.starts_no_floating) return false;
-  return !k.compares || !in_floating_argument(s) || (k.role == role_lt && s.ctx == ctx_cast_kw);
-}
-
-// An operator after an operand whose type the grammar knows (no `!`, `~`, sizeof or cast to an
-// integer before it at its depth): no % << & | ^ of a floating value or a pointer, no * / < > <=
-// >= of a pointer.
-// The kind of the operand just read, a cast before it deciding (other where another prefix does).
-std::uint8_t operand_type(const State& s) {
-  if (((s.prefixed >> s.depth) & 1u) == 0) return s.operand_kind;
-  if (((s.floating_casts >> s.depth) & 1u) != 0) return operand_floating;
-  return ((s.pointer_casts >> s.depth) & 1u) != 0 ? operand_pointer : operand_other;
-}
-bool operator_allowed(const State& s, const TokenInfo& k) {
-  if (on_line(s) || !after_operand(s.ctx)) return true;
-  const std::uint8_t kind = operand_type(s);
-  if (kind == operand_other) return true;
-  const bool pointer = kind >= operand_pointer;
-  return !(k.integral_operator || ((k.arithmetic_operator || k.relational) && pointer));
-}
-// After * / % a comparison or a unary `-` a value is due (State::value_due; after `==` / `!=`
-// where the left operand is no pointer).
-bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefix_sign) {
-  if (on_line(s)) return false;
-  if (prefix_sign) return k.cat == Cat::minus;
-  if (!binary) return false;
-  const bool pointer =
-      s.operand_kind >= operand_pointer && ((s.prefixed >> s.depth) & 1u) == 0;
-  return k.arithmetic_operator || k.relational || (k.equality && !pointer);
-}
-// Where an integer operand is due or a pointer cast's operand: no floating type word or builtin.
-bool floating_value_allowed(const State& s, const TokenInfo& k) {
-  return !k.floating_value || !(s.integral_due || s.pointer_cast_due) || on_line(s);
-}
-
 // After a type's `&` no `*` or `&` (no pointer or reference to a reference).
 bool reference_ends(const State& s) { return s.reference && s.ctx == ctx_ptr && !on_line(s); }
 
 // After a void function's `return`: `;` (or a preprocessor line).
 bool void_return_refuses(const State& s, const TokenInfo& k) {
   return s.void_return && !on_line(s) && k.cat != Cat::semi && k.cat != Cat::hash;
+}
+
+// In an array's bound, where its value is computed: under a declarator's `[` (State::bounds) at
+// any depth, neither in sizeof's parenthesis nor after a prefix (the rule leaves `sizeof x`, a
+// cast's operand, `!x` alone: the first two are constant whatever x is).
+bool in_array_bound(const State& s) {
+  if (on_line(s) || s.bounds == 0) return false;
+  for (int i = s.depth - 1; i >= 0; --i) {
+    const std::uint8_t open = s.stack[static_cast<std::size_t>(i)];
+    if (open == kSizeofParen || ((s.prefixed >> (i + 1)) & 1u) != 0) return false;
+    if (open == '[' && ((s.bounds >> i) & 1u) != 0) return true;
+  }
+  return false;
+}
+
+// Right after the `(` of `*(`, `&(`, `++(` (kDerefParen): no type or qualifier. `*(int*)p` is
+// refused at p already (the parenthesis is a group, not a cast), and what else follows `*(int*)`
+// is no expression (NVRTC: "expected an expression" of `*(float)`, `&(double) )`, `**(int),`).
+bool deref_group_start(const State& s) {
+  return s.ctx == ctx_group && innermost(s) == kDerefParen && !on_line(s);
+}
+
+// Right after a builtin's or a functional cast's value (State::value_result): no `->` (no
+// builtin returns a pointer; NVRTC: "operator -> or ->* applied to \"float\" instead of to a
+// pointer type" of `ceil(x[0])->`, `int()->`). (`[` is refused there by its open check.)
+bool value_result_after(const State& s) {
+  return s.value_result && s.ctx == ctx_call_result && !on_line(s);
+}
+
+// After a device function's name (ctx_callable) its call: `(`, or `<` of its template arguments
+// (NVRTC: "expression must have arithmetic or unscoped enum type" of `4 / f`, `f - 1`; a function
+// is no value). The completion path writes `( )`.
+bool callable_refuses(const State& s, const TokenInfo& k) {
+  return s.ctx == ctx_callable && !on_line(s) && k.cat != Cat::open_paren && k.role != role_lt &&
+         k.cat != Cat::hash;
 }
 
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
@@ -721,6 +749,13 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.role == role_ptr && reference_ends(s)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
+  // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
+  // value" of `float a[warpSize]`, `[threadIdx.x]`, `[min(4, M)]`).
+  if (k.cat == Cat::builtin && in_array_bound(s)) return false;
+  if ((k.role == role_type || k.role == role_qual) && deref_group_start(s)) return false;
+  if (k.arrow && value_result_after(s)) return false;
+  if (callable_refuses(s, k)) return false;
+  if (pointer_cast_refused(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -730,53 +765,9 @@ void take_code_word(State& s, const TokenInfo& k) {
   (rule != nullptr ? rule->take : take_other)(s, k);
 }
 
-namespace {
-
-// A call's arguments at a token, before the state moves: a call's `(` (a builtin's arguments as
-// named - State::args - a functional cast's one; others unknown), a `,` between them.
-struct CallStep {
-  bool open = false;
-  std::uint8_t args = kArgsUnknown;
-  bool comma = false;
-};
-CallStep call_step(const State& s, const TokenInfo& k) {
-  CallStep c;
-  c.open = k.cat == Cat::open_paren &&
-           (s.ctx == ctx_call || s.ctx == ctx_call_args || s.ctx == ctx_cast_call);
-  if (s.ctx == ctx_cast_call || s.callee_max == 0) {
-    c.args = 0;
-  } else if (s.callee_max != kArgsUnknown) {
-    const int need = s.callee_least > 1 ? s.callee_least - 1 : 0;
-    c.args = static_cast<std::uint8_t>((s.callee_max - 1) | (need << 4));
-  }
-  c.comma = k.cat == Cat::comma && innermost(s) == kCallParen;
-  return c;
-}
-// ... and after it moved.
-void take_call_step(State& s, const TokenInfo& k, const CallStep& c) {
-  if (c.open && innermost(s) == kCallParen) {
-    s.args[s.depth - 1u] = c.args;
-  } else if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
-             k.ternary == 1) {
-    if (s.depth > 0) s.args[s.depth - 1u] = kArgsUnknown;  // no count (not a builtin's call)
-  }
-  if (c.comma) {
-    std::uint8_t& args = s.args[s.depth - 1u];
-    const std::uint8_t room = call_room(args), need = call_need(args);
-    if (room != kArgsUnknown) {
-      args = static_cast<std::uint8_t>((room - 1) | ((need > 0 ? need - 1 : 0) << 4));
-    }
-  }
-  // A builtin of no argument: its `)` next (ctx_initialized takes `)`; `,` has no room).
-  if (c.open && s.callee_max == 0) s.ctx = ctx_initialized;
-  s.callee_max = k.role == role_function ? k.max_args : kArgsUnknown;
-  s.callee_least = k.role == role_function ? k.min_args : 0;
-}
-
-}  // namespace
-
 // A code token outside a preprocessor line: scopes, brackets and locals, the kernel declaration,
-// the declarator, the type-word context.
+// the declarator, the type-word context; the operands' types and calls' arguments
+// (action_mask_operands.cpp).
 void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   if (s.pp == Pp::none) s.else_ok = false;  // an `else` right after an if's statement alone
   const bool macro = k.cat == Cat::local && scope_of(s, k.local) == kScopeMacro;
@@ -787,52 +778,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool cast_open = k.role == role_lt && s.ctx == ctx_cast_kw && s.top != Top::tmpl;
   const bool cast_closed = k.word == w_angle_close && innermost(s) == kCastAngle;
   const Taken taken{declares, macro, cast_closed, innermost(s)};
-  // A floating overload's `(`, its first argument's unary operators and parentheses (which keep
-  // it due: `sqrt((M))` is `sqrt(M)`); a number there must be floating.
-  const bool floating_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.floating_call;
-  const bool unary = s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus ||
-                                        k.cat == Cat::star || k.role == role_incdec ||
-                                        k.cat == Cat::open_paren);
-  const bool floating_number = k.cat == Cat::num && s.floating_due;
-  const bool floating_comma = k.cat == Cat::comma && in_floating_argument(s);
-  // A call of no result: its `(`, its `)`.
-  const bool void_open =
-      k.cat == Cat::open_paren && (s.ctx == ctx_call || s.ctx == ctx_call_args) && s.void_named;
-  const bool void_close =
-      k.cat == Cat::close_paren && s.void_call >= 0 && s.depth == s.void_call + 1;
-  // Types of operands (operator_allowed): what the token makes of the operand, before it moves.
-  const bool operand_before = after_operand(s.ctx);
-  const bool unary_sign = !operand_before && (k.cat == Cat::plus || k.cat == Cat::minus);
-  const bool binary =
-      operand_before && (k.role == role_operator || k.role == role_ptr || k.role == role_lt ||
-                         k.cat == Cat::comma || k.cat == Cat::semi || k.ternary != 0);
-  const bool prefix = !operand_before && k.type_prefix;
-  const bool integral_next = (binary || prefix) && k.integral_operator;  // `i % `, `~`
-  const bool value_next = makes_value_due(s, k, binary, unary_sign);
-  const std::uint8_t kind_before = s.operand_kind;
-  const bool opens_floating =
-      (k.cat == Cat::open_bracket && kind_before == operand_floating_pointer) ||
-      ((k.cat == Cat::open_paren || k.cat == Cat::open_brace) && s.floating_named &&
-       (s.ctx == ctx_cast_call || s.ctx == ctx_call || s.ctx == ctx_call_args));
-  const bool cast_ends = k.cat == Cat::close_paren && innermost(s) == kCastParen;
-  const bool pointer_cast = cast_ends && s.ctx == ctx_ptr && !s.reference;
-  const bool floating_cast = cast_ends && s.ctx != ctx_ptr && s.last_type == type_floating;
-  // A cast to a pointer type (`(float* const)` too), to a floating type; not to a reference
-  // (`(int&)f` reinterprets f).
-  const bool to_pointer = cast_ends && s.starred && !s.reference;
-  const bool type_run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
-  const bool to_floating = cast_ends && type_run && !s.starred && s.last_type == type_floating;
-  const CallStep call = call_step(s, k);
-  const bool value_call = k.cat == Cat::open_paren &&
-                          (s.ctx == ctx_cast_call ||
-                           (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
-  const bool deref = s.ctx == ctx_deref;
-  // A floating operand directly in a group makes the group's value floating (NVRTC: "expression
-  // must have integral or unscoped enum type" of `(1.5 + i) % 2`, `(x[0]) << 1`).
-  if (s.pp == Pp::none && kind_before == operand_floating && after_operand(s.ctx) &&
-      innermost(s) == '(') {
-    s.floating_closers |= std::uint64_t{1} << (s.depth - 1u);
-  }
+  const OperandStep operand = begin_operand_step(s, k, declares, macro);
   if (s.pp == Pp::none && declares) {
     // What the declared name is: a pointer (after `*`), const (`const` in its specifiers).
     // (A reference to a value is none: `int& c` names an int.)
@@ -856,69 +802,13 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     if (cast_open) s.stack[s.depth++] = kCastAngle;
     // `*static_cast<...>`: its `(` will be a kDerefParen (advance_role moves ctx below).
     if (k.role == role_cast_kw) s.deref_cast = s.ctx == ctx_deref;
+    if (k.role == role_cast_kw) s.reinterpret_angle = k.reinterpret;
     if (cast_closed) --s.depth;
     if (k.ternary == 1) s.stack[s.depth++] = kTernary;
     if (k.ternary == 2 && taken.closing == kTernary) --s.depth;
     advance_role(s, k, taken);
-    // The floating overloads' first arguments: open at their `(`, done at `,` or `)`.
-    s.floating_args &= (std::uint64_t{1} << s.depth) - 1u;
-    if (floating_comma) s.floating_args &= ~(std::uint64_t{1} << (s.depth - 1u));
-    if (floating_open) s.floating_args |= std::uint64_t{1} << (s.depth - 1u);
-    s.floating_due = floating_open || unary;
-    s.floating_call = k.floating_overload;
-    if (void_open) s.void_call = static_cast<std::int8_t>(s.depth - 1);
-    if (void_close) {
-      s.void_call = -1;
-      s.ctx = ctx_initialized;  // `,` or `;` (no operator: the call has no value)
-    }
-    s.void_named = k.void_result;
-    // The operand's type.
+    take_operand_step(s, k, operand);
     const std::uint64_t level = std::uint64_t{1} << s.depth;
-    std::uint8_t kind = operand_other;
-    if (k.cat == Cat::local && !declares && !macro) {
-      const bool floating = local_type(s, k.local) == type_floating;
-      if (deref || !local_bit(s.pointers, k.local)) {
-        kind = floating ? operand_floating : operand_other;
-      } else {
-        kind = floating ? operand_floating_pointer : operand_pointer;
-      }
-    } else if (k.role == role_incdec && operand_before) {
-      kind = kind_before;  // postfix: the operand's type
-    } else if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
-               k.cat == Cat::close_brace) {
-      kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
-    }
-    s.operand_kind = kind;
-    s.value_result = k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0;
-    s.value_calls &= level - 1u;
-    if (value_call) s.value_calls |= level >> 1u;
-    s.builtin_named = k.role == role_function;
-    s.floating_closers &= level - 1u;  // closed brackets' bits go
-    if (opens_floating) s.floating_closers |= level >> 1u;
-    s.prefixed &= (level << 1u) - 1u;  // the levels above the current one
-    const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
-                       k.cat == Cat::open_brace || k.ternary == 1;
-    if (opens) s.prefixed &= ~level;
-    if (binary || k.ternary != 0) s.prefixed &= ~level;
-    if (prefix || cast_ends) s.prefixed |= level;
-    if (prefix || cast_ends) {
-      s.floating_casts = floating_cast ? s.floating_casts | level : s.floating_casts & ~level;
-      s.pointer_casts = pointer_cast ? s.pointer_casts | level : s.pointer_casts & ~level;
-    }
-    s.floating_casts &= s.prefixed;
-    s.pointer_casts &= s.prefixed;
-    if (k.role == role_type) s.last_type = k.type_cat;
-    if (k.role == role_type) s.void_type = k.word == w_void;
-    s.floating_named = k.floating_value;
-    take_call_step(s, k, call);
-    s.num_integral = k.cat == Cat::num && (s.integral_due || s.pointer_cast_due);
-    s.num_floating = floating_number;
-    // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`.)
-    s.integral_due = integral_next || (s.integral_due && (unary_sign || k.cat == Cat::open_paren));
-    // (After a cast to a floating type a value is due: `(float)p` is no conversion, `(float)p[0]`
-    // is; after a cast to a pointer an operand that is no floating value.)
-    s.value_due = value_next || to_floating;
-    s.pointer_cast_due = to_pointer;
     s.bounds &= level - 1u;  // closed brackets' bits go
     if (bound_open) s.bounds |= level >> 1u;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
@@ -945,6 +835,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (reference_ends(s)) {
     for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
+  for (TokenId id : t.pointer_ids) {
+    if (pointer_cast_refused(s, t.info[static_cast<std::size_t>(id)])) {
+      mask[static_cast<std::size_t>(id)] = 0;
+    }
+  }
   if (after_operand(s.ctx) && operand_type(s) != operand_other) {
     for (TokenId id : t.operator_ids) {
       if (!operator_allowed(s, t.info[static_cast<std::size_t>(id)])) {
@@ -961,6 +856,15 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
         mask[static_cast<std::size_t>(id)] = 0;
       }
     }
+  }
+  if (in_array_bound(s)) {
+    for (TokenId id : t.builtin_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (deref_group_start(s)) {
+    for (TokenId id : t.type_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (value_result_after(s)) {
+    for (TokenId id : t.arrow_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;
@@ -981,6 +885,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (s.void_return && !on_line(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && void_return_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
+  if (s.ctx == ctx_callable && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && callable_refuses(s, t.info[i])) mask[i] = 0;
     }
   }
 }

@@ -98,6 +98,9 @@ int code_completion(const Tables& t, const State& s) {
   }
   m += s.depth + due_tokens(s.ctx) + statement_closers(s);
   if (const_uninitialized(s)) m += kConstInitializer;  // = <num> 0
+  if (unnamed_declarator(t, s)) m += 1;                // the name
+  if (reinterpret_to_value(s)) m += 1;                 // `*` before the angle's `>`
+  if (pointer_argument(s)) m += 4;                     // [ <num> 0 ]
   // A builtin just named: its arguments past the first (due_tokens counts one).
   if (s.ctx == ctx_call_args && s.callee_least > 1) m += kMissingArgument * (s.callee_least - 1);
   // The number due where a floating overload's first argument starts is floating: `0 .`.

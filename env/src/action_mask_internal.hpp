@@ -139,17 +139,17 @@ enum Role : std::uint8_t {
 };
 // Where code stands for the type-word rules (State::ctx).
 enum Ctx : std::uint8_t {
-  ctx_start,      // a type may start a run
-  ctx_qual,       // after a qualifier: a type may start or go on with the run
-  ctx_type,       // after a type word of a declaration or a cast
-  ctx_ptr,        // after `*` / `&` inside a type
-  ctx_cast_call,  // after a type word in an expression: a functional cast, `(` or `{` next
-  ctx_declared,   // after the name a declaration declares
-  ctx_expr,       // inside an expression, before an operand: a type only as a functional cast
-  ctx_operand,    // after an operand: no type
-  ctx_cast_kw,    // after static_cast & co.
+  ctx_start,        // a type may start a run
+  ctx_qual,         // after a qualifier: a type may start or go on with the run
+  ctx_type,         // after a type word of a declaration or a cast
+  ctx_ptr,          // after `*` / `&` inside a type
+  ctx_cast_call,    // after a type word in an expression: a functional cast, `(` or `{` next
+  ctx_declared,     // after the name a declaration declares
+  ctx_expr,         // inside an expression, before an operand: a type only as a functional cast
+  ctx_operand,      // after an operand: no type
+  ctx_cast_kw,      // after static_cast & co.
   ctx_operand_due,  // after an operator: an operand must come
-  ctx_paren,        // after `)`: a cast's operand, a statement, or an operator after an operand
+  ctx_paren,        // after a condition's, a for statement's, a declarator's `)`: a statement
   ctx_macro,        // after a macro's name: what follows a qualifier or an operand
   ctx_cond,         // after if / while: `(` must come
   ctx_callable,     // after a file-scope name (a device function's): an operand that `(` may call
@@ -161,18 +161,18 @@ enum Ctx : std::uint8_t {
   // After an operand, by what it is (NVRTC's "expression must be a modifiable lvalue", "operand of
   // * must be a pointer", "expression must have pointer-to-object type"): ctx_operand is a
   // variable that is no pointer; these others -
-  ctx_value,        // a value no assignment takes: a number, a constant, a const variable, ...
-  ctx_pointer,      // a pointer or array variable: `[` may follow
-  ctx_element,      // `]` of a writable element: `[` may follow again
+  ctx_value,          // a value no assignment takes: a number, a constant, a const variable, ...
+  ctx_pointer,        // a pointer or array variable: `[` may follow
+  ctx_element,        // `]` of a writable element: `[` may follow again
   ctx_const_element,  // `]` of an element of a const pointer: no assignment
-  ctx_deref,        // after a unary `*`: a pointer variable or `(` must come
-  ctx_address,      // after a unary `&` or a prefix ++ / --: a variable or `(` must come
-  ctx_sizeof,       // after sizeof: an operand or `(` and a type
-  ctx_result,       // after a group's or a call's `)`: anything that follows an operand but `(`
-  ctx_args,         // after a call's `(`: an argument or `)`
-  ctx_group,        // after a grouping `(`: an operand, or a cast's type
-  ctx_for,          // after for: `(` must come
-  ctx_initialized,  // after a declarator's brace initializer `{...}`: `,` or `;` (NVRTC: ";")
+  ctx_deref,          // after a unary `*`: a pointer variable or `(` must come
+  ctx_address,        // after a unary `&` or a prefix ++ / --: a variable or `(` must come
+  ctx_sizeof,         // after sizeof: an operand or `(` and a type
+  ctx_result,         // after a group's or a call's `)`: anything that follows an operand but `(`
+  ctx_args,           // after a call's `(`: an argument or `)`
+  ctx_group,          // after a grouping `(`: an operand, or a cast's type
+  ctx_for,            // after for: `(` must come
+  ctx_initialized,    // after a declarator's brace initializer `{...}`: `,` or `;` (NVRTC: ";")
   // After `extern` in a function: `__shared__` must come (`extern int v;` there declares a host
   // variable at namespace scope, which NVRTC refuses).
   ctx_extern,
@@ -182,7 +182,8 @@ enum Ctx : std::uint8_t {
   ctx_call_result,
   // A pointer variable where a value is due (after * / % a comparison or a unary `-`: NVRTC
   // "expression must have arithmetic or unscoped enum type" of `2 * p`, "operand types are
-  // incompatible" of `i < p`): its `[` (or `->`) must come; the completion path writes `[ <num> 0 ]`.
+  // incompatible" of `i < p`): its `[` (or `->`) must come; the completion path writes `[ <num> 0
+  // ]`.
   ctx_subscript_due,
   kContexts,
 };
@@ -273,6 +274,7 @@ struct TokenInfo {
   std::uint8_t min_args = 0;
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
+  bool reinterpret = false;    // reinterpret_cast
   // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
   // a type word's category (TypeCat); a builtin function overloaded for float and double alone,
   // whose first argument must be floating (NVRTC: "more than one instance of overloaded function"
@@ -567,6 +569,7 @@ struct ActionMask::State {
   std::uint8_t last_declared = 0;
   bool operand_const = false;  // the variable just named was declared const
   bool deref_cast = false;     // a cast after a unary `*`: its operand's `(` is a kDerefParen
+  bool reinterpret_angle = false;  // the last cast keyword was reinterpret_cast (its `<` ... `>`)
   std::int8_t soft_depth = -1;  // bracket depth of the parenthesis that declared soft names
   bool soft_closed = false;     // ... which has just closed
   // The type-word rules: where code stands, and the type-specifier run under way.
@@ -640,6 +643,15 @@ struct ActionMask::State {
   // Per code stack index, a declarator's `[` (an array's bound): no variable in it but a const one
   // (NVRTC: "expression must have a constant value" of `int a[i];`, `__shared__ float s[n + 1];`).
   std::uint64_t bounds = 0;
+  // Per depth, an assignment was read in the expression under way there (`(i = 1)` is an lvalue);
+  // a binary operator was (`(x + 1)` may be a pointer whatever its last operand); a binary `+` or
+  // `-` was (`x + M - p`: the left operand of `-` is no longer its last).
+  std::uint64_t assigned = 0, combined = 0, additive = 0;
+  // Per code stack index, a parenthesis opened right where an integer operand or a floating
+  // overload's first argument was due (`i % (`, `sqrt(-(`): a cast there is to no pointer (NVRTC:
+  // "integral or unscoped enum type" of `i % (int*)p`, "no instance of overloaded function" of
+  // `ceil((int*)p)`).
+  std::uint64_t value_parens = 0;
   // The function under way returns void (a kernel, a `__device__ void` one); its `return` was just
   // read: `;` alone follows (NVRTC: "return value type does not match the function type").
   bool void_function = false;
@@ -737,6 +749,31 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k);
 void take_code_word(State& s, const TokenInfo& k);
 // fill() where every token passes to the code-token rules: their row's mask and checks.
 void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> mask);
+// The operand rules (action_mask_operands.cpp): after an operand (a binary operator, a postfix
+// ++ / --, ... may follow); the checks of an operand's type; a code token's step of them, read
+// before the state moves (begin_operand_step, which marks a floating group) and taken after it.
+bool after_operand(std::uint8_t ctx);
+bool floating_allowed(const State& s, const TokenInfo& k);
+std::uint8_t operand_type(const State& s);
+bool operator_allowed(const State& s, const TokenInfo& k);
+bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefix_sign);
+bool floating_value_allowed(const State& s, const TokenInfo& k);
+struct OperandStep {
+  bool floating_open = false, floating_unary = false, floating_number = false;
+  bool floating_comma = false, void_open = false, void_close = false;
+  bool operand_before = false, unary_sign = false, binary = false, prefix = false;
+  bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;
+  bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
+  bool call_open = false, call_comma = false, value_call = false, deref = false;
+  bool rvalue_group = false;  // a group's `)` whose value is no lvalue
+  bool value_group = false;   // ... nor a pointer
+  bool in_bound = false;      // in_array_bound() before the token
+  bool value_open = false;    // a `(` where an integer or a floating argument is due
+  bool variable = false;      // a local named as a variable (not declared, not a macro)
+  std::uint8_t kind_before = 0, call_args = 0;
+};
+OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool macro);
+void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o);
 
 bool expression_allowed(const Tables& t, const State& s, const TokenInfo& k);
 int completion(const Tables& t, const State& s);
@@ -754,6 +791,11 @@ bool num_accepting(Num n);
 bool number_complete(const State& s);
 int number_close(const State& s);
 bool new_local_allowed(const State& s);
+bool in_array_bound(const State& s);
+bool unnamed_declarator(const Tables& t, const State& s);
+bool reinterpret_to_value(const State& s);
+bool pointer_argument(const State& s);
+bool pointer_cast_refused(const State& s, const TokenInfo& k);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
 bool known_local_allowed(const State& s, int local);
@@ -872,6 +914,7 @@ inline int due_tokens(std::uint8_t ctx) {
     case ctx_call:
     case ctx_cast_call:
     case ctx_member:
+    case ctx_callable:  // ( )
       return 2;
     case ctx_cond:
     case ctx_for:        // ( ; ; )
@@ -923,6 +966,9 @@ struct ActionMask::Tables {
   std::vector<TokenId> pointer_ids;         // `*`, `&`
   std::vector<TokenId> operator_ids;        // TokenInfo::integral_operator, arithmetic_operator
   std::vector<TokenId> floating_value_ids;  // TokenInfo::floating_value
+  std::vector<TokenId> builtin_ids;         // Cat::builtin: functions, threadIdx & co, warpSize
+  std::vector<TokenId> type_ids;            // role_type, role_qual
+  std::vector<TokenId> arrow_ids;           // `->`
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -362,13 +362,13 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                           kStart = bit(ctx_start), kParen = bit(ctx_paren);
   constexpr std::uint64_t kOperandStart = kStart | bit(ctx_expr) | bit(ctx_operand_due) | kParen |
                                           bit(ctx_args) | bit(ctx_group) | bit(ctx_sizeof);
-  constexpr std::uint64_t kAfterOperand = bit(ctx_operand) | kParen | bit(ctx_callable) |
-                                          bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
-                                          bit(ctx_const_element) | bit(ctx_result) |
-                                          bit(ctx_call_result);
+  // (Not after ctx_paren: NVRTC's "expected an expression" of `if (c) = 1`, `while (c) [`.)
+  constexpr std::uint64_t kAfterOperand =
+      bit(ctx_operand) | bit(ctx_callable) | bit(ctx_value) | bit(ctx_pointer) | bit(ctx_element) |
+      bit(ctx_const_element) | bit(ctx_result) | bit(ctx_call_result);
   // An assignment, ++ / -- after a variable or a writable element.
   constexpr std::uint64_t kAfterLvalue =
-      bit(ctx_operand) | kParen | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
+      bit(ctx_operand) | bit(ctx_pointer) | bit(ctx_element) | bit(ctx_result);
   constexpr std::uint64_t kDeref = bit(ctx_deref) | bit(ctx_address);
   constexpr std::uint64_t kAll = (std::uint64_t{1} << kContexts) - 1;
   // Where an operand, a parenthesis or a member is due the completion path writes it first.
@@ -414,6 +414,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
                       w == "dynamic_cast" || w == "template")) {
     k.role = role_cast_kw;
     k.follows |= kDeref;  // *reinterpret_cast<const float4*>(p)
+    k.reinterpret = w == "reinterpret_cast";
   } else if (w == "<" && punct) {
     k.role = role_lt;
     k.follows = kAfterOperand | bit(ctx_cast_kw);
@@ -470,8 +471,8 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     if (punct) k.follows = kAfterOperand | (w == "[" ? kDeclared : 0);
     // A subscript of a pointer, an array or an element (of a 2-D array).
     if (w == "[") {
-      k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kParen |
-                  kDeclared | bit(ctx_result) | bit(ctx_call_result) | bit(ctx_subscript_due);
+      k.follows = bit(ctx_pointer) | bit(ctx_element) | bit(ctx_const_element) | kDeclared |
+                  bit(ctx_result) | bit(ctx_call_result) | bit(ctx_subscript_due);
     }
     // `.` after a variable, an element, threadIdx & co (not a number, a constant, a pointer or a
     // function, nor a call's or a group's value - `int().x`, `(b).x`: NVRTC's "expression must
@@ -515,13 +516,16 @@ int assign_effects(std::vector<TokenInfo>& info) {
     if (k.cat == Cat::builtin && k.param == fn_none) param = 0;
     if (k.cat == Cat::constant) width = k.width + 256 * k.least;  // its format mask and range
     // Its role in the type-word rules too: what finishes a file-scope declaration depends on it.
-    const auto key = std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
-                                     k.role * 8 + (k.function_qual ? 1 : 0) +
-                                         (k.condition ? 2 : 0) + (k.for_loop ? 4 : 0) +
-                                         (k.nullary ? 128 : 0) + k.ternary * 256 +
-                                         (k.shifts ? 1024 : 0) +  // a shift count costs 2
-                                         k.min_args * 2048 +  // and missing arguments 3 each
-                                         (k.floating_overload ? 8192 : 0));  // and `0.` a digit more
+    const auto key =
+        std::make_tuple(static_cast<int>(k.cat), param, width, int{k.word},
+                        k.role * 8 + (k.function_qual ? 1 : 0) + (k.condition ? 2 : 0) +
+                            (k.for_loop ? 4 : 0) + (k.nullary ? 128 : 0) + k.ternary * 256 +
+                            (k.shifts ? 1024 : 0) +             // a shift count costs 2
+                            k.min_args * 2048 +                 // and missing arguments 3 each
+                            (k.floating_overload ? 8192 : 0) +  // and `0.` a digit more
+                            // a floating or vector type in reinterpret_cast's
+                            // angle makes `*` due
+                            k.type_cat * 16384);
     k.effect = effect_of.emplace(key, static_cast<int>(effect_of.size())).first->second;
   }
   return static_cast<int>(effect_of.size());
@@ -655,6 +659,11 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
       operator_ids.push_back(static_cast<TokenId>(i));
     }
     if (info[i].floating_value) floating_value_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].cat == Cat::builtin) builtin_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].role == role_type || info[i].role == role_qual) {
+      type_ids.push_back(static_cast<TokenId>(i));
+    }
+    if (info[i].arrow) arrow_ids.push_back(static_cast<TokenId>(i));
   }
   declare_kernels(*this);
   eos = v.eos();

@@ -283,6 +283,9 @@ bool start(const Context& c, std::size_t pos, Lex& x, ClosedRef& closed) {
   }
   if (is_digit(ch)) return start_number(c, x, closed, std::string_view(&c.text[pos], 1));
   if (is_ident_start(ch)) {
+    // Glued to `"C"` a name would be the string's user-defined suffix (NVRTC: "expected an
+    // identifier" of `extern "C"__global__`).
+    if (!x.blank && closed.get().decl == detail::Decl::linkage) return false;
     x.pending = Pending::ident;
     x.ident_start = static_cast<std::uint16_t>(pos);
     x.ident_len = 1;

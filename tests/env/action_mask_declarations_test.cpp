@@ -136,3 +136,22 @@ TEST_CASE("an array's bound names no variable but a const one", "[env][mask]") {
                              " float a[w * B], c[sizeof(n)]; a[n] = c[n]; }\n"
                              "template <int G> __device__ void g() { float a[G]; }\n") == "");
 }
+
+TEST_CASE("an array's bound names no builtin, and no variable under a group either",
+          "[env][mask]") {
+  // (NVRTC: "expression must have a constant value" of `float a[warpSize]`, `[threadIdx.x]`,
+  // `[min(4, M)]` - no builtin is constexpr - and of `[(n)]`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { float a[warpSize]; }\n") == "warpSize");
+  CHECK(first_refused(head + "__device__ void f() { float a[(threadIdx.x)]; }\n") == "threadIdx");
+  CHECK(first_refused(head + "__device__ void f() { float a[1 + (2 * blockDim.x)]; }\n") ==
+        "blockDim");
+  CHECK(first_refused(head + "__device__ void f() { __shared__ float a[min(4, K)]; }\n") == "min");
+  CHECK(first_refused(head + "__device__ void f(int n) { float a[(n)]; }\n") == "v2");
+  CHECK(first_refused(head + "__device__ void f(int n) { float a[(1 + n) * 2]; }\n") == "v2");
+  // Accepted: constants, sizeof's and casts' operands, builtins outside a bound.
+  CHECK(first_refused(head + "__device__ void f(int n) { const int w = 8;\n"
+                             "  float a[(w + 1) * K], b[sizeof n + sizeof(warpSize)],"
+                             " c[sizeof -warpSize], d[(int)1.5];\n"
+                             "  a[threadIdx.x] = b[min(1, 2)] + c[warpSize] + d[0]; }\n") == "");
+}

@@ -1,0 +1,287 @@
+// The operand rules of code tokens: what the grammar knows of the operand just read (a floating
+// value, a pointer, a call of no result, a builtin's arguments still to come) and the operators,
+// numbers and names that its type refuses after it - no `%` of a floating value, no `*` of a
+// pointer, a floating overload's first argument no integer, a builtin's arguments within its
+// count. A code token's step is read in two halves around the state's move (take_code_token):
+// begin_operand_step() before, take_operand_step() after; code_word_allowed() and
+// fill_code_tokens() ask the checks here.
+#include "action_mask_internal.hpp"
+
+namespace sparserl::env::detail {
+namespace {
+
+// A call's arguments at a token, before the state moves: a call's `(` (a builtin's arguments as
+// named - State::args - a functional cast's one; others unknown), a `,` between them.
+struct CallStep {
+  bool open = false;
+  std::uint8_t args = kArgsUnknown;
+  bool comma = false;
+};
+CallStep call_step(const State& s, const TokenInfo& k) {
+  CallStep c;
+  c.open = k.cat == Cat::open_paren &&
+           (s.ctx == ctx_call || s.ctx == ctx_call_args || s.ctx == ctx_cast_call);
+  if (s.ctx == ctx_cast_call || s.callee_max == 0) {
+    c.args = 0;
+  } else if (s.callee_max != kArgsUnknown) {
+    const int need = s.callee_least > 1 ? s.callee_least - 1 : 0;
+    c.args = static_cast<std::uint8_t>((s.callee_max - 1) | (need << 4));
+  }
+  c.comma = k.cat == Cat::comma && innermost(s) == kCallParen;
+  return c;
+}
+// ... and after it moved.
+void take_call_step(State& s, const TokenInfo& k, const CallStep& c) {
+  if (c.open && innermost(s) == kCallParen) {
+    s.args[s.depth - 1u] = c.args;
+  } else if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+             k.ternary == 1) {
+    if (s.depth > 0) s.args[s.depth - 1u] = kArgsUnknown;  // no count (not a builtin's call)
+  }
+  if (c.comma) {
+    std::uint8_t& args = s.args[s.depth - 1u];
+    const std::uint8_t room = call_room(args), need = call_need(args);
+    if (room != kArgsUnknown) {
+      args = static_cast<std::uint8_t>((room - 1) | ((need > 0 ? need - 1 : 0) << 4));
+    }
+  }
+  // A builtin of no argument: its `)` next (ctx_initialized takes `)`; `,` has no room).
+  if (c.open && s.callee_max == 0) s.ctx = ctx_initialized;
+  s.callee_max = k.role == role_function ? k.max_args : kArgsUnknown;
+  s.callee_least = k.role == role_function ? k.min_args : 0;
+}
+
+}  // namespace
+
+// After an operand (a binary operator, a postfix ++ / --, ... may follow). Not after a
+// condition's, a for statement's or a declarator's `)` (ctx_paren): a statement or a declaration
+// goes on there, so `*` `&` `-` `++` are unary.
+bool after_operand(std::uint8_t ctx) {
+  switch (ctx) {
+    case ctx_operand:
+    case ctx_callable:
+    case ctx_value:
+    case ctx_pointer:
+    case ctx_element:
+    case ctx_const_element:
+    case ctx_macro:
+    case ctx_result:
+    case ctx_call_result:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A builtin overloaded for floating arguments alone (sqrt, ceil, pow, ...): its first argument
+// starts with no integer or vector (nor bool: `!`, true), and no comparison or logical operator
+// makes it a bool at its depth (`<` after static_cast opens a cast). In code, not on a line.
+bool floating_allowed(const State& s, const TokenInfo& k) {
+  if (s.floating_due && k.starts_no_floating) return false;
+  return !k.compares || !in_floating_argument(s) || (k.role == role_lt && s.ctx == ctx_cast_kw);
+}
+
+// An operator after an operand whose type the grammar knows (no `!`, `~`, sizeof or cast to an
+// integer before it at its depth): no % << & | ^ of a floating value or a pointer, no * / < > <=
+// >= of a pointer.
+// The kind of the operand just read, a cast before it deciding (other where another prefix does).
+std::uint8_t operand_type(const State& s) {
+  if (((s.prefixed >> s.depth) & 1u) == 0) return s.operand_kind;
+  if (((s.floating_casts >> s.depth) & 1u) != 0) return operand_floating;
+  return ((s.pointer_casts >> s.depth) & 1u) != 0 ? operand_pointer : operand_other;
+}
+bool operator_allowed(const State& s, const TokenInfo& k) {
+  if (on_line(s) || !after_operand(s.ctx)) return true;
+  const std::uint8_t kind = operand_type(s);
+  if (kind == operand_other) return true;
+  const bool pointer = kind >= operand_pointer;
+  return !(k.integral_operator || ((k.arithmetic_operator || k.relational) && pointer));
+}
+// After * / % a comparison or a unary `-` a value is due (State::value_due; after `==` / `!=`
+// where the left operand is no pointer; after `+` / `-` where it is a floating value, after `-`
+// where it is a number, a constant, threadIdx.x, true (ctx_value) and no pointer: NVRTC
+// "expression must have arithmetic or unscoped enum type" of `1.5 - p`, `x[0] + y`, `M - p`).
+bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefix_sign) {
+  if (on_line(s)) return false;
+  if (prefix_sign) return k.cat == Cat::minus;
+  if (!binary) return false;
+  const bool pointer = s.operand_kind >= operand_pointer && ((s.prefixed >> s.depth) & 1u) == 0;
+  const bool sign = k.cat == Cat::plus || k.cat == Cat::minus;
+  const bool value = s.ctx == ctx_value && operand_type(s) < operand_pointer &&
+                     ((s.additive >> s.depth) & 1u) == 0;
+  return k.arithmetic_operator || k.relational || (k.equality && !pointer) ||
+         (sign && operand_type(s) == operand_floating) || (k.cat == Cat::minus && value);
+}
+// In a cast's type whose parenthesis opened where an integer operand or a floating overload's
+// first argument was due: no `*` (the cast would give % << & | ^ ~ or sqrt & co a pointer;
+// `(int&)f` reinterprets f, `(int)p` is one).
+bool pointer_cast_refused(const State& s, const TokenInfo& k) {
+  if (k.cat != Cat::star || k.role != role_ptr || on_line(s) || s.depth == 0) return false;
+  const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+  const std::uint8_t open = innermost(s);
+  return in_type && (open == kCastParen || open == '(') &&
+         ((s.value_parens >> (s.depth - 1u)) & 1u) != 0;
+}
+// Where an integer operand is due or a pointer cast's operand: no floating type word or builtin.
+bool floating_value_allowed(const State& s, const TokenInfo& k) {
+  return !k.floating_value || !(s.integral_due || s.pointer_cast_due) || on_line(s);
+}
+
+OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool macro) {
+  OperandStep o;
+  // A floating overload's `(`, its first argument's unary operators and parentheses (which keep
+  // it due: `sqrt((M))` is `sqrt(M)`); a number there must be floating.
+  o.floating_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.floating_call;
+  o.floating_unary =
+      s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus || k.cat == Cat::star ||
+                         k.role == role_incdec || k.cat == Cat::open_paren);
+  o.floating_number = k.cat == Cat::num && s.floating_due;
+  o.floating_comma = k.cat == Cat::comma && in_floating_argument(s);
+  // A call of no result: its `(`, its `)`.
+  o.void_open =
+      k.cat == Cat::open_paren && (s.ctx == ctx_call || s.ctx == ctx_call_args) && s.void_named;
+  o.void_close = k.cat == Cat::close_paren && s.void_call >= 0 && s.depth == s.void_call + 1;
+  // Types of operands (operator_allowed): what the token makes of the operand, before it moves.
+  o.operand_before = after_operand(s.ctx);
+  o.unary_sign = !o.operand_before && (k.cat == Cat::plus || k.cat == Cat::minus);
+  o.binary =
+      o.operand_before && (k.role == role_operator || k.role == role_ptr || k.role == role_lt ||
+                           k.cat == Cat::comma || k.cat == Cat::semi || k.ternary != 0);
+  o.prefix = !o.operand_before && k.type_prefix;
+  o.integral_next = (o.binary || o.prefix) && k.integral_operator;  // `i % `, `~`
+  o.value_next = makes_value_due(s, k, o.binary, o.unary_sign);
+  o.kind_before = s.operand_kind;
+  o.opens_floating = (k.cat == Cat::open_bracket && o.kind_before == operand_floating_pointer) ||
+                     ((k.cat == Cat::open_paren || k.cat == Cat::open_brace) && s.floating_named &&
+                      (s.ctx == ctx_cast_call || s.ctx == ctx_call || s.ctx == ctx_call_args));
+  o.cast_ends = k.cat == Cat::close_paren && innermost(s) == kCastParen;
+  o.pointer_cast = o.cast_ends && s.ctx == ctx_ptr && !s.reference;
+  o.floating_cast = o.cast_ends && s.ctx != ctx_ptr && s.last_type == type_floating;
+  // A cast to a pointer type (`(float* const)` too), to a floating type; not to a reference
+  // (`(int&)f` reinterprets f).
+  o.to_pointer = o.cast_ends && s.starred && !s.reference;
+  const bool type_run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
+  o.to_floating = o.cast_ends && type_run && !s.starred && s.last_type == type_floating;
+  const CallStep call = call_step(s, k);
+  o.call_open = call.open;
+  o.call_args = call.args;
+  o.call_comma = call.comma;
+  o.value_call = k.cat == Cat::open_paren &&
+                 (s.ctx == ctx_cast_call ||
+                  (s.builtin_named && (s.ctx == ctx_call || s.ctx == ctx_call_args)));
+  o.deref = s.ctx == ctx_deref;
+  o.in_bound = in_array_bound(s);
+  // (Right after the operator, the call's `(` or a sign, not inside a group: `i % ((int*)p)[0]` is
+  // an integer.)
+  o.value_open = k.cat == Cat::open_paren && (s.integral_due || s.floating_due) &&
+                 s.ctx == ctx_operand_due && !on_line(s);
+  o.variable = k.cat == Cat::local && !declares && !macro;
+  // A group whose value is no lvalue: its last operand a value (a number, a constant, threadIdx.x,
+  // a postfix ++) or a const element, no assignment at its depth (`(i = 1) = 2` assigns i). After
+  // its `)` what follows a call's value: no assignment, no ++ / -- (NVRTC: "expression must be a
+  // modifiable lvalue" of `(M)--`, `(warpSize) = 1`, `(i + 1)++`).
+  o.rvalue_group = k.cat == Cat::close_paren && innermost(s) == '(' && !on_line(s) &&
+                   (s.ctx == ctx_value || s.ctx == ctx_const_element) &&
+                   ((s.assigned >> s.depth) & 1u) == 0;
+  // ... and of those, a group whose last operand is a number, a constant, threadIdx.x, true, a
+  // postfix ++ of no pointer: no pointer either - no `[` or `->` after it, as after a builtin's
+  // value (NVRTC: "expression must have pointer-to-object type" of `(M)[0]`, `(x == 1)[0]`).
+  o.value_group = o.rvalue_group && s.ctx == ctx_value && s.operand_kind < operand_pointer &&
+                  ((s.combined >> s.depth) & 1u) == 0;
+  // A floating operand directly in a group makes the group's value floating (NVRTC: "expression
+  // must have integral or unscoped enum type" of `(1.5 + i) % 2`, `(x[0]) << 1`).
+  if (s.pp == Pp::none && o.kind_before == operand_floating && o.operand_before &&
+      innermost(s) == '(') {
+    s.floating_closers |= std::uint64_t{1} << (s.depth - 1u);
+  }
+  return o;
+}
+
+void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
+  // The floating overloads' first arguments: open at their `(`, done at `,` or `)`.
+  s.floating_args &= (std::uint64_t{1} << s.depth) - 1u;
+  if (o.floating_comma) s.floating_args &= ~(std::uint64_t{1} << (s.depth - 1u));
+  if (o.floating_open) s.floating_args |= std::uint64_t{1} << (s.depth - 1u);
+  s.floating_due = o.floating_open || o.floating_unary;
+  s.floating_call = k.floating_overload;
+  if (o.void_open) s.void_call = static_cast<std::int8_t>(s.depth - 1);
+  if (o.void_close) {
+    s.void_call = -1;
+    s.ctx = ctx_initialized;  // `,` or `;` (no operator: the call has no value)
+  }
+  s.void_named = k.void_result;
+  // The operand's type.
+  const std::uint64_t level = std::uint64_t{1} << s.depth;
+  if (o.rvalue_group) s.ctx = ctx_call_result;
+  s.assigned &= (level << 1u) - 1u;
+  if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+      k.ternary == 1) {
+    s.assigned &= ~level;
+  }
+  if (k.assigns && k.role == role_operator) s.assigned |= level;
+  s.combined &= (level << 1u) - 1u;
+  if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+      k.ternary == 1) {
+    s.combined &= ~level;
+  }
+  if (o.binary || k.ternary != 0) s.combined |= level;
+  s.additive &= (level << 1u) - 1u;
+  if (k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+      k.ternary == 1) {
+    s.additive &= ~level;
+  }
+  if (o.binary && (k.cat == Cat::plus || k.cat == Cat::minus)) s.additive |= level;
+  std::uint8_t kind = operand_other;
+  if (o.variable) {
+    const bool floating = local_type(s, k.local) == type_floating;
+    if (o.deref || !local_bit(s.pointers, k.local)) {
+      kind = floating ? operand_floating : operand_other;
+    } else {
+      kind = floating ? operand_floating_pointer : operand_pointer;
+    }
+  } else if (k.role == role_incdec && o.operand_before) {
+    kind = o.kind_before;  // postfix: the operand's type
+  } else if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
+             k.cat == Cat::close_brace) {
+    kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
+  }
+  s.operand_kind = kind;
+  s.value_result =
+      (k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0) || o.value_group;
+  s.value_calls &= level - 1u;
+  if (o.value_call) s.value_calls |= level >> 1u;
+  s.builtin_named = k.role == role_function;
+  s.floating_closers &= level - 1u;  // closed brackets' bits go
+  if (o.opens_floating) s.floating_closers |= level >> 1u;
+  s.prefixed &= (level << 1u) - 1u;  // the levels above the current one
+  const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
+                     k.cat == Cat::open_brace || k.ternary == 1;
+  if (opens) s.prefixed &= ~level;
+  if (o.binary || k.ternary != 0) s.prefixed &= ~level;
+  if (o.prefix || o.cast_ends) s.prefixed |= level;
+  if (o.prefix || o.cast_ends) {
+    s.floating_casts = o.floating_cast ? s.floating_casts | level : s.floating_casts & ~level;
+    s.pointer_casts = o.pointer_cast ? s.pointer_casts | level : s.pointer_casts & ~level;
+  }
+  s.floating_casts &= s.prefixed;
+  s.pointer_casts &= s.prefixed;
+  if (k.role == role_type) s.last_type = k.type_cat;
+  if (k.role == role_type) s.void_type = k.word == w_void;
+  s.floating_named = k.floating_value;
+  take_call_step(s, k, CallStep{o.call_open, o.call_args, o.call_comma});
+  // (An array's bound is an integer: NVRTC "expression must have integral or unscoped enum type"
+  // of `float a[1.5]`, `[6e8 / 2]`.)
+  s.num_integral = k.cat == Cat::num && (s.integral_due || s.pointer_cast_due || o.in_bound);
+  s.value_parens &= level - 1u;  // closed brackets' bits go
+  if (o.value_open) s.value_parens |= level >> 1u;
+  s.num_floating = o.floating_number;
+  // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`.)
+  s.integral_due =
+      o.integral_next || (s.integral_due && (o.unary_sign || k.cat == Cat::open_paren));
+  // (After a cast to a floating type a value is due: `(float)p` is no conversion, `(float)p[0]`
+  // is; after a cast to a pointer an operand that is no floating value.)
+  s.value_due = o.value_next || o.to_floating;
+  s.pointer_cast_due = o.to_pointer;
+}
+
+}  // namespace sparserl::env::detail
