@@ -124,7 +124,7 @@ struct Taken {
 
 // The context after a variable's name: a pointer or array, a const, another variable; after a
 // unary `*` the element the pointer points at.
-std::uint8_t after_variable(const State& s, int local) {
+Ctx after_variable(const State& s, int local) {
   // A const variable is read as a const element (no assignment; `.x` of a const float4).
   const bool constant = local_bit(s.consts, local);
   if (s.ctx == ctx_deref) return constant ? ctx_const_element : ctx_operand;
