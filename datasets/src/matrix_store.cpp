@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "sparserl/datasets/generated_files.hpp"
 #include "sparserl/datasets/generators.hpp"
 
 namespace sparserl::datasets {
@@ -92,7 +93,22 @@ LoadedMatrix MatrixStore::load_with_report(const MatrixUri& uri) const {
     const MatrixLoader loader = [this](const std::string& base) {
       return load_with_report(MatrixUri::parse(base)).matrix;
     };
+    const bool keep = options_.generated_file_min_nnz > 0;
+    const std::filesystem::path kept = keep ? generated_file_path(data_dir_, out.uri) : std::filesystem::path{};
+    if (keep) {
+      if (std::optional<SparseMatrix> m = read_generated_file(kept, out.uri)) {
+        out.matrix = std::make_shared<const SparseMatrix>(std::move(*m));
+        return out;
+      }
+    }
     out.matrix = std::make_shared<const SparseMatrix>(generate(uri, loader));
+    if (keep && out.matrix->nnz() >= options_.generated_file_min_nnz) {
+      try {
+        write_generated_file(kept, out.uri, *out.matrix);
+      } catch (const std::runtime_error&) {
+        // Only a cache: the matrix is generated again next time.
+      }
+    }
     return out;
   }
   out.file = resolve(uri);

@@ -77,7 +77,9 @@ TEST_CASE("uniform doubles and integer ranges stay in range and cover it", "[dat
 }
 
 TEST_CASE("a fixed seed gives a fixed digest on every platform", "[datasets][generators]") {
-  // Pinned from this implementation; SparseMatrix::digest() is platform-independent.
+  // Pinned from this implementation; SparseMatrix::digest() is platform-independent. A change
+  // here is a change of a generator's output: raise kGeneratedFileRevision (generated_files.hpp),
+  // or stores keep reading the old matrices from DATA_DIR/generated/.
   const sparserl::testing::PinnedDigests pins = {
       {{"stencil2d", {{"nx", "4"}, {"ny", "3"}}}, "1f7d79d9586c91fb"},
       {{"stencil2d", {{"nx", "5"}, {"points", "9"}, {"seed", "1"}}}, "3ceaa16eecbe30e9"},

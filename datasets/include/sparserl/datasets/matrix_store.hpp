@@ -2,7 +2,8 @@
 // looked up in a data directory laid out as the download path writes it, then in attached
 // SuiteSparse indexes (e.g. ../shared/matrices with its INDEX.csv); file: URIs are read directly;
 // gen-v1 URIs are generated (generators.hpp), with this store as the loader of the real matrices a
-// generator builds on (kron). A missing matrix is an error naming the URI and every place looked,
+// generator builds on (kron); a large generated matrix is generated once per data directory and
+// kept there as a file (StoreOptions::generated_file_min_nnz). A missing matrix is an error naming the URI and every place looked,
 // so a user sees at once what to download or where to point --data-dir.
 //
 // Data directory layout for suitesparse-v1/GROUP/NAME, tried in this order:
@@ -55,6 +56,11 @@ struct StoreOptions {
   // And at most this many bytes of them (resident_bytes(); 0: no bound by bytes). The newest
   // matrix stays cached even when it alone is larger.
   std::size_t cache_bytes = 0;
+  // Generated matrices of at least this many nonzeros are kept as files in DATA_DIR/generated/
+  // (generated_files.hpp): written where the store generated one (best effort: a data directory
+  // this process cannot write, e.g. a sandboxed worker's, leaves the matrix unwritten), read back
+  // by every store of that data directory from then on. 0: generate each time, write nothing.
+  std::int64_t generated_file_min_nnz = 1'000'000;
   ReadOptions read;
 };
 
