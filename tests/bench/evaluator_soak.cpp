@@ -42,6 +42,7 @@
 #include <future>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -155,28 +156,44 @@ struct Tally {
   }
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line (the usage above).
+struct SoakOptions {
   fs::path shared = fs::path(SPARSERL_BENCH_SOURCE_DIR) / ".." / "shared" / "matrices";
   int evaluations = 10000, workers = -1, hang_every = 100, in_flight = 16;
   double seconds_limit = 0;  // 0: none
   bool baseline_hints = true;
+};
+
+std::optional<SoakOptions> parse_options(int argc, char** argv) {
+  SoakOptions o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--shared" && i + 1 < argc) shared = argv[++i];
-    else if (a == "--evaluations" && i + 1 < argc) evaluations = std::stoi(argv[++i]);
-    else if (a == "--workers" && i + 1 < argc) workers = std::stoi(argv[++i]);
-    else if (a == "--hang-every" && i + 1 < argc) hang_every = std::stoi(argv[++i]);
-    else if (a == "--seconds" && i + 1 < argc) seconds_limit = std::stod(argv[++i]);
-    else if (a == "--in-flight" && i + 1 < argc) in_flight = std::max(1, std::stoi(argv[++i]));
-    else if (a == "--no-baseline-hints") baseline_hints = false;
+    if (a == "--shared" && i + 1 < argc) o.shared = argv[++i];
+    else if (a == "--evaluations" && i + 1 < argc) o.evaluations = std::stoi(argv[++i]);
+    else if (a == "--workers" && i + 1 < argc) o.workers = std::stoi(argv[++i]);
+    else if (a == "--hang-every" && i + 1 < argc) o.hang_every = std::stoi(argv[++i]);
+    else if (a == "--seconds" && i + 1 < argc) o.seconds_limit = std::stod(argv[++i]);
+    else if (a == "--in-flight" && i + 1 < argc) o.in_flight = std::max(1, std::stoi(argv[++i]));
+    else if (a == "--no-baseline-hints") o.baseline_hints = false;
     else {
       std::cerr << "usage: evaluator_soak [--shared DIR] [--evaluations N] [--workers W] [--hang-every K] "
                    "[--seconds S] [--in-flight F] [--no-baseline-hints]\n";
-      return 2;
+      return std::nullopt;
     }
   }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::optional<SoakOptions> soak = parse_options(argc, argv);
+  if (!soak) return 2;
+  const fs::path shared = soak->shared;
+  const int evaluations = soak->evaluations, hang_every = soak->hang_every, in_flight = soak->in_flight;
+  const double seconds_limit = soak->seconds_limit;
+  const bool baseline_hints = soak->baseline_hints;
+  int workers = soak->workers;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a soak cut short keeps what it printed
   std::signal(SIGTERM, request_stop);
   std::signal(SIGINT, request_stop);
