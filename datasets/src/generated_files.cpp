@@ -5,6 +5,7 @@
 // and nothing after: a file of another length is not whole.
 #include "sparserl/datasets/generated_files.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <array>
@@ -51,6 +52,16 @@ std::filesystem::path generated_file_path(const std::filesystem::path& data_dir,
 
 void write_generated_file(const std::filesystem::path& path, const std::string& canonical_uri,
                           const SparseMatrix& matrix) {
+  // A process under a file size limit (a sandboxed worker's RLIMIT_FSIZE) would get SIGXFSZ for a
+  // larger write, which ends it: such a file is not written.
+  const std::uint64_t bytes = kMagic.size() + 8 + canonical_uri.size() + 24 +
+                              (static_cast<std::uint64_t>(matrix.rows()) + 1) * sizeof(Index) +
+                              static_cast<std::uint64_t>(matrix.nnz()) * (sizeof(Index) + sizeof(double));
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && bytes > limit.rlim_cur) {
+    throw std::runtime_error("cannot write " + path.string() + ": its " + std::to_string(bytes) +
+                             " bytes exceed this process's file size limit of " + std::to_string(limit.rlim_cur));
+  }
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) throw std::runtime_error("cannot make " + path.parent_path().string() + ": " + ec.message());

@@ -2,7 +2,10 @@
 // generated matrix is written once into DATA_DIR/generated/ and read back by another store of the
 // same data directory; small ones, or a store with generated_file_min_nnz = 0, write nothing; a file
 // that is truncated, of another URI or of another revision reads as absent (and is written again);
-// a data directory the store cannot write leaves the matrix generated and unwritten.
+// a data directory the store cannot write, or a file size limit below the file's size, leaves the
+// matrix generated and unwritten (and the process alive: no SIGXFSZ).
+#include <sys/resource.h>
+
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -109,4 +112,28 @@ TEST_CASE("a data directory the store cannot write leaves the matrix generated",
   CHECK(fs::is_regular_file(dir / "generated"));
   CHECK_THROWS_WITH(ds::write_generated_file(ds::generated_file_path(dir, kUri), kUri, other()),
                     sparserl::testing::has_substring("cannot make " + (dir / "generated").string()));
+}
+
+TEST_CASE("a file larger than the process's file size limit is not written", "[datasets][store]") {
+  const fs::path dir = sparserl::testing::scratch_dir("generated_files_fsize");
+  rlimit before{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+  rlimit low = before;
+  low.rlim_cur = 4096;  // the file holds 15 KB; a sandboxed GPU worker has 64 MiB
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &low) == 0);
+  bool thrown = false;
+  std::string message;
+  try {
+    ds::write_generated_file(ds::generated_file_path(dir, kUri), kUri, ds::generate(ds::MatrixUri::parse(kUri)));
+  } catch (const std::runtime_error& e) {
+    thrown = true;
+    message = e.what();
+  }
+  ds::MatrixStore store(dir, keep_from(1000));
+  const std::int64_t nnz = store.load(kUri)->nnz();
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &before) == 0);
+  CHECK(thrown);
+  CHECK_THAT(message, sparserl::testing::has_substring("exceed this process's file size limit of 4096"));
+  CHECK(nnz == 1200);
+  CHECK_FALSE(fs::exists(ds::generated_file_path(dir, kUri)));
 }

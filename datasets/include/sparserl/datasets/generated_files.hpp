@@ -31,7 +31,9 @@ std::filesystem::path generated_file_path(const std::filesystem::path& data_dir,
 
 // Writes `matrix` as `canonical_uri`'s file at `path`: into a temporary file beside it, then renamed
 // over it, so that a reader sees the whole file or none. std::runtime_error naming the path when
-// the folder cannot be made or the file written (a read-only data directory).
+// the folder cannot be made or the file written (a read-only data directory), or when the file would
+// exceed the process's file size limit (RLIMIT_FSIZE, which a sandboxed worker has: the write
+// would end it with SIGXFSZ).
 void write_generated_file(const std::filesystem::path& path, const std::string& canonical_uri,
                           const SparseMatrix& matrix);
 
