@@ -16,6 +16,24 @@ std::filesystem::path default_data_dir() {
   return "data";
 }
 
+std::int64_t default_generated_file_min_nnz() {
+  const char* env = std::getenv("SPARSERL_GENERATED_FILE_MIN_NNZ");
+  if (env == nullptr || *env == '\0') return 1'000'000;
+  const std::string text = env;
+  std::size_t used = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v < 0) {
+    throw std::invalid_argument("SPARSERL_GENERATED_FILE_MIN_NNZ: '" + text +
+                                "' is not a count of nonzeros (0 keeps no generated matrix as a file)");
+  }
+  return v;
+}
+
 std::filesystem::path archive_relative_path(const MatrixUri& uri) {
   if (uri.scheme != MatrixUri::Scheme::suitesparse) {
     throw std::invalid_argument("'" + uri.str() + "' is not a suitesparse-v1 URI");

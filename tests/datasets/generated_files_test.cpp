@@ -4,6 +4,7 @@
 // that is truncated, of another URI or of another revision reads as absent (and is written again);
 // a data directory the store cannot write, or a file size limit below the file's size, leaves the
 // matrix generated and unwritten (and the process alive: no SIGXFSZ).
+#include <stdlib.h>
 #include <sys/resource.h>
 
 #include <filesystem>
@@ -66,7 +67,25 @@ TEST_CASE("small generated matrices and stores that keep none write no file", "[
   ds::MatrixStore off(dir, keep_from(0));
   CHECK(off.load(kUri)->nnz() == 1200);
   CHECK_FALSE(fs::exists(dir / "generated"));
+}
+
+TEST_CASE("the least size kept as a file follows SPARSERL_GENERATED_FILE_MIN_NNZ", "[datasets][store]") {
+  const char* const var = "SPARSERL_GENERATED_FILE_MIN_NNZ";
+  ::unsetenv(var);
   CHECK(ds::StoreOptions{}.generated_file_min_nnz == 1'000'000);
+  ::setenv(var, "", 1);
+  CHECK(ds::default_generated_file_min_nnz() == 1'000'000);
+  ::setenv(var, "5000", 1);
+  CHECK(ds::StoreOptions{}.generated_file_min_nnz == 5000);
+  ::setenv(var, "0", 1);
+  CHECK(ds::default_generated_file_min_nnz() == 0);
+  for (const char* bad : {"-1", "1e6", "many", "12 "}) {
+    ::setenv(var, bad, 1);
+    CHECK_THROWS_WITH(ds::default_generated_file_min_nnz(),
+                      sparserl::testing::has_substring("SPARSERL_GENERATED_FILE_MIN_NNZ: '" + std::string(bad) +
+                                                       "' is not a count of nonzeros"));
+  }
+  ::unsetenv(var);
 }
 
 TEST_CASE("a kept file that is not whole, or not this URI's or revision's, reads as absent",

@@ -44,6 +44,12 @@ class MatrixNotFound : public std::runtime_error {
 // $SPARSERL_DATA_DIR when set and not empty, else ./data.
 std::filesystem::path default_data_dir();
 
+// $SPARSERL_GENERATED_FILE_MIN_NNZ when set and not empty (a count of nonzeros, 0: no files), else
+// 1,000,000: StoreOptions::generated_file_min_nnz's default. The variable reaches every store of a
+// run, its workers' too (they inherit the environment). std::invalid_argument naming the variable
+// when it is no such count.
+std::int64_t default_generated_file_min_nnz();
+
 // The relative location of a suitesparse-v1 matrix's archive in a data directory:
 // suitesparse/GROUP/NAME.tar.gz (what download_matrix writes).
 std::filesystem::path archive_relative_path(const MatrixUri& uri);
@@ -60,7 +66,7 @@ struct StoreOptions {
   // (generated_files.hpp): written where the store generated one (best effort: a data directory
   // this process cannot write, e.g. a sandboxed worker's, leaves the matrix unwritten), read back
   // by every store of that data directory from then on. 0: generate each time, write nothing.
-  std::int64_t generated_file_min_nnz = 1'000'000;
+  std::int64_t generated_file_min_nnz = default_generated_file_min_nnz();
   ReadOptions read;
 };
 
