@@ -170,6 +170,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       if (!in_type) s.run = 0;
       s.specifiers |= k.specifier;
       if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
+      if (k.word == w_extern) s.decl_extern = true;
       if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
       return;
     case role_ptr:  // in a type, a binary operator, or a unary `*` / `&`
@@ -189,6 +190,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls.
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
         s.decl_const = false;
+        s.decl_extern = false;
         s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
@@ -756,6 +758,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.arrow && value_result_after(s)) return false;
   if (callable_refuses(s, k)) return false;
   if (pointer_cast_refused(s, k)) return false;
+  if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -811,6 +814,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     const std::uint64_t level = std::uint64_t{1} << s.depth;
     s.bounds &= level - 1u;  // closed brackets' bits go
     if (bound_open) s.bounds |= level >> 1u;
+    s.bound_opened = bound_open;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
@@ -890,6 +894,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (s.ctx == ctx_callable && !on_line(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && callable_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
+  if (bound_due(s) && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (t.info[i].cat == Cat::close_bracket) mask[i] = 0;
     }
   }
 }

@@ -115,6 +115,18 @@ inline bool const_uninitialized(const State& s) {
 }
 constexpr int kConstInitializer = 3;
 
+// Right after a declarator's `[` in a block or a for statement's first clause (State::bound_opened),
+// the declaration not extern: its bound, no `]` (NVRTC: "incomplete type \"int []\" is not
+// allowed" of `int a[];`, `bool b[] ++;`). A local array takes no initializer in the grammar
+// (`int a[] = {1}` and `int a[]{1}` are refused at their `{`), so its bound is never deduced;
+// `extern __shared__ float s[];` alone leaves it to the launch. Parameters (`float a[]`) and file
+// scope are left alone. The completion path writes `<num> 1` (kBoundNumber tokens) before the `]`.
+inline bool bound_due(const State& s) {
+  return s.bound_opened && !s.decl_extern && s.top == Top::body && s.depth >= 2 &&
+         (s.stack[s.depth - 2u] == '{' || s.stack[s.depth - 2u] == kForParen);
+}
+constexpr int kBoundNumber = 2;
+
 // Tokens the completion path writes first where an operand is due (`<num> 0`), a condition
 // (`( <num> 0 )` after if / while), a call's or a functional cast's parentheses (`( )`), a member
 // (`. x`).

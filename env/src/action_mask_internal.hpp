@@ -663,6 +663,10 @@ struct ActionMask::State {
   // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded
   // function" of `ceil(2)`, `pow(1, x)`; the completion path writes `0.`).
   bool num_floating = false;
+  // The code token before was a declarator's `[` (see bound_due); the declaration under way has
+  // had `extern`.
+  bool bound_opened = false;
+  bool decl_extern = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

@@ -185,6 +185,7 @@ std::uint64_t digest(const State& s) {
       f.add(s.additive);
   f.add(s.args), f.add(s.callee_max), f.add(s.callee_least);
   f.add(s.value_calls), f.add(s.builtin_named), f.add(s.value_result);
+  f.add(s.bound_opened), f.add(s.decl_extern);
   return f.h;
 }
 

@@ -469,6 +469,19 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of groups, statements
                         "  float a[(int)1.5 + sizeof 2.5 + 0x1e + 2u], b[2];\n"
                         "  b[1] = 2.5;\n") == -1);
   }
+  SECTION("an array declared in a block has a bound, but `extern __shared__`") {
+    // (NVRTC: "incomplete type \"int []\" is not allowed" of `int a[];`, `bool b[] ++;`; a
+    // local array takes no initializer here, so no bound is deduced.)
+    CHECK(first_refused(kHead, "  int a[];") == 8);
+    CHECK(first_refused(kHead, "  bool b[] ++;") == 9);
+    CHECK(first_refused(kHead, "  long c[]--;") == 9);
+    CHECK(first_refused(kHead, "  int d<::>, e;") == 9);  // `:>` is `]`
+    CHECK(first_refused(kHead, "  __shared__ float s[];") == 21);
+    CHECK(first_refused(kHead, "  for (int a[];;) {}") == 13);
+    CHECK(first_refused(kHead,
+                        "  int b[4], c[2][M];\n  extern __shared__ float s[];\n"
+                        "  extern __shared__ int t<::>, u[];\n  b[0] = c[1][0];\n") == -1);
+  }
   SECTION("reinterpret_cast to a floating or vector type takes a `*` or `&`") {
     // (NVRTC: "invalid type conversion" of `reinterpret_cast<float>(x[0])`.)
     CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<float>(x[0]);") == 31);
