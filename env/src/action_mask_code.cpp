@@ -759,6 +759,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (callable_refuses(s, k)) return false;
   if (pointer_cast_refused(s, k)) return false;
   if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
+  if (one_value_comma(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -792,6 +793,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
+  const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
     set_local_bit(s.pointers, s.last_declared, true);  // an array
   }
@@ -814,6 +816,10 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     const std::uint64_t level = std::uint64_t{1} << s.depth;
     s.bounds &= level - 1u;  // closed brackets' bits go
     if (bound_open) s.bounds |= level >> 1u;
+    s.single_braces &= level - 1u;
+    if (one_value && (innermost(s) == kInitBrace || innermost(s) == kCastBrace)) {
+      s.single_braces |= level >> 1u;
+    }
     s.bound_opened = bound_open;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
@@ -894,6 +900,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (s.ctx == ctx_callable && !on_line(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && callable_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
+  if (s.depth > 0 && ((s.single_braces >> (s.depth - 1u)) & 1u) != 0 && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (t.info[i].cat == Cat::comma) mask[i] = 0;
     }
   }
   if (bound_due(s) && !on_line(s)) {

@@ -127,6 +127,23 @@ inline bool bound_due(const State& s) {
 }
 constexpr int kBoundNumber = 2;
 
+// A `{` about to open that initializes one scalar: a functional cast's to an integer or floating
+// type word (`int{`, `value_t{`), a declared variable's of such a type or a pointer's (`int v{`,
+// `float* p{`). In it no `,` (State::single_braces; NVRTC: "too many initializer values" of
+// `int{M, 1}`, `float f{1.5, 2}`); `dim3 d{1, 2}`, a macro's or an unknown type's brace and a `,`
+// inside a group there (`int{(1, 2)}`) are left alone. No token is due: the completion path
+// writes none.
+inline bool one_value_opens(const State& s) {
+  if (s.ctx == ctx_cast_call) return s.last_type == type_integral || s.last_type == type_floating;
+  if (s.ctx != ctx_declared) return false;
+  const std::uint8_t type = local_type(s, s.last_declared);
+  return local_bit(s.pointers, s.last_declared) || type == type_integral || type == type_floating;
+}
+inline bool one_value_comma(const State& s, const TokenInfo& k) {
+  return k.cat == Cat::comma && !on_line(s) && s.depth > 0 &&
+         ((s.single_braces >> (s.depth - 1u)) & 1u) != 0;
+}
+
 // Tokens the completion path writes first where an operand is due (`<num> 0`), a condition
 // (`( <num> 0 )` after if / while), a call's or a functional cast's parentheses (`( )`), a member
 // (`. x`).

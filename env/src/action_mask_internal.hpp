@@ -653,6 +653,8 @@ struct ActionMask::State {
   // "integral or unscoped enum type" of `i % (int*)p`, "no instance of overloaded function" of
   // `ceil((int*)p)`).
   std::uint64_t value_parens = 0;
+  // Per code stack index, a brace that initializes one scalar (see one_value_comma).
+  std::uint64_t single_braces = 0;
   // The function under way returns void (a kernel, a `__device__ void` one); its `return` was just
   // read: `;` alone follows (NVRTC: "return value type does not match the function type").
   bool void_function = false;

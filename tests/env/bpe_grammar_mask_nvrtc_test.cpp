@@ -341,6 +341,16 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
 // Types: what the grammar knows of a value's type (a declared name's, a type word's, a few
 // builtins' results) against what NVRTC checks.
 TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe][mask]") {
+  SECTION("a brace that initializes one scalar takes one value") {
+    // (NVRTC: "too many initializer values" of `int{M, 1}`, `float f{1.5, 2}`.)
+    CHECK(first_refused(kHead, "  int i = int{1, 2};") == 15);
+    CHECK(first_refused(kHead, "  float f{1.5, 2};") == 13);
+    CHECK(first_refused(kHead, "  value_t* p{y, y};") == 14);
+    CHECK(first_refused(kHead, "  int j = value_t{M, 1};") == 19);
+    CHECK(first_refused(kHead,
+                        "  dim3 d{1, 2};\n  int i{1}, j = int{(1, 2)} + max(int{2}, 3);\n"
+                        "  float f{};\n  value_t* p{y};\n") == -1);
+  }
   SECTION("a cast's parenthesis holds its type alone") {
     // (NVRTC: `expected a ")"` of `(const char(`, `sizeof(size_t ,`, `(float *__shared__`.)
     CHECK(first_refused(kHead, "  y[0] = (const char(1));") == 20);
