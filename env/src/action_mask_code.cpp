@@ -159,6 +159,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         // A declaration's type (not a cast's, nor sizeof's): its names' type.
         const std::uint8_t open = innermost(s);
         if (at_statement(s) || open == kForParen || open == kParamParen) s.decl_type = k.type_cat;
+        if (k.constructed) s.decl_constructed = true;
         s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
         s.ctx = ctx_type;
       }
@@ -171,6 +172,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       s.specifiers |= k.specifier;
       if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
       if (k.word == w_extern) s.decl_extern = true;
+      if (k.shared) s.decl_shared = true;
       if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
       return;
     case role_ptr:  // in a type, a binary operator, or a unary `*` / `&`
@@ -191,6 +193,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
         s.decl_const = false;
         s.decl_extern = false;
+        s.decl_shared = false;
+        s.decl_constructed = false;
         s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
@@ -760,6 +764,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (pointer_cast_refused(s, k)) return false;
   if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
   if (one_value_comma(s, k)) return false;
+  if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -905,6 +910,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (s.depth > 0 && ((s.single_braces >> (s.depth - 1u)) & 1u) != 0 && !on_line(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (t.info[i].cat == Cat::comma) mask[i] = 0;
+    }
+  }
+  if ((s.decl_shared || s.decl_const || s.decl_constructed) && in_function(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && shared_refuses(s, t.info[i])) mask[i] = 0;
     }
   }
   if (bound_due(s) && !on_line(s)) {

@@ -109,7 +109,7 @@ inline bool in_function(const State& s) {
 // writes `= <num> 0`. Not judged on a preprocessor line, but counted through it (the count may not
 // grow at its <eol>).
 inline bool const_uninitialized(const State& s) {
-  return s.ctx == ctx_declared && s.top == Top::body && s.decl == Decl::none &&
+  return s.ctx == ctx_declared && s.top == Top::body && s.decl == Decl::none && !s.decl_shared &&
          (innermost(s) == '{' || innermost(s) == kForParen) &&
          local_bit(s.consts, s.last_declared) && !local_bit(s.pointers, s.last_declared);
 }
@@ -126,6 +126,21 @@ inline bool bound_due(const State& s) {
          (s.stack[s.depth - 2u] == '{' || s.stack[s.depth - 2u] == kForParen);
 }
 constexpr int kBoundNumber = 2;
+
+// A `__shared__` variable in a function takes no initializer and is of no type with a constructor
+// (NVRTC: "initializer not allowed for __shared__ variable" of `__shared__ int v = 0;`, `__shared__
+// bool v {};`, `__shared__ dim3 v;`): after its name no `=` or `{`, no dim3 in its declaration,
+// no `__shared__` after const or dim3 (`const int __shared__ v` would need an initializer:
+// const_uninitialized leaves a shared one alone; `extern __shared__` is left alone). No token is
+// due.
+inline bool shared_refuses(const State& s, const TokenInfo& k) {
+  if (!in_function(s)) return false;
+  if (k.shared) return (s.decl_const || s.decl_constructed) && !s.decl_extern;
+  if (k.constructed && k.role == role_type) return s.decl_shared && !s.decl_extern;
+  const bool initializer =
+      k.cat == Cat::open_brace || (k.assigns && ((k.follows >> ctx_declared) & 1u) != 0);
+  return initializer && s.decl_shared && s.ctx == ctx_declared;
+}
 
 // A `{` about to open that initializes one scalar: a functional cast's to an integer or floating
 // type word (`int{`, `value_t{`), a declared variable's of such a type or a pointer's (`int v{`,

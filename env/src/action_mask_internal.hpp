@@ -258,6 +258,8 @@ struct TokenInfo {
   bool pp_operator = false;    // `defined`: on an #if line alone (in code an undeclared name)
   bool condition = false;      // if, while: `(` and a condition follow
   bool assigns = false;        // = += -= ... (no operator of a preprocessing expression)
+  bool shared = false;         // __shared__
+  bool constructed = false;    // dim3: a type with a constructor (no __shared__ variable of it)
   bool for_loop = false;       // for: `(` and its clauses follow
   bool loop = false;           // while: its condition's `)` opens a loop's body
   bool jump = false;           // continue, break: inside a loop's body alone
@@ -669,6 +671,9 @@ struct ActionMask::State {
   // had `extern`.
   bool bound_opened = false;
   bool decl_extern = false;
+  // The declaration under way has had `__shared__`, a type word with a constructor (dim3).
+  bool decl_shared = false;
+  bool decl_constructed = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

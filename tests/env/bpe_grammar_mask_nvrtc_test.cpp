@@ -341,6 +341,18 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
 // Types: what the grammar knows of a value's type (a declared name's, a type word's, a few
 // builtins' results) against what NVRTC checks.
 TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe][mask]") {
+  SECTION("a __shared__ variable takes no initializer and is no dim3") {
+    // (NVRTC: "initializer not allowed for __shared__ variable" of `__shared__ bool v {};`,
+    // `__shared__ int v = 0;`, `__shared__ dim3 v;`.)
+    CHECK(first_refused(kHead, "  __shared__ bool v {};") == 20);
+    CHECK(first_refused(kHead, "  __shared__ int v = 0;") == 19);
+    CHECK(first_refused(kHead, "  __shared__ dim3 v;") == 14);  // `d`: double
+    CHECK(first_refused(kHead, "  dim3 __shared__ v;") == 17);  // where the word ends
+    CHECK(first_refused(kHead, "  const int __shared__ v;") == 22);
+    CHECK(first_refused(kHead,
+                        "  __shared__ int a, b[4];\n  __shared__ const value_t* p;\n"
+                        "  dim3 d;\n  const int c = 1;\n  int e{1};\n") == -1);
+  }
   SECTION("a brace that initializes one scalar takes one value") {
     // (NVRTC: "too many initializer values" of `int{M, 1}`, `float f{1.5, 2}`.)
     CHECK(first_refused(kHead, "  int i = int{1, 2};") == 15);
