@@ -159,6 +159,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         // A declaration's type (not a cast's, nor sizeof's): its names' type.
         const std::uint8_t open = innermost(s);
         if (at_statement(s) || open == kForParen || open == kParamParen) s.decl_type = k.type_cat;
+        if (k.constructed) s.decl_constructed = true;
         s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
         s.ctx = ctx_type;
       }
@@ -170,6 +171,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       if (!in_type) s.run = 0;
       s.specifiers |= k.specifier;
       if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
+      if (k.word == w_extern) s.decl_extern = true;
+      if (k.shared) s.decl_shared = true;
       if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
       return;
     case role_ptr:  // in a type, a binary operator, or a unary `*` / `&`
@@ -189,6 +192,9 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls.
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
         s.decl_const = false;
+        s.decl_extern = false;
+        s.decl_shared = false;
+        s.decl_constructed = false;
         s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
@@ -756,6 +762,9 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.arrow && value_result_after(s)) return false;
   if (callable_refuses(s, k)) return false;
   if (pointer_cast_refused(s, k)) return false;
+  if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
+  if (one_value_comma(s, k)) return false;
+  if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -789,6 +798,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
+  const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
     set_local_bit(s.pointers, s.last_declared, true);  // an array
   }
@@ -811,6 +821,11 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     const std::uint64_t level = std::uint64_t{1} << s.depth;
     s.bounds &= level - 1u;  // closed brackets' bits go
     if (bound_open) s.bounds |= level >> 1u;
+    s.single_braces &= level - 1u;
+    if (one_value && (innermost(s) == kInitBrace || innermost(s) == kCastBrace)) {
+      s.single_braces |= level >> 1u;
+    }
+    s.bound_opened = bound_open;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
@@ -890,6 +905,21 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (s.ctx == ctx_callable && !on_line(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && callable_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
+  if (s.depth > 0 && ((s.single_braces >> (s.depth - 1u)) & 1u) != 0 && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (t.info[i].cat == Cat::comma) mask[i] = 0;
+    }
+  }
+  if ((s.decl_shared || s.decl_const || s.decl_constructed) && in_function(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && shared_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
+  if (bound_due(s) && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (t.info[i].cat == Cat::close_bracket) mask[i] = 0;
     }
   }
 }

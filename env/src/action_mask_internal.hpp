@@ -14,7 +14,8 @@
 // action_mask_code.cpp (code tokens: categories, type words, scopes; fill()'s fast path),
 // action_mask_lines.cpp (numbers in code, preprocessor lines), action_mask_declaration.cpp (kernel
 // declarations), action_mask_file_scope.cpp (what stands at file scope), action_mask_completion.cpp
-// (min_completion), action_mask.cpp (the class, fill(), the budget).
+// (min_completion), action_mask.cpp (the class, fill(), the budget);
+// action_mask_context.hpp (the inline questions the rules ask of a State).
 #pragma once
 
 #include <array>
@@ -257,6 +258,8 @@ struct TokenInfo {
   bool pp_operator = false;    // `defined`: on an #if line alone (in code an undeclared name)
   bool condition = false;      // if, while: `(` and a condition follow
   bool assigns = false;        // = += -= ... (no operator of a preprocessing expression)
+  bool shared = false;         // __shared__
+  bool constructed = false;    // dim3: a type with a constructor (no __shared__ variable of it)
   bool for_loop = false;       // for: `(` and its clauses follow
   bool loop = false;           // while: its condition's `)` opens a loop's body
   bool jump = false;           // continue, break: inside a loop's body alone
@@ -652,6 +655,8 @@ struct ActionMask::State {
   // "integral or unscoped enum type" of `i % (int*)p`, "no instance of overloaded function" of
   // `ceil((int*)p)`).
   std::uint64_t value_parens = 0;
+  // Per code stack index, a brace that initializes one scalar (see one_value_comma).
+  std::uint64_t single_braces = 0;
   // The function under way returns void (a kernel, a `__device__ void` one); its `return` was just
   // read: `;` alone follows (NVRTC: "return value type does not match the function type").
   bool void_function = false;
@@ -662,6 +667,13 @@ struct ActionMask::State {
   // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded
   // function" of `ceil(2)`, `pow(1, x)`; the completion path writes `0.`).
   bool num_floating = false;
+  // The code token before was a declarator's `[` (see bound_due); the declaration under way has
+  // had `extern`.
+  bool bound_opened = false;
+  bool decl_extern = false;
+  // The declaration under way has had `__shared__`, a type word with a constructor (dim3).
+  bool decl_shared = false;
+  bool decl_constructed = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -803,151 +815,6 @@ void close_block(State& s);
 void advance_scopes(State& s, const TokenInfo& k);
 void advance_declarator(State& s, const TokenInfo& k);
 
-// Formats whose //@format line has keys (sell C= sigma=, bsr R= C=).
-inline bool is_param_format(int format) {
-  return format == static_cast<int>(reward::Format::sell) ||
-         format == static_cast<int>(reward::Format::bsr);
-}
-inline bool is_dec(char c) { return c >= '0' && c <= '9'; }
-// A local named where a name is declared or used (not a field) counts as used.
-inline void count_local(State& s, const TokenInfo& k) {
-  if (k.cat == Cat::local && k.local == s.locals_used) ++s.locals_used;
-}
-inline bool declaring(const State& s) { return s.decl != Decl::none && s.decl != Decl::external; }
-inline bool on_line(const State& s) { return s.pp != Pp::none; }
-// A keyword of preprocessor lines alone (`if` and `else` are C++'s too).
-inline bool pp_only_word(const TokenInfo& k) {
-  return k.cat == Cat::keyword && k.param != pp_none && k.param != pp_if && k.param != pp_else;
-}
-inline std::uint8_t scope_of(const State& s, int local) {
-  return local < kScopedLocals ? s.scope[static_cast<std::size_t>(local)] : kScopeMacro;
-}
-inline bool is_macro(const State& s, int local) {
-  return local < kScopedLocals && s.scope[static_cast<std::size_t>(local)] == kScopeMacro;
-}
-inline void set_scope(State& s, int local, std::uint8_t scope) {
-  if (local >= 0 && local < kScopedLocals) s.scope[static_cast<std::size_t>(local)] = scope;
-}
-inline std::uint8_t block_scope(int level, bool soft) {
-  return static_cast<std::uint8_t>((level + 1) | (soft ? kScopeSoft : 0));
-}
-// The innermost bracket in code (0 where none is open).
-inline std::uint8_t innermost(const State& s) { return s.depth > 0 ? s.stack[s.depth - 1u] : 0; }
-inline bool is_for_paren(std::uint8_t open) { return open >= kForParen && open <= kForParen + 2; }
-// Where a statement stands: at file scope or directly in a block (not inside parentheses, brackets
-// or an initializer).
-inline bool at_statement(const State& s) { return s.depth == 0 || innermost(s) == '{'; }
-// The code before ends a statement (a `;`, a block, an empty block's `{`, a line after those).
-inline bool statement_ended(Last last) {
-  return last == Last::semi || last == Last::brace_close || last == Last::brace_open ||
-         last == Last::pp_eol || last == Last::none;
-}
-
-// What the grammar knows of a value's type (TokenInfo::type_cat, State::local_types): nothing, an
-// integer (bool, char, int, size_t, ...), a floating value (float, double, value_t), a vector
-// (int4, float2, dim3, ...).
-enum TypeCat : std::uint8_t { type_unknown, type_integral, type_floating, type_vector };
-inline std::uint8_t local_type(const State& s, int local) {
-  if (local < 0 || local >= kScopedLocals) return type_unknown;
-  return (s.local_types[static_cast<std::size_t>(local / 4)] >> (2 * (local % 4))) & 3u;
-}
-inline void set_local_type(State& s, int local, std::uint8_t type) {
-  if (local < 0 || local >= kScopedLocals) return;
-  auto& byte = s.local_types[static_cast<std::size_t>(local / 4)];
-  const int shift = 2 * (local % 4);
-  byte = static_cast<std::uint8_t>((byte & ~(3u << shift)) | ((type & 3u) << shift));
-}
-// What an operand just read is, for the operators after it (State::operand_kind): anything else,
-// a floating value, a pointer (or array) to anything else, a pointer to floating values.
-enum Operand : std::uint8_t {
-  operand_other,
-  operand_floating,
-  operand_pointer,
-  operand_floating_pointer
-};
-
-// Inside the first argument of a builtin overloaded for floating arguments alone, at its depth.
-inline bool in_floating_argument(const State& s) {
-  return s.depth > 0 && ((s.floating_args >> (s.depth - 1u)) & 1u) != 0;
-}
-
-// A local's bit in State::pointers / State::consts.
-inline bool local_bit(const std::array<std::uint8_t, kScopedLocals / 8>& bits, int local) {
-  return local >= 0 && local < kScopedLocals &&
-         ((bits[static_cast<std::size_t>(local / 8)] >> (local % 8)) & 1u) != 0;
-}
-inline void set_local_bit(std::array<std::uint8_t, kScopedLocals / 8>& bits, int local, bool on) {
-  if (local < 0 || local >= kScopedLocals) return;
-  const auto bit = static_cast<std::uint8_t>(1u << (local % 8));
-  auto& byte = bits[static_cast<std::size_t>(local / 8)];
-  byte = static_cast<std::uint8_t>(on ? byte | bit : byte & ~bit);
-}
-
-// Code inside a function (its parameter list or body; a kernel's from "C" on), not on a
-// preprocessor line. There `static`, `__device__`, `template`, `inline` & co are refused
-// (TokenInfo::file_only; NVRTC: "inline" is not allowed): a local `__device__` variable, and a
-// static one but `static __shared__` or `static const`, outlive a launch (the static checks'
-// global_state) - and `__shared__` and `const` need no `static` (so those two, which pass, are
-// refused too: the rule looks at one token).
-inline bool in_function(const State& s) {
-  return (s.top == Top::body || s.top == Top::params || s.top == Top::params_open) && !on_line(s);
-}
-
-// Right after the name of a const variable declared in a block or a for statement's first clause,
-// neither a pointer nor an array yet: it takes an initializer - `=`, `{` or `[` come, not `;` or
-// `,` (NVRTC: "const variable requires an initializer" of `const int v;`); the completion path
-// writes `= <num> 0`. Not judged on a preprocessor line, but counted through it (the count may not
-// grow at its <eol>).
-inline bool const_uninitialized(const State& s) {
-  return s.ctx == ctx_declared && s.top == Top::body && s.decl == Decl::none &&
-         (innermost(s) == '{' || innermost(s) == kForParen) &&
-         local_bit(s.consts, s.last_declared) && !local_bit(s.pointers, s.last_declared);
-}
-constexpr int kConstInitializer = 3;
-
-// Tokens the completion path writes first where an operand is due (`<num> 0`), a condition
-// (`( <num> 0 )` after if / while), a call's or a functional cast's parentheses (`( )`), a member
-// (`. x`).
-inline int due_tokens(std::uint8_t ctx) {
-  switch (ctx) {
-    case ctx_operand_due:
-    case ctx_call:
-    case ctx_cast_call:
-    case ctx_member:
-    case ctx_callable:  // ( )
-      return 2;
-    case ctx_cond:
-    case ctx_for:        // ( ; ; )
-    case ctx_call_args:  // ( <num> 0 )
-    case ctx_deref:      // ( <num> 0 )
-    case ctx_address:
-    case ctx_subscript_due:  // [ <num> 0 ]
-      return 4;
-    case ctx_group:  // <num> 0
-    case ctx_sizeof:
-      return 2;
-    case ctx_extern:  // __shared__
-      return 1;
-    case ctx_cast_kw:  // < int > ( <num> 0 )
-      return 3 + kCastOperand;
-    default:
-      return 0;
-  }
-}
-
-// The innermost #if's group may end here: the code's brackets as they were where it opened.
-inline bool if_closable(const State& s) {
-  return s.if_depth == 0 || s.depth == s.if_base[s.if_depth - 1u];
-}
-
-// Inside a loop's body: continue and break may stand here.
-inline bool in_loop(const State& s) { return s.loop_pending || s.loop_braces != 0; }
-
-// Launched kernels not declared yet: each needs its (empty) declaration before <eos>.
-inline std::uint16_t pending_kernel_bits(const State& s) {
-  return static_cast<std::uint16_t>(s.launched & ~s.defined);
-}
-
 }  // namespace detail
 
 struct ActionMask::Tables {
@@ -986,3 +853,6 @@ struct ActionMask::Tables {
 };
 
 }  // namespace sparserl::env
+
+// The inline questions the rules ask of a State (where the code stands, what a local is).
+#include "action_mask_context.hpp"  // IWYU pragma: export

@@ -339,6 +339,8 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   }
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
+  k.shared = t.cls == TokenClass::keyword && t.text == "__shared__";
+  k.constructed = t.text == "dim3";
   if (k.cat == Cat::local) k.local = v.local_index(id);
   if (k.cat == Cat::digit) k.param = static_cast<std::uint8_t>(t.text[0]);
   if (t.cls == TokenClass::keyword || t.cls == TokenClass::builtin ||

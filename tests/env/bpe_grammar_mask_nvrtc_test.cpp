@@ -341,6 +341,28 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
 // Types: what the grammar knows of a value's type (a declared name's, a type word's, a few
 // builtins' results) against what NVRTC checks.
 TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe][mask]") {
+  SECTION("a __shared__ variable takes no initializer and is no dim3") {
+    // (NVRTC: "initializer not allowed for __shared__ variable" of `__shared__ bool v {};`,
+    // `__shared__ int v = 0;`, `__shared__ dim3 v;`.)
+    CHECK(first_refused(kHead, "  __shared__ bool v {};") == 20);
+    CHECK(first_refused(kHead, "  __shared__ int v = 0;") == 19);
+    CHECK(first_refused(kHead, "  __shared__ dim3 v;") == 14);  // `d`: double
+    CHECK(first_refused(kHead, "  dim3 __shared__ v;") == 17);  // where the word ends
+    CHECK(first_refused(kHead, "  const int __shared__ v;") == 22);
+    CHECK(first_refused(kHead,
+                        "  __shared__ int a, b[4];\n  __shared__ const value_t* p;\n"
+                        "  dim3 d;\n  const int c = 1;\n  int e{1};\n") == -1);
+  }
+  SECTION("a brace that initializes one scalar takes one value") {
+    // (NVRTC: "too many initializer values" of `int{M, 1}`, `float f{1.5, 2}`.)
+    CHECK(first_refused(kHead, "  int i = int{1, 2};") == 15);
+    CHECK(first_refused(kHead, "  float f{1.5, 2};") == 13);
+    CHECK(first_refused(kHead, "  value_t* p{y, y};") == 14);
+    CHECK(first_refused(kHead, "  int j = value_t{M, 1};") == 19);
+    CHECK(first_refused(kHead,
+                        "  dim3 d{1, 2};\n  int i{1}, j = int{(1, 2)} + max(int{2}, 3);\n"
+                        "  float f{};\n  value_t* p{y};\n") == -1);
+  }
   SECTION("a cast's parenthesis holds its type alone") {
     // (NVRTC: `expected a ")"` of `(const char(`, `sizeof(size_t ,`, `(float *__shared__`.)
     CHECK(first_refused(kHead, "  y[0] = (const char(1));") == 20);
@@ -468,6 +490,19 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of groups, statements
     CHECK(first_refused(kHead,
                         "  float a[(int)1.5 + sizeof 2.5 + 0x1e + 2u], b[2];\n"
                         "  b[1] = 2.5;\n") == -1);
+  }
+  SECTION("an array declared in a block has a bound, but `extern __shared__`") {
+    // (NVRTC: "incomplete type \"int []\" is not allowed" of `int a[];`, `bool b[] ++;`; a
+    // local array takes no initializer here, so no bound is deduced.)
+    CHECK(first_refused(kHead, "  int a[];") == 8);
+    CHECK(first_refused(kHead, "  bool b[] ++;") == 9);
+    CHECK(first_refused(kHead, "  long c[]--;") == 9);
+    CHECK(first_refused(kHead, "  int d<::>, e;") == 9);  // `:>` is `]`
+    CHECK(first_refused(kHead, "  __shared__ float s[];") == 21);
+    CHECK(first_refused(kHead, "  for (int a[];;) {}") == 13);
+    CHECK(first_refused(kHead,
+                        "  int b[4], c[2][M];\n  extern __shared__ float s[];\n"
+                        "  extern __shared__ int t<::>, u[];\n  b[0] = c[1][0];\n") == -1);
   }
   SECTION("reinterpret_cast to a floating or vector type takes a `*` or `&`") {
     // (NVRTC: "invalid type conversion" of `reinterpret_cast<float>(x[0])`.)
