@@ -80,7 +80,7 @@ std::unique_ptr<env::SparseCudaEnv> coin_env(const std::filesystem::path& store_
   return std::make_unique<env::SparseCudaEnv>(
       c, agents::testing::tokenizer(),
       env::TaskSource::from_uris(uris, {}, env::TaskOrder::shuffled),
-      std::make_shared<datasets::MatrixStore>(store_dir, datasets::StoreOptions{{}, 16, {}}),
+      std::make_shared<datasets::MatrixStore>(store_dir, datasets::StoreOptions{.cache_capacity = 16}),
       std::make_shared<CoinBackend>());
 }
 

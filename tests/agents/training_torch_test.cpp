@@ -62,7 +62,7 @@ const std::vector<std::string> kUris = {"gen-v1/banded?bandwidth=3&n=300", "gen-
 
 std::shared_ptr<datasets::MatrixStore> store() {
   static const auto s = std::make_shared<datasets::MatrixStore>(
-      sparserl::testing::scratch_dir("agents_store"), datasets::StoreOptions{{}, 16, {}});
+      sparserl::testing::scratch_dir("agents_store"), datasets::StoreOptions{.cache_capacity = 16});
   return s;
 }
 

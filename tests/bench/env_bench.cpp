@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     }
   }
   auto tokenizer = std::make_shared<const Tokenizer>();
-  auto store = std::make_shared<datasets::MatrixStore>(data_dir, datasets::StoreOptions{{}, 8, {}});
+  auto store = std::make_shared<datasets::MatrixStore>(data_dir, datasets::StoreOptions{.cache_capacity = 8});
   std::printf("env_bench: vocabulary %s (%zu tokens), %u hardware threads\n",
               tokenizer->vocabulary().name().c_str(), tokenizer->vocabulary().size(),
               std::thread::hardware_concurrency());

@@ -142,7 +142,7 @@ inline std::string first_refused(const std::string& program) {
 inline std::shared_ptr<datasets::MatrixStore> scratch_store(const std::string& name,
                                                            std::size_t capacity) {
   return std::make_shared<datasets::MatrixStore>(sparserl::testing::scratch_dir(name),
-                                                 datasets::StoreOptions{{}, capacity, {}});
+                                                 datasets::StoreOptions{.cache_capacity = capacity});
 }
 
 // What a trajectory row records of an episode, field by field (timings and the evaluation aside:

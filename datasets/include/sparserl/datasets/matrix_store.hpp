@@ -56,7 +56,7 @@ std::filesystem::path archive_relative_path(const MatrixUri& uri);
 
 struct StoreOptions {
   // Folders holding an INDEX.csv (or paths of index CSV files) searched after the data directory.
-  std::vector<std::filesystem::path> indexes;
+  std::vector<std::filesystem::path> indexes{};
   // How many loaded matrices to keep in memory (0: no cache).
   std::size_t cache_capacity = 0;
   // And at most this many bytes of them (resident_bytes(); 0: no bound by bytes). The newest
@@ -67,7 +67,7 @@ struct StoreOptions {
   // this process cannot write, e.g. a sandboxed worker's, leaves the matrix unwritten), read back
   // by every store of that data directory from then on. 0: generate each time, write nothing.
   std::int64_t generated_file_min_nnz = default_generated_file_min_nnz();
-  ReadOptions read;
+  ReadOptions read{};
 };
 
 // Where a matrix came from, and what the reader saw (no report for generated matrices).
