@@ -43,6 +43,12 @@ bool get_array(std::ifstream& in, std::vector<T>& v, std::int64_t n) {
   return static_cast<bool>(in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(T))));
 }
 
+// The whole file's bytes: the header, then row_ptr, col_idx and the values.
+std::uint64_t file_bytes(std::size_t uri_size, std::int64_t rows, std::int64_t nnz) {
+  return kMagic.size() + 8 + uri_size + 24 + static_cast<std::uint64_t>(rows + 1) * sizeof(Index) +
+         static_cast<std::uint64_t>(nnz) * (sizeof(Index) + sizeof(double));
+}
+
 }  // namespace
 
 std::filesystem::path generated_file_path(const std::filesystem::path& data_dir,
@@ -54,9 +60,7 @@ void write_generated_file(const std::filesystem::path& path, const std::string& 
                           const SparseMatrix& matrix) {
   // A process under a file size limit (a sandboxed worker's RLIMIT_FSIZE) would get SIGXFSZ for a
   // larger write, which ends it: such a file is not written.
-  const std::uint64_t bytes = kMagic.size() + 8 + canonical_uri.size() + 24 +
-                              (static_cast<std::uint64_t>(matrix.rows()) + 1) * sizeof(Index) +
-                              static_cast<std::uint64_t>(matrix.nnz()) * (sizeof(Index) + sizeof(double));
+  const std::uint64_t bytes = file_bytes(canonical_uri.size(), matrix.rows(), matrix.nnz());
   rlimit limit{};
   if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && bytes > limit.rlim_cur) {
     throw std::runtime_error("cannot write " + path.string() + ": its " + std::to_string(bytes) +
@@ -113,11 +117,10 @@ std::optional<SparseMatrix> read_generated_file(const std::filesystem::path& pat
       !get(in, nnz)) {
     return std::nullopt;
   }
-  const std::int64_t header = static_cast<std::int64_t>(kMagic.size() + 8 + uri_size + 24);
   std::error_code ec;
-  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(path, ec));
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec || rows < 0 || cols < 0 || nnz < 0 || rows > kMaxIndex || cols > kMaxIndex || nnz > kMaxIndex ||
-      size != header + (rows + 1) * 4 + nnz * 12) {
+      size != file_bytes(uri_size, rows, nnz)) {
     return std::nullopt;
   }
   std::vector<Index> row_ptr, col_idx;

@@ -340,9 +340,7 @@ GpuSession::ReferenceCsr& GpuSession::reference_csr(const GpuRequest& request, c
 
 GpuSession::Baseline& GpuSession::baseline(const GpuRequest& request, const Prepared& prepared) {
   const int k = request.task.op == Op::spmm ? request.task.k : 1;
-  const std::string key = request.matrix_digest + "|" + std::string(datasets::to_string(request.task.op)) + "|" +
-                          std::string(datasets::to_string(request.task.dtype)) + "|" + std::to_string(k) + "|" +
-                          std::string(to_string(request.protocol.baseline));
+  const std::string key = baseline_key(request);
   if (Baseline* hit = baselines_.find(key)) return *hit;
   auto b = std::make_unique<Baseline>();
   b->key = key;

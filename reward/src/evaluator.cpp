@@ -736,15 +736,6 @@ struct Evaluator::Impl {
                        [&](const GpuDevice& d) { return d.name == devices.front().name; });
   }
 
-  // What a GPU worker keeps one cuSPARSE baseline for (its Baseline key): matrix, op, dtype, k and
-  // baseline mode.
-  static std::string baseline_key(const GpuRequest& request) {
-    const int k = request.task.op == datasets::Op::spmm ? request.task.k : 1;
-    return request.matrix_digest + "|" + std::string(datasets::to_string(request.task.op)) + "|" +
-           std::string(datasets::to_string(request.task.dtype)) + "|" + std::to_string(k) + "|" +
-           std::string(to_string(request.protocol.baseline));
-  }
-
   // A timeout at either end: the pool's deadline on the request, or the worker's wait limit.
   static bool ended_in_timeout(const WorkerReply& reply) {
     if (reply.error == ErrorKind::timeout) return true;

@@ -688,4 +688,11 @@ void write_frame(int fd, std::span<const std::uint8_t> frame) {
   }
 }
 
+std::string baseline_key(const GpuRequest& request) {
+  const int k = request.task.op == datasets::Op::spmm ? request.task.k : 1;
+  return request.matrix_digest + "|" + std::string(datasets::to_string(request.task.op)) + "|" +
+         std::string(datasets::to_string(request.task.dtype)) + "|" + std::to_string(k) + "|" +
+         std::string(to_string(request.protocol.baseline));
+}
+
 }  // namespace sparserl::reward

@@ -485,3 +485,22 @@ TEST_CASE("EvalResult::to_json has every field under stable keys", "[reward][eva
   failed.error = ErrorKind::timeout;
   REQUIRE_THAT(failed.to_json(), has_substring("\"error\":\"timeout\",\"ok\":false"));
 }
+
+TEST_CASE("A baseline's key names the matrix, op, dtype, k (SpMM only) and baseline mode", "[reward][protocol]") {
+  GpuRequest g;
+  g.matrix_digest = "abc";
+  g.task.op = sparserl::datasets::Op::spmv;
+  g.task.dtype = sparserl::datasets::DType::f32;
+  g.task.k = 8;  // not SpMM's: ignored
+  g.protocol.baseline = BaselineMode::best;
+  const std::string spmv = baseline_key(g);
+  CHECK(spmv == "abc|spmv|f32|1|best");
+  g.protocol.seed = 99;  // another evaluation of the same baseline
+  g.baseline_hint = "CSR_ALG2";
+  CHECK(baseline_key(g) == spmv);
+  g.protocol.baseline = BaselineMode::csr;
+  CHECK(baseline_key(g) == "abc|spmv|f32|1|csr");
+  g.task.op = sparserl::datasets::Op::spmm;
+  g.task.dtype = sparserl::datasets::DType::f64;
+  CHECK(baseline_key(g) == "abc|spmm|f64|8|csr");
+}

@@ -230,6 +230,10 @@ struct GpuRequest {
   std::string baseline_hint_paths;
 };
 
+// What a GPU worker keeps one cuSPARSE baseline for, and the evaluator its baseline hint:
+// "MATRIX_DIGEST|op|dtype|k|baseline mode" (k 1 for SpMV).
+std::string baseline_key(const GpuRequest& request);
+
 // GPU worker -> pool.
 struct GpuResponse {
   EvalResult result;
