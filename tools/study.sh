@@ -22,8 +22,8 @@
 # from one SFT seed, 20 updates a run, bench-v2's small shared matrices only - a first look with
 # intervals, not the study. --gpus N trains the runs of a stage N at a time, one a GPU (the SFT runs,
 # then the RL runs; a stage of one run and the benches see every GPU). --only REGEX is the study
-# spread over several GPU sessions whose hosts keep nothing: only the runs named LABEL-sSEED that
-# match (and the template search and random, named `template` and `random`), each agent benched on
+# spread over several GPU sessions whose hosts keep nothing: only the runs named TABLE/LABEL-sSEED
+# that match (and the template search and random, TABLE/template and TABLE/random), each agent benched on
 # its own (val, then test) as soon as it is trained, and the tables compared over every agent's
 # bench found under OUT - those of earlier sessions brought back into OUT included.
 set -euo pipefail
@@ -61,8 +61,9 @@ usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] 
   --gpus N         train up to N runs at once, each on its own GPU (CUDA_VISIBLE_DEVICES: the
                    first N of its list where set, else 0 .. N-1), its output in OUT/lanes/;
                    default 1 (one run after another, every GPU visible to each)
-  --only REGEX     only the runs whose name LABEL-sSEED matches the extended regular expression
-                   (sft-s1, grpo-s3, ...; `template` and `random` for those agents): each
+  --only REGEX     only the runs whose name TABLE/LABEL-sSEED matches the extended regular
+                   expression (spmv-f32/sft-s1, spmv-f32/grpo-s3, ...; spmv-f32/template and
+                   spmv-f32/random for those agents; e.g. '^spmv-f32/(sft-s1|template)$'): each
                    benched alone on val and, unless --no-test, on test right after, into
                    OUT/TABLE/bench-PART/NAME/; the tables compare every agent bench under OUT
                    (RL runs need their SFT row's seed-1 run, from this or an earlier session)
