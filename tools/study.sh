@@ -30,6 +30,7 @@ set -euo pipefail
 shopt -s inherit_errexit
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$ROOT/tools/lib/runs.sh"
 CONFIGS=experiments/configs/study
 SPARSERL=${SPARSERL:-$ROOT/build/tools/sparserl}
 OUT=""
@@ -122,17 +123,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
 # The tree the tables will name: tracked files unchanged, or --allow-dirty.
-COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
-CHANGES=$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null || echo "not a git checkout")
-if [[ -n $CHANGES && $ALLOW_DIRTY == 0 ]]; then
-  echo "$CHANGES" | head -5 >&2
-  die "the source tree $ROOT has local changes: commit them (the tables must name a clean commit) or pass --allow-dirty"
-fi
-{
-  echo "commit   $COMMIT$([[ -n $CHANGES ]] && echo ' (local changes)')"
-  echo "started  $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "command  tools/study.sh ${ARGS[*]}"
-} >>"$OUT/study.txt"
+record_tree "$ROOT" "$ALLOW_DIRTY" "$OUT/study.txt" "tools/study.sh ${ARGS[*]}"
 
 # Smoke: every budget at its least, two small shared matrices, the compile stage of the reward.
 SMOKE_SETS=()
@@ -163,19 +154,6 @@ log() { echo "[study $(date -u +%H:%M:%S)] $*" >&3; }
 
 # selected TABLE/NAME: whether --only (if given) names this run or agent.
 selected() { [[ -z $ONLY || $1 =~ $ONLY ]]; }
-
-# The run directory of a finished run under $1 (empty when none), or of one to resume ($2 = resume).
-run_dir_with() {
-  local dir=$1 status=$2 d
-  [[ -d $dir ]] || return 0
-  for d in "$dir"/*/; do
-    [[ -f $d/run.json ]] || continue
-    if grep -Eq "\"status\": *\"($status)\"" "$d/run.json"; then
-      echo "${d%/}"
-      return 0
-    fi
-  done
-}
 
 # train TABLE LABEL SEED CONFIG [ARGS...]: one `sparserl train`, skipped when done, resumed when
 # stopped. Prints the finished run directory.

@@ -10,9 +10,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
 
 # 1. A tree with local changes is refused, naming the way out; nothing is made.
 git init -q "$WORK/tree"
-mkdir -p "$WORK/tree/tools"
+mkdir -p "$WORK/tree/tools/lib"
 cp "$SRC/tools/study.sh" "$WORK/tree/tools/"
-git -C "$WORK/tree" add tools/study.sh
+cp "$SRC/tools/lib/runs.sh" "$WORK/tree/tools/lib/"
+git -C "$WORK/tree" add tools/study.sh tools/lib/runs.sh
 git -C "$WORK/tree" -c user.email=t@t -c user.name=t commit -qm tree
 echo "# changed" >>"$WORK/tree/tools/study.sh"
 set +e

@@ -7,7 +7,7 @@ SRC=$2
 SHARED=$3
 [[ -f $SHARED/matrices/INDEX.csv ]] || { echo "skipped: no $SHARED/matrices"; exit 77; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/study_test.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+trap '[[ -n ${KEEP_WORK:-} ]] || rm -rf "$WORK"' EXIT
 fail() {
   echo "FAIL: $*" >&2
   exit 1
