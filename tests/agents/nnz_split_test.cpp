@@ -346,6 +346,18 @@ TEST_CASE("pruning and the cost model put csr_nnzsplit among a power law's candi
     }
     std::cout << "\n";
     CHECK(chosen.count("csr_nnzsplit") == 1);
+    // Its row searches cost per tile: longer tiles are predicted faster, and the point screened
+    // has long tiles (items=2 measured 1.5-2.4x the model's old figure on large power laws).
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i].generator == "csr_nnzsplit") CHECK(candidates[i].int_param("items") >= 8);
+    }
+    for (const char* block : {"128", "256"}) {
+      const auto point = [&](const char* items) {
+        return *spmv.find(std::string("csr_nnzsplit items=") + items + " block=" + block);
+      };
+      CHECK(model.estimate(point("16")).us < model.estimate(point("4")).us);
+      CHECK(model.estimate(point("4")).us < model.estimate(point("2")).us);
+    }
   }
   const auto stencil = spmv.pruned(datasets::compute_features(generated("gen-v1/stencil2d?nx=64")));
   for (const DesignPoint& p : stencil) CHECK(p.generator != "csr_nnzsplit");

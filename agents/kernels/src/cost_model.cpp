@@ -227,10 +227,18 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
   } else if (g == "csr_nnzsplit") {
     // CSR bytes balanced like COO (no row index per entry): per slab one ballot and a five-shuffle
     // segmented scan, per tile one row search and a pass over its row starts (the zeroing launch
-    // reads row_ptr once more).
+    // reads row_ptr once more, or searches once per tile boundary). The searches cost per tile,
+    // not per nonzero: a warp-wide probe of row_ptr per step, ceil(log32(rows)) dependent steps,
+    // twice; charged as 256 bytes a step, which puts items=2 at the 190-455 us it measured on
+    // issue 25's unseen structures (H200, 2026-11-28, 12-25M nonzeros: 1.5-2.4x this model's
+    // earlier figures) and makes the long tiles cheap. A row longer than a tile is summed by one
+    // atomicAdd per tile on one address, one after another (about 2 ns each): the arrow's two 4M
+    // rows, 62,500 atomics each at items=2.
+    const double tile = 32.0 * p.int_param("items");
+    const double steps = std::max(1.0, std::ceil(std::log(std::max(rows, 2.0)) / std::log(32.0)));
     eff = mean >= 32 ? 0.9 : 0.8;
-    lanes_on_long_row = 1e9;
-    extra_bytes += (rows + 1) * 4.0;
+    lanes_on_long_row = tile * 25.0;  // max_row / (tile * 2 ns) at lane_rate's 20 nonzeros a us
+    extra_bytes += (rows + 1) * 4.0 + std::ceil(nnz / tile) * 2.0 * steps * 256.0;
   } else if (g == "ell") {
     eff = 0.95;
   } else if (g == "sell") {
