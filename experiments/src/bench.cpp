@@ -233,6 +233,7 @@ class Bench {
           options.finalists = std::min(options.finalists, options.budget);
           options.full = gpu_protocol(config_);
           options.halving = config_.boolean("bench.template_halving");
+          options.refine = static_cast<int>(config_.integer("bench.template_refine"));
           options.model = learned_model();
           search_ = std::make_unique<kernels::TemplateSearch>(*candidates_, *s_.store, options);
         }

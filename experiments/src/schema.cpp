@@ -280,6 +280,11 @@ void add_stage_sections(Schema& s) {
       .boolean("template_halving", false,
                "the template search screens the faster half of its candidates again with twice "
                "the repetitions until at most 2 x 4 finalists remain (successive halving)")
+      .integer("template_refine", 0,
+               "after its first screening round the template search screens up to this many "
+               "more points of the two design families that were fastest (their next points by "
+               "predicted time, in turn); 0: none",
+               0, 100000)
       .string("oracle", "cache",
               "the oracle every answer is measured against, the template search's best program "
               "per matrix (DATA_DIR/oracle/<split digest>/<device>/): cache (read what is there; "

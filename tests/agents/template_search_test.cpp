@@ -88,6 +88,66 @@ TEST_CASE("a large space is screened cheaply and its finalists are measured in f
   CHECK(generators.size() >= 4);
 }
 
+TEST_CASE("refinement screens the fastest families' other points and finds a planted best",
+          "[kernels][search]") {
+  kernels::SearchOptions options;
+  options.budget = 8;
+  options.finalists = 2;
+  FakeEvaluator probe;
+  const SearchResult first = kernels::TemplateSearch(probe, store(), options).search(kTask);
+  REQUIRE(first.best.has_value());
+  const std::string family = first.best_candidate()->point.generator;
+  std::set<std::string> measured;
+  for (const CandidateResult& c : first.candidates) measured.insert(c.point.id());
+  // A point of the winning family that the screen left out, planted fastest of all.
+  const auto matrix = store().load(kTask.uri);
+  const kernels::DesignSpace space(kTask.op, kTask.dtype);
+  std::string planted;
+  for (const DesignPoint& p : space.pruned(datasets::compute_features(*matrix), 1)) {
+    if (p.generator == family && !measured.count(p.id())) planted = p.id();
+  }
+  REQUIRE_FALSE(planted.empty());
+  const auto with_plant = [&](FakeEvaluator& fake) {
+    fake.time = [planted](const std::string& id, const datasets::Task&) {
+      return id == planted ? 1.0 : FakeEvaluator::time_of(id);
+    };
+  };
+  FakeEvaluator without;
+  with_plant(without);
+  const SearchResult plain = kernels::TemplateSearch(without, store(), options).search(kTask);
+  CHECK(plain.best_candidate()->point.id() == first.best_candidate()->point.id());
+  CHECK(without.batches == 2);  // screening, finalists
+
+  // Every unmeasured point of the two fastest families: the planted one among them, and it wins.
+  options.refine = 1000;
+  FakeEvaluator refined;
+  with_plant(refined);
+  const SearchResult r = kernels::TemplateSearch(refined, store(), options).search(kTask);
+  CHECK(refined.batches == 3);  // screening, refinement, finalists
+  REQUIRE(r.best.has_value());
+  CHECK(r.best_candidate()->point.id() == planted);
+  CHECK(r.best_candidate()->round == 2);
+  std::set<std::string> families;
+  for (const CandidateResult& c : r.candidates) {
+    if (c.round == 1 && !measured.count(c.point.id())) families.insert(c.point.generator);
+  }
+  CHECK(families.count(family) == 1);
+  CHECK(families.size() <= 2);
+
+  // A small refinement: that many more screened points, the two families in turn.
+  options.refine = 3;
+  FakeEvaluator few;
+  const SearchResult small = kernels::TemplateSearch(few, store(), options).search(kTask);
+  std::vector<std::string> extra;
+  for (const CandidateResult& c : small.candidates) {
+    if (c.round == 1 && !measured.count(c.point.id())) extra.push_back(c.point.generator);
+  }
+  REQUIRE(extra.size() == 3);
+  const std::set<std::string> two(extra.begin(), extra.end());
+  CHECK(two.size() == 2);  // both families refined (each has more than one point left here)
+  CHECK(std::count(extra.begin(), extra.end(), family) >= 1);
+}
+
 TEST_CASE("wrong answers are never chosen, even when fastest", "[kernels][search]") {
   FakeEvaluator probe;
   kernels::SearchOptions options;

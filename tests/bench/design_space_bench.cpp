@@ -11,13 +11,14 @@
 //
 //   design_space_bench [--shared DIR] [--out DIR] [--quick] [--only small|large|spmm|unseen]
 //                      [--budget-small N] [--budget-large N] [--budget-spmm N]
-//                      [--measurements FILE] [--halving]
+//                      [--measurements FILE] [--halving] [--refine N]
 //
 // `--only unseen` runs issue 25's weak structures instead (not part of the default run): an arrow
 // (two dense rows and columns), one 500k-entry row among 1M rows, two R-MAT graphs, uniform random
 // columns, a log-normal and an LP-like power law, f32 and f64 SpMV. `--measurements FILE` lets the
 // search's learned cost model fit on a measurement store (read only) and `--halving` turns on its
-// successive halving rounds; the progress lines give each search's wall time.
+// successive halving rounds, `--refine N` its refinement (N more points of the two fastest screened
+// families); the progress lines give each search's wall time.
 //
 // Without a GPU it runs compile-only and says so (no times).
 #include <algorithm>
@@ -246,6 +247,7 @@ int main(int argc, char** argv) {
   int budget_small = 4, budget_large = 8, budget_spmm = 6;
   std::string measurements;
   bool halving = false;
+  int refine = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -273,11 +275,13 @@ int main(int argc, char** argv) {
       measurements = value();
     else if (a == "--halving")
       halving = true;
+    else if (a == "--refine")
+      refine = std::stoi(value());
     else {
       std::fprintf(stderr,
                    "usage: design_space_bench [--shared DIR] [--out DIR] [--quick] "
                    "[--only small|large|spmm|unseen] [--budget-small N] [--budget-large N] "
-                   "[--budget-spmm N] [--measurements FILE] [--halving]\n");
+                   "[--budget-spmm N] [--measurements FILE] [--halving] [--refine N]\n");
       return 2;
     }
   }
@@ -307,6 +311,7 @@ int main(int argc, char** argv) {
   for (Phase& p : phases) {
     p.options.model = model;
     p.options.halving = halving;
+    p.options.refine = refine;
   }
   std::fprintf(stderr, "design_space_bench: %zu tasks on %s, writing %s\n", total,
                device.empty() ? "no GPU (compile-only: no times)" : device.c_str(),

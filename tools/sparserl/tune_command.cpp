@@ -62,6 +62,7 @@ struct TuneArgs {
   bool resume = false;
   bool fixed_budget = false;
   bool halving = false;
+  int refine = 0;
 };
 
 // The values of --op and --dtype, checked by the parser.
@@ -200,6 +201,7 @@ int run_tune(const TuneArgs& a, const std::vector<std::string>& argv) {
   }
   options.adaptive_budget = !a.fixed_budget;
   options.halving = a.halving;
+  options.refine = a.refine;
   kernels::TemplateSearch search(backend, store, options);
   // The learned model, fitted on the store (refitted after every task this run adds to it);
   // without any usable measurement of this device the analytic model alone chooses.
@@ -413,6 +415,11 @@ Run declare_tune(CLI::App& app) {
   app.add_flag("--halving", a->halving,
                "successive halving: screen the faster half again with twice the repetitions "
                "until at most 2 x --finalists remain, then the finalists in full");
+  app.add_option("--refine", a->refine,
+                 "after screening, screen up to N more points of the two fastest design families "
+                 "(their next points by prediction, in turn; default 0)")
+      ->check(CLI::Range(0, 100000))
+      ->type_name("N");
   app.add_flag("--verbose", a->verbose, "print the evaluator's log to stderr");
   app.add_flag("--list", a->list, "print the design space's points (of --op and --dtype)");
   app.add_option("--show", a->show, "print the program of design point ID (of --op and --dtype)")

@@ -1,6 +1,6 @@
 // The template search (template_search.hpp): pruning, the cost models' candidate order and the
-// budget by the matrix, one exhaustive round or screening (+ halving rounds) + finalists, and the
-// template-search agent's per-task cache.
+// budget by the matrix, one exhaustive round or screening (+ its refinement, + halving rounds) +
+// finalists, and the template-search agent's per-task cache.
 #include "sparserl/kernels/template_search.hpp"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -160,9 +161,59 @@ std::vector<std::size_t> TemplateSearch::measure(SearchResult& r, const std::vec
   return indices;
 }
 
-// Screening, the halving rounds, the finalists (successive halving on the GPU).
-void TemplateSearch::screen_and_finish(SearchResult& r, const std::vector<Pick>& chosen) {
-  const auto screened = measure(r, chosen, 1, options_.screen, "screen");
+// The refinement round's picks: the unmeasured points of the two fastest screened families, in
+// the pool's (predicted) order, the families in turn, options_.refine at most.
+std::vector<TemplateSearch::Pick> TemplateSearch::refinements(
+    const SearchResult& r, const std::vector<std::size_t>& screened,
+    const std::vector<Pick>& pool) const {
+  std::vector<std::size_t> ok;
+  for (std::size_t i : screened) {
+    if (usable(r.candidates[i])) ok.push_back(i);
+  }
+  std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) {
+    return r.candidates[a].result.timing.median_us < r.candidates[b].result.timing.median_us;
+  });
+  std::vector<std::string> families;
+  for (std::size_t i : ok) {
+    const std::string& g = r.candidates[i].point.generator;
+    if (families.size() < 2 && std::find(families.begin(), families.end(), g) == families.end()) {
+      families.push_back(g);
+    }
+  }
+  std::set<std::string> measured;
+  for (const CandidateResult& c : r.candidates) measured.insert(c.point.id());
+  std::vector<std::vector<const Pick*>> queues(families.size());
+  for (const Pick& p : pool) {
+    const auto f = std::find(families.begin(), families.end(), p.point.generator);
+    if (f != families.end() && !measured.count(p.point.id())) {
+      queues[static_cast<std::size_t>(f - families.begin())].push_back(&p);
+    }
+  }
+  std::vector<Pick> out;
+  for (std::size_t step = 0; out.size() < static_cast<std::size_t>(options_.refine); ++step) {
+    bool any = false;
+    for (const auto& queue : queues) {
+      if (step < queue.size() && out.size() < static_cast<std::size_t>(options_.refine)) {
+        out.push_back(*queue[step]);
+        any = true;
+      }
+    }
+    if (!any) break;
+  }
+  return out;
+}
+
+// Screening (+ its refinement), the halving rounds, the finalists (successive halving on the GPU).
+void TemplateSearch::screen_and_finish(SearchResult& r, const std::vector<Pick>& chosen,
+                                       const std::vector<Pick>& pool) {
+  auto screened = measure(r, chosen, 1, options_.screen, "screen");
+  if (options_.refine > 0) {
+    const std::vector<Pick> more = refinements(r, screened, pool);
+    if (!more.empty()) {
+      const auto refined = measure(r, more, 1, options_.screen, "screen");
+      screened.insert(screened.end(), refined.begin(), refined.end());
+    }
+  }
   const auto by_time = [&](std::vector<std::size_t> indices) {
     std::vector<std::size_t> ok;
     for (std::size_t i : indices) {
@@ -223,6 +274,7 @@ SearchResult TemplateSearch::search(const datasets::Task& task) {
     picks.push_back({plan_.ranked[i], plan_.analytic[i], plan_.learned[i]});
   }
 
+  const std::vector<Pick> pool = picks;  // every feasible point, in the plan's order
   const auto budget = static_cast<std::size_t>(plan_.budget);
   if (!r.gpu) {
     picks.resize(std::min(budget, picks.size()));
@@ -253,7 +305,7 @@ SearchResult TemplateSearch::search(const datasets::Task& task) {
       }
       picks = std::move(chosen);
     }
-    screen_and_finish(r, picks);
+    screen_and_finish(r, picks, pool);
   }
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

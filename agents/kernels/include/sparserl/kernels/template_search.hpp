@@ -16,6 +16,8 @@
 // budget shrinks where the model knows the matrix's neighbourhood and is confident of its
 // favourite, and grows where the matrix is far from anything measured; with SearchOptions::halving
 // the screened candidates are halved round by round (repetitions doubling) down to the finalists.
+// With SearchOptions::refine the first screening round is followed by the next points of its two
+// fastest design families (the model ranks families better than a family's own parameters).
 // Candidates of one format are evaluated together, so the GPU worker converts the matrix once.
 // Without a GPU the search still runs: every chosen candidate goes through the static checks and
 // NVRTC, nothing is ranked by time, the best program is the cost model's favourite among those that
@@ -87,6 +89,11 @@ struct SearchOptions {
   // again with twice the repetitions (a new seed) until at most 2 x finalists remain; then the
   // finalists get the full protocol. false: screening, then the finalists (two rounds).
   bool halving = false;
+  // Refinement: after the first screening round, up to this many more points of the two design
+  // families whose screened programs were fastest (their next points in the predicted order,
+  // the two families in turn), screened the same way, so that a family's other parameters are
+  // measured where the model ranks them poorly (0: none).
+  int refine = 0;
 };
 
 // One measured candidate.
@@ -171,7 +178,10 @@ class TemplateSearch {
   // r.candidates.
   std::vector<std::size_t> measure(SearchResult& r, const std::vector<Pick>& picks, int round,
                                    const reward::GpuProtocol& protocol, const std::string& name);
-  void screen_and_finish(SearchResult& r, const std::vector<Pick>& chosen);
+  void screen_and_finish(SearchResult& r, const std::vector<Pick>& chosen,
+                         const std::vector<Pick>& pool);
+  std::vector<Pick> refinements(const SearchResult& r, const std::vector<std::size_t>& screened,
+                                const std::vector<Pick>& pool) const;
   void log(const std::string& line) const;
 
   CandidateEvaluator& evaluator_;
