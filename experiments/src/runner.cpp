@@ -528,6 +528,7 @@ class Trainer {
     kernels::SearchOptions options;
     options.budget = static_cast<int>(train_.search_budget);
     options.finalists = std::min(options.finalists, options.budget);
+    options.refine = static_cast<int>(train_.search_refine);
     options.full = gpu_protocol(config_);
     kernels::TemplateSearch search(candidates, *s_.store, options);
     Progress progress("sft pairs", static_cast<std::int64_t>(tasks.size()), s_.notices->stream(),

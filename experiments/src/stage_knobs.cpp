@@ -75,6 +75,11 @@ const datasets::Knobs<TrainConfig>& train_knobs() {
                    "GPU the fastest correct one wins; without one, nothing is timed and the cost "
                    "model's favourite among those that compile is the target)",
                    1, 100000)
+          .integer("search_refine", &C::search_refine,
+                   "design-space pairs: after its first screening round the template search "
+                   "screens up to this many more points of the two fastest design families (more "
+                   "near-best programs of the winning family for sft_per_task; 0: none)",
+                   0, 100000)
           .integer("search_parallel", &C::search_parallel,
                    "design-space pairs: matrices searched at once (each search times one program "
                    "at a time, so several keep several GPUs busy and overlap one matrix's "

@@ -28,6 +28,7 @@ struct TrainConfig {
   std::int64_t text_corpus_files = 0;
   std::string sft_pairs = kDesignSpace;
   std::int64_t search_budget = 4;
+  std::int64_t search_refine = 0;  // design-space pairs: the search's refinement round (0: none)
   std::int64_t search_parallel = 0;  // design-space pairs: matrices searched at once (0: auto)
   std::int64_t sft_per_task = 1;
   double sft_within = 0.9;
