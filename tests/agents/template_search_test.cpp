@@ -229,6 +229,26 @@ TEST_CASE("the cost model prefers the designs that suit the matrix", "[kernels][
   CHECK_THAT(model.estimate(ell).why, has_substring("pads"));
 }
 
+TEST_CASE("a long row's time: the measured lane rate in DRAM, 4x that where the matrix fits L2",
+          "[kernels][search]") {
+  const auto longest = [](const std::string& uri, const char* design) {
+    const auto m = datasets::generate(datasets::MatrixUri::parse(uri));
+    kernels::CostModel model(m, datasets::Op::spmv, datasets::DType::f32, 1);
+    return model.estimate(kernels::DesignPoint::parse(datasets::Op::spmv, datasets::DType::f32, design));
+  };
+  const char* scalar = "csr_scalar block=128 unroll=1 ldg=0";
+  // 8M nonzeros, 80 MB with x: beyond the 50 MB L2, so each lane retires 0.0012 nonzeros a ns.
+  const auto big = longest("gen-v1/uniform?rows=2000000&nnz_per_row=4&huge_row=3000", scalar);
+  const auto small = longest("gen-v1/uniform?rows=20000&nnz_per_row=4&huge_row=3000", scalar);
+  CHECK(big.longest_row_us == Approx(3000 / 1.2).epsilon(0.01));
+  CHECK(small.longest_row_us == Approx(3000 / 4.8).epsilon(0.01));
+  CHECK(big.us >= big.longest_row_us);
+  // csr_split puts rows of up to SPLIT_ROW on a warp and splits the longer ones over warps.
+  const auto split = longest("gen-v1/uniform?rows=2000000&nnz_per_row=4&huge_row=3000",
+                             "csr_split lanes=1 split=2048");
+  CHECK(split.longest_row_us == Approx(2048 / (32 * 1.2)).epsilon(0.01));
+}
+
 TEST_CASE("the template-search agent searches each task once", "[kernels][search][agent]") {
   FakeEvaluator fake;
   kernels::SearchOptions options;

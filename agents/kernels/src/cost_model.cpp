@@ -97,6 +97,27 @@ DesignFit spmm_fit(const DesignPoint& p, const RowShape& r) {
   return fit;
 }
 
+// The bytes a format's arrays move once: indices and values as stored (padding included), row
+// pointers, and for COO y zeroed and then added to.
+double format_bytes(const FormatSpec& spec, double nnz, double rows, double stored, double vb,
+                    double k) {
+  switch (spec.format) {
+    case Format::csr:
+      return nnz * (4 + vb) + (rows + 1) * 4;
+    case Format::coo:
+      return nnz * (8 + vb) + rows * vb * k * 2;
+    case Format::ell:
+      return stored * (4 + vb);
+    case Format::sell:
+      return stored * (4 + vb) + rows * 4;
+    case Format::bsr: {
+      const double cells = spec.params.bsr_r * spec.params.bsr_c;
+      return stored * vb + stored / cells * 4 + rows / spec.params.bsr_r * 4;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 CostModel::CostModel(const datasets::SparseMatrix& matrix, Op op, DType dtype, std::int64_t k,
@@ -154,31 +175,18 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
   if (x_bytes > device_.l2_bytes) dram_x += locality * std::max(0.0, nnz * gather_bytes - x_bytes);
   const double gather_us = locality * nnz * gather_bytes / (device_.l2_bandwidth_gbs * 1e3);
 
-  double bytes = rows * vb * k + dram_x;
-  switch (spec.format) {
-    case Format::csr:
-      bytes += nnz * (4 + vb) + (rows + 1) * 4;
-      break;
-    case Format::coo:
-      bytes += nnz * (8 + vb) + rows * vb * k * 2;
-      break;
-    case Format::ell:
-      bytes += stored * (4 + vb);
-      break;
-    case Format::sell:
-      bytes += stored * (4 + vb) + rows * 4;
-      break;
-    case Format::bsr: {
-      const double cells = spec.params.bsr_r * spec.params.bsr_c;
-      bytes += stored * vb + stored / cells * 4 + rows / spec.params.bsr_r * 4;
-      break;
-    }
-  }
+  const double bytes = rows * vb * k + dram_x + format_bytes(spec, nnz, rows, stored, vb, k);
 
   double eff = 1.0;
   double lanes_on_long_row = 1;  // lanes a design puts on one long row
+  double long_row = max_row;     // the longest row those lanes take (csr_split: at most SPLIT_ROW)
+  double serial_us = -1;         // when set, the longest row's time some other way
   double extra_bytes = 0;
-  const double lane_rate = device_.lane_rate * 1e3;  // nonzeros per us per lane
+  // Nonzeros per us per lane. The device's rate was measured on matrices far larger than L2 (each
+  // step waits on DRAM twice); where the matrix and x fit in L2 the steps wait on L2, taken here as
+  // 4x faster (the latency ratio, not measured for these kernels).
+  const double resident = nnz * (4 + vb) + (rows + 1) * 4 + x_bytes <= device_.l2_bytes ? 4.0 : 1.0;
+  const double lane_rate = device_.lane_rate * 1e3 * resident;
   if (g == "csr_scalar") {
     eff = mean > 0 ? mean / std::max(mean, std::min(max_row, mean + spread(32) * sd)) : 1.0;
     eff *= std::sqrt(std::min(1.0, 8.0 / std::max(mean, 1.0)));
@@ -217,7 +225,8 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
     const double steps = std::max(1.0, std::ceil(mean / lanes));
     eff = mean > 0 ? std::min(1.0, mean / (lanes * steps)) : 1.0;
     eff = 0.9 * std::max(eff, 0.3);
-    lanes_on_long_row = max_row > split ? 1e9 : 32;
+    lanes_on_long_row = 32;  // rows of up to SPLIT_ROW on one warp; longer ones split over warps
+    long_row = std::min(max_row, split);
     if (max_row > split) extra_bytes += nnz / split * 32 * 4 * 8;  // search probes, mostly L2
   } else if (g == "csr_segscan") {
     // Per-lane sums inside a row, a segmented scan per slab with row ends: leaner than the merge
@@ -237,7 +246,7 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
     const double tile = 32.0 * p.int_param("items");
     const double steps = std::max(1.0, std::ceil(std::log(std::max(rows, 2.0)) / std::log(32.0)));
     eff = mean >= 32 ? 0.9 : 0.8;
-    lanes_on_long_row = tile * 25.0;  // max_row / (tile * 2 ns) at lane_rate's 20 nonzeros a us
+    serial_us = max_row / tile * 0.002;
     extra_bytes += (rows + 1) * 4.0 + std::ceil(nnz / tile) * 2.0 * steps * 256.0;
   } else if (g == "ell") {
     eff = 0.95;
@@ -260,7 +269,7 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
 
   e.bytes = bytes + extra_bytes;
   e.efficiency = std::clamp(eff, 0.01, 1.0);
-  e.longest_row_us = max_row / (lanes_on_long_row * lane_rate);
+  e.longest_row_us = serial_us >= 0 ? serial_us : long_row / (lanes_on_long_row * lane_rate);
   const double stream_us = e.bytes / (device_.bandwidth_gbs * 1e3) / e.efficiency + gather_us;
   e.us = std::max(stream_us, e.longest_row_us) + launches_of(p) * device_.launch_us;
   return e;

@@ -33,7 +33,12 @@ struct DeviceModel {
   double l2_bandwidth_gbs = 7000;  // gathers that hit L2
   double l2_bytes = 50e6;
   double launch_us = 2.0;   // the duration of one extra small launch
-  double lane_rate = 0.02;  // nonzeros per ns one thread retires on a long row alone
+  // Nonzeros per ns one thread retires on a long row alone: a step of a row loop waits for the
+  // index, then the gather (two dependent loads). 0.0012 from a long row on one warp or group on
+  // an H200 (2026-11-28, R-MAT scale 21, longest row 36,502: SELL C=4 on 8 lanes 3,308 us,
+  // csr_adaptive on 32 lanes 1,008 us, csr_binned's warp class 1,217 us: 0.9-1.4 nonzeros per us
+  // a lane); it was 0.02, which put those designs at 140-230 us, among the screened.
+  double lane_rate = 0.0012;
 };
 
 struct CostEstimate {
