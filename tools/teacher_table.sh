@@ -145,8 +145,13 @@ run_job() {
   "$SPARSERL" "${cmd[@]}" >&2
 }
 
+# A failed job is logged and the others go on: the table is made of every completed run, and the
+# call fails at the end naming the failed jobs.
+FAILED=$OUT/failed-$PART.txt
+rm -f "$FAILED"
+try_job() { run_job "$1" || { log "${1%%:*}: FAILED"; echo "${1%%:*}" >>"$FAILED"; }; }
 if ((GPUS == 1 || ${#JOBS[@]} == 1)); then
-  for job in "${JOBS[@]}"; do run_job "$job"; done
+  for job in "${JOBS[@]}"; do try_job "$job"; done
 else
   mkdir -p "$OUT/lanes"
   pids=()
@@ -155,16 +160,13 @@ else
       export CUDA_VISIBLE_DEVICES=${DEVICES[g]}
       for ((i = g; i < ${#JOBS[@]}; i += GPUS)); do
         log "lane $g (GPU $CUDA_VISIBLE_DEVICES): ${JOBS[i]%%:*}"
-        run_job "${JOBS[i]}"
+        try_job "${JOBS[i]}"
       done
     ) 2>>"$OUT/lanes/lane-$g.log" &
     pids+=($!)
   done
-  failed=0
-  for g in "${!pids[@]}"; do
-    wait "${pids[g]}" || { failed=1; log "lane $g failed: $OUT/lanes/lane-$g.log"; tail -5 "$OUT/lanes/lane-$g.log" >&3; }
-  done
-  ((failed == 0)) || die "a lane failed (logs in $OUT/lanes)"
+  for pid in "${pids[@]}"; do wait "$pid"; done
 fi
 
-python3 "$ROOT/tools/teacher_table.py" "$OUT" --part "$PART"
+python3 "$ROOT/tools/teacher_table.py" "$OUT" --part "$PART" || [[ -s $FAILED ]]
+[[ ! -s $FAILED ]] || die "these jobs failed (their logs: $OUT/lanes/ or above): $(tr '\n' ' ' <"$FAILED")"

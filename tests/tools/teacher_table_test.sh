@@ -2,7 +2,7 @@
 # Issue 25's table driver on the CPU (tools/teacher_table.sh, tools/teacher_table.py;
 # docs/design-space.md): its jobs (table x family group) run in two lanes and come out as one table
 # per op, dtype and K, a second call runs nothing again, bad arguments are refused before anything
-# runs; and the table's figures - geomean, slowest matrix, the regular families' copy bandwidth,
+# runs, a failing job leaves the others' table and fails the call by name; and the table's figures - geomean, slowest matrix, the regular families' copy bandwidth,
 # the aims met or not, what limits each matrix - from hand-made results with known answers, an
 # interrupted run and the agents other than the template search left out. Skipped (77) without
 # ../shared's matrices.
@@ -55,6 +55,15 @@ grep -q "| suitesparse-v1/Newman/adjnoun | Newman | 850 | n/a |" "$md" || fail "
 run >"$WORK/second.md" 2>"$WORK/second.err" || fail "the second call failed"
 [[ $(grep -c "^sparserl bench" "$WORK/table/commands.log") == 4 ]] || fail "the second call benched again"
 [[ $(grep -c ": done (" "$WORK/second.err") == 4 ]] || fail "the second call: $(cat "$WORK/second.err")"
+
+# A job that fails (a family the split lacks) leaves the others' table, and the call fails naming it.
+set +e
+run --out "$WORK/failing" --group bogus:NoSuchFamily >"$WORK/failing.md" 2>"$WORK/failing.err"
+status=$?
+set -e
+[[ $status == 2 ]] || fail "a failing job: exit status $status"
+grep -q "these jobs failed .*: spmv-f32 bogus" "$WORK/failing.err" || fail "the failed job is not named: $(tail -3 "$WORK/failing.err")"
+grep -q "^## spmm-f64-k8$" "$WORK/failing/teacher-val.md" || fail "no table of the jobs that ran"
 
 # 3. The figures from known results: SpMV f32 (one failure, one matrix below 0.95x, a regular
 #    matrix under 85% of copy bandwidth; an interrupted run and a random agent's row ignored) and
