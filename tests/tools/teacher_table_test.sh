@@ -2,10 +2,10 @@
 # Issue 25's table driver on the CPU (tools/teacher_table.sh, tools/teacher_table.py;
 # docs/design-space.md): its jobs (table x family group) run in two lanes and come out as one table
 # per op, dtype and K, a second call runs nothing again, bad arguments are refused before anything
-# runs, a failing job leaves the others' table and fails the call by name; and the table's figures - geomean, slowest matrix, the regular families' copy bandwidth,
-# the aims met or not, what limits each matrix - from hand-made results with known answers, an
-# interrupted run and the agents other than the template search left out. Skipped (77) without
-# ../shared's matrices.
+# runs, a failing job leaves the others' table and fails the call by name; and the table's
+# figures - geomean, slowest matrix, the regular families' copy bandwidth, the aims met or not,
+# what limits each matrix - from hand-made results with known answers, an interrupted run and the
+# agents other than the template search left out. Skipped (77) without ../shared's matrices.
 # Usage: teacher_table_test.sh SPARSERL SOURCE_DIR SHARED_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
 T=$SRC/tools/teacher_table.sh
