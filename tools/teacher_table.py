@@ -7,8 +7,8 @@ OUT/commands.log), then per table (spmv-f32, spmm-f64-k32, ...) the geomean spee
 cuSPARSE's best path, the slowest matrix and the regular families' share of copy bandwidth, each
 against the issue's aims (SpMV: geomean >= 1.3x, no matrix below 0.95x, >= 85% of copy bandwidth
 on stencil, banded and block families; SpMM: geomean >= 1.5x), and a row per matrix with what
-limits it: the program's roofline fraction, cuSPARSE's winning path and that path's own fraction
-(the same bytes over its time), and the search's wall time. Without a GPU (tested = 0) every speed
+limits it: the winning design point, the program's roofline fraction, cuSPARSE's winning path
+and that path's own fraction (the same bytes over its time), and the search's wall time. Without a GPU (tested = 0) every speed
 figure is n/a and no aim is judged. Also OUT/teacher-PART.csv, one row per table and figure.
 Usage: tools/teacher_table.py OUT [--part val|test]
 """
@@ -71,6 +71,7 @@ def read_table(part_dir):
                     "cusparse_us": number(row, "cusparse_us", path) if tested else None,
                     "path": row.get("cusparse_path") or "n/a",
                     "search_s": number(row, "search_seconds", path),
+                    "design": row.get("design") or "n/a",
                 }
                 if m["fraction"] and m["candidate_us"] and m["cusparse_us"]:
                     m["cusparse_fraction"] = m["fraction"] * m["candidate_us"] / m["cusparse_us"]
@@ -151,12 +152,12 @@ def write(out_dir, part, tables, runs):
         for name, value, aim, met in summarize(table, rows):
             lines.append(f"| {name} | {value} | {aim} | {'' if met is None else ('yes' if met else 'no')} |")
             figures.append([table, name, value, aim, "" if met is None else int(met)])
-        lines += ["", "| matrix | family | nnz | speedup | roofline fraction | cuSPARSE path | its fraction"
-                  " | search s | what limits it |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += ["", "| matrix | family | nnz | speedup | design | roofline fraction | cuSPARSE path"
+                  " | its fraction | search s | what limits it |", "|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             search = "n/a" if r["search_s"] is None else f"{r['search_s']:.1f}"
             lines.append(f"| {r['matrix']} | {r['family']} | {r['nnz']} | {times(r['speedup'])} | "
-                         f"{pct(r['fraction'])} | {r['path']} | {pct(r['cusparse_fraction'])} | {search} | "
+                         f"{r['design']} | {pct(r['fraction'])} | {r['path']} | {pct(r['cusparse_fraction'])} | {search} | "
                          f"{limit(r, spmv)} |")
         lines.append("")
     (out_dir / f"teacher-{part}.md").write_text("\n".join(lines) + "\n")

@@ -9,7 +9,7 @@
 //   template          the template search's best program (bench.template_budget measurements;
 //                     with bench.template_measurements its learned cost model chooses them);
 //                     deterministic: one answer, no samples (pass@k = pass@1); its row carries
-//                     the search's wall time (search_seconds)
+//                     the search's wall time (search_seconds) and its answer's design point (design)
 //   random            bench.samples episodes of uniform tokens under the action mask; the answer
 //                     is the first, pass@k counts all k
 //   sft, reinforce,   a policy checkpoint (bench.<agent>_checkpoint, or a bench.policies entry):
@@ -378,6 +378,9 @@ class Bench {
     }
     MatrixResult row = answer_row(tasks_[i], nnz_[i], "template", eval, s_.gpu);
     row.search_seconds = result.wall_seconds;
+    if (const kernels::CandidateResult* best = result.best_candidate()) {
+      row.design = best->point.id();
+    }
     return row;
 #else
     (void)program;

@@ -85,7 +85,8 @@ const std::vector<std::string>& results_columns() {
       "candidate_us",    "cusparse_us",  "speedup",         "gflops",          "bandwidth_fraction",
       "tested",          "samples",      "samples_compiled", "samples_correct", "best_speedup",
       "program",         "regime",       "family",          "oracle_speedup",  "oracle_fraction",
-      "novel",           "corpus_distance", "cusparse_path",  "cusparse_paths",  "search_seconds"};
+      "novel",           "corpus_distance", "cusparse_path",  "cusparse_paths",  "search_seconds",
+      "design"};
   // clang-format on
   return columns;
 }
@@ -111,7 +112,7 @@ void write_results_csv(const std::filesystem::path& file, const std::vector<Matr
         << csv_number(r.oracle_speedup) << ',' << csv_number(r.oracle_fraction) << ','
         << (r.novel ? (*r.novel ? "1" : "0") : "") << ',' << csv_number(r.corpus_distance) << ','
         << csv_field(r.cusparse_path) << ',' << csv_field(r.cusparse_paths) << ','
-        << csv_number(r.search_seconds) << '\n';
+        << csv_number(r.search_seconds) << ',' << csv_field(r.design) << '\n';
   }
   try {
     write_file_atomically(file, out.str());
@@ -213,6 +214,7 @@ ResultsTable read_results_table(const std::filesystem::path& file) {
     if (const auto f = field("cusparse_path")) r.cusparse_path = *f;
     if (const auto f = field("cusparse_paths")) r.cusparse_paths = *f;
     r.search_seconds = number("search_seconds");
+    if (const auto f = field("design")) r.design = *f;
     rows.push_back(std::move(r));
     table.lines.push_back(record_line);
   }

@@ -78,6 +78,7 @@ TEST_CASE("the bench's template search uses a measurement store read-only and ti
   for (const ex::MatrixResult& row : rows) {
     CHECK(row.agent == "template");
     CHECK(row.search_seconds > 0);
+    CHECK_FALSE(row.design.empty());  // the search's answer (compile-only: the model's favourite)
   }
 }
 

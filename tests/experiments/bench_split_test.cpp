@@ -88,7 +88,7 @@ TEST_CASE("sparserl bench on a version-2 split: regimes, oracle and novelty colu
   CHECK(families == std::set<std::string>{"diagonal", "uniform", "Pajek", "Cat"});
   const std::string csv = sparserl::testing::read_bytes(run / "results.csv");
   CHECK_THAT(csv, has_substring(",regime,family,oracle_speedup,oracle_fraction,novel,"
-                                "corpus_distance,cusparse_path,cusparse_paths,search_seconds\n"));
+                                "corpus_distance,cusparse_path,cusparse_paths,search_seconds,design\n"));
 
   const std::string summary = sparserl::testing::read_bytes(run / "summary.csv");
   std::vector<std::string> lines;

@@ -51,10 +51,10 @@ TEST_CASE("results.csv round-trips", "[experiments][results]") {
         "matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_"
         "fraction,tested,samples,samples_compiled,samples_correct,best_speedup,program,regime,"
         "family,oracle_speedup,oracle_fraction,novel,corpus_distance,cusparse_path,cusparse_paths,"
-        "search_seconds");
+        "search_seconds,design");
   CHECK(first ==
         "suitesparse-v1/HB/west0067,294,template,1,1,2.0,4.0,2.0,0.294,0.5,1,0,0,0,2.5,3a07ff,"
-        ",,,,,,,,");
+        ",,,,,,,,,");
 
   const auto back = read_results_csv(file);
   REQUIRE(back.size() == 3);
@@ -230,6 +230,7 @@ TEST_CASE("the benchmark's columns: regime, family, oracle, novelty", "[experime
   rows[0].cusparse_path = "BSR_ALG1(4x4)";
   rows[0].cusparse_paths = "CSR_ALG1=5.5 BSR_ALG1(4x4)=4 SELL_ALG1=wrong";
   rows[0].search_seconds = 12.5;
+  rows[0].design = "csr_split lanes=1 split=2048";
   rows[1].oracle_speedup = 1.25;
   rows[1].oracle_fraction = 0;  // failed
   rows[1].corpus_distance = 0;
@@ -246,6 +247,8 @@ TEST_CASE("the benchmark's columns: regime, family, oracle, novelty", "[experime
   CHECK(back[0].cusparse_paths == "CSR_ALG1=5.5 BSR_ALG1(4x4)=4 SELL_ALG1=wrong");
   CHECK(back[0].search_seconds == 12.5);
   CHECK(std::isnan(back[1].search_seconds));  // not the template agent
+  CHECK(back[0].design == "csr_split lanes=1 split=2048");
+  CHECK(back[1].design.empty());
   CHECK(back[1].cusparse_path.empty());
   CHECK(back[1].regime.empty());
   CHECK(regime_name(back[1]) == "large");  // from its nonzeros

@@ -50,7 +50,7 @@ cmp -s "$md" "$WORK/first.md" || fail "the printed table is not teacher-val.md"
 grep -q "^## spmv-f32$" "$md" && grep -q "^## spmm-f64-k8$" "$md" || fail "a table is missing: $(grep '^## ' "$md")"
 grep -q "commit   .*" "$md" || fail "the table does not name its tree"
 grep -q "n/a (no GPU: only the compile stage ran)" "$md" || fail "no GPU, yet speed figures"
-grep -q "| suitesparse-v1/Newman/adjnoun | Newman | 850 | n/a |" "$md" || fail "no adjnoun row"
+grep -q "| suitesparse-v1/Newman/adjnoun | Newman | 850 | n/a | [a-z_]* .*|" "$md" || fail "no adjnoun row with its design: $(grep adjnoun "$md")"
 # A second call: every job done, nothing benched again.
 run >"$WORK/second.md" 2>"$WORK/second.err" || fail "the second call failed"
 [[ $(grep -c "^sparserl bench" "$WORK/table/commands.log") == 4 ]] || fail "the second call benched again"
@@ -68,7 +68,7 @@ grep -q "^## spmm-f64-k8$" "$WORK/failing/teacher-val.md" || fail "no table of t
 # 3. The figures from known results: SpMV f32 (one failure, one matrix below 0.95x, a regular
 #    matrix under 85% of copy bandwidth; an interrupted run and a random agent's row ignored) and
 #    SpMM f32 K = 32 (geomean sqrt(2.0 * 1.2) = 1.549x: met).
-header="matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,bandwidth_fraction,tested,family,cusparse_path,search_seconds"
+header="matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,bandwidth_fraction,tested,family,cusparse_path,search_seconds,design"
 mkrun() {  # DIR STATUS ROWS...
   local dir=$1 status=$2
   shift 2
@@ -82,7 +82,7 @@ mkrun "$K/val/spmv-f32/regular/b__0__1" completed \
   "gen-v1/banded,100,template,1,1,75,90,1.2,0.8,1,banded,CSR_ALG1,3.0" \
   "gen-v1/banded,100,random,1,0,,,,,1,banded,CSR_ALG1,"
 mkrun "$K/val/spmv-f32/irregular/b__0__2" completed \
-  "gen-v1/rmat,200,template,1,1,100,90,0.9,0.3,1,rmat,COO_ALG1,12.0" \
+  "gen-v1/rmat,200,template,1,1,100,90,0.9,0.3,1,rmat,COO_ALG1,12.0,coo_segmented items=1 block=128" \
   "gen-v1/lp,200,template,1,0,,,,,1,lp,CSR_ALG2,8.0"
 mkrun "$K/val/spmv-f32/irregular/b__0__1" interrupted "gen-v1/old,1,template,1,1,1,50,50,1,1,rmat,CSR_ALG2,1"
 mkrun "$K/val/spmm-f32-k32/all/b__0__1" completed \
@@ -103,9 +103,9 @@ expect "spmv-f32,search wall time per matrix,3.0-12.0 s,,"
 expect "spmm-f32-k32,geomean speedup over cuSPARSE's best path,1.549x,>= 1.5x,1"
 md=$K/teacher-val.md
 grep -q "gen-v1/old" "$md" && fail "the interrupted run was read"
-grep -qF "| gen-v1/rmat | rmat | 200 | 0.900x | 30% | COO_ALG1 | 33% | 12.0 | below 0.95x: cuSPARSE COO_ALG1 at 33% of copy bandwidth |" "$md" ||
+grep -qF "| gen-v1/rmat | rmat | 200 | 0.900x | coo_segmented items=1 block=128 | 30% | COO_ALG1 | 33% | 12.0 | below 0.95x: cuSPARSE COO_ALG1 at 33% of copy bandwidth |" "$md" ||
   fail "rmat's row: $(grep rmat "$md")"
-grep -qF "| gen-v1/banded | banded | 100 | 1.200x | 80% | CSR_ALG1 | 67% | 3.0 | regular at 80% of copy bandwidth |" "$md" ||
+grep -qF "| gen-v1/banded | banded | 100 | 1.200x | n/a | 80% | CSR_ALG1 | 67% | 3.0 | regular at 80% of copy bandwidth |" "$md" ||
   fail "banded's row: $(grep banded "$md")"
-grep -qF "| gen-v1/lp | lp | 200 | n/a | n/a | CSR_ALG2 | n/a | 8.0 | not correct |" "$md" || fail "lp's row: $(grep lp "$md")"
+grep -qF "| gen-v1/lp | lp | 200 | n/a | n/a | n/a | CSR_ALG2 | n/a | 8.0 | not correct |" "$md" || fail "lp's row: $(grep lp "$md")"
 echo "teacher_table: passed"

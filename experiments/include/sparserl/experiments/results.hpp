@@ -4,7 +4,7 @@
 //   matrix,nnz,agent,compiled,correct,candidate_us,cusparse_us,speedup,gflops,bandwidth_fraction,
 //     tested,samples,samples_compiled,samples_correct,best_speedup,program,regime,family,
 //     oracle_speedup,oracle_fraction,novel,corpus_distance,cusparse_path,cusparse_paths,
-//     search_seconds
+//     search_seconds,design
 //   suitesparse-v1/HB/west0067,294,template,1,1,2.91,3.40,1.168,0.202,0.012,1,0,0,0,1.168,3a07...,
 //     small,HB,1.168,1,0,0
 //
@@ -85,6 +85,9 @@ struct MatrixResult {
   std::string cusparse_paths;
   // The template search's wall time for the matrix (the template agent; NaN for the others).
   double search_seconds = std::numeric_limits<double>::quiet_NaN();
+  // The design point of the template search's answer ("csr_split lanes=1 split=2048"; the
+  // template agent; empty for the others).
+  std::string design;
 };
 
 // The row's regime: its tag, else the regime of its nonzeros.
