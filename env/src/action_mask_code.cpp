@@ -86,8 +86,10 @@ std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed
       // A cast's operand; after a group or a call an operand (no call of it); a statement after
       // a condition, a for statement's or a declarator's parameters.
       if (closed == kCastParen) return ctx_operand_due;
-      if (closed == kCallParen) return ctx_call_result;
-      if (closed == '(' || closed == kSizeofParen || closed == kDerefParen) {
+      // (sizeof's value takes no assignment, no ++ / --: NVRTC "expression must be a modifiable
+      // lvalue" of `sizeof(int)++`.)
+      if (closed == kCallParen || closed == kSizeofParen) return ctx_call_result;
+      if (closed == '(' || closed == kDerefParen) {
         return ctx_result;  // (`*reinterpret_cast<T*>(p) = ...`, `(p + i)[0]`)
       }
       return ctx_paren;
@@ -139,6 +141,7 @@ Ctx after_variable(const State& s, int local) {
 
 void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
+  const bool reference = s.reference;  // (the type's last `*` / `&` was `&`)
   const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
                        ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
   // Specifiers count within a run of them and type words; a `*` / `&` in a type starts the
@@ -198,6 +201,12 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
+      // A cast to a reference takes an lvalue: a variable or `(` (NVRTC: "expression must be an
+      // lvalue or xvalue" of `(double&)1`, `(int& volatile)N`); the completion path writes `(
+      // <num> 0 )` as after a unary `&` (statement_closers counts it inside the parenthesis).
+      if (k.cat == Cat::close_paren && taken.closing == kCastParen && reference) {
+        s.ctx = ctx_address;
+      }
       s.run = 0;
       return;
     case role_operand:
@@ -764,6 +773,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (pointer_cast_refused(s, k)) return false;
   if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
   if (one_value_comma(s, k)) return false;
+  if (rvalue_assignment(s, k)) return false;
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
@@ -880,6 +890,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (value_result_after(s)) {
     for (TokenId id : t.arrow_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (((s.rvalued >> s.depth) & 1u) != 0 && after_operand(s.ctx) && !on_line(s)) {
+    for (TokenId id : t.assign_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;

@@ -142,6 +142,12 @@ inline bool shared_refuses(const State& s, const TokenInfo& k) {
   return initializer && s.decl_shared && s.ctx == ctx_declared;
 }
 
+// In a cast's parenthesis after its type's `&` (and qualifiers): its operand will be an lvalue.
+inline bool in_cast_reference(const State& s) {
+  return s.reference && s.depth > 0 && innermost(s) == kCastParen &&
+         (s.ctx == ctx_ptr || s.ctx == ctx_qual);
+}
+
 // A `{` about to open that initializes one scalar: a functional cast's to an integer or floating
 // type word (`int{`, `value_t{`), a declared variable's of such a type or a pointer's (`int v{`,
 // `float* p{`). In it no `,` (State::single_braces; NVRTC: "too many initializer values" of

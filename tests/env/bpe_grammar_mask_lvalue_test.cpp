@@ -1,0 +1,55 @@
+// The grammar mask over BPE tokens refuses what NVRTC refuses of lvalues and of declarations that
+// would need an initializer, at the byte where it goes wrong, beside near forms it still takes: one
+// section per rule of branch grammar-compile-9 (docs/bpe.md, "The compile stage of random
+// programs"), aimed at the random-weight model's failures - an assignment to an operand that is no
+// lvalue, sizeof's value, a cast to a reference, a `__shared__` const or reference, a functional
+// cast's brace after a qualifier.
+#include <string>
+
+#include "bpe_grammar_mask_test_support.hpp"
+#include "catch.hpp"
+
+namespace {
+
+using namespace sparserl::testing::bpe_mask;
+
+}  // namespace
+
+TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of lvalues", "[env][bpe][mask]") {
+  SECTION("no assignment to an operand that a binary operator or a value's prefix made") {
+    // (NVRTC: "expression must be a modifiable lvalue" of `-i = 1`, `i + i = 1`, `(-cos(x)) = 1`,
+    // `(int)i = 1`, `sizeof(i) &= 1`.) Refused at the byte after `=`: `==` may still come.
+    CHECK(first_refused(kHead, "  int i = 0; -i = 1;") == 17);
+    CHECK(first_refused(kHead, "  int i = 0; !i = 1;") == 17);
+    CHECK(first_refused(kHead, "  int i = 0; i + i = 1;") == 20);
+    CHECK(first_refused(kHead, "  int i = 0; (i < i) = 1;") == 22);
+    CHECK(first_refused(kHead, "  int i = 0; (-i) = 1;") == 19);
+    CHECK(first_refused(kHead, "  int i = 0; (-cos(1.0)) = 1;") == 26);
+    CHECK(first_refused(kHead, "  int i = 0; (int)i = 1;") == 21);
+    CHECK(first_refused(kHead, "  int i = 0; sizeof(i) &= 1;") == 24);
+    CHECK(first_refused(kHead, "  int i = 0; i = sizeof i = 1;") == 27);
+    // An lvalue's: a variable, an element, `*` or ++ / -- first (`*-p`,
+    // `*reinterpret_cast<int*>(p)` stay lvalues), an assignment's or a comma's right side, a
+    // reference cast, a group of these.
+    CHECK(first_refused(kHead,
+                        "  int i = 0; i = -i; i = i + 1 - -i; ++i = 1; *y = -*y; y[0] += 1;\n"
+                        "  *reinterpret_cast<int*>(y) = 1; (i) = 1; (i, i) = 2; (i = 1 + 2) = 3;\n"
+                        "  (i ? i : i) = 1; i = i = i + 1; (int&)i = 1; i > 0 ? i = 1 : i = 2;\n"
+                        "  -i++;\n") == -1);
+  }
+  SECTION("sizeof's value takes no ++ / --") {
+    // (NVRTC: "expression must be a modifiable lvalue" of `sizeof(int)++`.)
+    CHECK(first_refused(kHead, "  int i = 0; i = sizeof(int)++;") == 29);
+    CHECK(first_refused(kHead, "  int i = 0; i = sizeof(i)--;") == 27);
+    CHECK(first_refused(kHead, "  int i = 0; i = sizeof(i) + 1 - sizeof(int) * sizeof i;\n") == -1);
+  }
+  SECTION("a cast to a reference takes a variable or a group") {
+    // (NVRTC: "expression must be an lvalue or xvalue" of `(int&)1`, `(int& volatile)M`.)
+    CHECK(first_refused(kHead, "  int i = 0; i = (int&)1;") == 23);
+    CHECK(first_refused(kHead, "  int i = 0; i = (int&)M;") == 23);
+    CHECK(first_refused(kHead, "  int i = 0; i = (int& volatile)M;") == 32);
+    CHECK(first_refused(kHead,
+                        "  int i = 0; i = (int&)i + (int&)(i) + (int&)row_ptr[0] + (const int&)i;\n"
+                        "  i = (int)M + sizeof(int&);\n") == -1);
+  }
+}
