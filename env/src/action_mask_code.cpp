@@ -292,6 +292,7 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // `expected a ")"`, "explicit type is missing").
   const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
+  if (shared_const_unnamed(s) && !is_macro(s, k.local)) return false;
   // No variable of type void in a function (NVRTC: "incomplete type is not allowed" of `void v;`);
   // a device function's result may be void (at file scope).
   const bool run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
@@ -469,6 +470,12 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
   }
   if ((checks & kCheckOpen) != 0 && !on_line(s)) {
     if (k.cat == Cat::open_brace && opens_block(s) && !at_statement(s)) return false;
+    // A functional cast's `{` after a type with a specifier or qualifier is no expression, nor
+    // void's (NVRTC: "expected an identifier" of `const long {`, `int const {`; "list-
+    // initialization of an object type \"void\" is not allowed" of `void {`).
+    if (k.cat == Cat::open_brace && s.ctx == ctx_type && (s.specifiers != 0 || s.void_type)) {
+      return false;
+    }
     // `int f(` in a function declares a host function (NVRTC refuses it).
     if (k.cat == Cat::open_paren && s.ctx == ctx_declared && in_function(s) &&
         s.decl == Decl::none) {

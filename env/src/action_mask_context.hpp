@@ -136,6 +136,9 @@ constexpr int kBoundNumber = 2;
 inline bool shared_refuses(const State& s, const TokenInfo& k) {
   if (!in_function(s)) return false;
   if (k.shared) return (s.decl_const || s.decl_constructed) && !s.decl_extern;
+  // (A `__shared__` reference: `__shared__ int& r`.)
+  const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+  if (k.role == role_ptr && k.cat != Cat::star && typed) return s.decl_shared && !s.decl_extern;
   if (k.constructed && k.role == role_type) return s.decl_shared && !s.decl_extern;
   const bool initializer =
       k.cat == Cat::open_brace || (k.assigns && ((k.follows >> ctx_declared) & 1u) != 0);
@@ -146,6 +149,16 @@ inline bool shared_refuses(const State& s, const TokenInfo& k) {
 inline bool in_cast_reference(const State& s) {
   return s.reference && s.depth > 0 && innermost(s) == kCastParen &&
          (s.ctx == ctx_ptr || s.ctx == ctx_qual);
+}
+
+// Where a block's declaration is `__shared__` and const, no `*` after its type: no name, which
+// would need an initializer that `__shared__` refuses (NVRTC: "const variable \"v\" requires an
+// initializer" of `__shared__ const int v;`; a `__shared__` reference, `__shared__ int& r`, is
+// refused at its `&` by shared_refuses). `extern __shared__` is left alone; `__shared__ const
+// value_t* p` is taken. No name is due there (unnamed_declarator leaves const declarations alone).
+inline bool shared_const_unnamed(const State& s) {
+  return s.decl_shared && s.decl_const && !s.decl_extern && in_function(s) && !on_line(s) &&
+         (s.ctx == ctx_type || s.ctx == ctx_qual);
 }
 
 // A `{` about to open that initializes one scalar: a functional cast's to an integer or floating

@@ -53,3 +53,28 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of lvalues", "[env][b
                         "  i = (int)M + sizeof(int&);\n") == -1);
   }
 }
+
+TEST_CASE("the BPE grammar mask refuses declarations that would need an initializer",
+          "[env][bpe][mask]") {
+  SECTION("a __shared__ const takes no name, a __shared__ variable no `&`") {
+    // (NVRTC: "const variable \"v\" requires an initializer" of `__shared__ const int v;`; a
+    // `__shared__` variable takes none. A reference needs one too: `__shared__ int& r`.)
+    CHECK(first_refused(kHead, "  __shared__ const int v;") == 24);  // `v` may start value_t
+    CHECK(first_refused(kHead, "  __shared__ const int w[4];") == 23);
+    CHECK(first_refused(kHead, "  __shared__ int& r = M;") == 16);
+    CHECK(first_refused(kHead, "  int __shared__ const& r;") == 22);
+    CHECK(first_refused(kHead,
+                        "  __shared__ int a, b[4];\n  __shared__ const value_t* p;\n"
+                        "  extern __shared__ const int s[];\n  const int c = 1;\n"
+                        "  int& r = a;\n") == -1);
+  }
+  SECTION("no functional cast's brace after a specifier or qualifier, nor void's") {
+    // (NVRTC: "expected an identifier" of `const long {`, `int const {`, `__shared__ long {`;
+    // "list-initialization of an object type \"void\" is not allowed" of `void {`.)
+    CHECK(first_refused(kHead, "  const long {") == 13);
+    CHECK(first_refused(kHead, "  int const {") == 12);
+    CHECK(first_refused(kHead, "  __shared__ long {") == 18);
+    CHECK(first_refused(kHead, "  void {") == 7);
+    CHECK(first_refused(kHead, "  long{1};\n  const int c = long{1} + int{2};\n") == -1);
+  }
+}
