@@ -210,8 +210,11 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       s.run = 0;
       return;
     case role_operand:
-      // `]` of an element, a member of a variable (a value of threadIdx & co), a value.
-      s.ctx = k.cat == Cat::close_bracket
+      // `]` of an element, a member of a variable (a value of threadIdx & co), a value; `]` of a
+      // declarator's bound: the declarator goes on (NVRTC: "const variable requires an
+      // initializer" of `const long i[N] --;`, `expected a ";"` of `int a[4] + 1;`).
+      s.ctx = k.cat == Cat::close_bracket && ((s.bounds >> s.depth) & 1u) != 0 ? ctx_declared
+              : k.cat == Cat::close_bracket
                   ? (taken.closing == kConstSubscript ? ctx_const_element : ctx_element)
               : k.cat == Cat::member && s.ctx != ctx_member_dot ? ctx_operand
                                                                  : ctx_value;
@@ -283,6 +286,13 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
     return k.local < s.locals_used && (s.line_ctx != line_if_divisor || is_macro(s, k.local));
   }
   if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+  // No launched kernel's name in a function's code (its declaration is the declaration rules'):
+  // a function is no operand (NVRTC: "operand types are incompatible" of `&spmv >= true`,
+  // "expression must have class type" of `spmv.z`).
+  if (k.local < kMaxKernelLocal && ((s.launched >> k.local) & 1u) != 0 && s.top == Top::body &&
+      s.decl == Decl::none) {
+    return false;
+  }
   // After a unary `*` a pointer (or an array).
   if (s.ctx == ctx_deref && (k.local == s.locals_used || !local_bit(s.pointers, k.local))) {
     return false;

@@ -198,7 +198,9 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   o.in_bound = in_array_bound(s);
   // (Right after the operator, the call's `(` or a sign, not inside a group: `i % ((int*)p)[0]` is
   // an integer.)
-  o.value_open = k.cat == Cat::open_paren && (s.integral_due || s.floating_due) &&
+  // (Or where a value is due, after * / a comparison ...: NVRTC "expression must have arithmetic
+  // or unscoped enum type" of `i * (char**)p`.)
+  o.value_open = k.cat == Cat::open_paren && (s.integral_due || s.floating_due || s.value_due) &&
                  s.ctx == ctx_operand_due && !on_line(s);
   o.variable = k.cat == Cat::local && !declares && !macro;
   // A group whose value is no lvalue: its last operand a value (a number, a constant, threadIdx.x,

@@ -78,3 +78,34 @@ TEST_CASE("the BPE grammar mask refuses declarations that would need an initiali
     CHECK(first_refused(kHead, "  long{1};\n  const int c = long{1} + int{2};\n") == -1);
   }
 }
+
+TEST_CASE("the BPE grammar mask refuses a declared array's operators, a kernel's name, a pointer "
+          "cast where a value is due",
+          "[env][bpe][mask]") {
+  SECTION("after a declarator's bound the declarator goes on") {
+    // (NVRTC: "const variable \"i\" requires an initializer" of `const long i[N] --;`, `expected
+    // a ";"` of `int a[4] + 1;`.)
+    CHECK(first_refused(kHead, "  const long i[N] --;") == 18);
+    CHECK(first_refused(kHead, "  int a[4] + 1;") == 11);
+    CHECK(first_refused(kHead, "  __shared__ float s[4] = {};") == 24);
+    CHECK(first_refused(kHead,
+                        "  int a[4], b[2][M], c;\n  __shared__ float s[32][33];\n"
+                        "  a[0] = b[1][0] + 1;\n  a[1]++;\n  s[0][1] = 2;\n") == -1);
+  }
+  SECTION("no launched kernel's name in a function's code") {
+    // (NVRTC: "operand types are incompatible" of `&spmv >= true`, "expression must have class
+    // type" of `spmv.z`: a function is no operand.)
+    // (Refused where no other name goes on: `s` after `&`, `sp` at a statement - sqrt, sizeof.)
+    CHECK(first_refused(kHead, "  int i = &spmv >= 1;") == 12);
+    CHECK(first_refused(kHead, "  spmv.z;") == 3);
+    CHECK(first_refused(kHead, "  int spmv2 = 1;\n  spmv2++;\n") == -1);  // another name
+  }
+  SECTION("no cast to a pointer right where a value is due") {
+    // (NVRTC: "expression must have arithmetic or unscoped enum type" of `i * (char**)p`.)
+    CHECK(first_refused(kHead, "  int i = 2 * (char**)y;") == 19);
+    CHECK(first_refused(kHead, "  bool b = 1 < (int*)y;") == 19);
+    CHECK(first_refused(kHead,
+                        "  int i = 2 * (int)M + 2 * ((int*)y)[0] + (int)(2 < (long)M);\n"
+                        "  int* p = (int*)y;\n") == -1);
+  }
+}
