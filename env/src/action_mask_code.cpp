@@ -302,7 +302,7 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // `expected a ")"`, "explicit type is missing").
   const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
-  if (shared_const_unnamed(s) && !is_macro(s, k.local)) return false;
+  if ((shared_const_unnamed(s) || untyped_qualifiers(s)) && !is_macro(s, k.local)) return false;
   // No variable of type void in a function (NVRTC: "incomplete type is not allowed" of `void v;`);
   // a device function's result may be void (at file scope).
   const bool run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
@@ -379,6 +379,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   }
   const std::uint8_t open = innermost(s);
   if ((k.cat == Cat::semi || k.cat == Cat::comma) && const_uninitialized(s)) return false;
+  if ((k.cat == Cat::semi || k.cat == Cat::comma) && untyped_qualifiers(s)) return false;
   // No bracket open before the innermost #if closes inside its group.
   const bool pops = k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
                     k.cat == Cat::close_brace || k.ternary == 2 ||

@@ -99,6 +99,7 @@ int code_completion(const Tables& t, const State& s) {
   }
   m += s.depth + due_tokens(s.ctx) + statement_closers(s);
   if (const_uninitialized(s)) m += kConstInitializer;  // = <num> 0
+  if (untyped_qualifiers(s)) m += kQualifiedType;      // int
   if (bound_due(s)) m += kBoundNumber;                 // <num> 1
   if (unnamed_declarator(t, s)) m += 1;                // the name
   if (reinterpret_to_value(s)) m += 1;                 // `*` before the angle's `>`

@@ -115,6 +115,18 @@ inline bool const_uninitialized(const State& s) {
 }
 constexpr int kConstInitializer = 3;
 
+// After a block's qualifiers with no type yet (`__shared__`, `extern __shared__`, `const
+// volatile`): a type word (or a macro, or more qualifiers) comes before the name, `;` or `,`
+// (NVRTC: "attribute \"__shared__\" does not apply here" of `__shared__;`, "a storage class may
+// not be specified here" of `extern __shared__;`, "explicit type is missing" of `const v = 1;`).
+// The completion path writes `int` (kQualifiedType tokens; after `extern` too, where it writes
+// `__shared__` first); counted through a preprocessor line.
+inline bool untyped_qualifiers(const State& s) {
+  return (s.ctx == ctx_qual || s.ctx == ctx_extern) && s.run == 0 && s.top == Top::body &&
+         s.decl == Decl::none && (innermost(s) == '{' || innermost(s) == kForParen);
+}
+constexpr int kQualifiedType = 1;
+
 // Right after a declarator's `[` in a block or a for statement's first clause (State::bound_opened),
 // the declaration not extern: its bound, no `]` (NVRTC: "incomplete type \"int []\" is not
 // allowed" of `int a[];`, `bool b[] ++;`). A local array takes no initializer in the grammar

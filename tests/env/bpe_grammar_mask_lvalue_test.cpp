@@ -68,6 +68,18 @@ TEST_CASE("the BPE grammar mask refuses declarations that would need an initiali
                         "  extern __shared__ const int s[];\n  const int c = 1;\n"
                         "  int& r = a;\n") == -1);
   }
+  SECTION("a block's qualifiers take a type before the name, `;` or `,`") {
+    // (NVRTC: "attribute \"__shared__\" does not apply here" of `__shared__;`, "a storage class
+    // may not be specified here" of `extern __shared__;`, "explicit type is missing" of `const
+    // v = 1;`.)
+    CHECK(first_refused(kHead, "  __shared__;") == 12);
+    CHECK(first_refused(kHead, "  extern __shared__;") == 19);
+    CHECK(first_refused(kHead, "  const volatile v = 1;") == 18);  // `v`: value_t
+    CHECK(first_refused(kHead, "  for (const;;) {}") == 12);
+    CHECK(first_refused(kHead,
+                        "  __shared__ int a;\n  extern __shared__ float s[];\n"
+                        "  const volatile int v = 1;\n  for (const int i = 0;;) {}\n") == -1);
+  }
   SECTION("no functional cast's brace after a specifier or qualifier, nor void's") {
     // (NVRTC: "expected an identifier" of `const long {`, `int const {`, `__shared__ long {`;
     // "list-initialization of an object type \"void\" is not allowed" of `void {`.)
