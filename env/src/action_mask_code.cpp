@@ -792,6 +792,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
   if (one_value_comma(s, k)) return false;
   if (rvalue_assignment(s, k)) return false;
+  if (k.cat == Cat::access && s.no_member && !on_line(s)) return false;
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
@@ -911,6 +912,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (((s.rvalued >> s.depth) & 1u) != 0 && after_operand(s.ctx) && !on_line(s)) {
     for (TokenId id : t.assign_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (s.no_member && !on_line(s)) {
+    for (TokenId id : t.access_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;

@@ -680,6 +680,10 @@ struct ActionMask::State {
   // The declaration under way has had `__shared__`, a type word with a constructor (dim3).
   bool decl_shared = false;
   bool decl_constructed = false;
+  // The operand just read is a scalar: an integer or floating variable, what a unary `*` of a
+  // pointer names (`*p.x` is `*(p.x)`), a floating pointer's element. No `.` or `->` after it
+  // (NVRTC: "expression must have class type" of `i.x`, "pointer-to-class type" of `x->y`).
+  bool no_member = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -845,6 +849,7 @@ struct ActionMask::Tables {
   std::vector<TokenId> type_ids;            // role_type, role_qual
   std::vector<TokenId> arrow_ids;           // `->`
   std::vector<TokenId> assign_ids;          // TokenInfo::assigns, an operator
+  std::vector<TokenId> access_ids;          // `.`, `->`
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -285,6 +285,13 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
   }
   s.operand_kind = kind;
+  if (o.variable) {
+    const std::uint8_t type = local_type(s, k.local);
+    s.no_member = type == type_integral || type == type_floating ||
+                  (o.deref && local_bit(s.pointers, k.local));
+  } else {
+    s.no_member = k.cat == Cat::close_bracket && kind == operand_floating;
+  }
   s.value_result =
       (k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0) || o.value_group;
   s.value_calls &= level - 1u;

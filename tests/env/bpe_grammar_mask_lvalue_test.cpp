@@ -91,9 +91,10 @@ TEST_CASE("the BPE grammar mask refuses declarations that would need an initiali
   }
 }
 
-TEST_CASE("the BPE grammar mask refuses a declared array's operators, a kernel's name, a pointer "
-          "cast where a value is due",
-          "[env][bpe][mask]") {
+TEST_CASE(
+    "the BPE grammar mask refuses a declared array's operators, a kernel's name, a pointer "
+    "cast where a value is due",
+    "[env][bpe][mask]") {
   SECTION("after a declarator's bound the declarator goes on") {
     // (NVRTC: "const variable \"i\" requires an initializer" of `const long i[N] --;`, `expected
     // a ";"` of `int a[4] + 1;`.)
@@ -111,6 +112,18 @@ TEST_CASE("the BPE grammar mask refuses a declared array's operators, a kernel's
     CHECK(first_refused(kHead, "  int i = &spmv >= 1;") == 12);
     CHECK(first_refused(kHead, "  spmv.z;") == 3);
     CHECK(first_refused(kHead, "  int spmv2 = 1;\n  spmv2++;\n") == -1);  // another name
+  }
+  SECTION("no `.` or `->` after a scalar") {
+    // (NVRTC: "expression must have class type" of `i.x`, `s.w` with s an unsigned, `*p.x`;
+    // "expression must have pointer-to-class type" of `x->x` with x a `const value_t*`.)
+    CHECK(first_refused(kHead, "  int i = 0; int j = i.x;") == 22);
+    CHECK(first_refused(kHead, "  volatile unsigned s; int j = s.w;") == 32);
+    CHECK(first_refused(kHead, "  int j = x->x;") == 12);  // `x-` a subtraction
+    CHECK(first_refused(kHead, "  float4* p; int j = *p.x;") == 23);
+    CHECK(first_refused(kHead, "  int j = x[0].x;") == 14);
+    CHECK(first_refused(
+              kHead,
+              "  float4 f; float4* p; f.x = 1; p->y = 2; p[0].z = p[1].w + threadIdx.x;\n") == -1);
   }
   SECTION("no cast to a pointer right where a value is due") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `i * (char**)p`.)
