@@ -211,8 +211,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       return;
     case role_operand:
       // `]` of an element, a member of a variable (a value of threadIdx & co), a value; `]` of a
-      // declarator's bound: the declarator goes on (NVRTC: "const variable requires an
-      // initializer" of `const long i[N] --;`, `expected a ";"` of `int a[4] + 1;`).
+      // declarator's bound: the declarator goes on (NVRTC: "expression must be a modifiable
+      // lvalue" of `long i[N] --;`, `expected a ";"` of `int a[4] + 1;`).
       s.ctx = k.cat == Cat::close_bracket && ((s.bounds >> s.depth) & 1u) != 0 ? ctx_declared
               : k.cat == Cat::close_bracket
                   ? (taken.closing == kConstSubscript ? ctx_const_element : ctx_element)
@@ -487,6 +487,9 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
     if (k.cat == Cat::open_brace && s.ctx == ctx_type && (s.specifiers != 0 || s.void_type)) {
       return false;
     }
+    // No const local array: it would need an initializer, which no local array takes here (NVRTC:
+    // "const variable \"i\" requires an initializer" of `const long i[N];`).
+    if (k.cat == Cat::open_bracket && const_uninitialized(s)) return false;
     // `int f(` in a function declares a host function (NVRTC refuses it).
     if (k.cat == Cat::open_paren && s.ctx == ctx_declared && in_function(s) &&
         s.decl == Decl::none) {
@@ -731,6 +734,11 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
 
 // After a type's `&` no `*` or `&` (no pointer or reference to a reference).
 bool reference_ends(const State& s) { return s.reference && s.ctx == ctx_ptr && !on_line(s); }
+// Right after void, no `&` (NVRTC: "reference to void is not allowed" of `void &r {}`).
+bool void_reference(const State& s, const TokenInfo& k) {
+  return k.role == role_ptr && k.cat != Cat::star && s.ctx == ctx_type && s.void_type &&
+         !on_line(s);
+}
 
 // After a void function's `return`: `;` (or a preprocessor line).
 bool void_return_refuses(const State& s, const TokenInfo& k) {
@@ -779,7 +787,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.jump && !in_loop(s)) return false;
   if (k.is_else && !s.else_ok) return false;
   if (!on_line(s) && !floating_allowed(s, k)) return false;
-  if (k.role == role_ptr && reference_ends(s)) return false;
+  if (k.role == role_ptr && (reference_ends(s) || void_reference(s, k))) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
@@ -880,7 +888,8 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   for (TokenId id : t.pointer_ids) {
-    if (pointer_cast_refused(s, t.info[static_cast<std::size_t>(id)])) {
+    const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
+    if (pointer_cast_refused(s, k) || void_reference(s, k)) {
       mask[static_cast<std::size_t>(id)] = 0;
     }
   }

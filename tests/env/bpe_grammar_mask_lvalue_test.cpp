@@ -80,6 +80,15 @@ TEST_CASE("the BPE grammar mask refuses declarations that would need an initiali
                         "  __shared__ int a;\n  extern __shared__ float s[];\n"
                         "  const volatile int v = 1;\n  for (const int i = 0;;) {}\n") == -1);
   }
+  SECTION("no const local array, no reference to void") {
+    // (NVRTC: "const variable \"i\" requires an initializer" of `const long i[N];` - no local
+    // array takes an initializer here; "reference to void is not allowed" of `void &r {}`.)
+    CHECK(first_refused(kHead, "  const long i[N];") == 14);
+    CHECK(first_refused(kHead, "  void &r {};") == 7);
+    CHECK(first_refused(kHead,
+                        "  const int* p[4];\n  int* const q = 0;\n  long a[N];\n  void* v = 0;\n"
+                        "  const long c = 1;\n") == -1);
+  }
   SECTION("no functional cast's brace after a specifier or qualifier, nor void's") {
     // (NVRTC: "expected an identifier" of `const long {`, `int const {`, `__shared__ long {`;
     // "list-initialization of an object type \"void\" is not allowed" of `void {`.)
@@ -96,9 +105,9 @@ TEST_CASE(
     "cast where a value is due",
     "[env][bpe][mask]") {
   SECTION("after a declarator's bound the declarator goes on") {
-    // (NVRTC: "const variable \"i\" requires an initializer" of `const long i[N] --;`, `expected
-    // a ";"` of `int a[4] + 1;`.)
-    CHECK(first_refused(kHead, "  const long i[N] --;") == 18);
+    // (NVRTC: "expression must be a modifiable lvalue" of `long i[N] --;`, `expected a ";"` of
+    // `int a[4] + 1;`.)
+    CHECK(first_refused(kHead, "  long i[N] --;") == 12);
     CHECK(first_refused(kHead, "  int a[4] + 1;") == 11);
     CHECK(first_refused(kHead, "  __shared__ float s[4] = {};") == 24);
     CHECK(first_refused(kHead,
