@@ -801,6 +801,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (one_value_comma(s, k)) return false;
   if (rvalue_assignment(s, k)) return false;
   if (k.cat == Cat::access && s.no_member && !on_line(s)) return false;
+  if (lvalue_group_refuses(s, k)) return false;
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
@@ -835,6 +836,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
+  const bool lvalue_open = s.pp == Pp::none && k.cat == Cat::open_paren && s.ctx == ctx_address;
   const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
     set_local_bit(s.pointers, s.last_declared, true);  // an array
@@ -863,6 +865,8 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
       s.single_braces |= level >> 1u;
     }
     s.bound_opened = bound_open;
+    s.lvalue_groups &= level - 1u;
+    if (lvalue_open) s.lvalue_groups |= level >> 1u;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
@@ -924,6 +928,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (s.no_member && !on_line(s)) {
     for (TokenId id : t.access_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (s.lvalue_groups != 0 && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && lvalue_group_refuses(s, t.info[i])) mask[i] = 0;
+    }
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;

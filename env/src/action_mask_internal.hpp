@@ -656,6 +656,9 @@ struct ActionMask::State {
   // it is refused, and a group's `)` of it takes none (NVRTC: "expression must be a modifiable
   // lvalue" of `-i = 1`, `i + j = 2`, `sizeof(x) &= 1`, `(-i) = 1`).
   std::uint64_t rvalued = 0, lvalue_led = 0;
+  // Per code stack index, a group whose value must be an lvalue: after a unary `&`, a prefix ++ /
+  // --, a reference cast (see lvalue_group_refuses).
+  std::uint64_t lvalue_groups = 0;
   // Per code stack index, a parenthesis opened right where an integer operand or a floating
   // overload's first argument was due (`i % (`, `sqrt(-(`): a cast there is to no pointer (NVRTC:
   // "integral or unscoped enum type" of `i % (int*)p`, "no instance of overloaded function" of
@@ -820,6 +823,7 @@ bool reinterpret_to_value(const State& s);
 bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);
 bool rvalue_assignment(const State& s, const TokenInfo& k);
+bool lvalue_group_refuses(const State& s, const TokenInfo& k);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
 bool known_local_allowed(const State& s, int local);

@@ -37,6 +37,18 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of lvalues", "[env][b
                         "  (i ? i : i) = 1; i = i = i + 1; (int&)i = 1; i > 0 ? i = 1 : i = 2;\n"
                         "  -i++;\n") == -1);
   }
+  SECTION("a group after `&`, a prefix ++ / -- or a reference cast holds an lvalue") {
+    // (NVRTC: "expression must be a modifiable lvalue" of `--(blockIdx.x)`, "bool type is not
+    // allowed" of `--(N > i)`, "lvalue or a function designator" of `&(blockDim.x)`.)
+    CHECK(first_refused(kHead, "  --(blockIdx.x);") == 5);
+    CHECK(first_refused(kHead, "  int i = 0; --(N > i);") == 16);
+    CHECK(first_refused(kHead, "  int* p = &(blockDim.x);") == 13);
+    CHECK(first_refused(kHead, "  int i = 0; ++(i + 1);") == 19);  // `+` may be `++`
+    CHECK(first_refused(kHead, "  int i = 0; i = (int&)(-i);") == 25);  // `-` may be `--`
+    CHECK(first_refused(kHead,
+                        "  int i = 0; ++(i); --(*y); int* p = &(i); ++(i = 2); &((i));\n"
+                        "  ++(y[0]); (int&)(i) = 1; ++(++i); --(0);\n") == -1);
+  }
   SECTION("sizeof's value takes no ++ / --") {
     // (NVRTC: "expression must be a modifiable lvalue" of `sizeof(int)++`.)
     CHECK(first_refused(kHead, "  int i = 0; i = sizeof(int)++;") == 29);
