@@ -391,6 +391,9 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   // A call's arguments: no `,` past its last, no `)` before it.
   const std::uint8_t args = s.depth > 0 ? s.args[s.depth - 1u] : 0;
   if (k.cat == Cat::comma && open == kCallParen && call_room(args) == 0) return false;
+  // An array's bound is a constant expression, no comma expression (NVRTC: `expected a "]"` of
+  // `short a[N, M]`).
+  if (k.cat == Cat::comma && open == '[' && ((s.bounds >> (s.depth - 1u)) & 1u) != 0) return false;
   if (k.cat == Cat::close_paren && open == kCallParen && call_need(args) != 0) return false;
   // Where no operand, type or declarator ends (after a qualifier, `(`, ...) `,` only as the
   // completion path writes it, before a builtin's last argument (`max(v const`: `, <num> 0)`).
