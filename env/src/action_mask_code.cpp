@@ -86,8 +86,10 @@ std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed
       // A cast's operand; after a group or a call an operand (no call of it); a statement after
       // a condition, a for statement's or a declarator's parameters.
       if (closed == kCastParen) return ctx_operand_due;
-      if (closed == kCallParen) return ctx_call_result;
-      if (closed == '(' || closed == kSizeofParen || closed == kDerefParen) {
+      // (sizeof's value takes no assignment, no ++ / --: NVRTC "expression must be a modifiable
+      // lvalue" of `sizeof(int)++`.)
+      if (closed == kCallParen || closed == kSizeofParen) return ctx_call_result;
+      if (closed == '(' || closed == kDerefParen) {
         return ctx_result;  // (`*reinterpret_cast<T*>(p) = ...`, `(p + i)[0]`)
       }
       return ctx_paren;
@@ -139,6 +141,7 @@ Ctx after_variable(const State& s, int local) {
 
 void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
+  const bool reference = s.reference;  // (the type's last `*` / `&` was `&`)
   const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
                        ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
   // Specifiers count within a run of them and type words; a `*` / `&` in a type starts the
@@ -198,11 +201,20 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
+      // A cast to a reference takes an lvalue: a variable or `(` (NVRTC: "expression must be an
+      // lvalue or xvalue" of `(double&)1`, `(int& volatile)N`); the completion path writes `(
+      // <num> 0 )` as after a unary `&` (statement_closers counts it inside the parenthesis).
+      if (k.cat == Cat::close_paren && taken.closing == kCastParen && reference) {
+        s.ctx = ctx_address;
+      }
       s.run = 0;
       return;
     case role_operand:
-      // `]` of an element, a member of a variable (a value of threadIdx & co), a value.
-      s.ctx = k.cat == Cat::close_bracket
+      // `]` of an element, a member of a variable (a value of threadIdx & co), a value; `]` of a
+      // declarator's bound: the declarator goes on (NVRTC: "expression must be a modifiable
+      // lvalue" of `long i[N] --;`, `expected a ";"` of `int a[4] + 1;`).
+      s.ctx = k.cat == Cat::close_bracket && ((s.bounds >> s.depth) & 1u) != 0 ? ctx_declared
+              : k.cat == Cat::close_bracket
                   ? (taken.closing == kConstSubscript ? ctx_const_element : ctx_element)
               : k.cat == Cat::member && s.ctx != ctx_member_dot ? ctx_operand
                                                                  : ctx_value;
@@ -274,6 +286,13 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
     return k.local < s.locals_used && (s.line_ctx != line_if_divisor || is_macro(s, k.local));
   }
   if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+  // No launched kernel's name in a function's code (its declaration is the declaration rules'):
+  // a function is no operand (NVRTC: "operand types are incompatible" of `&spmv >= true`,
+  // "expression must have class type" of `spmv.z`).
+  if (k.local < kMaxKernelLocal && ((s.launched >> k.local) & 1u) != 0 && s.top == Top::body &&
+      s.decl == Decl::none) {
+    return false;
+  }
   // After a unary `*` a pointer (or an array).
   if (s.ctx == ctx_deref && (k.local == s.locals_used || !local_bit(s.pointers, k.local))) {
     return false;
@@ -283,6 +302,7 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   // `expected a ")"`, "explicit type is missing").
   const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || s.ctx == ctx_qual;
   if (typed && !is_macro(s, k.local) && !new_local_allowed(s)) return false;
+  if ((shared_const_unnamed(s) || untyped_qualifiers(s)) && !is_macro(s, k.local)) return false;
   // No variable of type void in a function (NVRTC: "incomplete type is not allowed" of `void v;`);
   // a device function's result may be void (at file scope).
   const bool run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
@@ -359,6 +379,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   }
   const std::uint8_t open = innermost(s);
   if ((k.cat == Cat::semi || k.cat == Cat::comma) && const_uninitialized(s)) return false;
+  if ((k.cat == Cat::semi || k.cat == Cat::comma) && untyped_qualifiers(s)) return false;
   // No bracket open before the innermost #if closes inside its group.
   const bool pops = k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
                     k.cat == Cat::close_brace || k.ternary == 2 ||
@@ -370,6 +391,9 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   // A call's arguments: no `,` past its last, no `)` before it.
   const std::uint8_t args = s.depth > 0 ? s.args[s.depth - 1u] : 0;
   if (k.cat == Cat::comma && open == kCallParen && call_room(args) == 0) return false;
+  // An array's bound is a constant expression, no comma expression (NVRTC: `expected a "]"` of
+  // `short a[N, M]`).
+  if (k.cat == Cat::comma && open == '[' && ((s.bounds >> (s.depth - 1u)) & 1u) != 0) return false;
   if (k.cat == Cat::close_paren && open == kCallParen && call_need(args) != 0) return false;
   // Where no operand, type or declarator ends (after a qualifier, `(`, ...) `,` only as the
   // completion path writes it, before a builtin's last argument (`max(v const`: `, <num> 0)`).
@@ -460,6 +484,15 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
   }
   if ((checks & kCheckOpen) != 0 && !on_line(s)) {
     if (k.cat == Cat::open_brace && opens_block(s) && !at_statement(s)) return false;
+    // A functional cast's `{` after a type with a specifier or qualifier is no expression, nor
+    // void's (NVRTC: "expected an identifier" of `const long {`, `int const {`; "list-
+    // initialization of an object type \"void\" is not allowed" of `void {`).
+    if (k.cat == Cat::open_brace && s.ctx == ctx_type && (s.specifiers != 0 || s.void_type)) {
+      return false;
+    }
+    // No const local array: it would need an initializer, which no local array takes here (NVRTC:
+    // "const variable \"i\" requires an initializer" of `const long i[N];`).
+    if (k.cat == Cat::open_bracket && const_uninitialized(s)) return false;
     // `int f(` in a function declares a host function (NVRTC refuses it).
     if (k.cat == Cat::open_paren && s.ctx == ctx_declared && in_function(s) &&
         s.decl == Decl::none) {
@@ -704,6 +737,11 @@ std::uint8_t code_checks(const TokenInfo& k, int row) {
 
 // After a type's `&` no `*` or `&` (no pointer or reference to a reference).
 bool reference_ends(const State& s) { return s.reference && s.ctx == ctx_ptr && !on_line(s); }
+// Right after void, no `&` (NVRTC: "reference to void is not allowed" of `void &r {}`).
+bool void_reference(const State& s, const TokenInfo& k) {
+  return k.role == role_ptr && k.cat != Cat::star && s.ctx == ctx_type && s.void_type &&
+         !on_line(s);
+}
 
 // After a void function's `return`: `;` (or a preprocessor line).
 bool void_return_refuses(const State& s, const TokenInfo& k) {
@@ -752,7 +790,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.jump && !in_loop(s)) return false;
   if (k.is_else && !s.else_ok) return false;
   if (!on_line(s) && !floating_allowed(s, k)) return false;
-  if (k.role == role_ptr && reference_ends(s)) return false;
+  if (k.role == role_ptr && (reference_ends(s) || void_reference(s, k))) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
@@ -764,6 +802,9 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (pointer_cast_refused(s, k)) return false;
   if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
   if (one_value_comma(s, k)) return false;
+  if (rvalue_assignment(s, k)) return false;
+  if (k.cat == Cat::access && s.no_member && !on_line(s)) return false;
+  if (lvalue_group_refuses(s, k)) return false;
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
@@ -798,6 +839,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
+  const bool lvalue_open = s.pp == Pp::none && k.cat == Cat::open_paren && s.ctx == ctx_address;
   const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
     set_local_bit(s.pointers, s.last_declared, true);  // an array
@@ -826,6 +868,8 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
       s.single_braces |= level >> 1u;
     }
     s.bound_opened = bound_open;
+    s.lvalue_groups &= level - 1u;
+    if (lvalue_open) s.lvalue_groups |= level >> 1u;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
@@ -851,7 +895,8 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     for (TokenId id : t.pointer_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   for (TokenId id : t.pointer_ids) {
-    if (pointer_cast_refused(s, t.info[static_cast<std::size_t>(id)])) {
+    const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
+    if (pointer_cast_refused(s, k) || void_reference(s, k)) {
       mask[static_cast<std::size_t>(id)] = 0;
     }
   }
@@ -880,6 +925,17 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (value_result_after(s)) {
     for (TokenId id : t.arrow_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (((s.rvalued >> s.depth) & 1u) != 0 && after_operand(s.ctx) && !on_line(s)) {
+    for (TokenId id : t.assign_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (s.no_member && !on_line(s)) {
+    for (TokenId id : t.access_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (s.lvalue_groups != 0 && !on_line(s)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && lvalue_group_refuses(s, t.info[i])) mask[i] = 0;
+    }
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;

@@ -47,7 +47,8 @@ int statement_closers(const State& s) {
     const std::uint8_t open = s.stack[static_cast<std::size_t>(i)];
     if (is_for_paren(open)) m += kForParen + 2 - open;
     if (open == kCastAngle) m += kCastOperand;
-    if (open == kCastParen) m += 2;  // the cast's operand: <num> 0
+    // The cast's operand: <num> 0; a reference's `( <num> 0 )` (after its `&` and qualifiers).
+    if (open == kCastParen) m += i + 1 == s.depth && in_cast_reference(s) ? 4 : 2;
     if (open == kTernary) m += 2;    // after its `:` an operand: <num> 0
     // A builtin's call before its last argument: `, <num> 0` each missing.
     if (open == kCallParen) m += kMissingArgument * call_need(s.args[static_cast<std::size_t>(i)]);
@@ -98,6 +99,7 @@ int code_completion(const Tables& t, const State& s) {
   }
   m += s.depth + due_tokens(s.ctx) + statement_closers(s);
   if (const_uninitialized(s)) m += kConstInitializer;  // = <num> 0
+  if (untyped_qualifiers(s)) m += kQualifiedType;      // int
   if (bound_due(s)) m += kBoundNumber;                 // <num> 1
   if (unnamed_declarator(t, s)) m += 1;                // the name
   if (reinterpret_to_value(s)) m += 1;                 // `*` before the angle's `>`

@@ -115,6 +115,18 @@ inline bool const_uninitialized(const State& s) {
 }
 constexpr int kConstInitializer = 3;
 
+// After a block's qualifiers with no type yet (`__shared__`, `extern __shared__`, `const
+// volatile`): a type word (or a macro, or more qualifiers) comes before the name, `;` or `,`
+// (NVRTC: "attribute \"__shared__\" does not apply here" of `__shared__;`, "a storage class may
+// not be specified here" of `extern __shared__;`, "explicit type is missing" of `const v = 1;`).
+// The completion path writes `int` (kQualifiedType tokens; after `extern` too, where it writes
+// `__shared__` first); counted through a preprocessor line.
+inline bool untyped_qualifiers(const State& s) {
+  return (s.ctx == ctx_qual || s.ctx == ctx_extern) && s.run == 0 && s.top == Top::body &&
+         s.decl == Decl::none && (innermost(s) == '{' || innermost(s) == kForParen);
+}
+constexpr int kQualifiedType = 1;
+
 // Right after a declarator's `[` in a block or a for statement's first clause (State::bound_opened),
 // the declaration not extern: its bound, no `]` (NVRTC: "incomplete type \"int []\" is not
 // allowed" of `int a[];`, `bool b[] ++;`). A local array takes no initializer in the grammar
@@ -136,10 +148,29 @@ constexpr int kBoundNumber = 2;
 inline bool shared_refuses(const State& s, const TokenInfo& k) {
   if (!in_function(s)) return false;
   if (k.shared) return (s.decl_const || s.decl_constructed) && !s.decl_extern;
+  // (A `__shared__` reference: `__shared__ int& r`.)
+  const bool typed = s.ctx == ctx_type || s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.run != 0);
+  if (k.role == role_ptr && k.cat != Cat::star && typed) return s.decl_shared && !s.decl_extern;
   if (k.constructed && k.role == role_type) return s.decl_shared && !s.decl_extern;
   const bool initializer =
       k.cat == Cat::open_brace || (k.assigns && ((k.follows >> ctx_declared) & 1u) != 0);
   return initializer && s.decl_shared && s.ctx == ctx_declared;
+}
+
+// In a cast's parenthesis after its type's `&` (and qualifiers): its operand will be an lvalue.
+inline bool in_cast_reference(const State& s) {
+  return s.reference && s.depth > 0 && innermost(s) == kCastParen &&
+         (s.ctx == ctx_ptr || s.ctx == ctx_qual);
+}
+
+// Where a block's declaration is `__shared__` and const, no `*` after its type: no name, which
+// would need an initializer that `__shared__` refuses (NVRTC: "const variable \"v\" requires an
+// initializer" of `__shared__ const int v;`; a `__shared__` reference, `__shared__ int& r`, is
+// refused at its `&` by shared_refuses). `extern __shared__` is left alone; `__shared__ const
+// value_t* p` is taken. No name is due there (unnamed_declarator leaves const declarations alone).
+inline bool shared_const_unnamed(const State& s) {
+  return s.decl_shared && s.decl_const && !s.decl_extern && in_function(s) && !on_line(s) &&
+         (s.ctx == ctx_type || s.ctx == ctx_qual);
 }
 
 // A `{` about to open that initializes one scalar: a functional cast's to an integer or floating

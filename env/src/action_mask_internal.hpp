@@ -167,7 +167,7 @@ enum Ctx : std::uint8_t {
   ctx_element,        // `]` of a writable element: `[` may follow again
   ctx_const_element,  // `]` of an element of a const pointer: no assignment
   ctx_deref,          // after a unary `*`: a pointer variable or `(` must come
-  ctx_address,        // after a unary `&` or a prefix ++ / --: a variable or `(` must come
+  ctx_address,        // after a unary `&`, prefix ++ / --, a reference cast: a variable or `(`
   ctx_sizeof,         // after sizeof: an operand or `(` and a type
   ctx_result,         // after a group's or a call's `)`: anything that follows an operand but `(`
   ctx_args,           // after a call's `(`: an argument or `)`
@@ -650,6 +650,15 @@ struct ActionMask::State {
   // a binary operator was (`(x + 1)` may be a pointer whatever its last operand); a binary `+` or
   // `-` was (`x + M - p`: the left operand of `-` is no longer its last).
   std::uint64_t assigned = 0, combined = 0, additive = 0;
+  // Per depth, the operand since the last assignment, `,`, `?` or `:` there is no lvalue: a binary
+  // operator was read, or its first prefix was `-` `+` `!` `~` `&` sizeof or a cast to no
+  // reference; its first prefix was `*`, `++` or `--` (`*-p` stays an lvalue). An assignment after
+  // it is refused, and a group's `)` of it takes none (NVRTC: "expression must be a modifiable
+  // lvalue" of `-i = 1`, `i + j = 2`, `sizeof(x) &= 1`, `(-i) = 1`).
+  std::uint64_t rvalued = 0, lvalue_led = 0;
+  // Per code stack index, a group whose value must be an lvalue: after a unary `&`, a prefix ++ /
+  // --, a reference cast (see lvalue_group_refuses).
+  std::uint64_t lvalue_groups = 0;
   // Per code stack index, a parenthesis opened right where an integer operand or a floating
   // overload's first argument was due (`i % (`, `sqrt(-(`): a cast there is to no pointer (NVRTC:
   // "integral or unscoped enum type" of `i % (int*)p`, "no instance of overloaded function" of
@@ -674,6 +683,10 @@ struct ActionMask::State {
   // The declaration under way has had `__shared__`, a type word with a constructor (dim3).
   bool decl_shared = false;
   bool decl_constructed = false;
+  // The operand just read is a scalar: an integer or floating variable, what a unary `*` of a
+  // pointer names (`*p.x` is `*(p.x)`), a floating pointer's element. No `.` or `->` after it
+  // (NVRTC: "expression must have class type" of `i.x`, "pointer-to-class type" of `x->y`).
+  bool no_member = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -778,6 +791,7 @@ struct OperandStep {
   bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
+  bool lvalue_prefix = false, rvalue_prefix = false;  // see State::rvalued
   bool value_group = false;   // ... nor a pointer
   bool in_bound = false;      // in_array_bound() before the token
   bool value_open = false;    // a `(` where an integer or a floating argument is due
@@ -808,6 +822,8 @@ bool unnamed_declarator(const Tables& t, const State& s);
 bool reinterpret_to_value(const State& s);
 bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);
+bool rvalue_assignment(const State& s, const TokenInfo& k);
+bool lvalue_group_refuses(const State& s, const TokenInfo& k);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
 bool known_local_allowed(const State& s, int local);
@@ -836,6 +852,8 @@ struct ActionMask::Tables {
   std::vector<TokenId> builtin_ids;         // Cat::builtin: functions, threadIdx & co, warpSize
   std::vector<TokenId> type_ids;            // role_type, role_qual
   std::vector<TokenId> arrow_ids;           // `->`
+  std::vector<TokenId> assign_ids;          // TokenInfo::assigns, an operator
+  std::vector<TokenId> access_ids;          // `.`, `->`
   detail::RuleIndex directives, expressions, numbers, lines, declarations, fields, files;
   TokenId eos = -1;
   int effects = 0;

@@ -666,6 +666,10 @@ ActionMask::Tables::Tables(const Vocabulary& v) {
       type_ids.push_back(static_cast<TokenId>(i));
     }
     if (info[i].arrow) arrow_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].cat == Cat::access) access_ids.push_back(static_cast<TokenId>(i));
+    if (info[i].assigns && info[i].role == role_operator) {
+      assign_ids.push_back(static_cast<TokenId>(i));
+    }
   }
   declare_kernels(*this);
   eos = v.eos();

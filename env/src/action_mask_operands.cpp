@@ -51,7 +51,52 @@ void take_call_step(State& s, const TokenInfo& k, const CallStep& c) {
   s.callee_least = k.role == role_function ? k.min_args : 0;
 }
 
+// State::rvalued and lvalue_led after a code token (`level`: the bit of the depth it leaves).
+void take_lvalue_step(State& s, const TokenInfo& k, const OperandStep& o, std::uint64_t level) {
+  s.rvalued &= (level << 1u) - 1u;  // closed brackets' bits go
+  s.lvalue_led &= (level << 1u) - 1u;
+  const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
+                     k.cat == Cat::open_brace || k.ternary == 1;
+  // A new operand: in a bracket, after an assignment, `,`, `;`, `?` or `:`.
+  const bool restart = opens || k.ternary != 0 || k.cat == Cat::comma || k.cat == Cat::semi ||
+                       (k.assigns && k.role == role_operator);
+  if (restart) {
+    s.rvalued &= ~level;
+    s.lvalue_led &= ~level;
+    return;
+  }
+  const bool led = ((s.lvalue_led | s.rvalued) & level) != 0;
+  if (o.binary || (o.rvalue_prefix && !led)) s.rvalued |= level;
+  if (o.lvalue_prefix && !led) s.lvalue_led |= level;
+}
+
 }  // namespace
+
+// An assignment after an operand that is no lvalue (State::rvalued). In code, not on a line.
+bool rvalue_assignment(const State& s, const TokenInfo& k) {
+  return k.assigns && k.role == role_operator && !on_line(s) && after_operand(s.ctx) &&
+         ((s.rvalued >> s.depth) & 1u) != 0;
+}
+
+// Directly in a group after a unary `&`, a prefix ++ / -- or a reference cast (ctx_address's `(`,
+// State::lvalue_groups), whose value must be an lvalue: its operand starts with a variable, `*`,
+// ++ / --, `(` or a number (the completion path writes `<num> 0` there; NVRTC refuses it, the one
+// value left), and no binary operator or `?` follows it at the group's depth (NVRTC: "expression
+// must be a modifiable lvalue" of `--(blockIdx.x)`, "bool type is not allowed" of `--(N > i)`,
+// "lvalue or a function designator" of `&(blockDim.x)`).
+bool lvalue_group_refuses(const State& s, const TokenInfo& k) {
+  if (on_line(s) || s.depth == 0 || innermost(s) != kDerefParen ||
+      ((s.lvalue_groups >> (s.depth - 1u)) & 1u) == 0) {
+    return false;
+  }
+  if (s.ctx == ctx_group) {
+    return k.cat != Cat::local && k.cat != Cat::num && k.cat != Cat::open_paren &&
+           k.cat != Cat::star && k.role != role_incdec && k.cat != Cat::hash;
+  }
+  if (!after_operand(s.ctx)) return false;
+  return (k.role == role_operator && !k.assigns) || k.role == role_ptr || k.role == role_lt ||
+         k.ternary == 1;
+}
 
 // After an operand (a binary operator, a postfix ++ / --, ... may follow). Not after a
 // condition's, a for statement's or a declarator's `)` (ctx_paren): a statement or a declaration
@@ -173,16 +218,29 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   o.in_bound = in_array_bound(s);
   // (Right after the operator, the call's `(` or a sign, not inside a group: `i % ((int*)p)[0]` is
   // an integer.)
-  o.value_open = k.cat == Cat::open_paren && (s.integral_due || s.floating_due) &&
+  // (Or where a value is due, after * / a comparison ...: NVRTC "expression must have arithmetic
+  // or unscoped enum type" of `i * (char**)p`.)
+  o.value_open = k.cat == Cat::open_paren && (s.integral_due || s.floating_due || s.value_due) &&
                  s.ctx == ctx_operand_due && !on_line(s);
   o.variable = k.cat == Cat::local && !declares && !macro;
   // A group whose value is no lvalue: its last operand a value (a number, a constant, threadIdx.x,
   // a postfix ++) or a const element, no assignment at its depth (`(i = 1) = 2` assigns i). After
   // its `)` what follows a call's value: no assignment, no ++ / -- (NVRTC: "expression must be a
   // modifiable lvalue" of `(M)--`, `(warpSize) = 1`, `(i + 1)++`).
+  // (Or, of any operand, a group whose operand at its depth is no lvalue: `(-i)`, `(i + 1)`.)
+  const bool rvalued = after_operand(s.ctx) && ((s.rvalued >> s.depth) & 1u) != 0;
   o.rvalue_group = k.cat == Cat::close_paren && innermost(s) == '(' && !on_line(s) &&
-                   (s.ctx == ctx_value || s.ctx == ctx_const_element) &&
+                   (s.ctx == ctx_value || s.ctx == ctx_const_element || rvalued) &&
                    ((s.assigned >> s.depth) & 1u) == 0;
+  // The first prefix of an operand (State::rvalued): `*`, ++ / -- keep an lvalue; `-` `+` `!`
+  // `~` `&` sizeof and a cast to no reference make a value. Not a type's `*` / `&`.
+  const bool in_type = s.ctx == ctx_type || s.ctx == ctx_ptr ||
+                       ((s.ctx == ctx_qual || s.ctx == ctx_macro) && s.run != 0);
+  const bool unary = !o.operand_before && !in_type && !on_line(s);
+  o.lvalue_prefix = unary && ((k.role == role_ptr && k.cat == Cat::star) || k.role == role_incdec);
+  o.rvalue_prefix = (unary && (o.unary_sign || k.type_prefix ||
+                               (k.role == role_ptr && k.cat != Cat::star))) ||
+                    (o.cast_ends && !s.reference);
   // ... and of those, a group whose last operand is a number, a constant, threadIdx.x, true, a
   // postfix ++ of no pointer: no pointer either - no `[` or `->` after it, as after a builtin's
   // value (NVRTC: "expression must have pointer-to-object type" of `(M)[0]`, `(x == 1)[0]`).
@@ -231,6 +289,7 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     s.additive &= ~level;
   }
   if (o.binary && (k.cat == Cat::plus || k.cat == Cat::minus)) s.additive |= level;
+  take_lvalue_step(s, k, o, level);
   std::uint8_t kind = operand_other;
   if (o.variable) {
     const bool floating = local_type(s, k.local) == type_floating;
@@ -246,6 +305,13 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
   }
   s.operand_kind = kind;
+  if (o.variable) {
+    const std::uint8_t type = local_type(s, k.local);
+    s.no_member = type == type_integral || type == type_floating ||
+                  (o.deref && local_bit(s.pointers, k.local));
+  } else {
+    s.no_member = k.cat == Cat::close_bracket && kind == operand_floating;
+  }
   s.value_result =
       (k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0) || o.value_group;
   s.value_calls &= level - 1u;

@@ -99,9 +99,11 @@ TEST_CASE("a const variable declared in a block takes an initializer", "[env][ma
   CHECK(first_refused(head + "__device__ void f() { const float v, w = 1; }\n") == ",");
   CHECK(first_refused(head + "__device__ void f() { int u; const int v = 0, w; }\n") == ";");
   CHECK(first_refused(head + "__device__ void f() { for (const int i; ;) {} }\n") == ";");
+  // (A const array too: no local array takes an initializer here.)
+  CHECK(first_refused(head + "__device__ void f() { const int a[2]; }\n") == "[");
   CHECK(first_refused(head + "__device__ int f(const int p) { const int v = 1; const int w{}; "
-                             "const int* q; const int a[2]; return v + w + p + q[0] + a[0]; }\n") ==
-        "");
+                             "const int* q; const int* a[2]; return v + w + p + q[0] + a[0][0]; "
+                             "}\n") == "");
 }
 
 TEST_CASE("a void function's return takes no value", "[env][mask]") {
