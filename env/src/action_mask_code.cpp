@@ -161,7 +161,10 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         }
         // A declaration's type (not a cast's, nor sizeof's): its names' type.
         const std::uint8_t open = innermost(s);
-        if (at_statement(s) || open == kForParen || open == kParamParen) s.decl_type = k.type_cat;
+        if (at_statement(s) || open == kForParen || open == kParamParen) {
+          s.decl_type = k.type_cat;
+          s.decl_void = k.word == w_void;
+        }
         if (k.constructed) s.decl_constructed = true;
         s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
         s.ctx = ctx_type;
@@ -394,6 +397,12 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   // An array's bound is a constant expression, no comma expression (NVRTC: `expected a "]"` of
   // `short a[N, M]`).
   if (k.cat == Cat::comma && open == '[' && ((s.bounds >> (s.depth - 1u)) & 1u) != 0) return false;
+  // A void declaration's list goes on with no `,`: after it a name would be void, and a `*` is
+  // read as a unary one (NVRTC: "incomplete type is not allowed" of `void *p{}, q;`).
+  if (k.cat == Cat::comma && s.decl_void && s.list_depth == static_cast<int>(s.depth) &&
+      open != kParamParen && in_function(s)) {
+    return false;
+  }
   if (k.cat == Cat::close_paren && open == kCallParen && call_need(args) != 0) return false;
   // Where no operand, type or declarator ends (after a qualifier, `(`, ...) `,` only as the
   // completion path writes it, before a builtin's last argument (`max(v const`: `, <num> 0)`).
@@ -805,6 +814,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (rvalue_assignment(s, k)) return false;
   if (k.cat == Cat::access && s.no_member && !on_line(s)) return false;
   if (lvalue_group_refuses(s, k)) return false;
+  if (list_declarator_refuses(t, s, k)) return false;
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
@@ -976,6 +986,11 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (bound_due(s) && !on_line(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (t.info[i].cat == Cat::close_bracket) mask[i] = 0;
+    }
+  }
+  if (s.ctx == ctx_operand_due && s.declarator == kTypeDeclarator) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && list_declarator_refuses(t, s, t.info[i])) mask[i] = 0;
     }
   }
 }

@@ -671,6 +671,10 @@ struct ActionMask::State {
   bool void_function = false;
   bool void_return = false;
   bool void_type = false;  // the last type word was void (no variable of it: "incomplete type")
+  // The declaration under way (its type word at a statement, in a for's or parameters'
+  // parenthesis) is of void: its list takes no `,` (see closes_innermost). Kept through its
+  // initializers' brackets; it goes when the list ends (list_depth).
+  bool decl_void = false;
   bool num_integral = false;
   // The number under way starts a floating overload's first argument (State::floating_due): it
   // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded
@@ -819,6 +823,7 @@ int number_close(const State& s);
 bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
 bool unnamed_declarator(const Tables& t, const State& s);
+bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k);
 bool reinterpret_to_value(const State& s);
 bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);

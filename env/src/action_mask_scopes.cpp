@@ -1,6 +1,7 @@
 // The scopes of the syntax mask's code: which names a block holds and when they leave it
-// (known_local_allowed, close_block, advance_scopes) and the declarator state a code token leaves
-// (advance_declarator). Split from action_mask_code.cpp, whose code-token rules call these.
+// (known_local_allowed, close_block, advance_scopes), the declarator state a code token leaves
+// (advance_declarator) and what may follow a declaration list's `,` (list_declarator_refuses).
+// Split from action_mask_code.cpp, whose code-token rules call these.
 //
 // A name used in code must be in scope, and a block must not declare a name twice (the two
 // commonest compile errors of sampled programs after undeclared names). The model is C++'s, kept
@@ -102,7 +103,22 @@ void advance_declarator(State& s, const TokenInfo& k) {
   if (s.list_depth >= 0 &&
       (s.depth < s.list_depth || (k.cat == Cat::semi && s.depth == s.list_depth))) {
     s.list_depth = -1;
+    s.decl_void = false;
   }
+}
+
+// Right after a declaration list's `,` in a block or a for statement's first clause (`int a = 1,
+// `): a declarator comes - a name, `*`, `&` or a preprocessor line; no number, constant or other
+// operand (NVRTC: "expected an identifier" of `int a = 1, 5;`, `, M;`). The completion path
+// writes the name. Left alone in a const declaration (its name would owe an initializer) and
+// where no new name is left.
+bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k) {
+  if (s.ctx != ctx_operand_due || s.declarator != kTypeDeclarator || on_line(s) ||
+      s.list_depth != static_cast<int>(s.depth) || !new_local_allowed(s) || s.decl_const ||
+      s.locals_used >= t.locals) {
+    return false;
+  }
+  return k.cat != Cat::local && k.role != role_ptr && k.cat != Cat::hash;
 }
 
 }  // namespace sparserl::env::detail

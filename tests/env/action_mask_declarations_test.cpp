@@ -126,6 +126,12 @@ TEST_CASE("no variable of type void", "[env][mask]") {
   CHECK(first_refused(head + "__device__ void f() { void v; }\n") == "v2");
   CHECK(first_refused(head + "__device__ void f() { const void v; }\n") == "v2");
   CHECK(first_refused(head + "__device__ void f() { void* q = 0; const void* r = q; }\n") == "");
+  // (Nor a second declarator of a void declaration list: its `,` is refused, a `*` after it
+  // being read as a unary one.)
+  CHECK(first_refused(head + "__device__ void f() { void *p{}, q; }\n") == ",");
+  CHECK(first_refused(head + "__device__ void f() { for (void *r = 0, *s; ;) {} }\n") == ",");
+  CHECK(first_refused(head + "__device__ void g(int q) { void *r{}; void *s = (r); int a = q, b; "
+                             "for (void *t = s; ;) {} }\n") == "");
 }
 
 TEST_CASE("an array's bound names no variable but a const one", "[env][mask]") {
@@ -156,4 +162,16 @@ TEST_CASE("an array's bound names no builtin, and no variable under a group eith
                              "  float a[(w + 1) * K], b[sizeof n + sizeof(warpSize)],"
                              " c[sizeof -warpSize], d[(int)1.5];\n"
                              "  a[threadIdx.x] = b[min(1, 2)] + c[warpSize] + d[0]; }\n") == "");
+}
+
+TEST_CASE("a declaration list's comma takes a declarator", "[env][mask]") {
+  // (NVRTC: "expected an identifier" of `int a = 1, 5;`, `int a, M;`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { int a = 1, 5; }\n") == "<num>");
+  CHECK(first_refused(head + "__device__ void f() { int a, M; }\n") == "M");
+  CHECK(first_refused(head + "__device__ void f() { for (int i = 0, true; ;) {} }\n") == "true");
+  // (A comma in a call or an expression statement is left alone; a declarator's `*`, `&` too.)
+  CHECK(first_refused(head + "__device__ int g(int x, int y) { return x; }\n"
+                             "__device__ void f() { int a = g(1, 5), &r = a, b; a = 1, 5; "
+                             "for (int i = 0, j = 1; i < j;) {} }\n") == "");
 }

@@ -134,8 +134,8 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
   SECTION("casts take an operand, __restrict__ a pointer, <cstdint> names none") {
     CHECK(first_refused(kHead, "  int i = (int);") == 15);
     CHECK(first_refused(kHead, "  int i = sizeof;") == 16);
-    // `,`: a name or an operand (`long(...)` a functional cast), no second declaration.
-    CHECK(first_refused(kHead, "  int i = 1, long j;") == 18);
+    // `,`: a declarator, no second declaration (nor an operand: `long` ends at its space).
+    CHECK(first_refused(kHead, "  int i = 1, long j;") == 17);
     CHECK(first_refused(kHead, "  __restrict__ int i;") == 6);  // `__res`: no pointer before
     CHECK(first_refused(kHead, "  uint8_t i;") == 6);           // `uint8` (uint4 is CUDA's)
     CHECK(first_refused(kHead, "  int i = 1, j = (int)x[0] + sizeof(value_t) + sizeof i;\n") == -1);
