@@ -815,6 +815,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.cat == Cat::access && s.no_member && !on_line(s)) return false;
   if (lvalue_group_refuses(s, k)) return false;
   if (list_declarator_refuses(t, s, k)) return false;
+  if (vector_operand_refuses(s, k)) return false;
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
@@ -988,9 +989,10 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
       if (t.info[i].cat == Cat::close_bracket) mask[i] = 0;
     }
   }
-  if (s.ctx == ctx_operand_due && s.declarator == kTypeDeclarator) {
+  if ((s.ctx == ctx_operand_due && s.declarator == kTypeDeclarator) || s.vector_operand) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
-      if (mask[i] != 0 && list_declarator_refuses(t, s, t.info[i])) mask[i] = 0;
+      const TokenInfo& k = t.info[i];
+      if (list_declarator_refuses(t, s, k) || vector_operand_refuses(s, k)) mask[i] = 0;
     }
   }
 }

@@ -258,6 +258,7 @@ struct TokenInfo {
   bool pp_operator = false;    // `defined`: on an #if line alone (in code an undeclared name)
   bool condition = false;      // if, while: `(` and a condition follow
   bool assigns = false;        // = += -= ... (no operator of a preprocessing expression)
+  bool plain_assign = false;   // `=` alone
   bool shared = false;         // __shared__
   bool constructed = false;    // dim3: a type with a constructor (no __shared__ variable of it)
   bool for_loop = false;       // for: `(` and its clauses follow
@@ -691,6 +692,10 @@ struct ActionMask::State {
   // pointer names (`*p.x` is `*(p.x)`), a floating pointer's element. No `.` or `->` after it
   // (NVRTC: "expression must have class type" of `i.x`, "pointer-to-class type" of `x->y`).
   bool no_member = false;
+  // The operand just read is a variable of a CUDA vector type (dim3, float4, ...; no pointer, no
+  // array): no operator but `=` after it, no `->` (NVRTC: "no operator \">\" matches these operands"
+  // of `d > warpSize` with d a dim3).
+  bool vector_operand = false;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -824,6 +829,7 @@ bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
 bool unnamed_declarator(const Tables& t, const State& s);
 bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k);
+bool vector_operand_refuses(const State& s, const TokenInfo& k);
 bool reinterpret_to_value(const State& s);
 bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);

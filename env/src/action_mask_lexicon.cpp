@@ -339,6 +339,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   }
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&
               t.text != "==" && t.text != "!=" && t.text != "<=" && t.text != ">=";
+  k.plain_assign = t.cls == TokenClass::punct && t.text == "=";
   k.shared = t.cls == TokenClass::keyword && t.text == "__shared__";
   k.constructed = t.text == "dim3";
   if (k.cat == Cat::local) k.local = v.local_index(id);

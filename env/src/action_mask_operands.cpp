@@ -309,8 +309,10 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     const std::uint8_t type = local_type(s, k.local);
     s.no_member = type == type_integral || type == type_floating ||
                   (o.deref && local_bit(s.pointers, k.local));
+    s.vector_operand = type == type_vector && !o.deref && !local_bit(s.pointers, k.local);
   } else {
     s.no_member = k.cat == Cat::close_bracket && kind == operand_floating;
+    s.vector_operand = false;
   }
   s.value_result =
       (k.cat == Cat::close_paren && ((s.value_calls >> s.depth) & 1u) != 0) || o.value_group;

@@ -121,4 +121,18 @@ bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k
   return k.cat != Cat::local && k.role != role_ptr && k.cat != Cat::hash;
 }
 
+// After a variable of a CUDA vector type: `.` and what ends an operand (`=`, `,`, `;`, closers, `:`,
+// a preprocessor line); no other operator, no `->` (see State::vector_operand; CUDA's vector types
+// have no operators).
+bool vector_operand_refuses(const State& s, const TokenInfo& k) {
+  // (A block's variable: a file-scope name is a device function's, ctx_callable.)
+  if (!s.vector_operand || on_line(s) || (s.ctx != ctx_operand && s.ctx != ctx_const_element)) {
+    return false;
+  }
+  if (k.cat == Cat::access) return k.arrow;
+  return !k.plain_assign && k.cat != Cat::comma && k.cat != Cat::semi &&
+         k.cat != Cat::close_paren && k.cat != Cat::close_bracket && k.cat != Cat::close_brace &&
+         k.ternary != 2 && k.cat != Cat::hash;
+}
+
 }  // namespace sparserl::env::detail

@@ -175,3 +175,16 @@ TEST_CASE("a declaration list's comma takes a declarator", "[env][mask]") {
                              "__device__ void f() { int a = g(1, 5), &r = a, b; a = 1, 5; "
                              "for (int i = 0, j = 1; i < j;) {} }\n") == "");
 }
+
+TEST_CASE("a vector variable takes no operator but `=`", "[env][mask]") {
+  // (NVRTC: "no operator \">\" matches these operands" of `d > warpSize` with d a dim3; CUDA's
+  // vector types have no operators.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { dim3 d; int i = d > warpSize; }\n") == ">");
+  CHECK(first_refused(head + "__device__ void f(float4 v) { v += v; }\n") == "+=");
+  CHECK(first_refused(head + "__device__ void f(const int2 v) { int i = 1 + v->x; }\n") == "->");
+  // (Its members, `=`, `?`'s branches, an array of vectors are left alone.)
+  CHECK(first_refused(head + "__device__ void f(float4 v, int i) { dim3 d; d = d; int j = d.x > 2 "
+                             "? 1 : 0; float4 w = v; w = i ? w : v; w.x = 1; float4 a[2]; a[0].y "
+                             "= 1; }\n") == "");
+}
