@@ -324,8 +324,8 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
       (!local_bit(s.consts, k.local) || local_bit(s.pointers, k.local))) {
     return false;
   }
-  // After a cast to a pointer: no floating variable but a pointer.
-  if (s.pointer_cast_due && !is_macro(s, k.local) && k.local < s.locals_used &&
+  // After a cast to a pointer, a pointer's `+` / `-`: no floating variable but a pointer.
+  if ((s.pointer_cast_due || s.offset_due) && !is_macro(s, k.local) && k.local < s.locals_used &&
       local_type(s, k.local) == type_floating && !local_bit(s.pointers, k.local)) {
     return false;
   }
@@ -918,7 +918,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
       }
     }
   }
-  if ((s.integral_due || s.pointer_cast_due) && !on_line(s)) {
+  if ((s.integral_due || s.pointer_cast_due || s.offset_due) && !on_line(s)) {
     for (TokenId id : t.floating_value_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if ((s.specifiers != 0 || holds_type_id(innermost(s))) && !on_line(s)) {

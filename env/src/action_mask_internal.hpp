@@ -644,6 +644,11 @@ struct ActionMask::State {
   // conversion" of `(int*)f`, `(value_t*)1.5`, `(int*)sqrtf(x)`); a cast to a floating type sets
   // value_due (no pointer: `(float)p`).
   bool pointer_cast_due = false;
+  // The operand after a binary `+` / `-` right after a pointer (`p + `, `p++ - `; through a unary
+  // sign): no floating value either, as after a pointer cast (NVRTC: "expression must have
+  // integral or unscoped enum type" of `p + 1.5`, `p - x` with x a float). Not integral_due: a
+  // pointer may follow (`p - q`).
+  bool offset_due = false;
   // Per code stack index, a declarator's `[` (an array's bound): no variable in it but a const one
   // (NVRTC: "expression must have a constant value" of `int a[i];`, `__shared__ float s[n + 1];`).
   std::uint64_t bounds = 0;
@@ -798,6 +803,7 @@ struct OperandStep {
   bool operand_before = false, unary_sign = false, binary = false, prefix = false;
   bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;
   bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
+  bool pointer_offset = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
   bool lvalue_prefix = false, rvalue_prefix = false;  // see State::rvalued

@@ -167,9 +167,11 @@ bool pointer_cast_refused(const State& s, const TokenInfo& k) {
   return in_type && (open == kCastParen || open == '(') &&
          ((s.value_parens >> (s.depth - 1u)) & 1u) != 0;
 }
-// Where an integer operand is due or a pointer cast's operand: no floating type word or builtin.
+// Where an integer operand is due, a pointer cast's operand or a pointer's offset: no floating
+// type word or builtin.
 bool floating_value_allowed(const State& s, const TokenInfo& k) {
-  return !k.floating_value || !(s.integral_due || s.pointer_cast_due) || on_line(s);
+  const bool due = s.integral_due || s.pointer_cast_due || s.offset_due;
+  return !k.floating_value || !due || on_line(s);
 }
 
 OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool macro) {
@@ -205,6 +207,8 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   // A cast to a pointer type (`(float* const)` too), to a floating type; not to a reference
   // (`(int&)f` reinterprets f).
   o.to_pointer = o.cast_ends && s.starred && !s.reference;
+  o.pointer_offset = o.binary && (k.cat == Cat::plus || k.cat == Cat::minus) &&
+                     (o.kind_before == operand_pointer || o.kind_before == operand_floating_pointer);
   const bool type_run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
   o.to_floating = o.cast_ends && type_run && !s.starred && s.last_type == type_floating;
   const CallStep call = call_step(s, k);
@@ -339,7 +343,8 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   take_call_step(s, k, CallStep{o.call_open, o.call_args, o.call_comma});
   // (An array's bound is an integer: NVRTC "expression must have integral or unscoped enum type"
   // of `float a[1.5]`, `[6e8 / 2]`.)
-  s.num_integral = k.cat == Cat::num && (s.integral_due || s.pointer_cast_due || o.in_bound);
+  s.num_integral =
+      k.cat == Cat::num && (s.integral_due || s.pointer_cast_due || s.offset_due || o.in_bound);
   s.value_parens &= level - 1u;  // closed brackets' bits go
   if (o.value_open) s.value_parens |= level >> 1u;
   s.num_floating = o.floating_number;
@@ -350,6 +355,7 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   // is; after a cast to a pointer an operand that is no floating value.)
   s.value_due = o.value_next || o.to_floating;
   s.pointer_cast_due = o.to_pointer;
+  s.offset_due = o.pointer_offset || (s.offset_due && o.unary_sign);
 }
 
 }  // namespace sparserl::env::detail

@@ -180,7 +180,7 @@ std::uint64_t digest(const State& s) {
   f.add(s.operand_kind), f.add(s.floating_closers), f.add(s.prefixed), f.add(s.floating_named);
   f.add(s.integral_due), f.add(s.num_integral), f.add(s.num_floating), f.add(s.value_due);
   f.add(s.void_function), f.add(s.void_return), f.add(s.floating_casts), f.add(s.pointer_casts);
-  f.add(s.last_type), f.add(s.void_type), f.add(s.decl_void), f.add(s.pointer_cast_due), f.add(s.bounds);
+  f.add(s.last_type), f.add(s.void_type), f.add(s.decl_void), f.add(s.pointer_cast_due), f.add(s.offset_due), f.add(s.bounds);
   f.add(s.assigned), f.add(s.reinterpret_angle), f.add(s.value_parens), f.add(s.combined),
       f.add(s.additive);
   f.add(s.args), f.add(s.callee_max), f.add(s.callee_least);
