@@ -80,18 +80,18 @@ bool rvalue_assignment(const State& s, const TokenInfo& k) {
 
 // Directly in a group after a unary `&`, a prefix ++ / -- or a reference cast (ctx_address's `(`,
 // State::lvalue_groups), whose value must be an lvalue: its operand starts with a variable, `*`,
-// ++ / --, `(` or a number (the completion path writes `<num> 0` there; NVRTC refuses it, the one
+// ++ / -- or a number (the completion path writes `<num> 0` there; NVRTC refuses it, the one
 // value left), and no binary operator or `?` follows it at the group's depth (NVRTC: "expression
 // must be a modifiable lvalue" of `--(blockIdx.x)`, "bool type is not allowed" of `--(N > i)`,
-// "lvalue or a function designator" of `&(blockDim.x)`).
+// "lvalue or a function designator" of `&(blockDim.x)`). No group nested in it either: the rule
+// would not judge the inner one (`--((M)) ->`: "`->` applied to int", `&((38))`).
 bool lvalue_group_refuses(const State& s, const TokenInfo& k) {
   if (on_line(s) || s.depth == 0 || innermost(s) != kDerefParen ||
       ((s.lvalue_groups >> (s.depth - 1u)) & 1u) == 0) {
     return false;
   }
   if (s.ctx == ctx_group) {
-    return k.cat != Cat::local && k.cat != Cat::num && k.cat != Cat::open_paren &&
-           k.cat != Cat::star && k.role != role_incdec && k.cat != Cat::hash;
+    return k.cat != Cat::local && k.cat != Cat::num && k.cat != Cat::star && k.role != role_incdec && k.cat != Cat::hash;
   }
   if (!after_operand(s.ctx)) return false;
   return (k.role == role_operator && !k.assigns) || k.role == role_ptr || k.role == role_lt ||

@@ -45,8 +45,12 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of lvalues", "[env][b
     CHECK(first_refused(kHead, "  int* p = &(blockDim.x);") == 13);
     CHECK(first_refused(kHead, "  int i = 0; ++(i + 1);") == 19);  // `+` may be `++`
     CHECK(first_refused(kHead, "  int i = 0; i = (int&)(-i);") == 25);  // `-` may be `--`
+    // No group nested in it: the rule would not judge it (`--((M)) ->`: "`->` applied to int").
+    CHECK(first_refused(kHead, "  --((M)) ->x;") == 5);
+    CHECK(first_refused(kHead, "  int i = 0; &((i));") == 15);
+    CHECK(first_refused(kHead, "  int* p = &((38));") == 13);
     CHECK(first_refused(kHead,
-                        "  int i = 0; ++(i); --(*y); int* p = &(i); ++(i = 2); &((i));\n"
+                        "  int i = 0; ++(i); --(*y); int* p = &(i); ++(i = 2); &(i);\n"
                         "  ++(y[0]); (int&)(i) = 1; ++(++i); --(0);\n") == -1);
   }
   SECTION("sizeof's value takes no ++ / --") {
