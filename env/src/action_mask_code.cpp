@@ -809,7 +809,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.arrow && value_result_after(s)) return false;
   if (callable_refuses(s, k)) return false;
   if (pointer_cast_refused(s, k)) return false;
-  if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
+  if ((k.cat == Cat::close_bracket || k.is_false) && bound_due(s) && !on_line(s)) return false;
   if (one_value_comma(s, k)) return false;
   if (rvalue_assignment(s, k)) return false;
   if (k.cat == Cat::access && s.no_member && !on_line(s)) return false;
@@ -986,7 +986,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (bound_due(s) && !on_line(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
-      if (t.info[i].cat == Cat::close_bracket) mask[i] = 0;
+      if (t.info[i].cat == Cat::close_bracket || t.info[i].is_false) mask[i] = 0;
     }
   }
   if ((s.ctx == ctx_operand_due && s.declarator == kTypeDeclarator) || s.vector_operand) {
