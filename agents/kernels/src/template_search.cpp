@@ -39,6 +39,19 @@ std::optional<std::size_t> fastest(const std::vector<CandidateResult>& candidate
   return best;
 }
 
+// The usable candidates among `indices`, fastest first.
+std::vector<std::size_t> by_time(const std::vector<CandidateResult>& candidates,
+                                 const std::vector<std::size_t>& indices) {
+  std::vector<std::size_t> ok;
+  for (std::size_t i : indices) {
+    if (usable(candidates[i])) ok.push_back(i);
+  }
+  std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) {
+    return candidates[a].result.timing.median_us < candidates[b].result.timing.median_us;
+  });
+  return ok;
+}
+
 // The log line of a finished search.
 std::string summary_line(const SearchResult& r) {
   std::size_t correct = 0;
@@ -166,15 +179,8 @@ std::vector<std::size_t> TemplateSearch::measure(SearchResult& r, const std::vec
 std::vector<TemplateSearch::Pick> TemplateSearch::refinements(
     const SearchResult& r, const std::vector<std::size_t>& screened,
     const std::vector<Pick>& pool) const {
-  std::vector<std::size_t> ok;
-  for (std::size_t i : screened) {
-    if (usable(r.candidates[i])) ok.push_back(i);
-  }
-  std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) {
-    return r.candidates[a].result.timing.median_us < r.candidates[b].result.timing.median_us;
-  });
   std::vector<std::string> families;
-  for (std::size_t i : ok) {
+  for (std::size_t i : by_time(r.candidates, screened)) {
     const std::string& g = r.candidates[i].point.generator;
     if (families.size() < 2 && std::find(families.begin(), families.end(), g) == families.end()) {
       families.push_back(g);
@@ -214,16 +220,6 @@ void TemplateSearch::screen_and_finish(SearchResult& r, const std::vector<Pick>&
       screened.insert(screened.end(), refined.begin(), refined.end());
     }
   }
-  const auto by_time = [&](std::vector<std::size_t> indices) {
-    std::vector<std::size_t> ok;
-    for (std::size_t i : indices) {
-      if (usable(r.candidates[i])) ok.push_back(i);
-    }
-    std::stable_sort(ok.begin(), ok.end(), [&](std::size_t a, std::size_t b) {
-      return r.candidates[a].result.timing.median_us < r.candidates[b].result.timing.median_us;
-    });
-    return ok;
-  };
   const auto picks_of = [&](const std::vector<std::size_t>& indices) {
     std::vector<Pick> picks;
     for (std::size_t i : indices) {
@@ -233,7 +229,7 @@ void TemplateSearch::screen_and_finish(SearchResult& r, const std::vector<Pick>&
     return picks;
   };
   const auto finalists = static_cast<std::size_t>(options_.finalists);
-  std::vector<std::size_t> survivors = by_time(screened);
+  std::vector<std::size_t> survivors = by_time(r.candidates, screened);
   std::vector<std::size_t> last_screen = screened;
   int round = 2;
   reward::GpuProtocol protocol = options_.screen;
@@ -242,7 +238,7 @@ void TemplateSearch::screen_and_finish(SearchResult& r, const std::vector<Pick>&
     protocol.timed_runs *= 2;
     protocol.seed += 1;
     last_screen = measure(r, picks_of(survivors), round++, protocol, "screen");
-    survivors = by_time(last_screen);
+    survivors = by_time(r.candidates, last_screen);
   }
   if (survivors.size() > finalists) survivors.resize(finalists);
   if (!survivors.empty()) {
@@ -274,7 +270,6 @@ SearchResult TemplateSearch::search(const datasets::Task& task) {
     picks.push_back({plan_.ranked[i], plan_.analytic[i], plan_.learned[i]});
   }
 
-  const std::vector<Pick> pool = picks;  // every feasible point, in the plan's order
   const auto budget = static_cast<std::size_t>(plan_.budget);
   if (!r.gpu) {
     picks.resize(std::min(budget, picks.size()));
@@ -294,18 +289,18 @@ SearchResult TemplateSearch::search(const datasets::Task& task) {
     r.exhaustive = true;
     r.best = fastest(r.candidates, measure(r, picks, 1, options_.full, "full"));
   } else {
+    std::vector<Pick> chosen;
     if (options_.model) {
-      picks.resize(budget);  // the plan's order is already the learned family-first order
+      // The plan's order is already the learned family-first order.
+      chosen.assign(picks.begin(), picks.begin() + static_cast<std::ptrdiff_t>(budget));
     } else {
       std::vector<double> estimates;
-      std::vector<Pick> chosen;
       for (const DesignPoint& p :
            choose_candidates(space.pruned(r.features, k), model, options_.budget, &estimates)) {
         chosen.push_back({p, estimates[chosen.size()], std::numeric_limits<double>::quiet_NaN()});
       }
-      picks = std::move(chosen);
     }
-    screen_and_finish(r, picks, pool);
+    screen_and_finish(r, chosen, picks);  // picks: every feasible point, the refinement's pool
   }
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
