@@ -886,6 +886,14 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   }
 }
 
+// Clears every token `mask` allows that `refuses` (a predicate on its TokenInfo) refuses.
+template <typename Refuses>
+void refuse_where(const Tables& t, std::span<std::uint8_t> mask, Refuses refuses) {
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    if (mask[i] != 0 && refuses(t.info[i])) mask[i] = 0;
+  }
+}
+
 void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> mask) {
   const std::size_t row = code_row(s);
   std::memcpy(mask.data(), t.unchecked[row].data(), mask.size());
@@ -944,9 +952,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     for (TokenId id : t.access_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
   if (s.lvalue_groups != 0 && !on_line(s)) {
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-      if (mask[i] != 0 && lvalue_group_refuses(s, t.info[i])) mask[i] = 0;
-    }
+    refuse_where(t, mask, [&](const TokenInfo& k) { return lvalue_group_refuses(s, k); });
   }
   if (s.floating_due && !on_line(s)) {
     for (TokenId id : t.no_floating_ids) mask[static_cast<std::size_t>(id)] = 0;
@@ -965,35 +971,25 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     mask[static_cast<std::size_t>(id)] = passes(k.checks[row], t, s, k) ? 1 : 0;
   }
   if (s.void_return && !on_line(s)) {
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-      if (mask[i] != 0 && void_return_refuses(s, t.info[i])) mask[i] = 0;
-    }
+    refuse_where(t, mask, [&](const TokenInfo& k) { return void_return_refuses(s, k); });
   }
   if (s.ctx == ctx_callable && !on_line(s)) {
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-      if (mask[i] != 0 && callable_refuses(s, t.info[i])) mask[i] = 0;
-    }
+    refuse_where(t, mask, [&](const TokenInfo& k) { return callable_refuses(s, k); });
   }
   if (s.depth > 0 && ((s.single_braces >> (s.depth - 1u)) & 1u) != 0 && !on_line(s)) {
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-      if (t.info[i].cat == Cat::comma) mask[i] = 0;
-    }
+    refuse_where(t, mask, [](const TokenInfo& k) { return k.cat == Cat::comma; });
   }
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && in_function(s)) {
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-      if (mask[i] != 0 && shared_refuses(s, t.info[i])) mask[i] = 0;
-    }
+    refuse_where(t, mask, [&](const TokenInfo& k) { return shared_refuses(s, k); });
   }
   if (bound_due(s) && !on_line(s)) {
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-      if (t.info[i].cat == Cat::close_bracket || t.info[i].is_false) mask[i] = 0;
-    }
+    refuse_where(t, mask,
+                 [](const TokenInfo& k) { return k.cat == Cat::close_bracket || k.is_false; });
   }
   if ((s.ctx == ctx_operand_due && s.declarator == kTypeDeclarator) || s.vector_operand) {
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-      const TokenInfo& k = t.info[i];
-      if (list_declarator_refuses(t, s, k) || vector_operand_refuses(s, k)) mask[i] = 0;
-    }
+    refuse_where(t, mask, [&](const TokenInfo& k) {
+      return list_declarator_refuses(t, s, k) || vector_operand_refuses(s, k);
+    });
   }
 }
 
