@@ -127,11 +127,12 @@ log() { echo "[teacher_table $(date -u +%H:%M:%S)] $*" >&3; }
 
 # run_job "TABLE SPEC": one bench, skipped when a run of it completed.
 run_job() {
-  local table spec runs sets=() word
+  local table spec runs done_dir sets=() word
   read -r table spec <<<"$1"
   runs="$OUT/$PART/$table/${spec%%:*}"
-  if [[ -n $(run_dir_with "$runs" completed) ]]; then
-    log "$table/${spec%%:*}: done ($(run_dir_with "$runs" completed))"
+  done_dir=$(run_dir_with "$runs" completed)
+  if [[ -n $done_dir ]]; then
+    log "$table/${spec%%:*}: done ($done_dir)"
     return 0
   fi
   mkdir -p "$runs"
