@@ -2,15 +2,15 @@
 // random inputs, NaN-filled outputs, guard zones, the fp64 reference): all points of SpMV and SpMM
 // (K = 8 and K = 5, the latter exercising the scalar column path of the vector tiles) in f32 and
 // f64 on generated matrices with empty rows, one huge row, a single column and a power-law
-// pattern; the designs of issue 25 and csr_nnzsplit also on matrices that reach every path of
-// theirs (rows past each split threshold, dense rows and columns, long runs of empty rows; SpMM
-// K = 8, 32, 5), csr_nnzsplit also where rows end at its tile and slab edges and on power-law
-// rows; and the representative subset (one point per generator and code path) on every shared
-// SuiteSparse matrix, and every SpMV point on four of them. Each case skips itself where the
-// evaluator sees no GPU. Failures are listed together (design, matrix, error kind, message) so one
-// run shows every broken design.
-// SPARSERL_KERNELS_SEQUENTIAL=1 evaluates one program at a time instead of compiling a batch
-// concurrently (to tell an evaluator race from a broken design).
+// pattern; the designs of issue 25, csr_nnzsplit and coo_tiled also on matrices that reach every
+// path of theirs (rows past each split threshold, dense rows and columns, long runs of empty rows;
+// SpMM K = 8, 32, 5), csr_nnzsplit and coo_tiled also where rows end at their tile and slab edges
+// and on power-law rows; and the representative subset (one point per generator and code path) on
+// every shared SuiteSparse matrix, and every SpMV point on four of them. Each case skips itself
+// where the evaluator sees no GPU. Failures are listed together (design, matrix, error kind,
+// message) so one run shows every broken design. SPARSERL_KERNELS_SEQUENTIAL=1 evaluates one
+// program at a time instead of compiling a batch concurrently (to tell an evaluator race from a
+// broken design).
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -114,8 +114,9 @@ const std::vector<std::string> kAwkwardMatrices = {
 };
 
 // Matrices that reach every path of the issue-25 designs (csr_split, csr_segscan, spmm_csr_split)
-// and of csr_nnzsplit: rows past each split threshold, dense rows and columns, a single long row,
-// runs of empty rows longer than 32 rows per 32 nonzeros, a row exactly as long as a chunk.
+// and of csr_nnzsplit and coo_tiled: rows past each split threshold, dense rows and columns, a
+// single long row, runs of empty rows longer than 32 rows per 32 nonzeros, a row exactly as long
+// as a chunk.
 const std::vector<std::string> kSplitMatrices = {
     "gen-v1/arrow?n=3000&width=2",
     "gen-v1/uniform?rows=20000&cols=20000&nnz_per_row=3&huge_row=15000&seed=6",
@@ -139,7 +140,8 @@ std::vector<DesignPoint> issue25_points(const DesignSpace& space) {
   std::vector<DesignPoint> out;
   for (const DesignPoint& p : space.points()) {
     if (p.generator == "csr_split" || p.generator == "csr_segscan" ||
-        p.generator == "spmm_csr_split" || p.generator == "csr_nnzsplit") {
+        p.generator == "spmm_csr_split" || p.generator == "csr_nnzsplit" ||
+        p.generator == "coo_tiled") {
       out.push_back(p);
     }
   }
@@ -200,17 +202,18 @@ TEST_CASE("every issue-25 design point is correct on matrices with long rows and
   tally.report();
 }
 
-TEST_CASE("every csr_nnzsplit point is correct where rows end at its tile and slab edges",
-          "[kernels][gpu]") {
+TEST_CASE(
+    "every csr_nnzsplit and coo_tiled point is correct where rows end at its tile and slab edges",
+    "[kernels][gpu]") {
   require_gpu();
   CorrectnessTally tally;
   for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
     const DesignSpace space(datasets::Op::spmv, dtype);
     std::vector<DesignPoint> points;
     for (const DesignPoint& p : space.points()) {
-      if (p.generator == "csr_nnzsplit") points.push_back(p);
+      if (p.generator == "csr_nnzsplit" || p.generator == "coo_tiled") points.push_back(p);
     }
-    REQUIRE(points.size() == 8);
+    REQUIRE(points.size() == 8 + 6);
     for (const std::string& uri : kNnzSplitMatrices) {
       tally.check({uri, datasets::Op::spmv, dtype, 1}, points);
     }

@@ -51,9 +51,9 @@ TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   // A deliberate change of the space changes these numbers: update them, and say so in the docs
   // (docs/design-space.md), because corpus files and SFT pairs are keyed by design id.
   // Issue 25 added csr_split (12 points), csr_segscan (3) and spmm_csr_split (12 per dtype);
-  // csr_nnzsplit (8 points per dtype) came after it.
-  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f32).size() == 206);
-  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f64).size() == 206);
+  // csr_nnzsplit (8 points per dtype) came after it, then coo_tiled (6 per dtype).
+  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f32).size() == 212);
+  CHECK(DesignSpace(datasets::Op::spmv, datasets::DType::f64).size() == 212);
   CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f32).size() == 134);
   CHECK(DesignSpace(datasets::Op::spmm, datasets::DType::f64).size() == 114);
 
@@ -72,7 +72,8 @@ TEST_CASE("design space sizes and ids are pinned", "[kernels][design_space]") {
   CHECK(spmm64.find("spmm_csr_split lanes=8 cols=2 split=64").has_value());
   CHECK(spmv.find("csr_segscan slabs=64").has_value());
   CHECK(spmv.find("csr_nnzsplit items=4 block=128").has_value());
-  CHECK(spmv.points().back().id() == "csr_nnzsplit items=16 block=256");
+  CHECK(spmv.find("csr_nnzsplit items=16 block=256").has_value());
+  CHECK(spmv.points().back().id() == "coo_tiled items=16 block=256");
 }
 
 // The generators of the space before issue 25, and those of issue 25: their points' programs are
@@ -230,8 +231,8 @@ TEST_CASE("sampling is deterministic and without repeats", "[kernels][design_spa
   CHECK(ids.size() == 20);
   CHECK(space.sample(100000, 1).size() == space.size());
   // Pinned: the same seed draws the same points on every platform (csr_nnzsplit's points changed
-  // the draw).
-  CHECK(a.front().id() == "csr_scalar block=128 unroll=4 ldg=0");
+  // the draw, then coo_tiled's).
+  CHECK(a.front().id() == "csr_scalar block=256 unroll=1 ldg=1");
 }
 
 TEST_CASE("pruning keeps the general designs and drops the hopeless ones",

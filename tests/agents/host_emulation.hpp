@@ -1,9 +1,11 @@
 // Shared by the host emulations of the load-balanced SpMV designs (split_designs_test.cpp: issue
-// 25's csr_split, csr_segscan and spmm_csr_split; nnz_split_test.cpp: csr_nnzsplit): the problem (a
-// matrix, x and the fp64 reference), the log of an emulated program's writes to y and the write
-// discipline the kernels rely on, the launch geometry a point's program resolves on a matrix, the
-// programs' row_of_nonzero() search, their shared zeroing launch, and an NVRTC compile that must succeed without spills. No GPU:
-// these tests re-implement a kernel's index logic lane by lane and run it over its own grid.
+// 25's csr_split, csr_segscan and spmm_csr_split; nnz_split_test.cpp: csr_nnzsplit;
+// coo_tiled_test.cpp: coo_tiled): the problem (a matrix, x and the fp64 reference), the log of an
+// emulated program's writes to y and the write discipline the kernels rely on, the launch geometry
+// a point's program resolves on a matrix, the programs' row_of_nonzero() search, their shared
+// zeroing launch, an NVRTC compile that must succeed without spills, and the matrices of the
+// warp-tile designs (csr_nnzsplit, coo_tiled). No GPU: these tests re-implement a kernel's index
+// logic lane by lane and run it over its own grid.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "sparserl/datasets/generators.hpp"
 #include "sparserl/datasets/sparse_matrix.hpp"
 #include "sparserl/kernels/design_space.hpp"
 #include "sparserl/reward/compiler.hpp"
@@ -144,7 +147,8 @@ inline std::int64_t row_of_nonzero(const Problem& p, std::int64_t nz, std::int64
 // csr_segscan, csr_nnzsplit), over `threads` threads: with empty rows, a thread per row zeroes its
 // row where it is empty or a multiple of `tile` nonzeros cuts it; without, a warp per tile boundary
 // zeroes the row that boundary cuts.
-inline void emulate_tile_cut_zeroing(const Problem& p, std::int64_t tile, std::int64_t threads, OutputLog& out) {
+inline void emulate_tile_cut_zeroing(const Problem& p, std::int64_t tile, std::int64_t threads,
+                                     OutputLog& out) {
   std::int64_t empty_rows = 0;
   for (std::int64_t i = 0; i < p.rows(); ++i) empty_rows += p.ptr(i) == p.ptr(i + 1) ? 1 : 0;
   if (empty_rows > 0) {
@@ -178,6 +182,63 @@ inline void require_compiles(const DesignPoint& p, const datasets::SparseMatrix&
     CHECK(r.kernel(name) != nullptr);
   }
   CHECK(r.figures().spill_bytes == 0);
+}
+
+inline datasets::SparseMatrix generated(const std::string& uri) {
+  return datasets::generate(datasets::MatrixUri::parse(uri));
+}
+
+// The designs that split the nonzeros into warp tiles (csr_nnzsplit, coo_tiled) are emulated on
+// these. Row lengths chosen to hit the tile and slab edges: leading and trailing empty rows, runs
+// of 100 and 1,000 empty rows, rows of 31, 32 and 33 entries, a row of 1,000 over many tiles.
+inline datasets::SparseMatrix edge_matrix() {
+  std::vector<int> lengths(40, 0);
+  for (int len : {5, 27, 32, 32, 31, 33, 1, 1, 30}) lengths.push_back(len);
+  for (int i = 0; i < 100; ++i) lengths.push_back(0);
+  for (int len : {64, 1000, 0, 0, 3, 61, 128, 256, 1, 0, 2}) lengths.push_back(len);
+  for (int i = 0; i < 50; ++i) lengths.push_back(i % 3 == 0 ? 0 : i % 7 + 1);
+  for (int i = 0; i < 1000; ++i) lengths.push_back(0);
+  lengths.push_back(5);
+  for (int i = 0; i < 37; ++i) lengths.push_back(0);
+  const int cols = 1100;
+  std::vector<datasets::Index> row_ptr = {0}, col_idx;
+  std::vector<double> values;
+  for (std::size_t r = 0; r < lengths.size(); ++r) {
+    const int len = lengths[r];
+    for (int j = 0; j < len; ++j) {  // distinct columns: 13 is prime to 1100
+      col_idx.push_back(static_cast<datasets::Index>((j * 13 + static_cast<int>(r)) % cols));
+      values.push_back(0.5 + static_cast<double>(col_idx.size() % 5));
+    }
+    std::sort(col_idx.end() - len, col_idx.end());
+    row_ptr.push_back(static_cast<datasets::Index>(col_idx.size()));
+  }
+  return datasets::SparseMatrix::from_csr(static_cast<datasets::Index>(lengths.size()), cols,
+                                          std::move(row_ptr), std::move(col_idx),
+                                          std::move(values));
+}
+
+inline const std::vector<std::string> kTileMatrices = {
+    "gen-v1/arrow?n=3000&width=2",
+    "gen-v1/uniform?rows=20000&cols=20000&nnz_per_row=3&huge_row=15000&seed=6",
+    "gen-v1/uniform?rows=3000&cols=2000&nnz_per_row=7&empty_rows=0.3&huge_row=1900&seed=5",
+    "gen-v1/uniform?rows=5000&cols=100&nnz_per_row=1&empty_rows=0.9&seed=7",
+    "gen-v1/uniform?rows=1&cols=5000&nnz_per_row=5000",
+    "gen-v1/uniform?rows=300&cols=400&nnz_per_row=32&seed=2",
+    "gen-v1/uniform?rows=100&cols=400&nnz_per_row=64&seed=2",
+    "gen-v1/column?n=4097",
+    "gen-v1/rmat?scale=12&edge_factor=8&seed=3",
+    "gen-v1/rmat?a=0.65&b=0.15&c=0.15&edge_factor=8&scale=14&seed=5",  // long empty runs
+    "gen-v1/lognormal?rows=4000&median=8&sigma=1.5",
+    "gen-v1/lp?rows=3000&alpha=1.2",
+    "gen-v1/diagonal?n=1",
+};
+
+inline std::vector<datasets::SparseMatrix> tile_test_matrices() {
+  std::vector<datasets::SparseMatrix> out;
+  for (const std::string& uri : kTileMatrices) out.push_back(generated(uri));
+  out.push_back(edge_matrix());
+  out.emplace_back();  // 0 x 0
+  return out;
 }
 
 }  // namespace sparserl::testing::emulation

@@ -31,10 +31,6 @@ namespace {
 
 const std::set<std::string> kIssue25Generators = {"csr_split", "csr_segscan", "spmm_csr_split"};
 
-datasets::SparseMatrix generated(const std::string& uri) {
-  return datasets::generate(datasets::MatrixUri::parse(uri));
-}
-
 // Matrices that reach every path of the split designs: long rows past every threshold, dense
 // columns, a single long row (1 x N), a single column, runs of empty rows longer than 32 rows per
 // 32 nonzeros, a row of exactly a chunk's length, the 1 x 1 and the 0 x 0 matrix.

@@ -31,8 +31,9 @@ int auto_lanes(double mean) {
 // Count of launches in a point's program, from its generator.
 int launches_of(const DesignPoint& p) {
   const std::string& g = p.generator;
-  if (g == "csr_merge" || g == "coo_segmented" || g == "spmm_csr_merge" || g == "spmm_coo" ||
-      g == "csr_split" || g == "csr_segscan" || g == "csr_nnzsplit" || g == "spmm_csr_split")
+  if (g == "csr_merge" || g == "coo_segmented" || g == "coo_tiled" || g == "spmm_csr_merge" ||
+      g == "spmm_coo" || g == "csr_split" || g == "csr_segscan" || g == "csr_nnzsplit" ||
+      g == "spmm_csr_split")
     return 2;
   if (g == "csr_binned") {
     const std::string& c = p.param("classes");
@@ -217,6 +218,19 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
   } else if (g == "csr_merge" || g == "coo_segmented") {
     eff = g == "csr_merge" ? 0.8 : 0.7;
     lanes_on_long_row = 1e9;  // rows are split across threads
+    if (g == "coo_segmented") {
+      // One atomicAdd per row and warp (items=1) or per thread (items > 1): a long row's atomics
+      // land on one address one after another, about 2 ns each - bench-v2's circuit rows of 280k-
+      // 420k entries took coo_segmented items=1 61-62 us where COO_ALG1 took 27-29 (H200,
+      // 2026-11-28; 13k atomics a row).
+      const int items = p.int_param("items");
+      serial_us = max_row / (items == 1 ? 32.0 : items) * 0.002;
+    }
+  } else if (g == "coo_tiled") {
+    // COO bytes; ITEMS gathers in flight per lane, per slab of 32 one segmented scan; one atomic
+    // per tile on a long row.
+    eff = 0.8;
+    serial_us = max_row / (32.0 * p.int_param("items")) * 0.002;
   } else if (g == "csr_split") {
     // The bulk: short rows on groups of LANES lanes (idle lanes when rows are shorter), medium
     // rows a warp each; rows over SPLIT_ROW in chunks over many warps (two searches per chunk).

@@ -222,7 +222,7 @@ std::vector<DesignPoint> DesignSpace::pruned(const datasets::MatrixFeatures& f,
       if (classes.find('b') != std::string::npos || classes.find('s') != std::string::npos) {
         keep = keep && max_row > 1024;  // a block or a split class for rows that need one
       }
-    } else if (g == "coo_segmented" || g == "csr_segscan") {
+    } else if (g == "coo_segmented" || g == "coo_tiled" || g == "csr_segscan") {
       keep = irregular;
     } else if (g == "csr_nnzsplit") {
       // Balanced by nonzeros for rows whose lengths vary widely (power laws).

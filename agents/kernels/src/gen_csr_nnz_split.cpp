@@ -10,6 +10,14 @@
 // boundary added with atomicAdd after a zeroing launch (which also writes the empty rows).
 // tests/agents/nnz_split_test.cpp re-implements the kernel lane by lane on the host and checks it
 // against the reference.
+// coo_tiled: the same warp tiles on COO, where the row index per nonzero makes the head flags free:
+// each lane loads its ITEMS entries first (coalesced row / column / value, ITEMS gathers of x in
+// flight), then each slab of 32 is summed by a warp segmented scan keyed by the row, the open row
+// carried from slab to slab. A row begun and ended in the tile is stored; only the tile's first
+// row and the row open at its end are added with atomicAdd - at most two atomics a tile, where
+// coo_segmented adds once per row and warp (a row of 400k entries: 13k atomics to one address,
+// 2x cuSPARSE's COO_ALG1 time on bench-v2's circuit matrices). tests/agents/coo_tiled_test.cpp
+// re-implements it lane by lane on the host.
 #include <string>
 #include <vector>
 
@@ -147,6 +155,104 @@ ${main_head} {
 }
 )cuda";
 
+const char* kCooTiled = R"cuda(#define BLOCK ${block}
+#define ITEMS ${items}
+#define TILE (32 * ITEMS)
+
+// Launch 1: y = 0 (the evaluator fills y with NaN before every run; the atomics need zeros).
+${zero_head} {
+  const long long i = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
+  if (i < M) y[i] = 0;
+}
+
+// Launch 2: each warp takes the TILE entries from tile_begin on; lane i holds entry
+// tile_begin + 32 s + i of slab s. Rows are sorted, so a row's entries are contiguous: a row other
+// than the tile's first that ends inside the tile began in it and is stored; the first row (which
+// may have begun in an earlier tile) and the row still open at the tile's end are added.
+${main_head} {
+  const int lane = threadIdx.x % 32;
+  const long long tile_begin = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32 * TILE;
+  if (tile_begin >= NNZ) return;  // the whole warp
+  const int first = row_idx[tile_begin];
+  // The entries first: ITEMS independent gathers of x per lane in flight.
+  int rows[ITEMS];
+  value_t product[ITEMS];
+#pragma unroll
+  for (int s = 0; s < ITEMS; ++s) {
+    const long long e = tile_begin + s * 32 + lane;
+    rows[s] = -1;
+    product[s] = 0;
+    if (e < NNZ) {
+      rows[s] = row_idx[e];
+      product[s] = ${product};
+    }
+  }
+  // The open row runs on from one slab into the next: its row and its sum so far (every lane).
+  int open = -1;
+  value_t carry = 0;
+#pragma unroll
+  for (int s = 0; s < ITEMS; ++s) {
+    const int row = rows[s];
+    value_t v = product[s];
+    if (lane == 0) {
+      if (row == open) {
+        v += carry;
+      } else if (open >= 0) {  // the open row ended with the previous slab
+        if (open == first) {
+          atomicAdd(&y[open], carry);
+        } else {
+          y[open] = carry;
+        }
+      }
+    }
+${scan}    // A lane followed by another row ends its row (entries past NNZ have row -1).
+    if (row >= 0 && lane < 31 && next_row != row) {
+      if (row == first) {
+        atomicAdd(&y[row], v);
+      } else {
+        y[row] = v;
+      }
+    }
+    open = __shfl_sync(0xffffffffu, row, 31);
+    carry = __shfl_sync(0xffffffffu, v, 31);
+  }
+  // The row open at the tile's end may go on in the next tile.
+  if (lane == 0 && open >= 0) atomicAdd(&y[open], carry);
+}
+)cuda";
+
+std::string render_coo_tiled(const DesignPoint& p) {
+  const std::string items = p.param("items");
+  const std::string block = p.param("block");
+  const std::string tile = std::to_string(32 * p.int_param("items"));
+  ProgramParts parts;
+  parts.summary =
+      "SpMV on COO in warp tiles of TILE = 32 * ITEMS consecutive entries: each lane loads its "
+      "ITEMS entries first (coalesced, ITEMS gathers of x in flight), then each slab of 32 is "
+      "summed by a warp segmented scan keyed by the row, the open row carried from slab to slab. "
+      "Rows begun and ended in a tile are stored; only the tile's first row and the row open at "
+      "its end are added with atomicAdd (at most two atomics per tile, however long the row), "
+      "after a first launch has zeroed y.";
+  parts.parameter_docs = {{"items=" + items, "slabs of 32 entries per warp (its tile)"},
+                          {"block=" + block, "threads per block of the main launch"}};
+  parts.format = p.format();
+  parts.launches = {{"zero_y", "ceil_div(max(M, 1), 256)", "256", ""},
+                    {"spmv_coo_tiled",
+                     "max(ceil_div(ceil_div(NNZ, " + tile + "), " +
+                         std::to_string(p.int_param("block") / 32) + "), 1)",
+                     block, ""}};
+  const std::string product =
+      load(true, "val", "e") + " * " + load(true, "x", load(true, "col_idx", "e"));
+  parts.body =
+      fill(kCooTiled, {{"block", block},
+                       {"items", items},
+                       {"zero_head", kernel_head(p.op, Format::coo, "zero_y", "256")},
+                       {"main_head", kernel_head(p.op, Format::coo, "spmv_coo_tiled", "BLOCK")},
+                       {"product", product},
+                       {"scan", warp_segmented_scan("v", "row", "    ")}});
+  return assemble(p, parts);
+}
+
 std::string render_csr_nnz_split(const DesignPoint& p) {
   const std::string items = p.param("items");
   const std::string block = p.param("block");
@@ -187,7 +293,12 @@ std::vector<GeneratorDef> nnz_split_spmv_generators() {
                             "CSR nonzero tiles per warp, head flags from row_ptr in shared "
                             "memory and a warp segmented scan (lean, load balanced)"},
                            ParamValues{{"items", {"2", "4", "8", "16"}}, {"block", {"128", "256"}}},
-                           render_csr_nnz_split, {"items"})};
+                           render_csr_nnz_split, {"items"}),
+          design_generator({"coo_tiled", Op::spmv, Format::coo,
+                            "COO warp tiles, a segmented scan per slab of 32 with the open row "
+                            "carried, at most two atomics a tile"},
+                           ParamValues{{"items", {"4", "8", "16"}}, {"block", {"128", "256"}}},
+                           render_coo_tiled, {"items"})};
 }
 
 }  // namespace sparserl::kernels::detail
