@@ -2,7 +2,8 @@
 // zeroing launch over its grid, then the main launch warp by warp and lane by lane: each lane's
 // ITEMS entries of the warp's tile, the open row carried from slab to slab, the warp segmented
 // scan as the shuffles compute it (step by step, every lane reading the values before the step),
-// and which rows are stored and which added with atomicAdd - over the grids the program's own
+// which rows are stored and which added with atomicAdd, and the block's merge of its warps' open
+// rows - over the grids the program's own
 // launch expressions give, on the warp-tile matrices (empty rows and runs of them, a huge row over
 // many tiles, rows ending exactly at slab and tile edges, power-law rows, 1 x N, a column, 1 x 1,
 // 0 x 0), checked against the fp64 reference and the write discipline (every row zeroed once,
@@ -35,7 +36,16 @@ std::vector<DesignPoint> coo_tiled_points(datasets::DType dtype) {
 }
 
 // What an emulation leaves out or gets wrong, to show that the checks catch a broken program.
-enum class Fault { none, no_zero_launch, no_slab_flush, no_tile_tail, first_row_stored };
+// no_block_merge adds every warp's open row by itself, which is right (as a kernel without the
+// block's scan): the atomics count shows what the merge saves.
+enum class Fault {
+  none,
+  no_zero_launch,
+  no_slab_flush,
+  no_tile_tail,
+  first_row_stored,
+  no_block_merge
+};
 
 // The row of every entry (COO's row_idx: the rows in order).
 std::vector<std::int64_t> row_index(const Problem& p) {
@@ -46,8 +56,14 @@ std::vector<std::int64_t> row_index(const Problem& p) {
   return rows;
 }
 
-// One warp of the main launch on the tile from tile_begin.
-void emulate_tile(const Problem& p, const std::vector<std::int64_t>& row_idx, std::int64_t items,
+// The row still open at a tile's end and the tile's sum of it (row -1: none).
+struct Tail {
+  std::int64_t row = -1;
+  double sum = 0;
+};
+
+// One warp of the main launch on the tile from tile_begin; returns its open row.
+Tail emulate_tile(const Problem& p, const std::vector<std::int64_t>& row_idx, std::int64_t items,
                   std::int64_t tile_begin, OutputLog& out, Fault fault) {
   const std::int64_t first = row_idx[tile_begin];
   const auto write = [&](std::int64_t row, double v) {
@@ -85,7 +101,26 @@ void emulate_tile(const Problem& p, const std::vector<std::int64_t>& row_idx, st
     open = row[31];
     carry = v[31];
   }
-  if (open >= 0 && fault != Fault::no_tile_tail) out.add(open, carry);
+  return {open, carry};
+}
+
+// The block's last step: the warps' open rows in warp order, each run of equal rows summed (the
+// warp segmented scan over the tails) and added once.
+void add_block_tails(const std::vector<Tail>& tails, OutputLog& out, Fault fault) {
+  if (fault == Fault::no_tile_tail) return;
+  for (std::size_t w = 0; w < tails.size(); ++w) {
+    if (tails[w].row < 0) continue;
+    if (fault != Fault::no_block_merge && w + 1 < tails.size() &&
+        tails[w + 1].row == tails[w].row) {
+      continue;  // the run goes on: its last warp adds the sum
+    }
+    double sum = 0;
+    for (std::size_t v = w + 1; v-- > 0 && tails[v].row == tails[w].row;) {
+      sum += tails[v].sum;
+      if (fault == Fault::no_block_merge) break;
+    }
+    out.add(tails[w].row, sum);
+  }
 }
 
 // Both launches of a coo_tiled point, over the grids its launch expressions give.
@@ -103,8 +138,14 @@ void emulate_coo_tiled(const DesignPoint& point, const Problem& p, OutputLog& ou
   const std::int64_t warps = launches[1].grid * launches[1].block / 32;
   REQUIRE(warps * tile >= p.nnz());  // the grid covers every entry
   const auto row_idx = row_index(p);
-  for (std::int64_t w = 0; w < warps; ++w) {
-    if (w * tile < p.nnz()) emulate_tile(p, row_idx, items, w * tile, out, fault);
+  const std::int64_t per_block = point.int_param("block") / 32;
+  for (std::int64_t b = 0; b * per_block < warps; ++b) {
+    std::vector<Tail> tails(per_block);
+    for (std::int64_t i = 0; i < per_block; ++i) {
+      const std::int64_t w = b * per_block + i;
+      if (w * tile < p.nnz()) tails[i] = emulate_tile(p, row_idx, items, w * tile, out, fault);
+    }
+    add_block_tails(tails, out, fault);
   }
 }
 
@@ -147,9 +188,10 @@ TEST_CASE("coo_tiled's index logic matches the reference on the host", "[kernels
   CHECK(stores > atomics);  // most rows begin and end inside a tile
 }
 
-TEST_CASE("coo_tiled adds to a long row at most twice a tile", "[kernels][split]") {
+TEST_CASE("coo_tiled adds to a long row about once a block", "[kernels][split]") {
   // The huge row of 15,000 entries: coo_segmented items=1 adds to it once per warp (469 times);
-  // coo_tiled once per tile it touches (and once more where the row ends inside a tile).
+  // coo_tiled once per block of tiles it touches (the tails' merge), once more where it begins
+  // inside a tile, once where it ends inside one.
   const auto huge =
       generated("gen-v1/uniform?rows=20000&cols=20000&nnz_per_row=3&huge_row=15000&seed=6");
   std::int64_t longest = 0;
@@ -161,10 +203,16 @@ TEST_CASE("coo_tiled adds to a long row at most twice a tile", "[kernels][split]
   for (const DesignPoint& point : coo_tiled_points(datasets::DType::f32)) {
     OutputLog out(huge.rows());
     emulate_coo_tiled(point, problem, out);
-    const std::int64_t tile = 32 * point.int_param("items");
+    const std::int64_t span = 32 * point.int_param("items") * point.int_param("block") / 32;
     INFO(point.id());
-    CHECK(out.adds[longest] <= huge.row_length(longest) / tile + 2);
+    CHECK(out.adds[longest] <= huge.row_length(longest) / span + 3);
     CHECK(mismatches(problem, out) == 0);
+    // Without the merge: a tile's worth more atomics, the same answer.
+    OutputLog unmerged(huge.rows());
+    emulate_coo_tiled(point, problem, unmerged, Fault::no_block_merge);
+    CHECK(mismatches(problem, unmerged) == 0);
+    CHECK(unmerged.adds[longest] >= huge.row_length(longest) / (32 * point.int_param("items")));
+    CHECK(unmerged.adds[longest] > 2 * out.adds[longest]);
   }
 }
 

@@ -228,9 +228,11 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
     }
   } else if (g == "coo_tiled") {
     // COO bytes; ITEMS gathers in flight per lane, per slab of 32 one segmented scan; one atomic
-    // per tile on a long row.
+    // per block of tiles on a long row (the warps' open rows merged). Measured 34-35 us on
+    // bench-v2's circuit val matrices with one atomic a tile (H200, f8cd19d), 4-6% behind
+    // coo_segmented items=1 on short power-law rows.
     eff = 0.8;
-    serial_us = max_row / (32.0 * p.int_param("items")) * 0.002;
+    serial_us = max_row / (32.0 * p.int_param("items") * p.int_param("block") / 32) * 0.002;
   } else if (g == "csr_split") {
     // The bulk: short rows on groups of LANES lanes (idle lanes when rows are shorter), medium
     // rows a warp each; rows over SPLIT_ROW in chunks over many warps (two searches per chunk).

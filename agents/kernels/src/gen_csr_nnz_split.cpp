@@ -13,11 +13,12 @@
 // coo_tiled: the same warp tiles on COO, where the row index per nonzero makes the head flags free:
 // each lane loads its ITEMS entries first (coalesced row / column / value, ITEMS gathers of x in
 // flight), then each slab of 32 is summed by a warp segmented scan keyed by the row, the open row
-// carried from slab to slab. A row begun and ended in the tile is stored; only the tile's first
-// row and the row open at its end are added with atomicAdd - at most two atomics a tile, where
-// coo_segmented adds once per row and warp (a row of 400k entries: 13k atomics to one address,
-// 2x cuSPARSE's COO_ALG1 time on bench-v2's circuit matrices). tests/agents/coo_tiled_test.cpp
-// re-implements it lane by lane on the host.
+// carried from slab to slab. A row begun and ended in the tile is stored; the tile's first row is
+// added with atomicAdd, and the rows open at the tiles' ends once per run of them over the block's
+// warps (a segmented scan of the warps' tails) - a row over whole tiles takes one atomic a block,
+// where coo_segmented adds once per row and warp (a row of 400k entries: 13k atomics to one
+// address, 2x cuSPARSE's COO_ALG1 time on bench-v2's circuit matrices).
+// tests/agents/coo_tiled_test.cpp re-implements it lane by lane on the host.
 #include <string>
 #include <vector>
 
@@ -168,56 +169,73 @@ ${zero_head} {
 // Launch 2: each warp takes the TILE entries from tile_begin on; lane i holds entry
 // tile_begin + 32 s + i of slab s. Rows are sorted, so a row's entries are contiguous: a row other
 // than the tile's first that ends inside the tile began in it and is stored; the first row (which
-// may have begun in an earlier tile) and the row still open at the tile's end are added.
+// may have begun in an earlier tile) is added. The row still open at a tile's end is added once
+// per run of such rows over the block's consecutive tiles (a row over whole tiles: one atomicAdd a
+// block, not a tile).
 ${main_head} {
+  __shared__ int tail_row[BLOCK / 32];
+  __shared__ value_t tail_sum[BLOCK / 32];
+  const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const long long tile_begin = (static_cast<long long>(blockIdx.x) * BLOCK + threadIdx.x) / 32 * TILE;
-  if (tile_begin >= NNZ) return;  // the whole warp
-  const int first = row_idx[tile_begin];
-  // The entries first: ITEMS independent gathers of x per lane in flight.
-  int rows[ITEMS];
-  value_t product[ITEMS];
-#pragma unroll
-  for (int s = 0; s < ITEMS; ++s) {
-    const long long e = tile_begin + s * 32 + lane;
-    rows[s] = -1;
-    product[s] = 0;
-    if (e < NNZ) {
-      rows[s] = row_idx[e];
-      product[s] = ${product};
-    }
-  }
   // The open row runs on from one slab into the next: its row and its sum so far (every lane).
   int open = -1;
   value_t carry = 0;
+  if (tile_begin < NNZ) {  // the whole warp; every warp reaches the block's barrier below
+    const int first = row_idx[tile_begin];
+    // The entries first: ITEMS independent gathers of x per lane in flight.
+    int rows[ITEMS];
+    value_t product[ITEMS];
 #pragma unroll
-  for (int s = 0; s < ITEMS; ++s) {
-    const int row = rows[s];
-    value_t v = product[s];
-    if (lane == 0) {
-      if (row == open) {
-        v += carry;
-      } else if (open >= 0) {  // the open row ended with the previous slab
-        if (open == first) {
-          atomicAdd(&y[open], carry);
-        } else {
-          y[open] = carry;
+    for (int s = 0; s < ITEMS; ++s) {
+      const long long e = tile_begin + s * 32 + lane;
+      rows[s] = -1;
+      product[s] = 0;
+      if (e < NNZ) {
+        rows[s] = row_idx[e];
+        product[s] = ${product};
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < ITEMS; ++s) {
+      const int row = rows[s];
+      value_t v = product[s];
+      if (lane == 0) {
+        if (row == open) {
+          v += carry;
+        } else if (open >= 0) {  // the open row ended with the previous slab
+          if (open == first) {
+            atomicAdd(&y[open], carry);
+          } else {
+            y[open] = carry;
+          }
         }
       }
-    }
-${scan}    // A lane followed by another row ends its row (entries past NNZ have row -1).
-    if (row >= 0 && lane < 31 && next_row != row) {
-      if (row == first) {
-        atomicAdd(&y[row], v);
-      } else {
-        y[row] = v;
+${scan}      // A lane followed by another row ends its row (entries past NNZ have row -1).
+      if (row >= 0 && lane < 31 && next_row != row) {
+        if (row == first) {
+          atomicAdd(&y[row], v);
+        } else {
+          y[row] = v;
+        }
       }
+      open = __shfl_sync(0xffffffffu, row, 31);
+      carry = __shfl_sync(0xffffffffu, v, 31);
     }
-    open = __shfl_sync(0xffffffffu, row, 31);
-    carry = __shfl_sync(0xffffffffu, v, 31);
   }
-  // The row open at the tile's end may go on in the next tile.
-  if (lane == 0 && open >= 0) atomicAdd(&y[open], carry);
+  // The rows open at the tiles' ends may go on in the next tiles. Two consecutive warps with the
+  // same open row: the second's whole tile is that row, which it added nowhere else; a segmented
+  // scan over the block's warps sums each run of them into one atomicAdd.
+  if (lane == 0) {
+    tail_row[warp] = open;
+    tail_sum[warp] = carry;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    const int row = lane < BLOCK / 32 ? tail_row[lane] : -1;
+    value_t v = lane < BLOCK / 32 ? tail_sum[lane] : static_cast<value_t>(0);
+${block_scan}    if (row >= 0 && next_row != row) atomicAdd(&y[row], v);
+  }
 }
 )cuda";
 
@@ -230,9 +248,10 @@ std::string render_coo_tiled(const DesignPoint& p) {
       "SpMV on COO in warp tiles of TILE = 32 * ITEMS consecutive entries: each lane loads its "
       "ITEMS entries first (coalesced, ITEMS gathers of x in flight), then each slab of 32 is "
       "summed by a warp segmented scan keyed by the row, the open row carried from slab to slab. "
-      "Rows begun and ended in a tile are stored; only the tile's first row and the row open at "
-      "its end are added with atomicAdd (at most two atomics per tile, however long the row), "
-      "after a first launch has zeroed y.";
+      "Rows begun and ended in a tile are stored; the tile's first row is added with atomicAdd, "
+      "and the rows open at the tiles' ends once per run of them over the block's warps (a "
+      "segmented scan of the warps' tails: one atomic a block on a row over whole tiles), after a "
+      "first launch has zeroed y.";
   parts.parameter_docs = {{"items=" + items, "slabs of 32 entries per warp (its tile)"},
                           {"block=" + block, "threads per block of the main launch"}};
   parts.format = p.format();
@@ -249,7 +268,8 @@ std::string render_coo_tiled(const DesignPoint& p) {
                        {"zero_head", kernel_head(p.op, Format::coo, "zero_y", "256")},
                        {"main_head", kernel_head(p.op, Format::coo, "spmv_coo_tiled", "BLOCK")},
                        {"product", product},
-                       {"scan", warp_segmented_scan("v", "row", "    ")}});
+                       {"scan", warp_segmented_scan("v", "row", "      ")},
+                       {"block_scan", warp_segmented_scan("v", "row", "    ")}});
   return assemble(p, parts);
 }
 
