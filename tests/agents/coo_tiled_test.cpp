@@ -26,15 +26,6 @@ using namespace sparserl::testing::emulation;
 
 namespace {
 
-std::vector<DesignPoint> coo_tiled_points(datasets::DType dtype) {
-  std::vector<DesignPoint> out;
-  const DesignSpace space(datasets::Op::spmv, dtype);
-  for (const DesignPoint& p : space.points()) {
-    if (p.generator == "coo_tiled") out.push_back(p);
-  }
-  return out;
-}
-
 // What an emulation leaves out or gets wrong, to show that the checks catch a broken program.
 // no_block_merge adds every warp's open row by itself, which is right (as a kernel without the
 // block's scan): the atomics count shows what the merge saves.
@@ -171,7 +162,7 @@ TEST_CASE("coo_tiled's index logic matches the reference on the host", "[kernels
   std::int64_t atomics = 0, stores = 0;
   for (const datasets::SparseMatrix& a : matrices) {
     const Problem problem(a);
-    for (const DesignPoint& point : coo_tiled_points(datasets::DType::f64)) {
+    for (const DesignPoint& point : points_of("coo_tiled", datasets::DType::f64)) {
       INFO(point.id() << " on " << a.rows() << " x " << a.cols() << ", " << a.nnz() << " nonzeros");
       OutputLog out(a.rows());
       emulate_coo_tiled(point, problem, out);
@@ -184,7 +175,7 @@ TEST_CASE("coo_tiled's index logic matches the reference on the host", "[kernels
     }
   }
   std::cout << emulated << " emulations: " << stores << " rows stored, " << atomics << " atomics\n";
-  CHECK(emulated == 15 * 6);
+  CHECK(emulated == 15 * 10);
   CHECK(stores > atomics);  // most rows begin and end inside a tile
 }
 
@@ -200,7 +191,7 @@ TEST_CASE("coo_tiled adds to a long row about once a block", "[kernels][split]")
   }
   REQUIRE(huge.row_length(longest) >= 15000);
   const Problem problem(huge);
-  for (const DesignPoint& point : coo_tiled_points(datasets::DType::f32)) {
+  for (const DesignPoint& point : points_of("coo_tiled", datasets::DType::f32)) {
     OutputLog out(huge.rows());
     emulate_coo_tiled(point, problem, out);
     const std::int64_t span = 32 * point.int_param("items") * point.int_param("block") / 32;
@@ -219,25 +210,16 @@ TEST_CASE("coo_tiled adds to a long row about once a block", "[kernels][split]")
 TEST_CASE("the host checks catch a broken coo_tiled", "[kernels][split]") {
   const DesignPoint point =
       DesignPoint::parse(datasets::Op::spmv, datasets::DType::f64, "coo_tiled items=4 block=128");
-  const auto rows32 = generated("gen-v1/uniform?rows=300&cols=400&nnz_per_row=32&seed=2");
-  const auto huge =
-      generated("gen-v1/uniform?rows=20000&cols=20000&nnz_per_row=3&huge_row=15000&seed=6");
-  for (const auto* a : {&rows32, &huge}) {
-    const Problem problem(*a);
-    OutputLog whole(a->rows());
-    emulate_coo_tiled(point, problem, whole);
-    CHECK(mismatches(problem, whole) == 0);
-  }
-  const auto broken = [&](const datasets::SparseMatrix& a, Fault fault) {
-    const Problem problem(a);
-    OutputLog out(a.rows());
-    emulate_coo_tiled(point, problem, out, fault);
-    return mismatches(problem, out);
+  const FaultMatrices m;
+  const auto run = [&](const Problem& p, OutputLog& out, Fault f) {
+    emulate_coo_tiled(point, p, out, f);
   };
-  CHECK(broken(rows32, Fault::no_slab_flush) > 0);   // rows ending at a slab's end lose their sum
-  CHECK(broken(huge, Fault::no_zero_launch) > 0);    // NaN stays under the atomics
-  CHECK(broken(huge, Fault::no_tile_tail) > 0);      // a row over many tiles
-  CHECK(broken(huge, Fault::first_row_stored) > 0);  // a store over the earlier tiles' atomics
+  CHECK(wrong_rows(m.rows32, run, Fault::none) == 0);
+  CHECK(wrong_rows(m.huge, run, Fault::none) == 0);
+  CHECK(wrong_rows(m.rows32, run, Fault::no_slab_flush) > 0);   // rows ending at a slab's end
+  CHECK(wrong_rows(m.huge, run, Fault::no_zero_launch) > 0);    // NaN stays under the atomics
+  CHECK(wrong_rows(m.huge, run, Fault::no_tile_tail) > 0);      // a row over many tiles
+  CHECK(wrong_rows(m.huge, run, Fault::first_row_stored) > 0);  // a store over earlier atomics
 }
 
 TEST_CASE("every coo_tiled point compiles with NVRTC without spills", "[kernels][split][nvrtc]") {
@@ -245,13 +227,13 @@ TEST_CASE("every coo_tiled point compiles with NVRTC without spills", "[kernels]
       "gen-v1/uniform?rows=3000&cols=2000&nnz_per_row=7&empty_rows=0.3&huge_row=1900&seed=5");
   int compiled = 0;
   for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
-    for (const DesignPoint& p : coo_tiled_points(dtype)) {
+    for (const DesignPoint& p : points_of("coo_tiled", dtype)) {
       require_compiles(p, matrix, 1);
       ++compiled;
     }
   }
   std::cout << "compiled " << compiled << " coo_tiled programs\n";
-  CHECK(compiled == 2 * 6);
+  CHECK(compiled == 2 * 10);
 }
 
 TEST_CASE("the cost model puts coo_tiled ahead of coo_segmented where rows are very long",

@@ -213,7 +213,7 @@ TEST_CASE(
     for (const DesignPoint& p : space.points()) {
       if (p.generator == "csr_nnzsplit" || p.generator == "coo_tiled") points.push_back(p);
     }
-    REQUIRE(points.size() == 8 + 6);
+    REQUIRE(points.size() == 8 + 10);
     for (const std::string& uri : kNnzSplitMatrices) {
       tally.check({uri, datasets::Op::spmv, dtype, 1}, points);
     }

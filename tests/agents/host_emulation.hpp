@@ -241,4 +241,32 @@ inline std::vector<datasets::SparseMatrix> tile_test_matrices() {
   return out;
 }
 
+// The SpMV points of one generator, in the space's order.
+inline std::vector<DesignPoint> points_of(const std::string& generator, datasets::DType dtype) {
+  std::vector<DesignPoint> out;
+  const kernels::DesignSpace space(datasets::Op::spmv, dtype);
+  for (const DesignPoint& p : space.points()) {
+    if (p.generator == generator) out.push_back(p);
+  }
+  return out;
+}
+
+// The two matrices the broken-variant checks run on: rows of 32 entries, each ending at a slab's
+// edge, and a row of 15,000 entries over many tiles.
+struct FaultMatrices {
+  datasets::SparseMatrix rows32 =
+      generated("gen-v1/uniform?rows=300&cols=400&nnz_per_row=32&seed=2");
+  datasets::SparseMatrix huge =
+      generated("gen-v1/uniform?rows=20000&cols=20000&nnz_per_row=3&huge_row=15000&seed=6");
+};
+
+// The rows an emulation gets wrong on `a` with `fault` (emulate(problem, out, fault)).
+template <class Emulate, class Fault>
+std::int64_t wrong_rows(const datasets::SparseMatrix& a, const Emulate& emulate, Fault fault) {
+  const Problem problem(a);
+  OutputLog out(a.rows());
+  emulate(problem, out, fault);
+  return mismatches(problem, out);
+}
+
 }  // namespace sparserl::testing::emulation

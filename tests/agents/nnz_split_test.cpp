@@ -27,15 +27,6 @@ using namespace sparserl::testing::emulation;
 
 namespace {
 
-std::vector<DesignPoint> nnz_split_points(datasets::DType dtype) {
-  std::vector<DesignPoint> out;
-  const DesignSpace space(datasets::Op::spmv, dtype);
-  for (const DesignPoint& p : space.points()) {
-    if (p.generator == "csr_nnzsplit") out.push_back(p);
-  }
-  return out;
-}
-
 // What an emulation leaves out, to show that the checks catch a broken program.
 enum class Fault { none, no_zero_launch, no_slab_flush, no_last_row };
 
@@ -183,7 +174,7 @@ TEST_CASE("csr_nnzsplit's index logic matches the reference on the host", "[kern
   int emulated = 0;
   for (const datasets::SparseMatrix& a : matrices) {
     const Problem problem(a);
-    for (const DesignPoint& point : nnz_split_points(datasets::DType::f64)) {
+    for (const DesignPoint& point : points_of("csr_nnzsplit", datasets::DType::f64)) {
       INFO(point.id() << " on " << a.rows() << " x " << a.cols() << ", " << a.nnz() << " nonzeros");
       OutputLog out(a.rows());
       emulate_csr_nnz_split(point, problem, out);
@@ -224,24 +215,15 @@ TEST_CASE("the matrices reach csr_nnzsplit's edge cases", "[kernels][split]") {
 TEST_CASE("the host checks catch a broken csr_nnzsplit", "[kernels][split]") {
   const DesignPoint point = DesignPoint::parse(datasets::Op::spmv, datasets::DType::f64,
                                                "csr_nnzsplit items=4 block=128");
-  const auto rows32 = generated("gen-v1/uniform?rows=300&cols=400&nnz_per_row=32&seed=2");
-  const auto huge =
-      generated("gen-v1/uniform?rows=20000&cols=20000&nnz_per_row=3&huge_row=15000&seed=6");
-  for (const auto* a : {&rows32, &huge}) {
-    const Problem problem(*a);
-    OutputLog whole(a->rows());
-    emulate_csr_nnz_split(point, problem, whole);
-    CHECK(mismatches(problem, whole) == 0);
-  }
-  const auto broken = [&](const datasets::SparseMatrix& a, Fault fault) {
-    const Problem problem(a);
-    OutputLog out(a.rows());
-    emulate_csr_nnz_split(point, problem, out, fault);
-    return mismatches(problem, out);
+  const FaultMatrices m;
+  const auto run = [&](const Problem& p, OutputLog& out, Fault f) {
+    emulate_csr_nnz_split(point, p, out, f);
   };
-  CHECK(broken(rows32, Fault::no_slab_flush) > 0);  // rows ending at a slab's end lose their sum
-  CHECK(broken(huge, Fault::no_zero_launch) > 0);   // NaN stays under the atomics
-  CHECK(broken(huge, Fault::no_last_row) > 0);      // a row over many tiles
+  CHECK(wrong_rows(m.rows32, run, Fault::none) == 0);
+  CHECK(wrong_rows(m.huge, run, Fault::none) == 0);
+  CHECK(wrong_rows(m.rows32, run, Fault::no_slab_flush) > 0);  // rows ending at a slab's end
+  CHECK(wrong_rows(m.huge, run, Fault::no_zero_launch) > 0);   // NaN stays under the atomics
+  CHECK(wrong_rows(m.huge, run, Fault::no_last_row) > 0);      // a row over many tiles
 }
 
 TEST_CASE("every csr_nnzsplit point compiles with NVRTC on both zeroing paths",
@@ -254,7 +236,7 @@ TEST_CASE("every csr_nnzsplit point compiles with NVRTC on both zeroing paths",
   REQUIRE(datasets::compute_features(without_empty).empty_rows == 0);
   int compiled = 0;
   for (auto dtype : {datasets::DType::f32, datasets::DType::f64}) {
-    for (const DesignPoint& p : nnz_split_points(dtype)) {
+    for (const DesignPoint& p : points_of("csr_nnzsplit", dtype)) {
       for (const auto* a : {&with_empty, &without_empty}) {
         require_compiles(p, *a, 1);
         ++compiled;

@@ -314,11 +314,12 @@ std::vector<GeneratorDef> nnz_split_spmv_generators() {
                             "memory and a warp segmented scan (lean, load balanced)"},
                            ParamValues{{"items", {"2", "4", "8", "16"}}, {"block", {"128", "256"}}},
                            render_csr_nnz_split, {"items"}),
-          design_generator({"coo_tiled", Op::spmv, Format::coo,
-                            "COO warp tiles, a segmented scan per slab of 32 with the open row "
-                            "carried, at most two atomics a tile"},
-                           ParamValues{{"items", {"4", "8", "16"}}, {"block", {"128", "256"}}},
-                           render_coo_tiled, {"items"})};
+          design_generator(
+              {"coo_tiled", Op::spmv, Format::coo,
+               "COO warp tiles, a segmented scan per slab of 32 with the open row "
+               "carried, the block's open rows merged before their atomics"},
+              ParamValues{{"items", {"1", "2", "4", "8", "16"}}, {"block", {"128", "256"}}},
+              render_coo_tiled, {"items"})};
 }
 
 }  // namespace sparserl::kernels::detail
