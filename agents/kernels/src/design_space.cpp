@@ -246,7 +246,13 @@ std::vector<DesignPoint> DesignSpace::pruned(const datasets::MatrixFeatures& f,
       // Sorting pays only when lengths vary; without it the slices pad to their longest row.
       keep = sigma == 1 ? f.row_nnz_std <= 0.5 * mean + 1 : f.row_nnz_std > 0.1 * mean;
       keep = keep && max_row < 100000;
-      if (g == "sell") keep = keep && p.int_param("C") * 2 <= std::max(32.0, 64.0 / mean);
+      // C < 32 shares a row among 32 / C lanes, for rows long enough to share; C = 32 is one
+      // thread per row (cuSPARSE's SELL_ALG1, the best path on bench-v2's regular families), for
+      // rows short enough for one thread.
+      if (g == "sell") {
+        const int c = p.int_param("C");
+        keep = keep && (c == 32 ? mean <= 32 : c * 2 <= std::max(32.0, 64.0 / mean));
+      }
     } else if (g == "bsr_row" || g == "bsr_warp" || g == "spmm_bsr") {
       keep = f.dense_block_share >= 0.5;
     }
