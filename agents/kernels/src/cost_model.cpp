@@ -228,8 +228,9 @@ CostEstimate CostModel::estimate(const DesignPoint& p) {
     }
   } else if (g == "coo_tiled") {
     // COO bytes; ITEMS gathers in flight per lane, per slab of 32 one segmented scan; one atomic
-    // per block of tiles on a long row (the warps' open rows merged). Measured 34-35 us on
-    // bench-v2's circuit val matrices with one atomic a tile (H200, f8cd19d), 4-6% behind
+    // per block of tiles on a long row (the warps' open rows merged). Measured on bench-v2's
+    // circuit val matrices (H200): 34-35 us with one atomic a tile (f8cd19d), 32-33 us at items=4
+    // with the merge (e841276; items=16 39-43 us), against COO_ALG1's 27-29; 4-6% behind
     // coo_segmented items=1 on short power-law rows.
     eff = 0.8;
     serial_us = max_row / (32.0 * p.int_param("items") * p.int_param("block") / 32) * 0.002;
