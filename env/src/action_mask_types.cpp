@@ -1,0 +1,124 @@
+// The operand-type rules that need more of an operand's type than its last token: what an
+// additive expression is (a pointer plus or minus integers is a pointer: no `<` after `p - 1`),
+// whose operand a postfix ++ / -- would be (no `&x--`), what a group's value is (`(p)` is p, so
+// `--(p) / 2` divides a pointer), which builtins take values alone (no `abs(i + p)`), what a `*(`
+// group must hold (no `*(-x)`) and what a static_cast to a pointer takes (no `!x`). Each refuses
+// a token that would make an ill-typed expression (NVRTC's "operand types are incompatible",
+// "expression must be an lvalue", ...); none refuses a token the completion path writes (a
+// closer, `;`, the number `0`). begin_type_step() and take_type_step() run inside the operand
+// step of action_mask_operands.cpp; type_refuses() is asked by code_word_allowed() and fill().
+#include "action_mask_internal.hpp"
+
+namespace sparserl::env::detail {
+namespace {
+
+bool bit(std::uint64_t bits, int i) { return i >= 0 && ((bits >> i) & 1u) != 0; }
+bool opens_bracket(const TokenInfo& k) {
+  return k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+         k.ternary == 1;
+}
+
+// Directly in a group after a unary `*` (not a `&`'s, a prefix ++ / --'s or a reference cast's:
+// State::lvalue_groups), at its start.
+bool deref_group_start(const State& s) {
+  return s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
+         !bit(s.lvalue_groups, s.depth - 1);
+}
+// Right after the `(` of a static_cast to a pointer (State::static_pointer).
+bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == ctx_operand_due; }
+
+}  // namespace
+
+// Whether any of the rules below may refuse a token in this state (fill() asks them only then).
+bool type_rules_apply(const State& s) {
+  if (on_line(s)) return false;
+  if (after_operand(s.ctx)) return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth);
+  return deref_group_start(s) || static_pointer_start(s);
+}
+
+bool type_refuses(const State& s, const TokenInfo& k) {
+  if (!type_rules_apply(s)) return false;
+  if (after_operand(s.ctx)) {
+    // A postfix ++ / -- of a unary `&`'s, a prefix ++ / --'s or a reference cast's operand: that
+    // operator would take its value (NVRTC: "expression must be an lvalue or a function
+    // designator" of `&x--`, "modifiable lvalue" of `++i--`, `&p[0]++`, `--(i)++`).
+    if (k.role == role_incdec && bit(s.address_led, s.depth)) return true;
+    // A relational operator after a pointer's sum or difference with integers (NVRTC: "operand
+    // types are incompatible" of `p - true < true`, `i + p >= 1`; `p - q < 1` is an integer's).
+    const bool pointer = operand_type(s) >= operand_pointer;
+    return k.relational && bit(s.pointer_sums, s.depth) != pointer;
+  }
+  // At the start of a `*(` group no sign, `!`, `~` or sizeof: what it makes is no pointer
+  // (NVRTC: "operand of \"*\" must be a pointer" of `*(-unsigned())`, `*(!p)`).
+  const bool sign = k.cat == Cat::plus || k.cat == Cat::minus || k.type_prefix;
+  if (deref_group_start(s)) return sign;
+  // A static_cast to a pointer converts a pointer (or the null pointer constant 0, which the
+  // completion path writes): its operand starts with no sign, `!`, `~`, sizeof, type word,
+  // builtin, prelude constant or true / false (NVRTC: "invalid type conversion" of
+  // `static_cast<double3**>(!x)`, `static_cast<int*>(M)`). Whether a pointer's type converts
+  // is not judged.
+  return sign || k.role == role_type || k.cat == Cat::builtin || k.cat == Cat::constant ||
+         (k.cat == Cat::keyword && k.role == role_operand);
+}
+
+// Clears what `mask` allows and type_refuses() refuses (fill()'s pass).
+void refuse_ill_typed(const Tables& t, const State& s, std::span<std::uint8_t> mask) {
+  if (!type_rules_apply(s)) return;
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    if (mask[i] != 0 && type_refuses(s, t.info[i])) mask[i] = 0;
+  }
+}
+
+// Before the state moves: what the token makes of the operand before it.
+void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o) {
+  if (on_line(s)) return;
+  o.static_pointer = (k.word == w_angle_close && innermost(s) == kCastAngle &&
+                      !s.reinterpret_angle && s.ctx == ctx_ptr && !s.reference) ||
+                     (s.static_pointer && k.cat == Cat::open_paren);
+  o.pointer_before = o.operand_before && operand_type(s) >= operand_pointer;
+  o.pointer_sum = bit(s.pointer_sums, s.depth) != o.pointer_before;
+  o.address = s.ctx == ctx_address && (k.cat == Cat::local || k.cat == Cat::open_paren);
+  o.value_args_open = o.call_open && s.value_named;
+  // (A declared pointer's brace takes one: `float* q{p}`.)
+  o.value_brace = k.cat == Cat::open_brace && one_value_opens(s) &&
+                  !(s.ctx == ctx_declared && local_bit(s.pointers, s.last_declared));
+}
+
+void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
+  const std::uint64_t level = std::uint64_t{1} << s.depth;
+  s.value_named = k.value_arguments;
+  s.static_pointer = o.static_pointer;
+  s.pointer_sums &= (level << 1u) - 1u;  // closed brackets' bits go
+  s.address_led &= (level << 1u) - 1u;
+  s.value_args &= level - 1u;
+  if (on_line(s)) return;
+  if (opens_bracket(k)) {
+    s.pointer_sums &= ~level;
+    s.address_led &= ~level;
+  } else if (o.binary) {
+    // A sum or difference is a pointer where exactly one side is; `*` `/` `%` go on with a term
+    // of the sum (no pointer in it); any other operator starts a new expression.
+    const bool additive = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
+    const bool term = (k.cat == Cat::star || k.divides) && !k.assigns;
+    if (additive) {
+      s.pointer_sums = o.pointer_sum ? s.pointer_sums | level : s.pointer_sums & ~level;
+    } else if (!term) {
+      s.pointer_sums &= ~level;
+    }
+    s.address_led &= ~level;
+  }
+  if (o.address) s.address_led |= k.cat == Cat::open_paren ? level >> 1u : level;
+  if (o.value_args_open) s.value_args |= level >> 1u;
+  // In a value builtin's call, at its `(`, a `,` and a `+` / `-` there: a value is due (a pointer
+  // variable is subscripted, a cast in a group is to no pointer; NVRTC: "no instance of
+  // overloaded function \"abs\"" of `abs(N + (bool*)p)`). The brace of one value that is no
+  // pointer likewise (NVRTC: "a value of type \"const int *\" cannot be used to initialize an
+  // entity of type \"long\"" of `long{p}`, `int v{p}`).
+  const bool in_call = s.depth > 0 && innermost(s) == kCallParen && bit(s.value_args, s.depth - 1);
+  const bool sign = o.binary && (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
+  if ((in_call && (o.value_args_open || o.call_comma || sign)) || o.value_brace) {
+    s.value_due = true;
+  }
+}
+
+}  // namespace sparserl::env::detail
