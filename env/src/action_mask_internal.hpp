@@ -711,6 +711,10 @@ struct ActionMask::State {
   std::uint64_t pointer_sums = 0, address_led = 0, value_args = 0;
   bool value_named = false;
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
+  // A divisor is due (after a binary `/` or `%`, a sign or `(` after it); per code stack index, a
+  // group opened where one was.
+  bool divisor_due = false;
+  std::uint64_t divisor_groups = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

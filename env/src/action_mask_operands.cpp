@@ -233,7 +233,11 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   // modifiable lvalue" of `(M)--`, `(warpSize) = 1`, `(i + 1)++`).
   // (Or, of any operand, a group whose operand at its depth is no lvalue: `(-i)`, `(i + 1)`.)
   const bool rvalued = after_operand(s.ctx) && ((s.rvalued >> s.depth) & 1u) != 0;
-  o.rvalue_group = k.cat == Cat::close_paren && innermost(s) == '(' && !on_line(s) &&
+  // (A group after `&` / `--` too: `&(.6)[0]`, NVRTC "pointer-to-object type".)
+  const bool lvalue_group = innermost(s) == kDerefParen && s.depth > 0 &&
+                            ((s.lvalue_groups >> (s.depth - 1u)) & 1u) != 0;
+  o.rvalue_group = k.cat == Cat::close_paren && (innermost(s) == '(' || lvalue_group) &&
+                   !on_line(s) &&
                    (s.ctx == ctx_value || s.ctx == ctx_const_element || rvalued) &&
                    ((s.assigned >> s.depth) & 1u) == 0;
   // The first prefix of an operand (State::rvalued): `*`, ++ / -- keep an lvalue; `-` `+` `!`
@@ -253,8 +257,6 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   // A group over one operand (no binary operator or assignment at its depth) has its type: a
   // pointer's stays a pointer (`(p)`, `--(p)`, `((int*)x)`; NVRTC: "expression must have
   // arithmetic or unscoped enum type" of `--(p) / 2`). Not a `*(` group's (its element).
-  const bool lvalue_group = innermost(s) == kDerefParen && s.depth > 0 &&
-                            ((s.lvalue_groups >> (s.depth - 1u)) & 1u) != 0;
   const bool single = after_operand(s.ctx) && (((s.combined | s.assigned) >> s.depth) & 1u) == 0;
   if (k.cat == Cat::close_paren && (innermost(s) == '(' || lvalue_group) && single &&
       !on_line(s) && operand_type(s) >= operand_pointer) {

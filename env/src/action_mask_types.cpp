@@ -24,6 +24,10 @@ bool deref_group_start(const State& s) {
   return s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
          !bit(s.lvalue_groups, s.depth - 1);
 }
+// Directly in a group opened where a divisor was due, after an operand.
+bool in_divisor_group(const State& s) {
+  return s.depth > 0 && innermost(s) == '(' && bit(s.divisor_groups, s.depth - 1);
+}
 // Right after the `(` of a static_cast to a pointer (State::static_pointer).
 bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == ctx_operand_due; }
 
@@ -32,8 +36,10 @@ bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == 
 // Whether any of the rules below may refuse a token in this state (fill() asks them only then).
 bool type_rules_apply(const State& s) {
   if (on_line(s)) return false;
-  if (after_operand(s.ctx)) return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth);
-  return deref_group_start(s) || static_pointer_start(s);
+  if (after_operand(s.ctx)) {
+    return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s);
+  }
+  return deref_group_start(s) || static_pointer_start(s) || s.divisor_due;
 }
 
 bool type_refuses(const State& s, const TokenInfo& k) {
@@ -46,12 +52,25 @@ bool type_refuses(const State& s, const TokenInfo& k) {
     // A relational operator after a pointer's sum or difference with integers (NVRTC: "operand
     // types are incompatible" of `p - true < true`, `i + p >= 1`; `p - q < 1` is an integer's).
     const bool pointer = operand_type(s) >= operand_pointer;
-    return k.relational && bit(s.pointer_sums, s.depth) != pointer;
+    if (k.relational && bit(s.pointer_sums, s.depth) != pointer) return true;
+    // In a divisor's group no comparison, logical operator or `?`: a bool divisor is 0 where it
+    // is false (NVRTC: "division by zero" of `x / (true == 8LL)`; `x / (i < 2)` goes with it).
+    return k.compares && in_divisor_group(s);
   }
+  // Where a divisor is due no `false` or `!` (NVRTC: "division by zero" of `x / false`, `x % !1`;
+  // `x / !i` goes with them).
+  const bool logical_not = k.type_prefix && !k.integral_operator && k.cat != Cat::keyword;
+  if (s.divisor_due && (k.is_false || logical_not)) return true;
   // At the start of a `*(` group no sign, `!`, `~` or sizeof: what it makes is no pointer
   // (NVRTC: "operand of \"*\" must be a pointer" of `*(-unsigned())`, `*(!p)`).
   const bool sign = k.cat == Cat::plus || k.cat == Cat::minus || k.type_prefix;
-  if (deref_group_start(s)) return sign;
+  // Nor a builtin (none gives a pointer), a prelude constant, true or false (NVRTC: "operand of
+  // \"*\" must be a pointer" of `*(warpSize - 1)`; `*(M + p)` goes with them).
+  if (deref_group_start(s)) {
+    return sign || k.cat == Cat::builtin || k.cat == Cat::constant ||
+           (k.cat == Cat::keyword && k.role == role_operand);
+  }
+  if (!static_pointer_start(s)) return false;
   // A static_cast to a pointer converts a pointer (or the null pointer constant 0, which the
   // completion path writes): its operand starts with no sign, `!`, `~`, sizeof, type word,
   // builtin, prelude constant or true / false (NVRTC: "invalid type conversion" of
@@ -88,6 +107,10 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   const std::uint64_t level = std::uint64_t{1} << s.depth;
   s.value_named = k.value_arguments;
   s.static_pointer = o.static_pointer;
+  s.divisor_groups &= level - 1u;  // closed brackets' bits go
+  if (s.divisor_due && k.cat == Cat::open_paren && !on_line(s)) s.divisor_groups |= level >> 1u;
+  s.divisor_due = !on_line(s) && ((o.binary && k.divides) ||
+                                  (s.divisor_due && (o.unary_sign || k.cat == Cat::open_paren)));
   s.pointer_sums &= (level << 1u) - 1u;  // closed brackets' bits go
   s.address_led &= (level << 1u) - 1u;
   s.value_args &= level - 1u;

@@ -2,7 +2,8 @@
 // `p +` / `p -`) is no floating value; a group over a pointer is a pointer; no postfix ++ / -- of
 // `&`'s operand; no relational operator after a pointer's sum; no floating element after a pointer
 // cast's sign; a value builtin's and one value's brace take no pointer; a `*(` group starts with
-// no sign; a static_cast to a pointer takes no value - each refused where NVRTC would refuse it,
+// no sign or builtin; a static_cast to a pointer takes no value; a divisor is no bool; a group
+// after `&` over a value is subscripted by nothing - each refused where NVRTC would refuse it,
 // and the near forms the design space writes accepted. (The mask's episode-level properties are
 // action_mask_test.cpp's.)
 #include <string>
@@ -98,8 +99,13 @@ TEST_CASE("a *( group starts with no sign", "[env][mask]") {
   // (NVRTC: "operand of \"*\" must be a pointer" of `*(-unsigned())`.)
   CHECK(refused_in("int j = *(-i);") == "-");
   CHECK(refused_in("int j = *(!q);") == "!");
+  // (Nor with a builtin, a prelude constant, true: "operand of \"*\" must be a pointer" of
+  // `*(warpSize - 1)`.)
+  CHECK(refused_in("int j = *(warpSize - 1);") == "warpSize");
+  CHECK(refused_in("int j = *(N + 1);") == "N");
+  CHECK(refused_in("int j = *(true + q);") == "true");
   // (A pointer's sum, an address are accepted.)
-  CHECK(refused_in("int j = *(q + 1) + *(1 + q) + *(&i);") == "");
+  CHECK(refused_in("int j = *(q + 1) + *(1 + q) + *(&i) + *(q + N);") == "");
 }
 
 TEST_CASE("a static_cast to a pointer takes no value", "[env][mask]") {
@@ -110,4 +116,22 @@ TEST_CASE("a static_cast to a pointer takes no value", "[env][mask]") {
   // (A pointer, the null pointer constant, a cast to a value are accepted.)
   CHECK(refused_in("int* r = static_cast<int*>(q); r = static_cast<int*>(0); int j = "
                    "static_cast<int>(!i) + static_cast<long long>(M);") == "");
+}
+
+TEST_CASE("a divisor is no bool", "[env][mask]") {
+  // (NVRTC: "division by zero" of `-false / (true == 8LL)`, `i / false`, `i % !1`.)
+  CHECK(refused_in("int j = i / (true == 1);") == "==");
+  CHECK(refused_in("int j = i / -(i < 1);") == "<");
+  CHECK(refused_in("int j = i / false;") == "false");
+  CHECK(refused_in("int j = i % !i;") == "!");
+  // (A sum, a sign, a constant, a comparison before the `/`, a group in a group are accepted.)
+  CHECK(refused_in("int j = i / (i + 1) + i / -(1) + i % (M) + (i < 2) / 1 + i / ((i) - 1) + "
+                   "i / (i ? 1 : 2);") == "?");
+}
+
+TEST_CASE("a group after & over a value is no array", "[env][mask]") {
+  // (NVRTC: "expression must have pointer-to-object type" of `&(.6)[0]`.)
+  CHECK(refused_in("int* r = &(1)[0];") == "[");
+  // (A group over a pointer is subscripted.)
+  CHECK(refused_in("int* r = &(q)[0];") == "");
 }
