@@ -818,7 +818,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (list_declarator_refuses(t, s, k)) return false;
   if (vector_operand_refuses(s, k)) return false;
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
-  if (type_refuses(s, k)) return false;
+  if (type_refuses(t, s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 

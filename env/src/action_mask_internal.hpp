@@ -865,7 +865,8 @@ bool lvalue_group_refuses(const State& s, const TokenInfo& k);
 // The operand-type rules of action_mask_types.cpp: the tokens they refuse (one by one, and in a
 // mask fill() made), whether any may be refused in a state, and their step of a code token
 // (from begin_operand_step / take_operand_step).
-bool type_refuses(const State& s, const TokenInfo& k);
+bool type_refuses(const Tables& t, const State& s, const TokenInfo& k);
+bool lvalue_variable_due(const Tables& t, const State& s);
 bool type_rules_apply(const State& s);
 void refuse_ill_typed(const Tables& t, const State& s, std::span<std::uint8_t> mask);
 void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o);

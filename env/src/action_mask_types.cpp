@@ -2,11 +2,16 @@
 // additive expression is (a pointer plus or minus integers is a pointer: no `<` after `p - 1`),
 // whose operand a postfix ++ / -- would be (no `&x--`), what a group's value is (`(p)` is p, so
 // `--(p) / 2` divides a pointer), which builtins take values alone (no `abs(i + p)`), what a `*(`
-// group must hold (no `*(-x)`) and what a static_cast to a pointer takes (no `!x`). Each refuses
-// a token that would make an ill-typed expression (NVRTC's "operand types are incompatible",
-// "expression must be an lvalue", ...); none refuses a token the completion path writes (a
-// closer, `;`, the number `0`). begin_type_step() and take_type_step() run inside the operand
-// step of action_mask_operands.cpp; type_refuses() is asked by code_word_allowed() and fill().
+// group must hold (no `*(-x)`), what a static_cast to a pointer takes (no `!x`), what a divisor
+// is (no bool) and what a group after `&` or a prefix ++ / -- holds (a variable, not `--(1)`).
+// Each refuses a token that would make an ill-typed expression (NVRTC's "operand types are
+// incompatible", "expression must be an lvalue", ...); none refuses a token the completion path
+// writes (a closer, `;`, the number `0`) but that number in such a group, where the path writes
+// a variable instead (lvalue_variable_due: the BPE budget counts its name). begin_type_step()
+// and take_type_step() run inside the operand step of action_mask_operands.cpp; type_refuses()
+// is asked by code_word_allowed() and fill().
+#include <algorithm>
+
 #include "action_mask_internal.hpp"
 
 namespace sparserl::env::detail {
@@ -28,6 +33,38 @@ bool deref_group_start(const State& s) {
 bool in_divisor_group(const State& s) {
   return s.depth > 0 && innermost(s) == '(' && bit(s.divisor_groups, s.depth - 1);
 }
+// At the start of a group that must be an lvalue (after `&`, a prefix ++ / --, a reference cast:
+// lvalue_group_refuses).
+bool lvalue_group_start(const State& s) {
+  return s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
+         bit(s.lvalue_groups, s.depth - 1);
+}
+// A local such a group may hold whatever the operand's context: in scope, no macro, tag,
+// file-scope name (a function), launched kernel, const, template parameter or vector variable
+// (`--(d)` of a dim3 matches no operator).
+bool lvalue_candidate(const State& s, int i) {
+  const std::uint8_t scope = scope_of(s, i);
+  if (scope == kScopeMacro || scope == kScopeTag || scope == block_scope(0, false)) return false;
+  if (i < kMaxKernelLocal && ((s.launched >> i) & 1u) != 0) return false;
+  if (local_bit(s.consts, i) || local_bit(s.template_names, i)) return false;
+  if (local_type(s, i) == type_vector && !local_bit(s.pointers, i)) return false;
+  return known_local_allowed(s, i);
+}
+int lvalue_candidates_end(const Tables& t, const State& s) {
+  return std::min({static_cast<int>(s.locals_used), t.locals, kScopedLocals});
+}
+// A number at such a group's start where a candidate may stand there (see type_refuses).
+bool lvalue_number_refused(const Tables& t, const State& s) {
+  if (on_line(s) || !lvalue_group_start(s)) return false;
+  for (int i = 0; i < lvalue_candidates_end(t, s); ++i) {
+    const TokenId id = t.local_ids[static_cast<std::size_t>(i)];
+    if (lvalue_candidate(s, i) && code_word_allowed(t, s, t.info[static_cast<std::size_t>(id)])) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Right after the `(` of a static_cast to a pointer (State::static_pointer).
 bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == ctx_operand_due; }
 
@@ -36,14 +73,20 @@ bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == 
 // Whether any of the rules below may refuse a token in this state (fill() asks them only then).
 bool type_rules_apply(const State& s) {
   if (on_line(s)) return false;
+  if (lvalue_group_start(s)) return true;
   if (after_operand(s.ctx)) {
     return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s);
   }
   return deref_group_start(s) || static_pointer_start(s) || s.divisor_due;
 }
 
-bool type_refuses(const State& s, const TokenInfo& k) {
+bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   if (!type_rules_apply(s)) return false;
+  // A number at the start of a group that must be an lvalue, where a variable may stand instead
+  // (NVRTC: "expression must be a modifiable lvalue" of `--(1)`, "lvalue or a function
+  // designator" of `&(29.f)`). The completion path writes that variable (one closed token where
+  // two are counted; the BPE budget adds lvalue_variable_due's bytes for its name).
+  if (lvalue_group_start(s)) return k.cat == Cat::num && lvalue_number_refused(t, s);
   if (after_operand(s.ctx)) {
     // A postfix ++ / -- of a unary `&`'s, a prefix ++ / --'s or a reference cast's operand: that
     // operator would take its value (NVRTC: "expression must be an lvalue or a function
@@ -83,9 +126,29 @@ bool type_refuses(const State& s, const TokenInfo& k) {
 // Clears what `mask` allows and type_refuses() refuses (fill()'s pass).
 void refuse_ill_typed(const Tables& t, const State& s, std::span<std::uint8_t> mask) {
   if (!type_rules_apply(s)) return;
-  for (std::size_t i = 0; i < mask.size(); ++i) {
-    if (mask[i] != 0 && type_refuses(s, t.info[i])) mask[i] = 0;
+  if (lvalue_group_start(s)) {
+    if (!lvalue_number_refused(t, s)) return;
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (t.info[i].cat == Cat::num) mask[i] = 0;
+    }
+    return;
   }
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    if (mask[i] != 0 && type_refuses(t, s, t.info[i])) mask[i] = 0;
+  }
+}
+
+// Where the completion path goes through a group that must be an lvalue - after `&`, a prefix
+// ++ / --, in a reference cast's parenthesis, at the group's start - and a candidate local is in
+// scope: the group may refuse the number the closed count writes there, and the variable the
+// path writes instead may be a long name (the BPE budget's kLvalueNameBytes). Not judged on a
+// preprocessor line but counted through it, as the code's context stays.
+bool lvalue_variable_due(const Tables& t, const State& s) {
+  if (s.ctx != ctx_address && !in_cast_reference(s) && !lvalue_group_start(s)) return false;
+  for (int i = 0; i < lvalue_candidates_end(t, s); ++i) {
+    if (lvalue_candidate(s, i)) return true;
+  }
+  return false;
 }
 
 // Before the state moves: what the token makes of the operand before it.

@@ -118,6 +118,19 @@ TEST_CASE("a static_cast to a pointer takes no value", "[env][mask]") {
                    "static_cast<int>(!i) + static_cast<long long>(M);") == "");
 }
 
+TEST_CASE("a group after & or a prefix ++ / -- holds no number where a variable may stand",
+          "[env][mask]") {
+  // (NVRTC: "expression must be a modifiable lvalue" of `--(1)`, "lvalue or a function
+  // designator" of `&(29.f)`.)
+  CHECK(refused_in("--(1);") == "<num>");
+  CHECK(refused_in("int* r = &(2);") == "<num>");
+  CHECK(refused_in("int j = (int&)(3);") == "<num>");
+  // (A variable, an element, `*` are accepted; a const is no candidate: `int c` is, so `--(1)`
+  // is refused there too; no local, as above, takes the number.)
+  CHECK(refused_in("--(i); int* r = &(q[0]); --(*q); ++(x);") == "");
+  CHECK(first_refused(kHead + "__device__ void g() { --(4); }\n") == "");
+}
+
 TEST_CASE("a divisor is no bool", "[env][mask]") {
   // (NVRTC: "division by zero" of `-false / (true == 8LL)`, `i / false`, `i % !1`.)
   CHECK(refused_in("int j = i / (true == 1);") == "==");
@@ -131,7 +144,8 @@ TEST_CASE("a divisor is no bool", "[env][mask]") {
 
 TEST_CASE("a group after & over a value is no array", "[env][mask]") {
   // (NVRTC: "expression must have pointer-to-object type" of `&(.6)[0]`.)
-  CHECK(refused_in("int* r = &(1)[0];") == "[");
+  // (A number stands there where no variable may: a function of no local.)
+  CHECK(first_refused(kHead + "__device__ void g() { &(1)[0]; }\n") == "[");
   // (A group over a pointer is subscripted.)
   CHECK(refused_in("int* r = &(q)[0];") == "");
 }
