@@ -170,6 +170,11 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   const std::uint64_t level = std::uint64_t{1} << s.depth;
   s.value_named = k.value_arguments;
   s.static_pointer = o.static_pointer;
+  // Its parenthesis holds one operand, no comma expression (NVRTC: "invalid type conversion" of
+  // `static_cast<double3*>((void*)p, x < 1)`, whose value is a bool): no `,` has room there.
+  if (o.static_pointer && k.cat == Cat::open_paren && innermost(s) == kCallParen) {
+    s.args[s.depth - 1u] = 0;
+  }
   s.divisor_groups &= level - 1u;  // closed brackets' bits go
   if (s.divisor_due && k.cat == Cat::open_paren && !on_line(s)) s.divisor_groups |= level >> 1u;
   s.divisor_due = !on_line(s) && ((o.binary && k.divides) ||
