@@ -715,6 +715,7 @@ struct ActionMask::State {
   // group opened where one was.
   bool divisor_due = false;
   std::uint64_t divisor_groups = 0;
+  std::uint64_t static_parens = 0;  // per code stack index: a static_cast to a pointer's `(`
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

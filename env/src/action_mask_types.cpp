@@ -65,6 +65,10 @@ bool lvalue_number_refused(const Tables& t, const State& s) {
   return false;
 }
 
+// Directly in a static_cast to a pointer's parenthesis, after an operand.
+bool in_static_paren(const State& s) {
+  return s.depth > 0 && innermost(s) == kCallParen && bit(s.static_parens, s.depth - 1);
+}
 // Right after the `(` of a static_cast to a pointer (State::static_pointer).
 bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == ctx_operand_due; }
 
@@ -75,7 +79,8 @@ bool type_rules_apply(const State& s) {
   if (on_line(s)) return false;
   if (lvalue_group_start(s)) return true;
   if (after_operand(s.ctx)) {
-    return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s);
+    return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s) ||
+           in_static_paren(s);
   }
   return deref_group_start(s) || static_pointer_start(s) || s.divisor_due;
 }
@@ -98,7 +103,14 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
     if (k.relational && bit(s.pointer_sums, s.depth) != pointer) return true;
     // In a divisor's group no comparison, logical operator or `?`: a bool divisor is 0 where it
     // is false (NVRTC: "division by zero" of `x / (true == 8LL)`; `x / (i < 2)` goes with it).
-    return k.compares && in_divisor_group(s);
+    if (k.compares && in_divisor_group(s)) return true;
+    // In a static_cast to a pointer's parenthesis no binary operator but `+`, `-`, an assignment
+    // or `?` / `:`: the others make no pointer (NVRTC: "invalid type conversion" of
+    // `static_cast<double3*>((void*)p && x)`, `static_cast<int*>(p < q)`).
+    const bool binary = k.role == role_ptr || k.role == role_lt ||
+                        (k.role == role_operator && !k.assigns && k.ternary == 0 &&
+                         k.cat != Cat::plus && k.cat != Cat::minus);
+    return binary && in_static_paren(s);
   }
   // Where a divisor is due no `false` or `!` (NVRTC: "division by zero" of `x / false`, `x % !1`;
   // `x / !i` goes with them).
@@ -172,8 +184,10 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.static_pointer = o.static_pointer;
   // Its parenthesis holds one operand, no comma expression (NVRTC: "invalid type conversion" of
   // `static_cast<double3*>((void*)p, x < 1)`, whose value is a bool): no `,` has room there.
+  s.static_parens &= level - 1u;  // closed brackets' bits go
   if (o.static_pointer && k.cat == Cat::open_paren && innermost(s) == kCallParen) {
     s.args[s.depth - 1u] = 0;
+    s.static_parens |= level >> 1u;
   }
   s.divisor_groups &= level - 1u;  // closed brackets' bits go
   if (s.divisor_due && k.cat == Cat::open_paren && !on_line(s)) s.divisor_groups |= level >> 1u;

@@ -114,10 +114,14 @@ TEST_CASE("a static_cast to a pointer takes no value", "[env][mask]") {
   CHECK(refused_in("int* r = static_cast<int*>(M);") == "M");
   CHECK(refused_in("int* r = static_cast<int*>(-i);") == "-");
   CHECK(refused_in("int* r = static_cast<int*>((int*)q, i < 1);") == ",");
+  CHECK(refused_in("int* r = static_cast<int*>((int*)q && i);") == "&&");
+  CHECK(refused_in("int* r = static_cast<int*>(q < q);") == "<");
   // (A pointer, the null pointer constant, a cast to a value are accepted.)
   CHECK(refused_in("int* r = static_cast<int*>(q); r = static_cast<int*>(0); int j = "
                    "static_cast<int>(!i) + static_cast<long long>(M);") == "");
   CHECK(refused_in("int* r = static_cast<int*>((q, q)); int j = static_cast<int>(i, 1);") == "");
+  CHECK(refused_in("int* r = static_cast<int*>(q + 1 - i); r = static_cast<int*>(i ? q : r); "
+                   "r = static_cast<int*>(r = q); bool b = static_cast<int>(i) < 1;") == "");
 }
 
 TEST_CASE("a group after & or a prefix ++ / -- holds no number where a variable may stand",
