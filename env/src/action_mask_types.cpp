@@ -77,7 +77,7 @@ bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == 
 // Whether any of the rules below may refuse a token in this state (fill() asks them only then).
 bool type_rules_apply(const State& s) {
   if (on_line(s)) return false;
-  if (lvalue_group_start(s)) return true;
+  if (lvalue_group_start(s) || (s.bounds != 0 && in_array_bound(s))) return true;
   if (after_operand(s.ctx)) {
     return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s) ||
            in_static_paren(s);
@@ -87,6 +87,9 @@ bool type_rules_apply(const State& s) {
 
 bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   if (!type_rules_apply(s)) return false;
+  // No `false` in an array's bound (NVRTC: "the size of an array must be greater than zero" of
+  // `[int(x) * false]`; bound_due refuses it at the start, `[N + false]` goes with it).
+  if (k.is_false && s.bounds != 0 && in_array_bound(s)) return true;
   // A number at the start of a group that must be an lvalue, where a variable may stand instead
   // (NVRTC: "expression must be a modifiable lvalue" of `--(1)`, "lvalue or a function
   // designator" of `&(29.f)`). The completion path writes that variable (one closed token where
@@ -131,8 +134,10 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   // builtin, prelude constant or true / false (NVRTC: "invalid type conversion" of
   // `static_cast<double3**>(!x)`, `static_cast<int*>(M)`). Whether a pointer's type converts
   // is not judged.
+  // Nor a group: a cast in it converts from another pointer type (NVRTC: "invalid type
+  // conversion" of `static_cast<double3*>((void**)p)`; `(q)` goes with it).
   return sign || k.role == role_type || k.cat == Cat::builtin || k.cat == Cat::constant ||
-         (k.cat == Cat::keyword && k.role == role_operand);
+         (k.cat == Cat::keyword && k.role == role_operand) || k.cat == Cat::open_paren;
 }
 
 // Clears what `mask` allows and type_refuses() refuses (fill()'s pass).

@@ -113,13 +113,14 @@ TEST_CASE("a static_cast to a pointer takes no value", "[env][mask]") {
   CHECK(refused_in("int* r = static_cast<int*>(!i);") == "!");
   CHECK(refused_in("int* r = static_cast<int*>(M);") == "M");
   CHECK(refused_in("int* r = static_cast<int*>(-i);") == "-");
-  CHECK(refused_in("int* r = static_cast<int*>((int*)q, i < 1);") == ",");
-  CHECK(refused_in("int* r = static_cast<int*>((int*)q && i);") == "&&");
+  CHECK(refused_in("int* r = static_cast<int*>(q, i < 1);") == ",");
+  CHECK(refused_in("int* r = static_cast<int*>(q && i);") == "&&");
+  CHECK(refused_in("int* r = static_cast<int*>((long*)q);") == "(");
   CHECK(refused_in("int* r = static_cast<int*>(q < q);") == "<");
   // (A pointer, the null pointer constant, a cast to a value are accepted.)
   CHECK(refused_in("int* r = static_cast<int*>(q); r = static_cast<int*>(0); int j = "
                    "static_cast<int>(!i) + static_cast<long long>(M);") == "");
-  CHECK(refused_in("int* r = static_cast<int*>((q, q)); int j = static_cast<int>(i, 1);") == "");
+  CHECK(refused_in("int j = static_cast<int>(i, 1) + static_cast<int>((i));") == "");
   CHECK(refused_in("int* r = static_cast<int*>(q + 1 - i); r = static_cast<int*>(i ? q : r); "
                    "r = static_cast<int*>(r = q); bool b = static_cast<int>(i) < 1;") == "");
 }
@@ -135,6 +136,14 @@ TEST_CASE("a group after & or a prefix ++ / -- holds no number where a variable 
   // is refused there too; no local, as above, takes the number.)
   CHECK(refused_in("--(i); int* r = &(q[0]); --(*q); ++(x);") == "");
   CHECK(first_refused(kHead + "__device__ void g() { --(4); }\n") == "");
+}
+
+TEST_CASE("an array's bound holds no false", "[env][mask]") {
+  // (NVRTC: "the size of an array must be greater than zero" of `[int(W < true) * false]`.)
+  CHECK(refused_in("int a[int(M < 2) * false];") == "false");
+  CHECK(refused_in("int a[N + false];") == "false");
+  // (true, a comparison's bool, false outside a bound are accepted.)
+  CHECK(refused_in("int a[N + true]; int b[int(M < 2) + 1]; bool c = false; a[false] = 1;") == "");
 }
 
 TEST_CASE("a divisor is no bool", "[env][mask]") {
