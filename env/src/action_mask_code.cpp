@@ -324,9 +324,10 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
       (!local_bit(s.consts, k.local) || local_bit(s.pointers, k.local))) {
     return false;
   }
-  // After a cast to a pointer, a pointer's `+` / `-`: no floating variable but a pointer.
+  // After a cast to a pointer, a pointer's `+` / `-`: no floating value (`(double*)-a[0]` too).
   if ((s.pointer_cast_due || s.offset_due) && !is_macro(s, k.local) && k.local < s.locals_used &&
-      local_type(s, k.local) == type_floating && !local_bit(s.pointers, k.local)) {
+      local_type(s, k.local) == type_floating &&
+      (!local_bit(s.pointers, k.local) || s.value_due)) {
     return false;
   }
   // A floating overload's first argument: no integer or vector variable (a macro may be anything).
@@ -817,6 +818,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (list_declarator_refuses(t, s, k)) return false;
   if (vector_operand_refuses(s, k)) return false;
   if ((s.decl_shared || s.decl_const || s.decl_constructed) && shared_refuses(s, k)) return false;
+  if (type_refuses(t, s, k)) return false;
   return passes(k.checks[code_row(s)], t, s, k);
 }
 
@@ -991,6 +993,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
       return list_declarator_refuses(t, s, k) || vector_operand_refuses(s, k);
     });
   }
+  refuse_ill_typed(t, s, mask);
 }
 
 }  // namespace sparserl::env::detail

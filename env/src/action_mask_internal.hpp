@@ -279,6 +279,7 @@ struct TokenInfo {
   bool nullary = false;        // a builtin function that may take no argument (__syncthreads)
   bool arrow = false;          // `->` (threadIdx & co take `.` alone)
   bool reinterpret = false;    // reinterpret_cast
+  bool value_arguments = false;  // a builtin whose arguments are values (no atomic, load, store)
   // Types (NVRTC checks them; the grammar knows a declared name's type and what a few tokens are):
   // a type word's category (TypeCat); a builtin function overloaded for float and double alone,
   // whose first argument must be floating (NVRTC: "more than one instance of overloaded function"
@@ -702,6 +703,19 @@ struct ActionMask::State {
   // array): no operator but `=` after it, no `->` (NVRTC: "no operator \">\" matches these operands"
   // of `d > warpSize` with d a dim3).
   bool vector_operand = false;
+  // The operand types of action_mask_types.cpp. Per depth: the additive expression read there so
+  // far is a pointer (`p - 1`, `i + p`: no `<` after it); the operand under way is a unary `&`'s,
+  // a prefix ++ / --'s or a reference cast's (no postfix ++ / -- after it). Per code stack index:
+  // a builtin's call whose arguments are values (abs, min, __popc, ...: no pointer). A builtin
+  // of such arguments was just named (its `(` next).
+  std::uint64_t pointer_sums = 0, address_led = 0, value_args = 0;
+  bool value_named = false;
+  bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
+  // A divisor is due (after a binary `/` or `%`, a sign or `(` after it); per code stack index, a
+  // group opened where one was.
+  bool divisor_due = false;
+  std::uint64_t divisor_groups = 0;
+  std::uint64_t static_parens = 0;  // per code stack index: a static_cast to a pointer's `(`
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -812,6 +826,13 @@ struct OperandStep {
   bool in_bound = false;      // in_array_bound() before the token
   bool value_open = false;    // a `(` where an integer or a floating argument is due
   bool variable = false;      // a local named as a variable (not declared, not a macro)
+  // action_mask_types.cpp's: the operand read before is a pointer (operand_type); the additive
+  // expression at its depth is one after it; a token where ctx_address stood; a value builtin's
+  // `(`; a `{` that initializes one value that is no pointer; a static_cast to a pointer's `>` or
+  // the `(` after it.
+  bool pointer_before = false, pointer_sum = false, address = false, value_args_open = false;
+  bool value_brace = false, static_pointer = false;
+  std::uint8_t group_kind = 0;  // a group's `)` over one pointer operand: its Operand kind
   std::uint8_t kind_before = 0, call_args = 0;
 };
 OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool macro);
@@ -842,6 +863,15 @@ bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);
 bool rvalue_assignment(const State& s, const TokenInfo& k);
 bool lvalue_group_refuses(const State& s, const TokenInfo& k);
+// The operand-type rules of action_mask_types.cpp: the tokens they refuse (one by one, and in a
+// mask fill() made), whether any may be refused in a state, and their step of a code token
+// (from begin_operand_step / take_operand_step).
+bool type_refuses(const Tables& t, const State& s, const TokenInfo& k);
+bool lvalue_variable_due(const Tables& t, const State& s);
+bool type_rules_apply(const State& s);
+void refuse_ill_typed(const Tables& t, const State& s, std::span<std::uint8_t> mask);
+void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o);
+void take_type_step(State& s, const TokenInfo& k, const OperandStep& o);
 // Scopes and declarators (action_mask_scopes.cpp): a known local where it is used or declared; a
 // block closing; the scopes and the declarator state after a plain code token.
 bool known_local_allowed(const State& s, int local);

@@ -336,6 +336,9 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
     if (t.cls == TokenClass::builtin && a.name == t.text) {
       k.max_args = a.most;
       k.min_args = a.least;
+      // (Its arguments are values but an atomic's, a load's or a store's first, a pointer.)
+      k.value_arguments = a.most > 0 && t.text.rfind("atomic", 0) != 0 &&
+                          t.text.rfind("__ld", 0) != 0 && t.text.rfind("__st", 0) != 0;
     }
   }
   k.assigns = t.cls == TokenClass::punct && t.text.size() >= 1 && t.text.back() == '=' &&

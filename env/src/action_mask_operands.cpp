@@ -233,7 +233,11 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   // modifiable lvalue" of `(M)--`, `(warpSize) = 1`, `(i + 1)++`).
   // (Or, of any operand, a group whose operand at its depth is no lvalue: `(-i)`, `(i + 1)`.)
   const bool rvalued = after_operand(s.ctx) && ((s.rvalued >> s.depth) & 1u) != 0;
-  o.rvalue_group = k.cat == Cat::close_paren && innermost(s) == '(' && !on_line(s) &&
+  // (A group after `&` / `--` too: `&(.6)[0]`, NVRTC "pointer-to-object type".)
+  const bool lvalue_group = innermost(s) == kDerefParen && s.depth > 0 &&
+                            ((s.lvalue_groups >> (s.depth - 1u)) & 1u) != 0;
+  o.rvalue_group = k.cat == Cat::close_paren && (innermost(s) == '(' || lvalue_group) &&
+                   !on_line(s) &&
                    (s.ctx == ctx_value || s.ctx == ctx_const_element || rvalued) &&
                    ((s.assigned >> s.depth) & 1u) == 0;
   // The first prefix of an operand (State::rvalued): `*`, ++ / -- keep an lvalue; `-` `+` `!`
@@ -250,6 +254,15 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   // value (NVRTC: "expression must have pointer-to-object type" of `(M)[0]`, `(x == 1)[0]`).
   o.value_group = o.rvalue_group && s.ctx == ctx_value && s.operand_kind < operand_pointer &&
                   ((s.combined >> s.depth) & 1u) == 0;
+  // A group over one operand (no binary operator or assignment at its depth) has its type: a
+  // pointer's stays a pointer (`(p)`, `--(p)`, `((int*)x)`; NVRTC: "expression must have
+  // arithmetic or unscoped enum type" of `--(p) / 2`). Not a `*(` group's (its element).
+  const bool single = after_operand(s.ctx) && (((s.combined | s.assigned) >> s.depth) & 1u) == 0;
+  if (k.cat == Cat::close_paren && (innermost(s) == '(' || lvalue_group) && single &&
+      !on_line(s) && operand_type(s) >= operand_pointer) {
+    o.group_kind = operand_type(s);
+  }
+  begin_type_step(s, k, o);
   // A floating operand directly in a group makes the group's value floating (NVRTC: "expression
   // must have integral or unscoped enum type" of `(1.5 + i) % 2`, `(x[0]) << 1`).
   if (s.pp == Pp::none && o.kind_before == operand_floating && o.operand_before &&
@@ -307,6 +320,7 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   } else if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
              k.cat == Cat::close_brace) {
     kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
+    if (o.group_kind != 0) kind = o.group_kind;
   }
   s.operand_kind = kind;
   if (o.variable) {
@@ -353,9 +367,13 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
       o.integral_next || (s.integral_due && (o.unary_sign || k.cat == Cat::open_paren));
   // (After a cast to a floating type a value is due: `(float)p` is no conversion, `(float)p[0]`
   // is; after a cast to a pointer an operand that is no floating value.)
-  s.value_due = o.value_next || o.to_floating;
-  s.pointer_cast_due = o.to_pointer;
+  // (A sign or a prefix ++ / -- keeps it due: `i < +p`, `1 != --p`.)
+  const bool prefix_incdec = k.role == role_incdec && !o.operand_before;
+  s.value_due = o.value_next || o.to_floating || (s.value_due && (o.unary_sign || prefix_incdec));
+  // (A sign keeps it due: `(double*)-a[0]`, whose pointer a is subscripted - a value due.)
+  s.pointer_cast_due = o.to_pointer || (s.pointer_cast_due && o.unary_sign);
   s.offset_due = o.pointer_offset || (s.offset_due && o.unary_sign);
+  take_type_step(s, k, o);
 }
 
 }  // namespace sparserl::env::detail

@@ -51,6 +51,10 @@ inline constexpr int kMaxIdent = 64;
 // <eos> in time.
 inline constexpr int kBytesPerToken = 14;
 inline int kernel_name_excess(int length) { return std::max(0, length + 3 - kBytesPerToken); }
+// Where the completion path writes a variable in place of a number in a group that must be an
+// lvalue (detail::lvalue_variable_due), the variable's name: the longest a name may be, less the
+// two closed tokens the count gives it (`<num> 0`), with the blank after it to spare.
+inline constexpr int kLvalueNameBytes = kMaxIdent + 2 - 2 * kBytesPerToken;
 
 // Names a single BPE token may introduce (a token holding more is refused: no tokenizer's
 // pre-tokenizer makes one, as pre-tokens hold one word).

@@ -717,6 +717,7 @@ int needed_committed(const Context& c, const Lex& x, const State& s) {
     least = std::min(least, kernel_name_excess(static_cast<int>(length)));
   }
   if (s.phase == detail::Phase::launch_name && pending != 0) excess += least;
+  if (detail::lvalue_variable_due(*c.grammar.tables, s)) excess += kLvalueNameBytes;
   return kBytesPerToken * (detail::completion(*c.grammar.tables, s) - 1) + 1 + separator_debt(x) +
          excess;
 }

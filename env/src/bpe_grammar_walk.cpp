@@ -171,7 +171,9 @@ class Walker {
   }
 
   int committed_need(const Lex& x, const State& s, int& completion) const {
-    if (detail::pending_kernel_bits(s) != 0) return needed_committed(context(), x, s);
+    if (detail::pending_kernel_bits(s) != 0 || detail::lvalue_variable_due(*g_.tables, s)) {
+      return needed_committed(context(), x, s);
+    }
     if (completion < 0) completion = detail::completion(*g_.tables, s);
     return kBytesPerToken * (completion - 1) + 1 + separator_debt(x);
   }

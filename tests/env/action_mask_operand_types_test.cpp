@@ -1,6 +1,10 @@
 // The syntax mask's rules of operand types, case by case: a pointer's offset (the operand after
-// `p +` / `p -`) is no floating value - each refused where NVRTC would refuse it, and the near
-// forms the design space writes accepted. (The mask's episode-level properties are
+// `p +` / `p -`) is no floating value; a group over a pointer is a pointer; no postfix ++ / -- of
+// `&`'s operand; no relational operator after a pointer's sum; no floating element after a pointer
+// cast's sign; a value builtin's and one value's brace take no pointer; a `*(` group starts with
+// no sign or builtin; a static_cast to a pointer takes no value; a divisor is no bool; a group
+// after `&` over a value is subscripted by nothing - each refused where NVRTC would refuse it,
+// and the near forms the design space writes accepted. (The mask's episode-level properties are
 // action_mask_test.cpp's.)
 #include <string>
 
@@ -25,4 +29,138 @@ TEST_CASE("a pointer's offset is no floating value", "[env][mask]") {
   // (An integer offset, a pointer's difference, a floating sum, a cast's group are accepted.)
   CHECK(first_refused(head + f + "p + 1; int d = q - p; float y = x + 1.5; q = p + -1; q = p + "
                                  "(int)x; q = p + d * 2; y = *p + 1.5 + p[0]; }\n") == "");
+}
+
+namespace {
+
+const std::string kHead = "//@format csr\n//@launch k grid=K block=32\n";
+// v2: a float pointer, v3: an int pointer, v4: an int, v5: a float.
+const std::string kFunction = "__device__ void f(float* a, int* q, int i, float x) { ";
+
+std::string refused_in(const std::string& body) {
+  return first_refused(kHead + kFunction + body + " }\n");
+}
+
+}  // namespace
+
+TEST_CASE("a group over one pointer operand is a pointer", "[env][mask]") {
+  // (NVRTC: "expression must have arithmetic or unscoped enum type" of `--(p) / 2`.)
+  CHECK(refused_in("int j = --(q) / 2;") == "/");
+  CHECK(refused_in("int j = (q) * 2;") == "*");
+  CHECK(refused_in("bool b = (a) < 1;") == "<");
+  // (Its sum, an element, a group over a sum or of an integer are accepted.)
+  CHECK(refused_in("int* r = --(q) + 1; int d = (q) - r; int j = (i) / 2; float y = (a)[0] * 2; "
+                   "j = (q + 1) - q; j = (i + 1) * 2;") == "");
+}
+
+TEST_CASE("no postfix ++ / -- of the operand of a unary & or a prefix ++ / --", "[env][mask]") {
+  // (NVRTC: "expression must be an lvalue or a function designator" of `&x--`, "expression must
+  // be a modifiable lvalue" of `++i--`.)
+  CHECK(refused_in("int* r = &i--;") == "--");
+  CHECK(refused_in("int* r = &q[0]++;") == "++");
+  CHECK(refused_in("int* r = &(i)++;") == "++");
+  CHECK(refused_in("int j = ++i--;") == "--");
+  // (A postfix after another operator, `-i--`, `*q++`, `&q[0]` are accepted.)
+  CHECK(refused_in("int* r = &i; int j = -i-- + *q++; r = &q[0]; j = ++i + i--; i++;") == "");
+}
+
+TEST_CASE("no relational operator after a pointer's sum with integers", "[env][mask]") {
+  // (NVRTC: "operand types are incompatible" of `p - true < true`, `1 != --p`.)
+  CHECK(refused_in("bool b = q - true < true;") == "<");
+  CHECK(refused_in("bool b = 1 + q >= 1;") == ">=");
+  CHECK(refused_in("bool b = 1 != --q;") == ";");
+  // (A difference of pointers, an element's sum, a prefix -- of an element are accepted; `q - r
+  // < 1` is refused at `<` as `r < 1` was before, `q + 1 == r` at `;` as `1 == r` was.)
+  CHECK(refused_in("int* r = q; int d = q - r; bool b = d < 1; b = q[0] - 1 < 2; b = 1 != --q[0]; "
+                   "b = i - 1 > 0; b = q == r;") == "");
+}
+
+TEST_CASE("a cast to a pointer takes no negated floating element", "[env][mask]") {
+  // (NVRTC: "expression must have integral or unscoped enum type" of `(double*)-a[i]`.)
+  CHECK(refused_in("double* d = (double*)-a") == "v2");
+  // (A negated integer, a pointer, an integer's element are accepted.)
+  CHECK(refused_in("double* d = (double*)-i; d = (double*)a; d = (double*)-q[0];") == "");
+}
+
+TEST_CASE("a value builtin's arguments and one value's brace hold no pointer", "[env][mask]") {
+  // (NVRTC: "no instance of overloaded function \"abs\"" of `abs(N + (bool*)p)`; "a value of
+  // type \"const int *\" cannot be used to initialize an entity of type \"long\"" of `long{p}`.)
+  CHECK(refused_in("int j = abs(i + (bool*)q);") == "*");
+  CHECK(refused_in("int j = abs(q);") == ")");
+  CHECK(refused_in("int j = min(i, q);") == ")");
+  CHECK(refused_in("long l{q};") == "}");
+  CHECK(refused_in("long l = long{q};") == "}");
+  // (An element, a pointer's brace, atomics' pointers are accepted.)
+  CHECK(refused_in("int j = abs(i - q[0]) + min(i, q[1]); long l{q[0]}; int* r{q}; "
+                   "atomicAdd(q, 1); l = long{i};") == "");
+}
+
+TEST_CASE("a *( group starts with no sign", "[env][mask]") {
+  // (NVRTC: "operand of \"*\" must be a pointer" of `*(-unsigned())`.)
+  CHECK(refused_in("int j = *(-i);") == "-");
+  CHECK(refused_in("int j = *(!q);") == "!");
+  // (Nor with a builtin, a prelude constant, true: "operand of \"*\" must be a pointer" of
+  // `*(warpSize - 1)`.)
+  CHECK(refused_in("int j = *(warpSize - 1);") == "warpSize");
+  CHECK(refused_in("int j = *(N + 1);") == "N");
+  CHECK(refused_in("int j = *(true + q);") == "true");
+  // (A pointer's sum, an address are accepted.)
+  CHECK(refused_in("int j = *(q + 1) + *(1 + q) + *(&i) + *(q + N);") == "");
+}
+
+TEST_CASE("a static_cast to a pointer takes no value", "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `static_cast<double3**>(!x)`, `static_cast<int*>(M)`.)
+  CHECK(refused_in("int* r = static_cast<int*>(!i);") == "!");
+  CHECK(refused_in("int* r = static_cast<int*>(M);") == "M");
+  CHECK(refused_in("int* r = static_cast<int*>(-i);") == "-");
+  CHECK(refused_in("int* r = static_cast<int*>(q, i < 1);") == ",");
+  CHECK(refused_in("int* r = static_cast<int*>(q && i);") == "&&");
+  CHECK(refused_in("int* r = static_cast<int*>((long*)q);") == "(");
+  CHECK(refused_in("int* r = static_cast<int*>(q < q);") == "<");
+  // (A pointer, the null pointer constant, a cast to a value are accepted.)
+  CHECK(refused_in("int* r = static_cast<int*>(q); r = static_cast<int*>(0); int j = "
+                   "static_cast<int>(!i) + static_cast<long long>(M);") == "");
+  CHECK(refused_in("int j = static_cast<int>(i, 1) + static_cast<int>((i));") == "");
+  CHECK(refused_in("int* r = static_cast<int*>(q + 1 - i); r = static_cast<int*>(i ? q : r); "
+                   "r = static_cast<int*>(r = q); bool b = static_cast<int>(i) < 1;") == "");
+}
+
+TEST_CASE("a group after & or a prefix ++ / -- holds no number where a variable may stand",
+          "[env][mask]") {
+  // (NVRTC: "expression must be a modifiable lvalue" of `--(1)`, "lvalue or a function
+  // designator" of `&(29.f)`.)
+  CHECK(refused_in("--(1);") == "<num>");
+  CHECK(refused_in("int* r = &(2);") == "<num>");
+  CHECK(refused_in("int j = (int&)(3);") == "<num>");
+  // (A variable, an element, `*` are accepted; a const is no candidate: `int c` is, so `--(1)`
+  // is refused there too; no local, as above, takes the number.)
+  CHECK(refused_in("--(i); int* r = &(q[0]); --(*q); ++(x);") == "");
+  CHECK(first_refused(kHead + "__device__ void g() { --(4); }\n") == "");
+}
+
+TEST_CASE("an array's bound holds no false", "[env][mask]") {
+  // (NVRTC: "the size of an array must be greater than zero" of `[int(W < true) * false]`.)
+  CHECK(refused_in("int a[int(M < 2) * false];") == "false");
+  CHECK(refused_in("int a[N + false];") == "false");
+  // (true, a comparison's bool, false outside a bound are accepted.)
+  CHECK(refused_in("int a[N + true]; int b[int(M < 2) + 1]; bool c = false; a[false] = 1;") == "");
+}
+
+TEST_CASE("a divisor is no bool", "[env][mask]") {
+  // (NVRTC: "division by zero" of `-false / (true == 8LL)`, `i / false`, `i % !1`.)
+  CHECK(refused_in("int j = i / (true == 1);") == "==");
+  CHECK(refused_in("int j = i / -(i < 1);") == "<");
+  CHECK(refused_in("int j = i / false;") == "false");
+  CHECK(refused_in("int j = i % !i;") == "!");
+  // (A sum, a sign, a constant, a comparison before the `/`, a group in a group are accepted.)
+  CHECK(refused_in("int j = i / (i + 1) + i / -(1) + i % (M) + (i < 2) / 1 + i / ((i) - 1) + "
+                   "i / (i ? 1 : 2);") == "?");
+}
+
+TEST_CASE("a group after & over a value is no array", "[env][mask]") {
+  // (NVRTC: "expression must have pointer-to-object type" of `&(.6)[0]`.)
+  // (A number stands there where no variable may: a function of no local.)
+  CHECK(first_refused(kHead + "__device__ void g() { &(1)[0]; }\n") == "[");
+  // (A group over a pointer is subscripted.)
+  CHECK(refused_in("int* r = &(q)[0];") == "");
 }

@@ -809,7 +809,7 @@ TEST_CASE("type words stand only where a declaration, a cast or a functional cas
   // or cast goes on with, a declared name followed by an expression.
   for (const char* code : {
            "int v1 ; if ( v1 < long long",
-           "int v1 ; int v2 ; if ( v1 % ( v2 < long v2",
+           "int v1 ; int v2 ; if ( v1 * ( v2 < long v2",  // (`%` there: refused at `<`)
            "int v1 ; v1 int",
            "int v1 ; int v2 = v1 float",
            "long long long",

@@ -51,7 +51,11 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of lvalues", "[env][b
     CHECK(first_refused(kHead, "  int* p = &((38));") == 13);
     CHECK(first_refused(kHead,
                         "  int i = 0; ++(i); --(*y); int* p = &(i); ++(i = 2); &(i);\n"
-                        "  ++(y[0]); (int&)(i) = 1; ++(++i); --(0);\n") == -1);
+                        "  ++(y[0]); (int&)(i) = 1; ++(++i);\n") == -1);
+    // Nor a number where a variable may stand (NVRTC: "expression must be a modifiable lvalue" of
+    // `--(1)`, "lvalue or a function designator" of `&(29.f)`); the completion path writes one.
+    CHECK(first_refused(kHead, "  int i = 0; --(0);") == 16);
+    CHECK(first_refused(kHead, "  int* p = &(29.f);") == 13);
   }
   SECTION("sizeof's value takes no ++ / --") {
     // (NVRTC: "expression must be a modifiable lvalue" of `sizeof(int)++`.)

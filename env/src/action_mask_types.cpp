@@ -1,0 +1,234 @@
+// The operand-type rules that need more of an operand's type than its last token: what an
+// additive expression is (a pointer plus or minus integers is a pointer: no `<` after `p - 1`),
+// whose operand a postfix ++ / -- would be (no `&x--`), what a group's value is (`(p)` is p, so
+// `--(p) / 2` divides a pointer), which builtins take values alone (no `abs(i + p)`), what a `*(`
+// group must hold (no `*(-x)`), what a static_cast to a pointer takes (no `!x`), what a divisor
+// is (no bool) and what a group after `&` or a prefix ++ / -- holds (a variable, not `--(1)`).
+// Each refuses a token that would make an ill-typed expression (NVRTC's "operand types are
+// incompatible", "expression must be an lvalue", ...); none refuses a token the completion path
+// writes (a closer, `;`, the number `0`) but that number in such a group, where the path writes
+// a variable instead (lvalue_variable_due: the BPE budget counts its name). begin_type_step()
+// and take_type_step() run inside the operand step of action_mask_operands.cpp; type_refuses()
+// is asked by code_word_allowed() and fill().
+#include <algorithm>
+
+#include "action_mask_internal.hpp"
+
+namespace sparserl::env::detail {
+namespace {
+
+bool bit(std::uint64_t bits, int i) { return i >= 0 && ((bits >> i) & 1u) != 0; }
+bool opens_bracket(const TokenInfo& k) {
+  return k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+         k.ternary == 1;
+}
+
+// Directly in a group after a unary `*` (not a `&`'s, a prefix ++ / --'s or a reference cast's:
+// State::lvalue_groups), at its start.
+bool deref_group_start(const State& s) {
+  return s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
+         !bit(s.lvalue_groups, s.depth - 1);
+}
+// Directly in a group opened where a divisor was due, after an operand.
+bool in_divisor_group(const State& s) {
+  return s.depth > 0 && innermost(s) == '(' && bit(s.divisor_groups, s.depth - 1);
+}
+// At the start of a group that must be an lvalue (after `&`, a prefix ++ / --, a reference cast:
+// lvalue_group_refuses).
+bool lvalue_group_start(const State& s) {
+  return s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
+         bit(s.lvalue_groups, s.depth - 1);
+}
+// A local such a group may hold whatever the operand's context: in scope, no macro, tag,
+// file-scope name (a function), launched kernel, const, template parameter or vector variable
+// (`--(d)` of a dim3 matches no operator).
+bool lvalue_candidate(const State& s, int i) {
+  const std::uint8_t scope = scope_of(s, i);
+  if (scope == kScopeMacro || scope == kScopeTag || scope == block_scope(0, false)) return false;
+  if (i < kMaxKernelLocal && ((s.launched >> i) & 1u) != 0) return false;
+  if (local_bit(s.consts, i) || local_bit(s.template_names, i)) return false;
+  if (local_type(s, i) == type_vector && !local_bit(s.pointers, i)) return false;
+  return known_local_allowed(s, i);
+}
+int lvalue_candidates_end(const Tables& t, const State& s) {
+  return std::min({static_cast<int>(s.locals_used), t.locals, kScopedLocals});
+}
+// A number at such a group's start where a candidate may stand there (see type_refuses).
+bool lvalue_number_refused(const Tables& t, const State& s) {
+  if (on_line(s) || !lvalue_group_start(s)) return false;
+  for (int i = 0; i < lvalue_candidates_end(t, s); ++i) {
+    const TokenId id = t.local_ids[static_cast<std::size_t>(i)];
+    if (lvalue_candidate(s, i) && code_word_allowed(t, s, t.info[static_cast<std::size_t>(id)])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Directly in a static_cast to a pointer's parenthesis, after an operand.
+bool in_static_paren(const State& s) {
+  return s.depth > 0 && innermost(s) == kCallParen && bit(s.static_parens, s.depth - 1);
+}
+// Right after the `(` of a static_cast to a pointer (State::static_pointer).
+bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == ctx_operand_due; }
+
+}  // namespace
+
+// Whether any of the rules below may refuse a token in this state (fill() asks them only then).
+bool type_rules_apply(const State& s) {
+  if (on_line(s)) return false;
+  if (lvalue_group_start(s) || (s.bounds != 0 && in_array_bound(s))) return true;
+  if (after_operand(s.ctx)) {
+    return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s) ||
+           in_static_paren(s);
+  }
+  return deref_group_start(s) || static_pointer_start(s) || s.divisor_due;
+}
+
+bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
+  if (!type_rules_apply(s)) return false;
+  // No `false` in an array's bound (NVRTC: "the size of an array must be greater than zero" of
+  // `[int(x) * false]`; bound_due refuses it at the start, `[N + false]` goes with it).
+  if (k.is_false && s.bounds != 0 && in_array_bound(s)) return true;
+  // A number at the start of a group that must be an lvalue, where a variable may stand instead
+  // (NVRTC: "expression must be a modifiable lvalue" of `--(1)`, "lvalue or a function
+  // designator" of `&(29.f)`). The completion path writes that variable (one closed token where
+  // two are counted; the BPE budget adds lvalue_variable_due's bytes for its name).
+  if (lvalue_group_start(s)) return k.cat == Cat::num && lvalue_number_refused(t, s);
+  if (after_operand(s.ctx)) {
+    // A postfix ++ / -- of a unary `&`'s, a prefix ++ / --'s or a reference cast's operand: that
+    // operator would take its value (NVRTC: "expression must be an lvalue or a function
+    // designator" of `&x--`, "modifiable lvalue" of `++i--`, `&p[0]++`, `--(i)++`).
+    if (k.role == role_incdec && bit(s.address_led, s.depth)) return true;
+    // A relational operator after a pointer's sum or difference with integers (NVRTC: "operand
+    // types are incompatible" of `p - true < true`, `i + p >= 1`; `p - q < 1` is an integer's).
+    const bool pointer = operand_type(s) >= operand_pointer;
+    if (k.relational && bit(s.pointer_sums, s.depth) != pointer) return true;
+    // In a divisor's group no comparison, logical operator or `?`: a bool divisor is 0 where it
+    // is false (NVRTC: "division by zero" of `x / (true == 8LL)`; `x / (i < 2)` goes with it).
+    if (k.compares && in_divisor_group(s)) return true;
+    // In a static_cast to a pointer's parenthesis no binary operator but `+`, `-`, an assignment
+    // or `?` / `:`: the others make no pointer (NVRTC: "invalid type conversion" of
+    // `static_cast<double3*>((void*)p && x)`, `static_cast<int*>(p < q)`).
+    const bool binary = k.role == role_ptr || k.role == role_lt ||
+                        (k.role == role_operator && !k.assigns && k.ternary == 0 &&
+                         k.cat != Cat::plus && k.cat != Cat::minus);
+    return binary && in_static_paren(s);
+  }
+  // Where a divisor is due no `false` or `!` (NVRTC: "division by zero" of `x / false`, `x % !1`;
+  // `x / !i` goes with them).
+  const bool logical_not = k.type_prefix && !k.integral_operator && k.cat != Cat::keyword;
+  if (s.divisor_due && (k.is_false || logical_not)) return true;
+  // At the start of a `*(` group no sign, `!`, `~` or sizeof: what it makes is no pointer
+  // (NVRTC: "operand of \"*\" must be a pointer" of `*(-unsigned())`, `*(!p)`).
+  const bool sign = k.cat == Cat::plus || k.cat == Cat::minus || k.type_prefix;
+  // Nor a builtin (none gives a pointer), a prelude constant, true or false (NVRTC: "operand of
+  // \"*\" must be a pointer" of `*(warpSize - 1)`; `*(M + p)` goes with them).
+  if (deref_group_start(s)) {
+    return sign || k.cat == Cat::builtin || k.cat == Cat::constant ||
+           (k.cat == Cat::keyword && k.role == role_operand);
+  }
+  if (!static_pointer_start(s)) return false;
+  // A static_cast to a pointer converts a pointer (or the null pointer constant 0, which the
+  // completion path writes): its operand starts with no sign, `!`, `~`, sizeof, type word,
+  // builtin, prelude constant or true / false (NVRTC: "invalid type conversion" of
+  // `static_cast<double3**>(!x)`, `static_cast<int*>(M)`). Whether a pointer's type converts
+  // is not judged.
+  // Nor a group: a cast in it converts from another pointer type (NVRTC: "invalid type
+  // conversion" of `static_cast<double3*>((void**)p)`; `(q)` goes with it).
+  return sign || k.role == role_type || k.cat == Cat::builtin || k.cat == Cat::constant ||
+         (k.cat == Cat::keyword && k.role == role_operand) || k.cat == Cat::open_paren;
+}
+
+// Clears what `mask` allows and type_refuses() refuses (fill()'s pass).
+void refuse_ill_typed(const Tables& t, const State& s, std::span<std::uint8_t> mask) {
+  if (!type_rules_apply(s)) return;
+  if (lvalue_group_start(s)) {
+    if (!lvalue_number_refused(t, s)) return;
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (t.info[i].cat == Cat::num) mask[i] = 0;
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    if (mask[i] != 0 && type_refuses(t, s, t.info[i])) mask[i] = 0;
+  }
+}
+
+// Where the completion path goes through a group that must be an lvalue - after `&`, a prefix
+// ++ / --, in a reference cast's parenthesis, at the group's start - and a candidate local is in
+// scope: the group may refuse the number the closed count writes there, and the variable the
+// path writes instead may be a long name (the BPE budget's kLvalueNameBytes). Not judged on a
+// preprocessor line but counted through it, as the code's context stays.
+bool lvalue_variable_due(const Tables& t, const State& s) {
+  if (s.ctx != ctx_address && !in_cast_reference(s) && !lvalue_group_start(s)) return false;
+  for (int i = 0; i < lvalue_candidates_end(t, s); ++i) {
+    if (lvalue_candidate(s, i)) return true;
+  }
+  return false;
+}
+
+// Before the state moves: what the token makes of the operand before it.
+void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o) {
+  if (on_line(s)) return;
+  o.static_pointer = (k.word == w_angle_close && innermost(s) == kCastAngle &&
+                      !s.reinterpret_angle && s.ctx == ctx_ptr && !s.reference) ||
+                     (s.static_pointer && k.cat == Cat::open_paren);
+  o.pointer_before = o.operand_before && operand_type(s) >= operand_pointer;
+  o.pointer_sum = bit(s.pointer_sums, s.depth) != o.pointer_before;
+  o.address = s.ctx == ctx_address && (k.cat == Cat::local || k.cat == Cat::open_paren);
+  o.value_args_open = o.call_open && s.value_named;
+  // (A declared pointer's brace takes one: `float* q{p}`.)
+  o.value_brace = k.cat == Cat::open_brace && one_value_opens(s) &&
+                  !(s.ctx == ctx_declared && local_bit(s.pointers, s.last_declared));
+}
+
+void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
+  const std::uint64_t level = std::uint64_t{1} << s.depth;
+  s.value_named = k.value_arguments;
+  s.static_pointer = o.static_pointer;
+  // Its parenthesis holds one operand, no comma expression (NVRTC: "invalid type conversion" of
+  // `static_cast<double3*>((void*)p, x < 1)`, whose value is a bool): no `,` has room there.
+  s.static_parens &= level - 1u;  // closed brackets' bits go
+  if (o.static_pointer && k.cat == Cat::open_paren && innermost(s) == kCallParen) {
+    s.args[s.depth - 1u] = 0;
+    s.static_parens |= level >> 1u;
+  }
+  s.divisor_groups &= level - 1u;  // closed brackets' bits go
+  if (s.divisor_due && k.cat == Cat::open_paren && !on_line(s)) s.divisor_groups |= level >> 1u;
+  s.divisor_due = !on_line(s) && ((o.binary && k.divides) ||
+                                  (s.divisor_due && (o.unary_sign || k.cat == Cat::open_paren)));
+  s.pointer_sums &= (level << 1u) - 1u;  // closed brackets' bits go
+  s.address_led &= (level << 1u) - 1u;
+  s.value_args &= level - 1u;
+  if (on_line(s)) return;
+  if (opens_bracket(k)) {
+    s.pointer_sums &= ~level;
+    s.address_led &= ~level;
+  } else if (o.binary) {
+    // A sum or difference is a pointer where exactly one side is; `*` `/` `%` go on with a term
+    // of the sum (no pointer in it); any other operator starts a new expression.
+    const bool additive = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
+    const bool term = (k.cat == Cat::star || k.divides) && !k.assigns;
+    if (additive) {
+      s.pointer_sums = o.pointer_sum ? s.pointer_sums | level : s.pointer_sums & ~level;
+    } else if (!term) {
+      s.pointer_sums &= ~level;
+    }
+    s.address_led &= ~level;
+  }
+  if (o.address) s.address_led |= k.cat == Cat::open_paren ? level >> 1u : level;
+  if (o.value_args_open) s.value_args |= level >> 1u;
+  // In a value builtin's call, at its `(`, a `,` and a `+` / `-` there: a value is due (a pointer
+  // variable is subscripted, a cast in a group is to no pointer; NVRTC: "no instance of
+  // overloaded function \"abs\"" of `abs(N + (bool*)p)`). The brace of one value that is no
+  // pointer likewise (NVRTC: "a value of type \"const int *\" cannot be used to initialize an
+  // entity of type \"long\"" of `long{p}`, `int v{p}`).
+  const bool in_call = s.depth > 0 && innermost(s) == kCallParen && bit(s.value_args, s.depth - 1);
+  const bool sign = o.binary && (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
+  if ((in_call && (o.value_args_open || o.call_comma || sign)) || o.value_brace) {
+    s.value_due = true;
+  }
+}
+
+}  // namespace sparserl::env::detail
