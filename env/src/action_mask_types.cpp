@@ -3,7 +3,8 @@
 // whose operand a postfix ++ / -- would be (no `&x--`), what a group's value is (`(p)` is p, so
 // `--(p) / 2` divides a pointer), which builtins take values alone (no `abs(i + p)`), what a `*(`
 // group must hold (no `*(-x)`), what a static_cast to a pointer takes (no `!x`), what a divisor
-// is (no bool) and what a group after `&` or a prefix ++ / -- holds (a variable, not `--(1)`).
+// is (no bool), what a group after `&` or a prefix ++ / -- holds (a variable, not `--(1)`) and
+// what a declared array's bound holds (no bool, no cast).
 // Each refuses a token that would make an ill-typed expression (NVRTC's "operand types are
 // incompatible", "expression must be an lvalue", ...); none refuses a token the completion path
 // writes (a closer, `;`, the number `0`) but that number in such a group, where the path writes
@@ -72,12 +73,38 @@ bool in_static_paren(const State& s) {
 // Right after the `(` of a static_cast to a pointer (State::static_pointer).
 bool static_pointer_start(const State& s) { return s.static_pointer && s.ctx == ctx_operand_due; }
 
+// Under a declarator's `[` (State::bounds) at any depth, where the bound's value is computed: not
+// in sizeof's parenthesis (a type or a bool there is no value of the bound). Unlike
+// in_array_bound(), after a prefix too (`[~(N < 1)]` makes a bool's complement).
+bool in_bound_value(const State& s) {
+  if (on_line(s) || s.bounds == 0) return false;
+  for (int i = s.depth - 1; i >= 0; --i) {
+    const std::uint8_t open = s.stack[static_cast<std::size_t>(i)];
+    if (open == kSizeofParen) return false;
+    if (open == '[' && bit(s.bounds, i)) return true;
+  }
+  return false;
+}
+// What an array's bound holds no more of: it is built from integer literals, prelude constants,
+// template parameters, const variables, + - * / % << >> & | ^ ~ and groups. No comparison,
+// logical operator, `!` or `?` (NVRTC: "the size of an array must be greater than zero" of
+// `short a[N < true]`, `[int(9) / true < 2]`: a bool's 0), no true / false / nullptr, and no
+// cast - a type word, a qualifier or a cast keyword (NVRTC: "expression must have a constant
+// value" of `[(long int long*** const) W == 2]`, `[(unsigned const int) ...`; `int(M)` and
+// `static_cast<int>(M)` go with them). sizeof's parenthesis is left alone.
+bool bound_refuses(const TokenInfo& k) {
+  const bool logical_not = k.type_prefix && !k.integral_operator && k.cat != Cat::keyword;
+  return k.compares || logical_not || k.ternary == 1 ||
+         (k.cat == Cat::keyword && k.role == role_operand) || k.role == role_type ||
+         k.role == role_qual || k.role == role_cast_kw;
+}
+
 }  // namespace
 
 // Whether any of the rules below may refuse a token in this state (fill() asks them only then).
 bool type_rules_apply(const State& s) {
   if (on_line(s)) return false;
-  if (lvalue_group_start(s) || (s.bounds != 0 && in_array_bound(s))) return true;
+  if (lvalue_group_start(s) || in_bound_value(s)) return true;
   if (after_operand(s.ctx)) {
     return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s) ||
            in_static_paren(s);
@@ -87,9 +114,8 @@ bool type_rules_apply(const State& s) {
 
 bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   if (!type_rules_apply(s)) return false;
-  // No `false` in an array's bound (NVRTC: "the size of an array must be greater than zero" of
-  // `[int(x) * false]`; bound_due refuses it at the start, `[N + false]` goes with it).
-  if (k.is_false && s.bounds != 0 && in_array_bound(s)) return true;
+  // In an array's bound no bool and no cast (bound_refuses; `false` at its start is bound_due's).
+  if (in_bound_value(s) && bound_refuses(k)) return true;
   // A number at the start of a group that must be an lvalue, where a variable may stand instead
   // (NVRTC: "expression must be a modifiable lvalue" of `--(1)`, "lvalue or a function
   // designator" of `&(29.f)`). The completion path writes that variable (one closed token where

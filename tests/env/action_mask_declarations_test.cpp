@@ -157,10 +157,11 @@ TEST_CASE("an array's bound names no builtin, and no variable under a group eith
   CHECK(first_refused(head + "__device__ void f() { __shared__ float a[min(4, K)]; }\n") == "min");
   CHECK(first_refused(head + "__device__ void f(int n) { float a[(n)]; }\n") == "v2");
   CHECK(first_refused(head + "__device__ void f(int n) { float a[(1 + n) * 2]; }\n") == "v2");
-  // Accepted: constants, sizeof's and casts' operands, builtins outside a bound.
+  // Accepted: constants, sizeof's operands, builtins outside a bound. (A cast in a bound is
+  // refused: action_mask_operand_types_test.cpp.)
   CHECK(first_refused(head + "__device__ void f(int n) { const int w = 8;\n"
                              "  float a[(w + 1) * K], b[sizeof n + sizeof(warpSize)],"
-                             " c[sizeof -warpSize], d[(int)1.5];\n"
+                             " c[sizeof -warpSize], d[(2)];\n"
                              "  a[threadIdx.x] = b[min(1, 2)] + c[warpSize] + d[0]; }\n") == "");
 }
 

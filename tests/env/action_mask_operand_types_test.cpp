@@ -3,9 +3,9 @@
 // `&`'s operand; no relational operator after a pointer's sum; no floating element after a pointer
 // cast's sign; a value builtin's and one value's brace take no pointer; a `*(` group starts with
 // no sign or builtin; a static_cast to a pointer takes no value; a divisor is no bool; a group
-// after `&` over a value is subscripted by nothing - each refused where NVRTC would refuse it,
-// and the near forms the design space writes accepted. (The mask's episode-level properties are
-// action_mask_test.cpp's.)
+// after `&` over a value is subscripted by nothing; an array's bound holds no bool or cast - each
+// refused where NVRTC would refuse it, and the near forms the design space writes accepted. (The
+// mask's episode-level properties are action_mask_test.cpp's.)
 #include <string>
 
 #include "catch.hpp"
@@ -138,12 +138,31 @@ TEST_CASE("a group after & or a prefix ++ / -- holds no number where a variable 
   CHECK(first_refused(kHead + "__device__ void g() { --(4); }\n") == "");
 }
 
-TEST_CASE("an array's bound holds no false", "[env][mask]") {
-  // (NVRTC: "the size of an array must be greater than zero" of `[int(W < true) * false]`.)
-  CHECK(refused_in("int a[int(M < 2) * false];") == "false");
+TEST_CASE("an array's bound holds no bool and no cast", "[env][mask]") {
+  // (NVRTC: "the size of an array must be greater than zero" of `short a[N < true]`,
+  // `[int(W < true) * false]`; "expression must have a constant value" of `[(unsigned const int)
+  // ...`.)
+  CHECK(refused_in("short a[N < true];") == "<");
+  CHECK(refused_in("int a[N + true];") == "true");
   CHECK(refused_in("int a[N + false];") == "false");
-  // (true, a comparison's bool, false outside a bound are accepted.)
-  CHECK(refused_in("int a[N + true]; int b[int(M < 2) + 1]; bool c = false; a[false] = 1;") == "");
+  CHECK(refused_in("int a[N == 2];") == "==");
+  CHECK(refused_in("int a[N && M];") == "&&");
+  CHECK(refused_in("int a[!N + 1];") == "!");
+  CHECK(refused_in("int a[N ? 1 : 2];") == "?");
+  CHECK(refused_in("int a[(N + 1) * (M > 1)];") == ">");
+  CHECK(refused_in("int a[~(N < 1)];") == "<");
+  CHECK(refused_in("int a[(unsigned const int) N];") == "unsigned");
+  CHECK(refused_in("int a[2 * (long) N];") == "long");
+  CHECK(refused_in("int a[int(M < 2) * false];") == "int");
+  CHECK(refused_in("int a[N + char{M}];") == "char");
+  CHECK(refused_in("int a[static_cast<int>(M)];") == "static_cast");
+  CHECK(refused_in("int a[1][N != 1];") == "!=");
+  // (Integer literals, prelude constants, a macro, arithmetic, groups, sizeof of a type, and
+  // bools and casts outside a bound are accepted.)
+  CHECK(first_refused(kHead + "#define BLOCK 64\n" + kFunction +
+                      "int a[N + 1]; float s[32 * 4]; __shared__ float t[BLOCK]; int b[(N + 1) % "
+                      "3 + sizeof(int)][M << 2]; bool c = N < 1 && !false; a[i < 1 ? 0 : 1] = "
+                      "(int)x; }\n") == "");
 }
 
 TEST_CASE("a divisor is no bool", "[env][mask]") {

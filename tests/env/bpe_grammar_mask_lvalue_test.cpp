@@ -131,13 +131,14 @@ TEST_CASE(
     CHECK(first_refused(kHead, "  int a[4] + 1;") == 11);
     CHECK(first_refused(kHead, "  __shared__ float s[4] = {};") == 24);
     CHECK(first_refused(kHead, "  short a[N, M];") == 11);  // a bound holds no comma
-    // No bound of `false` (NVRTC: "the size of an array must be greater than zero").
-    CHECK(first_refused(kHead, "  dim3 d[false];") == 10);
-    CHECK(first_refused(kHead, "  int a[fals") == 9);
+    // No bound of `false` (NVRTC: "the size of an array must be greater than zero"); no word
+    // of a bound starts with `f` (no false, float, floor, ...: no bool, cast or builtin there).
+    CHECK(first_refused(kHead, "  dim3 d[false];") == 9);
+    CHECK(first_refused(kHead, "  int a[fals") == 8);
     CHECK(first_refused(kHead,
                         "  int a[4], b[2][M], c;\n  __shared__ float s[32][33];\n"
                         "  a[0] = b[1][0] + 1;\n  a[1]++;\n  s[0][1] = 2;\n  int c2[(1, 2)];\n"
-                        "  int c3[true]; c3[false] = 1; bool t = false;\n") ==
+                        "  int c3[2 + 1]; c3[false] = 1; bool t = false;\n") ==
           -1);
   }
   SECTION("no launched kernel's name in a function's code") {
