@@ -10,12 +10,17 @@ on stencil, banded and block families; SpMM: geomean >= 1.5x), and a row per mat
 limits it: the winning design point, the program's roofline fraction, cuSPARSE's winning path
 and that path's own fraction (the same bytes over its time), and the search's wall time. Without a GPU (tested = 0) every speed
 figure is n/a and no aim is judged. Also OUT/teacher-PART.csv, one row per table and figure.
-Usage: tools/teacher_table.py OUT [--part val|test]
+With --sizes DIR (a `sparserl tune` output over diagonal matrices, gen-v1/diagonal?n=N: a pure
+stream of val, col_idx, row_ptr, x and y), a last section: the copy roofline by size - per dtype
+and N the compulsory megabytes, the best correct program's time and its fraction of copy
+bandwidth - what the regular families' fractions compare with at their own size.
+Usage: tools/teacher_table.py OUT [--part val|test] [--sizes DIR]
 """
 import argparse
 import csv
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -135,7 +140,32 @@ def limit(r, spmv):
     return "; ".join(notes)
 
 
-def write(out_dir, part, tables, runs):
+def stream_by_size(sizes_dir):
+    """Lines of the copy-roofline section from a tune's candidates.csv over diagonal matrices."""
+    path = sizes_dir / "candidates.csv"
+    if not path.is_file():
+        sys.exit(f"teacher_table: {path}: no such file (--sizes wants a `sparserl tune` output folder)")
+    best = {}
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            size = re.search(r"diagonal\?n=(\d+)", row.get("uri", ""))
+            if not size or row.get("timed") != "1" or row.get("correct") != "1":
+                continue
+            fraction, us = number(row, "bandwidth_fraction", path), number(row, "median_us", path)
+            key = (row["dtype"], int(size.group(1)))
+            if fraction is not None and (key not in best or fraction > best[key][0]):
+                best[key] = (fraction, us, row.get("design_id", ""))
+    lines = ["## Copy roofline by size (diagonal matrices: a pure stream)", "",
+             "| dtype | rows | compulsory MB | best us | fraction of copy bandwidth | design |",
+             "|---|---|---|---|---|---|"]
+    for (dtype, n), (fraction, us, design) in sorted(best.items()):
+        vb = 8 if dtype == "f64" else 4
+        mb = (n * (vb + 4) + (n + 1) * 4 + 2 * n * vb) / 1e6
+        lines.append(f"| {dtype} | {n} | {mb:.1f} | {us:.1f} | {pct(fraction)} | {design} |")
+    return lines + [""]
+
+
+def write(out_dir, part, tables, runs, sizes_dir=None):
     lines = [f"# The teacher against cuSPARSE's best path: bench-v2 large {part}", ""]
     tree = out_dir / f"teacher-{part}.txt"
     if tree.is_file():
@@ -160,6 +190,8 @@ def write(out_dir, part, tables, runs):
                          f"{r['design']} | {pct(r['fraction'])} | {r['path']} | {pct(r['cusparse_fraction'])} | {search} | "
                          f"{limit(r, spmv)} |")
         lines.append("")
+    if sizes_dir is not None:
+        lines += stream_by_size(sizes_dir)
     (out_dir / f"teacher-{part}.md").write_text("\n".join(lines) + "\n")
     with (out_dir / f"teacher-{part}.csv").open("w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
@@ -173,6 +205,7 @@ def main():
     parser.add_argument("out", type=Path, help="the folder of tools/teacher_table.sh's runs")
     parser.add_argument("--part", choices=["val", "test"], default="val")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
+    parser.add_argument("--sizes", type=Path, help="a `sparserl tune` output over diagonal matrices")
     args = parser.parse_args()
     part_dir = args.out / args.part
     if not part_dir.is_dir():
@@ -180,7 +213,7 @@ def main():
     tables, runs = read_table(part_dir)
     if not tables:
         sys.exit(f"teacher_table: {part_dir}: no completed bench run with template rows")
-    text = write(args.out, args.part, tables, runs)
+    text = write(args.out, args.part, tables, runs, args.sizes)
     if not args.quiet:
         print(text)
 

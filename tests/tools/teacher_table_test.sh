@@ -108,4 +108,23 @@ grep -qF "| gen-v1/rmat | rmat | 200 | 0.900x | coo_segmented items=1 block=128 
 grep -qF "| gen-v1/banded | banded | 100 | 1.200x | n/a | 80% | CSR_ALG1 | 67% | 3.0 | regular at 80% of copy bandwidth |" "$md" ||
   fail "banded's row: $(grep banded "$md")"
 grep -qF "| gen-v1/lp | lp | 200 | n/a | n/a | n/a | CSR_ALG2 | n/a | 8.0 | not correct |" "$md" || fail "lp's row: $(grep lp "$md")"
+
+# 4. The copy roofline by size (--sizes: a tune over diagonal matrices): the best correct timed
+#    candidate per dtype and size; wrong and untimed candidates ignored; a folder without
+#    candidates.csv refused.
+S=$WORK/sizes
+mkdir -p "$S"
+printf '%s\n' "uri,dtype,design_id,timed,correct,median_us,bandwidth_fraction" \
+  "gen-v1/diagonal?n=1000000,f32,csr_scalar block=128 unroll=1 ldg=0,1,1,8.0,0.50" \
+  "gen-v1/diagonal?n=1000000,f32,ell block=128 unroll=1 ldg=0,1,1,6.0,0.66" \
+  "gen-v1/diagonal?n=1000000,f32,csr_vector lanes=2,1,0,1.0,0.99" \
+  "gen-v1/diagonal?n=50000000,f64,csr_scalar block=256 unroll=1 ldg=1,1,1,320.0,0.91" >"$S/candidates.csv"
+python3 "$SRC/tools/teacher_table.py" "$K" --part val --quiet --sizes "$S" || fail "teacher_table.py --sizes"
+grep -qF "| f32 | 1000000 | 20.0 | 6.0 | 66% | ell block=128 unroll=1 ldg=0 |" "$md" ||
+  fail "the f32 size row: $(grep -A4 'Copy roofline' "$md")"
+grep -qF "| f64 | 50000000 | 1600.0 | 320.0 | 91% | csr_scalar block=256 unroll=1 ldg=1 |" "$md" ||
+  fail "the f64 size row: $(grep -A5 'Copy roofline' "$md")"
+grep -q "99%" "$md" && fail "a wrong candidate was counted"
+python3 "$SRC/tools/teacher_table.py" "$K" --part val --quiet --sizes "$WORK/nowhere" 2>/dev/null &&
+  fail "--sizes without candidates.csv was accepted"
 echo "teacher_table: passed"
