@@ -330,10 +330,12 @@ constexpr Rule kLineRules[] = {
 std::span<const Rule> number_rules() { return kNumberRules; }
 std::span<const Rule> line_rules() { return kLineRules; }
 
-// A preprocessor line body's part of a token's checks (an expression: see LineCtx): where an
-// operand is due what may start one (no type, cast or statement keyword; `defined` on #if lines),
-// after an operand what may follow one (`(` only after a name or a builtin function) and <eol>.
-std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
+namespace {
+
+// A preprocessor line body's expression (see LineCtx): where an operand is due what may start one
+// (no type, cast or statement keyword; `defined` on #if lines), after an operand what may follow
+// one (`(` only after a name or a builtin function) and <eol>.
+std::uint8_t line_expression_checks(const TokenInfo& k, int line_ctx) {
   if (k.cat == Cat::semi || k.cat == Cat::open_brace || k.cat == Cat::close_brace) return kRefused;
   if (k.cat == Cat::keyword && k.role != role_operand && !k.pp_operator) return kRefused;
   if (k.role == role_type || k.role == role_qual || k.role == role_cast_kw) return kRefused;
@@ -366,7 +368,7 @@ std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
                          (k.role == role_operator && k.assigns);
     if (refused) return kRefused;
     if (k.pp_operator) return line_ctx == line_if_due ? 0 : kRefused;
-    return line_role_checks(k, line_ctx == line_if_due ? line_due : line_operand);
+    return line_expression_checks(k, line_ctx == line_if_due ? line_due : line_operand);
   }
   if (k.pp_operator) return kRefused;  // `defined` on #if lines alone
   switch (line_ctx) {
@@ -381,6 +383,24 @@ std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
     default:
       return ((k.follows >> ctx_callable) & 1u) != 0 ? 0 : kRefused;
   }
+}
+
+}  // namespace
+
+// A preprocessor line body's part of a token's checks: its expression's, and in a #define's body
+// a prelude constant of the program's format alone (kCheckFormat, as in code). The prelude defines
+// only its format's constants (reward::compute_constants), and a macro's body is code wherever the
+// macro is expanded (NVRTC: "identifier \"SELL_STORED\" is undefined" of `#define A SELL_STORED`
+// expanded in a csr or ell program). #if lines keep every constant: there an undefined name is 0
+// (and a divisor is checked already), `defined` and #ifdef test any name.
+std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
+  const std::uint8_t checks = line_expression_checks(k, line_ctx);
+  const bool define_body = line_ctx == line_due || line_ctx == line_operand ||
+                           line_ctx == line_callable || line_ctx == line_start;
+  if (k.cat == Cat::constant && define_body && (checks & kRefused) == 0) {
+    return static_cast<std::uint8_t>(checks | kCheckFormat);
+  }
+  return checks;
 }
 
 bool num_accepting(Num n) { return ((kAcceptingNumbers >> static_cast<unsigned>(n)) & 1u) != 0; }

@@ -706,6 +706,7 @@ TEST_CASE("code names only the prelude constants of the program's format", "[env
   const TokenId bsr_c = v.id(TokenClass::constant, "BSR_C");
   const TokenId sell_c = v.id(TokenClass::constant, "SELL_C");
   const TokenId rows = v.id(TokenClass::constant, "M");
+  const TokenId sell_stored = v.id(TokenClass::constant, "SELL_STORED");
   for (reward::Format format : reward::kFormats) {
     INFO(reward::to_string(format));
     ActionMask mask(vocab(), MaskMode::syntax, 200);
@@ -725,14 +726,38 @@ TEST_CASE("code names only the prelude constants of the program's format", "[env
     CHECK(offered(bsr_c) == (format == reward::Format::bsr));
     CHECK(mask.allows(bsr_c) == (format == reward::Format::bsr));
     CHECK(offered(sell_c) == (format == reward::Format::sell));
-    // A preprocessor line may name any (a macro body counts only where it is expanded).
+    // A #define's body too: it is code wherever the macro is expanded (NVRTC: "identifier
+    // \"SELL_STORED\" is undefined" of `#define v2 SELL_STORED` expanded in an ell program).
     mask.advance(v.id(TokenClass::constant, "M"));
     mask.advance(v.id(TokenClass::punct, ";"));
     mask.advance(v.id(TokenClass::punct, "#"));
     mask.advance(v.id(TokenClass::keyword, "define"));
     mask.advance(v.local(2));
+    CHECK(mask.allows(rows));
+    CHECK(mask.allows(bsr_c) == (format == reward::Format::bsr));
+    CHECK(mask.allows(sell_c) == (format == reward::Format::sell));
+    CHECK(mask.allows(sell_stored) == (format == reward::Format::sell));
+    // ... after an operator and in a function-like macro's body as well.
+    ActionMask body = mask;
+    body.advance(rows);
+    body.advance(v.id(TokenClass::punct, "+"));
+    CHECK(body.allows(sell_stored) == (format == reward::Format::sell));
+    CHECK(body.allows(rows));
+    ActionMask params = mask;
+    params.advance(v.macro_open());
+    params.advance(v.local(3));
+    params.advance(v.id(TokenClass::punct, ")"));
+    CHECK(params.allows(sell_stored) == (format == reward::Format::sell));
+    CHECK(params.allows(v.local(3)));
+    // An #if line keeps every constant (an undefined name is 0 there), `defined` and #ifdef too.
+    mask.advance(rows);
+    mask.advance(v.eol());
+    mask.advance(v.id(TokenClass::punct, "#"));
+    mask.advance(v.id(TokenClass::keyword, "if"));
+    CHECK(mask.allows(sell_stored));
     CHECK(mask.allows(bsr_c));
-    CHECK(mask.allows(sell_c));
+    mask.advance(v.id(TokenClass::keyword, "defined"));
+    CHECK(mask.allows(sell_stored));
   }
 }
 

@@ -263,6 +263,29 @@ TEST_CASE("the BPE grammar mask refuses bad tokens where they stand", "[env][bpe
   CHECK(mask.allows(mask.eos()));
 }
 
+TEST_CASE("the BPE grammar mask's #define bodies name only the format's prelude constants",
+          "[env][bpe][mask]") {
+  // Issue 28 (run gc13-1): `#define A SELL_STORED`, expanded in an ell program's code - "identifier
+  // \"SELL_STORED\" is undefined" (the prelude defines only the format's constants).
+  const std::string launch = "//@launch k grid=K block=32\n";
+  for (const char* format : {"csr", "ell"}) {
+    INFO(format);
+    const std::string head = std::string("//@format ") + format + "\n" + launch;
+    CHECK_FALSE(takes_after(head + "#define A ", "SELL_STORED\n"));
+    CHECK_FALSE(takes_after(head + "#define A(b) b * ", "SELL_STORED\n"));
+    CHECK_FALSE(takes_after(head + "#define A ", "BSR_NNZB\n"));
+    CHECK(takes_after(head + "#define A ", "M + NNZ * K\n"));
+    CHECK(takes_after(head + "#if ", "SELL_STORED > 1\n#endif\n"));  // 0 there: no error
+    CHECK(takes_after(head + "#if defined(", "SELL_STORED)\n#endif\n"));
+  }
+  CHECK(takes_after("//@format ell\n" + launch + "#define A ", "ELL_WIDTH\n"));
+  CHECK_FALSE(takes_after("//@format csr\n" + launch + "#define A ", "ELL_WIDTH\n"));
+  const std::string sell = "//@format sell C=32 sigma=1\n" + launch;
+  CHECK(takes_after(sell + "#define A ", "SELL_STORED\n"));
+  CHECK(takes_after(sell + "#define A(b) b * ", "SELL_STORED\n"));
+  CHECK_FALSE(takes_after(sell + "#define A ", "BSR_NNZB\n"));
+}
+
 TEST_CASE("the BPE grammar mask's budget and its refusals at construction", "[env][bpe][mask]") {
   const int least = make_mask(4000).min_completion();
   CHECK(least > 42);
