@@ -160,13 +160,7 @@ const char* kCooTiled = R"cuda(#define BLOCK ${block}
 #define ITEMS ${items}
 #define TILE (32 * ITEMS)
 
-// Launch 1: y = 0 (the evaluator fills y with NaN before every run; the atomics need zeros).
-${zero_head} {
-  const long long i = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
-  if (i < M) y[i] = 0;
-}
-
-// Launch 2: each warp takes the TILE entries from tile_begin on; lane i holds entry
+${zero_y}// Launch 2: each warp takes the TILE entries from tile_begin on; lane i holds entry
 // tile_begin + 32 s + i of slab s. Rows are sorted, so a row's entries are contiguous: a row other
 // than the tile's first that ends inside the tile began in it and is stored; the first row (which
 // may have begun in an earlier tile) is added. The row still open at a tile's end is added once
@@ -239,10 +233,21 @@ ${block_scan}    if (row >= 0 && next_row != row) atomicAdd(&y[row], v);
 }
 )cuda";
 
+// The main launch's grid of the warp-tile designs: a warp per tile of 32 x items entries, block /
+// 32 warps a block.
+std::string warp_tile_grid(const DesignPoint& p) {
+  return "max(ceil_div(ceil_div(NNZ, " + std::to_string(32 * p.int_param("items")) + "), " +
+         std::to_string(p.int_param("block") / 32) + "), 1)";
+}
+
+// A lane's product for entry `index`: val and col_idx coalesced, x gathered, all through __ldg.
+std::string tile_product(const std::string& index) {
+  return load(true, "val", index) + " * " + load(true, "x", load(true, "col_idx", index));
+}
+
 std::string render_coo_tiled(const DesignPoint& p) {
   const std::string items = p.param("items");
   const std::string block = p.param("block");
-  const std::string tile = std::to_string(32 * p.int_param("items"));
   ProgramParts parts;
   parts.summary =
       "SpMV on COO in warp tiles of TILE = 32 * ITEMS consecutive entries: each lane loads its "
@@ -255,19 +260,13 @@ std::string render_coo_tiled(const DesignPoint& p) {
   parts.parameter_docs = {{"items=" + items, "slabs of 32 entries per warp (its tile)"},
                           {"block=" + block, "threads per block of the main launch"}};
   parts.format = p.format();
-  parts.launches = {{"zero_y", "ceil_div(max(M, 1), 256)", "256", ""},
-                    {"spmv_coo_tiled",
-                     "max(ceil_div(ceil_div(NNZ, " + tile + "), " +
-                         std::to_string(p.int_param("block") / 32) + "), 1)",
-                     block, ""}};
-  const std::string product =
-      load(true, "val", "e") + " * " + load(true, "x", load(true, "col_idx", "e"));
+  parts.launches = {zero_y_launch(), {"spmv_coo_tiled", warp_tile_grid(p), block, ""}};
   parts.body =
       fill(kCooTiled, {{"block", block},
                        {"items", items},
-                       {"zero_head", kernel_head(p.op, Format::coo, "zero_y", "256")},
+                       {"zero_y", zero_y_kernel(p.op)},
                        {"main_head", kernel_head(p.op, Format::coo, "spmv_coo_tiled", "BLOCK")},
-                       {"product", product},
+                       {"product", tile_product("e")},
                        {"scan", warp_segmented_scan("v", "row", "      ")},
                        {"block_scan", warp_segmented_scan("v", "row", "    ")}});
   return assemble(p, parts);
@@ -277,7 +276,6 @@ std::string render_csr_nnz_split(const DesignPoint& p) {
   const std::string items = p.param("items");
   const std::string block = p.param("block");
   const std::string tile = std::to_string(32 * p.int_param("items"));
-  const std::string warps = std::to_string(p.int_param("block") / 32);
   ProgramParts parts;
   parts.summary =
       "Nonzero-split SpMV on CSR for power-law rows, with no row index per entry: each warp takes "
@@ -291,18 +289,15 @@ std::string render_csr_nnz_split(const DesignPoint& p) {
   parts.parameter_docs = {{"items=" + items, "slabs of 32 nonzeros per warp (its tile)"},
                           {"block=" + block, "threads per block of the main launch"}};
   parts.format = p.format();
-  parts.launches = {
-      tile_cut_zeroing_launch("nnzsplit_zero", tile),
-      {"spmv_nnzsplit", "max(ceil_div(ceil_div(NNZ, " + tile + "), " + warps + "), 1)", block, ""}};
-  const std::string product =
-      load(true, "val", "nz") + " * " + load(true, "x", load(true, "col_idx", "nz"));
+  parts.launches = {tile_cut_zeroing_launch("nnzsplit_zero", tile),
+                    {"spmv_nnzsplit", warp_tile_grid(p), block, ""}};
   parts.body =
       fill(kCsrNnzSplit, {{"block", block},
                           {"items", items},
                           {"row_of_nonzero", row_of_nonzero_function("32")},
                           {"tile_cut_zeroing", tile_cut_zeroing_kernel(p.op, "nnzsplit_zero")},
                           {"main_head", kernel_head(p.op, Format::csr, "spmv_nnzsplit", "BLOCK")},
-                          {"product", product}});
+                          {"product", tile_product("nz")}});
   return assemble(p, parts);
 }
 

@@ -18,14 +18,6 @@ namespace {
 std::string render_coo_segmented(const DesignPoint& p) {
   const int items = p.int_param("items");
   const std::string block = p.param("block");
-  const char* zero =
-      R"cuda(// Launch 1: y = 0 (the evaluator fills y with NaN before every run; the atomics need zeros).
-${zero_head} {
-  const long long i = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
-  if (i < M) y[i] = 0;
-}
-
-)cuda";
   const char* one =
       R"cuda(// Launch 2: one entry per thread; the warp adds up runs of equal rows with a segmented shuffle
 // scan (rows are sorted, so a run is contiguous) and the last lane of each run does one atomicAdd.
@@ -83,14 +75,14 @@ ${head} {
                           {"block=" + block, "threads per block"}};
   parts.format = p.format();
   const std::string per_block = std::to_string(p.int_param("block") * items);
-  parts.launches = {{"zero_y", "ceil_div(max(M, 1), 256)", "256", ""},
+  parts.launches = {zero_y_launch(),
                     {"spmv_coo", "ceil_div(max(NNZ, 1), " + per_block + ")", block, ""}};
   std::string body = "#define BLOCK " + block + "\n";
   if (items > 1) body += "#define ITEMS " + p.param("items") + "\n";
-  body += "\n" + fill(zero, {{"zero_head", kernel_head(p.op, Format::coo, "zero_y", "256")}});
-  body += fill(items == 1 ? one : many,
-               {{"head", kernel_head(p.op, Format::coo, "spmv_coo", "BLOCK")},
-                {"scan", warp_segmented_scan("v", "row", "  ")}});
+  body += "\n" + zero_y_kernel(p.op);
+  body +=
+      fill(items == 1 ? one : many, {{"head", kernel_head(p.op, Format::coo, "spmv_coo", "BLOCK")},
+                                     {"scan", warp_segmented_scan("v", "row", "  ")}});
   parts.body = body;
   return assemble(p, parts);
 }

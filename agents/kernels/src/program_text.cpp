@@ -261,7 +261,8 @@ const char* const kWarpTileRows =
 )cuda";
 
 std::string tile_cut_zeroing_kernel(Op op, std::string_view name) {
-  return fill(R"cuda(// Launch 1: the main launch adds rows cut by a tile boundary (multiples of TILE nonzeros) with
+  return fill(
+      R"cuda(// Launch 1: the main launch adds rows cut by a tile boundary (multiples of TILE nonzeros) with
 // atomicAdd, so they start at zero. With empty rows (EMPTY_ROWS > 0), which no nonzero reaches, a
 // thread per row also writes their zeros; without, a warp per tile boundary finds its cut row.
 ${zero_head} {
@@ -280,8 +281,22 @@ ${zero_head} {
   if (lane == 0 && row_ptr[cut] < boundary) y[cut] = 0;
 #endif
 })cuda",
-              {{"zero_head", kernel_head(op, Format::csr, name, "256")}});
+      {{"zero_head", kernel_head(op, Format::csr, name, "256")}});
 }
+
+std::string zero_y_kernel(Op op) {
+  return fill(
+      R"cuda(// Launch 1: y = 0 (the evaluator fills y with NaN before every run; the atomics need zeros).
+${zero_head} {
+  const long long i = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
+  if (i < M) y[i] = 0;
+}
+
+)cuda",
+      {{"zero_head", kernel_head(op, Format::coo, "zero_y", "256")}});
+}
+
+LaunchLine zero_y_launch() { return {"zero_y", "ceil_div(max(M, 1), 256)", "256", ""}; }
 
 LaunchLine tile_cut_zeroing_launch(std::string name, const std::string& tile) {
   return {std::move(name),

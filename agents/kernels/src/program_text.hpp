@@ -33,7 +33,7 @@ struct GeneratorDef {
 std::vector<GeneratorDef> csr_spmv_generators();
 GeneratorDef csr_merge_generator();  // csr_spmv_generators() lists it last
 std::vector<GeneratorDef> format_spmv_generators();
-std::vector<GeneratorDef> split_spmv_generators();  // gen_csr_split.cpp (issue 25)
+std::vector<GeneratorDef> split_spmv_generators();      // gen_csr_split.cpp (issue 25)
 std::vector<GeneratorDef> nnz_split_spmv_generators();  // gen_csr_nnz_split.cpp
 std::vector<GeneratorDef> spmm_generators();
 
@@ -149,12 +149,18 @@ struct ProgramParts {
   std::string body;  // #defines and kernels
 };
 
-// The zeroing launch of the designs that cut the nonzeros into tiles of TILE and add the rows a tile
-// boundary cuts with atomicAdd (csr_segscan, csr_nnzsplit): the kernel `name`, its comment lines
-// above it, which zeroes those rows (and every empty row where EMPTY_ROWS > 0) using
+// The zeroing launch of the designs that cut the nonzeros into tiles of TILE and add the rows a
+// tile boundary cuts with atomicAdd (csr_segscan, csr_nnzsplit): the kernel `name`, its comment
+// lines above it, which zeroes those rows (and every empty row where EMPTY_ROWS > 0) using
 // row_of_nonzero(); and its launch line for a tile of `tile` nonzeros.
 std::string tile_cut_zeroing_kernel(Op op, std::string_view name);
 LaunchLine tile_cut_zeroing_launch(std::string name, const std::string& tile);
+
+// The zeroing launch of the COO SpMV designs (coo_segmented, coo_tiled), whose atomics add into y:
+// the kernel zero_y (its comment line above it, a thread per row, followed by a blank line) and
+// its launch line.
+std::string zero_y_kernel(Op op);
+LaunchLine zero_y_launch();
 
 // The program text: the header comment (the point's id, the summary wrapped at 100 columns, one
 // line per parameter), the directives, a blank line, the body.
