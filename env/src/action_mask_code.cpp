@@ -810,7 +810,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.arrow && value_result_after(s)) return false;
   if (callable_refuses(s, k)) return false;
   if (pointer_cast_refused(s, k)) return false;
-  if ((k.cat == Cat::close_bracket || k.is_false) && bound_due(s) && !on_line(s)) return false;
+  if (k.cat == Cat::close_bracket && bound_due(s) && !on_line(s)) return false;
   if (one_value_comma(s, k)) return false;
   if (rvalue_assignment(s, k)) return false;
   if (k.cat == Cat::access && s.no_member && !on_line(s)) return false;
@@ -985,8 +985,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     refuse_where(t, mask, [&](const TokenInfo& k) { return shared_refuses(s, k); });
   }
   if (bound_due(s) && !on_line(s)) {
-    refuse_where(t, mask,
-                 [](const TokenInfo& k) { return k.cat == Cat::close_bracket || k.is_false; });
+    refuse_where(t, mask, [](const TokenInfo& k) { return k.cat == Cat::close_bracket; });
   }
   if ((s.ctx == ctx_operand_due && s.declarator == kTypeDeclarator) || s.vector_operand) {
     refuse_where(t, mask, [&](const TokenInfo& k) {

@@ -133,8 +133,7 @@ constexpr int kQualifiedType = 1;
 // (`int a[] = {1}` and `int a[]{1}` are refused at their `{`), so its bound is never deduced;
 // `extern __shared__ float s[];` alone leaves it to the launch. Parameters (`float a[]`) and file
 // scope are left alone. The completion path writes `<num> 1` (kBoundNumber tokens) before the `]`.
-// Nor does a bound start with `false` (NVRTC: "the size of an array must be greater than zero" of
-// `dim3 d[false];`; `[false + 1]` goes with it). A literal `0` alone is not judged.
+// (What a bound holds - no bool, no cast - is bound_refuses()'s, action_mask_types.cpp.)
 inline bool bound_due(const State& s) {
   return s.bound_opened && !s.decl_extern && s.top == Top::body && s.depth >= 2 &&
          (s.stack[s.depth - 2u] == '{' || s.stack[s.depth - 2u] == kForParen);

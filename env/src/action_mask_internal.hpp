@@ -301,7 +301,7 @@ struct TokenInfo {
   bool integral_operator = false;
   bool relational = false;  // < > <= >=: no pointer before them
   bool is_return = false;   // return
-  bool is_false = false;    // false: no array's bound (see bound_due)
+  bool is_false = false;    // false: no divisor (action_mask_types.cpp)
   bool equality = false;    // == !=
   bool arithmetic_operator = false;
   bool floating_value = false;

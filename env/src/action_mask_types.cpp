@@ -114,7 +114,7 @@ bool type_rules_apply(const State& s) {
 
 bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   if (!type_rules_apply(s)) return false;
-  // In an array's bound no bool and no cast (bound_refuses; `false` at its start is bound_due's).
+  // In an array's bound no bool and no cast (bound_refuses).
   if (in_bound_value(s) && bound_refuses(k)) return true;
   // A number at the start of a group that must be an lvalue, where a variable may stand instead
   // (NVRTC: "expression must be a modifiable lvalue" of `--(1)`, "lvalue or a function
