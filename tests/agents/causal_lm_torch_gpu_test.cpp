@@ -1,10 +1,12 @@
 // The Llama / Qwen2 decoder on a CUDA device (label gpu; every case skips itself where LibTorch
 // sees none): fp32 logits equal the CPU's (a LibTorch 2 build runs scaled_dot_product_attention on
-// both), the key-value cache agrees with the full pass in bf16, and checkpointed gradients with
-// LoRA dropout equal the plain ones (the CUDA generator's draws replayed). The lead runs these on
-// the GPU host:
+// both), in bf16 the key-value cache and the full pass stay near the fp32 logits, and checkpointed
+// gradients with LoRA dropout equal the plain ones (the CUDA generator's draws replayed). The lead
+// runs these on the GPU host:
 //   ctest --test-dir BUILD -L gpu -R agents_torch_gpu --output-on-failure
 #include <torch/torch.h>
+
+#include <algorithm>
 
 #include "catch.hpp"
 #include "hf_test_models.hpp"
@@ -67,31 +69,49 @@ TEST_CASE("HF decoders: the same weights give the same logits on the CPU and CUD
   }
 }
 
-TEST_CASE("HF decoders in bf16 on CUDA: the cache agrees with the full pass", "[agents][hf][gpu]") {
+TEST_CASE("HF decoders in bf16 on CUDA: the cache and the full pass stay near the fp32 logits",
+          "[agents][hf][gpu]") {
   require_cuda();
   const fs::path dir = tiny_folder("hf_gpu_bf16", HfFamily::llama);
   CausalLmPolicy policy = load_causal_lm(dir, options_on(torch::kCUDA, torch::kBFloat16), 2);
   CausalLmPolicy fp32 = load_causal_lm(dir, options_on(torch::kCPU), 2);
   policy->eval(), fp32->eval();
   torch::NoGradGuard no_grad;
+  torch::manual_seed(11);
   const torch::Tensor tokens = torch::randint(50, {2, 8}, torch::kLong);
   const torch::Tensor valid = torch::ones({2, 8}, torch::kBool);
   const torch::Tensor reference = fp32->forward(prefix_on(torch::kCPU), tokens, valid).logits;
   const torch::Tensor full =
       policy->forward(prefix_on(torch::kCUDA), tokens.to(torch::kCUDA), valid.to(torch::kCUDA))
           .logits.to(torch::kCPU);
+  // Both bf16 paths are held to one budget against the fp32 truth. The full pass and the cache
+  // round their products in different shapes (and cuBLAS's bf16 kernels need not be
+  // deterministic), so comparing them with each other at bf16's rounding was flaky (it failed once
+  // on an H200 at token 7). Measured with bf16 on the CPU over five token draws: the full pass and
+  // the cache sit within 0.037 of the logits' scale; a cache holding one wrong token moves every
+  // later step by 0.09-1.4 of it. The wrong-token cache below checks the budget still tells.
   const double scale = reference.abs().max().item<double>();
-  CHECK((full - reference).abs().max().item<double>() < 0.05 * scale);
-  KvCache cache;
-  PolicyOutput step = policy->prefill(prefix_on(torch::kCUDA), tokens.narrow(1, 0, 1).cuda(),
-                                      valid.narrow(1, 0, 1).cuda(), cache);
-  for (std::int64_t t = 0; t < 8; ++t) {
-    INFO("token " << t);
-    CHECK(torch::allclose(step.logits.to(torch::kCPU), full.select(1, t), 0.02, 0.02 * scale));
-    if (t + 1 < 8) {
-      step = policy->decode_step(tokens.select(1, t + 1).cuda(),
-                                 torch::ones({2}, torch::kBool).cuda(), cache);
+  const double budget = 0.06 * scale;
+  CHECK((full - reference).abs().max().item<double>() < budget);
+  for (const bool hold_wrong_token : {false, true}) {
+    INFO("a wrong token held at step 3: " << hold_wrong_token);
+    KvCache cache;
+    PolicyOutput step = policy->prefill(prefix_on(torch::kCUDA), tokens.narrow(1, 0, 1).cuda(),
+                                        valid.narrow(1, 0, 1).cuda(), cache);
+    double worst_after_wrong = 0;
+    for (std::int64_t t = 0; t < 8; ++t) {
+      INFO("token " << t);
+      const double off =
+          (step.logits.to(torch::kCPU) - reference.select(1, t)).abs().max().item<double>();
+      if (!hold_wrong_token) CHECK(off < budget);
+      if (t >= 4) worst_after_wrong = std::max(worst_after_wrong, off);
+      if (t + 1 < 8) {
+        const torch::Tensor next =
+            hold_wrong_token && t == 2 ? tokens.select(1, 0) : tokens.select(1, t + 1);
+        step = policy->decode_step(next.cuda(), torch::ones({2}, torch::kBool).cuda(), cache);
+      }
     }
+    if (hold_wrong_token) CHECK(worst_after_wrong > budget);
   }
 }
 
