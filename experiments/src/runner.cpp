@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "policy_evaluation.hpp"
@@ -38,6 +39,7 @@
 #include "sparserl/env/trajectory.hpp"
 #include "sparserl/kernels/design_space.hpp"
 #include "sparserl/kernels/evaluator_backend.hpp"
+#include "sparserl/kernels/measurement_store.hpp"
 #include "sparserl/kernels/template_search.hpp"
 #include "sparserl/kernels/tuning_output.hpp"
 #endif
@@ -524,6 +526,81 @@ class Trainer {
       return pairs;
     }
     const std::vector<datasets::Task> tasks = train_tasks();
+    kernels::SftSelection selection;
+    selection.per_task = static_cast<int>(train_.sft_per_task);
+    selection.within = train_.sft_within;
+    std::vector<agents::SftPair> pairs;
+    Json saved = Json::object();
+    saved["source"] = "template search";
+    std::vector<datasets::Task> to_search = tasks;
+    if (!train_.teacher_store.empty()) {
+      to_search = stored_pairs(tasks, selection, pairs, saved);
+      saved["source"] =
+          to_search.empty() ? "measurement store" : "measurement store + template search";
+    }
+    if (!to_search.empty()) searched_pairs(to_search, selection, pairs, saved);
+    saved["per_task"] = selection.per_task;
+    saved["within"] = selection.within;
+    saved["matrices"] = static_cast<std::int64_t>(tasks.size());
+    if (pairs.empty()) throw RunnerError("sft: the template search produced no pair");
+    if (main_) {
+      // Saved whole or not at all: a run stopped during the SFT steps resumes with these pairs
+      // (a new search would time differently and could pick other programs, and costs minutes
+      // a matrix on large ones).
+      saved["pairs"] = pairs_json(pairs);
+      write_file_atomically(run_.sft_pairs_path(), dump_json(saved, 1) + "\n");
+    }
+    return pairs;
+  }
+
+  // train.teacher_store: the pairs of the tasks the store has a search of (stored_sft_pairs(): the
+  // search's own choice, as measured on the store's GPU), appended to `pairs`; returns the tasks it
+  // has none of, for the search.
+  std::vector<datasets::Task> stored_pairs(const std::vector<datasets::Task>& tasks,
+                                           const kernels::SftSelection& selection,
+                                           std::vector<agents::SftPair>& pairs, Json& saved) const {
+    const fs::path file = resolve_path(s_.root, train_.teacher_store);
+    if (!fs::exists(file)) {
+      throw RunnerError("train.teacher_store: " + file.string() +
+                        ": no such file (a measurement store of `sparserl tune --measurements`)");
+    }
+    const kernels::MeasurementStore store(file, false);
+    std::vector<datasets::Task> missing;
+    std::set<std::string> devices;
+    std::int64_t covered = 0, no_best = 0;
+    for (const datasets::Task& task : tasks) {
+      const auto stored = kernels::stored_sft_pairs(store, task, selection);
+      if (!stored) {
+        missing.push_back(task);
+        continue;
+      }
+      ++covered;
+      devices.insert(stored->device);
+      if (stored->programs.empty()) ++no_best;
+      for (const std::string& program : stored->programs) pairs.push_back({task, program});
+    }
+    std::string on;
+    for (const std::string& d : devices)
+      on += (on.empty() ? "" : ", ") + (d.empty() ? "no GPU" : d);
+    s_.say("sft: " + std::to_string(pairs.size()) + " pairs from the measurement store " +
+           file.string() + " for " + std::to_string(covered) + " of " +
+           std::to_string(tasks.size()) + " training matrices (searched on " +
+           (on.empty() ? std::string("-") : on) + ")" +
+           (no_best > 0 ? "; " + std::to_string(no_best) + " of them without a correct program"
+                        : std::string()) +
+           (missing.empty()
+                ? std::string()
+                : "; the template search takes the other " + std::to_string(missing.size())));
+    saved["teacher_store"] = file.string();
+    saved["store_matrices"] = covered;
+    saved["store_devices"] = on;
+    return missing;
+  }
+
+  // The template search over `tasks` (in-process, on this run's evaluator): its pairs appended.
+  void searched_pairs(const std::vector<datasets::Task>& tasks,
+                      const kernels::SftSelection& selection, std::vector<agents::SftPair>& pairs,
+                      Json& saved) const {
     kernels::EvaluatorBackend candidates(*s_.evaluator);
     kernels::SearchOptions options;
     options.budget = static_cast<int>(train_.search_budget);
@@ -533,10 +610,7 @@ class Trainer {
     kernels::TemplateSearch search(candidates, *s_.store, options);
     Progress progress("sft pairs", static_cast<std::int64_t>(tasks.size()), s_.notices->stream(),
                       s_.progress());
-    kernels::SftSelection selection;
-    selection.per_task = static_cast<int>(train_.sft_per_task);
-    selection.within = train_.sft_within;
-    std::vector<agents::SftPair> pairs;
+    const std::size_t before = pairs.size();
     const int parallel = parallel_searches(s_, train_.search_parallel);
     const std::vector<kernels::SearchResult> results = search.search_all(
         tasks, parallel,
@@ -551,34 +625,21 @@ class Trainer {
       }
     }
     progress.finish();
-    s_.say("sft: " + std::to_string(pairs.size()) + " pairs from the template search over " +
-           std::to_string(tasks.size()) + " training matrices (budget " +
-           std::to_string(options.budget) + ", " + std::to_string(parallel) + " at once)" +
-           (s_.gpu
-                ? std::string(selection.per_task > 1
+    s_.say(
+        "sft: " + std::to_string(pairs.size() - before) + " pairs from the template search over " +
+        std::to_string(tasks.size()) + " training matrices (budget " +
+        std::to_string(options.budget) + ", " + std::to_string(parallel) + " at once)" +
+        (s_.gpu ? std::string(selection.per_task > 1
                                   ? ": the fastest correct program of each, and up to " +
                                         std::to_string(selection.per_task - 1) + " more within " +
                                         json_number(selection.within) + " of its speedup"
                                   : ": the fastest correct program of each")
                 : std::string(": no GPU, so nothing was timed or checked - the target is "
                               "the cost model's favourite among the programs that compiled")));
-    if (pairs.empty()) throw RunnerError("sft: the template search produced no pair");
-    if (main_) {
-      // Saved whole or not at all: a run stopped during the SFT steps resumes with these pairs
-      // (a new search would time differently and could pick other programs, and costs minutes
-      // a matrix on large ones).
-      Json saved = Json::object();
-      saved["source"] = "template search";
-      saved["budget"] = options.budget;
-      saved["parallel"] = parallel;
-      saved["per_task"] = selection.per_task;
-      saved["within"] = selection.within;
-      saved["timed"] = s_.gpu;
-      saved["matrices"] = static_cast<std::int64_t>(tasks.size());
-      saved["pairs"] = pairs_json(pairs);
-      write_file_atomically(run_.sft_pairs_path(), dump_json(saved, 1) + "\n");
-    }
-    return pairs;
+    saved["budget"] = options.budget;
+    saved["parallel"] = parallel;
+    saved["timed"] = s_.gpu;
+    saved["searched_matrices"] = static_cast<std::int64_t>(tasks.size());
   }
 
   void evaluate(const fs::path& policy) {

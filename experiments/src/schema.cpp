@@ -182,6 +182,7 @@ void add_run_sections(Schema& s) {
        "experiment",
        "What the run is called, its seed, and where its paths start. Relative paths anywhere in "
        "a config (data.split, data.index_dirs, data.data_dir, train.corpus, train.sft_pairs, "
+       "train.teacher_store, "
        "train.init_checkpoint, bench.*_checkpoint, experiment.output_dir) resolve against the "
        "root: `--root DIR` when given, else `root` below, itself relative to the config file's "
        "folder.")

@@ -70,6 +70,12 @@ const datasets::Knobs<TrainConfig>& train_knobs() {
                   "SFT (matrix -> program) pairs: \"design-space\" (the template search over the "
                   "training matrices, in-process; saved as the run's sft-pairs.json), a "
                   "dataset.h5 of `sparserl tune` (/sft), or another run's sft-pairs.json")
+          .string("teacher_store", &C::teacher_store,
+                  "design-space pairs: a measurement store (`sparserl tune --measurements`, "
+                  "relative to the root) whose recorded searches stand in for the template search "
+                  "on the training matrices they cover - the same best and near-best programs, "
+                  "as measured on the store's GPU, with no search again; the other matrices are "
+                  "searched (\"\": search every one)")
           .integer("search_budget", &C::search_budget,
                    "design-space pairs: programs the template search measures per matrix (with a "
                    "GPU the fastest correct one wins; without one, nothing is timed and the cost "

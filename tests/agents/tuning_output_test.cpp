@@ -189,16 +189,20 @@ TEST_CASE("the HDF5 dataset holds every candidate, the SFT pairs and the dedupli
                     has_substring("/nonexistent-folder/x.h5"));
 }
 
+// Full-protocol finalists: vector 19 us (best), merge 20 us, scalar 25 us, and vector again at
+// 19.5 us (the same text); a screened scalar variant at 18 us is not comparable (other protocol).
+SearchResult spread_result() {
+  const std::string kScalar128 = "csr_scalar block=128 unroll=4 ldg=1";
+  return result("suitesparse-v1/HB/west0067", 299,
+                {candidate(kScalar128, true, 18), candidate(kVector, true, 21),
+                 candidate(kVector, true, 19, 2), candidate(kScalar, true, 25, 2),
+                 candidate(kMerge, true, 20, 2), candidate(kVector, true, 19.5, 2)},
+                2);
+}
+
 TEST_CASE("more SFT pairs per task: near-best distinct programs timed like the best, ranked",
           "[kernels][tuning][hdf5]") {
-  // Full-protocol finalists: vector 19 us (best), merge 20 us, scalar 25 us, and vector again at
-  // 19.5 us (the same text); a screened scalar variant at 18 us is not comparable (other protocol).
-  const std::string kScalar128 = "csr_scalar block=128 unroll=4 ldg=1";
-  const SearchResult r = result("suitesparse-v1/HB/west0067", 299,
-                                {candidate(kScalar128, true, 18), candidate(kVector, true, 21),
-                                 candidate(kVector, true, 19, 2), candidate(kScalar, true, 25, 2),
-                                 candidate(kMerge, true, 20, 2), candidate(kVector, true, 19.5, 2)},
-                                2);
+  const SearchResult r = spread_result();
   using Picks = std::vector<std::size_t>;
   CHECK(kernels::sft_candidates(r, {}) == Picks{2});                    // the best alone
   CHECK(kernels::sft_candidates(r, {3, 0.9}) == Picks{2, 4});           // 25 us > 19 / 0.9
@@ -230,6 +234,65 @@ TEST_CASE("more SFT pairs per task: near-best distinct programs timed like the b
     CHECK_THROWS_WITH(kernels::TuningDataset(dir / "bad.h5", info, bad),
                       has_substring("SFT selection"));
   }
+}
+
+TEST_CASE("a measurement store's search gives the SFT pairs the live search chose",
+          "[kernels][tuning][measurements]") {
+  SearchResult r = spread_result();
+  r.device = "Fake GPU";
+  const auto dir = sparserl::testing::scratch_dir("kernels_tuning_stored_pairs");
+  const auto file = dir / "measurements.jsonl";
+  kernels::MeasurementStore(file, true).append(r);
+  const kernels::MeasurementStore store(file, false);
+  for (const kernels::SftSelection selection :
+       {kernels::SftSelection{1, 0.9}, {3, 0.9}, {4, 0.7}, {2, 0.7}, {4, 1.0}}) {
+    INFO("per_task " << selection.per_task << " within " << selection.within);
+    std::vector<std::string> designs, programs;
+    for (std::size_t i : kernels::sft_candidates(r, selection)) {
+      designs.push_back(r.candidates[i].point.id());
+      programs.push_back(r.candidates[i].program);
+    }
+    const auto stored = kernels::stored_sft_pairs(store, r.task, selection);
+    REQUIRE(stored);
+    CHECK(stored->device == "Fake GPU");
+    CHECK(stored->designs == designs);
+    CHECK(stored->programs == programs);
+    CHECK(stored->median_us.front() == 19);  // the best's full run, not its screening
+  }
+  CHECK(kernels::stored_sft_pairs(store, r.task, {3, 0.7})->designs.size() == 3);
+  // Only the task's searches, on the device asked for.
+  CHECK_FALSE(kernels::stored_sft_pairs(store, r.task, {}, "Another GPU"));
+  CHECK(kernels::stored_sft_pairs(store, r.task, {}, "Fake GPU"));
+  datasets::Task other = r.task;
+  other.dtype = datasets::DType::f64;
+  CHECK_FALSE(kernels::stored_sft_pairs(store, other, {}));
+
+  // An incorrect best gives the task no pair (it is covered: the search is not run again).
+  SearchResult wrong = spread_result();
+  wrong.device = "Fake GPU";
+  wrong.candidates[2].result.correct = false;
+  const auto wrong_file = dir / "wrong.jsonl";
+  kernels::MeasurementStore(wrong_file, true).append(wrong);
+  const auto none =
+      kernels::stored_sft_pairs(kernels::MeasurementStore(wrong_file, false), wrong.task, {3, 0.9});
+  REQUIRE(none);
+  CHECK(none->designs.empty());
+
+  // A store made by another version of the design space: the design it cannot render is named.
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string edited = text.str();
+  for (std::size_t at = edited.find(kMerge); at != std::string::npos; at = edited.find(kMerge)) {
+    edited.replace(at, kMerge.size(), "csr_quantum block=256 items=7 steps=4");
+  }
+  const auto stale = dir / "stale.jsonl";
+  std::ofstream(stale) << edited;
+  CHECK_THROWS_WITH(
+      kernels::stored_sft_pairs(kernels::MeasurementStore(stale, false), r.task, {3, 0.9}),
+      has_substring(stale.string() + ": suitesparse-v1/HB/west0067 spmv f32: design "
+                                     "\"csr_quantum block=256 items=7 steps=4\" is not in this "
+                                     "build's design space"));
 }
 
 TEST_CASE("candidates.csv has one quoted row per evaluation", "[kernels][tuning]") {

@@ -3,8 +3,9 @@
 // readable, interrupted run directory (run.json, metrics.jsonl, trajectories.h5, checkpoints/) that
 // `sparserl train --resume` completes with the same numbers as an uninterrupted run; and the
 // quickstart (shortened with --set) runs end to end; `agent rl` trains on generated matrices; and
-// `sparserl bench` compares several policies (bench.policies), recording their programs. Needs the
-// learned agents (LibTorch).
+// `sparserl bench` compares several policies (bench.policies), recording their programs; SFT takes
+// its pairs from a measurement store (train.teacher_store) where the store covers a matrix. Needs
+// the learned agents (LibTorch).
 #include <signal.h>
 
 #include <chrono>
@@ -22,6 +23,8 @@
 #include "bench_split_fixture.hpp"
 #include "catch.hpp"
 #include "cli_child.hpp"
+#include "sparserl/datasets/features.hpp"
+#include "sparserl/datasets/generators.hpp"
 #include "sparserl/env/trajectory.hpp"
 #include "sparserl/experiments/checkpoints.hpp"
 #include "sparserl/experiments/json.hpp"
@@ -29,6 +32,9 @@
 #include "sparserl/experiments/results.hpp"
 #include "sparserl/experiments/run_info.hpp"
 #include "sparserl/experiments/runner.hpp"
+#include "sparserl/kernels/design_space.hpp"
+#include "sparserl/kernels/measurement_store.hpp"
+#include "sparserl/kernels/template_search.hpp"
 #include "test_support.hpp"
 #include "tiny_train_config.hpp"
 
@@ -302,6 +308,77 @@ TEST_CASE(
   CHECK_THAT(read_if_present(dir / "odd.log"),
              has_substring("train.tasks_per_update = 3 does not divide by the world size 2"));
   CHECK_FALSE(fs::exists(dir / "odd"));
+}
+
+TEST_CASE("train.teacher_store: SFT takes the store's pairs where it covers a matrix",
+          "[experiments][train]") {
+  require_agents();
+  const fs::path dir = sparserl::testing::scratch_dir("train_teacher_store");
+  std::ofstream(dir / "tiny.toml") << kTinyConfig;
+  // One recorded search of the first training matrix on a GPU: 2 us (best), 2.2 us, 5 us, a
+  // wrong 2.1 us and a screened 1.9 us.
+  const std::string uri = "gen-v1/diagonal?n=48";
+  namespace kernels = sparserl::kernels;
+  namespace datasets = sparserl::datasets;
+  kernels::SearchResult r;
+  r.task = {uri, datasets::Op::spmv, datasets::DType::f32, 1};
+  r.features = datasets::compute_features(datasets::generate(datasets::MatrixUri::parse(uri)));
+  r.device = "Some GPU";
+  const auto add = [&](const std::string& id, const std::string& protocol, double us, bool ok) {
+    kernels::CandidateResult c;
+    c.point = kernels::DesignPoint::parse(datasets::Op::spmv, datasets::DType::f32, id);
+    c.protocol = protocol;
+    c.result.compiled = c.result.timed = true;
+    c.result.correct = ok;
+    c.result.timing.median_us = us;
+    r.candidates.push_back(c);
+  };
+  const std::string best = "csr_vector lanes=2 block=128 unroll=1 vec=1 ldg=0";
+  const std::string near = "csr_scalar block=128 unroll=1 ldg=0";
+  add("ell block=128 unroll=1 ldg=0", "screen", 1.9, true);
+  add(best, "full", 2.0, true);
+  add(near, "full", 2.2, true);
+  add("csr_merge block=128 items=5 steps=1", "full", 5.0, true);
+  add("csr_scalar block=256 unroll=1 ldg=0", "full", 2.1, false);
+  r.best = 1;
+  kernels::MeasurementStore(dir / "store.jsonl", true).append(r);
+
+  const auto sft = [&](const std::string& name, const std::string& store) {
+    const pid_t pid = start_cli(
+        {"train", (dir / "tiny.toml").string(), "--runs-dir", (dir / name).string(), "--set",
+         R"(train.stages=["pretrain","sft"])", "--set", "train.teacher_store=" + store, "--set",
+         "train.sft_per_task=3", "--set", "train.sft_within=0.8"},
+        dir / (name + ".log"));
+    return finish(pid, std::chrono::seconds(180));
+  };
+  REQUIRE(sft("stored", (dir / "store.jsonl").string()) == 0);
+  const std::string log = read_if_present(dir / "stored.log");
+  INFO(log);
+  CHECK_THAT(log, has_substring("sft: 2 pairs from the measurement store " +
+                                (dir / "store.jsonl").string() +
+                                " for 1 of 4 training matrices (searched on Some GPU); the "
+                                "template search takes the other 3"));
+  CHECK_THAT(log, has_substring("pairs from the template search over 3 training matrices"));
+  const fs::path run = only_run(dir / "stored");
+  const Json saved = parse_json(read_if_present(run / "sft-pairs.json"), "sft-pairs.json");
+  CHECK(saved.at("source") == "measurement store + template search");
+  CHECK(saved.at("store_matrices") == 1);
+  CHECK(saved.at("searched_matrices") == 3);
+  std::vector<std::string> stored_programs;
+  for (const Json& pair : saved.at("pairs")) {
+    if (pair.at(0) == uri + " spmv f32") stored_programs.push_back(pair.at(1).get<std::string>());
+  }
+  const auto program = [](const std::string& id) {
+    return kernels::render_program(
+        kernels::DesignPoint::parse(datasets::Op::spmv, datasets::DType::f32, id));
+  };
+  CHECK(stored_programs == std::vector<std::string>{program(best), program(near)});
+
+  // A store that is not there stops the stage, naming the key and the file.
+  CHECK(sft("missing", (dir / "none.jsonl").string()) == 1);
+  CHECK_THAT(
+      read_if_present(dir / "missing.log"),
+      has_substring("train.teacher_store: " + (dir / "none.jsonl").string() + ": no such file"));
 }
 
 TEST_CASE("sparserl quickstart runs end to end (shortened)", "[experiments][train]") {

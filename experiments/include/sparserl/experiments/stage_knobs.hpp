@@ -27,6 +27,7 @@ struct TrainConfig {
   std::vector<std::string> text_corpus;  // folders of C/C++/CUDA sources: plain text (kind = hf)
   std::int64_t text_corpus_files = 0;
   std::string sft_pairs = kDesignSpace;
+  std::string teacher_store;  // "" or a measurement store standing in for the search
   std::int64_t search_budget = 4;
   std::int64_t search_refine = 0;  // design-space pairs: the search's refinement round (0: none)
   std::int64_t search_parallel = 0;  // design-space pairs: matrices searched at once (0: auto)

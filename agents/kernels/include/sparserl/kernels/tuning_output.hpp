@@ -22,9 +22,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sparserl/kernels/measurement_store.hpp"
 #include "sparserl/kernels/template_search.hpp"
 
 namespace sparserl::kernels {
@@ -89,6 +91,26 @@ struct SftSelection {
 };
 // Indices into r.candidates, best first; empty when the task has no correct best program.
 std::vector<std::size_t> sft_candidates(const SearchResult& r, const SftSelection& selection);
+
+// The same choice made from a measurement store instead of a live search: the store's records of
+// one task's search stand in for it - the best design of the task's last search record (on
+// `device`, or on the device of the task's last record when device is ""), and with per_task > 1
+// the fastest other correct designs measured with the best's protocol within `within` of it. So a
+// training run on another host (or with no GPU) takes the teacher's pairs a GPU session measured,
+// without searching again (train.teacher_store).
+struct StoredTeacherPairs {
+  std::string device;                 // the GPU the store's search ran on
+  std::vector<std::string> designs;   // DesignPoint ids, best first; empty: its best was incorrect
+  std::vector<std::string> programs;  // their programs, rendered by this build's design space
+  std::vector<double> median_us;      // as measured
+};
+// nullopt when the store has no search of the task (on that device). MeasurementStoreError naming
+// the store and the design when a chosen design is not in this build's design space (a store made
+// by another version of the space).
+std::optional<StoredTeacherPairs> stored_sft_pairs(const MeasurementStore& store,
+                                                   const datasets::Task& task,
+                                                   const SftSelection& selection,
+                                                   const std::string& device = "");
 
 // The HDF5 dataset, written incrementally: rows are appended task by task (and flushed), so an
 // interrupted run leaves a readable file; /corpus is written by close().
