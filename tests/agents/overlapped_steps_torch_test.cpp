@@ -3,7 +3,8 @@
 // filled meanwhile; the same operations in the same order as the read-back steps, so two agents of
 // the same seed draw the same completions either way - greedy and sampled, under the syntax mask
 // and without one (rows cut at max_tokens), with a data-parallel row window - and leave their
-// generators at the same counter. A timing lane turns the overlap off. On CUDA (page-locked
+// generators at the same counter. A timing lane turns the overlap off. A policy gone NaN stops
+// either way, greedy or sampled, with the row and its tokens in the message. On CUDA (page-locked
 // buffers, an event, the decode graphs) the same comparison is in decode_graphs_torch_gpu_test.cpp.
 #include <torch/torch.h>
 
@@ -144,4 +145,33 @@ TEST_CASE("draw_graphs changes nothing on the CPU: the same completions either w
   const std::vector<Completion> y = b.generate(synthetic_prompts(2), 3, without);
   CHECK_FALSE(a.last_generation().draw_graphs);  // no graph on the CPU
   require_same_completions(x, y);
+}
+
+TEST_CASE("a policy whose logits are not finite stops generate(), naming the row and where",
+          "[agents][generate]") {
+  const AgentConfig config = tiny_config(env::MaskMode::syntax, 200);
+  for (const bool overlap : {true, false}) {
+    INFO("overlapped steps: " << overlap);
+    PolicyAgent agent(config, vocabulary());
+    {
+      torch::NoGradGuard no_grad;
+      for (torch::Tensor& p : agent.learner().policy->parameters()) {
+        p.fill_(std::numeric_limits<float>::quiet_NaN());
+      }
+    }
+    SamplingConfig sampling;
+    sampling.overlap_steps = overlap;
+    for (const bool greedy : {false, true}) {
+      sampling.greedy = greedy;
+      // Sampled: no finite probability to draw by, the draw lands outside the mask; greedy:
+      // argmax takes the first NaN, an allowed token, with a log-probability that is NaN.
+      CHECK_THROWS_WITH(
+          agent.generate(synthetic_prompts(2), 2, sampling),
+          sparserl::testing::has_substring(greedy ? "with a log-probability that is not finite"
+                                                  : "which its mask forbids") &&
+              sparserl::testing::has_substring(
+                  "at row 0 after 0 tokens (last: none): its logits there are not "
+                  "finite"));
+    }
+  }
 }

@@ -280,10 +280,14 @@ env::ActionBatch PolicyAgent::act(std::span<const env::Observation> observations
       continue;
     }
     const auto token = static_cast<env::TokenId>(chosen_cpu[b].item<std::int64_t>());
-    if (observations[static_cast<std::size_t>(b)].action_mask[static_cast<std::size_t>(token)] ==
-        0) {
-      throw std::runtime_error("act: the policy's logits are not finite (sampled the forbidden " +
-                               l.vocabulary->describe(token) + "); training has diverged");
+    const bool allowed =
+        observations[static_cast<std::size_t>(b)].action_mask[static_cast<std::size_t>(token)] != 0;
+    if (!allowed || !std::isfinite(log_probs_cpu[b].item<float>())) {
+      throw std::runtime_error(
+          "act: the policy's logits are not finite (it drew " + l.vocabulary->describe(token) +
+          (allowed ? std::string(" with a log-probability that is not finite")
+                   : std::string(", which the action mask forbids")) +
+          " at row " + std::to_string(b) + "): training diverged, or an input is not finite");
     }
     actions.tokens.push_back(token);
     actions.log_probs.push_back(log_probs_cpu[b].item<float>());
@@ -384,15 +388,44 @@ struct RowMasks {
     std::ranges::fill(drew, std::uint8_t{0});
   }
   // Row r's draw, checked against the row's mask as filled for it (fill() agrees with allows() on
-  // every token).
-  void record(std::int64_t r, env::TokenId token) {
-    if (token < 0 || token >= vocab || bytes[static_cast<std::size_t>(r * vocab + token)] == 0) {
-      throw std::runtime_error(
-          "generate: the policy's logits are not finite (sampled the forbidden " +
-          space.describe(token) + "); training has diverged");
+  // every token) and for a finite log-probability (greedy argmax takes a NaN for the largest
+  // logit, so a policy gone NaN would otherwise write the first allowed token at every step);
+  // `written` is what the row wrote before it, for the message.
+  void record(std::int64_t r, env::TokenId token, float log_prob,
+              std::span<const env::TokenId> written) {
+    if (token < 0 || token >= vocab || bytes[static_cast<std::size_t>(r * vocab + token)] == 0 ||
+        !std::isfinite(log_prob)) {
+      throw std::runtime_error(forbidden_draw(r, token, written));
     }
     drew[static_cast<std::size_t>(r)] = 1;
     drawn[static_cast<std::size_t>(r)] = token;
+  }
+  // What a draw outside the mask says: a mask that allowed nothing is the mask's dead end (a bug
+  // of the grammar, whatever the policy); otherwise the masked logits held no finite value to draw
+  // from - the policy's outputs are not finite there. The row's last tokens locate it.
+  std::string forbidden_draw(std::int64_t r, env::TokenId token,
+                             std::span<const env::TokenId> written) const {
+    const auto row_bytes =
+        bytes.subspan(static_cast<std::size_t>(r * vocab), static_cast<std::size_t>(vocab));
+    const auto allowed = std::count(row_bytes.begin(), row_bytes.end(), std::uint8_t{1});
+    std::string tail;
+    const std::size_t from = written.size() > 16 ? written.size() - 16 : 0;
+    for (std::size_t i = from; i < written.size(); ++i) {
+      tail += (tail.empty() ? "" : " ") + space.describe(written[i]);
+    }
+    const std::string where = "row " + std::to_string(r) + " after " +
+                              std::to_string(written.size()) +
+                              " tokens (last: " + (tail.empty() ? std::string("none") : tail) + ")";
+    if (allowed == 0) {
+      return "generate: the action mask allows no token at " + where +
+             ": a dead end of the mask, not of the policy";
+    }
+    const bool in_mask = token >= 0 && token < vocab && row_bytes[static_cast<std::size_t>(token)];
+    return "generate: the policy drew " + space.describe(token) +
+           (in_mask ? std::string(" with a log-probability that is not finite")
+                    : ", which its mask forbids") +
+           " (" + std::to_string(allowed) + " tokens allowed), at " + where +
+           ": its logits there are not finite (training diverged, or an input is not finite)";
   }
 
   const TokenSpace& space;
@@ -468,7 +501,7 @@ struct GenerationSteps {
       if (!masks.active[i]) continue;
       Completion& c = out[i];
       const auto token = static_cast<env::TokenId>(std::lround(drawn[r]));
-      masks.record(r, token);
+      masks.record(r, token, lp_data[r], c.tokens);
       c.tokens.push_back(token);
       c.log_probs.push_back(lp_data[r]);
       c.values.push_back(v_data[r]);
