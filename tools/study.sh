@@ -218,6 +218,22 @@ table_sets() {
 }
 table_regimes() { [[ $1 == spmv-f32 ]] && echo "" || echo 'data.regimes=["large"]'; }
 
+# The table's teacher store, decompressed into OUT once (its path printed; nothing when the table
+# has none): experiments/configs/study/teacher/TABLE.jsonl.gz, a measurement store that `sparserl
+# tune --measurements` made on the GPU host with the SFT config's search settings. The SFT run
+# that searches takes the store's recorded searches for the matrices they cover
+# (train.teacher_store) and searches only the others.
+teacher_store() {
+  local gz="$ROOT/$CONFIGS/teacher/$1.jsonl.gz" out="$OUT/teacher/$1.jsonl"
+  [[ -f $gz ]] || return 0
+  if [[ ! -f $out ]]; then
+    mkdir -p "$OUT/teacher"
+    gzip -dc "$gz" >"$out.part"
+    mv "$out.part" "$out"
+  fi
+  echo "$out"
+}
+
 # run_job "TABLE LABEL SEED CONFIG KEY=VALUE...": one `train`, each KEY=VALUE a --set.
 run_job() {
   local fields sets=() kv
@@ -287,11 +303,16 @@ train_table() {
       fi
     done < <(rows_of "$table")
     if [[ $stage == sft && ${#jobs[@]} -gt 0 ]]; then
-      # The template search once per table: the first SFT run (every GPU visible) searches and
-      # saves its pairs (sft-pairs.json); the table's other SFT runs - seeds, ablations - train on
-      # those pairs (train.sft_pairs) instead of searching again, minutes a matrix on large ones.
+      # The template search once per table: the first SFT run (every GPU visible) searches - the
+      # matrices the table's teacher store covers taken from the store - and saves its pairs
+      # (sft-pairs.json); the table's other SFT runs - seeds, ablations - train on those pairs
+      # (train.sft_pairs) instead of searching again, minutes a matrix on large ones.
       # sft-s1's pairs where that run is done already (an earlier call, or --only's earlier session).
-      local first_fields pairs i
+      local first_fields pairs i store
+      store=$(teacher_store "$table")
+      if [[ -n $store ]]; then
+        for ((i = 0; i < ${#jobs[@]}; i++)); do jobs[i]+=" train.teacher_store=$store"; done
+      fi
       pairs=$(run_dir_with "$OUT/$table/runs/sft-s1" completed)
       if [[ -z $pairs && ${#jobs[@]} -gt 1 ]]; then
         read -ra first_fields <<<"${jobs[0]}"
@@ -300,7 +321,10 @@ train_table() {
         jobs=("${jobs[@]:1}")
       fi
       if [[ -n $pairs && -f $pairs/sft-pairs.json ]]; then
-        for ((i = 0; i < ${#jobs[@]}; i++)); do jobs[i]+=" train.sft_pairs=$pairs/sft-pairs.json"; done
+        for ((i = 0; i < ${#jobs[@]}; i++)); do
+          [[ -z $store ]] || jobs[i]=${jobs[i]/" train.teacher_store=$store"/}
+          jobs[i]+=" train.sft_pairs=$pairs/sft-pairs.json"
+        done
       fi
     fi
     ((${#jobs[@]} == 0)) || lanes "${jobs[@]}"

@@ -49,6 +49,16 @@ grep -q "sft-features.*train.sft_pairs=$WORK/study/spmv-f32/runs/sft-s1/.*/sft-p
   "$WORK/study/commands.log" || fail "sft-features does not train on sft-s1's pairs"
 grep -q "runs-dir $WORK/study/spmv-f32/runs/sft-s1 .*train.sft_pairs=" "$WORK/study/commands.log" &&
   fail "sft-s1 was given pairs instead of searching"
+# spmv-f32's teacher store (experiments/configs/study/teacher/) goes to the run that searches, and
+# only to it; the smoke's two small shared matrices are not in it, so both are searched.
+store="$WORK/study/teacher/spmv-f32.jsonl"
+[[ -s $store ]] || fail "the spmv-f32 teacher store was not decompressed into $store"
+grep -q "runs-dir $WORK/study/spmv-f32/runs/sft-s1 .*train.teacher_store=$store" \
+  "$WORK/study/commands.log" || fail "sft-s1 was not given the teacher store"
+grep -q "sft-features.*train.teacher_store=" "$WORK/study/commands.log" &&
+  fail "sft-features was given the teacher store beside sft-s1's pairs"
+grep -q "sft: 0 pairs from the measurement store $store for 0 of 2 training matrices" \
+  "$WORK/first.err" || fail "sft-s1 did not read the teacher store: $(grep -m3 'sft:' "$WORK/first.err")"
 
 expect_agents() {  # TABLE AGENT...
   local table=$1 part csv
