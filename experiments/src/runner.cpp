@@ -542,7 +542,12 @@ class Trainer {
     saved["per_task"] = selection.per_task;
     saved["within"] = selection.within;
     saved["matrices"] = static_cast<std::int64_t>(tasks.size());
-    if (pairs.empty()) throw RunnerError("sft: the template search produced no pair");
+    if (pairs.empty()) {
+      throw RunnerError(
+          train_.teacher_store.empty()
+              ? "sft: the template search produced no pair"
+              : "sft: neither train.teacher_store nor the template search gave a pair");
+    }
     if (main_) {
       // Saved whole or not at all: a run stopped during the SFT steps resumes with these pairs
       // (a new search would time differently and could pick other programs, and costs minutes
