@@ -393,10 +393,15 @@ std::uint8_t line_expression_checks(const TokenInfo& k, int line_ctx) {
 // macro is expanded (NVRTC: "identifier \"SELL_STORED\" is undefined" of `#define A SELL_STORED`
 // expanded in a csr or ell program). #if lines keep every constant: there an undefined name is 0
 // (and a divisor is checked already), `defined` and #ifdef test any name.
+// A #define's body names no builtin function either: the grammar does not know that a call's `(`
+// follows it, and uncalled it is a function's address wherever the macro is expanded (NVRTC:
+// "operand types are incompatible (\"__nv_bool\" and \"float (*)(float)\")" of `true < G` after
+// `#define G expf < 1`). `#define F(a) sqrtf(a)` goes with it; no corpus macro calls a builtin.
 std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   const std::uint8_t checks = line_expression_checks(k, line_ctx);
   const bool define_body = line_ctx == line_due || line_ctx == line_operand ||
                            line_ctx == line_callable || line_ctx == line_start;
+  if (k.role == role_function && define_body) return kRefused;
   if (k.cat == Cat::constant && define_body && (checks & kRefused) == 0) {
     return static_cast<std::uint8_t>(checks | kCheckFormat);
   }

@@ -117,3 +117,15 @@ TEST_CASE("random episodes steered into builtin calls never meet an empty mask",
   }
   CHECK(calls > 1000);
 }
+
+TEST_CASE("a #define's body names no builtin function", "[env][mask]") {
+  // (NVRTC: "operand types are incompatible (\"__nv_bool\" and \"float (*)(float)\")" of `true <
+  // G` after `#define G expf < 1`: the body names the function uncalled.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "#define G expf < 1\n") == "expf");
+  CHECK(first_refused(head + "#define F(a) sqrtf(a)\n") == "sqrtf");
+  // (Builtins that are values, an #if line's names, a call in code are accepted.)
+  CHECK(first_refused(head + "#define W warpSize\n#define T (threadIdx.x % 32)\n#if M > 1\n#endif\n"
+                             "__device__ float f(float a) { return sqrtf(a) + expf(a); }\n") ==
+        "");
+}
