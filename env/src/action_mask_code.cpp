@@ -500,6 +500,14 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
     if (k.cat == Cat::open_brace && s.ctx == ctx_type && (s.specifiers != 0 || s.void_type)) {
       return false;
     }
+    // Nor its `(` (a declarator's parenthesis after a qualifier: NVRTC "expected an identifier" of
+    // `volatile const size_t(false)`, `const ulonglong2(M)`), nor a vector type's but dim3's at a
+    // statement (no constructor: NVRTC "no suitable constructor exists to convert from \"int\" to
+    // \"uint3\"" of `uint3(abs(i))`; in an expression role_checks refuses the type word itself).
+    if (k.cat == Cat::open_paren && s.ctx == ctx_type &&
+        (s.specifiers != 0 || (s.last_type == type_vector && !s.decl_constructed))) {
+      return false;
+    }
     // No const local array: it would need an initializer, which no local array takes here (NVRTC:
     // "const variable \"i\" requires an initializer" of `const long i[N];`).
     if (k.cat == Cat::open_bracket && const_uninitialized(s)) return false;
