@@ -60,9 +60,10 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
       case ctx_operand_due:
       case ctx_paren:
       case ctx_args:
-      case ctx_group:
       case ctx_cast_type:
         return 0;
+      case ctx_group:  // (a vector type's cast: see vector_cast)
+        return k.type_cat == type_vector && !k.constructed ? kCheckRun : 0;
       case ctx_qual:
       case ctx_type:
         return kCheckRun;
@@ -474,6 +475,16 @@ bool unnamed_declarator(const Tables& t, const State& s) {
 
 namespace {
 
+// A C cast to a vector type but dim3: its type word at a group's start or after a cast's qualifier
+// (CUDA's vector types have no constructor but dim3's: NVRTC "no suitable constructor exists to
+// convert from \"double\" to \"float3\"" of `(float3).8`). A cast to a vector's pointer goes with
+// it (`(float4*)p`; the corpus writes reinterpret_cast<float4*>); sizeof's parenthesis keeps them.
+bool vector_cast(const State& s, const TokenInfo& k) {
+  if (k.role != role_type || k.type_cat != type_vector || k.constructed || on_line(s)) return false;
+  const std::uint8_t open = innermost(s);
+  return (s.ctx == ctx_group && open == '(') || (s.ctx == ctx_qual && open == kCastParen);
+}
+
 // Whether the state passes a token's checks (Check bits of its row).
 bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInfo& k) {
   if (checks == 0) return true;
@@ -486,6 +497,7 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
     return false;
   }
   if ((checks & kCheckRun) != 0 && !type_run_takes(s.run, k.type_bits)) return false;
+  if ((checks & kCheckRun) != 0 && vector_cast(s, k)) return false;
   if ((checks & kCheckFormat) != 0 && !constant_in_format(s, k)) return false;
   if ((checks & kCheckLocal) != 0 && !local_allowed(t, s, k)) return false;
   if ((checks & kCheckOpen) != 0 &&

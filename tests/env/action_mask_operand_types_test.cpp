@@ -183,3 +183,13 @@ TEST_CASE("a group after & over a value is no array", "[env][mask]") {
   // (A group over a pointer is subscripted.)
   CHECK(refused_in("int* r = &(q)[0];") == "");
 }
+
+TEST_CASE("no cast to a vector type but dim3", "[env][mask]") {
+  // (NVRTC: "no suitable constructor exists to convert from \"double\" to \"float3\"" of
+  // `(float3).8`; CUDA's vector types have no constructor but dim3's.)
+  CHECK(refused_in("float y = (float3).8;") == "float3");
+  CHECK(refused_in("int j = i | (const int4)i;") == "int4");
+  // (A reinterpret_cast to a vector's pointer, a vector variable, dim3 are accepted.)
+  CHECK(refused_in("float4 v = reinterpret_cast<float4*>(a)[0]; const float4* w = "
+                   "reinterpret_cast<const float4*>(a); dim3 d = (dim3)i;") == "");
+}
