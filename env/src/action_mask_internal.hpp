@@ -818,6 +818,7 @@ struct OperandStep {
   bool operand_before = false, unary_sign = false, binary = false, prefix = false;
   bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;
   bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
+  bool to_integral = false;
   bool pointer_offset = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue

@@ -193,3 +193,14 @@ TEST_CASE("no cast to a vector type but dim3", "[env][mask]") {
   CHECK(refused_in("float4 v = reinterpret_cast<float4*>(a)[0]; const float4* w = "
                    "reinterpret_cast<const float4*>(a); dim3 d = (dim3)i;") == "");
 }
+
+TEST_CASE("a cast to an integer type takes no pointer", "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `(signed char const)(void***)x`, `(int)p`.)
+  CHECK(refused_in("float y = ceilf((signed char const)(void*)i);") == "*");
+  CHECK(refused_in("int j = (int)q;") == ";");
+  // (An element, an integer, a floating value, a cast to a pointer, a pointer to an integer as
+  // wide as it or to a bool are accepted.)
+  CHECK(refused_in("long j = (long)q[0] + (int)x + (unsigned)i; float* b = (float*)q; j = (int)-i "
+                   "+ (short)(i + 1) + (long)q + (unsigned long long)q + (size_t)q + (bool)q;") ==
+        "");
+}
