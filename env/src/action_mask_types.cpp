@@ -139,7 +139,12 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
     const bool binary = k.role == role_ptr || k.role == role_lt ||
                         (k.role == role_operator && !k.assigns && k.ternary == 0 &&
                          k.cat != Cat::plus && k.cat != Cat::minus);
-    return binary && in_static_paren(s);
+    // Nor `+` / `-` after an operand that is no pointer, the sum so far none either: an integer's
+    // sum is no pointer (NVRTC: "invalid type conversion" of `static_cast<double3***>(3 -
+    // char())`). `static_cast<int*>(i + q)` goes with it.
+    const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
+    const bool integer_sum = sign && !pointer && !bit(s.pointer_sums, s.depth);
+    return (binary || integer_sum) && in_static_paren(s);
   }
   // Where a divisor is due no `false` or `!` (NVRTC: "division by zero" of `x / false`, `x % !1`;
   // `x / !i` goes with them).

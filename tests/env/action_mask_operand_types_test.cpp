@@ -184,6 +184,15 @@ TEST_CASE("a group after & over a value is no array", "[env][mask]") {
   CHECK(refused_in("int* r = &(q)[0];") == "");
 }
 
+TEST_CASE("a static_cast to a pointer takes no integer's sum", "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `static_cast<double3***>(3 - char())`.)
+  CHECK(refused_in("int* r = static_cast<int*>(3 - i);") == "-");
+  CHECK(refused_in("int* r = static_cast<int*>(i + q);") == "+");
+  // (A pointer's offset, the null pointer constant are accepted.)
+  CHECK(refused_in("int* r = static_cast<int*>(q + 1); r = static_cast<int*>(q - i); r = "
+                   "static_cast<int*>(0);") == "");
+}
+
 TEST_CASE("no cast to a vector type but dim3", "[env][mask]") {
   // (NVRTC: "no suitable constructor exists to convert from \"double\" to \"float3\"" of
   // `(float3).8`; CUDA's vector types have no constructor but dim3's.)
