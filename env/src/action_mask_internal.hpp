@@ -716,6 +716,8 @@ struct ActionMask::State {
   bool divisor_due = false;
   std::uint64_t divisor_groups = 0;
   std::uint64_t static_parens = 0;  // per code stack index: a static_cast to a pointer's `(`
+  // Per depth: the operand under way has a prefix ++ / -- (see type_refuses).
+  std::uint64_t incdec_led = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

@@ -126,6 +126,13 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
     // operator would take its value (NVRTC: "expression must be an lvalue or a function
     // designator" of `&x--`, "modifiable lvalue" of `++i--`, `&p[0]++`, `--(i)++`).
     if (k.role == role_incdec && bit(s.address_led, s.depth)) return true;
+    // A subscript of a group after a prefix ++ / --: the operator would take the element, which
+    // the group's `)` does not know to be const (NVRTC: "expression must be a modifiable lvalue"
+    // of `--(p)[i]` with p a pointer to const). `++(q)[0]` of a writable q goes with it.
+    if (k.cat == Cat::open_bracket && s.ctx == ctx_result && bit(s.address_led, s.depth) &&
+        bit(s.incdec_led, s.depth)) {
+      return true;
+    }
     // A relational operator after a pointer's sum or difference with integers (NVRTC: "operand
     // types are incompatible" of `p - true < true`, `i + p >= 1`; `p - q < 1` is an integer's).
     const bool pointer = operand_type(s) >= operand_pointer;
@@ -231,11 +238,13 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
                                   (s.divisor_due && (o.unary_sign || k.cat == Cat::open_paren)));
   s.pointer_sums &= (level << 1u) - 1u;  // closed brackets' bits go
   s.address_led &= (level << 1u) - 1u;
+  s.incdec_led &= (level << 1u) - 1u;
   s.value_args &= level - 1u;
   if (on_line(s)) return;
   if (opens_bracket(k)) {
     s.pointer_sums &= ~level;
     s.address_led &= ~level;
+    s.incdec_led &= ~level;
   } else if (o.binary) {
     // A sum or difference is a pointer where exactly one side is; `*` `/` `%` go on with a term
     // of the sum (no pointer in it); any other operator starts a new expression.
@@ -247,7 +256,9 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
       s.pointer_sums &= ~level;
     }
     s.address_led &= ~level;
+    s.incdec_led &= ~level;
   }
+  if (k.role == role_incdec && !o.operand_before) s.incdec_led |= level;
   if (o.address) s.address_led |= k.cat == Cat::open_paren ? level >> 1u : level;
   if (o.value_args_open) s.value_args |= level >> 1u;
   // In a value builtin's call, at its `(`, a `,` and a `+` / `-` there: a value is due (a pointer

@@ -203,6 +203,16 @@ TEST_CASE("no cast to a vector type but dim3", "[env][mask]") {
                    "reinterpret_cast<const float4*>(a); dim3 d = (dim3)i;") == "");
 }
 
+TEST_CASE("a group after a prefix ++ / -- is subscripted by nothing", "[env][mask]") {
+  // (NVRTC: "expression must be a modifiable lvalue" of `--(p)[i]` with p a pointer to const:
+  // the `--` takes the element, which the group's `)` does not know to be const.)
+  CHECK(refused_in("int j = --(q)[0];") == "[");
+  CHECK(refused_in("int j = 1 + ++(q)[1];") == "[");
+  CHECK(refused_in("--(q)[1];") == "[");
+  // (An element's prefix, a group's element, a group after `&` are accepted.)
+  CHECK(refused_in("int j = --q[0]; int* r = &q[1]; j = (q)[0]; r = &(q)[0]; j = ++(i);") == "");
+}
+
 TEST_CASE("a cast to an integer type takes no pointer", "[env][mask]") {
   // (NVRTC: "invalid type conversion" of `(signed char const)(void***)x`, `(int)p`.)
   CHECK(refused_in("float y = ceilf((signed char const)(void*)i);") == "*");
