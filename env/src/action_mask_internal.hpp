@@ -269,6 +269,7 @@ struct TokenInfo {
   std::uint8_t ternary = 0;
   bool divides = false;        // `/`, `%`
   bool shifts = false;         // `<<`, `>>`
+  bool shift_assigns = false;  // `<<=`, `>>=`
   // A builtin function's arguments at most (kArgsUnknown: not known; NVRTC: "too many arguments
   // in function call", "no instance of overloaded function" of `sqrt(a, b)`).
   std::uint8_t max_args = kArgsUnknown;
@@ -716,8 +717,9 @@ struct ActionMask::State {
   bool divisor_due = false;
   std::uint64_t divisor_groups = 0;
   std::uint64_t static_parens = 0;  // per code stack index: a static_cast to a pointer's `(`
-  // Per depth: the operand under way has a prefix ++ / -- (see type_refuses).
-  std::uint64_t incdec_led = 0;
+  // Per depth: the operand under way has a prefix ++ / --; it is a shift's count (after `<<` /
+  // `>>` / `<<=` / `>>=`, until an operator of lower precedence than `+`). See type_refuses.
+  std::uint64_t incdec_led = 0, shift_counts = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

@@ -105,6 +105,7 @@ bool bound_refuses(const TokenInfo& k) {
 bool type_rules_apply(const State& s) {
   if (on_line(s)) return false;
   if (lvalue_group_start(s) || in_bound_value(s)) return true;
+  if (bit(s.shift_counts, s.depth)) return true;
   if (after_operand(s.ctx)) {
     return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s) ||
            in_static_paren(s);
@@ -121,6 +122,12 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   // designator" of `&(29.f)`). The completion path writes that variable (one closed token where
   // two are counted; the BPE budget adds lvalue_variable_due's bytes for its name).
   if (lvalue_group_start(s)) return k.cat == Cat::num && lvalue_number_refused(t, s);
+  // In a shift's count no `-`, binary or unary: where its operands are constants the count may be
+  // negative (NVRTC: "shift count is negative" of `M >> EMPTY_ROWS - ELL_WIDTH % 9`, `i << -1`).
+  // `i >> j - 1` goes with them; a group's difference stays (`x >> (31 - lane)`).
+  if (k.cat == Cat::minus && !k.assigns && k.role != role_incdec && bit(s.shift_counts, s.depth)) {
+    return true;
+  }
   if (after_operand(s.ctx)) {
     // A postfix ++ / -- of a unary `&`'s, a prefix ++ / --'s or a reference cast's operand: that
     // operator would take its value (NVRTC: "expression must be an lvalue or a function
@@ -239,21 +246,29 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.pointer_sums &= (level << 1u) - 1u;  // closed brackets' bits go
   s.address_led &= (level << 1u) - 1u;
   s.incdec_led &= (level << 1u) - 1u;
+  s.shift_counts &= (level << 1u) - 1u;
   s.value_args &= level - 1u;
   if (on_line(s)) return;
   if (opens_bracket(k)) {
     s.pointer_sums &= ~level;
     s.address_led &= ~level;
     s.incdec_led &= ~level;
+    s.shift_counts &= ~level;
   } else if (o.binary) {
     // A sum or difference is a pointer where exactly one side is; `*` `/` `%` go on with a term
-    // of the sum (no pointer in it); any other operator starts a new expression.
+    // of the sum (no pointer in it); any other operator starts a new expression. A shift's count
+    // goes on through `+` `-` `*` `/` `%` and ends at any other operator (a shift starts one).
     const bool additive = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
     const bool term = (k.cat == Cat::star || k.divides) && !k.assigns;
     if (additive) {
       s.pointer_sums = o.pointer_sum ? s.pointer_sums | level : s.pointer_sums & ~level;
     } else if (!term) {
       s.pointer_sums &= ~level;
+    }
+    if (k.shifts || k.shift_assigns) {
+      s.shift_counts |= level;
+    } else if (!additive && !term) {
+      s.shift_counts &= ~level;
     }
     s.address_led &= ~level;
     s.incdec_led &= ~level;

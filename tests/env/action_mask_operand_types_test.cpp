@@ -223,3 +223,14 @@ TEST_CASE("a cast to an integer type takes no pointer", "[env][mask]") {
                    "+ (short)(i + 1) + (long)q + (unsigned long long)q + (size_t)q + (bool)q;") ==
         "");
 }
+
+TEST_CASE("a shift count is no difference and no negation", "[env][mask]") {
+  // (NVRTC: "shift count is negative" of `M >> EMPTY_ROWS - ELL_WIDTH % 9`, `i << -1`.)
+  CHECK(refused_in("int j = M >> N - 1;") == "-");
+  CHECK(refused_in("int j = i << -1;") == "-");
+  CHECK(refused_in("int j = i >> 2 * i - 1;") == "-");
+  CHECK(refused_in("i <<= -1;") == "-");
+  // (A group's difference, a sum, a shift's difference, a comparison after a shift are accepted.)
+  CHECK(refused_in("int j = i >> (31 - i); j = i << 2 + 1; j = (i >> 1) - 1; j = i - 1 >> 2; "
+                   "bool b = i >> 1 < i - 1; j = i << 1 ? -1 : i - 1; j = -i << 1;") == "");
+}
