@@ -720,6 +720,8 @@ struct ActionMask::State {
   // Per depth: the operand under way has a prefix ++ / --; it is a shift's count (after `<<` /
   // `>>` / `<<=` / `>>=`, until an operator of lower precedence than `+`). See type_refuses.
   std::uint64_t incdec_led = 0, shift_counts = 0;
+  // Per depth: the last assignment there assigned a pointer (`(p += x)` is p: see take_type_step).
+  std::uint64_t pointer_assigned = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

@@ -222,6 +222,13 @@ void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o) {
   o.pointer_before = o.operand_before && operand_type(s) >= operand_pointer;
   o.pointer_sum = bit(s.pointer_sums, s.depth) != o.pointer_before;
   o.address = s.ctx == ctx_address && (k.cat == Cat::local || k.cat == Cat::open_paren);
+  // A group over an assignment to a pointer is a pointer, as one over the pointer alone is
+  // (begin_operand_step's group_kind; NVRTC: "operand types are incompatible (\"value_t *\" and
+  // \"double\")" of `(p += x)++ > .0`).
+  if (k.cat == Cat::close_paren && o.group_kind == 0 && o.operand_before &&
+      bit(s.pointer_assigned, s.depth) && innermost(s) == '(') {
+    o.group_kind = operand_pointer;
+  }
   o.value_args_open = o.call_open && s.value_named;
   // (A declared pointer's brace takes one: `float* q{p}`.)
   o.value_brace = k.cat == Cat::open_brace && one_value_opens(s) &&
@@ -247,6 +254,7 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.address_led &= (level << 1u) - 1u;
   s.incdec_led &= (level << 1u) - 1u;
   s.shift_counts &= (level << 1u) - 1u;
+  s.pointer_assigned &= (level << 1u) - 1u;
   s.value_args &= level - 1u;
   if (on_line(s)) return;
   if (opens_bracket(k)) {
@@ -254,6 +262,7 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
     s.address_led &= ~level;
     s.incdec_led &= ~level;
     s.shift_counts &= ~level;
+    s.pointer_assigned &= ~level;
   } else if (o.binary) {
     // A sum or difference is a pointer where exactly one side is; `*` `/` `%` go on with a term
     // of the sum (no pointer in it); any other operator starts a new expression. A shift's count
@@ -264,6 +273,13 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
       s.pointer_sums = o.pointer_sum ? s.pointer_sums | level : s.pointer_sums & ~level;
     } else if (!term) {
       s.pointer_sums &= ~level;
+    }
+    // An assignment's value is its left operand's (its type: a pointer's or not); `,` `?` `:`
+    // start a new one.
+    if (k.assigns && k.role == role_operator) {
+      s.pointer_assigned = o.pointer_before ? s.pointer_assigned | level : s.pointer_assigned & ~level;
+    } else if (k.cat == Cat::comma || k.ternary != 0 || k.cat == Cat::semi) {
+      s.pointer_assigned &= ~level;
     }
     if (k.shifts || k.shift_assigns) {
       s.shift_counts |= level;

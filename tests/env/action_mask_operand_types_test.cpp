@@ -234,3 +234,12 @@ TEST_CASE("a shift count is no difference and no negation", "[env][mask]") {
   CHECK(refused_in("int j = i >> (31 - i); j = i << 2 + 1; j = (i >> 1) - 1; j = i - 1 >> 2; "
                    "bool b = i >> 1 < i - 1; j = i << 1 ? -1 : i - 1; j = -i << 1;") == "");
 }
+
+TEST_CASE("a group over an assignment to a pointer is a pointer", "[env][mask]") {
+  // (NVRTC: "operand types are incompatible (\"value_t *\" and \"double\")" of `(p += x)++ > .0`.)
+  CHECK(refused_in("bool b = (q += i)++ > .0;") == ">");
+  CHECK(refused_in("int j = (q = q + 1) * 2;") == "*");
+  // (Its element, its offset, a group over an integer's assignment, a comma's last are accepted.)
+  CHECK(refused_in("int j = (q += 1)[0] + (i = 2) * 2 + (q = q, i) * 2; int* r = (q -= 1) + 1;") ==
+        "");
+}
