@@ -30,6 +30,10 @@ bool deref_group_start(const State& s) {
   return s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
          !bit(s.lvalue_groups, s.depth - 1);
 }
+// Directly in a group after a unary `*` or a `*reinterpret_cast<T*>(` (not an lvalue group).
+bool in_deref_group(const State& s) {
+  return s.depth > 0 && innermost(s) == kDerefParen && !bit(s.lvalue_groups, s.depth - 1);
+}
 // Directly in a group opened where a divisor was due, after an operand.
 bool in_divisor_group(const State& s) {
   return s.depth > 0 && innermost(s) == '(' && bit(s.divisor_groups, s.depth - 1);
@@ -108,7 +112,7 @@ bool type_rules_apply(const State& s) {
   if (bit(s.shift_counts, s.depth)) return true;
   if (after_operand(s.ctx)) {
     return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s) ||
-           in_static_paren(s);
+           in_static_paren(s) || in_deref_group(s);
   }
   return deref_group_start(s) || static_pointer_start(s) || s.divisor_due;
 }
@@ -158,6 +162,10 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
     // char())`). `static_cast<int*>(i + q)` goes with it.
     const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
     const bool integer_sum = sign && !pointer && !bit(s.pointer_sums, s.depth);
+    // In a `*(` group (a unary `*`'s, `*reinterpret_cast<T*>(`'s) likewise no binary operator but
+    // `+`, `-`, an assignment or `?` / `:`, and no `,`: what it makes is no pointer (NVRTC: "operand
+    // of \"*\" must be a pointer" of `*(p && x)`, `*(p + 1, -true)`).
+    if (in_deref_group(s) && (binary || k.cat == Cat::comma)) return true;
     return (binary || integer_sum) && in_static_paren(s);
   }
   // Where a divisor is due no `false` or `!` (NVRTC: "division by zero" of `x / false`, `x % !1`;

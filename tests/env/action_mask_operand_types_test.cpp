@@ -243,3 +243,14 @@ TEST_CASE("a group over an assignment to a pointer is a pointer", "[env][mask]")
   CHECK(refused_in("int j = (q += 1)[0] + (i = 2) * 2 + (q = q, i) * 2; int* r = (q -= 1) + 1;") ==
         "");
 }
+
+TEST_CASE("a `*(` group holds a pointer's sum alone", "[env][mask]") {
+  // (NVRTC: "operand of \"*\" must be a pointer but has type \"__nv_bool\"" of `*(p && x)`, "...
+  // has type \"int\"" of `*(p + 1, -true)`.)
+  CHECK(refused_in("float y = *(a && i);") == "&&");
+  CHECK(refused_in("int j = *(q == q);") == "==");
+  CHECK(refused_in("int j = *(q + 1, i);") == ",");
+  // (A pointer's offset, an assignment, `?` / `:`, a reinterpret_cast's operand are accepted.)
+  CHECK(refused_in("int j = *(q + 1) + *(q - i) + *(i + q) + *(q = q + 1) + *(i ? q : q); "
+                   "*reinterpret_cast<float*>(a + 1) = 1;") == "");
+}
