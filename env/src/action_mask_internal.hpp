@@ -416,6 +416,7 @@ enum class Num : std::uint8_t {
   start,
   start_nonzero,  // a divisor on an #if line: no leading 0
   start_shift,    // a shift count on an #if line: one digit
+  start_null,     // a static_cast to a pointer's operand: the null pointer constant, `0`
   zero,
   dec,
   dot_start,
@@ -838,6 +839,7 @@ struct OperandStep {
   // `(`; a `{` that initializes one value that is no pointer; a static_cast to a pointer's `>` or
   // the `(` after it.
   bool pointer_before = false, pointer_sum = false, address = false, value_args_open = false;
+  bool static_start = false;  // static_pointer_start() before the token
   bool value_brace = false, static_pointer = false;
   std::uint8_t group_kind = 0;  // a group's `)` over one pointer operand: its Operand kind
   std::uint8_t kind_before = 0, call_args = 0;

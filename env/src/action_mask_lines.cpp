@@ -56,6 +56,8 @@ NumberStep num_next(const State& s, char c) {
         return c >= '1' && c <= '9' ? Num::dec : Num::off;
       case Num::start_shift:  // one digit, then a suffix at most
         return is_dec(c) ? Num::int_suffix : Num::off;
+      case Num::start_null:  // `0`, then a suffix at most
+        return c == '0' ? Num::int_suffix : Num::off;
       case Num::start:
         if (c == '0') return Num::zero;
         if (is_dec(c)) return Num::dec;

@@ -230,6 +230,7 @@ void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o) {
   o.pointer_before = o.operand_before && operand_type(s) >= operand_pointer;
   o.pointer_sum = bit(s.pointer_sums, s.depth) != o.pointer_before;
   o.address = s.ctx == ctx_address && (k.cat == Cat::local || k.cat == Cat::open_paren);
+  o.static_start = static_pointer_start(s);
   // A group over an assignment to a pointer is a pointer, as one over the pointer alone is
   // (begin_operand_step's group_kind; NVRTC: "operand types are incompatible (\"value_t *\" and
   // \"double\")" of `(p += x)++ > .0`).
@@ -247,6 +248,10 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   const std::uint64_t level = std::uint64_t{1} << s.depth;
   s.value_named = k.value_arguments;
   s.static_pointer = o.static_pointer;
+  // A number that starts a static_cast to a pointer's operand is the null pointer constant `0`
+  // (NVRTC: "invalid type conversion" of `static_cast<double3***>(3)`); the completion path
+  // writes that `0`.
+  if (k.cat == Cat::num && o.static_start) s.num = Num::start_null;
   // Its parenthesis holds one operand, no comma expression (NVRTC: "invalid type conversion" of
   // `static_cast<double3*>((void*)p, x < 1)`, whose value is a bool): no `,` has room there.
   s.static_parens &= level - 1u;  // closed brackets' bits go

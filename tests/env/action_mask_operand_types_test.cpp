@@ -186,11 +186,21 @@ TEST_CASE("a group after & over a value is no array", "[env][mask]") {
 
 TEST_CASE("a static_cast to a pointer takes no integer's sum", "[env][mask]") {
   // (NVRTC: "invalid type conversion" of `static_cast<double3***>(3 - char())`.)
-  CHECK(refused_in("int* r = static_cast<int*>(3 - i);") == "-");
+  CHECK(refused_in("int* r = static_cast<int*>(i - 3);") == "-");
   CHECK(refused_in("int* r = static_cast<int*>(i + q);") == "+");
   // (A pointer's offset, the null pointer constant are accepted.)
   CHECK(refused_in("int* r = static_cast<int*>(q + 1); r = static_cast<int*>(q - i); r = "
-                   "static_cast<int*>(0);") == "");
+                   "static_cast<int*>(0); r = static_cast<int*>(0u);") == "");
+}
+
+TEST_CASE("a static_cast to a pointer takes no number but the null pointer constant", "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `static_cast<double3***>(3)`, `(0.)`.)
+  CHECK(refused_in("int* r = static_cast<int*>(3);") == "3");
+  CHECK(refused_in("int* r = static_cast<int*>(0.);") == ".");
+  CHECK(refused_in("int* r = static_cast<int*>(0x1);") == "x");
+  // (0 and its suffixed forms; a number after an operand there stays the offset's.)
+  CHECK(refused_in("int* r = static_cast<int*>(0); r = static_cast<int*>(0lu); r = "
+                   "static_cast<int*>(q + 3);") == "");
 }
 
 TEST_CASE("no cast to a vector type but dim3", "[env][mask]") {
