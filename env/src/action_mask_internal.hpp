@@ -723,6 +723,8 @@ struct ActionMask::State {
   std::uint64_t incdec_led = 0, shift_counts = 0;
   // Per depth: the last assignment there assigned a pointer (`(p += x)` is p: see take_type_step).
   std::uint64_t pointer_assigned = 0;
+  // Per depth: the sum or product read there so far has a floating operand (see type_refuses).
+  std::uint64_t floating_sums = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -840,6 +842,7 @@ struct OperandStep {
   // the `(` after it.
   bool pointer_before = false, pointer_sum = false, address = false, value_args_open = false;
   bool static_start = false;  // static_pointer_start() before the token
+  bool floating_before = false;  // the operand read before is floating (operand_type)
   bool value_brace = false, static_pointer = false;
   std::uint8_t group_kind = 0;  // a group's `)` over one pointer operand: its Operand kind
   std::uint8_t kind_before = 0, call_args = 0;

@@ -112,7 +112,7 @@ bool type_rules_apply(const State& s) {
   if (bit(s.shift_counts, s.depth)) return true;
   if (after_operand(s.ctx)) {
     return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s) ||
-           in_static_paren(s) || in_deref_group(s);
+           in_static_paren(s) || in_deref_group(s) || bit(s.floating_sums, s.depth);
   }
   return deref_group_start(s) || static_pointer_start(s) || s.divisor_due;
 }
@@ -137,6 +137,13 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
     // operator would take its value (NVRTC: "expression must be an lvalue or a function
     // designator" of `&x--`, "modifiable lvalue" of `++i--`, `&p[0]++`, `--(i)++`).
     if (k.role == role_incdec && bit(s.address_led, s.depth)) return true;
+    // An integer operator of lower precedence than `+` (<< >> & | ^) after a sum or product with
+    // a floating operand: its value is floating whatever its last operand (NVRTC: "expression
+    // must have integral or unscoped enum type" of `trunc(x) - threadIdx.x >> 2`). (`%` binds
+    // tighter: `x + i % 2` is valid; `x * i % 2` is not judged.)
+    if (k.integral_operator && !k.divides && !k.assigns && bit(s.floating_sums, s.depth)) {
+      return true;
+    }
     // A subscript of a group after a prefix ++ / --: the operator would take the element, which
     // the group's `)` does not know to be const (NVRTC: "expression must be a modifiable lvalue"
     // of `--(p)[i]` with p a pointer to const). `++(q)[0]` of a writable q goes with it.
@@ -228,6 +235,7 @@ void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o) {
                       !s.reinterpret_angle && s.ctx == ctx_ptr && !s.reference) ||
                      (s.static_pointer && k.cat == Cat::open_paren);
   o.pointer_before = o.operand_before && operand_type(s) >= operand_pointer;
+  o.floating_before = o.operand_before && operand_type(s) == operand_floating;
   o.pointer_sum = bit(s.pointer_sums, s.depth) != o.pointer_before;
   o.address = s.ctx == ctx_address && (k.cat == Cat::local || k.cat == Cat::open_paren);
   o.static_start = static_pointer_start(s);
@@ -268,6 +276,7 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.incdec_led &= (level << 1u) - 1u;
   s.shift_counts &= (level << 1u) - 1u;
   s.pointer_assigned &= (level << 1u) - 1u;
+  s.floating_sums &= (level << 1u) - 1u;
   s.value_args &= level - 1u;
   if (on_line(s)) return;
   if (opens_bracket(k)) {
@@ -276,6 +285,7 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
     s.incdec_led &= ~level;
     s.shift_counts &= ~level;
     s.pointer_assigned &= ~level;
+    s.floating_sums &= ~level;
   } else if (o.binary) {
     // A sum or difference is a pointer where exactly one side is; `*` `/` `%` go on with a term
     // of the sum (no pointer in it); any other operator starts a new expression. A shift's count
@@ -293,6 +303,12 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
       s.pointer_assigned = o.pointer_before ? s.pointer_assigned | level : s.pointer_assigned & ~level;
     } else if (k.cat == Cat::comma || k.ternary != 0 || k.cat == Cat::semi) {
       s.pointer_assigned &= ~level;
+    }
+    // A sum or product goes on floating through `+ - * / %` once an operand of it was.
+    if (additive || term) {
+      if (o.floating_before) s.floating_sums |= level;
+    } else {
+      s.floating_sums &= ~level;
     }
     if (k.shifts || k.shift_assigns) {
       s.shift_counts |= level;

@@ -264,3 +264,15 @@ TEST_CASE("a `*(` group holds a pointer's sum alone", "[env][mask]") {
   CHECK(refused_in("int j = *(q + 1) + *(q - i) + *(i + q) + *(q = q + 1) + *(i ? q : q); "
                    "*reinterpret_cast<float*>(a + 1) = 1;") == "");
 }
+
+TEST_CASE("a floating sum or product takes no integer operator", "[env][mask]") {
+  // (NVRTC: "expression must have integral or unscoped enum type" of `trunc(x) - threadIdx.x >>
+  // 2`: the difference is floating, whatever its last operand.)
+  CHECK(refused_in("int j = truncf(x) - threadIdx.x >> 2;") == ">>");
+  CHECK(refused_in("int j = x * 2 >> 1;") == ">>");
+  CHECK(refused_in("int j = i + x * i & 1;") == "&");
+  CHECK(refused_in("i = 1.5 + i | i;") == "|");
+  // (An integer's sum, a cast of a floating value, a comparison between are accepted.)
+  CHECK(refused_in("int j = i + 1 >> 2; j = (int)x * 2 % 3; j = (int)(x + 1) & 1; j = x + 1 < 2 "
+                   "| i; j = i * 2 ^ i; x = x + i % 2;") == "");
+}
