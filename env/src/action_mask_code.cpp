@@ -55,7 +55,8 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
     const bool expression = ctx == ctx_expr || ctx == ctx_operand_due || ctx == ctx_args;
     if ((k.word == w_void || k.type_cat == type_vector) && expression) return kRefused;
     switch (ctx) {
-      case ctx_start:
+      case ctx_start:  // (a for statement's later clause: see for_clause_type)
+        return kCheckRun;
       case ctx_expr:
       case ctx_operand_due:
       case ctx_paren:
@@ -485,6 +486,15 @@ bool vector_cast(const State& s, const TokenInfo& k) {
   return (s.ctx == ctx_group && open == '(') || (s.ctx == ctx_qual && open == kCastParen);
 }
 
+// A type word at the start of a for statement's condition or step: a declaration there declares
+// nothing, or its condition is one (NVRTC: "declaration does not declare anything" of `for
+// (unsigned i; long; size_t)`). `for (; int(x) < n;)` and `for (; int j = n;)` go with it.
+bool for_clause_type(const State& s, const TokenInfo& k) {
+  const std::uint8_t open = innermost(s);
+  return k.role == role_type && s.ctx == ctx_start && !on_line(s) &&
+         (open == kForParen + 1 || open == kForParen + 2);
+}
+
 // Whether the state passes a token's checks (Check bits of its row).
 bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInfo& k) {
   if (checks == 0) return true;
@@ -496,8 +506,10 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
   if ((k.cat == Cat::close_paren || k.cat == Cat::comma) && !on_line(s) && pointer_argument(s)) {
     return false;
   }
-  if ((checks & kCheckRun) != 0 && !type_run_takes(s.run, k.type_bits)) return false;
-  if ((checks & kCheckRun) != 0 && vector_cast(s, k)) return false;
+  if ((checks & kCheckRun) != 0 && s.ctx != ctx_start && !type_run_takes(s.run, k.type_bits)) {
+    return false;
+  }
+  if ((checks & kCheckRun) != 0 && (vector_cast(s, k) || for_clause_type(s, k))) return false;
   if ((checks & kCheckFormat) != 0 && !constant_in_format(s, k)) return false;
   if ((checks & kCheckLocal) != 0 && !local_allowed(t, s, k)) return false;
   if ((checks & kCheckOpen) != 0 &&

@@ -204,3 +204,13 @@ TEST_CASE("a qualified type or a vector type at a statement takes no `(`", "[env
   CHECK(first_refused(head + f + "size_t(i) + 1; dim3(2); const int j = int(i); volatile int m "
                                  "= 1; }\n") == "");
 }
+
+TEST_CASE("a for statement's condition and step start with no type word", "[env][mask]") {
+  // (NVRTC: "declaration does not declare anything" of `for (unsigned i; long; size_t)`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "for (unsigned j; long; ) {} }\n") == "long");
+  CHECK(first_refused(head + f + "for (; i < 2; size_t) {} }\n") == "size_t");
+  // (A declaration in the first clause, a functional cast inside an expression are accepted.)
+  CHECK(first_refused(head + f + "for (int j = 0; j < int(i); j += size_t(1)) {} }\n") == "");
+}
