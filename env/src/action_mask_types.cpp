@@ -196,8 +196,13 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   // is not judged.
   // Nor a group: a cast in it converts from another pointer type (NVRTC: "invalid type
   // conversion" of `static_cast<double3*>((void**)p)`; `(q)` goes with it).
+  // Nor any other operand but a number - a variable, `&`, `*`, ++ / --, a cast: static_cast
+  // converts no pointer to an unrelated pointer type (NVRTC: "invalid type conversion" of
+  // `static_cast<double3***>(p - blockDim.z)` with p a `const int*`); the number is the null
+  // pointer constant (Num::start_null). `static_cast<int*>(q)` of an int* q goes with them.
   return sign || k.role == role_type || k.cat == Cat::builtin || k.cat == Cat::constant ||
-         (k.cat == Cat::keyword && k.role == role_operand) || k.cat == Cat::open_paren;
+         (k.cat == Cat::keyword && k.role == role_operand) || k.cat == Cat::open_paren ||
+         (k.cat != Cat::num && k.cat != Cat::hash);
 }
 
 // Clears what `mask` allows and type_refuses() refuses (fill()'s pass).
