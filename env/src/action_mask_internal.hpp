@@ -725,6 +725,9 @@ struct ActionMask::State {
   std::uint64_t pointer_assigned = 0;
   // Per depth: the sum or product read there so far has a floating operand (see type_refuses).
   std::uint64_t floating_sums = 0;
+  // Per depth: a comparison, a logical, shift or bitwise operator was read in the value under way
+  // there (a group over it is no pointer: see begin_type_step).
+  std::uint64_t valued = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

@@ -244,6 +244,12 @@ void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o) {
   o.pointer_sum = bit(s.pointer_sums, s.depth) != o.pointer_before;
   o.address = s.ctx == ctx_address && (k.cat == Cat::local || k.cat == Cat::open_paren);
   o.static_start = static_pointer_start(s);
+  // A group over such an operator's value is no array, as one over a number is (value_group:
+  // NVRTC "expression must have pointer-to-object type" of `(false / true > .9)[N]`).
+  if (k.cat == Cat::close_paren && o.rvalue_group && innermost(s) == '(' &&
+      bit(s.valued, s.depth)) {
+    o.value_group = true;
+  }
   // A group over an assignment to a pointer is a pointer, as one over the pointer alone is
   // (begin_operand_step's group_kind; NVRTC: "operand types are incompatible (\"value_t *\" and
   // \"double\")" of `(p += x)++ > .0`).
@@ -282,6 +288,7 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.shift_counts &= (level << 1u) - 1u;
   s.pointer_assigned &= (level << 1u) - 1u;
   s.floating_sums &= (level << 1u) - 1u;
+  s.valued &= (level << 1u) - 1u;
   s.value_args &= level - 1u;
   if (on_line(s)) return;
   if (opens_bracket(k)) {
@@ -291,6 +298,7 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
     s.shift_counts &= ~level;
     s.pointer_assigned &= ~level;
     s.floating_sums &= ~level;
+    s.valued &= ~level;
   } else if (o.binary) {
     // A sum or difference is a pointer where exactly one side is; `*` `/` `%` go on with a term
     // of the sum (no pointer in it); any other operator starts a new expression. A shift's count
@@ -308,6 +316,13 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
       s.pointer_assigned = o.pointer_before ? s.pointer_assigned | level : s.pointer_assigned & ~level;
     } else if (k.cat == Cat::comma || k.ternary != 0 || k.cat == Cat::semi) {
       s.pointer_assigned &= ~level;
+    }
+    // A comparison, a logical, shift or bitwise operator makes no pointer; an assignment, `,`,
+    // `?` `:` start a new value.
+    if (k.ternary == 0 && !k.assigns && (k.compares || (k.integral_operator && !k.divides))) {
+      s.valued |= level;
+    } else if (k.assigns || k.cat == Cat::comma || k.ternary != 0 || k.cat == Cat::semi) {
+      s.valued &= ~level;
     }
     // A sum or product goes on floating through `+ - * / %` once an operand of it was.
     if (additive || term) {

@@ -287,3 +287,13 @@ TEST_CASE("a static_cast to a pointer converts the null pointer constant alone",
   // (0; a static_cast to a value keeps its operands.)
   CHECK(refused_in("int* r = static_cast<int*>(0); int j = static_cast<int>(x + i);") == "");
 }
+
+TEST_CASE("a group over a comparison or a logical or bitwise operator is no array", "[env][mask]") {
+  // (NVRTC: "expression must have pointer-to-object type but it has type \"int\"" of `(false /
+  // true > .9)[N]`.)
+  CHECK(refused_in("int j = (i > 1)[q];") == "[");
+  CHECK(refused_in("int j = (i && i)[0];") == "[");
+  CHECK(refused_in("int j = (q[0] << 2)[0];") == "[");
+  // (A pointer's sum, a conditional's pointer, an assignment's, a comma's are accepted.)
+  CHECK(refused_in("int j = (q + 1)[0] + (i < 1 ? q : q)[0] + (i = 2, q)[0] + (q = q)[0];") == "");
+}
