@@ -291,6 +291,10 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
     return k.local < s.locals_used && (s.line_ctx != line_if_divisor || is_macro(s, k.local));
   }
   if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+  // No function-like macro: the grammar does not make its `(` due, and its name without one is
+  // no macro (NVRTC: "identifier \"G\" is undefined" of `G x ^= 1;` after `#define G(a) ...`).
+  // `G(x)` goes with it; a line may name one (a macro body, expanded where it is named).
+  if (is_macro(s, k.local) && local_bit(s.function_macros, k.local)) return false;
   // No launched kernel's name in a function's code (its declaration is the declaration rules'):
   // a function is no operand (NVRTC: "operand types are incompatible" of `&spmv >= true`,
   // "expression must have class type" of `spmv.z`).
@@ -541,6 +545,10 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
       return false;
     }
     if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+  // No function-like macro: the grammar does not make its `(` due, and its name without one is
+  // no macro (NVRTC: "identifier \"G\" is undefined" of `G x ^= 1;` after `#define G(a) ...`).
+  // `G(x)` goes with it; a line may name one (a macro body, expanded where it is named).
+  if (is_macro(s, k.local) && local_bit(s.function_macros, k.local)) return false;
     if (in_type_id(s)) return false;
     if (k.cat == Cat::open_bracket && s.value_result && s.ctx == ctx_call_result) return false;
     if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (

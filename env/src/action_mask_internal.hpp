@@ -569,6 +569,10 @@ struct ActionMask::State {
   // value, a pointer's elements). A declaration's specifiers so far have had `const`; the local
   // it last declared.
   std::array<std::uint8_t, detail::kScopedLocals / 8> pointers{}, consts{};
+  // Per scoped local (a bit each): a function-like macro (#defined with a parameter list; code
+  // names none: see local_allowed); the macro a #define line names.
+  std::array<std::uint8_t, detail::kScopedLocals / 8> function_macros{};
+  std::uint8_t macro_local = 0;
   bool decl_const = false;
   // Per scoped local (a bit each): a template parameter of the file-scope declaration under way
   // (NVRTC: "template parameter may not be redeclared in this scope" - in the template's list,

@@ -215,6 +215,13 @@ Verdict macro_name(const Tables& t, const State& s, const TokenInfo& k) {
 void name_macro(const Tables&, State& s, const TokenInfo& k) {
   set_scope(s, k.local, kScopeMacro);
   s.pp = Pp::after_macro_name;
+  s.macro_local = static_cast<std::uint8_t>(k.local);
+  set_local_bit(s.function_macros, k.local, false);
+}
+// A macro's parameter list opens: it is function-like.
+void open_macro_params(const Tables&, State& s, const TokenInfo&) {
+  s.pp = Pp::macro_param_first;
+  set_local_bit(s.function_macros, s.macro_local, true);
 }
 // #ifdef / #ifndef NAME: the name's scope stays as it was (an unknown name is no macro: NVRTC's
 // "identifier is undefined" where code named it after `#ifdef X`); #undef NAME: a macro's name
@@ -306,7 +313,7 @@ constexpr Rule kLineRules[] = {
     // at, categories, judge, take
     {on(Pp::hash), cats(Cat::keyword), directive_word, start_directive},
     {on(Pp::define_name), cats(Cat::local), macro_name, name_macro},
-    {on(Pp::after_macro_name), cats(Cat::macro_open), allow, line_goes_on<Pp::macro_param_first>},
+    {on(Pp::after_macro_name), cats(Cat::macro_open), allow, open_macro_params},
     {on(Pp::after_macro_name, Pp::eol_only, Pp::unroll, Pp::unroll_num), cats(Cat::eol), allow,
      end_line},
     // In a body <eol> passes to the code-token rules, which want its brackets closed.

@@ -60,7 +60,8 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong",
     CHECK(first_refused(kHead, "#if M = 1") == 7);       // nor an assignment
     CHECK(first_refused(kHead,
                         "#define W (M > 0 ? NNZ / M : 0)\n#define F(a) (a + W)\n#define E()\n"
-                        "#if K % 2 == 0 && defined(W)\n#endif\n  y[0] = F(2);\n") == -1);
+                        "#if K % 2 == 0 && defined(W)\n#endif\n  y[0] = W;\n") == -1);
+    CHECK(first_refused(kHead, "#define F(a) (a + 1)\n  y[0] = F(2);\n") == 30);  // code names no F
   }
   SECTION("statements end with `;`, for statements have their clauses, blocks stand alone") {
     CHECK(first_refused(kHead, "  int i = 0 }") == 12);                   // `;` first
