@@ -55,11 +55,11 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
     const bool expression = ctx == ctx_expr || ctx == ctx_operand_due || ctx == ctx_args;
     if ((k.word == w_void || k.type_cat == type_vector) && expression) return kRefused;
     switch (ctx) {
-      case ctx_start:  // (a for statement's later clause: see for_clause_type)
+      case ctx_start:  // (a for statement's later clause: see misplaced_declaration)
+      case ctx_paren:  // (a loop's or an if's one statement: see misplaced_declaration)
         return kCheckRun;
       case ctx_expr:
       case ctx_operand_due:
-      case ctx_paren:
       case ctx_args:
       case ctx_cast_type:
         return 0;
@@ -72,6 +72,7 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
         return kRefused;
     }
   }
+  if (k.role == role_qual && ctx == ctx_paren && ((k.follows >> ctx) & 1u) != 0) return kCheckRun;
   return ((k.follows >> ctx) & 1u) != 0 ? 0 : kRefused;
 }
 
@@ -493,9 +494,17 @@ bool vector_cast(const State& s, const TokenInfo& k) {
 // A type word at the start of a for statement's condition or step: a declaration there declares
 // nothing, or its condition is one (NVRTC: "declaration does not declare anything" of `for
 // (unsigned i; long; size_t)`). `for (; int(x) < n;)` and `for (; int j = n;)` go with it.
-bool for_clause_type(const State& s, const TokenInfo& k) {
+// Nor a type word or a qualifier where a loop's or an if's one statement starts (no block): the
+// declaration's scope would be that statement alone, and the grammar keeps its name in scope
+// after it (NVRTC: "identifier \"s\" is undefined" of `for (;;) const short s {}; s - 1;`).
+// `for (...) int x = f();` goes with it.
+bool misplaced_declaration(const State& s, const TokenInfo& k) {
+  if (on_line(s)) return false;
+  if (s.ctx == ctx_paren) {
+    return (k.role == role_type || k.role == role_qual) && (s.loop_pending || s.if_pending);
+  }
   const std::uint8_t open = innermost(s);
-  return k.role == role_type && s.ctx == ctx_start && !on_line(s) &&
+  return k.role == role_type && s.ctx == ctx_start &&
          (open == kForParen + 1 || open == kForParen + 2);
 }
 
@@ -510,10 +519,9 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
   if ((k.cat == Cat::close_paren || k.cat == Cat::comma) && !on_line(s) && pointer_argument(s)) {
     return false;
   }
-  if ((checks & kCheckRun) != 0 && s.ctx != ctx_start && !type_run_takes(s.run, k.type_bits)) {
-    return false;
-  }
-  if ((checks & kCheckRun) != 0 && (vector_cast(s, k) || for_clause_type(s, k))) return false;
+  const bool starts = s.ctx == ctx_start || s.ctx == ctx_paren;  // (a run starts there)
+  if ((checks & kCheckRun) != 0 && !starts && !type_run_takes(s.run, k.type_bits)) return false;
+  if ((checks & kCheckRun) != 0 && (vector_cast(s, k) || misplaced_declaration(s, k))) return false;
   if ((checks & kCheckFormat) != 0 && !constant_in_format(s, k)) return false;
   if ((checks & kCheckLocal) != 0 && !local_allowed(t, s, k)) return false;
   if ((checks & kCheckOpen) != 0 &&

@@ -214,3 +214,16 @@ TEST_CASE("a for statement's condition and step start with no type word", "[env]
   // (A declaration in the first clause, a functional cast inside an expression are accepted.)
   CHECK(first_refused(head + f + "for (int j = 0; j < int(i); j += size_t(1)) {} }\n") == "");
 }
+
+TEST_CASE("a loop's or an if's one statement is no declaration", "[env][mask]") {
+  // (NVRTC: "identifier \"s\" is undefined" of `for (;;) const short s {}; s - 1;`: the
+  // declaration's scope is the loop's statement alone, which the grammar does not know.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "for (;;) const") == "const");
+  CHECK(first_refused(head + f + "while (i) int") == "int");
+  CHECK(first_refused(head + f + "if (i) unsigned") == "unsigned");
+  // (A block, an expression statement, a declaration after the loop are accepted.)
+  CHECK(first_refused(head + f + "for (;;) { const short s {}; } while (i) i--; if (i) i = 1; int "
+                                 "j = 0; }\n") == "");
+}
