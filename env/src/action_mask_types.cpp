@@ -4,7 +4,11 @@
 // `--(p) / 2` divides a pointer), which builtins take values alone (no `abs(i + p)`), what a `*(`
 // group must hold (no `*(-x)`), what a static_cast to a pointer takes (no `!x`), what a divisor
 // is (no bool), what a group after `&` or a prefix ++ / -- holds (a variable, not `--(1)`) and
-// what a declared array's bound holds (no bool, no cast).
+// what a declared array's bound holds (no bool, no cast); since grammar-compile-15 also what a
+// shift's count holds (no `-`), what a group after a prefix ++ / -- takes (no `[`), what a `*(`
+// group holds (a pointer's sum: no `&&`, no `,`), what a group over an assignment to a pointer or
+// over a comparison is (a pointer; no array), what a floating sum takes (no << >> & | ^) and that
+// a static_cast to a pointer converts `0` alone.
 // Each refuses a token that would make an ill-typed expression (NVRTC's "operand types are
 // incompatible", "expression must be an lvalue", ...); none refuses a token the completion path
 // writes (a closer, `;`, the number `0`) but that number in such a group, where the path writes
