@@ -5,7 +5,7 @@
 // into per-token Check bits per row; code_word_allowed() judges a token by them, and fill()'s fast
 // path (fill_code_tokens) copies a row's mask of unchecked tokens and runs the checks of the rest.
 // After `.` / `->` a field alone may come (kFieldRules). What the operand's type refuses, and how a
-// token moves it, is action_mask_operands.cpp's.
+// token moves it, is action_mask_operands.cpp's (and the casts' rules action_mask_types.cpp's).
 #include <algorithm>
 #include <cstring>
 
@@ -443,69 +443,6 @@ bool opens_block(const State& s) {
 bool program_complete(const State& s) {
   return s.depth == 0 && s.if_depth == 0 && pending_kernel_bits(s) == 0 &&
          (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
-}
-
-}  // namespace
-
-// In reinterpret_cast's angle, right after a floating or vector type word: no `>` yet (NVRTC:
-// "invalid type conversion" of `reinterpret_cast<float>(b)`; no such type is a reinterpret_cast's
-// result but a pointer's or a reference's). The completion path writes `*`, also through a
-// preprocessor line (the count may not grow at its <eol>). After a qualifier (`float const`) the
-// rule stands aside: no `*` may follow one there.
-bool reinterpret_to_value(const State& s) {
-  return innermost(s) == kCastAngle && s.reinterpret_angle && s.ctx == ctx_type &&
-         (s.last_type == type_floating || s.last_type == type_vector);
-}
-
-// A floating functional cast's or builtin's first argument that is a pointer variable alone
-// (`value_t(p`, `sqrtf(p`: no binary operator at its depth): it takes `[` or `->` before its `)`
-// or `,` (NVRTC: "invalid type conversion" of `double(p)`, "argument of type \"float *\" is
-// incompatible" of `sqrtf(y)`; `double(p - q)` is one). The completion path writes `[ <num> 0 ]`,
-// also through a preprocessor line.
-bool pointer_argument(const State& s) {
-  return s.ctx == ctx_pointer && s.depth > 0 && innermost(s) == kCallParen &&
-         ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 &&
-         ((s.combined >> s.depth) & 1u) == 0;
-}
-
-// Right after a declaration's `*` / `&` in a block or a for statement's first clause, with a new
-// name left to declare: the name comes before `;` or `,` (NVRTC: "expected an identifier" of
-// `int *;`, `void* , p;`); the completion path writes it. Not judged on a preprocessor line, but
-// counted through it (the count may not grow at its <eol>). Not in a const declaration, whose
-// reference would then need an initializer (`__shared__ const int& v` can take none).
-bool unnamed_declarator(const Tables& t, const State& s) {
-  return s.ctx == ctx_ptr && !s.decl_const && s.top == Top::body && s.decl == Decl::none &&
-         (innermost(s) == '{' || innermost(s) == kForParen) && s.declarator != 0 &&
-         s.locals_used < t.locals;  // (new_local_allowed() but State::last, which a line moves)
-}
-
-namespace {
-
-// A C cast to a vector type but dim3: its type word at a group's start or after a cast's qualifier
-// (CUDA's vector types have no constructor but dim3's: NVRTC "no suitable constructor exists to
-// convert from \"double\" to \"float3\"" of `(float3).8`). A cast to a vector's pointer goes with
-// it (`(float4*)p`; the corpus writes reinterpret_cast<float4*>); sizeof's parenthesis keeps them.
-bool vector_cast(const State& s, const TokenInfo& k) {
-  if (k.role != role_type || k.type_cat != type_vector || k.constructed || on_line(s)) return false;
-  const std::uint8_t open = innermost(s);
-  return (s.ctx == ctx_group && open == '(') || (s.ctx == ctx_qual && open == kCastParen);
-}
-
-// A type word at the start of a for statement's condition or step: a declaration there declares
-// nothing, or its condition is one (NVRTC: "declaration does not declare anything" of `for
-// (unsigned i; long; size_t)`). `for (; int(x) < n;)` and `for (; int j = n;)` go with it.
-// Nor a type word or a qualifier where a loop's or an if's one statement starts (no block): the
-// declaration's scope would be that statement alone, and the grammar keeps its name in scope
-// after it (NVRTC: "identifier \"s\" is undefined" of `for (;;) const short s {}; s - 1;`).
-// `for (...) int x = f();` goes with it.
-bool misplaced_declaration(const State& s, const TokenInfo& k) {
-  if (on_line(s)) return false;
-  if (s.ctx == ctx_paren) {
-    return (k.role == role_type || k.role == role_qual) && (s.loop_pending || s.if_pending);
-  }
-  const std::uint8_t open = innermost(s);
-  return k.role == role_type && s.ctx == ctx_start &&
-         (open == kForParen + 1 || open == kForParen + 2);
 }
 
 // Whether the state passes a token's checks (Check bits of its row).

@@ -357,4 +357,38 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   }
 }
 
+// The cast rules the code-token rules ask (passes(), closes_innermost(), min_completion): a
+// reinterpret_cast to a value, a floating call's lone pointer argument, a C cast to a vector type.
+
+// In reinterpret_cast's angle, right after a floating or vector type word: no `>` yet (NVRTC:
+// "invalid type conversion" of `reinterpret_cast<float>(b)`; no such type is a reinterpret_cast's
+// result but a pointer's or a reference's). The completion path writes `*`, also through a
+// preprocessor line (the count may not grow at its <eol>). After a qualifier (`float const`) the
+// rule stands aside: no `*` may follow one there.
+bool reinterpret_to_value(const State& s) {
+  return innermost(s) == kCastAngle && s.reinterpret_angle && s.ctx == ctx_type &&
+         (s.last_type == type_floating || s.last_type == type_vector);
+}
+
+// A floating functional cast's or builtin's first argument that is a pointer variable alone
+// (`value_t(p`, `sqrtf(p`: no binary operator at its depth): it takes `[` or `->` before its `)`
+// or `,` (NVRTC: "invalid type conversion" of `double(p)`, "argument of type \"float *\" is
+// incompatible" of `sqrtf(y)`; `double(p - q)` is one). The completion path writes `[ <num> 0 ]`,
+// also through a preprocessor line.
+bool pointer_argument(const State& s) {
+  return s.ctx == ctx_pointer && s.depth > 0 && innermost(s) == kCallParen &&
+         ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 &&
+         ((s.combined >> s.depth) & 1u) == 0;
+}
+
+// A C cast to a vector type but dim3: its type word at a group's start or after a cast's qualifier
+// (CUDA's vector types have no constructor but dim3's: NVRTC "no suitable constructor exists to
+// convert from \"double\" to \"float3\"" of `(float3).8`). A cast to a vector's pointer goes with
+// it (`(float4*)p`; the corpus writes reinterpret_cast<float4*>); sizeof's parenthesis keeps them.
+bool vector_cast(const State& s, const TokenInfo& k) {
+  if (k.role != role_type || k.type_cat != type_vector || k.constructed || on_line(s)) return false;
+  const std::uint8_t open = innermost(s);
+  return (s.ctx == ctx_group && open == '(') || (s.ctx == ctx_qual && open == kCastParen);
+}
+
 }  // namespace sparserl::env::detail
