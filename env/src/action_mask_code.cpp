@@ -490,10 +490,6 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
       return false;
     }
     if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
-  // No function-like macro: the grammar does not make its `(` due, and its name without one is
-  // no macro (NVRTC: "identifier \"G\" is undefined" of `G x ^= 1;` after `#define G(a) ...`).
-  // `G(x)` goes with it; a line may name one (a macro body, expanded where it is named).
-  if (is_macro(s, k.local) && local_bit(s.function_macros, k.local)) return false;
     if (in_type_id(s)) return false;
     if (k.cat == Cat::open_bracket && s.value_result && s.ctx == ctx_call_result) return false;
     if (k.role == role_cast_kw && s.depth + 2 > kMaxCodeDepth) return false;  // < and (

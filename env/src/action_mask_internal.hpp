@@ -848,7 +848,7 @@ struct OperandStep {
   // `(`; a `{` that initializes one value that is no pointer; a static_cast to a pointer's `>` or
   // the `(` after it.
   bool pointer_before = false, pointer_sum = false, address = false, value_args_open = false;
-  bool static_start = false;  // static_pointer_start() before the token
+  bool static_start = false;     // static_pointer_start() before the token
   bool floating_before = false;  // the operand read before is floating (operand_type)
   bool value_brace = false, static_pointer = false;
   std::uint8_t group_kind = 0;  // a group's `)` over one pointer operand: its Operand kind

@@ -137,7 +137,6 @@ bool vector_operand_refuses(const State& s, const TokenInfo& k) {
          k.ternary != 2 && k.cat != Cat::hash;
 }
 
-
 // Right after a declaration's `*` / `&` in a block or a for statement's first clause, with a new
 // name left to declare: the name comes before `;` or `,` (NVRTC: "expected an identifier" of
 // `int *;`, `void* , p;`); the completion path writes it. Not judged on a preprocessor line, but

@@ -174,8 +174,8 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
     const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
     const bool integer_sum = sign && !pointer && !bit(s.pointer_sums, s.depth);
     // In a `*(` group (a unary `*`'s, `*reinterpret_cast<T*>(`'s) likewise no binary operator but
-    // `+`, `-`, an assignment or `?` / `:`, and no `,`: what it makes is no pointer (NVRTC: "operand
-    // of \"*\" must be a pointer" of `*(p && x)`, `*(p + 1, -true)`).
+    // `+`, `-`, an assignment or `?` / `:`, and no `,`: what it makes is no pointer (NVRTC:
+    // "operand of \"*\" must be a pointer" of `*(p && x)`, `*(p + 1, -true)`).
     if (in_deref_group(s) && (binary || k.cat == Cat::comma)) return true;
     return (binary || integer_sum) && in_static_paren(s);
   }
@@ -317,7 +317,8 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
     // An assignment's value is its left operand's (its type: a pointer's or not); `,` `?` `:`
     // start a new one.
     if (k.assigns && k.role == role_operator) {
-      s.pointer_assigned = o.pointer_before ? s.pointer_assigned | level : s.pointer_assigned & ~level;
+      s.pointer_assigned =
+          o.pointer_before ? s.pointer_assigned | level : s.pointer_assigned & ~level;
     } else if (k.cat == Cat::comma || k.ternary != 0 || k.cat == Cat::semi) {
       s.pointer_assigned &= ~level;
     }
@@ -377,8 +378,7 @@ bool reinterpret_to_value(const State& s) {
 // also through a preprocessor line.
 bool pointer_argument(const State& s) {
   return s.ctx == ctx_pointer && s.depth > 0 && innermost(s) == kCallParen &&
-         ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 &&
-         ((s.combined >> s.depth) & 1u) == 0;
+         ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 && ((s.combined >> s.depth) & 1u) == 0;
 }
 
 // A C cast to a vector type but dim3: its type word at a group's start or after a cast's qualifier

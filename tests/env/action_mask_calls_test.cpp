@@ -126,8 +126,7 @@ TEST_CASE("a #define's body names no builtin function", "[env][mask]") {
   CHECK(first_refused(head + "#define F(a) sqrtf(a)\n") == "sqrtf");
   // (Builtins that are values, an #if line's names, a call in code are accepted.)
   CHECK(first_refused(head + "#define W warpSize\n#define T (threadIdx.x % 32)\n#if M > 1\n#endif\n"
-                             "__device__ float f(float a) { return sqrtf(a) + expf(a); }\n") ==
-        "");
+                             "__device__ float f(float a) { return sqrtf(a) + expf(a); }\n") == "");
 }
 
 TEST_CASE("code names no function-like macro", "[env][mask]") {
@@ -136,8 +135,7 @@ TEST_CASE("code names no function-like macro", "[env][mask]") {
   // due, so code names none.)
   const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
   CHECK(first_refused(head + "#define G(a) (a + 1)\n__device__ void f(int i) { G") == "v1");
-  CHECK(first_refused(head + "#define G(a) (a + 1)\n__device__ void f(int i) { int j = G") ==
-        "v1");
+  CHECK(first_refused(head + "#define G(a) (a + 1)\n__device__ void f(int i) { int j = G") == "v1");
   // (Object-like macros in code, a function-like one named on a line, one #defined again
   // object-like are accepted.)
   CHECK(first_refused(head + "#define G 2\n#define H(a) (a + G)\n#define J H(1)\n__device__ void "

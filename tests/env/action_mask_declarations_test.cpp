@@ -201,8 +201,9 @@ TEST_CASE("a qualified type or a vector type at a statement takes no `(`", "[env
   CHECK(first_refused(head + f + "uint3(abs(i)); }\n") == "(");
   // (A functional cast at a statement or in an expression, dim3's, a qualified declaration are
   // accepted.)
-  CHECK(first_refused(head + f + "size_t(i) + 1; dim3(2); const int j = int(i); volatile int m "
-                                 "= 1; }\n") == "");
+  CHECK(first_refused(head + f +
+                      "size_t(i) + 1; dim3(2); const int j = int(i); volatile int m "
+                      "= 1; }\n") == "");
 }
 
 TEST_CASE("a for statement's condition and step start with no type word", "[env][mask]") {
@@ -224,6 +225,7 @@ TEST_CASE("a loop's or an if's one statement is no declaration", "[env][mask]") 
   CHECK(first_refused(head + f + "while (i) int") == "int");
   CHECK(first_refused(head + f + "if (i) unsigned") == "unsigned");
   // (A block, an expression statement, a declaration after the loop are accepted.)
-  CHECK(first_refused(head + f + "for (;;) { const short s {}; } while (i) i--; if (i) i = 1; int "
-                                 "j = 0; }\n") == "");
+  CHECK(first_refused(head + f +
+                      "for (;;) { const short s {}; } while (i) i--; if (i) i = 1; int "
+                      "j = 0; }\n") == "");
 }

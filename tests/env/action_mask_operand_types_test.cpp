@@ -194,7 +194,8 @@ TEST_CASE("a static_cast to a pointer takes no integer's sum", "[env][mask]") {
   CHECK(refused_in("int* r = static_cast<int*>(0); r = static_cast<int*>(0u);") == "");
 }
 
-TEST_CASE("a static_cast to a pointer takes no number but the null pointer constant", "[env][mask]") {
+TEST_CASE("a static_cast to a pointer takes no number but the null pointer constant",
+          "[env][mask]") {
   // (NVRTC: "invalid type conversion" of `static_cast<double3***>(3)`, `(0.)`.)
   CHECK(refused_in("int* r = static_cast<int*>(3);") == "3");
   CHECK(refused_in("int* r = static_cast<int*>(0.);") == ".");

@@ -265,8 +265,8 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses where it goes wrong, 
     CHECK(first_refused(kHead, "  long v >") == 9);
     CHECK(first_refused(kHead, "  int i = (float >") == 17);
     CHECK(first_refused(kHead, "  double >") == 9);
-    CHECK(first_refused(kHead, "  int i = M > 1 && reinterpret_cast<const int*>(row_ptr)[0] >= 0;\n") ==
-          -1);
+    CHECK(first_refused(
+              kHead, "  int i = M > 1 && reinterpret_cast<const int*>(row_ptr)[0] >= 0;\n") == -1);
     CHECK(first_refused("//@format csr\n//@launch k grid=K block=32\n",
                         "template <int G, int H>\n__device__ int f() { return G > H; }\n") == -1);
   }
