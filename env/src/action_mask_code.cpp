@@ -5,7 +5,7 @@
 // into per-token Check bits per row; code_word_allowed() judges a token by them, and fill()'s fast
 // path (fill_code_tokens) copies a row's mask of unchecked tokens and runs the checks of the rest.
 // After `.` / `->` a field alone may come (kFieldRules). What the operand's type refuses, and how a
-// token moves it, is action_mask_operands.cpp's.
+// token moves it, is action_mask_operands.cpp's (and the casts' rules action_mask_types.cpp's).
 #include <algorithm>
 #include <cstring>
 
@@ -55,14 +55,16 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
     const bool expression = ctx == ctx_expr || ctx == ctx_operand_due || ctx == ctx_args;
     if ((k.word == w_void || k.type_cat == type_vector) && expression) return kRefused;
     switch (ctx) {
-      case ctx_start:
+      case ctx_start:  // (a for statement's later clause: see misplaced_declaration)
+      case ctx_paren:  // (a loop's or an if's one statement: see misplaced_declaration)
+        return kCheckRun;
       case ctx_expr:
       case ctx_operand_due:
-      case ctx_paren:
       case ctx_args:
-      case ctx_group:
       case ctx_cast_type:
         return 0;
+      case ctx_group:  // (a vector type's cast: see vector_cast)
+        return k.type_cat == type_vector && !k.constructed ? kCheckRun : 0;
       case ctx_qual:
       case ctx_type:
         return kCheckRun;
@@ -70,6 +72,7 @@ std::uint8_t role_checks(const TokenInfo& k, int ctx) {
         return kRefused;
     }
   }
+  if (k.role == role_qual && ctx == ctx_paren && ((k.follows >> ctx) & 1u) != 0) return kCheckRun;
   return ((k.follows >> ctx) & 1u) != 0 ? 0 : kRefused;
 }
 
@@ -289,6 +292,10 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
     return k.local < s.locals_used && (s.line_ctx != line_if_divisor || is_macro(s, k.local));
   }
   if (innermost(s) == kCastAngle) return false;  // a type alone between a cast's < >
+  // No function-like macro: the grammar does not make its `(` due, and its name without one is
+  // no macro (NVRTC: "identifier \"G\" is undefined" of `G x ^= 1;` after `#define G(a) ...`).
+  // `G(x)` goes with it; a line may name one (a macro body, expanded where it is named).
+  if (is_macro(s, k.local) && local_bit(s.function_macros, k.local)) return false;
   // No launched kernel's name in a function's code (its declaration is the declaration rules'):
   // a function is no operand (NVRTC: "operand types are incompatible" of `&spmv >= true`,
   // "expression must have class type" of `spmv.z`).
@@ -438,42 +445,6 @@ bool program_complete(const State& s) {
          (s.last == Last::brace_close || s.last == Last::semi || s.last == Last::pp_eol);
 }
 
-}  // namespace
-
-// In reinterpret_cast's angle, right after a floating or vector type word: no `>` yet (NVRTC:
-// "invalid type conversion" of `reinterpret_cast<float>(b)`; no such type is a reinterpret_cast's
-// result but a pointer's or a reference's). The completion path writes `*`, also through a
-// preprocessor line (the count may not grow at its <eol>). After a qualifier (`float const`) the
-// rule stands aside: no `*` may follow one there.
-bool reinterpret_to_value(const State& s) {
-  return innermost(s) == kCastAngle && s.reinterpret_angle && s.ctx == ctx_type &&
-         (s.last_type == type_floating || s.last_type == type_vector);
-}
-
-// A floating functional cast's or builtin's first argument that is a pointer variable alone
-// (`value_t(p`, `sqrtf(p`: no binary operator at its depth): it takes `[` or `->` before its `)`
-// or `,` (NVRTC: "invalid type conversion" of `double(p)`, "argument of type \"float *\" is
-// incompatible" of `sqrtf(y)`; `double(p - q)` is one). The completion path writes `[ <num> 0 ]`,
-// also through a preprocessor line.
-bool pointer_argument(const State& s) {
-  return s.ctx == ctx_pointer && s.depth > 0 && innermost(s) == kCallParen &&
-         ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 &&
-         ((s.combined >> s.depth) & 1u) == 0;
-}
-
-// Right after a declaration's `*` / `&` in a block or a for statement's first clause, with a new
-// name left to declare: the name comes before `;` or `,` (NVRTC: "expected an identifier" of
-// `int *;`, `void* , p;`); the completion path writes it. Not judged on a preprocessor line, but
-// counted through it (the count may not grow at its <eol>). Not in a const declaration, whose
-// reference would then need an initializer (`__shared__ const int& v` can take none).
-bool unnamed_declarator(const Tables& t, const State& s) {
-  return s.ctx == ctx_ptr && !s.decl_const && s.top == Top::body && s.decl == Decl::none &&
-         (innermost(s) == '{' || innermost(s) == kForParen) && s.declarator != 0 &&
-         s.locals_used < t.locals;  // (new_local_allowed() but State::last, which a line moves)
-}
-
-namespace {
-
 // Whether the state passes a token's checks (Check bits of its row).
 bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInfo& k) {
   if (checks == 0) return true;
@@ -485,7 +456,9 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
   if ((k.cat == Cat::close_paren || k.cat == Cat::comma) && !on_line(s) && pointer_argument(s)) {
     return false;
   }
-  if ((checks & kCheckRun) != 0 && !type_run_takes(s.run, k.type_bits)) return false;
+  const bool starts = s.ctx == ctx_start || s.ctx == ctx_paren;  // (a run starts there)
+  if ((checks & kCheckRun) != 0 && !starts && !type_run_takes(s.run, k.type_bits)) return false;
+  if ((checks & kCheckRun) != 0 && (vector_cast(s, k) || misplaced_declaration(s, k))) return false;
   if ((checks & kCheckFormat) != 0 && !constant_in_format(s, k)) return false;
   if ((checks & kCheckLocal) != 0 && !local_allowed(t, s, k)) return false;
   if ((checks & kCheckOpen) != 0 &&
@@ -498,6 +471,14 @@ bool passes(std::uint8_t checks, const Tables& t, const State& s, const TokenInf
     // void's (NVRTC: "expected an identifier" of `const long {`, `int const {`; "list-
     // initialization of an object type \"void\" is not allowed" of `void {`).
     if (k.cat == Cat::open_brace && s.ctx == ctx_type && (s.specifiers != 0 || s.void_type)) {
+      return false;
+    }
+    // Nor its `(` (a declarator's parenthesis after a qualifier: NVRTC "expected an identifier" of
+    // `volatile const size_t(false)`, `const ulonglong2(M)`), nor a vector type's but dim3's at a
+    // statement (no constructor: NVRTC "no suitable constructor exists to convert from \"int\" to
+    // \"uint3\"" of `uint3(abs(i))`; in an expression role_checks refuses the type word itself).
+    if (k.cat == Cat::open_paren && s.ctx == ctx_type &&
+        (s.specifiers != 0 || (s.last_type == type_vector && !s.decl_constructed))) {
       return false;
     }
     // No const local array: it would need an initializer, which no local array takes here (NVRTC:

@@ -269,6 +269,7 @@ struct TokenInfo {
   std::uint8_t ternary = 0;
   bool divides = false;        // `/`, `%`
   bool shifts = false;         // `<<`, `>>`
+  bool shift_assigns = false;  // `<<=`, `>>=`
   // A builtin function's arguments at most (kArgsUnknown: not known; NVRTC: "too many arguments
   // in function call", "no instance of overloaded function" of `sqrt(a, b)`).
   std::uint8_t max_args = kArgsUnknown;
@@ -415,6 +416,7 @@ enum class Num : std::uint8_t {
   start,
   start_nonzero,  // a divisor on an #if line: no leading 0
   start_shift,    // a shift count on an #if line: one digit
+  start_null,     // a static_cast to a pointer's operand: the null pointer constant, `0`
   zero,
   dec,
   dot_start,
@@ -567,6 +569,10 @@ struct ActionMask::State {
   // value, a pointer's elements). A declaration's specifiers so far have had `const`; the local
   // it last declared.
   std::array<std::uint8_t, detail::kScopedLocals / 8> pointers{}, consts{};
+  // Per scoped local (a bit each): a function-like macro (#defined with a parameter list; code
+  // names none: see local_allowed); the macro a #define line names.
+  std::array<std::uint8_t, detail::kScopedLocals / 8> function_macros{};
+  std::uint8_t macro_local = 0;
   bool decl_const = false;
   // Per scoped local (a bit each): a template parameter of the file-scope declaration under way
   // (NVRTC: "template parameter may not be redeclared in this scope" - in the template's list,
@@ -716,6 +722,16 @@ struct ActionMask::State {
   bool divisor_due = false;
   std::uint64_t divisor_groups = 0;
   std::uint64_t static_parens = 0;  // per code stack index: a static_cast to a pointer's `(`
+  // Per depth: the operand under way has a prefix ++ / --; it is a shift's count (after `<<` /
+  // `>>` / `<<=` / `>>=`, until an operator of lower precedence than `+`). See type_refuses.
+  std::uint64_t incdec_led = 0, shift_counts = 0;
+  // Per depth: the last assignment there assigned a pointer (`(p += x)` is p: see take_type_step).
+  std::uint64_t pointer_assigned = 0;
+  // Per depth: the sum or product read there so far has a floating operand (see type_refuses).
+  std::uint64_t floating_sums = 0;
+  // Per depth: a comparison, a logical, shift or bitwise operator was read in the value under way
+  // there (a group over it is no pointer: see begin_type_step).
+  std::uint64_t valued = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -818,6 +834,7 @@ struct OperandStep {
   bool operand_before = false, unary_sign = false, binary = false, prefix = false;
   bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;
   bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
+  bool to_integral = false;
   bool pointer_offset = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
@@ -831,6 +848,8 @@ struct OperandStep {
   // `(`; a `{` that initializes one value that is no pointer; a static_cast to a pointer's `>` or
   // the `(` after it.
   bool pointer_before = false, pointer_sum = false, address = false, value_args_open = false;
+  bool static_start = false;     // static_pointer_start() before the token
+  bool floating_before = false;  // the operand read before is floating (operand_type)
   bool value_brace = false, static_pointer = false;
   std::uint8_t group_kind = 0;  // a group's `)` over one pointer operand: its Operand kind
   std::uint8_t kind_before = 0, call_args = 0;
@@ -856,6 +875,8 @@ int number_close(const State& s);
 bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
 bool unnamed_declarator(const Tables& t, const State& s);
+bool misplaced_declaration(const State& s, const TokenInfo& k);
+bool vector_cast(const State& s, const TokenInfo& k);
 bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k);
 bool vector_operand_refuses(const State& s, const TokenInfo& k);
 bool reinterpret_to_value(const State& s);

@@ -332,6 +332,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   if (t.cls == TokenClass::punct) k.ternary = t.text == "?" ? 1 : t.text == ":" ? 2 : 0;
   k.divides = t.cls == TokenClass::punct && (t.text == "/" || t.text == "%");
   k.shifts = t.cls == TokenClass::punct && (t.text == "<<" || t.text == ">>");
+  k.shift_assigns = t.cls == TokenClass::punct && (t.text == "<<=" || t.text == ">>=");
   for (const Arity& a : kArities) {
     if (t.cls == TokenClass::builtin && a.name == t.text) {
       k.max_args = a.most;

@@ -56,6 +56,8 @@ NumberStep num_next(const State& s, char c) {
         return c >= '1' && c <= '9' ? Num::dec : Num::off;
       case Num::start_shift:  // one digit, then a suffix at most
         return is_dec(c) ? Num::int_suffix : Num::off;
+      case Num::start_null:  // `0`, then a suffix at most
+        return c == '0' ? Num::int_suffix : Num::off;
       case Num::start:
         if (c == '0') return Num::zero;
         if (is_dec(c)) return Num::dec;
@@ -213,6 +215,13 @@ Verdict macro_name(const Tables& t, const State& s, const TokenInfo& k) {
 void name_macro(const Tables&, State& s, const TokenInfo& k) {
   set_scope(s, k.local, kScopeMacro);
   s.pp = Pp::after_macro_name;
+  s.macro_local = static_cast<std::uint8_t>(k.local);
+  set_local_bit(s.function_macros, k.local, false);
+}
+// A macro's parameter list opens: it is function-like.
+void open_macro_params(const Tables&, State& s, const TokenInfo&) {
+  s.pp = Pp::macro_param_first;
+  set_local_bit(s.function_macros, s.macro_local, true);
 }
 // #ifdef / #ifndef NAME: the name's scope stays as it was (an unknown name is no macro: NVRTC's
 // "identifier is undefined" where code named it after `#ifdef X`); #undef NAME: a macro's name
@@ -304,7 +313,7 @@ constexpr Rule kLineRules[] = {
     // at, categories, judge, take
     {on(Pp::hash), cats(Cat::keyword), directive_word, start_directive},
     {on(Pp::define_name), cats(Cat::local), macro_name, name_macro},
-    {on(Pp::after_macro_name), cats(Cat::macro_open), allow, line_goes_on<Pp::macro_param_first>},
+    {on(Pp::after_macro_name), cats(Cat::macro_open), allow, open_macro_params},
     {on(Pp::after_macro_name, Pp::eol_only, Pp::unroll, Pp::unroll_num), cats(Cat::eol), allow,
      end_line},
     // In a body <eol> passes to the code-token rules, which want its brackets closed.
@@ -393,10 +402,15 @@ std::uint8_t line_expression_checks(const TokenInfo& k, int line_ctx) {
 // macro is expanded (NVRTC: "identifier \"SELL_STORED\" is undefined" of `#define A SELL_STORED`
 // expanded in a csr or ell program). #if lines keep every constant: there an undefined name is 0
 // (and a divisor is checked already), `defined` and #ifdef test any name.
+// A #define's body names no builtin function either: the grammar does not know that a call's `(`
+// follows it, and uncalled it is a function's address wherever the macro is expanded (NVRTC:
+// "operand types are incompatible (\"__nv_bool\" and \"float (*)(float)\")" of `true < G` after
+// `#define G expf < 1`). `#define F(a) sqrtf(a)` goes with it; no corpus macro calls a builtin.
 std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   const std::uint8_t checks = line_expression_checks(k, line_ctx);
   const bool define_body = line_ctx == line_due || line_ctx == line_operand ||
                            line_ctx == line_callable || line_ctx == line_start;
+  if (k.role == role_function && define_body) return kRefused;
   if (k.cat == Cat::constant && define_body && (checks & kRefused) == 0) {
     return static_cast<std::uint8_t>(checks | kCheckFormat);
   }

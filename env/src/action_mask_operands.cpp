@@ -211,6 +211,11 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                      (o.kind_before == operand_pointer || o.kind_before == operand_floating_pointer);
   const bool type_run = s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0);
   o.to_floating = o.cast_ends && type_run && !s.starred && s.last_type == type_floating;
+  // (A cast to an integer type narrower than a pointer - no long, size_t, ptrdiff_t or bool in
+  // its run - takes no pointer either: NVRTC "invalid type conversion" of `(signed char
+  // const)(void***)x`, `(int)p`; `(long)p`, `(size_t)p`, `(bool)p` compile.)
+  o.to_integral = o.cast_ends && type_run && !s.starred && s.last_type == type_integral &&
+                  (s.run & (3u | kRunSingle)) == 0;  // (bits 0-1: longs)
   const CallStep call = call_step(s, k);
   o.call_open = call.open;
   o.call_args = call.args;
@@ -369,7 +374,8 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   // is; after a cast to a pointer an operand that is no floating value.)
   // (A sign or a prefix ++ / -- keeps it due: `i < +p`, `1 != --p`.)
   const bool prefix_incdec = k.role == role_incdec && !o.operand_before;
-  s.value_due = o.value_next || o.to_floating || (s.value_due && (o.unary_sign || prefix_incdec));
+  s.value_due = o.value_next || o.to_floating || o.to_integral ||
+                (s.value_due && (o.unary_sign || prefix_incdec));
   // (A sign keeps it due: `(double*)-a[0]`, whose pointer a is subscripted - a value due.)
   s.pointer_cast_due = o.to_pointer || (s.pointer_cast_due && o.unary_sign);
   s.offset_due = o.pointer_offset || (s.offset_due && o.unary_sign);

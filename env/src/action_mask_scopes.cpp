@@ -1,7 +1,9 @@
 // The scopes of the syntax mask's code: which names a block holds and when they leave it
 // (known_local_allowed, close_block, advance_scopes), the declarator state a code token leaves
-// (advance_declarator) and what may follow a declaration list's `,` (list_declarator_refuses).
-// Split from action_mask_code.cpp, whose code-token rules call these.
+// (advance_declarator), what may follow a declaration list's `,` (list_declarator_refuses), a
+// declarator's name due (unnamed_declarator) and where no declaration may stand - a for
+// statement's later clauses, a loop's or an if's one statement (misplaced_declaration). Split
+// from action_mask_code.cpp, whose code-token rules call these.
 //
 // A name used in code must be in scope, and a block must not declare a name twice (the two
 // commonest compile errors of sampled programs after undeclared names). The model is C++'s, kept
@@ -133,6 +135,34 @@ bool vector_operand_refuses(const State& s, const TokenInfo& k) {
   return !k.plain_assign && k.cat != Cat::comma && k.cat != Cat::semi &&
          k.cat != Cat::close_paren && k.cat != Cat::close_bracket && k.cat != Cat::close_brace &&
          k.ternary != 2 && k.cat != Cat::hash;
+}
+
+// Right after a declaration's `*` / `&` in a block or a for statement's first clause, with a new
+// name left to declare: the name comes before `;` or `,` (NVRTC: "expected an identifier" of
+// `int *;`, `void* , p;`); the completion path writes it. Not judged on a preprocessor line, but
+// counted through it (the count may not grow at its <eol>). Not in a const declaration, whose
+// reference would then need an initializer (`__shared__ const int& v` can take none).
+bool unnamed_declarator(const Tables& t, const State& s) {
+  return s.ctx == ctx_ptr && !s.decl_const && s.top == Top::body && s.decl == Decl::none &&
+         (innermost(s) == '{' || innermost(s) == kForParen) && s.declarator != 0 &&
+         s.locals_used < t.locals;  // (new_local_allowed() but State::last, which a line moves)
+}
+
+// A type word at the start of a for statement's condition or step: a declaration there declares
+// nothing, or its condition is one (NVRTC: "declaration does not declare anything" of `for
+// (unsigned i; long; size_t)`). `for (; int(x) < n;)` and `for (; int j = n;)` go with it.
+// Nor a type word or a qualifier where a loop's or an if's one statement starts (no block): the
+// declaration's scope would be that statement alone, and the grammar keeps its name in scope
+// after it (NVRTC: "identifier \"s\" is undefined" of `for (;;) const short s {}; s - 1;`).
+// `for (...) int x = f();` goes with it.
+bool misplaced_declaration(const State& s, const TokenInfo& k) {
+  if (on_line(s)) return false;
+  if (s.ctx == ctx_paren) {
+    return (k.role == role_type || k.role == role_qual) && (s.loop_pending || s.if_pending);
+  }
+  const std::uint8_t open = innermost(s);
+  return k.role == role_type && s.ctx == ctx_start &&
+         (open == kForParen + 1 || open == kForParen + 2);
 }
 
 }  // namespace sparserl::env::detail

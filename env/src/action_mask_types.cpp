@@ -4,7 +4,11 @@
 // `--(p) / 2` divides a pointer), which builtins take values alone (no `abs(i + p)`), what a `*(`
 // group must hold (no `*(-x)`), what a static_cast to a pointer takes (no `!x`), what a divisor
 // is (no bool), what a group after `&` or a prefix ++ / -- holds (a variable, not `--(1)`) and
-// what a declared array's bound holds (no bool, no cast).
+// what a declared array's bound holds (no bool, no cast); since grammar-compile-15 also what a
+// shift's count holds (no `-`), what a group after a prefix ++ / -- takes (no `[`), what a `*(`
+// group holds (a pointer's sum: no `&&`, no `,`), what a group over an assignment to a pointer or
+// over a comparison is (a pointer; no array), what a floating sum takes (no << >> & | ^) and that
+// a static_cast to a pointer converts `0` alone.
 // Each refuses a token that would make an ill-typed expression (NVRTC's "operand types are
 // incompatible", "expression must be an lvalue", ...); none refuses a token the completion path
 // writes (a closer, `;`, the number `0`) but that number in such a group, where the path writes
@@ -29,6 +33,10 @@ bool opens_bracket(const TokenInfo& k) {
 bool deref_group_start(const State& s) {
   return s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
          !bit(s.lvalue_groups, s.depth - 1);
+}
+// Directly in a group after a unary `*` or a `*reinterpret_cast<T*>(` (not an lvalue group).
+bool in_deref_group(const State& s) {
+  return s.depth > 0 && innermost(s) == kDerefParen && !bit(s.lvalue_groups, s.depth - 1);
 }
 // Directly in a group opened where a divisor was due, after an operand.
 bool in_divisor_group(const State& s) {
@@ -105,9 +113,10 @@ bool bound_refuses(const TokenInfo& k) {
 bool type_rules_apply(const State& s) {
   if (on_line(s)) return false;
   if (lvalue_group_start(s) || in_bound_value(s)) return true;
+  if (bit(s.shift_counts, s.depth)) return true;
   if (after_operand(s.ctx)) {
     return bit(s.address_led, s.depth) || bit(s.pointer_sums, s.depth) || in_divisor_group(s) ||
-           in_static_paren(s);
+           in_static_paren(s) || in_deref_group(s) || bit(s.floating_sums, s.depth);
   }
   return deref_group_start(s) || static_pointer_start(s) || s.divisor_due;
 }
@@ -121,11 +130,31 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   // designator" of `&(29.f)`). The completion path writes that variable (one closed token where
   // two are counted; the BPE budget adds lvalue_variable_due's bytes for its name).
   if (lvalue_group_start(s)) return k.cat == Cat::num && lvalue_number_refused(t, s);
+  // In a shift's count no `-`, binary or unary: where its operands are constants the count may be
+  // negative (NVRTC: "shift count is negative" of `M >> EMPTY_ROWS - ELL_WIDTH % 9`, `i << -1`).
+  // `i >> j - 1` goes with them; a group's difference stays (`x >> (31 - lane)`).
+  if (k.cat == Cat::minus && !k.assigns && k.role != role_incdec && bit(s.shift_counts, s.depth)) {
+    return true;
+  }
   if (after_operand(s.ctx)) {
     // A postfix ++ / -- of a unary `&`'s, a prefix ++ / --'s or a reference cast's operand: that
     // operator would take its value (NVRTC: "expression must be an lvalue or a function
     // designator" of `&x--`, "modifiable lvalue" of `++i--`, `&p[0]++`, `--(i)++`).
     if (k.role == role_incdec && bit(s.address_led, s.depth)) return true;
+    // An integer operator of lower precedence than `+` (<< >> & | ^) after a sum or product with
+    // a floating operand: its value is floating whatever its last operand (NVRTC: "expression
+    // must have integral or unscoped enum type" of `trunc(x) - threadIdx.x >> 2`). (`%` binds
+    // tighter: `x + i % 2` is valid; `x * i % 2` is not judged.)
+    if (k.integral_operator && !k.divides && !k.assigns && bit(s.floating_sums, s.depth)) {
+      return true;
+    }
+    // A subscript of a group after a prefix ++ / --: the operator would take the element, which
+    // the group's `)` does not know to be const (NVRTC: "expression must be a modifiable lvalue"
+    // of `--(p)[i]` with p a pointer to const). `++(q)[0]` of a writable q goes with it.
+    if (k.cat == Cat::open_bracket && s.ctx == ctx_result && bit(s.address_led, s.depth) &&
+        bit(s.incdec_led, s.depth)) {
+      return true;
+    }
     // A relational operator after a pointer's sum or difference with integers (NVRTC: "operand
     // types are incompatible" of `p - true < true`, `i + p >= 1`; `p - q < 1` is an integer's).
     const bool pointer = operand_type(s) >= operand_pointer;
@@ -139,7 +168,16 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
     const bool binary = k.role == role_ptr || k.role == role_lt ||
                         (k.role == role_operator && !k.assigns && k.ternary == 0 &&
                          k.cat != Cat::plus && k.cat != Cat::minus);
-    return binary && in_static_paren(s);
+    // Nor `+` / `-` after an operand that is no pointer, the sum so far none either: an integer's
+    // sum is no pointer (NVRTC: "invalid type conversion" of `static_cast<double3***>(3 -
+    // char())`). `static_cast<int*>(i + q)` goes with it.
+    const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
+    const bool integer_sum = sign && !pointer && !bit(s.pointer_sums, s.depth);
+    // In a `*(` group (a unary `*`'s, `*reinterpret_cast<T*>(`'s) likewise no binary operator but
+    // `+`, `-`, an assignment or `?` / `:`, and no `,`: what it makes is no pointer (NVRTC:
+    // "operand of \"*\" must be a pointer" of `*(p && x)`, `*(p + 1, -true)`).
+    if (in_deref_group(s) && (binary || k.cat == Cat::comma)) return true;
+    return (binary || integer_sum) && in_static_paren(s);
   }
   // Where a divisor is due no `false` or `!` (NVRTC: "division by zero" of `x / false`, `x % !1`;
   // `x / !i` goes with them).
@@ -162,8 +200,13 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   // is not judged.
   // Nor a group: a cast in it converts from another pointer type (NVRTC: "invalid type
   // conversion" of `static_cast<double3*>((void**)p)`; `(q)` goes with it).
+  // Nor any other operand but a number - a variable, `&`, `*`, ++ / --, a cast: static_cast
+  // converts no pointer to an unrelated pointer type (NVRTC: "invalid type conversion" of
+  // `static_cast<double3***>(p - blockDim.z)` with p a `const int*`); the number is the null
+  // pointer constant (Num::start_null). `static_cast<int*>(q)` of an int* q goes with them.
   return sign || k.role == role_type || k.cat == Cat::builtin || k.cat == Cat::constant ||
-         (k.cat == Cat::keyword && k.role == role_operand) || k.cat == Cat::open_paren;
+         (k.cat == Cat::keyword && k.role == role_operand) || k.cat == Cat::open_paren ||
+         (k.cat != Cat::num && k.cat != Cat::hash);
 }
 
 // Clears what `mask` allows and type_refuses() refuses (fill()'s pass).
@@ -201,8 +244,23 @@ void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o) {
                       !s.reinterpret_angle && s.ctx == ctx_ptr && !s.reference) ||
                      (s.static_pointer && k.cat == Cat::open_paren);
   o.pointer_before = o.operand_before && operand_type(s) >= operand_pointer;
+  o.floating_before = o.operand_before && operand_type(s) == operand_floating;
   o.pointer_sum = bit(s.pointer_sums, s.depth) != o.pointer_before;
   o.address = s.ctx == ctx_address && (k.cat == Cat::local || k.cat == Cat::open_paren);
+  o.static_start = static_pointer_start(s);
+  // A group over such an operator's value is no array, as one over a number is (value_group:
+  // NVRTC "expression must have pointer-to-object type" of `(false / true > .9)[N]`).
+  if (k.cat == Cat::close_paren && o.rvalue_group && innermost(s) == '(' &&
+      bit(s.valued, s.depth)) {
+    o.value_group = true;
+  }
+  // A group over an assignment to a pointer is a pointer, as one over the pointer alone is
+  // (begin_operand_step's group_kind; NVRTC: "operand types are incompatible (\"value_t *\" and
+  // \"double\")" of `(p += x)++ > .0`).
+  if (k.cat == Cat::close_paren && o.group_kind == 0 && o.operand_before &&
+      bit(s.pointer_assigned, s.depth) && innermost(s) == '(') {
+    o.group_kind = operand_pointer;
+  }
   o.value_args_open = o.call_open && s.value_named;
   // (A declared pointer's brace takes one: `float* q{p}`.)
   o.value_brace = k.cat == Cat::open_brace && one_value_opens(s) &&
@@ -213,6 +271,10 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   const std::uint64_t level = std::uint64_t{1} << s.depth;
   s.value_named = k.value_arguments;
   s.static_pointer = o.static_pointer;
+  // A number that starts a static_cast to a pointer's operand is the null pointer constant `0`
+  // (NVRTC: "invalid type conversion" of `static_cast<double3***>(3)`); the completion path
+  // writes that `0`.
+  if (k.cat == Cat::num && o.static_start) s.num = Num::start_null;
   // Its parenthesis holds one operand, no comma expression (NVRTC: "invalid type conversion" of
   // `static_cast<double3*>((void*)p, x < 1)`, whose value is a bool): no `,` has room there.
   s.static_parens &= level - 1u;  // closed brackets' bits go
@@ -226,14 +288,25 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
                                   (s.divisor_due && (o.unary_sign || k.cat == Cat::open_paren)));
   s.pointer_sums &= (level << 1u) - 1u;  // closed brackets' bits go
   s.address_led &= (level << 1u) - 1u;
+  s.incdec_led &= (level << 1u) - 1u;
+  s.shift_counts &= (level << 1u) - 1u;
+  s.pointer_assigned &= (level << 1u) - 1u;
+  s.floating_sums &= (level << 1u) - 1u;
+  s.valued &= (level << 1u) - 1u;
   s.value_args &= level - 1u;
   if (on_line(s)) return;
   if (opens_bracket(k)) {
     s.pointer_sums &= ~level;
     s.address_led &= ~level;
+    s.incdec_led &= ~level;
+    s.shift_counts &= ~level;
+    s.pointer_assigned &= ~level;
+    s.floating_sums &= ~level;
+    s.valued &= ~level;
   } else if (o.binary) {
     // A sum or difference is a pointer where exactly one side is; `*` `/` `%` go on with a term
-    // of the sum (no pointer in it); any other operator starts a new expression.
+    // of the sum (no pointer in it); any other operator starts a new expression. A shift's count
+    // goes on through `+` `-` `*` `/` `%` and ends at any other operator (a shift starts one).
     const bool additive = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
     const bool term = (k.cat == Cat::star || k.divides) && !k.assigns;
     if (additive) {
@@ -241,8 +314,36 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
     } else if (!term) {
       s.pointer_sums &= ~level;
     }
+    // An assignment's value is its left operand's (its type: a pointer's or not); `,` `?` `:`
+    // start a new one.
+    if (k.assigns && k.role == role_operator) {
+      s.pointer_assigned =
+          o.pointer_before ? s.pointer_assigned | level : s.pointer_assigned & ~level;
+    } else if (k.cat == Cat::comma || k.ternary != 0 || k.cat == Cat::semi) {
+      s.pointer_assigned &= ~level;
+    }
+    // A comparison, a logical, shift or bitwise operator makes no pointer; an assignment, `,`,
+    // `?` `:` start a new value.
+    if (k.ternary == 0 && !k.assigns && (k.compares || (k.integral_operator && !k.divides))) {
+      s.valued |= level;
+    } else if (k.assigns || k.cat == Cat::comma || k.ternary != 0 || k.cat == Cat::semi) {
+      s.valued &= ~level;
+    }
+    // A sum or product goes on floating through `+ - * / %` once an operand of it was.
+    if (additive || term) {
+      if (o.floating_before) s.floating_sums |= level;
+    } else {
+      s.floating_sums &= ~level;
+    }
+    if (k.shifts || k.shift_assigns) {
+      s.shift_counts |= level;
+    } else if (!additive && !term) {
+      s.shift_counts &= ~level;
+    }
     s.address_led &= ~level;
+    s.incdec_led &= ~level;
   }
+  if (k.role == role_incdec && !o.operand_before) s.incdec_led |= level;
   if (o.address) s.address_led |= k.cat == Cat::open_paren ? level >> 1u : level;
   if (o.value_args_open) s.value_args |= level >> 1u;
   // In a value builtin's call, at its `(`, a `,` and a `+` / `-` there: a value is due (a pointer
@@ -255,6 +356,39 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
   if ((in_call && (o.value_args_open || o.call_comma || sign)) || o.value_brace) {
     s.value_due = true;
   }
+}
+
+// The cast rules the code-token rules ask (passes(), closes_innermost(), min_completion): a
+// reinterpret_cast to a value, a floating call's lone pointer argument, a C cast to a vector type.
+
+// In reinterpret_cast's angle, right after a floating or vector type word: no `>` yet (NVRTC:
+// "invalid type conversion" of `reinterpret_cast<float>(b)`; no such type is a reinterpret_cast's
+// result but a pointer's or a reference's). The completion path writes `*`, also through a
+// preprocessor line (the count may not grow at its <eol>). After a qualifier (`float const`) the
+// rule stands aside: no `*` may follow one there.
+bool reinterpret_to_value(const State& s) {
+  return innermost(s) == kCastAngle && s.reinterpret_angle && s.ctx == ctx_type &&
+         (s.last_type == type_floating || s.last_type == type_vector);
+}
+
+// A floating functional cast's or builtin's first argument that is a pointer variable alone
+// (`value_t(p`, `sqrtf(p`: no binary operator at its depth): it takes `[` or `->` before its `)`
+// or `,` (NVRTC: "invalid type conversion" of `double(p)`, "argument of type \"float *\" is
+// incompatible" of `sqrtf(y)`; `double(p - q)` is one). The completion path writes `[ <num> 0 ]`,
+// also through a preprocessor line.
+bool pointer_argument(const State& s) {
+  return s.ctx == ctx_pointer && s.depth > 0 && innermost(s) == kCallParen &&
+         ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 && ((s.combined >> s.depth) & 1u) == 0;
+}
+
+// A C cast to a vector type but dim3: its type word at a group's start or after a cast's qualifier
+// (CUDA's vector types have no constructor but dim3's: NVRTC "no suitable constructor exists to
+// convert from \"double\" to \"float3\"" of `(float3).8`). A cast to a vector's pointer goes with
+// it (`(float4*)p`; the corpus writes reinterpret_cast<float4*>); sizeof's parenthesis keeps them.
+bool vector_cast(const State& s, const TokenInfo& k) {
+  if (k.role != role_type || k.type_cat != type_vector || k.constructed || on_line(s)) return false;
+  const std::uint8_t open = innermost(s);
+  return (s.ctx == ctx_group && open == '(') || (s.ctx == ctx_qual && open == kCastParen);
 }
 
 }  // namespace sparserl::env::detail

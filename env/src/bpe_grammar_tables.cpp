@@ -156,7 +156,7 @@ struct Fnv {
 std::uint64_t digest(const State& s) {
   // Every field but the token count, one by one (padding bytes are not the state's). A new field
   // of State must be added here: the size check below is the reminder.
-  static_assert(sizeof(State) == 904, "ActionMask::State changed: update bpe_grammar::digest");
+  static_assert(sizeof(State) == 960, "ActionMask::State changed: update bpe_grammar::digest");
   Fnv f;
   f.add(s.phase), f.add(s.format), f.add(s.key), f.add(s.launches), f.add(s.digits);
   f.add(s.value), f.add(s.es), f.add(s.which), f.add(s.frames), f.add(s.nframes), f.add(s.unary);
@@ -190,7 +190,8 @@ std::uint64_t digest(const State& s) {
   f.add(s.no_member), f.add(s.vector_operand), f.add(s.lvalue_groups);
   f.add(s.pointer_sums), f.add(s.address_led), f.add(s.value_args), f.add(s.value_named);
   f.add(s.static_pointer), f.add(s.divisor_due), f.add(s.divisor_groups);
-  f.add(s.static_parens);
+  f.add(s.static_parens), f.add(s.incdec_led), f.add(s.shift_counts), f.add(s.pointer_assigned);
+  f.add(s.floating_sums), f.add(s.valued), f.add(s.function_macros), f.add(s.macro_local);
   return f.h;
 }
 

@@ -117,3 +117,28 @@ TEST_CASE("random episodes steered into builtin calls never meet an empty mask",
   }
   CHECK(calls > 1000);
 }
+
+TEST_CASE("a #define's body names no builtin function", "[env][mask]") {
+  // (NVRTC: "operand types are incompatible (\"__nv_bool\" and \"float (*)(float)\")" of `true <
+  // G` after `#define G expf < 1`: the body names the function uncalled.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "#define G expf < 1\n") == "expf");
+  CHECK(first_refused(head + "#define F(a) sqrtf(a)\n") == "sqrtf");
+  // (Builtins that are values, an #if line's names, a call in code are accepted.)
+  CHECK(first_refused(head + "#define W warpSize\n#define T (threadIdx.x % 32)\n#if M > 1\n#endif\n"
+                             "__device__ float f(float a) { return sqrtf(a) + expf(a); }\n") == "");
+}
+
+TEST_CASE("code names no function-like macro", "[env][mask]") {
+  // (NVRTC: "identifier \"G\" is undefined" of `G x ^= 1;` after `#define G(a) ...`: a
+  // function-like macro's name without its `(` is no macro. The grammar does not make its `(`
+  // due, so code names none.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "#define G(a) (a + 1)\n__device__ void f(int i) { G") == "v1");
+  CHECK(first_refused(head + "#define G(a) (a + 1)\n__device__ void f(int i) { int j = G") == "v1");
+  // (Object-like macros in code, a function-like one named on a line, one #defined again
+  // object-like are accepted.)
+  CHECK(first_refused(head + "#define G 2\n#define H(a) (a + G)\n#define J H(1)\n__device__ void "
+                             "f() { int j = G + J; }\n#undef H\n#define H 3\n__device__ int g() "
+                             "{ return H; }\n") == "");
+}

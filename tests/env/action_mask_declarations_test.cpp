@@ -189,3 +189,43 @@ TEST_CASE("a vector variable takes no operator but `=`", "[env][mask]") {
                              "? 1 : 0; float4 w = v; w = i ? w : v; w.x = 1; float4 a[2]; a[0].y "
                              "= 1; }\n") == "");
 }
+
+TEST_CASE("a qualified type or a vector type at a statement takes no `(`", "[env][mask]") {
+  // (NVRTC: "expected an identifier" of `volatile const size_t(false)`, `volatile const
+  // ulonglong2(M)`: a qualifier makes a declaration, whose parenthesis holds a declarator; "no
+  // suitable constructor exists to convert from \"int\" to \"uint3\"" of `uint3(abs(i))`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "volatile const size_t(false); }\n") == "(");
+  CHECK(first_refused(head + f + "const int(M); }\n") == "(");
+  CHECK(first_refused(head + f + "uint3(abs(i)); }\n") == "(");
+  // (A functional cast at a statement or in an expression, dim3's, a qualified declaration are
+  // accepted.)
+  CHECK(first_refused(head + f +
+                      "size_t(i) + 1; dim3(2); const int j = int(i); volatile int m "
+                      "= 1; }\n") == "");
+}
+
+TEST_CASE("a for statement's condition and step start with no type word", "[env][mask]") {
+  // (NVRTC: "declaration does not declare anything" of `for (unsigned i; long; size_t)`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "for (unsigned j; long; ) {} }\n") == "long");
+  CHECK(first_refused(head + f + "for (; i < 2; size_t) {} }\n") == "size_t");
+  // (A declaration in the first clause, a functional cast inside an expression are accepted.)
+  CHECK(first_refused(head + f + "for (int j = 0; j < int(i); j += size_t(1)) {} }\n") == "");
+}
+
+TEST_CASE("a loop's or an if's one statement is no declaration", "[env][mask]") {
+  // (NVRTC: "identifier \"s\" is undefined" of `for (;;) const short s {}; s - 1;`: the
+  // declaration's scope is the loop's statement alone, which the grammar does not know.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "for (;;) const") == "const");
+  CHECK(first_refused(head + f + "while (i) int") == "int");
+  CHECK(first_refused(head + f + "if (i) unsigned") == "unsigned");
+  // (A block, an expression statement, a declaration after the loop are accepted.)
+  CHECK(first_refused(head + f +
+                      "for (;;) { const short s {}; } while (i) i--; if (i) i = 1; int "
+                      "j = 0; }\n") == "");
+}

@@ -113,16 +113,18 @@ TEST_CASE("a static_cast to a pointer takes no value", "[env][mask]") {
   CHECK(refused_in("int* r = static_cast<int*>(!i);") == "!");
   CHECK(refused_in("int* r = static_cast<int*>(M);") == "M");
   CHECK(refused_in("int* r = static_cast<int*>(-i);") == "-");
-  CHECK(refused_in("int* r = static_cast<int*>(q, i < 1);") == ",");
-  CHECK(refused_in("int* r = static_cast<int*>(q && i);") == "&&");
+  CHECK(refused_in("int* r = static_cast<int*>(0, i < 1);") == ",");
+  CHECK(refused_in("int* r = static_cast<int*>(0 && i);") == "&&");
   CHECK(refused_in("int* r = static_cast<int*>((long*)q);") == "(");
-  CHECK(refused_in("int* r = static_cast<int*>(q < q);") == "<");
-  // (A pointer, the null pointer constant, a cast to a value are accepted.)
-  CHECK(refused_in("int* r = static_cast<int*>(q); r = static_cast<int*>(0); int j = "
-                   "static_cast<int>(!i) + static_cast<long long>(M);") == "");
+  CHECK(refused_in("int* r = static_cast<int*>(0 < 1);") == "<");
+  // (The null pointer constant, a cast to a value are accepted; a pointer, `(q + 1 - i)`, `(i ?
+  // q : r)`, `(r = q)`, which this case accepted, are refused at their first operand since
+  // grammar-compile-15: see "a static_cast to a pointer converts the null pointer constant
+  // alone".)
+  CHECK(refused_in("int* r = static_cast<int*>(0); int j = static_cast<int>(!i) + "
+                   "static_cast<long long>(M);") == "");
   CHECK(refused_in("int j = static_cast<int>(i, 1) + static_cast<int>((i));") == "");
-  CHECK(refused_in("int* r = static_cast<int*>(q + 1 - i); r = static_cast<int*>(i ? q : r); "
-                   "r = static_cast<int*>(r = q); bool b = static_cast<int>(i) < 1;") == "");
+  CHECK(refused_in("bool b = static_cast<int>(i) < 1;") == "");
 }
 
 TEST_CASE("a group after & or a prefix ++ / -- holds no number where a variable may stand",
@@ -182,4 +184,117 @@ TEST_CASE("a group after & over a value is no array", "[env][mask]") {
   CHECK(first_refused(kHead + "__device__ void g() { &(1)[0]; }\n") == "[");
   // (A group over a pointer is subscripted.)
   CHECK(refused_in("int* r = &(q)[0];") == "");
+}
+
+TEST_CASE("a static_cast to a pointer takes no integer's sum", "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `static_cast<double3***>(3 - char())`.)
+  CHECK(refused_in("int* r = static_cast<int*>(0 - 3);") == "-");
+  CHECK(refused_in("int* r = static_cast<int*>(0 + q);") == "+");
+  // (The null pointer constant is accepted.)
+  CHECK(refused_in("int* r = static_cast<int*>(0); r = static_cast<int*>(0u);") == "");
+}
+
+TEST_CASE("a static_cast to a pointer takes no number but the null pointer constant",
+          "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `static_cast<double3***>(3)`, `(0.)`.)
+  CHECK(refused_in("int* r = static_cast<int*>(3);") == "3");
+  CHECK(refused_in("int* r = static_cast<int*>(0.);") == ".");
+  CHECK(refused_in("int* r = static_cast<int*>(0x1);") == "x");
+  // (0 and its suffixed forms are accepted.)
+  CHECK(refused_in("int* r = static_cast<int*>(0); r = static_cast<int*>(0lu);") == "");
+}
+
+TEST_CASE("no cast to a vector type but dim3", "[env][mask]") {
+  // (NVRTC: "no suitable constructor exists to convert from \"double\" to \"float3\"" of
+  // `(float3).8`; CUDA's vector types have no constructor but dim3's.)
+  CHECK(refused_in("float y = (float3).8;") == "float3");
+  CHECK(refused_in("int j = i | (const int4)i;") == "int4");
+  // (A reinterpret_cast to a vector's pointer, a vector variable, dim3 are accepted.)
+  CHECK(refused_in("float4 v = reinterpret_cast<float4*>(a)[0]; const float4* w = "
+                   "reinterpret_cast<const float4*>(a); dim3 d = (dim3)i;") == "");
+}
+
+TEST_CASE("a group after a prefix ++ / -- is subscripted by nothing", "[env][mask]") {
+  // (NVRTC: "expression must be a modifiable lvalue" of `--(p)[i]` with p a pointer to const:
+  // the `--` takes the element, which the group's `)` does not know to be const.)
+  CHECK(refused_in("int j = --(q)[0];") == "[");
+  CHECK(refused_in("int j = 1 + ++(q)[1];") == "[");
+  CHECK(refused_in("--(q)[1];") == "[");
+  // (An element's prefix, a group's element, a group after `&` are accepted.)
+  CHECK(refused_in("int j = --q[0]; int* r = &q[1]; j = (q)[0]; r = &(q)[0]; j = ++(i);") == "");
+}
+
+TEST_CASE("a cast to an integer type takes no pointer", "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `(signed char const)(void***)x`, `(int)p`.)
+  CHECK(refused_in("float y = ceilf((signed char const)(void*)i);") == "*");
+  CHECK(refused_in("int j = (int)q;") == ";");
+  // (An element, an integer, a floating value, a cast to a pointer, a pointer to an integer as
+  // wide as it or to a bool are accepted.)
+  CHECK(refused_in("long j = (long)q[0] + (int)x + (unsigned)i; float* b = (float*)q; j = (int)-i "
+                   "+ (short)(i + 1) + (long)q + (unsigned long long)q + (size_t)q + (bool)q;") ==
+        "");
+}
+
+TEST_CASE("a shift count is no difference and no negation", "[env][mask]") {
+  // (NVRTC: "shift count is negative" of `M >> EMPTY_ROWS - ELL_WIDTH % 9`, `i << -1`.)
+  CHECK(refused_in("int j = M >> N - 1;") == "-");
+  CHECK(refused_in("int j = i << -1;") == "-");
+  CHECK(refused_in("int j = i >> 2 * i - 1;") == "-");
+  CHECK(refused_in("i <<= -1;") == "-");
+  // (A group's difference, a sum, a shift's difference, a comparison after a shift are accepted.)
+  CHECK(refused_in("int j = i >> (31 - i); j = i << 2 + 1; j = (i >> 1) - 1; j = i - 1 >> 2; "
+                   "bool b = i >> 1 < i - 1; j = i << 1 ? -1 : i - 1; j = -i << 1;") == "");
+}
+
+TEST_CASE("a group over an assignment to a pointer is a pointer", "[env][mask]") {
+  // (NVRTC: "operand types are incompatible (\"value_t *\" and \"double\")" of `(p += x)++ > .0`.)
+  CHECK(refused_in("bool b = (q += i)++ > .0;") == ">");
+  CHECK(refused_in("int j = (q = q + 1) * 2;") == "*");
+  // (Its element, its offset, a group over an integer's assignment, a comma's last are accepted.)
+  CHECK(refused_in("int j = (q += 1)[0] + (i = 2) * 2 + (q = q, i) * 2; int* r = (q -= 1) + 1;") ==
+        "");
+}
+
+TEST_CASE("a `*(` group holds a pointer's sum alone", "[env][mask]") {
+  // (NVRTC: "operand of \"*\" must be a pointer but has type \"__nv_bool\"" of `*(p && x)`, "...
+  // has type \"int\"" of `*(p + 1, -true)`.)
+  CHECK(refused_in("float y = *(a && i);") == "&&");
+  CHECK(refused_in("int j = *(q == q);") == "==");
+  CHECK(refused_in("int j = *(q + 1, i);") == ",");
+  // (A pointer's offset, an assignment, `?` / `:`, a reinterpret_cast's operand are accepted.)
+  CHECK(refused_in("int j = *(q + 1) + *(q - i) + *(i + q) + *(q = q + 1) + *(i ? q : q); "
+                   "*reinterpret_cast<float*>(a + 1) = 1;") == "");
+}
+
+TEST_CASE("a floating sum or product takes no integer operator", "[env][mask]") {
+  // (NVRTC: "expression must have integral or unscoped enum type" of `trunc(x) - threadIdx.x >>
+  // 2`: the difference is floating, whatever its last operand.)
+  CHECK(refused_in("int j = truncf(x) - threadIdx.x >> 2;") == ">>");
+  CHECK(refused_in("int j = x * 2 >> 1;") == ">>");
+  CHECK(refused_in("int j = i + x * i & 1;") == "&");
+  CHECK(refused_in("i = 1.5 + i | i;") == "|");
+  // (An integer's sum, a cast of a floating value, a comparison between are accepted.)
+  CHECK(refused_in("int j = i + 1 >> 2; j = (int)x * 2 % 3; j = (int)(x + 1) & 1; j = x + 1 < 2 "
+                   "| i; j = i * 2 ^ i; x = x + i % 2;") == "");
+}
+
+TEST_CASE("a static_cast to a pointer converts the null pointer constant alone", "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `static_cast<double3***>(GEN - blockDim.z)` with GEN a
+  // `const int*`: static_cast converts no pointer to an unrelated pointer type.)
+  CHECK(refused_in("double* d = static_cast<double*>(q);") == "v3");
+  CHECK(refused_in("int* r = static_cast<int*>(&i);") == "&");
+  CHECK(refused_in("int* r = static_cast<int*>(++q);") == "++");
+  CHECK(refused_in("int* r = static_cast<int*>(reinterpret_cast<int*>(a));") == "reinterpret_cast");
+  // (0; a static_cast to a value keeps its operands.)
+  CHECK(refused_in("int* r = static_cast<int*>(0); int j = static_cast<int>(x + i);") == "");
+}
+
+TEST_CASE("a group over a comparison or a logical or bitwise operator is no array", "[env][mask]") {
+  // (NVRTC: "expression must have pointer-to-object type but it has type \"int\"" of `(false /
+  // true > .9)[N]`.)
+  CHECK(refused_in("int j = (i > 1)[q];") == "[");
+  CHECK(refused_in("int j = (i && i)[0];") == "[");
+  CHECK(refused_in("int j = (q[0] << 2)[0];") == "[");
+  // (A pointer's sum, a conditional's pointer, an assignment's, a comma's are accepted.)
+  CHECK(refused_in("int j = (q + 1)[0] + (i < 1 ? q : q)[0] + (i = 2, q)[0] + (q = q)[0];") == "");
 }
