@@ -467,60 +467,47 @@ std::optional<StoredTeacherPairs> stored_sft_pairs(const MeasurementStore& store
                                                    const datasets::Task& task,
                                                    const SftSelection& selection,
                                                    const std::string& device) {
-  const std::string key = datasets::Task{task.uri, task.op, task.dtype, task.k}.str();
+  const std::string key = MeasuredTask{task.uri, task.op, task.dtype, task.k, ""}.task_key();
   const SearchRecord* search = nullptr;
   for (const SearchRecord& s : store.searches()) {
     if (s.task_key() == key && (device.empty() || s.device == device)) search = &s;
   }
   if (search == nullptr) return std::nullopt;
+  // The recorded search as a search result, its candidates' programs standing as their design ids
+  // (one program a design) until the chosen ones are rendered: sft_candidates() chooses.
+  SearchResult recorded;
+  for (const Measurement& m : store.measurements()) {
+    if (m.device != search->device || m.task_key() != key) continue;
+    CandidateResult c;
+    c.program = m.design;
+    c.protocol = m.protocol;
+    c.result.correct = m.correct;
+    c.result.timed = m.usable();
+    c.result.timing.median_us = m.median_us;
+    // The best: its design's measurement under the full protocol where there is one (the search
+    // picks among its finalists' full runs), the one nearest the recorded best time.
+    const auto rank = [&](const CandidateResult& x) {
+      return std::make_pair(x.protocol == "full" ? 0 : 1,
+                            std::abs(x.result.timing.median_us - search->best_us));
+    };
+    if (m.design == search->best_design &&
+        (!recorded.best || rank(c) < rank(recorded.candidates[*recorded.best]))) {
+      recorded.best = recorded.candidates.size();
+    }
+    recorded.candidates.push_back(std::move(c));
+  }
   StoredTeacherPairs out;
   out.device = search->device;
-  std::vector<const Measurement*> measured;
-  for (const Measurement& m : store.measurements()) {
-    if (m.device == out.device && m.task_key() == key) measured.push_back(&m);
-  }
-  // The best: its design's measurement under the full protocol where there is one (the search
-  // picks among its finalists' full runs), the one nearest the recorded best time.
-  const Measurement* best = nullptr;
-  for (const Measurement* m : measured) {
-    if (m->design != search->best_design) continue;
-    const auto rank = [&](const Measurement* x) {
-      return std::make_pair(x->protocol == "full" ? 0 : 1,
-                            std::abs(x->median_us - search->best_us));
-    };
-    if (best == nullptr || rank(m) < rank(best)) best = m;
-  }
-  if (best == nullptr || !best->correct) return out;
-  std::vector<const Measurement*> chosen = {best};
-  if (selection.per_task > 1 && best->usable()) {
-    const double limit_us = best->median_us / selection.within;
-    std::vector<const Measurement*> near;
-    for (const Measurement* m : measured) {
-      if (m->design == best->design || !m->usable() || m->protocol != best->protocol ||
-          m->median_us > limit_us) {
-        continue;
-      }
-      near.push_back(m);
-    }
-    std::stable_sort(near.begin(), near.end(), [](const Measurement* a, const Measurement* b) {
-      return a->median_us < b->median_us;
-    });
-    for (const Measurement* m : near) {
-      if (static_cast<int>(chosen.size()) >= selection.per_task) break;
-      const bool seen = std::any_of(chosen.begin(), chosen.end(),
-                                    [&](const Measurement* c) { return c->design == m->design; });
-      if (!seen) chosen.push_back(m);
-    }
-  }
-  for (const Measurement* m : chosen) {
+  for (std::size_t i : sft_candidates(recorded, selection)) {
+    const std::string& design = recorded.candidates[i].program;
     try {
-      out.programs.push_back(render_program(DesignPoint::parse(task.op, task.dtype, m->design)));
+      out.programs.push_back(render_program(DesignPoint::parse(task.op, task.dtype, design)));
     } catch (const std::invalid_argument& e) {
-      throw MeasurementStoreError(store.path().string() + ": " + key + ": design \"" + m->design +
+      throw MeasurementStoreError(store.path().string() + ": " + key + ": design \"" + design +
                                   "\" is not in this build's design space (" + e.what() + ")");
     }
-    out.designs.push_back(m->design);
-    out.median_us.push_back(m->median_us);
+    out.designs.push_back(design);
+    out.median_us.push_back(recorded.candidates[i].result.timing.median_us);
   }
   return out;
 }
