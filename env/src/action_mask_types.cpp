@@ -193,20 +193,15 @@ bool type_refuses(const Tables& t, const State& s, const TokenInfo& k) {
            (k.cat == Cat::keyword && k.role == role_operand);
   }
   if (!static_pointer_start(s)) return false;
-  // A static_cast to a pointer converts a pointer (or the null pointer constant 0, which the
-  // completion path writes): its operand starts with no sign, `!`, `~`, sizeof, type word,
-  // builtin, prelude constant or true / false (NVRTC: "invalid type conversion" of
-  // `static_cast<double3**>(!x)`, `static_cast<int*>(M)`). Whether a pointer's type converts
-  // is not judged.
-  // Nor a group: a cast in it converts from another pointer type (NVRTC: "invalid type
-  // conversion" of `static_cast<double3*>((void**)p)`; `(q)` goes with it).
-  // Nor any other operand but a number - a variable, `&`, `*`, ++ / --, a cast: static_cast
-  // converts no pointer to an unrelated pointer type (NVRTC: "invalid type conversion" of
-  // `static_cast<double3***>(p - blockDim.z)` with p a `const int*`); the number is the null
-  // pointer constant (Num::start_null). `static_cast<int*>(q)` of an int* q goes with them.
-  return sign || k.role == role_type || k.cat == Cat::builtin || k.cat == Cat::constant ||
-         (k.cat == Cat::keyword && k.role == role_operand) || k.cat == Cat::open_paren ||
-         (k.cat != Cat::num && k.cat != Cat::hash);
+  // A static_cast to a pointer converts here only the null pointer constant: its operand starts
+  // with a number (Num::start_null makes it `0`, which the completion path writes) or a
+  // directive line's `#`, nothing else - no sign, `!`, `~`, sizeof, type word, builtin, prelude
+  // constant or true / false (NVRTC: "invalid type conversion" of `static_cast<double3**>(!x)`,
+  // `static_cast<int*>(M)`), no group (a cast in it converts from another pointer type:
+  // `static_cast<double3*>((void**)p)`), no variable, `&`, `*`, ++ / -- or cast (no pointer to an
+  // unrelated pointer type: `static_cast<double3***>(p - blockDim.z)` with p a `const int*`).
+  // `(q)` and `static_cast<int*>(q)` of an int* q go with them.
+  return k.cat != Cat::num && k.cat != Cat::hash;
 }
 
 // Clears what `mask` allows and type_refuses() refuses (fill()'s pass).
