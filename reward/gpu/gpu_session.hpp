@@ -108,7 +108,12 @@ class GpuSession {
 
   // The request's matrix from the worker's store, with its digest (computed once per load).
   datasets::DigestedMatrix load_matrix(const GpuRequest& request);
+  // The resident format of the request's (digest, format, dtype), its arrays checked unchanged on
+  // the device; null when there is none or it was changed (then dropped).
+  Prepared* resident_format(const GpuRequest& request);
+  // Converts and uploads the request's format of `matrix` (the worker's copy of the request's).
   Prepared& prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix);
+  static std::string prepared_key(const GpuRequest& request);
   ReferenceCsr& reference_csr(const GpuRequest& request, const datasets::SparseMatrix& rounded);
   Baseline& baseline(const GpuRequest& request, const Prepared& prepared);
   // The timed runs, candidate and cuSPARSE alternating, and the final checks: fills r.timing.

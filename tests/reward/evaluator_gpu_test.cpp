@@ -614,6 +614,41 @@ TEST_CASE("the GPU worker checks its matrix's digest on every request", "[reward
   CHECK(run(digest).ok());
 }
 
+TEST_CASE("a format resident for the request's digest answers without the worker's store",
+          "[reward][gpu]") {
+  // The second request on a task finds its format resident under the task's digest and never
+  // asks the worker's store for the matrix (no gpu.load phase): an RL run that cycles through more
+  // matrices than the store holds would otherwise generate each of them again on every visit. A
+  // request naming another digest still misses the resident format and is refused by the load.
+  rw::EvaluatorConfig config = gpu_config();
+  config.gpu_workers = 1;
+  config.gpu_deadline_calibration = false;  // its run would load the matrix before `first`
+  rw::Evaluator ev(config);
+  if (ev.gpu_info().devices.empty()) sparserl::testing::skip("no GPU: " + ev.gpu_info().error);
+  const auto has_phase = [](const rw::EvalResult& r, const std::string& name) {
+    return std::any_of(r.phases.begin(), r.phases.end(),
+                       [&](const rw::PhaseTime& p) { return p.name == name; });
+  };
+  const ds::Task t =
+      task("gen-v1/uniform?nnz_per_row=6&rows=3000&seed=11", ds::Op::spmv, ds::DType::f32);
+  const std::string program = read_bytes(program_path("spmv_csr.cu"));
+  rw::EvaluateOptions options;
+  options.protocol = ev.config().protocol;
+  options.protocol->time = true;
+  const rw::EvalResult first = ev.evaluate(t, program, options);
+  INFO("first: " << describe(first));
+  REQUIRE(first.ok());
+  CHECK(has_phase(first, "gpu.load"));
+  options.protocol->seed = 9;  // another evaluation, not the result cache's answer
+  const rw::EvalResult second = ev.evaluate(t, program, options);
+  INFO("second: " << describe(second));
+  REQUIRE(second.ok());
+  REQUIRE(second.timed);
+  CHECK_FALSE(has_phase(second, "gpu.load"));
+  CHECK(has_phase(second, "gpu.prepare"));
+  CHECK(second.matrix_digest == first.matrix_digest);
+}
+
 TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU memory growth",
           "[reward][gpu]") {
   shared_evaluator();  // skips without a GPU
