@@ -78,10 +78,15 @@ std::string read(const fs::path& p) {
 // The reference programs and every design-space point, in the form the BPE grammar reads.
 std::vector<std::string> corpus_programs() {
   std::vector<std::string> out;
+  // By name: directory order differs between checkouts, and the programs' order moves both the
+  // tokenizer's training (ties between merges) and which programs the sections take.
+  std::vector<fs::path> references;
   for (const auto& e :
        fs::directory_iterator(fs::path(SPARSERL_BENCH_SOURCE_DIR) / "reward" / "programs")) {
-    if (e.path().extension() == ".cu") out.push_back(bpe_program_text(read(e.path())));
+    if (e.path().extension() == ".cu") references.push_back(e.path());
   }
+  std::sort(references.begin(), references.end());
+  for (const fs::path& path : references) out.push_back(bpe_program_text(read(path)));
   for (datasets::Op op : {datasets::Op::spmv, datasets::Op::spmm}) {
     for (datasets::DType dtype : {datasets::DType::f32, datasets::DType::f64}) {
       const kernels::DesignSpace space(op, dtype);
@@ -548,12 +553,25 @@ int main(int argc, char** argv) {
     // Training text: the CUDA corpus (where present) and the corpus programs.
     std::vector<std::string> texts = programs;
     if (fs::is_directory(o.corpus)) {
+      std::vector<fs::path>
+          files;  // by name, as corpus_programs() (the trainer breaks ties by order)
       for (const auto& e : fs::recursive_directory_iterator(o.corpus)) {
-        if (e.is_regular_file()) texts.push_back(read(e.path()));
+        if (e.is_regular_file()) files.push_back(e.path());
       }
+      std::sort(files.begin(), files.end());
+      for (const fs::path& f : files) texts.push_back(read(f));
     }
+    // Without the corpus the small tokenizer is another one (about 1,200 tokens, not 4,096) and
+    // every fill() figure moves with it: said on the line that names the tokenizer, so that two
+    // runs are compared only where they trained the same one (a checkout without ../shared beside
+    // it once made the mask look 60% slower).
+    const std::string corpus_note =
+        texts.size() > programs.size()
+            ? "the CUDA corpus at " + o.corpus.string() + " and the corpus programs"
+            : "the corpus programs alone: no CUDA corpus at " + o.corpus.string() +
+                  " (--corpus DIR)";
     std::printf("1. fill() per step, small tokenizer\n");
-    const auto small = train(o.small, texts, "small (the CUDA corpus and the corpus programs)");
+    const auto small = train(o.small, texts, "small (" + corpus_note + ")");
     if (!o.compile_only) cost_section(small, programs, o);
     if (!o.no_large && !o.compile_only) {
       std::printf("1. fill() per step, Qwen-sized tokenizer\n");
