@@ -198,6 +198,7 @@ RunStatus RunDirectory::run(const std::function<void(const StopSignals& stop)>& 
     const int sig = stop.signal();
     mark(RunStatus::interrupted, sig == SIGINT    ? "stopped by SIGINT"
                                  : sig == SIGTERM ? "stopped by SIGTERM"
+                                 : sig == SIGHUP  ? "stopped by SIGHUP (its terminal went away)"
                                                   : "stop requested");
     return RunStatus::interrupted;
   }

@@ -353,7 +353,7 @@ void add_output_sections(Schema& s) {
        "checkpoints",
        "Checkpoints in the run directory's checkpoints/ folder: step-NNNNNN/ with the policy's "
        "files, stage.json and meta.json. Steps count through the stages (pretrain, then sft, "
-       "then rl). A stop (SIGINT, SIGTERM) and the end of every stage always save one.")
+       "then rl). A stop (SIGINT, SIGTERM, SIGHUP) and the end of every stage always save one.")
       .knobs(checkpoint_knobs().specs());
 
   s.section("report",

@@ -14,6 +14,8 @@ std::atomic<int> g_stop_signal{0};  // the signal number, or -1 for request()
 std::atomic<bool> g_installed{false};
 struct sigaction g_previous_int {};
 struct sigaction g_previous_term {};
+struct sigaction g_previous_hup {};
+bool g_hup_taken = false;  // SIGHUP was not ignored (nohup) when the handlers were installed
 
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler needs a lock-free flag");
 
@@ -44,11 +46,15 @@ StopSignals::StopSignals() {
       SA_RESTART;  // blocking reads and writes resume; the loop checks the flag between steps
   ::sigaction(SIGINT, &sa, &g_previous_int);
   ::sigaction(SIGTERM, &sa, &g_previous_term);
+  ::sigaction(SIGHUP, nullptr, &g_previous_hup);
+  g_hup_taken = g_previous_hup.sa_handler != SIG_IGN;
+  if (g_hup_taken) ::sigaction(SIGHUP, &sa, nullptr);
 }
 
 StopSignals::~StopSignals() {
   ::sigaction(SIGINT, &g_previous_int, nullptr);
   ::sigaction(SIGTERM, &g_previous_term, nullptr);
+  if (g_hup_taken) ::sigaction(SIGHUP, &g_previous_hup, nullptr);
   g_installed.store(false);
 }
 

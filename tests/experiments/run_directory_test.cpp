@@ -1,7 +1,7 @@
 // Run directories: the layout and name, distinct directories for runs started in the same second,
 // run.json's facts and its round trip, the config read back for resume, the outcome of a run
-// (completed, failed), and a child process stopped by a real SIGINT or SIGTERM that leaves run.json
-// saying "interrupted", a readable metrics.jsonl and a checkpoint to resume from.
+// (completed, failed), and a child process stopped by a real SIGINT, SIGTERM or SIGHUP that leaves
+// run.json saying "interrupted", a readable metrics.jsonl and a checkpoint to resume from.
 #include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/experiments/run_directory.hpp"
 
@@ -235,10 +235,12 @@ TEST_CASE("a run that returns is completed, one that throws is failed", "[experi
   CHECK_THROWS_WITH(StopSignals(), has_substring("already installed"));
 }
 
-TEST_CASE("SIGINT or SIGTERM stops a run cleanly and it resumes", "[experiments][run]") {
-  for (const int sig : {SIGINT, SIGTERM}) {
+TEST_CASE("SIGINT, SIGTERM or SIGHUP stops a run cleanly and it resumes", "[experiments][run]") {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
     INFO("signal " << sig);
-    const fs::path out = scratch_dir(sig == SIGINT ? "run_sigint" : "run_sigterm");
+    const fs::path out = scratch_dir(sig == SIGINT    ? "run_sigint"
+                                     : sig == SIGTERM ? "run_sigterm"
+                                                      : "run_sighup");
     const RunDirectory run = RunDirectory::create(config_for(out));
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
@@ -264,7 +266,9 @@ TEST_CASE("SIGINT or SIGTERM stops a run cleanly and it resumes", "[experiments]
 
     const RunInfo info = run.info();
     CHECK(info.status == RunStatus::interrupted);
-    CHECK(info.error == (sig == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM"));
+    CHECK(info.error == (sig == SIGINT    ? "stopped by SIGINT"
+                         : sig == SIGTERM ? "stopped by SIGTERM"
+                                          : "stopped by SIGHUP (its terminal went away)"));
     CHECK_FALSE(info.end_time.empty());
     const MetricsLog log = read_metrics(run.metrics_path());
     CHECK_FALSE(log.truncated_last_line);  // the loop finished its step before stopping
@@ -283,6 +287,39 @@ TEST_CASE("SIGINT or SIGTERM stops a run cleanly and it resumes", "[experiments]
     again.mark_resumed();
     CHECK(again.info().status == RunStatus::running);
   }
+}
+
+TEST_CASE("SIGHUP ignored by nohup stays ignored while a run takes the other stops",
+          "[experiments][run]") {
+  const auto hup_handler = [] {
+    struct sigaction now {};
+    ::sigaction(SIGHUP, nullptr, &now);
+    return now.sa_handler;
+  };
+  struct sigaction before {};
+  ::sigaction(SIGHUP, nullptr, &before);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGHUP, &ignore, nullptr);  // as `nohup` starts a program
+  {
+    StopSignals stop;
+    CHECK(hup_handler() == SIG_IGN);
+    struct sigaction term {};
+    ::sigaction(SIGTERM, nullptr, &term);
+    CHECK(term.sa_handler != SIG_DFL);  // SIGTERM is taken all the same
+  }
+  struct sigaction deflt {};
+  deflt.sa_handler = SIG_DFL;
+  sigemptyset(&deflt.sa_mask);
+  ::sigaction(SIGHUP, &deflt, nullptr);
+  {
+    StopSignals stop;
+    CHECK(hup_handler() != SIG_DFL);  // a terminal's hang-up is a stop
+    CHECK(hup_handler() != SIG_IGN);
+  }
+  CHECK(hup_handler() == SIG_DFL);  // restored
+  ::sigaction(SIGHUP, &before, nullptr);
 }
 
 TEST_CASE("a second signal kills a run that does not stop", "[experiments][run]") {

@@ -138,3 +138,33 @@ TEST_CASE("SIGINT reaches every rank once and the run ends with their status",
   CHECK(read_bytes(dir / "got0") == "int\n");
   CHECK(read_bytes(dir / "got1") == "int\n");
 }
+
+TEST_CASE("a hang-up stops every rank as SIGTERM does", "[tools][launcher]") {
+  require_agents();
+  const fs::path dir = sparserl::testing::scratch_dir("launcher_sighup");
+  std::ostringstream notices;
+  // The terminal or ssh session went away: the ranks, in process groups of their own, get SIGTERM
+  // from the launcher once and stop at their next "step".
+  const std::string file = dir.string() + "/got$RANK";
+  const std::string script = "stop=0; trap 'echo term >> " + file + "; stop=1' TERM; touch " +
+                             dir.string() +
+                             "/up$RANK; while [ $stop = 0 ]; do sleep 0.1; done; exit 143";
+  struct sigaction before {};
+  struct sigaction deflt {};
+  deflt.sa_handler = SIG_DFL;
+  sigemptyset(&deflt.sa_mask);
+  ::sigaction(SIGHUP, &deflt, &before);  // not under nohup, whatever ran the tests
+  const pthread_t launcher = ::pthread_self();
+  std::thread hang_up([&] {
+    for (int i = 0; i < 200 && !(fs::exists(dir / "up0") && fs::exists(dir / "up1")); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::pthread_kill(launcher, SIGHUP);  // taken by the launcher, which blocks it while it runs
+  });
+  const int status = launch_ranks(shell_plan(script, 2, dir, notices));
+  hang_up.join();
+  ::sigaction(SIGHUP, &before, nullptr);
+  CHECK(status == 143);
+  CHECK(read_bytes(dir / "got0") == "term\n");
+  CHECK(read_bytes(dir / "got1") == "term\n");
+}

@@ -235,8 +235,9 @@ std::unique_ptr<env::SparseCudaEnv> make_env(const AgentArgs& a, const agents::A
       std::move(store), std::move(backend));
 }
 
-// Ctrl-C (SIGINT) or SIGTERM ends a stage at the next step boundary with DIR/latest saved, so that
-// the same command resumes from there; the exit status is the shell's for that signal (130, 143).
+// Ctrl-C (SIGINT), SIGTERM or SIGHUP ends a stage at the next step boundary with DIR/latest saved,
+// so that the same command resumes from there; the exit status is the shell's for that signal (130,
+// 143, 129).
 agents::StageHooks stop_hooks(const experiments::StopSignals& stop) {
   agents::StageHooks hooks;
   hooks.stop_requested = [&stop] { return stop.requested(); };
@@ -249,7 +250,10 @@ int print_result(const std::string& stage, const agents::StageResult& result,
             << ", checkpoint " << result.checkpoint.string() << "\n";
   if (!result.stopped) return 0;
   const int sig = stop.signal() != 0 ? stop.signal() : SIGINT;
-  std::cerr << stage << ": stopped by " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+  std::cerr << stage << ": stopped by "
+            << (sig == SIGTERM  ? "SIGTERM"
+                : sig == SIGHUP ? "SIGHUP"
+                                : "SIGINT")
             << "; the same command resumes from the checkpoint\n";
   return 128 + sig;
 }

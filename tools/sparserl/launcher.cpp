@@ -241,6 +241,12 @@ int launch_ranks(const LaunchPlan& plan) {
   sigset_t waited, original;
   sigemptyset(&waited);
   for (int sig : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&waited, sig);
+  // A hang-up (the terminal or ssh session went away) stops the ranks as SIGTERM does, unless the
+  // launcher was started to outlive it (`nohup`: SIGHUP ignored). The ranks, in process groups of
+  // their own, get no hang-up of their own.
+  struct sigaction hup {};
+  ::sigaction(SIGHUP, nullptr, &hup);
+  if (hup.sa_handler != SIG_IGN) sigaddset(&waited, SIGHUP);
   ::sigprocmask(SIG_BLOCK, &waited, &original);
   struct Restore {
     const sigset_t& mask;
@@ -268,10 +274,10 @@ int launch_ranks(const LaunchPlan& plan) {
     siginfo_t info{};
     const timespec tick{0, 200'000'000};
     const int sig = ::sigtimedwait(&waited, &info, &tick);
-    if (sig == SIGINT || sig == SIGTERM) {
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
       stopping = true;
       // Each rank stops at the next step boundary (a second signal: at once).
-      signal_all(ranks, sig);
+      signal_all(ranks, sig == SIGHUP ? SIGTERM : sig);
     }
     for (RankProcess* p : reap(ranks)) {
       if (!failed(p->status, stopping)) continue;
