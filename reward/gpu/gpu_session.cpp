@@ -702,13 +702,11 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
 
   try {
     // --- matrix and format ----------------------------------------------------------------------
-    // A format already resident for the request's digest needs no matrix: it was converted from
-    // the worker's copy after that copy's digest matched this digest, and the device check above
-    // vouches for its arrays since. So a task met again skips the worker's store, which holds 16
-    // matrices where an RL run on the large regime cycles through 40 (a miss generated the matrix
-    // again: 0.2-4.6 s on the worker, every update). Otherwise the matrix is loaded and its digest
-    // - computed once per loaded matrix, a full pass over it (0.11-0.17 s at 8M nonzeros on the CI
-    // machine's CPU) - is compared with the request's.
+    // A format resident for the request's digest needs no matrix: it was converted from a copy
+    // whose digest matched, and the device check vouches for its arrays since - so a task met again
+    // skips the worker's store (16 matrices; a miss generated one again, 0.2-4.6 s at large sizes).
+    // Otherwise the matrix is loaded and its digest (computed once per loaded matrix: 0.11-0.17 s
+    // at 8M nonzeros on the CI machine's CPU) compared with the request's.
     Prepared* prepared = request.matrix_digest.empty() ? nullptr : resident_format(request);
     if (prepared == nullptr) {
       std::shared_ptr<const datasets::SparseMatrix> matrix;
