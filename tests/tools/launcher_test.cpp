@@ -1,8 +1,8 @@
 // The rank launcher of `sparserl train --gpus N` (tools/sparserl/launcher.hpp), with shell scripts
 // for ranks: each rank's environment (the world's variables, NVLink multicast forced off whatever
 // the caller set), a failing rank named with its exit status and the end of its log while the
-// others are stopped, and SIGINT forwarded to every rank exactly once. Needs the learned agents
-// (the multicast variables are theirs).
+// others are stopped, SIGINT forwarded to every rank exactly once and a hang-up as SIGTERM. Needs
+// the learned agents (the multicast variables are theirs).
 #include "launcher.hpp"
 
 #include <pthread.h>
@@ -114,57 +114,52 @@ TEST_CASE(
   CHECK_THAT(notices.str(), has_substring((dir / "logs" / "rank1.log").string()));
 }
 
-TEST_CASE("SIGINT reaches every rank once and the run ends with their status",
-          "[tools][launcher]") {
-  require_agents();
-  const fs::path dir = sparserl::testing::scratch_dir("launcher_sigint");
+namespace {
+
+// Sends `sent` to the launcher once both ranks are up; each rank traps `trapped` (a shell signal
+// name), writes `word` to its file on each one, and stops at its next "step" (a tenth of a second)
+// with `exit_code`. Returns the launcher's status; checks that each rank got it once.
+int stop_two_ranks(const std::string& name, int sent, const std::string& trapped,
+                   const std::string& word, int exit_code) {
+  const fs::path dir = sparserl::testing::scratch_dir(name);
   std::ostringstream notices;
-  // Each rank counts the SIGINTs it gets and stops at its next "step" (a tenth of a second).
   const std::string file = dir.string() + "/got$RANK";
-  const std::string script = "stop=0; trap 'echo int >> " + file + "; stop=1' INT; touch " +
-                             dir.string() +
-                             "/up$RANK; while [ $stop = 0 ]; do sleep 0.1; done; exit 130";
+  const std::string script = "stop=0; trap 'echo " + word + " >> " + file + "; stop=1' " + trapped +
+                             "; touch " + dir.string() +
+                             "/up$RANK; while [ $stop = 0 ]; do sleep 0.1; done; exit " +
+                             std::to_string(exit_code);
   const pthread_t launcher = ::pthread_self();
-  std::thread interrupt([&] {
+  std::thread send([&] {
     for (int i = 0; i < 200 && !(fs::exists(dir / "up0") && fs::exists(dir / "up1")); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    // Taken by the launcher, which blocks SIGINT while it runs.
-    ::pthread_kill(launcher, SIGINT);
+    ::pthread_kill(launcher, sent);  // taken by the launcher, which blocks it while it runs
   });
   const int status = launch_ranks(shell_plan(script, 2, dir, notices));
-  interrupt.join();
-  CHECK(status == 130);
-  CHECK(read_bytes(dir / "got0") == "int\n");
-  CHECK(read_bytes(dir / "got1") == "int\n");
+  send.join();
+  CHECK(read_bytes(dir / "got0") == word + "\n");
+  CHECK(read_bytes(dir / "got1") == word + "\n");
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("SIGINT reaches every rank once and the run ends with their status",
+          "[tools][launcher]") {
+  require_agents();
+  CHECK(stop_two_ranks("launcher_sigint", SIGINT, "INT", "int", 130) == 130);
 }
 
 TEST_CASE("a hang-up stops every rank as SIGTERM does", "[tools][launcher]") {
   require_agents();
-  const fs::path dir = sparserl::testing::scratch_dir("launcher_sighup");
-  std::ostringstream notices;
   // The terminal or ssh session went away: the ranks, in process groups of their own, get SIGTERM
-  // from the launcher once and stop at their next "step".
-  const std::string file = dir.string() + "/got$RANK";
-  const std::string script = "stop=0; trap 'echo term >> " + file + "; stop=1' TERM; touch " +
-                             dir.string() +
-                             "/up$RANK; while [ $stop = 0 ]; do sleep 0.1; done; exit 143";
+  // from the launcher once. SIGHUP at its default first, not ignored as under nohup.
   struct sigaction before {};
   struct sigaction deflt {};
   deflt.sa_handler = SIG_DFL;
   sigemptyset(&deflt.sa_mask);
-  ::sigaction(SIGHUP, &deflt, &before);  // not under nohup, whatever ran the tests
-  const pthread_t launcher = ::pthread_self();
-  std::thread hang_up([&] {
-    for (int i = 0; i < 200 && !(fs::exists(dir / "up0") && fs::exists(dir / "up1")); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ::pthread_kill(launcher, SIGHUP);  // taken by the launcher, which blocks it while it runs
-  });
-  const int status = launch_ranks(shell_plan(script, 2, dir, notices));
-  hang_up.join();
+  ::sigaction(SIGHUP, &deflt, &before);
+  const int status = stop_two_ranks("launcher_sighup", SIGHUP, "TERM", "term", 143);
   ::sigaction(SIGHUP, &before, nullptr);
   CHECK(status == 143);
-  CHECK(read_bytes(dir / "got0") == "term\n");
-  CHECK(read_bytes(dir / "got1") == "term\n");
 }
