@@ -30,7 +30,15 @@ done
 # 2. A fresh host: only the carried files.
 sft=$(cd "$WORK/one" && ls -d spmv-f32/runs/sft-s1/*/)
 mkdir -p "$WORK/two/$sft"
-cp -r "$WORK/one/$sft"/{run.json,policies,sft-pairs.json} "$WORK/two/$sft/"
+cp "$WORK/one/$sft"/{run.json,sft-pairs.json} "$WORK/two/$sft/"
+# The SFT policy without its optimizer state and generator (optimizer.pt is twice the weights: 30 MB
+# of the small preset, over what a device call brings back in one file): the RL rows load its weights.
+mkdir -p "$WORK/two/$sft/policies/sft"
+for f in "$WORK/one/$sft"/policies/sft/*; do
+  case ${f##*/} in optimizer.pt | rng.pt) ;; *) cp "$f" "$WORK/two/$sft/policies/sft/" ;; esac
+done
+[[ -f $WORK/two/$sft/policies/sft/model.pt && ! -f $WORK/two/$sft/policies/sft/optimizer.pt ]] ||
+  fail "the carried SFT policy: $(ls "$WORK/two/$sft/policies/sft")"
 cp -r "$WORK/one/spmv-f32/bench-val" "$WORK/one/spmv-f32/bench-test" "$WORK/two/spmv-f32/"
 study --out "$WORK/two" --only '^spmv-f32/(grpo-s2|reinforce-s1)$' >"$WORK/two.out" 2>"$WORK/two.err" ||
   { tail -30 "$WORK/two.err"; fail "the second session failed"; }
