@@ -36,12 +36,12 @@ function(sparserl_add_test)
     PROPERTIES LABELS ${T_LABEL} SKIP_RETURN_CODE 77 TIMEOUT ${T_TIMEOUT})
 endfunction()
 
-# The tests of one folder: every *_test.cpp in it goes into PREFIX_tests (label cpu), every
-# *_gpu_test.cpp into PREFIX_gpu_tests (label gpu, GPU_TIMEOUT; each case skips itself without a
-# GPU). Both link LIBS, are compiled with DEFINITIONS (where the binaries they run are) and are built
+# The tests of one folder: every *_test.cpp in it goes into PREFIX_tests (label cpu, CPU_TIMEOUT,
+# default 300 s), every *_gpu_test.cpp into PREFIX_gpu_tests (label gpu, GPU_TIMEOUT; each case
+# skips itself without a GPU). Both link LIBS, are compiled with DEFINITIONS (where the binaries they run are) and are built
 # after DEPENDS (those binaries). Files matching the regex EXCLUDE belong to other executables.
 function(sparserl_add_folder_tests)
-  cmake_parse_arguments(F "" "PREFIX;GPU_TIMEOUT;EXCLUDE" "LIBS;DEFINITIONS;DEPENDS" ${ARGN})
+  cmake_parse_arguments(F "" "PREFIX;CPU_TIMEOUT;GPU_TIMEOUT;EXCLUDE" "LIBS;DEFINITIONS;DEPENDS" ${ARGN})
   file(GLOB cpu_sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*_test.cpp")
   file(GLOB gpu_sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*_gpu_test.cpp")
   if(gpu_sources)
@@ -54,13 +54,17 @@ function(sparserl_add_folder_tests)
   if(NOT F_GPU_TIMEOUT)
     set(F_GPU_TIMEOUT 900)
   endif()
+  if(NOT F_CPU_TIMEOUT)
+    set(F_CPU_TIMEOUT 300)
+  endif()
   foreach(kind cpu gpu)
     if(NOT ${kind}_sources)
       continue()
     endif()
     if(kind STREQUAL "cpu")
       set(name ${F_PREFIX}_tests)
-      sparserl_add_test(NAME ${name} LABEL cpu SOURCES ${${kind}_sources} LIBS ${F_LIBS})
+      sparserl_add_test(NAME ${name} LABEL cpu SOURCES ${${kind}_sources} LIBS ${F_LIBS}
+                        TIMEOUT ${F_CPU_TIMEOUT})
     else()
       set(name ${F_PREFIX}_gpu_tests)
       sparserl_add_test(NAME ${name} LABEL gpu SOURCES ${${kind}_sources} LIBS ${F_LIBS}
