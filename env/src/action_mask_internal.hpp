@@ -212,6 +212,9 @@ enum LineCtx : std::uint8_t {
   // or macro may be 64 or more on some matrix, a sign makes it negative: NVRTC "shift count is
   // too large", "shift count is negative").
   line_if_shift,
+  // After threadIdx & co in a #define's body: what follows an operand, `.` too (line_operand takes
+  // no `.`: a number, a constant, true / false or a group is no class where the body is expanded).
+  line_vector,
   kLineContexts
 };
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
