@@ -236,11 +236,14 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       return;
     case role_operator:
       // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
-      // its parenthesised operand.
-      s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start
-              : k.word == w_angle_close && cast_closed             ? ctx_call_args
-              : k.cat == Cat::keyword                              ? ctx_sizeof
-                                                                   : ctx_operand_due;
+      // its parenthesised operand - an lvalue's group for a cast to a reference, as after a C
+      // cast's (NVRTC: "expression must be an lvalue or xvalue" of
+      // `reinterpret_cast<long*&>(__double_as_longlong(x))`).
+      s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done    ? ctx_start
+              : k.word == w_angle_close && cast_closed && reference ? ctx_address
+              : k.word == w_angle_close && cast_closed              ? ctx_call_args
+              : k.cat == Cat::keyword                               ? ctx_sizeof
+                                                                    : ctx_operand_due;
       return;
     default:
       break;
@@ -782,6 +785,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.is_else && !s.else_ok) return false;
   if (!on_line(s) && !floating_allowed(s, k)) return false;
   if (k.role == role_ptr && (reference_ends(s) || void_reference(s, k))) return false;
+  if (block_reference(s, k)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
@@ -898,7 +902,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   for (TokenId id : t.pointer_ids) {
     const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
-    if (pointer_cast_refused(s, k) || void_reference(s, k)) {
+    if (pointer_cast_refused(s, k) || void_reference(s, k) || block_reference(s, k)) {
       mask[static_cast<std::size_t>(id)] = 0;
     }
   }

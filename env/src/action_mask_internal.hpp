@@ -879,6 +879,7 @@ bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
 bool unnamed_declarator(const Tables& t, const State& s);
 bool misplaced_declaration(const State& s, const TokenInfo& k);
+bool block_reference(const State& s, const TokenInfo& k);
 bool vector_cast(const State& s, const TokenInfo& k);
 bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k);
 bool vector_operand_refuses(const State& s, const TokenInfo& k);

@@ -1,8 +1,9 @@
 // The scopes of the syntax mask's code: which names a block holds and when they leave it
 // (known_local_allowed, close_block, advance_scopes), the declarator state a code token leaves
 // (advance_declarator), what may follow a declaration list's `,` (list_declarator_refuses), a
-// declarator's name due (unnamed_declarator) and where no declaration may stand - a for
-// statement's later clauses, a loop's or an if's one statement (misplaced_declaration). Split
+// declarator's name due (unnamed_declarator), where no declaration may stand - a for
+// statement's later clauses, a loop's or an if's one statement (misplaced_declaration) - and
+// which reference a block may declare (block_reference: a const value's alone). Split
 // from action_mask_code.cpp, whose code-token rules call these.
 //
 // A name used in code must be in scope, and a block must not declare a name twice (the two
@@ -163,6 +164,21 @@ bool misplaced_declaration(const State& s, const TokenInfo& k) {
   const std::uint8_t open = innermost(s);
   return k.role == role_type && s.ctx == ctx_start &&
          (open == kForParen + 1 || open == kForParen + 2);
+}
+
+// A declaration's `&` in a block or a for statement's first clause, but a const value's (`const
+// int& r`, which binds any value of its type): a reference to a variable or to a pointer binds an
+// lvalue of its type alone, which the grammar does not know, and needs one (NVRTC: "reference
+// variable \"r\" requires an initializer" of `void *&r;`, "initial value of reference to
+// non-const must be an lvalue" of `int& r = 1;`). `int& c = b;` goes with them; parameters, casts
+// and the corpus declare none. The completion path writes no `&`.
+bool block_reference(const State& s, const TokenInfo& k) {
+  if (k.role != role_ptr || k.cat == Cat::star || on_line(s) || s.top != Top::body ||
+      s.decl != Decl::none || (s.ctx != ctx_type && s.ctx != ctx_ptr && s.ctx != ctx_qual)) {
+    return false;
+  }
+  const std::uint8_t open = innermost(s);
+  return (open == '{' || open == kForParen) && (!s.decl_const || s.starred);
 }
 
 }  // namespace sparserl::env::detail

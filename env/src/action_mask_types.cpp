@@ -225,7 +225,12 @@ void refuse_ill_typed(const Tables& t, const State& s, std::span<std::uint8_t> m
 // path writes instead may be a long name (the BPE budget's kLvalueNameBytes). Not judged on a
 // preprocessor line but counted through it, as the code's context stays.
 bool lvalue_variable_due(const Tables& t, const State& s) {
-  if (s.ctx != ctx_address && !in_cast_reference(s) && !lvalue_group_start(s)) return false;
+  // (A cast keyword's angle after its type's `&`: its operand will be an lvalue's group too.)
+  const bool angle_reference = s.reference && s.depth > 0 && innermost(s) == kCastAngle &&
+                               (s.ctx == ctx_ptr || s.ctx == ctx_qual);
+  if (s.ctx != ctx_address && !in_cast_reference(s) && !angle_reference && !lvalue_group_start(s)) {
+    return false;
+  }
   for (int i = 0; i < lvalue_candidates_end(t, s); ++i) {
     if (lvalue_candidate(s, i)) return true;
   }

@@ -78,8 +78,9 @@ TEST_CASE("no pointer or reference to a reference", "[env][mask]") {
   CHECK(first_refused(head + "__device__ void f(int& const * a) { }\n") == "*");
   CHECK(first_refused(head + "__device__ long& * f() { return 0; }\n") == "*");
   // A reference to a pointer is one; `&` after an operand an operator.
-  CHECK(first_refused(head + "__device__ int f(const int*& p, int& b) { int& c = b; return c & "
-                             "*p & 1; }\n") == "");
+  CHECK(first_refused(head +
+                      "__device__ int f(const int*& p, int& b) { const int& c = b; return c & "
+                      "*p & 1; }\n") == "");
 }
 
 TEST_CASE("a function's parameters have distinct names", "[env][mask]") {
@@ -228,4 +229,22 @@ TEST_CASE("a loop's or an if's one statement is no declaration", "[env][mask]") 
   CHECK(first_refused(head + f +
                       "for (;;) { const short s {}; } while (i) i--; if (i) i = 1; int "
                       "j = 0; }\n") == "");
+}
+
+TEST_CASE("a block declares no reference but to a const value", "[env][mask]") {
+  // (NVRTC: "reference variable \"r\" requires an initializer" of `void *&r;`; a reference to a
+  // variable or a pointer binds an lvalue of its type alone - "initial value of reference to
+  // non-const must be an lvalue" of `int& r = 1;` - which the grammar does not know.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "void *&r; }\n") == "&");
+  CHECK(first_refused(head + f + "int& r = i; }\n") == "&");
+  CHECK(first_refused(head + f + "const int *&p = 0; }\n") == "&");
+  CHECK(first_refused(head + f + "for (long &j = i;;) {} }\n") == "&");
+  // (A const value's reference, a parameter's, a reference cast, a unary or binary `&` are
+  // accepted.)
+  CHECK(first_refused(head + "__device__ void f(int& i, const int*& p) { const int& r = i; }\n") ==
+        "");
+  CHECK(first_refused(head + f + "const int& s = 1; }\n") == "");
+  CHECK(first_refused(head + f + "int j = (int&)i & 1; const int* q = &i; }\n") == "");
 }

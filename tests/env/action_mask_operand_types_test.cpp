@@ -298,3 +298,14 @@ TEST_CASE("a group over a comparison or a logical or bitwise operator is no arra
   // (A pointer's sum, a conditional's pointer, an assignment's, a comma's are accepted.)
   CHECK(refused_in("int j = (q + 1)[0] + (i < 1 ? q : q)[0] + (i = 2, q)[0] + (q = q)[0];") == "");
 }
+
+TEST_CASE("a cast keyword's cast to a reference takes an lvalue's group", "[env][mask]") {
+  // (NVRTC: "expression must be an lvalue or xvalue" of
+  // `reinterpret_cast<long*&>(__double_as_longlong(x))`, as of a C cast's `(int&)1`.)
+  CHECK(refused_in("reinterpret_cast<float&>(sqrtf(x));") == "sqrtf");
+  CHECK(refused_in("reinterpret_cast<int&>(i + 1);") == "+");
+  CHECK(refused_in("reinterpret_cast<int&>(1);") == "<num>");
+  // (A variable, an element, a pointer cast's value are accepted.)
+  CHECK(refused_in("reinterpret_cast<float&>(x) = 1; const float& y = reinterpret_cast<const "
+                   "float&>(a[0]); int* r = reinterpret_cast<int*>(a + 1);") == "");
+}
