@@ -393,6 +393,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   }
   const std::uint8_t open = innermost(s);
   if ((k.cat == Cat::semi || k.cat == Cat::comma) && const_uninitialized(s)) return false;
+  if (k.cat == Cat::close_paren && void_cast_due(s)) return false;
   if ((k.cat == Cat::semi || k.cat == Cat::comma) && untyped_qualifiers(s)) return false;
   // No bracket open before the innermost #if closes inside its group.
   const bool pops = k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
@@ -786,6 +787,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (!on_line(s) && !floating_allowed(s, k)) return false;
   if (k.role == role_ptr && (reference_ends(s) || void_reference(s, k))) return false;
   if (block_reference(s, k)) return false;
+  if (reinterpret_type_refused(s, k)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
@@ -928,6 +930,13 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   if (deref_group_start(s)) {
     for (TokenId id : t.type_ids) mask[static_cast<std::size_t>(id)] = 0;
+  }
+  if (s.reinterpret_angle && innermost(s) == kCastAngle && !on_line(s)) {
+    for (TokenId id : t.type_ids) {
+      if (reinterpret_type_refused(s, t.info[static_cast<std::size_t>(id)])) {
+        mask[static_cast<std::size_t>(id)] = 0;
+      }
+    }
   }
   if (value_result_after(s)) {
     for (TokenId id : t.arrow_ids) mask[static_cast<std::size_t>(id)] = 0;

@@ -115,6 +115,16 @@ inline bool const_uninitialized(const State& s) {
 }
 constexpr int kConstInitializer = 3;
 
+// In a C cast's parenthesis right after `void` (and qualifiers): `*` comes before its `)` - a
+// `(void)` cast's value is none, which no operator takes and no operand is (NVRTC: "expression
+// must have arithmetic, unscoped enum, or pointer type but has type \"void\"" of `(void const)E <
+// 1`, "... arithmetic ..." of `x / (void)int{}`). `(void)x;` goes with it (the corpus has none);
+// the completion path writes the `*`, also through a preprocessor line.
+inline bool void_cast_due(const State& s) {
+  return s.depth > 0 && innermost(s) == kCastParen && s.void_type && !s.starred &&
+         (s.ctx == ctx_type || s.ctx == ctx_qual);
+}
+
 // After a block's qualifiers with no type yet (`__shared__`, `extern __shared__`, `const
 // volatile`): a type word (or a macro, or more qualifiers) comes before the name, `;` or `,`
 // (NVRTC: "attribute \"__shared__\" does not apply here" of `__shared__;`, "a storage class may

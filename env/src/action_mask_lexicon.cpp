@@ -309,6 +309,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.equality = t.cls == TokenClass::punct && (t.text == "==" || t.text == "!=");
   k.is_return = t.cls == TokenClass::keyword && t.text == "return";
   k.is_false = t.cls == TokenClass::keyword && t.text == "false";
+  k.boolean = t.cls == TokenClass::keyword && t.text == "bool";
   // Builtins whose result is floating whatever their arguments (not __ldg, __shfl_sync, atomicAdd).
   const bool floating_builtin = t.cls == TokenClass::builtin && listed(kFloatingResults, t.text) &&
                                 t.text.rfind("__ld", 0) != 0 && t.text.rfind("__shfl", 0) != 0 &&

@@ -359,7 +359,8 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
 }
 
 // The cast rules the code-token rules ask (passes(), closes_innermost(), min_completion): a
-// reinterpret_cast to a value, a floating call's lone pointer argument, a C cast to a vector type.
+// reinterpret_cast to a value (or to bool), a floating call's lone pointer argument, a C cast to
+// a vector type.
 
 // In reinterpret_cast's angle, right after a floating or vector type word: no `>` yet (NVRTC:
 // "invalid type conversion" of `reinterpret_cast<float>(b)`; no such type is a reinterpret_cast's
@@ -369,6 +370,16 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
 bool reinterpret_to_value(const State& s) {
   return innermost(s) == kCastAngle && s.reinterpret_angle && s.ctx == ctx_type &&
          (s.last_type == type_floating || s.last_type == type_vector);
+}
+
+// In reinterpret_cast's angle no bool (no pointer converts to it, nor anything else but a bool;
+// NVRTC: "invalid type conversion" of `reinterpret_cast<bool volatile>(__cosf(x))`), and no
+// qualifier where reinterpret_to_value() holds: `*` must come, and none may after a qualifier
+// there (`reinterpret_cast<float const>(i)`). `reinterpret_cast<bool*>(p)` goes with them. The
+// completion path writes neither.
+bool reinterpret_type_refused(const State& s, const TokenInfo& k) {
+  if (on_line(s) || !s.reinterpret_angle || innermost(s) != kCastAngle) return false;
+  return k.boolean || (k.role == role_qual && reinterpret_to_value(s));
 }
 
 // A floating functional cast's or builtin's first argument that is a pointer variable alone

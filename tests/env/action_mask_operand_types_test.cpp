@@ -299,6 +299,21 @@ TEST_CASE("a group over a comparison or a logical or bitwise operator is no arra
   CHECK(refused_in("int j = (q + 1)[0] + (i < 1 ? q : q)[0] + (i = 2, q)[0] + (q = q)[0];") == "");
 }
 
+TEST_CASE("a reinterpret_cast is to no bool, nor to a qualified floating or vector value",
+          "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `reinterpret_cast<bool volatile>(__cosf(x))`,
+  // `reinterpret_cast<float const>(i)`: no such type is a reinterpret_cast's result but a
+  // pointer's or a reference's, bool not even from a pointer. `reinterpret_cast<bool*>(p)` goes
+  // with them.)
+  CHECK(refused_in("reinterpret_cast<bool volatile>(x);") == "bool");
+  CHECK(refused_in("reinterpret_cast<const bool>(i);") == "bool");
+  CHECK(refused_in("reinterpret_cast<float const>(i);") == "const");
+  CHECK(refused_in("reinterpret_cast<float4 volatile>(i);") == "volatile");
+  // (Casts to pointers, to an integer, to a qualified pointer type are accepted.)
+  CHECK(refused_in("float4* v = reinterpret_cast<float4*>(a); long l = reinterpret_cast<long>(q);"
+                   " const float* b = reinterpret_cast<const float*>(q); bool c = (bool)i;") == "");
+}
+
 TEST_CASE("a cast keyword's cast to a reference takes an lvalue's group", "[env][mask]") {
   // (NVRTC: "expression must be an lvalue or xvalue" of
   // `reinterpret_cast<long*&>(__double_as_longlong(x))`, as of a C cast's `(int&)1`.)
@@ -308,4 +323,16 @@ TEST_CASE("a cast keyword's cast to a reference takes an lvalue's group", "[env]
   // (A variable, an element, a pointer cast's value are accepted.)
   CHECK(refused_in("reinterpret_cast<float&>(x) = 1; const float& y = reinterpret_cast<const "
                    "float&>(a[0]); int* r = reinterpret_cast<int*>(a + 1);") == "");
+}
+
+TEST_CASE("a C cast to void is to a pointer", "[env][mask]") {
+  // (NVRTC: "expression must have arithmetic or unscoped enum type" of `1 / (void)i`,
+  // "... arithmetic, unscoped enum, or pointer type but has type \"void\"" of `(void const)i < 1`:
+  // a void cast's value is none. `(void)i;` goes with them.)
+  CHECK(refused_in("int j = 1 / (void)i;") == ")");
+  CHECK(refused_in("bool b = (void const)i < 1;") == ")");
+  CHECK(refused_in("(void)i;") == ")");
+  // (Casts to void pointers, sizeof's void pointer are accepted.)
+  CHECK(refused_in("void* v = (void*)a; const void* w = (const void*)q; long s = sizeof(void*);") ==
+        "");
 }
