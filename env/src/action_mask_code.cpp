@@ -142,6 +142,17 @@ Ctx after_variable(const State& s, int local) {
   return constant ? ctx_const_element : ctx_operand;
 }
 
+// Inside a declaration list's initializer, the token's brackets moved: deeper than the list in a
+// bracket that is no block or parameter list, or back at its depth after closing one (`const int
+// a{f(1)}, b;`: `b` is const and owes an initializer, NVRTC "const variable \"b\" requires an
+// initializer"). A `const` there is a cast's.
+bool in_declarator_list(const State& s, std::uint8_t closed = 0) {
+  if (s.list_depth < 0 || s.depth < s.list_depth) return false;
+  const std::uint8_t first =
+      s.depth > s.list_depth ? s.stack[static_cast<std::size_t>(s.list_depth)] : closed;
+  return first != 0 && first != '{' && first != kParamParen;
+}
+
 void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
   const bool reference = s.reference;  // (the type's last `*` / `&` was `&`)
@@ -179,7 +190,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       }
       if (!in_type) s.run = 0;
       s.specifiers |= k.specifier;
-      if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
+      if (k.word == w_const && s.ctx != ctx_ptr && !in_declarator_list(s)) s.decl_const = true;
       if (k.word == w_extern) s.decl_extern = true;
       if (k.shared) s.decl_shared = true;
       if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
@@ -198,13 +209,17 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
                                                                                  : ctx_cast_type;
       return;
     case role_start:
-      // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls.
+      // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls;
+      // its constness and type through its initializers' brackets too (in_declarator_list).
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
-        s.decl_const = false;
+        const bool closer = k.cat == Cat::close_paren || k.cat == Cat::close_brace;
+        if (!in_declarator_list(s, closer ? taken.closing : 0)) {
+          s.decl_const = false;
+          s.decl_type = type_unknown;
+        }
         s.decl_extern = false;
         s.decl_shared = false;
         s.decl_constructed = false;
-        s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
       // A cast to a reference takes an lvalue: a variable or `(` (NVRTC: "expression must be an

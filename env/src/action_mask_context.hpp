@@ -115,6 +115,16 @@ inline bool const_uninitialized(const State& s) {
 }
 constexpr int kConstInitializer = 3;
 
+// Right after a const declaration list's `,` in a block or a for statement's first clause, a new
+// name left: list_declarator_refuses makes a name due there, which then owes an initializer -
+// the completion path writes `NAME = <num> 0`, two tokens more than the operand counted (the
+// count holds through a preprocessor line: neither State::last nor the line is looked at).
+inline bool const_declarator_due(const State& s, int locals) {
+  return s.ctx == ctx_operand_due && s.decl_const && s.declarator == kTypeDeclarator &&
+         s.list_depth == static_cast<int>(s.depth) && s.top == Top::body && s.decl == Decl::none &&
+         (innermost(s) == '{' || innermost(s) == kForParen) && s.locals_used < locals;
+}
+
 // In a C cast's parenthesis right after `void` (and qualifiers): `*` comes before its `)` - a
 // `(void)` cast's value is none, which no operator takes and no operand is (NVRTC: "expression
 // must have arithmetic, unscoped enum, or pointer type but has type \"void\"" of `(void const)E <

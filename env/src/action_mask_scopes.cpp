@@ -113,11 +113,11 @@ void advance_declarator(State& s, const TokenInfo& k) {
 // Right after a declaration list's `,` in a block or a for statement's first clause (`int a = 1,
 // `): a declarator comes - a name, `*`, `&` or a preprocessor line; no number, constant or other
 // operand (NVRTC: "expected an identifier" of `int a = 1, 5;`, `, M;`). The completion path
-// writes the name. Left alone in a const declaration (its name would owe an initializer) and
-// where no new name is left.
+// writes the name; in a const declaration, whose name would owe an initializer, `*` and the name
+// (`const bool* p{}, M;`: "expected an identifier"). Left alone where no new name is left.
 bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.ctx != ctx_operand_due || s.declarator != kTypeDeclarator || on_line(s) ||
-      s.list_depth != static_cast<int>(s.depth) || !new_local_allowed(s) || s.decl_const ||
+      s.list_depth != static_cast<int>(s.depth) || !new_local_allowed(s) ||
       s.locals_used >= t.locals) {
     return false;
   }

@@ -248,3 +248,28 @@ TEST_CASE("a block declares no reference but to a const value", "[env][mask]") {
   CHECK(first_refused(head + f + "const int& s = 1; }\n") == "");
   CHECK(first_refused(head + f + "int j = (int&)i & 1; const int* q = &i; }\n") == "");
 }
+
+TEST_CASE("a const declaration's list stays const through its initializers' brackets",
+          "[env][mask]") {
+  // (NVRTC: "const variable \"b\" requires an initializer" of `const uint2 a{f(1)}, b;`: a `(`, a
+  // `{` or its `}` in the first initializer no longer end the declaration's constness.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "const int a{1}, b; }\n") == ";");
+  CHECK(first_refused(head + f + "const int a = (i), b; }\n") == ";");
+  CHECK(first_refused(head + f + "const uint2 a{(unsigned)i, 2}, b, c; }\n") == ",");
+  // (Their initializers, a cast's const in another declaration's initializer are accepted.)
+  CHECK(first_refused(head + f + "const int a{1}, b = (i); int c = (const int)i, d; d = 1; }\n") ==
+        "");
+}
+
+TEST_CASE("a const declaration list's comma takes a declarator", "[env][mask]") {
+  // (NVRTC: "expected an identifier" of `const bool* q{}, M;`; the completion path writes the
+  // name and its initializer.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "const int* q{}, M; }\n") == "M");
+  CHECK(first_refused(head + f + "const int a = 1, 5; }\n") == "<num>");
+  CHECK(first_refused(head + f + "const int a = 1, b = 2; for (const int c = 0, d = 1;;) {} }\n") ==
+        "");
+}

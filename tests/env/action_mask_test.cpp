@@ -436,6 +436,10 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   take(id(","));
   CHECK(mask.allows(v.local(2)));
   take(v.local(2));
+  CHECK_FALSE(mask.allows(id(";")));  // v2 is a const int: it takes an initializer
+  take(id("="));
+  take(v.num());
+  take(v.id(TokenClass::digit, "0"));
   take(id(";"));
   CHECK_FALSE(mask.allows(v.local(3)));
   // `for (value_t v3 = 0, v4 ...`: a list inside parentheses.
