@@ -803,6 +803,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.role == role_ptr && (reference_ends(s) || void_reference(s, k))) return false;
   if (block_reference(s, k)) return false;
   if (reinterpret_type_refused(s, k)) return false;
+  if (pointer_init_refuses(s, k)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
@@ -856,6 +857,10 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
   const bool lvalue_open = s.pp == Pp::none && k.cat == Cat::open_paren && s.ctx == ctx_address;
   const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
+  const bool pointer_init = s.pointer_init;
+  const bool inits_pointer = (k.plain_assign || k.cat == Cat::open_brace) &&
+                             s.ctx == ctx_declared && s.top == Top::body &&
+                             local_bit(s.pointers, s.last_declared);
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
     set_local_bit(s.pointers, s.last_declared, true);  // an array
   }
@@ -885,6 +890,9 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.bound_opened = bound_open;
     s.lvalue_groups &= level - 1u;
     if (lvalue_open) s.lvalue_groups |= level >> 1u;
+    // A pointer's initializer starts with the null pointer constant where with a number.
+    s.pointer_init = inits_pointer;
+    if (pointer_init && k.cat == Cat::num) s.num = Num::start_null;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
@@ -1000,6 +1008,9 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     refuse_where(t, mask, [&](const TokenInfo& k) {
       return list_declarator_refuses(t, s, k) || vector_operand_refuses(s, k);
     });
+  }
+  if (s.pointer_init && !on_line(s)) {
+    refuse_where(t, mask, [&](const TokenInfo& k) { return pointer_init_refuses(s, k); });
   }
   refuse_ill_typed(t, s, mask);
 }

@@ -721,6 +721,8 @@ struct ActionMask::State {
   std::uint64_t pointer_sums = 0, address_led = 0, value_args = 0;
   bool value_named = false;
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
+  // A block's pointer declarator's `=` or `{` was just read (see pointer_init_refuses).
+  bool pointer_init = false;
   // A divisor is due (after a binary `/` or `%`, a sign or `(` after it); per code stack index, a
   // group opened where one was.
   bool divisor_due = false;
@@ -886,6 +888,7 @@ bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k
 bool vector_operand_refuses(const State& s, const TokenInfo& k);
 bool reinterpret_to_value(const State& s);
 bool reinterpret_type_refused(const State& s, const TokenInfo& k);
+bool pointer_init_refuses(const State& s, const TokenInfo& k);
 bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);
 bool rvalue_assignment(const State& s, const TokenInfo& k);

@@ -382,6 +382,20 @@ bool reinterpret_type_refused(const State& s, const TokenInfo& k) {
   return k.boolean || (k.role == role_qual && reinterpret_to_value(s));
 }
 
+// Right after a block's pointer declarator's `=` or `{` (State::pointer_init): what starts no
+// pointer - a number but `0` (Num::start_null, which the completion path writes), a prelude
+// constant, a builtin (none gives a pointer), true / false, a literal, a type word (a functional
+// cast's value), a sign, `!`, `~` or sizeof (NVRTC: "a value of type \"int\" cannot be used to
+// initialize an entity of type \"void **\"" of `void **q {K};`). `int* q = 1 + p;` goes with them;
+// a variable, `&`, `*`, a group and a cast keyword start one.
+bool pointer_init_refuses(const State& s, const TokenInfo& k) {
+  if (!s.pointer_init || on_line(s)) return false;
+  const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
+  return k.cat == Cat::constant || k.cat == Cat::builtin || k.cat == Cat::literal ||
+         (k.cat == Cat::keyword && k.role == role_operand) || k.role == role_type ||
+         k.role == role_qual || sign || k.type_prefix;
+}
+
 // A floating functional cast's or builtin's first argument that is a pointer variable alone
 // (`value_t(p`, `sqrtf(p`: no binary operator at its depth): it takes `[` or `->` before its `)`
 // or `,` (NVRTC: "invalid type conversion" of `double(p)`, "argument of type \"float *\" is

@@ -263,6 +263,23 @@ TEST_CASE("a const declaration's list stays const through its initializers' brac
         "");
 }
 
+TEST_CASE("a block's pointer starts its initializer with what may be a pointer", "[env][mask]") {
+  // (NVRTC: "a value of type \"int\" cannot be used to initialize an entity of type \"void **\""
+  // of `void **q {K};`, `int* q = 5;`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i, const int* p) { ";
+  CHECK(first_refused(head + f + "void **q{K}; }\n") == "K");
+  CHECK(first_refused(head + f + "int *q = 5; }\n") == "5");
+  CHECK(first_refused(head + f + "const int* q = true; }\n") == "true");
+  CHECK(first_refused(head + f + "const int* q{-p}; }\n") == "-");
+  CHECK(first_refused(head + f + "const int* q = int(i); }\n") == "int");
+  // (The null pointer, a pointer's sum, an address, casts are accepted.)
+  CHECK(first_refused(head + f +
+                      "const int* q = 0; const int* r{p}; const int* s = p - 1; "
+                      "const int* t{}; const int* u = &i; int* w = (int*)p + i; const "
+                      "int* z = reinterpret_cast<const int*>(p) + 1; }\n") == "");
+}
+
 TEST_CASE("a const declaration list's comma takes a declarator", "[env][mask]") {
   // (NVRTC: "expected an identifier" of `const bool* q{}, M;`; the completion path writes the
   // name and its initializer.)
