@@ -803,6 +803,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.role == role_ptr && (reference_ends(s) || void_reference(s, k))) return false;
   if (block_reference(s, k)) return false;
   if (reinterpret_type_refused(s, k)) return false;
+  if (vector_value_refused(s, k)) return false;
   if (pointer_init_refuses(s, k)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
@@ -958,6 +959,17 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
     for (TokenId id : t.type_ids) {
       if (reinterpret_type_refused(s, t.info[static_cast<std::size_t>(id)])) {
         mask[static_cast<std::size_t>(id)] = 0;
+      }
+    }
+  }
+  const bool scalar_due = s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due ||
+                          s.offset_due || s.ctx == ctx_args;
+  if ((scalar_due || (s.ctx == ctx_operand_due && s.decl_type == type_vector)) && !on_line(s)) {
+    for (const auto* ids : {&t.builtin_ids, &t.type_ids}) {
+      for (TokenId id : *ids) {
+        if (vector_value_refused(s, t.info[static_cast<std::size_t>(id)])) {
+          mask[static_cast<std::size_t>(id)] = 0;
+        }
       }
     }
   }

@@ -307,6 +307,7 @@ struct TokenInfo {
   bool is_return = false;   // return
   bool is_false = false;    // false: no divisor (action_mask_types.cpp)
   bool boolean = false;     // bool: no reinterpret_cast's type (action_mask_types.cpp)
+  bool vector_result = false;  // make_*: a CUDA vector's value (action_mask_types.cpp)
   bool equality = false;    // == !=
   bool arithmetic_operator = false;
   bool floating_value = false;
@@ -888,6 +889,7 @@ bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k
 bool vector_operand_refuses(const State& s, const TokenInfo& k);
 bool reinterpret_to_value(const State& s);
 bool reinterpret_type_refused(const State& s, const TokenInfo& k);
+bool vector_value_refused(const State& s, const TokenInfo& k);
 bool pointer_init_refuses(const State& s, const TokenInfo& k);
 bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);

@@ -463,6 +463,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     // condition's `)`, else).
     k.void_result = listed(kVoidBuiltins, w);
     if (k.void_result) k.follows = kStart | kParen;
+    k.vector_result = w.rfind("make_", 0) == 0;
   } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
              k.cat == Cat::constant || k.cat == Cat::builtin || (punct && w == "]") ||
              (keyword && (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {

@@ -382,6 +382,29 @@ bool reinterpret_type_refused(const State& s, const TokenInfo& k) {
   return k.boolean || (k.role == role_qual && reinterpret_to_value(s));
 }
 
+// A CUDA vector's value where a scalar is due (NVRTC: "no suitable conversion function from
+// \"uint2\" to \"ptrdiff_t\"" of `ptrdiff_t(make_uint2(...))`; "no suitable constructor exists to
+// convert from \"value_t\" to \"uint4\"" of `uint4 v = value_t();`): a make_* builtin (the vector
+// results the grammar names) where a value, an integer, a floating value, a pointer cast's operand
+// or a pointer's offset is due (`2 * make_int2(`), or as a builtin's or a functional cast's first
+// argument (a vector type's functional cast is refused already); and a functional cast to a type
+// that is no vector at the top of a vector variable's initializer (`float4 v = float(x)`; dim3,
+// which converts from an integer, and pointers aside). `uint4 v = int(x) ? a : b;` goes with it;
+// the number the completion path writes there is left alone (`uint4 v = 0;` stays possible).
+bool vector_value_refused(const State& s, const TokenInfo& k) {
+  if (on_line(s)) return false;
+  if (k.vector_result) {
+    if (s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due || s.offset_due) {
+      return true;
+    }
+    return s.ctx == ctx_args && s.depth > 0 && innermost(s) == kCallParen &&
+           bit(s.value_calls, s.depth - 1);
+  }
+  return k.role == role_type && k.type_cat != type_vector && s.decl_type == type_vector &&
+         !s.decl_constructed && s.ctx == ctx_operand_due && s.top == Top::body &&
+         s.list_depth == static_cast<int>(s.depth) && !local_bit(s.pointers, s.last_declared);
+}
+
 // Right after a block's pointer declarator's `=` or `{` (State::pointer_init): what starts no
 // pointer - a number but `0` (Num::start_null, which the completion path writes), a prelude
 // constant, a builtin (none gives a pointer), true / false, a literal, a type word (a functional

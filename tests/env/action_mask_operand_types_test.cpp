@@ -314,6 +314,23 @@ TEST_CASE("a reinterpret_cast is to no bool, nor to a qualified floating or vect
                    " const float* b = reinterpret_cast<const float*>(q); bool c = (bool)i;") == "");
 }
 
+TEST_CASE("a vector's value stands where a vector is due alone", "[env][mask]") {
+  // (NVRTC: "no suitable conversion function from \"uint2\" to \"ptrdiff_t\"" of
+  // `ptrdiff_t(make_uint2(1, 2))`; "no suitable constructor exists to convert from \"value_t\" to
+  // \"uint4\"" of `uint4 v = value_t();`.)
+  CHECK(refused_in("long l = ptrdiff_t(make_uint2(1, 2));") == "make_uint2");
+  CHECK(refused_in("float y = sqrtf(make_float2(1, 2));") == "make_float2");
+  CHECK(refused_in("int j = 2 * make_int2(1, 2);") == "make_int2");
+  CHECK(refused_in("uint4 v = value_t();") == "value_t");
+  CHECK(refused_in("float2 v = make_float2(1, 2), w = int(i);") == "int");
+  // (A vector's initializer, a scalar's functional cast elsewhere, dim3's and a vector pointer's
+  // initializers are accepted.)
+  CHECK(refused_in(
+            "float4 v = make_float4(1, 2, 3, 4), w = v; int2 u = make_int2(int(x), i); "
+            "dim3 d = int(2); float4* p = reinterpret_cast<float4*>(a); uint2 e; e = make_uint2(1, "
+            "2);") == "");
+}
+
 TEST_CASE("a cast keyword's cast to a reference takes an lvalue's group", "[env][mask]") {
   // (NVRTC: "expression must be an lvalue or xvalue" of
   // `reinterpret_cast<long*&>(__double_as_longlong(x))`, as of a C cast's `(int&)1`.)
