@@ -104,6 +104,7 @@ std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed
       // An initializer's or a functional cast's braces hold expressions (no statement).
       return open == kInitBrace || open == kCastBrace ? ctx_args : ctx_start;
     case Cat::open_paren:
+      if (s.ctx == ctx_call_args && s.reference_cast) return ctx_group;  // an lvalue's group
       if (s.ctx == ctx_cond || s.ctx == ctx_call_args) return ctx_operand_due;
       return open == kCallParen ? ctx_args
              : open == '(' || open == kSizeofParen || open == kDerefParen ? ctx_group
@@ -251,14 +252,12 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       return;
     case role_operator:
       // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
-      // its parenthesised operand - an lvalue's group for a cast to a reference, as after a C
-      // cast's (NVRTC: "expression must be an lvalue or xvalue" of
-      // `reinterpret_cast<long*&>(__double_as_longlong(x))`).
-      s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done    ? ctx_start
-              : k.word == w_angle_close && cast_closed && reference ? ctx_address
-              : k.word == w_angle_close && cast_closed              ? ctx_call_args
-              : k.cat == Cat::keyword                               ? ctx_sizeof
-                                                                    : ctx_operand_due;
+      // its parenthesised operand (for a cast to a reference an lvalue's group:
+      // State::reference_cast).
+      s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start
+              : k.word == w_angle_close && cast_closed           ? ctx_call_args
+              : k.cat == Cat::keyword                            ? ctx_sizeof
+                                                                 : ctx_operand_due;
       return;
     default:
       break;
@@ -557,8 +556,9 @@ std::uint8_t code_opener(const State& s, Cat c) {
     case ctx_declared:
       return kParamParen;
     case ctx_call_args:
-      // `*reinterpret_cast<T*>(p)`: what the cast's pointer points at is a variable.
-      return s.deref_cast ? kDerefParen : kCallParen;
+      // `*reinterpret_cast<T*>(p)`: what the cast's pointer points at is a variable;
+      // `reinterpret_cast<T&>(x)`: x is an lvalue (State::reference_cast).
+      return s.deref_cast || s.reference_cast ? kDerefParen : kCallParen;
     case ctx_callable:
     case ctx_call:
     case ctx_cast_call:
@@ -802,7 +802,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (!on_line(s) && !floating_allowed(s, k)) return false;
   if (k.role == role_ptr && (reference_ends(s) || void_reference(s, k))) return false;
   if (block_reference(s, k)) return false;
-  if (reinterpret_type_refused(s, k)) return false;
+  if (reinterpret_type_refused(s, k) || void_cast_refuses(s, k)) return false;
   if (vector_value_refused(s, k)) return false;
   if (pointer_init_refuses(s, k)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
@@ -856,7 +856,9 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
-  const bool lvalue_open = s.pp == Pp::none && k.cat == Cat::open_paren && s.ctx == ctx_address;
+  const bool lvalue_open = s.pp == Pp::none && k.cat == Cat::open_paren &&
+                           (s.ctx == ctx_address || (s.ctx == ctx_call_args && s.reference_cast));
+  const bool reference_closed = cast_closed && s.reference;
   const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
   const bool pointer_init = s.pointer_init;
   const bool inits_pointer = (k.plain_assign || k.cat == Cat::open_brace) &&
@@ -891,6 +893,9 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.bound_opened = bound_open;
     s.lvalue_groups &= level - 1u;
     if (lvalue_open) s.lvalue_groups |= level >> 1u;
+    // A cast keyword's angle to a reference: its `(` opens an lvalue's group (NVRTC: "expression
+    // must be an lvalue or xvalue" of `reinterpret_cast<long*&>(__double_as_longlong(x))`).
+    s.reference_cast = reference_closed;
     // A pointer's initializer starts with the null pointer constant where with a number.
     s.pointer_init = inits_pointer;
     if (pointer_init && k.cat == Cat::num) s.num = Num::start_null;
@@ -958,6 +963,13 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (s.reinterpret_angle && innermost(s) == kCastAngle && !on_line(s)) {
     for (TokenId id : t.type_ids) {
       if (reinterpret_type_refused(s, t.info[static_cast<std::size_t>(id)])) {
+        mask[static_cast<std::size_t>(id)] = 0;
+      }
+    }
+  }
+  if ((void_cast_due(s) || value_paren(s)) && !on_line(s)) {
+    for (TokenId id : t.type_ids) {
+      if (void_cast_refuses(s, t.info[static_cast<std::size_t>(id)])) {
         mask[static_cast<std::size_t>(id)] = 0;
       }
     }

@@ -125,14 +125,26 @@ inline bool const_declarator_due(const State& s, int locals) {
          (innermost(s) == '{' || innermost(s) == kForParen) && s.locals_used < locals;
 }
 
-// In a C cast's parenthesis right after `void` (and qualifiers): `*` comes before its `)` - a
-// `(void)` cast's value is none, which no operator takes and no operand is (NVRTC: "expression
-// must have arithmetic, unscoped enum, or pointer type but has type \"void\"" of `(void const)E <
-// 1`, "... arithmetic ..." of `x / (void)int{}`). `(void)x;` goes with it (the corpus has none);
-// the completion path writes the `*`, also through a preprocessor line.
+// In a C cast's parenthesis right after `void`: `*` comes before its `)`, and no qualifier (after
+// which no `*` may come) - a `(void)` cast's value is none, which no operator takes and no
+// operand is (NVRTC: "expression must have arithmetic, unscoped enum, or pointer type but has type
+// \"void\"" of `(void const)E < 1`, "... arithmetic ..." of `x / (void)int{}`). `(void)x;` and
+// `(void const*)p` go with it (the corpus has none); the completion path writes the `*`, also
+// through a preprocessor line.
 inline bool void_cast_due(const State& s) {
   return s.depth > 0 && innermost(s) == kCastParen && s.void_type && !s.starred &&
-         (s.ctx == ctx_type || s.ctx == ctx_qual);
+         (s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0));
+}
+// (Nor `void` at all where no `*` may follow it: in a group opened where a value was due,
+// State::value_parens - `x * (void` would end there.)
+inline bool value_paren(const State& s) {
+  return s.depth > 0 && (innermost(s) == '(' || innermost(s) == kCastParen) &&
+         ((s.value_parens >> (s.depth - 1u)) & 1u) != 0;
+}
+inline bool void_cast_refuses(const State& s, const TokenInfo& k) {
+  if (on_line(s)) return false;
+  return (k.role == role_qual && void_cast_due(s)) ||
+         (k.role == role_type && k.word == w_void && value_paren(s));
 }
 
 // After a block's qualifiers with no type yet (`__shared__`, `extern __shared__`, `const

@@ -724,6 +724,9 @@ struct ActionMask::State {
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
   // A block's pointer declarator's `=` or `{` was just read (see pointer_init_refuses).
   bool pointer_init = false;
+  // A cast keyword's angle that ends in `&` was just closed: its `(` opens an lvalue's group, as
+  // after a C cast to a reference (ctx_address).
+  bool reference_cast = false;
   // A divisor is due (after a binary `/` or `%`, a sign or `(` after it); per code stack index, a
   // group opened where one was.
   bool divisor_due = false;

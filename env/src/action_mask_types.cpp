@@ -225,9 +225,11 @@ void refuse_ill_typed(const Tables& t, const State& s, std::span<std::uint8_t> m
 // path writes instead may be a long name (the BPE budget's kLvalueNameBytes). Not judged on a
 // preprocessor line but counted through it, as the code's context stays.
 bool lvalue_variable_due(const Tables& t, const State& s) {
-  // (A cast keyword's angle after its type's `&`: its operand will be an lvalue's group too.)
-  const bool angle_reference = s.reference && s.depth > 0 && innermost(s) == kCastAngle &&
-                               (s.ctx == ctx_ptr || s.ctx == ctx_qual);
+  // (A cast keyword's angle after its type's `&`, and right after it: its operand will be an
+  // lvalue's group too.)
+  const bool angle_reference = (s.reference && s.depth > 0 && innermost(s) == kCastAngle &&
+                                (s.ctx == ctx_ptr || s.ctx == ctx_qual)) ||
+                               (s.reference_cast && s.ctx == ctx_call_args);
   if (s.ctx != ctx_address && !in_cast_reference(s) && !angle_reference && !lvalue_group_start(s)) {
     return false;
   }

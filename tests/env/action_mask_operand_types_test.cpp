@@ -226,7 +226,9 @@ TEST_CASE("a group after a prefix ++ / -- is subscripted by nothing", "[env][mas
 
 TEST_CASE("a cast to an integer type takes no pointer", "[env][mask]") {
   // (NVRTC: "invalid type conversion" of `(signed char const)(void***)x`, `(int)p`.)
-  CHECK(refused_in("float y = ceilf((signed char const)(void*)i);") == "*");
+  CHECK(refused_in("float y = ceilf((signed char const)(int*)i);") == "*");
+  // (`(void` is refused there already: no `*` may follow it.)
+  CHECK(refused_in("float y = ceilf((signed char const)(void*)i);") == "void");
   CHECK(refused_in("int j = (int)q;") == ";");
   // (An element, an integer, a floating value, a cast to a pointer, a pointer to an integer as
   // wide as it or to a bool are accepted.)
@@ -337,6 +339,9 @@ TEST_CASE("a cast keyword's cast to a reference takes an lvalue's group", "[env]
   CHECK(refused_in("reinterpret_cast<float&>(sqrtf(x));") == "sqrtf");
   CHECK(refused_in("reinterpret_cast<int&>(i + 1);") == "+");
   CHECK(refused_in("reinterpret_cast<int&>(1);") == "<num>");
+  // (Its `(` comes first, as after any cast keyword's angle: `expected a "("` of
+  // `reinterpret_cast<long&> static_cast<float>(x)`.)
+  CHECK(refused_in("reinterpret_cast<long&> static_cast<float>(x);") == "static_cast");
   // (A variable, an element, a pointer cast's value are accepted.)
   CHECK(refused_in("reinterpret_cast<float&>(x) = 1; const float& y = reinterpret_cast<const "
                    "float&>(a[0]); int* r = reinterpret_cast<int*>(a + 1);") == "");
@@ -346,8 +351,10 @@ TEST_CASE("a C cast to void is to a pointer", "[env][mask]") {
   // (NVRTC: "expression must have arithmetic or unscoped enum type" of `1 / (void)i`,
   // "... arithmetic, unscoped enum, or pointer type but has type \"void\"" of `(void const)i < 1`:
   // a void cast's value is none. `(void)i;` goes with them.)
-  CHECK(refused_in("int j = 1 / (void)i;") == ")");
-  CHECK(refused_in("bool b = (void const)i < 1;") == ")");
+  CHECK(refused_in("int j = 1 + (void)i;") == ")");
+  CHECK(refused_in("int j = 1 / (void)i;") == "void");  // (a value due: no `*` may follow it)
+  CHECK(refused_in("bool b = (void const)i < 1;") == "const");
+  CHECK(refused_in("bool b = (const void)i < 1;") == ")");
   CHECK(refused_in("(void)i;") == ")");
   // (Casts to void pointers, sizeof's void pointer are accepted.)
   CHECK(refused_in("void* v = (void*)a; const void* w = (const void*)q; long s = sizeof(void*);") ==
