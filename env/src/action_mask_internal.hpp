@@ -848,6 +848,7 @@ struct OperandStep {
   bool pointer_offset = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
+  bool floating_deref = false;  // a `*(` group's `)` over a floating pointer: a floating value
   bool lvalue_prefix = false, rvalue_prefix = false;  // see State::rvalued
   bool value_group = false;   // ... nor a pointer
   bool in_bound = false;      // in_array_bound() before the token

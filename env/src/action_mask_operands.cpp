@@ -196,6 +196,12 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                            k.cat == Cat::comma || k.cat == Cat::semi || k.ternary != 0);
   o.prefix = !o.operand_before && k.type_prefix;
   o.integral_next = (o.binary || o.prefix) && k.integral_operator;  // `i % `, `~`
+  // (What a `*(` group over a floating pointer names is a floating value: no << >> & | ^ after
+  // it, NVRTC "expression must have integral or unscoped enum type" of `*(p++) >> 2` with p a
+  // value_t*. Not after a `*reinterpret_cast<T*>(`, whose T decides.)
+  o.floating_deref = k.cat == Cat::close_paren && innermost(s) == kDerefParen && s.depth > 0 &&
+                     ((s.lvalue_groups >> (s.depth - 1u)) & 1u) == 0 && !s.deref_cast &&
+                     after_operand(s.ctx) && operand_type(s) == operand_floating_pointer;
   o.value_next = makes_value_due(s, k, o.binary, o.unary_sign);
   o.kind_before = s.operand_kind;
   o.opens_floating = (k.cat == Cat::open_bracket && o.kind_before == operand_floating_pointer) ||
@@ -324,7 +330,8 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     kind = o.kind_before;  // postfix: the operand's type
   } else if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
              k.cat == Cat::close_brace) {
-    kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
+    kind = ((s.floating_closers >> s.depth) & 1u) != 0 || o.floating_deref ? operand_floating
+                                                                           : operand_other;
     if (o.group_kind != 0) kind = o.group_kind;
   }
   s.operand_kind = kind;

@@ -360,3 +360,12 @@ TEST_CASE("a C cast to void is to a pointer", "[env][mask]") {
   CHECK(refused_in("void* v = (void*)a; const void* w = (const void*)q; long s = sizeof(void*);") ==
         "");
 }
+
+TEST_CASE("a `*(` group over a floating pointer is a floating value", "[env][mask]") {
+  // (NVRTC: "expression must have integral or unscoped enum type" of `*(p++) >> 2` with p a
+  // value_t*.)
+  CHECK(refused_in("int j = *(a++) >> 2;") == ">>");
+  CHECK(refused_in("int j = *(a) & 1;") == "&");
+  // (Its arithmetic, an int pointer's element are accepted.)
+  CHECK(refused_in("float y = *(a++) + 1.5; int j = *(q) >> 1;") == "");
+}
