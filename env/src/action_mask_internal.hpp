@@ -742,6 +742,10 @@ struct ActionMask::State {
   // Per depth: a comparison, a logical, shift or bitwise operator was read in the value under way
   // there (a group over it is no pointer: see begin_type_step).
   std::uint64_t valued = 0;
+  // Per depth: the operand under way there is an integer operator's right one (after << >> & | ^
+  // through + - * /, or in a group opened where an integer was due): each of its terms is an
+  // integer (State::integral_due; see take_operand_step).
+  std::uint64_t integral_chains = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };

@@ -374,9 +374,21 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.value_parens &= level - 1u;  // closed brackets' bits go
   if (o.value_open) s.value_parens |= level >> 1u;
   s.num_floating = o.floating_number;
-  // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`.)
+  // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`; and so do + - * / after an
+  // integer operator's right operand, whose terms are all integers: NVRTC "expression must have
+  // integral or unscoped enum type" of `b ^ (w)/7e8`, `i << i + x`, `i & 2 * x` with x a float.)
+  const bool chain_term =
+      o.binary && !k.assigns &&
+      (k.arithmetic_operator || k.cat == Cat::plus || k.cat == Cat::minus || k.divides);
+  s.integral_chains &= (level << 1u) - 1u;  // closed brackets' bits go
+  if (k.cat == Cat::open_paren && s.integral_due) s.integral_chains |= level;
+  if (o.binary && !chain_term) {
+    const bool chains = k.integral_operator && !k.divides && !k.assigns;
+    s.integral_chains = chains ? s.integral_chains | level : s.integral_chains & ~level;
+  }
+  const bool chained = chain_term && ((s.integral_chains >> s.depth) & 1u) != 0;
   s.integral_due =
-      o.integral_next || (s.integral_due && (o.unary_sign || k.cat == Cat::open_paren));
+      o.integral_next || chained || (s.integral_due && (o.unary_sign || k.cat == Cat::open_paren));
   // (After a cast to a floating type a value is due: `(float)p` is no conversion, `(float)p[0]`
   // is; after a cast to a pointer an operand that is no floating value.)
   // (A sign or a prefix ++ / -- keeps it due: `i < +p`, `1 != --p`.)

@@ -361,6 +361,18 @@ TEST_CASE("a C cast to void is to a pointer", "[env][mask]") {
         "");
 }
 
+TEST_CASE("an integer operator's right operand has integer terms alone", "[env][mask]") {
+  // (NVRTC: "expression must have integral or unscoped enum type" of `char(false ^ (w) / 7e8)`,
+  // `i << i + x`: the operand of ^ is the whole product or sum.)
+  CHECK(refused_in("int j = i ^ (i) / 1.5;") == ".");
+  CHECK(refused_in("int j = i << i + x;") == "v5");
+  CHECK(refused_in("int j = i & 2 * x;") == "v5");
+  CHECK(refused_in("int j = i % (i + x);") == "v5");
+  // (Integer terms, a floating operand after a comparison or outside the group are accepted.)
+  CHECK(refused_in("int j = (i & 3) * 4 + x; float* b = a + (i & 3) * 4; int m = i << 2 | i % 3 "
+                   "* 2; bool c = i & 1 < x; j = (i ^ 1) * x;") == "");
+}
+
 TEST_CASE("a `*(` group over a floating pointer is a floating value", "[env][mask]") {
   // (NVRTC: "expression must have integral or unscoped enum type" of `*(p++) >> 2` with p a
   // value_t*.)
