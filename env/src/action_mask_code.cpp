@@ -143,17 +143,6 @@ Ctx after_variable(const State& s, int local) {
   return constant ? ctx_const_element : ctx_operand;
 }
 
-// Inside a declaration list's initializer, the token's brackets moved: deeper than the list in a
-// bracket that is no block or parameter list, or back at its depth after closing one (`const int
-// a{f(1)}, b;`: `b` is const and owes an initializer, NVRTC "const variable \"b\" requires an
-// initializer"). A `const` there is a cast's.
-bool in_declarator_list(const State& s, std::uint8_t closed = 0) {
-  if (s.list_depth < 0 || s.depth < s.list_depth) return false;
-  const std::uint8_t first =
-      s.depth > s.list_depth ? s.stack[static_cast<std::size_t>(s.list_depth)] : closed;
-  return first != 0 && first != '{' && first != kParamParen;
-}
-
 void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
   const bool reference = s.reference;  // (the type's last `*` / `&` was `&`)
@@ -753,11 +742,6 @@ bool void_reference(const State& s, const TokenInfo& k) {
          !on_line(s);
 }
 
-// After a void function's `return`: `;` (or a preprocessor line).
-bool void_return_refuses(const State& s, const TokenInfo& k) {
-  return s.void_return && !on_line(s) && k.cat != Cat::semi && k.cat != Cat::hash;
-}
-
 // In an array's bound, where its value is computed: under a declarator's `[` (State::bounds) at
 // any depth, neither in sizeof's parenthesis nor after a prefix (the rule leaves `sizeof x`, a
 // cast's operand, `!x` alone: the first two are constant whatever x is).
@@ -776,21 +760,6 @@ bool in_array_bound(const State& s) {
 // is no expression (NVRTC: "expected an expression" of `*(float)`, `&(double) )`, `**(int),`).
 bool deref_group_start(const State& s) {
   return s.ctx == ctx_group && innermost(s) == kDerefParen && !on_line(s);
-}
-
-// Right after a builtin's or a functional cast's value (State::value_result): no `->` (no
-// builtin returns a pointer; NVRTC: "operator -> or ->* applied to \"float\" instead of to a
-// pointer type" of `ceil(x[0])->`, `int()->`). (`[` is refused there by its open check.)
-bool value_result_after(const State& s) {
-  return s.value_result && s.ctx == ctx_call_result && !on_line(s);
-}
-
-// After a device function's name (ctx_callable) its call: `(`, or `<` of its template arguments
-// (NVRTC: "expression must have arithmetic or unscoped enum type" of `4 / f`, `f - 1`; a function
-// is no value). The completion path writes `( )`.
-bool callable_refuses(const State& s, const TokenInfo& k) {
-  return s.ctx == ctx_callable && !on_line(s) && k.cat != Cat::open_paren && k.role != role_lt &&
-         k.cat != Cat::hash;
 }
 
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
@@ -960,31 +929,6 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   if (deref_group_start(s)) {
     for (TokenId id : t.type_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
-  if (s.reinterpret_angle && innermost(s) == kCastAngle && !on_line(s)) {
-    for (TokenId id : t.type_ids) {
-      if (reinterpret_type_refused(s, t.info[static_cast<std::size_t>(id)])) {
-        mask[static_cast<std::size_t>(id)] = 0;
-      }
-    }
-  }
-  if ((void_cast_due(s) || value_paren(s)) && !on_line(s)) {
-    for (TokenId id : t.type_ids) {
-      if (void_cast_refuses(s, t.info[static_cast<std::size_t>(id)])) {
-        mask[static_cast<std::size_t>(id)] = 0;
-      }
-    }
-  }
-  const bool scalar_due = s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due ||
-                          s.offset_due || s.ctx == ctx_args;
-  if ((scalar_due || (s.ctx == ctx_operand_due && s.decl_type == type_vector)) && !on_line(s)) {
-    for (const auto* ids : {&t.builtin_ids, &t.type_ids}) {
-      for (TokenId id : *ids) {
-        if (vector_value_refused(s, t.info[static_cast<std::size_t>(id)])) {
-          mask[static_cast<std::size_t>(id)] = 0;
-        }
-      }
-    }
-  }
   if (value_result_after(s)) {
     for (TokenId id : t.arrow_ids) mask[static_cast<std::size_t>(id)] = 0;
   }
@@ -1033,9 +977,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
       return list_declarator_refuses(t, s, k) || vector_operand_refuses(s, k);
     });
   }
-  if (s.pointer_init && !on_line(s)) {
-    refuse_where(t, mask, [&](const TokenInfo& k) { return pointer_init_refuses(s, k); });
-  }
+  refuse_cast_values(t, s, mask);
   refuse_ill_typed(t, s, mask);
 }
 

@@ -2,9 +2,10 @@
 // value, a pointer, a call of no result, a builtin's arguments still to come) and the operators,
 // numbers and names that its type refuses after it - no `%` of a floating value, no `*` of a
 // pointer, a floating overload's first argument no integer, a builtin's arguments within its
-// count. A code token's step is read in two halves around the state's move (take_code_token):
-// begin_operand_step() before, take_operand_step() after; code_word_allowed() and
-// fill_code_tokens() ask the checks here.
+// count, an integer operator's right operand integer terms alone; what follows a call's value or
+// a device function's name, and a void function's return. A code token's step is read in two
+// halves around the state's move (take_code_token): begin_operand_step() before,
+// take_operand_step() after; code_word_allowed() and fill_code_tokens() ask the checks here.
 #include "action_mask_internal.hpp"
 
 namespace sparserl::env::detail {
@@ -399,6 +400,27 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.pointer_cast_due = o.to_pointer || (s.pointer_cast_due && o.unary_sign);
   s.offset_due = o.pointer_offset || (s.offset_due && o.unary_sign);
   take_type_step(s, k, o);
+}
+
+// What follows a call's value or a function's name, a void function's return (code_word_allowed()
+// and fill_code_tokens() ask them). After a void function's `return`: `;` (or a preprocessor line).
+bool void_return_refuses(const State& s, const TokenInfo& k) {
+  return s.void_return && !on_line(s) && k.cat != Cat::semi && k.cat != Cat::hash;
+}
+
+// Right after a builtin's or a functional cast's value (State::value_result): no `->` (no
+// builtin returns a pointer; NVRTC: "operator -> or ->* applied to \"float\" instead of to a
+// pointer type" of `ceil(x[0])->`, `int()->`). (`[` is refused there by its open check.)
+bool value_result_after(const State& s) {
+  return s.value_result && s.ctx == ctx_call_result && !on_line(s);
+}
+
+// After a device function's name (ctx_callable) its call: `(`, or `<` of its template arguments
+// (NVRTC: "expression must have arithmetic or unscoped enum type" of `4 / f`, `f - 1`; a function
+// is no value). The completion path writes `( )`.
+bool callable_refuses(const State& s, const TokenInfo& k) {
+  return s.ctx == ctx_callable && !on_line(s) && k.cat != Cat::open_paren && k.role != role_lt &&
+         k.cat != Cat::hash;
 }
 
 }  // namespace sparserl::env::detail

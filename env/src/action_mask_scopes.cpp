@@ -2,9 +2,10 @@
 // (known_local_allowed, close_block, advance_scopes), the declarator state a code token leaves
 // (advance_declarator), what may follow a declaration list's `,` (list_declarator_refuses), a
 // declarator's name due (unnamed_declarator), where no declaration may stand - a for
-// statement's later clauses, a loop's or an if's one statement (misplaced_declaration) - and
-// which reference a block may declare (block_reference: a const value's alone). Split
-// from action_mask_code.cpp, whose code-token rules call these.
+// statement's later clauses, a loop's or an if's one statement (misplaced_declaration) - which
+// reference a block may declare (block_reference: a const value's alone) and where a declaration
+// list's initializer stands (in_declarator_list). Split from action_mask_code.cpp, whose
+// code-token rules call these.
 //
 // A name used in code must be in scope, and a block must not declare a name twice (the two
 // commonest compile errors of sampled programs after undeclared names). The model is C++'s, kept
@@ -179,6 +180,17 @@ bool block_reference(const State& s, const TokenInfo& k) {
   }
   const std::uint8_t open = innermost(s);
   return (open == '{' || open == kForParen) && (!s.decl_const || s.starred);
+}
+
+// Inside a declaration list's initializer, the token's brackets moved: deeper than the list in a
+// bracket that is no block or parameter list, or back at its depth after closing one (`const int
+// a{f(1)}, b;`: `b` is const and owes an initializer, NVRTC "const variable \"b\" requires an
+// initializer"). A `const` there is a cast's.
+bool in_declarator_list(const State& s, std::uint8_t closed) {
+  if (s.list_depth < 0 || s.depth < s.list_depth) return false;
+  const std::uint8_t first =
+      s.depth > s.list_depth ? s.stack[static_cast<std::size_t>(s.list_depth)] : closed;
+  return first != 0 && first != '{' && first != kParamParen;
 }
 
 }  // namespace sparserl::env::detail

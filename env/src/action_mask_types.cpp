@@ -8,7 +8,10 @@
 // shift's count holds (no `-`), what a group after a prefix ++ / -- takes (no `[`), what a `*(`
 // group holds (a pointer's sum: no `&&`, no `,`), what a group over an assignment to a pointer or
 // over a comparison is (a pointer; no array), what a floating sum takes (no << >> & | ^) and that
-// a static_cast to a pointer converts `0` alone.
+// a static_cast to a pointer converts `0` alone; since grammar-compile-16 the casts' and
+// initializers' values: no reinterpret_cast to bool or to a qualified value, a vector's value
+// (make_*) where a scalar is due, what a block's pointer initializer starts with (no `K`), and
+// their pass over fill()'s mask (refuse_cast_values, with action_mask_context.hpp's void casts).
 // Each refuses a token that would make an ill-typed expression (NVRTC's "operand types are
 // incompatible", "expression must be an lvalue", ...); none refuses a token the completion path
 // writes (a closer, `;`, the number `0`) but that number in such a group, where the path writes
@@ -439,6 +442,35 @@ bool vector_cast(const State& s, const TokenInfo& k) {
   if (k.role != role_type || k.type_cat != type_vector || k.constructed || on_line(s)) return false;
   const std::uint8_t open = innermost(s);
   return (s.ctx == ctx_group && open == '(') || (s.ctx == ctx_qual && open == kCastParen);
+}
+
+// fill()'s pass of reinterpret_type_refused(), void_cast_refuses(), vector_value_refused() and
+// pointer_init_refuses(): clears what `mask` allows and they refuse, looking only where they may.
+void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t> mask) {
+  if (on_line(s)) return;
+  const auto clear = [&](const std::vector<TokenId>& ids, auto refuses) {
+    for (TokenId id : ids) {
+      if (refuses(t.info[static_cast<std::size_t>(id)])) mask[static_cast<std::size_t>(id)] = 0;
+    }
+  };
+  if (s.reinterpret_angle && innermost(s) == kCastAngle) {
+    clear(t.type_ids, [&](const TokenInfo& k) { return reinterpret_type_refused(s, k); });
+  }
+  if (void_cast_due(s) || value_paren(s)) {
+    clear(t.type_ids, [&](const TokenInfo& k) { return void_cast_refuses(s, k); });
+  }
+  const bool scalar_due = s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due ||
+                          s.offset_due || s.ctx == ctx_args;
+  if (scalar_due || (s.ctx == ctx_operand_due && s.decl_type == type_vector)) {
+    const auto vector_value = [&](const TokenInfo& k) { return vector_value_refused(s, k); };
+    clear(t.builtin_ids, vector_value);
+    clear(t.type_ids, vector_value);
+  }
+  if (s.pointer_init) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && pointer_init_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
 }
 
 }  // namespace sparserl::env::detail
