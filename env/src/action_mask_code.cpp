@@ -104,6 +104,7 @@ std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed
       // An initializer's or a functional cast's braces hold expressions (no statement).
       return open == kInitBrace || open == kCastBrace ? ctx_args : ctx_start;
     case Cat::open_paren:
+      if (s.ctx == ctx_call_args && s.reference_cast) return ctx_group;  // an lvalue's group
       if (s.ctx == ctx_cond || s.ctx == ctx_call_args) return ctx_operand_due;
       return open == kCallParen ? ctx_args
              : open == '(' || open == kSizeofParen || open == kDerefParen ? ctx_group
@@ -179,7 +180,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       }
       if (!in_type) s.run = 0;
       s.specifiers |= k.specifier;
-      if (k.word == w_const && s.ctx != ctx_ptr) s.decl_const = true;
+      if (k.word == w_const && s.ctx != ctx_ptr && !in_declarator_list(s)) s.decl_const = true;
       if (k.word == w_extern) s.decl_extern = true;
       if (k.shared) s.decl_shared = true;
       if (s.ctx != ctx_ptr) s.ctx = k.word == w_extern && in_function(s) ? ctx_extern : ctx_qual;
@@ -198,13 +199,17 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
                                                                                  : ctx_cast_type;
       return;
     case role_start:
-      // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls.
+      // A declaration list goes on after `,` (`const int a = 0, b;`) but in parameters and calls;
+      // its constness and type through its initializers' brackets too (in_declarator_list).
       if (k.cat != Cat::comma || innermost(s) == kParamParen || innermost(s) == kCallParen) {
-        s.decl_const = false;
+        const bool closer = k.cat == Cat::close_paren || k.cat == Cat::close_brace;
+        if (!in_declarator_list(s, closer ? taken.closing : 0)) {
+          s.decl_const = false;
+          s.decl_type = type_unknown;
+        }
         s.decl_extern = false;
         s.decl_shared = false;
         s.decl_constructed = false;
-        s.decl_type = type_unknown;
       }
       s.ctx = after_start(s, k, taken.closing);
       // A cast to a reference takes an lvalue: a variable or `(` (NVRTC: "expression must be an
@@ -236,11 +241,12 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       return;
     case role_operator:
       // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
-      // its parenthesised operand.
+      // its parenthesised operand (for a cast to a reference an lvalue's group:
+      // State::reference_cast).
       s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start
-              : k.word == w_angle_close && cast_closed             ? ctx_call_args
-              : k.cat == Cat::keyword                              ? ctx_sizeof
-                                                                   : ctx_operand_due;
+              : k.word == w_angle_close && cast_closed           ? ctx_call_args
+              : k.cat == Cat::keyword                            ? ctx_sizeof
+                                                                 : ctx_operand_due;
       return;
     default:
       break;
@@ -390,6 +396,7 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   }
   const std::uint8_t open = innermost(s);
   if ((k.cat == Cat::semi || k.cat == Cat::comma) && const_uninitialized(s)) return false;
+  if (k.cat == Cat::close_paren && void_cast_due(s)) return false;
   if ((k.cat == Cat::semi || k.cat == Cat::comma) && untyped_qualifiers(s)) return false;
   // No bracket open before the innermost #if closes inside its group.
   const bool pops = k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
@@ -538,8 +545,9 @@ std::uint8_t code_opener(const State& s, Cat c) {
     case ctx_declared:
       return kParamParen;
     case ctx_call_args:
-      // `*reinterpret_cast<T*>(p)`: what the cast's pointer points at is a variable.
-      return s.deref_cast ? kDerefParen : kCallParen;
+      // `*reinterpret_cast<T*>(p)`: what the cast's pointer points at is a variable;
+      // `reinterpret_cast<T&>(x)`: x is an lvalue (State::reference_cast).
+      return s.deref_cast || s.reference_cast ? kDerefParen : kCallParen;
     case ctx_callable:
     case ctx_call:
     case ctx_cast_call:
@@ -734,11 +742,6 @@ bool void_reference(const State& s, const TokenInfo& k) {
          !on_line(s);
 }
 
-// After a void function's `return`: `;` (or a preprocessor line).
-bool void_return_refuses(const State& s, const TokenInfo& k) {
-  return s.void_return && !on_line(s) && k.cat != Cat::semi && k.cat != Cat::hash;
-}
-
 // In an array's bound, where its value is computed: under a declarator's `[` (State::bounds) at
 // any depth, neither in sizeof's parenthesis nor after a prefix (the rule leaves `sizeof x`, a
 // cast's operand, `!x` alone: the first two are constant whatever x is).
@@ -759,21 +762,6 @@ bool deref_group_start(const State& s) {
   return s.ctx == ctx_group && innermost(s) == kDerefParen && !on_line(s);
 }
 
-// Right after a builtin's or a functional cast's value (State::value_result): no `->` (no
-// builtin returns a pointer; NVRTC: "operator -> or ->* applied to \"float\" instead of to a
-// pointer type" of `ceil(x[0])->`, `int()->`). (`[` is refused there by its open check.)
-bool value_result_after(const State& s) {
-  return s.value_result && s.ctx == ctx_call_result && !on_line(s);
-}
-
-// After a device function's name (ctx_callable) its call: `(`, or `<` of its template arguments
-// (NVRTC: "expression must have arithmetic or unscoped enum type" of `4 / f`, `f - 1`; a function
-// is no value). The completion path writes `( )`.
-bool callable_refuses(const State& s, const TokenInfo& k) {
-  return s.ctx == ctx_callable && !on_line(s) && k.cat != Cat::open_paren && k.role != role_lt &&
-         k.cat != Cat::hash;
-}
-
 bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (void_return_refuses(s, k)) return false;
   if (s.last == Last::access) return t.fields.judge(0, t, s, k) == Verdict::allow;
@@ -782,6 +770,10 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (k.is_else && !s.else_ok) return false;
   if (!on_line(s) && !floating_allowed(s, k)) return false;
   if (k.role == role_ptr && (reference_ends(s) || void_reference(s, k))) return false;
+  if (block_reference(s, k)) return false;
+  if (reinterpret_type_refused(s, k) || void_cast_refuses(s, k)) return false;
+  if (vector_value_refused(s, k)) return false;
+  if (pointer_init_refuses(s, k)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
@@ -833,8 +825,14 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
-  const bool lvalue_open = s.pp == Pp::none && k.cat == Cat::open_paren && s.ctx == ctx_address;
+  const bool lvalue_open = s.pp == Pp::none && k.cat == Cat::open_paren &&
+                           (s.ctx == ctx_address || (s.ctx == ctx_call_args && s.reference_cast));
+  const bool reference_closed = cast_closed && s.reference;
   const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
+  const bool pointer_init = s.pointer_init;
+  const bool inits_pointer = (k.plain_assign || k.cat == Cat::open_brace) &&
+                             s.ctx == ctx_declared && s.top == Top::body &&
+                             local_bit(s.pointers, s.last_declared);
   if (s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared) {
     set_local_bit(s.pointers, s.last_declared, true);  // an array
   }
@@ -864,6 +862,12 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.bound_opened = bound_open;
     s.lvalue_groups &= level - 1u;
     if (lvalue_open) s.lvalue_groups |= level >> 1u;
+    // A cast keyword's angle to a reference: its `(` opens an lvalue's group (NVRTC: "expression
+    // must be an lvalue or xvalue" of `reinterpret_cast<long*&>(__double_as_longlong(x))`).
+    s.reference_cast = reference_closed;
+    // A pointer's initializer starts with the null pointer constant where with a number.
+    s.pointer_init = inits_pointer;
+    if (pointer_init && k.cat == Cat::num) s.num = Num::start_null;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';
   }
@@ -898,7 +902,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
   }
   for (TokenId id : t.pointer_ids) {
     const TokenInfo& k = t.info[static_cast<std::size_t>(id)];
-    if (pointer_cast_refused(s, k) || void_reference(s, k)) {
+    if (pointer_cast_refused(s, k) || void_reference(s, k) || block_reference(s, k)) {
       mask[static_cast<std::size_t>(id)] = 0;
     }
   }
@@ -973,6 +977,7 @@ void fill_code_tokens(const Tables& t, const State& s, std::span<std::uint8_t> m
       return list_declarator_refuses(t, s, k) || vector_operand_refuses(s, k);
     });
   }
+  refuse_cast_values(t, s, mask);
   refuse_ill_typed(t, s, mask);
 }
 

@@ -103,6 +103,8 @@ int code_completion(const Tables& t, const State& s) {
   if (bound_due(s)) m += kBoundNumber;                 // <num> 1
   if (unnamed_declarator(t, s)) m += 1;                // the name
   if (reinterpret_to_value(s)) m += 1;                 // `*` before the angle's `>`
+  if (void_cast_due(s)) m += 1;                        // `*` before a void cast's `)`
+  if (const_declarator_due(s, t.locals)) m += 2;       // NAME = <num> 0, not <num> 0
   if (pointer_argument(s)) m += 4;                     // [ <num> 0 ]
   // A builtin just named: its arguments past the first (due_tokens counts one).
   if (s.ctx == ctx_call_args && s.callee_least > 1) m += kMissingArgument * (s.callee_least - 1);

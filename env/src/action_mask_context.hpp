@@ -115,6 +115,38 @@ inline bool const_uninitialized(const State& s) {
 }
 constexpr int kConstInitializer = 3;
 
+// Right after a const declaration list's `,` in a block or a for statement's first clause, a new
+// name left: list_declarator_refuses makes a name due there, which then owes an initializer -
+// the completion path writes `NAME = <num> 0`, two tokens more than the operand counted (the
+// count holds through a preprocessor line: neither State::last nor the line is looked at).
+inline bool const_declarator_due(const State& s, int locals) {
+  return s.ctx == ctx_operand_due && s.decl_const && s.declarator == kTypeDeclarator &&
+         s.list_depth == static_cast<int>(s.depth) && s.top == Top::body && s.decl == Decl::none &&
+         (innermost(s) == '{' || innermost(s) == kForParen) && s.locals_used < locals;
+}
+
+// In a C cast's parenthesis right after `void`: `*` comes before its `)`, and no qualifier (after
+// which no `*` may come) - a `(void)` cast's value is none, which no operator takes and no
+// operand is (NVRTC: "expression must have arithmetic, unscoped enum, or pointer type but has type
+// \"void\"" of `(void const)E < 1`, "... arithmetic ..." of `x / (void)int{}`). `(void)x;` and
+// `(void const*)p` go with it (the corpus has none); the completion path writes the `*`, also
+// through a preprocessor line.
+inline bool void_cast_due(const State& s) {
+  return s.depth > 0 && innermost(s) == kCastParen && s.void_type && !s.starred &&
+         (s.ctx == ctx_type || (s.ctx == ctx_qual && s.run != 0));
+}
+// (Nor `void` at all where no `*` may follow it: in a group opened where a value was due,
+// State::value_parens - `x * (void` would end there.)
+inline bool value_paren(const State& s) {
+  return s.depth > 0 && (innermost(s) == '(' || innermost(s) == kCastParen) &&
+         ((s.value_parens >> (s.depth - 1u)) & 1u) != 0;
+}
+inline bool void_cast_refuses(const State& s, const TokenInfo& k) {
+  if (on_line(s)) return false;
+  return (k.role == role_qual && void_cast_due(s)) ||
+         (k.role == role_type && k.word == w_void && value_paren(s));
+}
+
 // After a block's qualifiers with no type yet (`__shared__`, `extern __shared__`, `const
 // volatile`): a type word (or a macro, or more qualifiers) comes before the name, `;` or `,`
 // (NVRTC: "attribute \"__shared__\" does not apply here" of `__shared__;`, "a storage class may

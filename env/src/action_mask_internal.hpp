@@ -212,6 +212,9 @@ enum LineCtx : std::uint8_t {
   // or macro may be 64 or more on some matrix, a sign makes it negative: NVRTC "shift count is
   // too large", "shift count is negative").
   line_if_shift,
+  // After threadIdx & co in a #define's body: what follows an operand, `.` too (line_operand takes
+  // no `.`: a number, a constant, true / false or a group is no class where the body is expanded).
+  line_vector,
   kLineContexts
 };
 // The rows of the code-token rules: one per context, then a declaration's __launch_bounds__
@@ -303,6 +306,8 @@ struct TokenInfo {
   bool relational = false;  // < > <= >=: no pointer before them
   bool is_return = false;   // return
   bool is_false = false;    // false: no divisor (action_mask_types.cpp)
+  bool boolean = false;     // bool: no reinterpret_cast's type (action_mask_types.cpp)
+  bool vector_result = false;  // make_*: a CUDA vector's value (action_mask_types.cpp)
   bool equality = false;    // == !=
   bool arithmetic_operator = false;
   bool floating_value = false;
@@ -717,6 +722,11 @@ struct ActionMask::State {
   std::uint64_t pointer_sums = 0, address_led = 0, value_args = 0;
   bool value_named = false;
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
+  // A block's pointer declarator's `=` or `{` was just read (see pointer_init_refuses).
+  bool pointer_init = false;
+  // A cast keyword's angle that ends in `&` was just closed: its `(` opens an lvalue's group, as
+  // after a C cast to a reference (ctx_address).
+  bool reference_cast = false;
   // A divisor is due (after a binary `/` or `%`, a sign or `(` after it); per code stack index, a
   // group opened where one was.
   bool divisor_due = false;
@@ -732,6 +742,10 @@ struct ActionMask::State {
   // Per depth: a comparison, a logical, shift or bitwise operator was read in the value under way
   // there (a group over it is no pointer: see begin_type_step).
   std::uint64_t valued = 0;
+  // Per depth: the operand under way there is an integer operator's right one (after << >> & | ^
+  // through + - * /, or in a group opened where an integer was due): each of its terms is an
+  // integer (State::integral_due; see take_operand_step).
+  std::uint64_t integral_chains = 0;
   std::int32_t tokens = 0;
   bool done = false;  // <eos> consumed
 };
@@ -838,6 +852,7 @@ struct OperandStep {
   bool pointer_offset = false;
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
+  bool floating_deref = false;  // a `*(` group's `)` over a floating pointer: a floating value
   bool lvalue_prefix = false, rvalue_prefix = false;  // see State::rvalued
   bool value_group = false;   // ... nor a pointer
   bool in_bound = false;      // in_array_bound() before the token
@@ -876,10 +891,19 @@ bool new_local_allowed(const State& s);
 bool in_array_bound(const State& s);
 bool unnamed_declarator(const Tables& t, const State& s);
 bool misplaced_declaration(const State& s, const TokenInfo& k);
+bool block_reference(const State& s, const TokenInfo& k);
+bool in_declarator_list(const State& s, std::uint8_t closed = 0);
 bool vector_cast(const State& s, const TokenInfo& k);
 bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k);
 bool vector_operand_refuses(const State& s, const TokenInfo& k);
 bool reinterpret_to_value(const State& s);
+bool reinterpret_type_refused(const State& s, const TokenInfo& k);
+bool vector_value_refused(const State& s, const TokenInfo& k);
+bool pointer_init_refuses(const State& s, const TokenInfo& k);
+void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t> mask);
+bool void_return_refuses(const State& s, const TokenInfo& k);
+bool value_result_after(const State& s);
+bool callable_refuses(const State& s, const TokenInfo& k);
 bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);
 bool rvalue_assignment(const State& s, const TokenInfo& k);

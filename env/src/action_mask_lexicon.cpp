@@ -309,6 +309,7 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
   k.equality = t.cls == TokenClass::punct && (t.text == "==" || t.text == "!=");
   k.is_return = t.cls == TokenClass::keyword && t.text == "return";
   k.is_false = t.cls == TokenClass::keyword && t.text == "false";
+  k.boolean = t.cls == TokenClass::keyword && t.text == "bool";
   // Builtins whose result is floating whatever their arguments (not __ldg, __shfl_sync, atomicAdd).
   const bool floating_builtin = t.cls == TokenClass::builtin && listed(kFloatingResults, t.text) &&
                                 t.text.rfind("__ld", 0) != 0 && t.text.rfind("__shfl", 0) != 0 &&
@@ -462,6 +463,7 @@ void assign_role(const TokenSpec& spec, TokenInfo& k) {
     // condition's `)`, else).
     k.void_result = listed(kVoidBuiltins, w);
     if (k.void_result) k.follows = kStart | kParen;
+    k.vector_result = w.rfind("make_", 0) == 0;
   } else if (k.cat == Cat::num || k.cat == Cat::member || k.cat == Cat::literal ||
              k.cat == Cat::constant || k.cat == Cat::builtin || (punct && w == "]") ||
              (keyword && (w == "true" || w == "false" || w == "nullptr" || w == "this"))) {

@@ -252,8 +252,9 @@ void into_body(const Tables&, State& s, const TokenInfo& k) {
   if (shift && k.cat == Cat::num) s.num = Num::start_shift;
   // The body's expression: after an operand, a name or builtin function, or an operator.
   const bool callable = k.cat == Cat::local || k.role == role_function;
-  const bool operand = k.role == role_operand || k.role == role_vector ||
-                       k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
+  const bool vector = k.role == role_vector;  // (`.` may follow it: line_vector)
+  const bool operand =
+      k.role == role_operand || vector || k.cat == Cat::close_paren || k.cat == Cat::close_bracket;
   // A conditional operator's `?` is a bracket on the line's stack that its `:` closes.
   if (k.ternary == 1) s.pp_stack[s.pp_depth++] = kTernary;
   if (k.ternary == 2 && s.pp_depth > 0 && s.pp_stack[s.pp_depth - 1u] == kTernary) --s.pp_depth;
@@ -270,7 +271,10 @@ void into_body(const Tables&, State& s, const TokenInfo& k) {
                  : k.shifts          ? line_if_shift
                                      : line_if_due;
   } else {
-    s.line_ctx = callable ? line_callable : operand ? line_operand : line_due;
+    s.line_ctx = callable  ? line_callable
+                 : vector  ? line_vector
+                 : operand ? line_operand
+                           : line_due;
   }
 }
 void end_line(const Tables&, State& s, const TokenInfo&) {
@@ -387,7 +391,9 @@ std::uint8_t line_expression_checks(const TokenInfo& k, int line_ctx) {
       return !closer && (k.pp_operator || ((k.follows >> ctx_operand_due) & 1u) != 0) ? 0
                                                                                      : kRefused;
     }
-    case line_operand:
+    case line_operand:  // (no `.`: see line_vector)
+      return k.cat != Cat::access && ((k.follows >> ctx_operand) & 1u) != 0 ? 0 : kRefused;
+    case line_vector:
       return ((k.follows >> ctx_operand) & 1u) != 0 ? 0 : kRefused;
     default:
       return ((k.follows >> ctx_callable) & 1u) != 0 ? 0 : kRefused;
@@ -409,7 +415,8 @@ std::uint8_t line_expression_checks(const TokenInfo& k, int line_ctx) {
 std::uint8_t line_role_checks(const TokenInfo& k, int line_ctx) {
   const std::uint8_t checks = line_expression_checks(k, line_ctx);
   const bool define_body = line_ctx == line_due || line_ctx == line_operand ||
-                           line_ctx == line_callable || line_ctx == line_start;
+                           line_ctx == line_callable || line_ctx == line_start ||
+                           line_ctx == line_vector;
   if (k.role == role_function && define_body) return kRefused;
   if (k.cat == Cat::constant && define_body && (checks & kRefused) == 0) {
     return static_cast<std::uint8_t>(checks | kCheckFormat);

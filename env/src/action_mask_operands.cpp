@@ -2,9 +2,10 @@
 // value, a pointer, a call of no result, a builtin's arguments still to come) and the operators,
 // numbers and names that its type refuses after it - no `%` of a floating value, no `*` of a
 // pointer, a floating overload's first argument no integer, a builtin's arguments within its
-// count. A code token's step is read in two halves around the state's move (take_code_token):
-// begin_operand_step() before, take_operand_step() after; code_word_allowed() and
-// fill_code_tokens() ask the checks here.
+// count, an integer operator's right operand integer terms alone; what follows a call's value or
+// a device function's name, and a void function's return. A code token's step is read in two
+// halves around the state's move (take_code_token): begin_operand_step() before,
+// take_operand_step() after; code_word_allowed() and fill_code_tokens() ask the checks here.
 #include "action_mask_internal.hpp"
 
 namespace sparserl::env::detail {
@@ -196,6 +197,12 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                            k.cat == Cat::comma || k.cat == Cat::semi || k.ternary != 0);
   o.prefix = !o.operand_before && k.type_prefix;
   o.integral_next = (o.binary || o.prefix) && k.integral_operator;  // `i % `, `~`
+  // (What a `*(` group over a floating pointer names is a floating value: no << >> & | ^ after
+  // it, NVRTC "expression must have integral or unscoped enum type" of `*(p++) >> 2` with p a
+  // value_t*. Not after a `*reinterpret_cast<T*>(`, whose T decides.)
+  o.floating_deref = k.cat == Cat::close_paren && innermost(s) == kDerefParen && s.depth > 0 &&
+                     ((s.lvalue_groups >> (s.depth - 1u)) & 1u) == 0 && !s.deref_cast &&
+                     after_operand(s.ctx) && operand_type(s) == operand_floating_pointer;
   o.value_next = makes_value_due(s, k, o.binary, o.unary_sign);
   o.kind_before = s.operand_kind;
   o.opens_floating = (k.cat == Cat::open_bracket && o.kind_before == operand_floating_pointer) ||
@@ -324,7 +331,8 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
     kind = o.kind_before;  // postfix: the operand's type
   } else if (k.cat == Cat::close_paren || k.cat == Cat::close_bracket ||
              k.cat == Cat::close_brace) {
-    kind = ((s.floating_closers >> s.depth) & 1u) != 0 ? operand_floating : operand_other;
+    kind = ((s.floating_closers >> s.depth) & 1u) != 0 || o.floating_deref ? operand_floating
+                                                                           : operand_other;
     if (o.group_kind != 0) kind = o.group_kind;
   }
   s.operand_kind = kind;
@@ -367,9 +375,21 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.value_parens &= level - 1u;  // closed brackets' bits go
   if (o.value_open) s.value_parens |= level >> 1u;
   s.num_floating = o.floating_number;
-  // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`.)
+  // (A parenthesis keeps it due: `i % (double)x`, `i % (sin(x))`; and so do + - * / after an
+  // integer operator's right operand, whose terms are all integers: NVRTC "expression must have
+  // integral or unscoped enum type" of `b ^ (w)/7e8`, `i << i + x`, `i & 2 * x` with x a float.)
+  const bool chain_term =
+      o.binary && !k.assigns &&
+      (k.arithmetic_operator || k.cat == Cat::plus || k.cat == Cat::minus || k.divides);
+  s.integral_chains &= (level << 1u) - 1u;  // closed brackets' bits go
+  if (k.cat == Cat::open_paren && s.integral_due) s.integral_chains |= level;
+  if (o.binary && !chain_term) {
+    const bool chains = k.integral_operator && !k.divides && !k.assigns;
+    s.integral_chains = chains ? s.integral_chains | level : s.integral_chains & ~level;
+  }
+  const bool chained = chain_term && ((s.integral_chains >> s.depth) & 1u) != 0;
   s.integral_due =
-      o.integral_next || (s.integral_due && (o.unary_sign || k.cat == Cat::open_paren));
+      o.integral_next || chained || (s.integral_due && (o.unary_sign || k.cat == Cat::open_paren));
   // (After a cast to a floating type a value is due: `(float)p` is no conversion, `(float)p[0]`
   // is; after a cast to a pointer an operand that is no floating value.)
   // (A sign or a prefix ++ / -- keeps it due: `i < +p`, `1 != --p`.)
@@ -380,6 +400,27 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.pointer_cast_due = o.to_pointer || (s.pointer_cast_due && o.unary_sign);
   s.offset_due = o.pointer_offset || (s.offset_due && o.unary_sign);
   take_type_step(s, k, o);
+}
+
+// What follows a call's value or a function's name, a void function's return (code_word_allowed()
+// and fill_code_tokens() ask them). After a void function's `return`: `;` (or a preprocessor line).
+bool void_return_refuses(const State& s, const TokenInfo& k) {
+  return s.void_return && !on_line(s) && k.cat != Cat::semi && k.cat != Cat::hash;
+}
+
+// Right after a builtin's or a functional cast's value (State::value_result): no `->` (no
+// builtin returns a pointer; NVRTC: "operator -> or ->* applied to \"float\" instead of to a
+// pointer type" of `ceil(x[0])->`, `int()->`). (`[` is refused there by its open check.)
+bool value_result_after(const State& s) {
+  return s.value_result && s.ctx == ctx_call_result && !on_line(s);
+}
+
+// After a device function's name (ctx_callable) its call: `(`, or `<` of its template arguments
+// (NVRTC: "expression must have arithmetic or unscoped enum type" of `4 / f`, `f - 1`; a function
+// is no value). The completion path writes `( )`.
+bool callable_refuses(const State& s, const TokenInfo& k) {
+  return s.ctx == ctx_callable && !on_line(s) && k.cat != Cat::open_paren && k.role != role_lt &&
+         k.cat != Cat::hash;
 }
 
 }  // namespace sparserl::env::detail

@@ -1,9 +1,11 @@
 // The scopes of the syntax mask's code: which names a block holds and when they leave it
 // (known_local_allowed, close_block, advance_scopes), the declarator state a code token leaves
 // (advance_declarator), what may follow a declaration list's `,` (list_declarator_refuses), a
-// declarator's name due (unnamed_declarator) and where no declaration may stand - a for
-// statement's later clauses, a loop's or an if's one statement (misplaced_declaration). Split
-// from action_mask_code.cpp, whose code-token rules call these.
+// declarator's name due (unnamed_declarator), where no declaration may stand - a for
+// statement's later clauses, a loop's or an if's one statement (misplaced_declaration) - which
+// reference a block may declare (block_reference: a const value's alone) and where a declaration
+// list's initializer stands (in_declarator_list). Split from action_mask_code.cpp, whose
+// code-token rules call these.
 //
 // A name used in code must be in scope, and a block must not declare a name twice (the two
 // commonest compile errors of sampled programs after undeclared names). The model is C++'s, kept
@@ -112,11 +114,11 @@ void advance_declarator(State& s, const TokenInfo& k) {
 // Right after a declaration list's `,` in a block or a for statement's first clause (`int a = 1,
 // `): a declarator comes - a name, `*`, `&` or a preprocessor line; no number, constant or other
 // operand (NVRTC: "expected an identifier" of `int a = 1, 5;`, `, M;`). The completion path
-// writes the name. Left alone in a const declaration (its name would owe an initializer) and
-// where no new name is left.
+// writes the name; in a const declaration, whose name would owe an initializer, `*` and the name
+// (`const bool* p{}, M;`: "expected an identifier"). Left alone where no new name is left.
 bool list_declarator_refuses(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.ctx != ctx_operand_due || s.declarator != kTypeDeclarator || on_line(s) ||
-      s.list_depth != static_cast<int>(s.depth) || !new_local_allowed(s) || s.decl_const ||
+      s.list_depth != static_cast<int>(s.depth) || !new_local_allowed(s) ||
       s.locals_used >= t.locals) {
     return false;
   }
@@ -163,6 +165,32 @@ bool misplaced_declaration(const State& s, const TokenInfo& k) {
   const std::uint8_t open = innermost(s);
   return k.role == role_type && s.ctx == ctx_start &&
          (open == kForParen + 1 || open == kForParen + 2);
+}
+
+// A declaration's `&` in a block or a for statement's first clause, but a const value's (`const
+// int& r`, which binds any value of its type): a reference to a variable or to a pointer binds an
+// lvalue of its type alone, which the grammar does not know, and needs one (NVRTC: "reference
+// variable \"r\" requires an initializer" of `void *&r;`, "initial value of reference to
+// non-const must be an lvalue" of `int& r = 1;`). `int& c = b;` goes with them; parameters, casts
+// and the corpus declare none. The completion path writes no `&`.
+bool block_reference(const State& s, const TokenInfo& k) {
+  if (k.role != role_ptr || k.cat == Cat::star || on_line(s) || s.top != Top::body ||
+      s.decl != Decl::none || (s.ctx != ctx_type && s.ctx != ctx_ptr && s.ctx != ctx_qual)) {
+    return false;
+  }
+  const std::uint8_t open = innermost(s);
+  return (open == '{' || open == kForParen) && (!s.decl_const || s.starred);
+}
+
+// Inside a declaration list's initializer, the token's brackets moved: deeper than the list in a
+// bracket that is no block or parameter list, or back at its depth after closing one (`const int
+// a{f(1)}, b;`: `b` is const and owes an initializer, NVRTC "const variable \"b\" requires an
+// initializer"). A `const` there is a cast's.
+bool in_declarator_list(const State& s, std::uint8_t closed) {
+  if (s.list_depth < 0 || s.depth < s.list_depth) return false;
+  const std::uint8_t first =
+      s.depth > s.list_depth ? s.stack[static_cast<std::size_t>(s.list_depth)] : closed;
+  return first != 0 && first != '{' && first != kParamParen;
 }
 
 }  // namespace sparserl::env::detail

@@ -8,7 +8,10 @@
 // shift's count holds (no `-`), what a group after a prefix ++ / -- takes (no `[`), what a `*(`
 // group holds (a pointer's sum: no `&&`, no `,`), what a group over an assignment to a pointer or
 // over a comparison is (a pointer; no array), what a floating sum takes (no << >> & | ^) and that
-// a static_cast to a pointer converts `0` alone.
+// a static_cast to a pointer converts `0` alone; since grammar-compile-16 the casts' and
+// initializers' values: no reinterpret_cast to bool or to a qualified value, a vector's value
+// (make_*) where a scalar is due, what a block's pointer initializer starts with (no `K`), and
+// their pass over fill()'s mask (refuse_cast_values, with action_mask_context.hpp's void casts).
 // Each refuses a token that would make an ill-typed expression (NVRTC's "operand types are
 // incompatible", "expression must be an lvalue", ...); none refuses a token the completion path
 // writes (a closer, `;`, the number `0`) but that number in such a group, where the path writes
@@ -225,7 +228,14 @@ void refuse_ill_typed(const Tables& t, const State& s, std::span<std::uint8_t> m
 // path writes instead may be a long name (the BPE budget's kLvalueNameBytes). Not judged on a
 // preprocessor line but counted through it, as the code's context stays.
 bool lvalue_variable_due(const Tables& t, const State& s) {
-  if (s.ctx != ctx_address && !in_cast_reference(s) && !lvalue_group_start(s)) return false;
+  // (A cast keyword's angle after its type's `&`, and right after it: its operand will be an
+  // lvalue's group too.)
+  const bool angle_reference = (s.reference && s.depth > 0 && innermost(s) == kCastAngle &&
+                                (s.ctx == ctx_ptr || s.ctx == ctx_qual)) ||
+                               (s.reference_cast && s.ctx == ctx_call_args);
+  if (s.ctx != ctx_address && !in_cast_reference(s) && !angle_reference && !lvalue_group_start(s)) {
+    return false;
+  }
   for (int i = 0; i < lvalue_candidates_end(t, s); ++i) {
     if (lvalue_candidate(s, i)) return true;
   }
@@ -354,7 +364,8 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
 }
 
 // The cast rules the code-token rules ask (passes(), closes_innermost(), min_completion): a
-// reinterpret_cast to a value, a floating call's lone pointer argument, a C cast to a vector type.
+// reinterpret_cast to a value (or to bool), a floating call's lone pointer argument, a C cast to
+// a vector type.
 
 // In reinterpret_cast's angle, right after a floating or vector type word: no `>` yet (NVRTC:
 // "invalid type conversion" of `reinterpret_cast<float>(b)`; no such type is a reinterpret_cast's
@@ -364,6 +375,53 @@ void take_type_step(State& s, const TokenInfo& k, const OperandStep& o) {
 bool reinterpret_to_value(const State& s) {
   return innermost(s) == kCastAngle && s.reinterpret_angle && s.ctx == ctx_type &&
          (s.last_type == type_floating || s.last_type == type_vector);
+}
+
+// In reinterpret_cast's angle no bool (no pointer converts to it, nor anything else but a bool;
+// NVRTC: "invalid type conversion" of `reinterpret_cast<bool volatile>(__cosf(x))`), and no
+// qualifier where reinterpret_to_value() holds: `*` must come, and none may after a qualifier
+// there (`reinterpret_cast<float const>(i)`). `reinterpret_cast<bool*>(p)` goes with them. The
+// completion path writes neither.
+bool reinterpret_type_refused(const State& s, const TokenInfo& k) {
+  if (on_line(s) || !s.reinterpret_angle || innermost(s) != kCastAngle) return false;
+  return k.boolean || (k.role == role_qual && reinterpret_to_value(s));
+}
+
+// A CUDA vector's value where a scalar is due (NVRTC: "no suitable conversion function from
+// \"uint2\" to \"ptrdiff_t\"" of `ptrdiff_t(make_uint2(...))`; "no suitable constructor exists to
+// convert from \"value_t\" to \"uint4\"" of `uint4 v = value_t();`): a make_* builtin (the vector
+// results the grammar names) where a value, an integer, a floating value, a pointer cast's operand
+// or a pointer's offset is due (`2 * make_int2(`), or as a builtin's or a functional cast's first
+// argument (a vector type's functional cast is refused already); and a functional cast to a type
+// that is no vector at the top of a vector variable's initializer (`float4 v = float(x)`; dim3,
+// which converts from an integer, and pointers aside). `uint4 v = int(x) ? a : b;` goes with it;
+// the number the completion path writes there is left alone (`uint4 v = 0;` stays possible).
+bool vector_value_refused(const State& s, const TokenInfo& k) {
+  if (on_line(s)) return false;
+  if (k.vector_result) {
+    if (s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due || s.offset_due) {
+      return true;
+    }
+    return s.ctx == ctx_args && s.depth > 0 && innermost(s) == kCallParen &&
+           bit(s.value_calls, s.depth - 1);
+  }
+  return k.role == role_type && k.type_cat != type_vector && s.decl_type == type_vector &&
+         !s.decl_constructed && s.ctx == ctx_operand_due && s.top == Top::body &&
+         s.list_depth == static_cast<int>(s.depth) && !local_bit(s.pointers, s.last_declared);
+}
+
+// Right after a block's pointer declarator's `=` or `{` (State::pointer_init): what starts no
+// pointer - a number but `0` (Num::start_null, which the completion path writes), a prelude
+// constant, a builtin (none gives a pointer), true / false, a literal, a type word (a functional
+// cast's value), a sign, `!`, `~` or sizeof (NVRTC: "a value of type \"int\" cannot be used to
+// initialize an entity of type \"void **\"" of `void **q {K};`). `int* q = 1 + p;` goes with them;
+// a variable, `&`, `*`, a group and a cast keyword start one.
+bool pointer_init_refuses(const State& s, const TokenInfo& k) {
+  if (!s.pointer_init || on_line(s)) return false;
+  const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
+  return k.cat == Cat::constant || k.cat == Cat::builtin || k.cat == Cat::literal ||
+         (k.cat == Cat::keyword && k.role == role_operand) || k.role == role_type ||
+         k.role == role_qual || sign || k.type_prefix;
 }
 
 // A floating functional cast's or builtin's first argument that is a pointer variable alone
@@ -384,6 +442,35 @@ bool vector_cast(const State& s, const TokenInfo& k) {
   if (k.role != role_type || k.type_cat != type_vector || k.constructed || on_line(s)) return false;
   const std::uint8_t open = innermost(s);
   return (s.ctx == ctx_group && open == '(') || (s.ctx == ctx_qual && open == kCastParen);
+}
+
+// fill()'s pass of reinterpret_type_refused(), void_cast_refuses(), vector_value_refused() and
+// pointer_init_refuses(): clears what `mask` allows and they refuse, looking only where they may.
+void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t> mask) {
+  if (on_line(s)) return;
+  const auto clear = [&](const std::vector<TokenId>& ids, auto refuses) {
+    for (TokenId id : ids) {
+      if (refuses(t.info[static_cast<std::size_t>(id)])) mask[static_cast<std::size_t>(id)] = 0;
+    }
+  };
+  if (s.reinterpret_angle && innermost(s) == kCastAngle) {
+    clear(t.type_ids, [&](const TokenInfo& k) { return reinterpret_type_refused(s, k); });
+  }
+  if (void_cast_due(s) || value_paren(s)) {
+    clear(t.type_ids, [&](const TokenInfo& k) { return void_cast_refuses(s, k); });
+  }
+  const bool scalar_due = s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due ||
+                          s.offset_due || s.ctx == ctx_args;
+  if (scalar_due || (s.ctx == ctx_operand_due && s.decl_type == type_vector)) {
+    const auto vector_value = [&](const TokenInfo& k) { return vector_value_refused(s, k); };
+    clear(t.builtin_ids, vector_value);
+    clear(t.type_ids, vector_value);
+  }
+  if (s.pointer_init) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && pointer_init_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
 }
 
 }  // namespace sparserl::env::detail

@@ -142,3 +142,17 @@ TEST_CASE("code names no function-like macro", "[env][mask]") {
                              "f() { int j = G + J; }\n#undef H\n#define H 3\n__device__ int g() "
                              "{ return H; }\n") == "");
 }
+
+TEST_CASE("a #define's body takes `.` after threadIdx & co alone", "[env][mask]") {
+  // (NVRTC: "expression must have class type but it has type \"__nv_bool\"" of `true < A` after
+  // `#define A (false .x)`, "... \"int\"" of `#define T NNZ.x`: where the macro is expanded its
+  // body is code, and a number, a constant, true / false or a group is no class.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "#define A (false.x)\n") == ".");
+  CHECK(first_refused(head + "#define T NNZ.x\n") == ".");
+  CHECK(first_refused(head + "#define T (M).x\n") == ".");
+  CHECK(first_refused(head + "#define T threadIdx.x.y\n") == ".");
+  // (threadIdx & co's members are accepted.)
+  CHECK(first_refused(head + "#define T (threadIdx.x + blockDim.y * 2)\n#define U gridDim.z\n") ==
+        "");
+}

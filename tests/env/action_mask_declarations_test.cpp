@@ -78,8 +78,9 @@ TEST_CASE("no pointer or reference to a reference", "[env][mask]") {
   CHECK(first_refused(head + "__device__ void f(int& const * a) { }\n") == "*");
   CHECK(first_refused(head + "__device__ long& * f() { return 0; }\n") == "*");
   // A reference to a pointer is one; `&` after an operand an operator.
-  CHECK(first_refused(head + "__device__ int f(const int*& p, int& b) { int& c = b; return c & "
-                             "*p & 1; }\n") == "");
+  CHECK(first_refused(head +
+                      "__device__ int f(const int*& p, int& b) { const int& c = b; return c & "
+                      "*p & 1; }\n") == "");
 }
 
 TEST_CASE("a function's parameters have distinct names", "[env][mask]") {
@@ -228,4 +229,64 @@ TEST_CASE("a loop's or an if's one statement is no declaration", "[env][mask]") 
   CHECK(first_refused(head + f +
                       "for (;;) { const short s {}; } while (i) i--; if (i) i = 1; int "
                       "j = 0; }\n") == "");
+}
+
+TEST_CASE("a block declares no reference but to a const value", "[env][mask]") {
+  // (NVRTC: "reference variable \"r\" requires an initializer" of `void *&r;`; a reference to a
+  // variable or a pointer binds an lvalue of its type alone - "initial value of reference to
+  // non-const must be an lvalue" of `int& r = 1;` - which the grammar does not know.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "void *&r; }\n") == "&");
+  CHECK(first_refused(head + f + "int& r = i; }\n") == "&");
+  CHECK(first_refused(head + f + "const int *&p = 0; }\n") == "&");
+  CHECK(first_refused(head + f + "for (long &j = i;;) {} }\n") == "&");
+  // (A const value's reference, a parameter's, a reference cast, a unary or binary `&` are
+  // accepted.)
+  CHECK(first_refused(head + "__device__ void f(int& i, const int*& p) { const int& r = i; }\n") ==
+        "");
+  CHECK(first_refused(head + f + "const int& s = 1; }\n") == "");
+  CHECK(first_refused(head + f + "int j = (int&)i & 1; const int* q = &i; }\n") == "");
+}
+
+TEST_CASE("a const declaration's list stays const through its initializers' brackets",
+          "[env][mask]") {
+  // (NVRTC: "const variable \"b\" requires an initializer" of `const uint2 a{f(1)}, b;`: a `(`, a
+  // `{` or its `}` in the first initializer no longer end the declaration's constness.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "const int a{1}, b; }\n") == ";");
+  CHECK(first_refused(head + f + "const int a = (i), b; }\n") == ";");
+  CHECK(first_refused(head + f + "const uint2 a{(unsigned)i, 2}, b, c; }\n") == ",");
+  // (Their initializers, a cast's const in another declaration's initializer are accepted.)
+  CHECK(first_refused(head + f + "const int a{1}, b = (i); int c = (const int)i, d; d = 1; }\n") ==
+        "");
+}
+
+TEST_CASE("a block's pointer starts its initializer with what may be a pointer", "[env][mask]") {
+  // (NVRTC: "a value of type \"int\" cannot be used to initialize an entity of type \"void **\""
+  // of `void **q {K};`, `int* q = 5;`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i, const int* p) { ";
+  CHECK(first_refused(head + f + "void **q{K}; }\n") == "K");
+  CHECK(first_refused(head + f + "int *q = 5; }\n") == "5");
+  CHECK(first_refused(head + f + "const int* q = true; }\n") == "true");
+  CHECK(first_refused(head + f + "const int* q{-p}; }\n") == "-");
+  CHECK(first_refused(head + f + "const int* q = int(i); }\n") == "int");
+  // (The null pointer, a pointer's sum, an address, casts are accepted.)
+  CHECK(first_refused(head + f +
+                      "const int* q = 0; const int* r{p}; const int* s = p - 1; "
+                      "const int* t{}; const int* u = &i; int* w = (int*)p + i; const "
+                      "int* z = reinterpret_cast<const int*>(p) + 1; }\n") == "");
+}
+
+TEST_CASE("a const declaration list's comma takes a declarator", "[env][mask]") {
+  // (NVRTC: "expected an identifier" of `const bool* q{}, M;`; the completion path writes the
+  // name and its initializer.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  const std::string f = "__device__ void f(int i) { ";
+  CHECK(first_refused(head + f + "const int* q{}, M; }\n") == "M");
+  CHECK(first_refused(head + f + "const int a = 1, 5; }\n") == "<num>");
+  CHECK(first_refused(head + f + "const int a = 1, b = 2; for (const int c = 0, d = 1;;) {} }\n") ==
+        "");
 }

@@ -226,7 +226,9 @@ TEST_CASE("a group after a prefix ++ / -- is subscripted by nothing", "[env][mas
 
 TEST_CASE("a cast to an integer type takes no pointer", "[env][mask]") {
   // (NVRTC: "invalid type conversion" of `(signed char const)(void***)x`, `(int)p`.)
-  CHECK(refused_in("float y = ceilf((signed char const)(void*)i);") == "*");
+  CHECK(refused_in("float y = ceilf((signed char const)(int*)i);") == "*");
+  // (`(void` is refused there already: no `*` may follow it.)
+  CHECK(refused_in("float y = ceilf((signed char const)(void*)i);") == "void");
   CHECK(refused_in("int j = (int)q;") == ";");
   // (An element, an integer, a floating value, a cast to a pointer, a pointer to an integer as
   // wide as it or to a bool are accepted.)
@@ -297,4 +299,85 @@ TEST_CASE("a group over a comparison or a logical or bitwise operator is no arra
   CHECK(refused_in("int j = (q[0] << 2)[0];") == "[");
   // (A pointer's sum, a conditional's pointer, an assignment's, a comma's are accepted.)
   CHECK(refused_in("int j = (q + 1)[0] + (i < 1 ? q : q)[0] + (i = 2, q)[0] + (q = q)[0];") == "");
+}
+
+TEST_CASE("a reinterpret_cast is to no bool, nor to a qualified floating or vector value",
+          "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `reinterpret_cast<bool volatile>(__cosf(x))`,
+  // `reinterpret_cast<float const>(i)`: no such type is a reinterpret_cast's result but a
+  // pointer's or a reference's, bool not even from a pointer. `reinterpret_cast<bool*>(p)` goes
+  // with them.)
+  CHECK(refused_in("reinterpret_cast<bool volatile>(x);") == "bool");
+  CHECK(refused_in("reinterpret_cast<const bool>(i);") == "bool");
+  CHECK(refused_in("reinterpret_cast<float const>(i);") == "const");
+  CHECK(refused_in("reinterpret_cast<float4 volatile>(i);") == "volatile");
+  // (Casts to pointers, to an integer, to a qualified pointer type are accepted.)
+  CHECK(refused_in("float4* v = reinterpret_cast<float4*>(a); long l = reinterpret_cast<long>(q);"
+                   " const float* b = reinterpret_cast<const float*>(q); bool c = (bool)i;") == "");
+}
+
+TEST_CASE("a vector's value stands where a vector is due alone", "[env][mask]") {
+  // (NVRTC: "no suitable conversion function from \"uint2\" to \"ptrdiff_t\"" of
+  // `ptrdiff_t(make_uint2(1, 2))`; "no suitable constructor exists to convert from \"value_t\" to
+  // \"uint4\"" of `uint4 v = value_t();`.)
+  CHECK(refused_in("long l = ptrdiff_t(make_uint2(1, 2));") == "make_uint2");
+  CHECK(refused_in("float y = sqrtf(make_float2(1, 2));") == "make_float2");
+  CHECK(refused_in("int j = 2 * make_int2(1, 2);") == "make_int2");
+  CHECK(refused_in("uint4 v = value_t();") == "value_t");
+  CHECK(refused_in("float2 v = make_float2(1, 2), w = int(i);") == "int");
+  // (A vector's initializer, a scalar's functional cast elsewhere, dim3's and a vector pointer's
+  // initializers are accepted.)
+  CHECK(refused_in(
+            "float4 v = make_float4(1, 2, 3, 4), w = v; int2 u = make_int2(int(x), i); "
+            "dim3 d = int(2); float4* p = reinterpret_cast<float4*>(a); uint2 e; e = make_uint2(1, "
+            "2);") == "");
+}
+
+TEST_CASE("a cast keyword's cast to a reference takes an lvalue's group", "[env][mask]") {
+  // (NVRTC: "expression must be an lvalue or xvalue" of
+  // `reinterpret_cast<long*&>(__double_as_longlong(x))`, as of a C cast's `(int&)1`.)
+  CHECK(refused_in("reinterpret_cast<float&>(sqrtf(x));") == "sqrtf");
+  CHECK(refused_in("reinterpret_cast<int&>(i + 1);") == "+");
+  CHECK(refused_in("reinterpret_cast<int&>(1);") == "<num>");
+  // (Its `(` comes first, as after any cast keyword's angle: `expected a "("` of
+  // `reinterpret_cast<long&> static_cast<float>(x)`.)
+  CHECK(refused_in("reinterpret_cast<long&> static_cast<float>(x);") == "static_cast");
+  // (A variable, an element, a pointer cast's value are accepted.)
+  CHECK(refused_in("reinterpret_cast<float&>(x) = 1; const float& y = reinterpret_cast<const "
+                   "float&>(a[0]); int* r = reinterpret_cast<int*>(a + 1);") == "");
+}
+
+TEST_CASE("a C cast to void is to a pointer", "[env][mask]") {
+  // (NVRTC: "expression must have arithmetic or unscoped enum type" of `1 / (void)i`,
+  // "... arithmetic, unscoped enum, or pointer type but has type \"void\"" of `(void const)i < 1`:
+  // a void cast's value is none. `(void)i;` goes with them.)
+  CHECK(refused_in("int j = 1 + (void)i;") == ")");
+  CHECK(refused_in("int j = 1 / (void)i;") == "void");  // (a value due: no `*` may follow it)
+  CHECK(refused_in("bool b = (void const)i < 1;") == "const");
+  CHECK(refused_in("bool b = (const void)i < 1;") == ")");
+  CHECK(refused_in("(void)i;") == ")");
+  // (Casts to void pointers, sizeof's void pointer are accepted.)
+  CHECK(refused_in("void* v = (void*)a; const void* w = (const void*)q; long s = sizeof(void*);") ==
+        "");
+}
+
+TEST_CASE("an integer operator's right operand has integer terms alone", "[env][mask]") {
+  // (NVRTC: "expression must have integral or unscoped enum type" of `char(false ^ (w) / 7e8)`,
+  // `i << i + x`: the operand of ^ is the whole product or sum.)
+  CHECK(refused_in("int j = i ^ (i) / 1.5;") == ".");
+  CHECK(refused_in("int j = i << i + x;") == "v5");
+  CHECK(refused_in("int j = i & 2 * x;") == "v5");
+  CHECK(refused_in("int j = i % (i + x);") == "v5");
+  // (Integer terms, a floating operand after a comparison or outside the group are accepted.)
+  CHECK(refused_in("int j = (i & 3) * 4 + x; float* b = a + (i & 3) * 4; int m = i << 2 | i % 3 "
+                   "* 2; bool c = i & 1 < x; j = (i ^ 1) * x;") == "");
+}
+
+TEST_CASE("a `*(` group over a floating pointer is a floating value", "[env][mask]") {
+  // (NVRTC: "expression must have integral or unscoped enum type" of `*(p++) >> 2` with p a
+  // value_t*.)
+  CHECK(refused_in("int j = *(a++) >> 2;") == ">>");
+  CHECK(refused_in("int j = *(a) & 1;") == "&");
+  // (Its arithmetic, an int pointer's element are accepted.)
+  CHECK(refused_in("float y = *(a++) + 1.5; int j = *(q) >> 1;") == "");
 }

@@ -416,13 +416,13 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   };
   // Code starts: no declaration yet, so no new name.
   CHECK_FALSE(mask.allows(v.local(1)));
-  // `const int* __restrict__ v1 = M ...`: a declaration through its prefixes ...
+  // `const int* __restrict__ v1 = v1 ...`: a declaration through its prefixes ...
   take_all({"const", "int", "*", "__restrict__"});
   take(v.local(1));
   take(id("="));
   CHECK_FALSE(mask.allows(v.local(2)));  // ... but not in its initializer
   CHECK(mask.allows(v.local(1)));        // where the declared name is in scope already
-  take(id("M"));
+  take(v.local(1));
   take(id("+"));
   CHECK_FALSE(mask.allows(v.local(2)));
   take(id("("));
@@ -436,6 +436,10 @@ TEST_CASE("a new local appears only where a name is declared, never inside an ex
   take(id(","));
   CHECK(mask.allows(v.local(2)));
   take(v.local(2));
+  CHECK_FALSE(mask.allows(id(";")));  // v2 is a const int: it takes an initializer
+  take(id("="));
+  take(v.num());
+  take(v.id(TokenClass::digit, "0"));
   take(id(";"));
   CHECK_FALSE(mask.allows(v.local(3)));
   // `for (value_t v3 = 0, v4 ...`: a list inside parentheses.

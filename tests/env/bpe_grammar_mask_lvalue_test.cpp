@@ -86,7 +86,7 @@ TEST_CASE("the BPE grammar mask refuses declarations that would need an initiali
     CHECK(first_refused(kHead,
                         "  __shared__ int a, b[4];\n  __shared__ const value_t* p;\n"
                         "  extern __shared__ const int s[];\n  const int c = 1;\n"
-                        "  int& r = a;\n") == -1);
+                        "  const int& r = a;\n") == -1);
   }
   SECTION("a block's qualifiers take a type before the name, `;` or `,`") {
     // (NVRTC: "attribute \"__shared__\" does not apply here" of `__shared__;`, "a storage class

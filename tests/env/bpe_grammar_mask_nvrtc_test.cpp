@@ -433,7 +433,7 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of types", "[env][bpe
     CHECK(first_refused(kHead,
                         "  value_t f = (value_t)x[0] + (float)M + (double)-f + (float)*x;\n"
                         "  const value_t* p = (const value_t*)x + (int)f;\n"
-                        "  value_t& r = (value_t&)row_ptr[0];\n  int& q = (int&)f;\n"
+                        "  const value_t& r = (value_t&)row_ptr[0];\n  const int& q = (int&)f;\n"
                         "  p = (value_t* const)y + (size_t)(int*)0;\n"
                         "  f = ((const value_t* __restrict__)x)[0] + (float)(x - y);\n") == -1);
   }
@@ -481,7 +481,7 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of groups, statements
     CHECK(first_refused(kHead, "  value_t* const;") == 16);
     CHECK(first_refused(kHead, "  for (int* ;;) {}") == 12);
     CHECK(first_refused(kHead,
-                        "  int* p; int& r = *p; for (int* q = 0;;) {}\n"
+                        "  int* p; const int& r = *p; for (int* q = 0;;) {}\n"
                         "  int i = sizeof(int*) + (long)(int*)0;\n") == -1);
   }
   SECTION("an array's bound takes integer numbers") {
@@ -512,12 +512,12 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of groups, statements
     // (NVRTC: "invalid type conversion" of `reinterpret_cast<float>(x[0])`.)
     CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<float>(x[0]);") == 31);
     CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<const value_t>(1);") == 39);
-    CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<value_t const>(1);") == -1);  // aside
+    CHECK(first_refused(kHead, "  y[0] = reinterpret_cast<value_t const>(1);") == 34);  // const
     CHECK(first_refused(kHead, "  int4 v = reinterpret_cast<int4>(y);") == 32);
     CHECK(first_refused(kHead,
                         "  y[0] = *reinterpret_cast<const float*>(x) + static_cast<float>(1) +\n"
                         "         reinterpret_cast<long>(x);\n"
-                        "  float& f = reinterpret_cast<float&>(y[0]);\n") == -1);
+                        "  const float& f = reinterpret_cast<float&>(y[0]);\n") == -1);
   }
   SECTION("no pointer right of a value's `-`") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `M - x`, `1 - y`.)
