@@ -396,12 +396,16 @@ bool reinterpret_type_refused(const State& s, const TokenInfo& k) {
 // that is no vector at the top of a vector variable's initializer (`float4 v = float(x)`; dim3,
 // which converts from an integer, and pointers aside). `uint4 v = int(x) ? a : b;` goes with it;
 // the number the completion path writes there is left alone (`uint4 v = 0;` stays possible).
+namespace {
+bool scalar_due(const State& s) {
+  return s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due || s.offset_due;
+}
+}  // namespace
+
 bool vector_value_refused(const State& s, const TokenInfo& k) {
   if (on_line(s)) return false;
   if (k.vector_result) {
-    if (s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due || s.offset_due) {
-      return true;
-    }
+    if (scalar_due(s)) return true;
     return s.ctx == ctx_args && s.depth > 0 && innermost(s) == kCallParen &&
            bit(s.value_calls, s.depth - 1);
   }
@@ -459,9 +463,8 @@ void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t>
   if (void_cast_due(s) || value_paren(s)) {
     clear(t.type_ids, [&](const TokenInfo& k) { return void_cast_refuses(s, k); });
   }
-  const bool scalar_due = s.value_due || s.integral_due || s.floating_due || s.pointer_cast_due ||
-                          s.offset_due || s.ctx == ctx_args;
-  if (scalar_due || (s.ctx == ctx_operand_due && s.decl_type == type_vector)) {
+  if (scalar_due(s) || s.ctx == ctx_args ||
+      (s.ctx == ctx_operand_due && s.decl_type == type_vector)) {
     const auto vector_value = [&](const TokenInfo& k) { return vector_value_refused(s, k); };
     clear(t.builtin_ids, vector_value);
     clear(t.type_ids, vector_value);
