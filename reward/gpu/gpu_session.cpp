@@ -297,6 +297,7 @@ GpuSession::Prepared* GpuSession::resident_format(const GpuRequest& request) {
 
 GpuSession::Prepared& GpuSession::prepare(const GpuRequest& request, const datasets::SparseMatrix& matrix) {
   const std::string key = prepared_key(request);
+  prepared_.erase(key);  // a request without a digest converts again: one entry a key
   const auto start = Clock::now();
   KernelArrays arrays = build_kernel_arrays(matrix, request.format, request.task.dtype);
   auto p = std::make_unique<Prepared>();
@@ -702,11 +703,10 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
 
   try {
     // --- matrix and format ----------------------------------------------------------------------
-    // A format resident for the request's digest needs no matrix: it was converted from a copy
-    // whose digest matched, and the device check vouches for its arrays since - so a task met again
-    // skips the worker's store (16 matrices; a miss generated one again, 0.2-4.6 s at large sizes).
-    // Otherwise the matrix is loaded and its digest (computed once per loaded matrix: 0.11-0.17 s
-    // at 8M nonzeros on the CI machine's CPU) compared with the request's.
+    // A format resident for the request's digest needs no matrix (converted from a copy whose
+    // digest matched, its arrays checked on the device since): a task met again skips the store,
+    // whose misses generated matrices again (0.2-4.6 s at large sizes). Otherwise the matrix is
+    // loaded and its digest (computed once per loaded matrix) compared with the request's.
     Prepared* prepared = request.matrix_digest.empty() ? nullptr : resident_format(request);
     if (prepared == nullptr) {
       std::shared_ptr<const datasets::SparseMatrix> matrix;
