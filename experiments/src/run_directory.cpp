@@ -196,10 +196,11 @@ RunStatus RunDirectory::run(const std::function<void(const StopSignals& stop)>& 
   }
   if (stop.requested()) {
     const int sig = stop.signal();
-    mark(RunStatus::interrupted, sig == SIGINT    ? "stopped by SIGINT"
-                                 : sig == SIGTERM ? "stopped by SIGTERM"
-                                 : sig == SIGHUP  ? "stopped by SIGHUP (its terminal went away)"
-                                                  : "stop requested");
+    const char* name = stop_signal_name(sig);
+    mark(RunStatus::interrupted, name == nullptr
+                                     ? std::string("stop requested")
+                                     : std::string("stopped by ") + name +
+                                           (sig == SIGHUP ? " (its terminal went away)" : ""));
     return RunStatus::interrupted;
   }
   mark(RunStatus::completed);

@@ -65,6 +65,10 @@ int StopSignals::signal() const {
   return s > 0 ? s : 0;
 }
 
+const char* stop_signal_name(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : nullptr;
+}
+
 void StopSignals::request() {
   int expected = 0;
   g_stop_signal.compare_exchange_strong(expected, -1);

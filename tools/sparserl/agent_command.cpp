@@ -250,10 +250,7 @@ int print_result(const std::string& stage, const agents::StageResult& result,
             << ", checkpoint " << result.checkpoint.string() << "\n";
   if (!result.stopped) return 0;
   const int sig = stop.signal() != 0 ? stop.signal() : SIGINT;
-  std::cerr << stage << ": stopped by "
-            << (sig == SIGTERM  ? "SIGTERM"
-                : sig == SIGHUP ? "SIGHUP"
-                                : "SIGINT")
+  std::cerr << stage << ": stopped by " << experiments::stop_signal_name(sig)
             << "; the same command resumes from the checkpoint\n";
   return 128 + sig;
 }

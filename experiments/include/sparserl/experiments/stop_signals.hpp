@@ -26,4 +26,7 @@ class StopSignals {
   void request();
 };
 
+// The name of a stop signal ("SIGINT", "SIGTERM", "SIGHUP"); nullptr for any other number.
+const char* stop_signal_name(int sig);
+
 }  // namespace sparserl::experiments
