@@ -143,6 +143,23 @@ Ctx after_variable(const State& s, int local) {
   return constant ? ctx_const_element : ctx_operand;
 }
 
+// Whether a known name (no macro) must open a bracket right after it: a file-scope function's
+// `(` (ctx_callable below), a pointer's `[` where a value is due or as a floating call's first
+// argument alone (pointer_argument() after it).
+bool bracket_follows(const State& s, int local) {
+  const bool kernel = local < kMaxKernelLocal && ((s.launched >> local) & 1u) != 0;
+  if (scope_of(s, local) == block_scope(0, false) && !kernel) {
+    return !local_bit(s.template_names, local);
+  }
+  if (!local_bit(s.pointers, local)) return false;
+  const Ctx after = after_variable(s, local);
+  if (after == ctx_subscript_due) return true;
+  if (after != ctx_pointer) return false;
+  State named = s;  // (asked only at a full stack: the copy is rare)
+  named.ctx = ctx_pointer;
+  return pointer_argument(named);
+}
+
 void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
   const bool declares = taken.declares, macro = taken.macro, cast_closed = taken.cast_closed;
   const bool reference = s.reference;  // (the type's last `*` / `&` was `&`)
@@ -168,6 +185,7 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
         if (at_statement(s) || open == kForParen || open == kParamParen) {
           s.decl_type = k.type_cat;
           s.decl_void = k.word == w_void;
+          s.list_depth = -1;  // a new declaration: its list starts at its first name
         }
         if (k.constructed) s.decl_constructed = true;
         s.run = type_run_join(in_type ? s.run : 0, k.type_bits);
@@ -347,6 +365,13 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (s.floating_due && !is_macro(s, k.local) && k.local < s.locals_used) {
     const std::uint8_t type = local_type(s, k.local);
     if (type == type_integral || type == type_vector) return false;
+  }
+  // At a full code stack no name whose bracket is due after it (a function's `(`, a pointer's
+  // `[`): the bracket could not open (a dead end of the mask, met on the GPU host by a policy's
+  // 2,400-token program 48 brackets deep).
+  if (s.depth >= kMaxCodeDepth && k.local < s.locals_used && !is_macro(s, k.local) &&
+      bracket_follows(s, k.local)) {
+    return false;
   }
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }

@@ -102,8 +102,18 @@ void advance_declarator(State& s, const TokenInfo& k) {
   } else if (was != kTypeDeclarator || k.naming != TokenInfo::naming_keep) {
     s.declarator = 0;
   }
-  if (k.cat == Cat::local && was != 0) s.list_depth = static_cast<std::int8_t>(s.depth);  // a name
+  if (k.cat == Cat::local && was != 0) {  // a name
+    // One at another depth than the list under way (a macro's name before it, read as a type:
+    // `fmin(M v` inside a void declaration's initializer) starts a list of its own, which is no
+    // void declaration's - else its `,` stayed refused where the call's completion writes one.
+    if (s.list_depth >= 0 && s.list_depth != static_cast<int>(s.depth)) s.decl_void = false;
+    s.list_depth = static_cast<std::int8_t>(s.depth);
+  }
   if (k.cat == Cat::comma && s.depth == s.list_depth) s.declarator = kTypeDeclarator;
+  // A bracket or `;` before any name: the void was no declaration's type (`void(`, `void;`).
+  const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
+                     k.cat == Cat::open_brace || k.ternary == 1;
+  if ((opens || k.cat == Cat::semi) && s.list_depth < 0) s.decl_void = false;
   if (s.list_depth >= 0 &&
       (s.depth < s.list_depth || (k.cat == Cat::semi && s.depth == s.list_depth))) {
     s.list_depth = -1;
