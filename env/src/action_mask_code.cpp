@@ -118,8 +118,6 @@ std::uint8_t after_start(const State& s, const TokenInfo& k, std::uint8_t closed
   }
 }
 
-// The context after a code token; `declares`: the token is a local that a declaration declares,
-// `macro`: a local #defined (it may name a type or a qualifier).
 // What taking a code token found before the state moved (take_code_token).
 struct Taken {
   bool declares = false;     // a local a declaration declares
@@ -143,21 +141,18 @@ Ctx after_variable(const State& s, int local) {
   return constant ? ctx_const_element : ctx_operand;
 }
 
-// Whether a known name (no macro) must open a bracket right after it: a file-scope function's
-// `(` (ctx_callable below), a pointer's `[` where a value is due or as a floating call's first
-// argument alone (pointer_argument() after it).
+// Whether a known name (no macro) must open a bracket next: a file-scope function's `(`, a
+// pointer's `[` where a value is due or as a floating call's first argument (pointer_argument()).
 bool bracket_follows(const State& s, int local) {
+  if (local >= s.locals_used || is_macro(s, local)) return false;
   const bool kernel = local < kMaxKernelLocal && ((s.launched >> local) & 1u) != 0;
   if (scope_of(s, local) == block_scope(0, false) && !kernel) {
     return !local_bit(s.template_names, local);
   }
   if (!local_bit(s.pointers, local)) return false;
-  const Ctx after = after_variable(s, local);
-  if (after == ctx_subscript_due) return true;
-  if (after != ctx_pointer) return false;
   State named = s;  // (asked only at a full stack: the copy is rare)
-  named.ctx = ctx_pointer;
-  return pointer_argument(named);
+  named.ctx = after_variable(s, local);
+  return named.ctx == ctx_subscript_due || pointer_argument(named);
 }
 
 void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
@@ -366,13 +361,9 @@ bool local_allowed(const Tables& t, const State& s, const TokenInfo& k) {
     const std::uint8_t type = local_type(s, k.local);
     if (type == type_integral || type == type_vector) return false;
   }
-  // At a full code stack no name whose bracket is due after it (a function's `(`, a pointer's
-  // `[`): the bracket could not open (a dead end of the mask, met on the GPU host by a policy's
-  // 2,400-token program 48 brackets deep).
-  if (s.depth >= kMaxCodeDepth && k.local < s.locals_used && !is_macro(s, k.local) &&
-      bracket_follows(s, k.local)) {
-    return false;
-  }
+  // At a full code stack no name whose bracket is due next: it could not open (a dead end met on
+  // the GPU host by a policy's 2,431-token program 48 brackets deep).
+  if (s.depth >= kMaxCodeDepth && bracket_follows(s, k.local)) return false;
   return k.local == s.locals_used ? new_local_allowed(s) : known_local_allowed(s, k.local);
 }
 
