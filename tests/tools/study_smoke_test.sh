@@ -28,7 +28,8 @@ grep -q "has local changes" <<<"$refusal" || fail "a dirty tree: $refusal"
 #    of a stage two at a time (the devices named are not used: the smoke policy runs on the CPU).
 run() {
   "$SRC/tools/study.sh" --smoke --allow-dirty --sparserl "$SPARSERL" --out "$WORK/study" \
-    --seeds 1 --sft-seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]" "$@"
+    --seeds 1 --sft-seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]" \
+    --set train.record_trajectories=true "$@"  # (for tools/update_phases.py below)
 }
 # Each lane gets half of the cores for LibTorch's threads (OMP_NUM_THREADS unset).
 (unset OMP_NUM_THREADS; CUDA_VISIBLE_DEVICES=7,5 run --gpus 2) >"$WORK/first.txt" 2>"$WORK/first.err" ||
@@ -91,6 +92,23 @@ grep -q "train.init_checkpoint=$WORK/study/spmv-f32/runs/sft-features-s1/.*/poli
 ls "$WORK"/study/examples/spmv-f32/bench-test/*/summary.csv >/dev/null || fail "examples: no summary"
 ls "$WORK"/study/examples/spmv-f32/runs/grpo-s1/*/report.md >/dev/null || fail "examples: no report"
 [[ -z $(find "$WORK/study/examples" -name '*.pt') ]] || fail "examples: weights copied"
+
+# Where an RL run's updates spent their evaluation (tools/update_phases.py, docs/study.md): the
+# smoke's grpo-s1 is one update of one task's 2 programs, compiled on the CPU.
+# (The first python with h5py: the system's, which tools/setup.sh provides it to, where python3
+# on PATH is another.)
+py=
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c 'import h5py' 2>/dev/null; then py=$candidate && break; fi
+done
+if [[ -n $py ]]; then
+  grpo_run=$(ls -d "$WORK"/study/spmv-f32/runs/grpo-s1/*/ | head -1)
+  phases=$("$py" "$SRC/tools/update_phases.py" "$grpo_run") || fail "update_phases.py: $phases"
+  grep -q ": 2 programs, 2 an update, 1 updates, 1 tasks" <<<"$phases" || fail "phases: $phases"
+  grep -q "^| 1 | 2 | 1 | 1 | [0-2] | 0.0 | 0.0 | .*compile=" <<<"$phases" || fail "phases: $phases"
+else
+  echo "study smoke: h5py missing, tools/update_phases.py not checked"
+fi
 
 # 3. Resumable: the second call finds every run and bench finished and trains nothing.
 run >"$WORK/second.txt" 2>"$WORK/second.err" || { tail -30 "$WORK/second.err"; fail "second call"; }
