@@ -311,6 +311,8 @@ struct TokenInfo {
   bool equality = false;    // == !=
   bool arithmetic_operator = false;
   bool floating_value = false;
+  bool pointer_first =
+      false;                 // a builtin whose first parameter is a pointer: loads, stores, atomics
   bool type_prefix = false;  // `!`, `~`, sizeof: the operand they start has their type
   // A declaration's specifier or qualifier (const, static, inline, __device__, ...): its bit in
   // State::specifiers (0: none).
@@ -722,8 +724,9 @@ struct ActionMask::State {
   std::uint64_t pointer_sums = 0, address_led = 0, value_args = 0;
   bool value_named = false;
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
-  // A block's pointer declarator's `=` or `{` was just read (see pointer_init_refuses).
-  bool pointer_init = false;
+  // A block's pointer declarator's `=` or `{` was just read (see pointer_init_refuses); a builtin
+  // whose first parameter is a pointer was just named (its `(` next), that `(` was just read.
+  bool pointer_init = false, pointer_named = false, pointer_arg = false;
   // A cast keyword's angle that ends in `&` was just closed: its `(` opens an lvalue's group, as
   // after a C cast to a reference (ctx_address).
   bool reference_cast = false;

@@ -315,6 +315,9 @@ TokenInfo classify(const Vocabulary& v, TokenId id) {
                                 t.text.rfind("__ld", 0) != 0 && t.text.rfind("__shfl", 0) != 0 &&
                                 t.text.rfind("atomic", 0) != 0;
   k.floating_value = floating_builtin || listed(kFloatingTypes, t.text);
+  k.pointer_first = t.cls == TokenClass::builtin &&
+                    (t.text.rfind("atomic", 0) == 0 || t.text.rfind("__ld", 0) == 0 ||
+                     t.text.rfind("__st", 0) == 0);
   k.type_prefix = (t.cls == TokenClass::punct && (t.text == "!" || t.text == "~")) ||
                   (t.cls == TokenClass::keyword && t.text == "sizeof");
   if (t.cls == TokenClass::keyword) {

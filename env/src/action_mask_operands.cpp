@@ -367,6 +367,7 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   if (k.role == role_type) s.last_type = k.type_cat;
   if (k.role == role_type) s.void_type = k.word == w_void;
   s.floating_named = k.floating_value;
+  s.pointer_named = k.pointer_first;
   take_call_step(s, k, CallStep{o.call_open, o.call_args, o.call_comma});
   // (An array's bound is an integer: NVRTC "expression must have integral or unscoped enum type"
   // of `float a[1.5]`, `[6e8 / 2]`.)

@@ -414,14 +414,16 @@ bool vector_value_refused(const State& s, const TokenInfo& k) {
          s.list_depth == static_cast<int>(s.depth) && !local_bit(s.pointers, s.last_declared);
 }
 
-// Right after a block's pointer declarator's `=` or `{` (State::pointer_init): what starts no
-// pointer - a number but `0` (Num::start_null, which the completion path writes), a prelude
-// constant, a builtin (none gives a pointer), true / false, a literal, a type word (a functional
-// cast's value), a sign, `!`, `~` or sizeof (NVRTC: "a value of type \"int\" cannot be used to
-// initialize an entity of type \"void **\"" of `void **q {K};`). `int* q = 1 + p;` goes with them;
-// a variable, `&`, `*`, a group and a cast keyword start one.
+// Right after a block's pointer declarator's `=` or `{` (State::pointer_init), or a load's, a
+// store's or an atomic's `(` (State::pointer_arg: its first argument is a pointer; NVRTC "no
+// instance of overloaded function" of `atomicSub(threadIdx.x, 1)`, `__ldcv(max(a, b))`): what
+// starts no pointer - a number but `0` (Num::start_null, which the completion path writes), a
+// prelude constant, a builtin (none gives a pointer), true / false, a literal, a type word (a
+// functional cast's value), a sign, `!`, `~` or sizeof (NVRTC: "a value of type \"int\" cannot be
+// used to initialize an entity of type \"void **\"" of `void **q {K};`). `int* q = 1 + p;` goes
+// with them; a variable, `&`, `*`, a group and a cast keyword start one.
 bool pointer_init_refuses(const State& s, const TokenInfo& k) {
-  if (!s.pointer_init || on_line(s)) return false;
+  if ((!s.pointer_init && !s.pointer_arg) || on_line(s)) return false;
   const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
   return k.cat == Cat::constant || k.cat == Cat::builtin || k.cat == Cat::literal ||
          (k.cat == Cat::keyword && k.role == role_operand) || k.role == role_type ||
@@ -469,7 +471,7 @@ void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t>
     clear(t.builtin_ids, vector_value);
     clear(t.type_ids, vector_value);
   }
-  if (s.pointer_init) {
+  if (s.pointer_init || s.pointer_arg) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && pointer_init_refuses(s, t.info[i])) mask[i] = 0;
     }

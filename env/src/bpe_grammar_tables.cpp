@@ -192,7 +192,8 @@ std::uint64_t digest(const State& s) {
   f.add(s.static_pointer), f.add(s.divisor_due), f.add(s.divisor_groups);
   f.add(s.static_parens), f.add(s.incdec_led), f.add(s.shift_counts), f.add(s.pointer_assigned);
   f.add(s.floating_sums), f.add(s.valued), f.add(s.function_macros), f.add(s.macro_local);
-  f.add(s.pointer_init), f.add(s.reference_cast), f.add(s.integral_chains);
+  f.add(s.pointer_init), f.add(s.pointer_named), f.add(s.pointer_arg), f.add(s.reference_cast),
+      f.add(s.integral_chains);
   return f.h;
 }
 

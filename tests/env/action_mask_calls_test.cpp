@@ -53,6 +53,23 @@ TEST_CASE("a builtin takes its arguments at least", "[env][mask]") {
         "");
 }
 
+TEST_CASE("a load's, a store's or an atomic's first argument starts as a pointer may",
+          "[env][mask]") {
+  // (NVRTC: "no instance of overloaded function" of `atomicSub(threadIdx.x, 1)`, `__ldcv(max(a,
+  // b))`, `__ldg(!p)`, `atomicAdd(double(i), 1)`; the null pointer constant `0` is the completion
+  // path's.)
+  CHECK(first_refused(program("  atomicSub(threadIdx.x, 1);")) == "threadIdx");
+  CHECK(first_refused(program("  y[0] = __ldcv(max(1, 2));")) == "max");
+  CHECK(first_refused(program("  y[0] = __ldg(!x);")) == "!");
+  CHECK(first_refused(program("  atomicAdd(double(M), 1.0);")) == "double");
+  CHECK(first_refused(program("  atomicAdd(1, 1);")) == "1");
+  CHECK(first_refused(program("  atomicAdd(M, 1);")) == "M");
+  CHECK(first_refused(program("  atomicMax(-y, 1);")) == "-");
+  CHECK(first_refused(program("  atomicAdd(&y[0], x[0]);\n  atomicAdd(y + 1, __ldg(x + 2));\n"
+                              "  y[0] = __ldcv(&x[1]) + __ldg((x));\n  __stcg(y, x[0]);\n"
+                              "  atomicCAS((int*)y, 0, 1);\n  atomicExch(&y[1], *x);")) == "");
+}
+
 TEST_CASE("random episodes steered into builtin calls never meet an empty mask", "[env][mask]") {
   // A random agent that, when the mask offers them, often names a builtin of two or more
   // arguments or a floating overload, closes a parenthesis, starts a preprocessor line, writes a
