@@ -846,8 +846,6 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
   const bool reference_closed = cast_closed && s.reference;
   const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
   const bool pointer_init = s.pointer_init || s.pointer_arg;
-  const bool pointer_arg =
-      s.pp == Pp::none && k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.pointer_named;
   const bool inits_pointer = (k.plain_assign || k.cat == Cat::open_brace) &&
                              s.ctx == ctx_declared && s.top == Top::body &&
                              local_bit(s.pointers, s.last_declared);
@@ -883,10 +881,8 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     // A cast keyword's angle to a reference: its `(` opens an lvalue's group (NVRTC: "expression
     // must be an lvalue or xvalue" of `reinterpret_cast<long*&>(__double_as_longlong(x))`).
     s.reference_cast = reference_closed;
-    // A pointer's initializer, a load's / store's / atomic's first argument start with the null
-    // pointer constant where with a number.
+    // A pointer's initializer (a pointer argument's: operands) starts with `0` where with a number.
     s.pointer_init = inits_pointer;
-    s.pointer_arg = pointer_arg;
     if (pointer_init && k.cat == Cat::num) s.num = Num::start_null;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';

@@ -847,6 +847,7 @@ bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefi
 bool floating_value_allowed(const State& s, const TokenInfo& k);
 struct OperandStep {
   bool floating_open = false, floating_unary = false, floating_number = false;
+  bool pointer_open = false;  // a load's, a store's or an atomic's `(`
   bool floating_comma = false, void_open = false, void_close = false;
   bool operand_before = false, unary_sign = false, binary = false, prefix = false;
   bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;

@@ -184,6 +184,7 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
       s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus || k.cat == Cat::star ||
                          k.role == role_incdec || k.cat == Cat::open_paren);
   o.floating_number = k.cat == Cat::num && s.floating_due;
+  o.pointer_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.pointer_named;
   o.floating_comma = k.cat == Cat::comma && in_floating_argument(s);
   // A call of no result: its `(`, its `)`.
   o.void_open =
@@ -368,6 +369,7 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   if (k.role == role_type) s.void_type = k.word == w_void;
   s.floating_named = k.floating_value;
   s.pointer_named = k.pointer_first;
+  s.pointer_arg = o.pointer_open && !on_line(s);  // (a load's / store's / atomic's first argument)
   take_call_step(s, k, CallStep{o.call_open, o.call_args, o.call_comma});
   // (An array's bound is an integer: NVRTC "expression must have integral or unscoped enum type"
   // of `float a[1.5]`, `[6e8 / 2]`.)
