@@ -141,18 +141,22 @@ Ctx after_variable(const State& s, int local) {
   return constant ? ctx_const_element : ctx_operand;
 }
 
-// Whether a known name (no macro) must open a bracket next: a file-scope function's `(`, a
-// pointer's `[` where a value is due or as a floating call's first argument (pointer_argument()).
+// The context after a known name that no declaration declares and no macro is: a file-scope name
+// (a device function's) may be called, a template's parameter is a value, a launched kernel's
+// name is no device code's to call; a block's names are variables.
+Ctx named_ctx(const State& s, int local) {
+  const bool kernel = local < kMaxKernelLocal && ((s.launched >> local) & 1u) != 0;
+  if (scope_of(s, local) != block_scope(0, false) || kernel) return after_variable(s, local);
+  return local_bit(s.template_names, local) ? ctx_value : ctx_callable;
+}
+
+// Whether a known name (no macro) must open a bracket next: a device function's `(`, a pointer's
+// `[` where a value is due or as a floating call's first argument (pointer_argument()).
 bool bracket_follows(const State& s, int local) {
   if (local >= s.locals_used || is_macro(s, local)) return false;
-  const bool kernel = local < kMaxKernelLocal && ((s.launched >> local) & 1u) != 0;
-  if (scope_of(s, local) == block_scope(0, false) && !kernel) {
-    return !local_bit(s.template_names, local);
-  }
-  if (!local_bit(s.pointers, local)) return false;
-  State named = s;  // (asked only at a full stack: the copy is rare)
-  named.ctx = after_variable(s, local);
-  return named.ctx == ctx_subscript_due || pointer_argument(named);
+  const Ctx named = named_ctx(s, local);
+  return named == ctx_callable || named == ctx_subscript_due ||
+         (named == ctx_pointer && lone_floating_argument(s));
 }
 
 void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
@@ -270,16 +274,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
     if (!in_type) s.run = 0;
     s.ctx = ctx_macro;
   } else if (k.cat == Cat::local) {
-    // A file-scope name (a device function's) may be called; a block's names are variables.
     s.operand_const = local_bit(s.consts, k.local);
-    // (A launched kernel's name is no device code's to call; a template's parameter is a value.)
-    const bool kernel = k.local < kMaxKernelLocal && ((s.launched >> k.local) & 1u) != 0;
-    const bool file_scope = scope_of(s, k.local) == block_scope(0, false) && !kernel;
-    const bool parameter = file_scope && local_bit(s.template_names, k.local);
-    s.ctx = declares     ? ctx_declared
-            : parameter  ? ctx_value
-            : file_scope ? ctx_callable
-                         : after_variable(s, k.local);
+    s.ctx = declares ? ctx_declared : named_ctx(s, k.local);
   } else if (k.condition) {
     s.ctx = ctx_cond;
     s.while_cond = k.loop;

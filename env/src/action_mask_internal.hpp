@@ -333,6 +333,13 @@ struct TokenInfo {
   std::array<std::uint8_t, kRows> checks{};
 };
 
+// A token that opens a bracket of the code's stack: `(`, `[`, `{` or the conditional operator's
+// `?`.
+inline bool opens_bracket(const TokenInfo& k) {
+  return k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
+         k.ternary == 1;
+}
+
 enum class Phase : std::uint8_t {
   start,
   format_name,
@@ -908,6 +915,7 @@ void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t>
 bool void_return_refuses(const State& s, const TokenInfo& k);
 bool value_result_after(const State& s);
 bool callable_refuses(const State& s, const TokenInfo& k);
+bool lone_floating_argument(const State& s);
 bool pointer_argument(const State& s);
 bool pointer_cast_refused(const State& s, const TokenInfo& k);
 bool rvalue_assignment(const State& s, const TokenInfo& k);

@@ -56,11 +56,9 @@ void take_call_step(State& s, const TokenInfo& k, const CallStep& c) {
 void take_lvalue_step(State& s, const TokenInfo& k, const OperandStep& o, std::uint64_t level) {
   s.rvalued &= (level << 1u) - 1u;  // closed brackets' bits go
   s.lvalue_led &= (level << 1u) - 1u;
-  const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
-                     k.cat == Cat::open_brace || k.ternary == 1;
   // A new operand: in a bracket, after an assignment, `,`, `;`, `?` or `:`.
-  const bool restart = opens || k.ternary != 0 || k.cat == Cat::comma || k.cat == Cat::semi ||
-                       (k.assigns && k.role == role_operator);
+  const bool restart = opens_bracket(k) || k.ternary != 0 || k.cat == Cat::comma ||
+                       k.cat == Cat::semi || (k.assigns && k.role == role_operator);
   if (restart) {
     s.rvalued &= ~level;
     s.lvalue_led &= ~level;
@@ -354,9 +352,7 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.floating_closers &= level - 1u;  // closed brackets' bits go
   if (o.opens_floating) s.floating_closers |= level >> 1u;
   s.prefixed &= (level << 1u) - 1u;  // the levels above the current one
-  const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
-                     k.cat == Cat::open_brace || k.ternary == 1;
-  if (opens) s.prefixed &= ~level;
+  if (opens_bracket(k)) s.prefixed &= ~level;
   if (o.binary || k.ternary != 0) s.prefixed &= ~level;
   if (o.prefix || o.cast_ends) s.prefixed |= level;
   if (o.prefix || o.cast_ends) {

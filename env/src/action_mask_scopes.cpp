@@ -111,9 +111,7 @@ void advance_declarator(State& s, const TokenInfo& k) {
   }
   if (k.cat == Cat::comma && s.depth == s.list_depth) s.declarator = kTypeDeclarator;
   // A bracket or `;` before any name: the void was no declaration's type (`void(`, `void;`).
-  const bool opens = k.cat == Cat::open_paren || k.cat == Cat::open_bracket ||
-                     k.cat == Cat::open_brace || k.ternary == 1;
-  if ((opens || k.cat == Cat::semi) && s.list_depth < 0) s.decl_void = false;
+  if ((opens_bracket(k) || k.cat == Cat::semi) && s.list_depth < 0) s.decl_void = false;
   if (s.list_depth >= 0 &&
       (s.depth < s.list_depth || (k.cat == Cat::semi && s.depth == s.list_depth))) {
     s.list_depth = -1;

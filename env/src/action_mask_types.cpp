@@ -26,10 +26,6 @@ namespace sparserl::env::detail {
 namespace {
 
 bool bit(std::uint64_t bits, int i) { return i >= 0 && ((bits >> i) & 1u) != 0; }
-bool opens_bracket(const TokenInfo& k) {
-  return k.cat == Cat::open_paren || k.cat == Cat::open_bracket || k.cat == Cat::open_brace ||
-         k.ternary == 1;
-}
 
 // Directly in a group after a unary `*` (not a `&`'s, a prefix ++ / --'s or a reference cast's:
 // State::lvalue_groups), at its start.
@@ -435,8 +431,10 @@ bool pointer_init_refuses(const State& s, const TokenInfo& k) {
 // or `,` (NVRTC: "invalid type conversion" of `double(p)`, "argument of type \"float *\" is
 // incompatible" of `sqrtf(y)`; `double(p - q)` is one). The completion path writes `[ <num> 0 ]`,
 // also through a preprocessor line.
-bool pointer_argument(const State& s) {
-  return s.ctx == ctx_pointer && s.depth > 0 && innermost(s) == kCallParen &&
+bool pointer_argument(const State& s) { return s.ctx == ctx_pointer && lone_floating_argument(s); }
+// Whether the operand under way is a floating call's first argument alone (whatever it is).
+bool lone_floating_argument(const State& s) {
+  return s.depth > 0 && innermost(s) == kCallParen &&
          ((s.floating_closers >> (s.depth - 1u)) & 1u) != 0 && ((s.combined >> s.depth) & 1u) == 0;
 }
 
