@@ -17,8 +17,8 @@ Needs h5py (Debian: python3-h5py; tools/setup.sh installs it).
 import argparse
 import collections
 import json
-import re
 import sys
+import tomllib
 from pathlib import Path
 
 
@@ -33,18 +33,12 @@ def programs_per_update(run_dir):
     config = run_dir / "config.resolved.toml"
     if not config.is_file():
         return None
-    section, values = "", {}
-    for line in config.read_text().splitlines():
-        header = re.match(r"^\s*\[([^\]]+)\]\s*$", line)
-        if header:
-            section = header.group(1).strip()
-            continue
-        pair = re.match(r"^\s*([A-Za-z_]+)\s*=\s*(\d+)\s*$", line)
-        if pair:
-            values[f"{section}.{pair.group(1)}"] = int(pair.group(2))
-    tasks = values.get("train.tasks_per_update")
-    samples = values.get("train.samples_per_task")
-    return tasks * samples if tasks and samples else None
+    try:
+        train = tomllib.loads(config.read_text()).get("train", {})
+    except tomllib.TOMLDecodeError as e:
+        fail(f"{config}: not TOML ({e})")
+    tasks, samples = train.get("tasks_per_update"), train.get("samples_per_task")
+    return tasks * samples if isinstance(tasks, int) and isinstance(samples, int) else None
 
 
 def main():
