@@ -785,7 +785,7 @@ bool code_word_allowed(const Tables& t, const State& s, const TokenInfo& k) {
   if (block_reference(s, k)) return false;
   if (reinterpret_type_refused(s, k) || void_cast_refuses(s, k)) return false;
   if (vector_value_refused(s, k)) return false;
-  if (pointer_init_refuses(s, k)) return false;
+  if (pointer_init_refuses(s, k) || pointer_value_refuses(s, k)) return false;
   if (!operator_allowed(s, k) || !floating_value_allowed(s, k)) return false;
   if (specifier_refused(s, k)) return false;  // once in a declaration, in a type-id cv alone
   // No builtin in an array's bound: none is constexpr (NVRTC: "expression must have a constant
@@ -841,7 +841,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
                            (s.ctx == ctx_address || (s.ctx == ctx_call_args && s.reference_cast));
   const bool reference_closed = cast_closed && s.reference;
   const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
-  const bool pointer_init = s.pointer_init || s.pointer_arg;
+  const bool pointer_init = s.pointer_init || s.pointer_arg || s.pointer_group;
   const bool inits_pointer = (k.plain_assign || k.cat == Cat::open_brace) &&
                              s.ctx == ctx_declared && s.top == Top::body &&
                              local_bit(s.pointers, s.last_declared);

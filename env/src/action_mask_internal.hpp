@@ -732,8 +732,13 @@ struct ActionMask::State {
   bool value_named = false;
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
   // A block's pointer declarator's `=` or `{` was just read (see pointer_init_refuses); a builtin
-  // whose first parameter is a pointer was just named (its `(` next), that `(` was just read.
-  bool pointer_init = false, pointer_named = false, pointer_arg = false;
+  // whose first parameter is a pointer was just named (its `(` next), that `(` was just read; a
+  // group's `(` was just read where one of the three (or another such group) starts a pointer.
+  bool pointer_init = false, pointer_named = false, pointer_arg = false, pointer_group = false;
+  // Per code stack index: the bracket holds a pointer's value - a load's, a store's or an
+  // atomic's `(` until its first `,`, a group opened where a pointer starts (see
+  // pointer_value_refuses).
+  std::uint64_t pointer_values = 0;
   // A cast keyword's angle that ends in `&` was just closed: its `(` opens an lvalue's group, as
   // after a C cast to a reference (ctx_address).
   bool reference_cast = false;
@@ -855,6 +860,7 @@ bool floating_value_allowed(const State& s, const TokenInfo& k);
 struct OperandStep {
   bool floating_open = false, floating_unary = false, floating_number = false;
   bool pointer_open = false;  // a load's, a store's or an atomic's `(`
+  bool pointer_group_open = false;  // State::pointer_group's `(`
   bool floating_comma = false, void_open = false, void_close = false;
   bool operand_before = false, unary_sign = false, binary = false, prefix = false;
   bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;
@@ -911,6 +917,7 @@ bool reinterpret_to_value(const State& s);
 bool reinterpret_type_refused(const State& s, const TokenInfo& k);
 bool vector_value_refused(const State& s, const TokenInfo& k);
 bool pointer_init_refuses(const State& s, const TokenInfo& k);
+bool pointer_value_refuses(const State& s, const TokenInfo& k);
 void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t> mask);
 bool void_return_refuses(const State& s, const TokenInfo& k);
 bool value_result_after(const State& s);

@@ -183,6 +183,10 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                          k.role == role_incdec || k.cat == Cat::open_paren);
   o.floating_number = k.cat == Cat::num && s.floating_due;
   o.pointer_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.pointer_named;
+  // (A group opened where a pointer starts starts one too: `atomicAdd((int*)p, 1)`, and not
+  // `atomicSub((NNZ) / M > .18, 1)`.)
+  o.pointer_group_open = k.cat == Cat::open_paren && !o.pointer_open && !on_line(s) &&
+                         (s.pointer_init || s.pointer_arg || s.pointer_group);
   o.floating_comma = k.cat == Cat::comma && in_floating_argument(s);
   // A call of no result: its `(`, its `)`.
   o.void_open =
@@ -365,6 +369,10 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   if (k.role == role_type) s.void_type = k.word == w_void;
   s.floating_named = k.floating_value;
   s.pointer_named = k.pointer_first;
+  s.pointer_group = o.pointer_group_open;
+  s.pointer_values &= level - 1u;  // closed brackets' bits go; a load's first argument ends at `,`
+  if (k.cat == Cat::comma) s.pointer_values &= ~(level >> 1u);
+  if (o.pointer_open || o.pointer_group_open) s.pointer_values |= level >> 1u;
   s.pointer_arg = o.pointer_open && !on_line(s);  // (a load's / store's / atomic's first argument)
   take_call_step(s, k, CallStep{o.call_open, o.call_args, o.call_comma});
   // (An array's bound is an integer: NVRTC "expression must have integral or unscoped enum type"

@@ -417,13 +417,30 @@ bool vector_value_refused(const State& s, const TokenInfo& k) {
 // prelude constant, a builtin (none gives a pointer), true / false, a literal, a type word (a
 // functional cast's value), a sign, `!`, `~` or sizeof (NVRTC: "a value of type \"int\" cannot be
 // used to initialize an entity of type \"void **\"" of `void **q {K};`). `int* q = 1 + p;` goes
-// with them; a variable, `&`, `*`, a group and a cast keyword start one.
+// with them; a variable, `&`, `*`, a group and a cast keyword start one. A group's first token
+// there is judged the same (State::pointer_group; NVRTC "no instance of overloaded function" of
+// `atomicAdd((M), 1)`), but a type word or qualifier, which starts a C cast (`(int*)p`).
 bool pointer_init_refuses(const State& s, const TokenInfo& k) {
-  if ((!s.pointer_init && !s.pointer_arg) || on_line(s)) return false;
+  if ((!s.pointer_init && !s.pointer_arg && !s.pointer_group) || on_line(s)) return false;
+  if (s.pointer_group && (k.role == role_type || k.role == role_qual)) return false;
   const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
   return k.cat == Cat::constant || k.cat == Cat::builtin || k.cat == Cat::literal ||
          (k.cat == Cat::keyword && k.role == role_operand) || k.role == role_type ||
          k.role == role_qual || sign || k.type_prefix;
+}
+
+// After an operand directly in a bracket that holds a pointer's value (State::pointer_values: a
+// load's, a store's or an atomic's first argument, a group opened where a pointer starts): no
+// binary operator but + - and the assignments, which keep a pointer (NVRTC "no instance of
+// overloaded function" of `__ldcv(*p && i)`, `atomicAdd((p) > q, 1)`; `atomicAdd(c ? p : q, 1)`
+// goes with them). `[`, `->`, `.`, ++ / -- and the closers are no operators here.
+bool pointer_value_refuses(const State& s, const TokenInfo& k) {
+  if (on_line(s) || s.depth == 0 || !bit(s.pointer_values, static_cast<int>(s.depth) - 1) ||
+      !after_operand(s.ctx)) {
+    return false;
+  }
+  if (k.assigns || k.cat == Cat::plus || k.cat == Cat::minus) return false;
+  return k.role == role_operator || k.role == role_ptr || k.role == role_lt;
 }
 
 // A floating functional cast's or builtin's first argument that is a pointer variable alone
@@ -469,9 +486,14 @@ void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t>
     clear(t.builtin_ids, vector_value);
     clear(t.type_ids, vector_value);
   }
-  if (s.pointer_init || s.pointer_arg) {
+  if (s.pointer_init || s.pointer_arg || s.pointer_group) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && pointer_init_refuses(s, t.info[i])) mask[i] = 0;
+    }
+  }
+  if (s.pointer_values != 0 && after_operand(s.ctx)) {
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] != 0 && pointer_value_refuses(s, t.info[i])) mask[i] = 0;
     }
   }
 }

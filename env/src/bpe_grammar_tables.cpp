@@ -156,7 +156,7 @@ struct Fnv {
 std::uint64_t digest(const State& s) {
   // Every field but the token count, one by one (padding bytes are not the state's). A new field
   // of State must be added here: the size check below is the reminder.
-  static_assert(sizeof(State) == 968, "ActionMask::State changed: update bpe_grammar::digest");
+  static_assert(sizeof(State) == 984, "ActionMask::State changed: update bpe_grammar::digest");
   Fnv f;
   f.add(s.phase), f.add(s.format), f.add(s.key), f.add(s.launches), f.add(s.digits);
   f.add(s.value), f.add(s.es), f.add(s.which), f.add(s.frames), f.add(s.nframes), f.add(s.unary);
@@ -192,8 +192,8 @@ std::uint64_t digest(const State& s) {
   f.add(s.static_pointer), f.add(s.divisor_due), f.add(s.divisor_groups);
   f.add(s.static_parens), f.add(s.incdec_led), f.add(s.shift_counts), f.add(s.pointer_assigned);
   f.add(s.floating_sums), f.add(s.valued), f.add(s.function_macros), f.add(s.macro_local);
-  f.add(s.pointer_init), f.add(s.pointer_named), f.add(s.pointer_arg), f.add(s.reference_cast),
-      f.add(s.integral_chains);
+  f.add(s.pointer_init), f.add(s.pointer_named), f.add(s.pointer_arg), f.add(s.pointer_group),
+      f.add(s.pointer_values), f.add(s.reference_cast), f.add(s.integral_chains);
   return f.h;
 }
 

@@ -65,6 +65,23 @@ TEST_CASE("a load's, a store's or an atomic's first argument starts as a pointer
   CHECK(first_refused(program("  atomicAdd(1, 1);")) == "1");
   CHECK(first_refused(program("  atomicAdd(M, 1);")) == "M");
   CHECK(first_refused(program("  atomicMax(-y, 1);")) == "-");
+  // A group there starts a pointer too (`atomicSub((NNZ) / M > .18, 1)`, `atomicAdd((M), 1)`),
+  // nested groups alike; a C cast's type word or qualifier starts one.
+  CHECK(first_refused(program("  atomicSub((NNZ / M > 1), 1);")) == "NNZ");
+  CHECK(first_refused(program("  atomicAdd(((M)), 1);")) == "M");
+  CHECK(first_refused(program("  y[0] = __ldg((threadIdx.x + x));")) == "threadIdx");
+  CHECK(first_refused(program("  float* q = (1 + x);")) == "1");
+  CHECK(first_refused(program("  atomicAdd(((int*)y), 1);\n  atomicAdd((const int*)y, 1);\n"
+                              "  float* q = ((x));\n  atomicAdd((&y[0]), 1.0f);")) == "");
+  // Its value stays a pointer: after an operand there, no binary operator but + - and the
+  // assignments (`__ldcv(*p && i)` is a bool's), in its groups alike; inside its brackets any.
+  CHECK(first_refused(program("  y[0] = __ldcv(x && 1);")) == "&&");
+  CHECK(first_refused(program("  atomicAdd((y) == x, 1.0f);")) == "==");
+  CHECK(first_refused(program("  atomicAdd((y || x), 1.0f);")) == "||");
+  CHECK(first_refused(program("  y[0] = __ldg(x != 0);")) == "!=");
+  CHECK(first_refused(program("  atomicAdd(y + 1 < x, 1.0f);")) == "<");  // (a pointer's type)
+  CHECK(first_refused(program("  atomicAdd(y + (M > 1) - 1, x[M * 2] / 2);\n"
+                              "  y[0] = __ldg((x + 1) - 1) * __ldg(&x[1]) > 0;")) == "");
   CHECK(first_refused(program("  atomicAdd(&y[0], x[0]);\n  atomicAdd(y + 1, __ldg(x + 2));\n"
                               "  y[0] = __ldcv(&x[1]) + __ldg((x));\n  __stcg(y, x[0]);\n"
                               "  atomicCAS((int*)y, 0, 1);\n  atomicExch(&y[1], *x);")) == "");

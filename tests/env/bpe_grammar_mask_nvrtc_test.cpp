@@ -654,6 +654,17 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of builtin calls", "[
                         "  y[0] = value_t(x[0]) + double(x - y) + sqrtf(*x) + float(M) +\n"
                         "         value_t(x[1] > 0) + fmaxf(x[0], 1);\n") == -1);
   }
+  SECTION("a load's or an atomic's pointer argument stays a pointer, in its groups too") {
+    // (NVRTC: "no instance of overloaded function" of `atomicAdd((M), 1)`, `__ldcv(x && 1)`,
+    // `atomicSub((x == y), 1)`.)
+    CHECK(first_refused(kHead, "  atomicAdd((M), 1);") == 13);
+    CHECK(first_refused(kHead, "  atomicAdd(((1)), 1);") == 14);
+    CHECK(first_refused(kHead, "  y[0] = __ldcv(x && 1);") == 18);
+    CHECK(first_refused(kHead, "  atomicAdd((y == y), 1);") == 16);
+    CHECK(first_refused(kHead,
+                        "  atomicAdd((y) + 1, x[0] > 0);\n  atomicAdd((int*)y, 1);\n"
+                        "  y[0] = __ldg((x + 1) - 1) * 2 > 0;\n") == -1);
+  }
   SECTION("a builtin of no result is a statement") {
     // (NVRTC: "expression must have arithmetic or unscoped enum type" of `__syncthreads() * 2`.)
     CHECK(first_refused(kHead, "  y[0] = __syncthreads();") == 22);       // `(`: __syncthreads_or
