@@ -184,9 +184,12 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   o.floating_number = k.cat == Cat::num && s.floating_due;
   o.pointer_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.pointer_named;
   // (A group opened where a pointer starts starts one too: `atomicAdd((int*)p, 1)`, and not
-  // `atomicSub((NNZ) / M > .18, 1)`.)
+  // `atomicSub((NNZ) / M > .18, 1)`; so does one at a `*(` group's start, `*((NNZ > .8))`, but
+  // where a floating argument is due, whose rules (a floating number) own it.)
+  const bool deref_start = s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
+                           ((s.lvalue_groups >> (s.depth - 1u)) & 1u) == 0 && !s.floating_due;
   o.pointer_group_open = k.cat == Cat::open_paren && !o.pointer_open && !on_line(s) &&
-                         (s.pointer_init || s.pointer_arg || s.pointer_group);
+                         (s.pointer_init || s.pointer_arg || s.pointer_group || deref_start);
   o.floating_comma = k.cat == Cat::comma && in_floating_argument(s);
   // A call of no result: its `(`, its `)`.
   o.void_open =

@@ -263,6 +263,11 @@ TEST_CASE("a `*(` group holds a pointer's sum alone", "[env][mask]") {
   CHECK(refused_in("float y = *(a && i);") == "&&");
   CHECK(refused_in("int j = *(q == q);") == "==");
   CHECK(refused_in("int j = *(q + 1, i);") == ",");
+  // A group at its start holds a pointer too (`*((NNZ - 1 > .8))`: a pointer's start, then no
+  // binary operator but + - and the assignments).
+  CHECK(refused_in("int j = *((N > 1));") == "N");
+  CHECK(refused_in("int j = *(((q) == q));") == "==");
+  CHECK(refused_in("int j = *((q + 1)) + *(((q)) - i) + *((&i)) + *((int*)a);") == "");
   // (A pointer's offset, an assignment, `?` / `:`, a reinterpret_cast's operand are accepted.)
   CHECK(refused_in("int j = *(q + 1) + *(q - i) + *(i + q) + *(q = q + 1) + *(i ? q : q); "
                    "*reinterpret_cast<float*>(a + 1) = 1;") == "");
