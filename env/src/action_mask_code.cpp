@@ -425,11 +425,14 @@ bool closes_innermost(const State& s, const TokenInfo& k) {
   // `short a[N, M]`).
   if (k.cat == Cat::comma && open == '[' && ((s.bounds >> (s.depth - 1u)) & 1u) != 0) return false;
   // A void declaration's list goes on with no `,`: after it a name would be void, and a `*` is
-  // read as a unary one (NVRTC: "incomplete type is not allowed" of `void *p{}, q;`).
-  if (k.cat == Cat::comma && s.decl_void && s.list_depth == static_cast<int>(s.depth) &&
-      open != kParamParen && in_function(s)) {
-    return false;
-  }
+  // read as a unary one (NVRTC: "incomplete type is not allowed" of `void *p{}, q;`). No list in
+  // a block or a for clause has `,` before its first name (NVRTC "expected an identifier" of
+  // `char, M;`, `int *, p;`; a device function's parameters may).
+  const bool unnamed = s.list_depth < 0 && (s.ctx == ctx_type || s.ctx == ctx_ptr) &&
+                       (open == '{' || open == kForParen);
+  const bool void_list =
+      s.decl_void && s.list_depth == static_cast<int>(s.depth) && open != kParamParen;
+  if (k.cat == Cat::comma && (unnamed || void_list) && in_function(s)) return false;
   if (k.cat == Cat::close_paren && open == kCallParen && call_need(args) != 0) return false;
   // Where no operand, type or declarator ends (after a qualifier, `(`, ...) `,` only as the
   // completion path writes it, before a builtin's last argument (`max(v const`: `, <num> 0)`).

@@ -190,3 +190,13 @@ TEST_CASE("a #define's body takes `.` after threadIdx & co alone", "[env][mask]"
   CHECK(first_refused(head + "#define T (threadIdx.x + blockDim.y * 2)\n#define U gridDim.z\n") ==
         "");
 }
+
+TEST_CASE("a declaration in a block has no `,` before its first name", "[env][mask]") {
+  // (NVRTC: "expected an identifier" of `char, M;`, `int *, p;`; a device function's parameters
+  // may go unnamed.)
+  CHECK(first_refused(program("  char, M;")) == ",");
+  CHECK(first_refused(program("  bool a;\n  int*, b;")) == ",");
+  CHECK(first_refused(program("  for (int, i = 0; ;) {}")) == ",");
+  CHECK(first_refused(program("  int a = 1, b;\n  for (int i = 0, j = 1; i < j; ++i) {}\n"
+                              "  value_t* p = y;\n  p[0] = a + b;")) == "");
+}

@@ -76,6 +76,11 @@ TEST_CASE("the BPE grammar mask refuses what NVRTC refuses of lvalues", "[env][b
 
 TEST_CASE("the BPE grammar mask refuses declarations that would need an initializer",
           "[env][bpe][mask]") {
+  SECTION("a block's declaration has no `,` before its first name") {
+    // (NVRTC: "expected an identifier" of `char, M;`.)
+    CHECK(first_refused(kHead, "  char, M;") == 6);
+    CHECK(first_refused(kHead, "  int a = 1, b;\n  for (int i = 0, j = 1; i < j; ++i) {}\n") == -1);
+  }
   SECTION("a __shared__ const takes no name, a __shared__ variable no `&`") {
     // (NVRTC: "const variable \"v\" requires an initializer" of `__shared__ const int v;`; a
     // `__shared__` variable takes none. A reference needs one too: `__shared__ int& r`.)
