@@ -1,7 +1,12 @@
 // remove_tree (datasets/file_tree.hpp): removes nested trees, never follows a symbolic link out of
 // the tree, treats a missing path as done, reports what it cannot remove; and no source that may
 // share a process with LibTorch calls std::filesystem::remove_all (the reason is in file_tree.hpp).
+#include "sparserl/datasets/file_tree.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,7 +15,6 @@
 #include <string>
 
 #include "catch.hpp"
-#include "sparserl/datasets/file_tree.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -96,4 +100,44 @@ TEST_CASE("no source that may share a process with LibTorch calls std::filesyste
     }
   }
   CHECK(scanned > 50);
+}
+
+TEST_CASE("a scratch folder is one process's at a time", "[datasets][support]") {
+  // Held by this process: another open of its lock file cannot take it (flock locks belong to
+  // the open file, so a second open in one process stands for another process), and a second
+  // scratch_dir of the same name in this process (a case's next section) is no conflict.
+  const fs::path dir = sparserl::testing::scratch_dir("scratch_lock_held");
+  CHECK(sparserl::testing::scratch_dir("scratch_lock_held") == dir);
+  const int other = ::open((dir.string() + ".lock").c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(other >= 0);
+  CHECK(::flock(other, LOCK_EX | LOCK_NB) != 0);
+  ::close(other);
+  // Held elsewhere for longer than the wait: scratch_dir says so, naming the folder, and leaves
+  // its contents alone.
+  const fs::path taken = fs::path(SPARSERL_TEST_BINARY_DIR) / "scratch" / "scratch_lock_taken";
+  fs::create_directories(taken);
+  std::ofstream(taken / "kept") << "x";
+  const int holder = ::open((taken.string() + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  REQUIRE(holder >= 0);
+  REQUIRE(::flock(holder, LOCK_EX | LOCK_NB) == 0);
+  ::setenv("SPARSERL_SCRATCH_WAIT_S", "1", 1);
+  CHECK_THROWS_WITH(sparserl::testing::scratch_dir("scratch_lock_taken"),
+                    Catch::Contains("scratch_lock_taken is in use by another process for 1 s"));
+  CHECK(fs::exists(taken / "kept"));
+  // Released within the wait: scratch_dir waits for it, then empties the folder.
+  ::setenv("SPARSERL_SCRATCH_WAIT_S", "30", 1);
+  const pid_t releaser = ::fork();
+  REQUIRE(releaser >= 0);
+  if (releaser == 0) {
+    ::usleep(500000);
+    ::close(holder);  // the parent's copy still holds it: the parent closes its own below
+    ::_exit(0);
+  }
+  ::close(holder);  // now only the child holds the lock, for half a second more
+  const fs::path got = sparserl::testing::scratch_dir("scratch_lock_taken");
+  CHECK(got == taken);
+  CHECK_FALSE(fs::exists(taken / "kept"));
+  int status = 0;
+  ::waitpid(releaser, &status, 0);
+  ::unsetenv("SPARSERL_SCRATCH_WAIT_S");
 }

@@ -19,7 +19,9 @@ inline constexpr int kSkipExitCode = 77;
 std::filesystem::path shared_dir();
 std::filesystem::path shared_matrices_dir();  // shared_dir()/matrices
 
-// A fresh empty folder under the build tree for this test, removed at the start of the next run.
+// A fresh empty folder under the build tree for this test, removed at the start of the next run;
+// held by this process (another process holding it is waited for, up to 300 s or
+// SPARSERL_SCRATCH_WAIT_S, then std::runtime_error names it).
 std::filesystem::path scratch_dir(std::string_view test_name);
 
 // Path of a built executable or of the source tree, from compile definitions.
