@@ -844,7 +844,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
                            (s.ctx == ctx_address || (s.ctx == ctx_call_args && s.reference_cast));
   const bool reference_closed = cast_closed && s.reference;
   const bool one_value = s.pp == Pp::none && k.cat == Cat::open_brace && one_value_opens(s);
-  const bool pointer_init = s.pointer_init || s.pointer_arg || s.pointer_group;
+  const bool pointer_init = pointer_starts(s);
   const bool inits_pointer = (k.plain_assign || k.cat == Cat::open_brace) &&
                              s.ctx == ctx_declared && s.top == Top::body &&
                              local_bit(s.pointers, s.last_declared);

@@ -917,6 +917,13 @@ bool reinterpret_to_value(const State& s);
 bool reinterpret_type_refused(const State& s, const TokenInfo& k);
 bool vector_value_refused(const State& s, const TokenInfo& k);
 bool pointer_init_refuses(const State& s, const TokenInfo& k);
+// Where a pointer starts: a block pointer's initializer, a load's / store's / atomic's first
+// argument, a group opened at either (State::pointer_init, pointer_arg, pointer_group).
+inline bool pointer_starts(const State& s) {
+  return s.pointer_init || s.pointer_arg || s.pointer_group;
+}
+// After an operand directly in a bracket that holds a pointer's value (State::pointer_values).
+bool in_pointer_value(const State& s);
 bool pointer_value_refuses(const State& s, const TokenInfo& k);
 void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t> mask);
 bool void_return_refuses(const State& s, const TokenInfo& k);

@@ -182,14 +182,15 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
       s.floating_due && (k.cat == Cat::plus || k.cat == Cat::minus || k.cat == Cat::star ||
                          k.role == role_incdec || k.cat == Cat::open_paren);
   o.floating_number = k.cat == Cat::num && s.floating_due;
-  o.pointer_open = k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.pointer_named;
+  o.pointer_open =
+      k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.pointer_named && !on_line(s);
   // (A group opened where a pointer starts starts one too: `atomicAdd((int*)p, 1)`, and not
   // `atomicSub((NNZ) / M > .18, 1)`; so does one at a `*(` group's start, `*((NNZ > .8))`, but
   // where a floating argument is due, whose rules (a floating number) own it.)
   const bool deref_start = s.ctx == ctx_group && s.depth > 0 && innermost(s) == kDerefParen &&
                            ((s.lvalue_groups >> (s.depth - 1u)) & 1u) == 0 && !s.floating_due;
   o.pointer_group_open = k.cat == Cat::open_paren && !o.pointer_open && !on_line(s) &&
-                         (s.pointer_init || s.pointer_arg || s.pointer_group || deref_start);
+                         (pointer_starts(s) || deref_start);
   o.floating_comma = k.cat == Cat::comma && in_floating_argument(s);
   // A call of no result: its `(`, its `)`.
   o.void_open =
@@ -376,7 +377,7 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   s.pointer_values &= level - 1u;  // closed brackets' bits go; a load's first argument ends at `,`
   if (k.cat == Cat::comma) s.pointer_values &= ~(level >> 1u);
   if (o.pointer_open || o.pointer_group_open) s.pointer_values |= level >> 1u;
-  s.pointer_arg = o.pointer_open && !on_line(s);  // (a load's / store's / atomic's first argument)
+  s.pointer_arg = o.pointer_open;  // (a load's / store's / atomic's first argument)
   take_call_step(s, k, CallStep{o.call_open, o.call_args, o.call_comma});
   // (An array's bound is an integer: NVRTC "expression must have integral or unscoped enum type"
   // of `float a[1.5]`, `[6e8 / 2]`.)

@@ -421,7 +421,7 @@ bool vector_value_refused(const State& s, const TokenInfo& k) {
 // there is judged the same (State::pointer_group; NVRTC "no instance of overloaded function" of
 // `atomicAdd((M), 1)`), but a type word or qualifier, which starts a C cast (`(int*)p`).
 bool pointer_init_refuses(const State& s, const TokenInfo& k) {
-  if ((!s.pointer_init && !s.pointer_arg && !s.pointer_group) || on_line(s)) return false;
+  if (!pointer_starts(s) || on_line(s)) return false;
   if (s.pointer_group && (k.role == role_type || k.role == role_qual)) return false;
   const bool sign = (k.cat == Cat::plus || k.cat == Cat::minus) && !k.assigns;
   return k.cat == Cat::constant || k.cat == Cat::builtin || k.cat == Cat::literal ||
@@ -434,11 +434,12 @@ bool pointer_init_refuses(const State& s, const TokenInfo& k) {
 // binary operator but + - and the assignments, which keep a pointer (NVRTC "no instance of
 // overloaded function" of `__ldcv(*p && i)`, `atomicAdd((p) > q, 1)`; `atomicAdd(c ? p : q, 1)`
 // goes with them). `[`, `->`, `.`, ++ / -- and the closers are no operators here.
+bool in_pointer_value(const State& s) {
+  return !on_line(s) && s.depth > 0 && bit(s.pointer_values, static_cast<int>(s.depth) - 1) &&
+         after_operand(s.ctx);
+}
 bool pointer_value_refuses(const State& s, const TokenInfo& k) {
-  if (on_line(s) || s.depth == 0 || !bit(s.pointer_values, static_cast<int>(s.depth) - 1) ||
-      !after_operand(s.ctx)) {
-    return false;
-  }
+  if (!in_pointer_value(s)) return false;
   if (k.assigns || k.cat == Cat::plus || k.cat == Cat::minus) return false;
   return k.role == role_operator || k.role == role_ptr || k.role == role_lt;
 }
@@ -486,12 +487,12 @@ void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t>
     clear(t.builtin_ids, vector_value);
     clear(t.type_ids, vector_value);
   }
-  if (s.pointer_init || s.pointer_arg || s.pointer_group) {
+  if (pointer_starts(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && pointer_init_refuses(s, t.info[i])) mask[i] = 0;
     }
   }
-  if (s.pointer_values != 0 && after_operand(s.ctx)) {
+  if (s.pointer_values != 0 && in_pointer_value(s)) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && pointer_value_refuses(s, t.info[i])) mask[i] = 0;
     }
