@@ -92,6 +92,12 @@ grep -q "train.init_checkpoint=$WORK/study/spmv-f32/runs/sft-features-s1/.*/poli
 ls "$WORK"/study/examples/spmv-f32/bench-test/*/summary.csv >/dev/null || fail "examples: no summary"
 ls "$WORK"/study/examples/spmv-f32/runs/grpo-s1/*/report.md >/dev/null || fail "examples: no report"
 [[ -z $(find "$WORK/study/examples" -name '*.pt') ]] || fail "examples: weights copied"
+# Every training run's report has the curves its config asks for (PPO's losses are not `loss`, SFT
+# logs no reward): a config naming a statistic its algorithm does not log shows here. Not
+# grpo-dynamic: the compile-only reward gives every group of its one update one reward, dynamic
+# sampling skips them all, and a skipped update takes no step and logs no loss.
+absent=$(grep -l "Not logged by this run" "$WORK"/study/*/runs/*/*/report.md | grep -v /grpo-dynamic-s) \
+  && fail "reports missing configured curves: $absent"
 
 # Where an RL run's updates spent their evaluation (tools/update_phases.py, docs/study.md): the
 # smoke's grpo-s1 is one update of one task's 2 programs, compiled on the CPU.
