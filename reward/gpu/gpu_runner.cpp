@@ -59,6 +59,16 @@ GpuInfo& probed() {
 
 GpuInfo probe_gpus() { return probed(); }
 
+namespace {
+GpuCacheLimits& process_cache_limits() {
+  static GpuCacheLimits limits;
+  return limits;
+}
+}  // namespace
+
+void set_cache_limits(const GpuCacheLimits& limits) { process_cache_limits() = limits; }
+const GpuCacheLimits& cache_limits() { return process_cache_limits(); }
+
 GpuRunOutcome run_gpu_request(const GpuRequest& request) {
   GpuRunOutcome out;
   EvalResult& r = out.result;
@@ -74,7 +84,7 @@ GpuRunOutcome run_gpu_request(const GpuRequest& request) {
   }
   static std::unique_ptr<GpuSession> session;
   try {
-    if (!session) session = std::make_unique<GpuSession>(0);
+    if (!session) session = std::make_unique<GpuSession>(0, cache_limits());
   } catch (const std::exception& e) {
     r.gpu_available = true;
     r.device = info.devices.front().name;

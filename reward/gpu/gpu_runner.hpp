@@ -38,6 +38,11 @@ struct GpuRunOutcome {
 // Runs, checks and (when request.protocol.time) times one compiled program on one task.
 GpuRunOutcome run_gpu_request(const GpuRequest& request);
 
+// What the process's GPU session keeps between requests (the worker's --gpu-caches), set before
+// the first request; the defaults otherwise.
+void set_cache_limits(const GpuCacheLimits& limits);
+const GpuCacheLimits& cache_limits();
+
 // What a hang does (see above): called with the timeout result; never returns. Without one set, a
 // hang is thrown as a sticky failure like any other, and the unwinding then waits for the kernel
 // (until the pool's deadline kills the worker).

@@ -188,7 +188,8 @@ struct GpuSession::Baseline {
 
 void set_hung_kernel_handler(HungKernelHandler handler) { hung_kernel_handler() = std::move(handler); }
 
-GpuSession::GpuSession(int device) : device_(device) {
+GpuSession::GpuSession(int device, const GpuCacheLimits& limits)
+    : device_(device), limits_(limits) {
   // NVRTC compiles the device checks while the context, CUPTI and the buffers are set up (a fresh
   // worker's first request pays for both; the future waits for the compile if anything throws).
   std::future<std::string> checks_cubin =
@@ -198,7 +199,8 @@ GpuSession::GpuSession(int device) : device_(device) {
   check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
   device_name_ = prop.name;
   l2_bytes_ = static_cast<std::size_t>(prop.l2CacheSize);
-  resident_budget_bytes_ = static_cast<std::size_t>(kResidentFraction * static_cast<double>(prop.totalGlobalMem));
+  const double device_bytes = static_cast<double>(prop.totalGlobalMem);
+  resident_budget_bytes_ = static_cast<std::size_t>(limits_.resident_fraction * device_bytes);
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   flush_bytes_ = std::max<std::size_t>(2 * l2_bytes_, std::size_t{8} << 20);
   check_cuda(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc (L2 flush buffer)");
@@ -264,11 +266,11 @@ datasets::DigestedMatrix GpuSession::load_matrix(const GpuRequest& request) {
     for (const auto& d : request.index_dirs) {
       if (std::filesystem::exists(d)) options.indexes.emplace_back(d);
     }
-    // The matrices of the tasks in flight: an RL update spreads 8 tasks over every worker, and
-    // several template searches run at once, so 4 entries had a worker generate large matrices
-    // again within one update. Bounded by bytes (SparseMatrix::resident_bytes) as well.
-    options.cache_capacity = 16;
-    options.cache_bytes = std::size_t{8} << 30;
+    // The matrices of the tasks in flight and met again (GpuCacheLimits: 16 by default; 4 entries
+    // had a worker generate large matrices again within one update). Bounded by bytes
+    // (SparseMatrix::resident_bytes) as well.
+    options.cache_capacity = limits_.matrix_entries;
+    options.cache_bytes = static_cast<std::size_t>(limits_.matrix_bytes);
     store_ = std::make_unique<datasets::MatrixStore>(request.data_dir, options);
     store_key_ = key;
   }

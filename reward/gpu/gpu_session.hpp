@@ -22,8 +22,9 @@
 // each with its digest, which every request checks), their converted and uploaded formats (checked
 // against their digests before each use, and dropped when a candidate changed them) and the
 // cuSPARSE baselines with their chosen paths, each of the last two kept least-recently-used first
-// within kResidentFraction of the device's memory (ResidentCache); the reference's CSR copy of the
-// last (matrix, dtype).
+// within GpuCacheLimits::resident_fraction of the device's memory (ResidentCache); the matrix
+// store's entries and bytes are the same limits'; the reference's CSR copy of the last (matrix,
+// dtype).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -46,10 +47,6 @@
 #include "sparserl/reward/timing_lane.hpp"
 
 namespace sparserl::reward::gpu {
-
-// The share of the device's memory one worker keeps for resident formats, and as much again for
-// resident baselines; the least recently used entries go first when a new one does not fit.
-inline constexpr double kResidentFraction = 0.125;
 
 // Entries (with `key` and `device_bytes()`) kept most recently used first while their bytes fit a
 // budget; the newest entry always stays, whatever its size. References stay valid until the next
@@ -88,7 +85,7 @@ class ResidentCache {
 
 class GpuSession {
  public:
-  explicit GpuSession(int device = 0);
+  explicit GpuSession(int device = 0, const GpuCacheLimits& limits = {});
   ~GpuSession();
   GpuSession(const GpuSession&) = delete;
   GpuSession& operator=(const GpuSession&) = delete;
@@ -142,7 +139,8 @@ class GpuSession {
   // untimed stages (loading, conversion, checks) but never time two kernels at once. Null when its
   // file could not be opened (said once on stderr): the timing is then unserialised.
   std::unique_ptr<TimingLaneLock> timing_lane_;
-  std::size_t resident_budget_bytes_ = 0;  // per cache: kResidentFraction of the device's memory
+  GpuCacheLimits limits_;
+  std::size_t resident_budget_bytes_ = 0;  // per cache: limits_.resident_fraction of the device's
   ResidentCache<Prepared> prepared_;
   ResidentCache<Baseline> baselines_;
   std::unique_ptr<DeviceChecks> checks_;  // the input, guard and output checks, on the device

@@ -200,6 +200,7 @@ WorkerPoolConfig pool_config(const EvaluatorConfig& c) {
   p.startup_deadline = c.startup_deadline;
   p.recycle_after = c.recycle_after;
   p.sandbox = c.sandbox;
+  p.gpu_caches = c.gpu_caches;
   p.log = c.log;
   return p;
 }

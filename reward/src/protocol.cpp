@@ -8,6 +8,9 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "sparserl/datasets/enum_names.hpp"
@@ -22,10 +25,11 @@ constexpr auto kMessageTypeNames = datasets::enum_names<MessageType::hello, Mess
     {"Hello", "CompileRequest", "CompileResponse", "GpuRequest", "GpuResponse", "TestRequest",
      "TestResponse", "ErrorResponse", "Shutdown"});
 constexpr auto kTestActionNames =
-    datasets::enum_names<TestAction::echo, TestAction::visible_devices>(
+    datasets::enum_names<TestAction::echo, TestAction::gpu_caches>(
         {"echo", "crash_segv", "crash_abort", "hang_busy", "hang_sleep", "flood_protocol",
          "flood_stderr", "noise_stdout", "exit_early", "reply_then_exit", "spawn_grandchild",
-         "report", "write_file", "open_files", "burn_cpu", "stderr_then_crash", "visible_devices"});
+         "report", "write_file", "open_files", "burn_cpu", "stderr_then_crash", "visible_devices",
+         "gpu_caches"});
 constexpr auto kBaselineModeNames =
     datasets::enum_names<BaselineMode::best, BaselineMode::csr>({"best", "csr"});
 
@@ -40,6 +44,44 @@ std::string_view to_string(TestAction action) { return kTestActionNames.name(act
 std::string_view to_string(BaselineMode mode) { return kBaselineModeNames.name(mode); }
 std::optional<BaselineMode> parse_baseline_mode(std::string_view text) {
   return kBaselineModeNames.parse(text);
+}
+
+std::string GpuCacheLimits::str() const {
+  char fraction[32];
+  std::snprintf(fraction, sizeof fraction, "%.17g", resident_fraction);
+  return std::string(fraction) + "," + std::to_string(matrix_entries) + "," +
+         std::to_string(matrix_bytes);
+}
+
+std::optional<GpuCacheLimits> GpuCacheLimits::parse(std::string_view text) {
+  const std::size_t a = text.find(','), b = a == std::string_view::npos ? a : text.find(',', a + 1);
+  if (b == std::string_view::npos || text.find(',', b + 1) != std::string_view::npos) return {};
+  const std::string fraction(text.substr(0, a));
+  char* end = nullptr;
+  GpuCacheLimits limits;
+  limits.resident_fraction = std::strtod(fraction.c_str(), &end);
+  if (fraction.empty() || end != fraction.c_str() + fraction.size()) return {};
+  const auto whole = [](std::string_view v, auto& out) {
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    return ec == std::errc() && ptr == v.data() + v.size() && !v.empty();
+  };
+  if (!whole(text.substr(a + 1, b - a - 1), limits.matrix_entries) ||
+      !whole(text.substr(b + 1), limits.matrix_bytes) || limits.problem()) {
+    return {};
+  }
+  return limits;
+}
+
+std::optional<std::string> GpuCacheLimits::problem() const {
+  if (!(resident_fraction > 0 && resident_fraction <= 0.45)) {
+    return "the resident fraction must be in (0, 0.45] (two caches share the device with the "
+           "candidates and the policy), got " + std::to_string(resident_fraction);
+  }
+  if (matrix_entries < 1) return std::string("the matrix store keeps at least 1 matrix, got 0");
+  if (matrix_bytes < (1u << 20)) {
+    return "the matrix store's bytes must be at least 1 MiB, got " + std::to_string(matrix_bytes);
+  }
+  return std::nullopt;
 }
 
 std::string GpuProtocol::str() const {
@@ -403,7 +445,7 @@ void encode(Writer& w, const TestRequest& m) {
   w.str(m.path);
 }
 
-constexpr int kMaxTestAction = static_cast<int>(TestAction::visible_devices);
+constexpr int kMaxTestAction = static_cast<int>(TestAction::gpu_caches);
 
 TestRequest decode_test_request(Reader& r) {
   TestRequest m;

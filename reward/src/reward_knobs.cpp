@@ -303,6 +303,35 @@ const datasets::Knobs<EvaluatorConfig>& evaluator_knobs() {
               }))
           .integer("matrix_cache_entries", &C::matrix_cache_entries,
                    "loaded matrices kept in memory", 0, 1e6)
+          .add(converted<C>({"gpu_resident_fraction", KnobType::real, {},
+                             "share of the device's memory each GPU worker keeps for resident "
+                             "converted formats, and as much again for cuSPARSE baselines",
+                             1e-6, 0.45, {}, {}},
+                            [](const C& c) { return KnobValue(c.gpu_caches.resident_fraction); },
+                            [](C& c, const KnobValue& v) {
+                              c.gpu_caches.resident_fraction = std::get<double>(v);
+                            }))
+          .add(converted<C>({"gpu_matrix_entries", KnobType::integer, {},
+                             "loaded matrices each GPU worker's store keeps", 1, 1e6, {}, {}},
+                            [](const C& c) {
+                              const std::uint32_t n = c.gpu_caches.matrix_entries;
+                              return KnobValue(static_cast<std::int64_t>(n));
+                            },
+                            [](C& c, const KnobValue& v) {
+                              c.gpu_caches.matrix_entries =
+                                  static_cast<std::uint32_t>(std::get<std::int64_t>(v));
+                            }))
+          .add(converted<C>({"gpu_matrix_mib", KnobType::integer, {},
+                             "MiB of loaded matrices each GPU worker's store keeps", 1, 1e7, {},
+                             {}},
+                            [](const C& c) {
+                              const std::uint64_t mib = c.gpu_caches.matrix_bytes >> 20;
+                              return KnobValue(static_cast<std::int64_t>(mib));
+                            },
+                            [](C& c, const KnobValue& v) {
+                              c.gpu_caches.matrix_bytes =
+                                  static_cast<std::uint64_t>(std::get<std::int64_t>(v)) << 20;
+                            }))
           .integer("evaluation_threads", &C::evaluation_threads,
                    "threads behind submit() (0: 2 x the workers, at least 4)", 0, 4096)
           .add(converted<C>({"nvrtc_options", KnobType::string_list, {},

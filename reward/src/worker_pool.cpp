@@ -168,6 +168,7 @@ void WorkerPoolConfig::validate() const {
   if (shutdown_grace.count() < 0) fail("shutdown_grace: must not be negative");
   if (recycle_after < 0) fail("recycle_after: must be >= 0 (0: never)");
   if (max_frame_bytes < 1024) fail("max_frame_bytes: must be at least 1024");
+  if (const auto problem = gpu_caches.problem()) fail("gpu_caches: " + *problem);
 }
 
 struct WorkerPool::Impl {
@@ -304,6 +305,10 @@ struct WorkerPool::Impl {
         std::vector<std::string> args = {"--role", std::string(to_string(role)), "--max-frame",
                                          std::to_string(cfg.max_frame_bytes)};
         if (cfg.test_mode) args.emplace_back("--test-mode");
+        if (role == WorkerRole::gpu) {
+          args.emplace_back("--gpu-caches");
+          args.emplace_back(cfg.gpu_caches.str());
+        }
         bp::environment env = boost::this_process::environment();
         if (role == WorkerRole::gpu && !probe && !gpu_devices.empty()) {
           env["CUDA_VISIBLE_DEVICES"] =

@@ -1,12 +1,13 @@
-// `sparserl-worker --role compile|gpu [--test-mode] [--max-frame BYTES]`: one evaluator worker
-// process. The pool starts it inside the sandbox (sandbox.hpp) with a socket on stdin and stdout
-// and a pipe on stderr. First the worker moves its protocol channel onto private descriptors and
-// points fd 0 and 1 at /dev/null, so that nothing else in the process (device printf, a library's
-// banner) can read requests or corrupt responses; stderr stays with the pool, which keeps its last
-// few KB for crash reports. Then it sends Hello (role, pid, the limits it really runs under, the
-// descriptors it inherited, the GPUs it sees) and serves one request at a time until Shutdown or
-// end of input. Compile workers run NVRTC (compiler.hpp); GPU workers run gpu/gpu_runner.hpp and
-// exit after a CUDA error that may have poisoned their context.
+// `sparserl-worker --role compile|gpu [--test-mode] [--max-frame BYTES] [--gpu-caches F,N,B]`: one
+// evaluator worker process. The pool starts it inside the sandbox (sandbox.hpp) with a socket on
+// stdin and stdout and a pipe on stderr. First the worker moves its protocol channel onto private
+// descriptors and points fd 0 and 1 at /dev/null, so that nothing else in the process (device
+// printf, a library's banner) can read requests or corrupt responses; stderr stays with the pool,
+// which keeps its last few KB for crash reports. Then it sends Hello (role, pid, the limits it
+// really runs under, the descriptors it inherited, the GPUs it sees) and serves one request at a
+// time until Shutdown or end of input. Compile workers run NVRTC (compiler.hpp); GPU workers run
+// gpu/gpu_runner.hpp, with the cache limits of --gpu-caches, and exit after a CUDA error that may
+// have poisoned their context.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -40,6 +41,7 @@ constexpr int kExitInternal = 5;
   std::fprintf(stderr,
                "sparserl-worker: %.*s\n"
                "usage: sparserl-worker --role compile|gpu [--test-mode] [--max-frame BYTES]\n"
+               "                       [--gpu-caches FRACTION,ENTRIES,BYTES]\n"
                "Started by the evaluator's worker pool; speaks the length-prefixed protocol of\n"
                "sparserl/reward/protocol.hpp on stdin/stdout.\n",
                static_cast<int>(why.size()), why.data());
@@ -72,6 +74,15 @@ Options parse_options(int argc, char** argv) {
         usage("--max-frame expects a byte count of at least 1024");
       }
       o.max_frame_bytes = n;
+    } else if (a == "--gpu-caches" && i + 1 < argc) {
+      // The GPU session's resident share of the device and its matrix store (GpuCacheLimits).
+      const std::string_view v = argv[++i];
+      const auto limits = GpuCacheLimits::parse(v);
+      if (!limits) {
+        usage("--gpu-caches expects FRACTION,ENTRIES,BYTES (fraction in (0, 0.45], entries >= 1, "
+              "bytes >= 1 MiB), got '" + std::string(v) + "'");
+      }
+      gpu::set_cache_limits(*limits);
     } else {
       usage("unknown argument '" + std::string(a) + "'");
     }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/gpu_runner.hpp"
 #include "sparserl/reward/sandbox.hpp"
 #include "worker/worker_io.hpp"
 
@@ -181,6 +182,9 @@ void run_test_request(const Channel& channel, const TestRequest& request) {
       response.text = visible != nullptr ? visible : "";
       break;
     }
+    case TestAction::gpu_caches:
+      response.text = gpu::cache_limits().str();
+      break;
   }
   channel.send(response);
 }

@@ -649,6 +649,46 @@ TEST_CASE("a format resident for the request's digest answers without the worker
   CHECK(second.matrix_digest == first.matrix_digest);
 }
 
+TEST_CASE("the GPU worker keeps as many formats and matrices as its cache limits say",
+          "[reward][gpu]") {
+  // Tasks A, B, then A again (evaluator.gpu_resident_fraction, gpu_matrix_entries): with the
+  // default share of the device A's format is still resident and A's third request loads
+  // nothing; with a share too small for two formats (the newest always stays) it is converted
+  // again from the worker's store, which then holds A with 2 entries and has to load it again
+  // with 1.
+  const auto has_phase = [](const rw::EvalResult& r, const std::string& name) {
+    return std::any_of(r.phases.begin(), r.phases.end(),
+                       [&](const rw::PhaseTime& p) { return p.name == name; });
+  };
+  const ds::Task a =
+      task("gen-v1/uniform?nnz_per_row=6&rows=20000&seed=21", ds::Op::spmv, ds::DType::f32);
+  const ds::Task b =
+      task("gen-v1/uniform?nnz_per_row=6&rows=20000&seed=22", ds::Op::spmv, ds::DType::f32);
+  const std::string program = read_bytes(program_path("spmv_csr.cu"));
+  const auto third_loads = [&](double fraction, std::uint32_t entries) {
+    rw::EvaluatorConfig config = gpu_config();
+    config.gpu_workers = 1;
+    config.gpu_deadline_calibration = false;  // its runs would load the matrices too
+    config.gpu_caches.resident_fraction = fraction;
+    config.gpu_caches.matrix_entries = entries;
+    rw::Evaluator ev(config);
+    if (ev.gpu_info().devices.empty()) sparserl::testing::skip("no GPU: " + ev.gpu_info().error);
+    rw::EvaluateOptions options;
+    options.protocol = ev.config().protocol;
+    options.protocol->time = true;
+    REQUIRE(ev.evaluate(a, program, options).ok());
+    REQUIRE(ev.evaluate(b, program, options).ok());
+    options.protocol->seed = 9;  // another evaluation, not the result cache's answer
+    const rw::EvalResult third = ev.evaluate(a, program, options);
+    INFO("fraction " << fraction << ", entries " << entries << ": " << describe(third));
+    REQUIRE(third.ok());
+    return has_phase(third, "gpu.load");
+  };
+  CHECK_FALSE(third_loads(rw::GpuCacheLimits{}.resident_fraction, 1));
+  CHECK(third_loads(1e-6, 1));
+  CHECK_FALSE(third_loads(1e-6, 2));
+}
+
 TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU memory growth",
           "[reward][gpu]") {
   shared_evaluator();  // skips without a GPU

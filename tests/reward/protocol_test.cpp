@@ -504,3 +504,29 @@ TEST_CASE("A baseline's key names the matrix, op, dtype, k (SpMM only) and basel
   g.task.dtype = sparserl::datasets::DType::f64;
   CHECK(baseline_key(g) == "abc|spmm|f64|8|csr");
 }
+
+TEST_CASE("GPU cache limits go to the worker as FRACTION,ENTRIES,BYTES and back", "[reward][protocol]") {
+  const GpuCacheLimits defaults;
+  CHECK(defaults.str() == "0.125,16,8589934592");
+  CHECK(GpuCacheLimits::parse(defaults.str()) == defaults);
+  const GpuCacheLimits larger{.resident_fraction = 0.3, .matrix_entries = 48,
+                              .matrix_bytes = 24ull << 30};
+  const auto parsed = GpuCacheLimits::parse(larger.str());
+  REQUIRE(parsed);
+  CHECK(*parsed == larger);
+  CHECK(parsed->resident_fraction == 0.3);  // %.17g: the double itself, not a rounding of it
+  // Neither another form nor a value out of range.
+  for (const char* bad : {"", "0.3", "0.3,48", "0.3,48,1,2", "x,48,1048576", "0.3,-1,1048576",
+                          "0.3,48,", ",48,1048576", "0.3 ,48,1048576", "0.5,48,1048576",
+                          "0,48,1048576", "0.3,0,1048576", "0.3,48,1048575", "nan,48,1048576"}) {
+    INFO("'" << bad << "'");
+    CHECK_FALSE(GpuCacheLimits::parse(bad));
+  }
+  CHECK_THAT(GpuCacheLimits{.resident_fraction = 0.5}.problem().value_or(""),
+             has_substring("(0, 0.45]"));
+  CHECK_THAT(GpuCacheLimits{.matrix_entries = 0}.problem().value_or(""),
+             has_substring("at least 1 matrix"));
+  CHECK_THAT(GpuCacheLimits{.matrix_bytes = 1000}.problem().value_or(""),
+             has_substring("at least 1 MiB"));
+  CHECK_FALSE(defaults.problem());
+}

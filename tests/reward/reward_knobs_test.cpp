@@ -57,6 +57,27 @@ TEST_CASE("evaluator knobs convert seconds, the shared cache size and the cache 
   CHECK(back.cache_dir == c.cache_dir);
 }
 
+TEST_CASE("evaluator knobs set the GPU workers' cache limits, MiB as bytes", "[reward][knobs]") {
+  const auto& knobs = evaluator_knobs();
+  const EvaluatorConfig defaults;
+  CHECK(std::get<double>(knobs.get(defaults, "gpu_resident_fraction")) == 0.125);
+  CHECK(std::get<std::int64_t>(knobs.get(defaults, "gpu_matrix_entries")) == 16);
+  CHECK(std::get<std::int64_t>(knobs.get(defaults, "gpu_matrix_mib")) == 8192);
+  EvaluatorConfig c;
+  knobs.set(c, "gpu_resident_fraction", KnobValue(0.3));
+  knobs.set(c, "gpu_matrix_entries", KnobValue(std::int64_t{48}));
+  knobs.set(c, "gpu_matrix_mib", KnobValue(std::int64_t{24 * 1024}));
+  CHECK(c.gpu_caches == GpuCacheLimits{.resident_fraction = 0.3, .matrix_entries = 48,
+                                       .matrix_bytes = 24ull << 30});
+  REQUIRE_THROWS_WITH(knobs.set(c, "gpu_resident_fraction", KnobValue(0.5)),
+                      has_substring("gpu_resident_fraction: value 0.5 is outside"));
+  REQUIRE_THROWS_WITH(knobs.set(c, "gpu_matrix_entries", KnobValue(std::int64_t{0})),
+                      has_substring("gpu_matrix_entries: value 0 is outside"));
+  EvaluatorConfig back;
+  for (const auto& [path, text] : knobs.to_text(c)) knobs.set_text(back, path, text);
+  CHECK(back.gpu_caches == c.gpu_caches);
+}
+
 TEST_CASE("sandbox knobs take -1 as unlimited and are checked by SandboxLimits' parser",
           "[reward][knobs]") {
   const auto& knobs = sandbox_knobs();

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -447,6 +448,36 @@ TEST_CASE("GPU requests go round every GPU worker, one device each", "[reward][p
   CHECK(workers_of_busy_requests(pool, 3).size() == 3);
 }
 
+TEST_CASE("GPU workers start with the pool's cache limits", "[reward][pool]") {
+  // (`--gpu-caches`: what each GPU worker's session keeps between requests.) A compile worker
+  // gets none and reports the defaults.
+  const TestGpus gpus("1");
+  auto config = test_config();
+  config.gpu_workers = 1;
+  config.gpu_caches = {.resident_fraction = 0.3, .matrix_entries = 48, .matrix_bytes = 3ull << 30};
+  WorkerPool pool(config);
+  const auto limits_of = [&](WorkerRole role) {
+    return test_response(pool.submit(role, TestRequest{TestAction::gpu_caches, 0, {}}).get()).text;
+  };
+  CHECK(limits_of(WorkerRole::gpu) == "0.29999999999999999,48,3221225472");
+  CHECK(limits_of(WorkerRole::compile) == GpuCacheLimits{}.str());
+}
+
+TEST_CASE("A worker given bad cache limits stops with its usage, naming them", "[reward][pool]") {
+  const std::string command =
+      test_config().worker_path.string() + " --role gpu --gpu-caches 0.9,16,8589934592 2>&1";
+  FILE* out = ::popen(command.c_str(), "r");
+  REQUIRE(out != nullptr);
+  std::string text;
+  char buffer[512];
+  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, out)) text.append(buffer, n);
+  const int status = ::pclose(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_THAT(text, has_substring("--gpu-caches expects FRACTION,ENTRIES,BYTES"));
+  CHECK_THAT(text, has_substring("got '0.9,16,8589934592'"));
+}
+
 TEST_CASE("More GPU workers than GPUs start with a warning; one per GPU starts without",
           "[reward][pool]") {
   const TestGpus gpus("2");
@@ -536,6 +567,9 @@ TEST_CASE("Bad configurations and oversize requests are refused", "[reward][pool
   config = test_config();
   config.compile_deadline = milliseconds(0);
   REQUIRE_THROWS_WITH(WorkerPool(config), has_substring("compile_deadline"));
+  config = test_config();
+  config.gpu_caches.resident_fraction = 0.9;
+  REQUIRE_THROWS_WITH(WorkerPool(config), has_substring("gpu_caches: the resident fraction"));
 
   config = test_config();
   config.max_frame_bytes = 4096;

@@ -105,6 +105,9 @@ struct EvaluatorConfig {
   std::filesystem::path data_dir;  // empty: datasets::default_data_dir()
   std::vector<std::filesystem::path> index_dirs;
   std::size_t matrix_cache_entries = 8;  // loaded matrices kept in memory
+  // What each GPU worker keeps between requests: its resident formats' and baselines' share of the
+  // device, its matrix store's entries and bytes (protocol.hpp GpuCacheLimits).
+  GpuCacheLimits gpu_caches;
 
   ProgramLimits limits;  // program size, geometry, shared memory, registers, spills, padded size
 

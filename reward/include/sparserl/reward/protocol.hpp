@@ -157,6 +157,25 @@ struct GpuInfo {
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 
+// What a GPU worker keeps between requests (gpu/gpu_session.hpp), set at its start
+// (`sparserl-worker --gpu-caches FRACTION,ENTRIES,BYTES`, EvaluatorConfig::gpu_caches): the share
+// of the device's memory for resident converted formats, and as much again for resident cuSPARSE
+// baselines (least recently used out first), and the loaded matrices its store keeps (entries and
+// bytes). An RL run on bench-v2's 40 large train matrices (641M nonzeros) meets each again every
+// few updates; the defaults (1/8, 16, 8 GiB) had its GPU worker convert, set up and load them
+// again.
+struct GpuCacheLimits {
+  double resident_fraction = 0.125;         // of the device's memory, each cache: (0, 0.45]
+  std::uint32_t matrix_entries = 16;        // >= 1
+  std::uint64_t matrix_bytes = 8ull << 30;  // >= 1 MiB
+  // "FRACTION,ENTRIES,BYTES" (the worker's argument); parse() takes that form, nullopt if it is
+  // not one or a value is out of range (problem() says which).
+  std::string str() const;
+  static std::optional<GpuCacheLimits> parse(std::string_view text);
+  std::optional<std::string> problem() const;
+  friend bool operator==(const GpuCacheLimits&, const GpuCacheLimits&) = default;
+};
+
 // Worker -> pool, once, before anything else.
 struct Hello {
   std::uint32_t protocol_version = kProtocolVersion;
@@ -262,6 +281,7 @@ enum class TestAction : std::uint8_t {
   burn_cpu = 14,           // spin for `amount` ms of wall time, then answer
   stderr_then_crash = 15,  // write `path` to stderr, then SIGSEGV
   visible_devices = 16,    // answer with CUDA_VISIBLE_DEVICES as the worker got it (text)
+  gpu_caches = 17,         // answer with the GpuCacheLimits the worker runs under (text: str())
 };
 std::string_view to_string(TestAction action);
 

@@ -57,6 +57,7 @@ struct WorkerPoolConfig {
   std::size_t max_frame_bytes = kDefaultMaxFrameBytes;  // both directions
   std::size_t stderr_tail_bytes = 4096;                 // kept per worker for crash messages
   bool test_mode = false;  // start workers with --test-mode (tests only)
+  GpuCacheLimits gpu_caches;  // GPU workers' --gpu-caches
   // Where the pool reports its sandbox table, deviations and worker failures (one line each, no
   // newline). Empty: standard error, prefixed "sparserl pool: ".
   std::function<void(std::string_view)> log;
