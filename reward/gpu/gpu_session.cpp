@@ -199,8 +199,7 @@ GpuSession::GpuSession(int device, const GpuCacheLimits& limits)
   check_cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
   device_name_ = prop.name;
   l2_bytes_ = static_cast<std::size_t>(prop.l2CacheSize);
-  const double device_bytes = static_cast<double>(prop.totalGlobalMem);
-  resident_budget_bytes_ = static_cast<std::size_t>(limits_.resident_fraction * device_bytes);
+  resident_budget_bytes_ = limits_.resident_bytes(prop.totalGlobalMem);
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   flush_bytes_ = std::max<std::size_t>(2 * l2_bytes_, std::size_t{8} << 20);
   check_cuda(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc (L2 flush buffer)");
@@ -266,9 +265,8 @@ datasets::DigestedMatrix GpuSession::load_matrix(const GpuRequest& request) {
     for (const auto& d : request.index_dirs) {
       if (std::filesystem::exists(d)) options.indexes.emplace_back(d);
     }
-    // The matrices of the tasks in flight and met again (GpuCacheLimits: 16 by default; 4 entries
-    // had a worker generate large matrices again within one update). Bounded by bytes
-    // (SparseMatrix::resident_bytes) as well.
+    // The matrices of the tasks in flight and met again, by count and SparseMatrix::resident_bytes
+    // (GpuCacheLimits; 4 entries had a worker generate large matrices again within one update).
     options.cache_capacity = limits_.matrix_entries;
     options.cache_bytes = static_cast<std::size_t>(limits_.matrix_bytes);
     store_ = std::make_unique<datasets::MatrixStore>(request.data_dir, options);

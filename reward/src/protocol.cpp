@@ -72,6 +72,10 @@ std::optional<GpuCacheLimits> GpuCacheLimits::parse(std::string_view text) {
   return limits;
 }
 
+std::size_t GpuCacheLimits::resident_bytes(std::size_t device_bytes) const {
+  return static_cast<std::size_t>(resident_fraction * static_cast<double>(device_bytes));
+}
+
 std::optional<std::string> GpuCacheLimits::problem() const {
   if (!(resident_fraction > 0 && resident_fraction <= 0.45)) {
     return "the resident fraction must be in (0, 0.45] (two caches share the device with the "

@@ -305,10 +305,8 @@ struct WorkerPool::Impl {
         std::vector<std::string> args = {"--role", std::string(to_string(role)), "--max-frame",
                                          std::to_string(cfg.max_frame_bytes)};
         if (cfg.test_mode) args.emplace_back("--test-mode");
-        if (role == WorkerRole::gpu) {
-          args.emplace_back("--gpu-caches");
-          args.emplace_back(cfg.gpu_caches.str());
-        }
+        if (role == WorkerRole::gpu)
+          args.insert(args.end(), {"--gpu-caches", cfg.gpu_caches.str()});
         bp::environment env = boost::this_process::environment();
         if (role == WorkerRole::gpu && !probe && !gpu_devices.empty()) {
           env["CUDA_VISIBLE_DEVICES"] =

@@ -173,6 +173,8 @@ struct GpuCacheLimits {
   std::string str() const;
   static std::optional<GpuCacheLimits> parse(std::string_view text);
   std::optional<std::string> problem() const;
+  // Each resident cache's budget on a device of `device_bytes`.
+  std::size_t resident_bytes(std::size_t device_bytes) const;
   friend bool operator==(const GpuCacheLimits&, const GpuCacheLimits&) = default;
 };
 
