@@ -651,11 +651,11 @@ TEST_CASE("a format resident for the request's digest answers without the worker
 
 TEST_CASE("the GPU worker keeps as many formats and matrices as its cache limits say",
           "[reward][gpu]") {
-  // Tasks A, B, then A again (evaluator.gpu_resident_fraction, gpu_matrix_entries): with the
-  // default share of the device A's format is still resident and A's third request loads
+  // Tasks A, B, then A again (evaluator.gpu_resident_fraction): with the default share of the
+  // device A's format is still resident and A's third request asks the worker's store for
   // nothing; with a share too small for two formats (the newest always stays) it is converted
-  // again from the worker's store, which then holds A with 2 entries and has to load it again
-  // with 1.
+  // again from the store (gpu.load: a store hit records the phase too, so the store's own entries,
+  // gpu_matrix_entries, are seen by the CPU test of the workers' --gpu-caches alone).
   const auto has_phase = [](const rw::EvalResult& r, const std::string& name) {
     return std::any_of(r.phases.begin(), r.phases.end(),
                        [&](const rw::PhaseTime& p) { return p.name == name; });
@@ -686,7 +686,6 @@ TEST_CASE("the GPU worker keeps as many formats and matrices as its cache limits
   };
   CHECK_FALSE(third_loads(rw::GpuCacheLimits{}.resident_fraction, 1));
   CHECK(third_loads(1e-6, 1));
-  CHECK_FALSE(third_loads(1e-6, 2));
 }
 
 TEST_CASE("1000 mixed evaluations: right verdicts, no leaked process, no GPU memory growth",
