@@ -257,9 +257,8 @@ void advance_role(State& s, const TokenInfo& k, const Taken& taken) {
       s.ctx = after_operand(s.ctx) ? ctx_value : ctx_address;
       return;
     case role_operator:
-      // The `>` that closes a template's parameters at file scope: __device__ follows; a cast's:
-      // its parenthesised operand (for a cast to a reference an lvalue's group:
-      // State::reference_cast).
+      // The `>` closing a template's parameters at file scope: __device__ follows; a cast's: its
+      // parenthesised operand (for a cast to a reference an lvalue's group: State::reference_cast).
       s.ctx = k.word == w_angle_close && s.top == Top::tmpl_done ? ctx_start
               : k.word == w_angle_close && cast_closed           ? ctx_call_args
               : k.cat == Cat::keyword                            ? ctx_sizeof
@@ -840,6 +839,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     s.last_declared = static_cast<std::uint8_t>(k.local);
   }
   const bool bound_open = s.pp == Pp::none && k.cat == Cat::open_bracket && s.ctx == ctx_declared;
+  const bool bound_closed = bound_closes(s, k);
   const bool lvalue_open = s.pp == Pp::none && k.cat == Cat::open_paren &&
                            (s.ctx == ctx_address || (s.ctx == ctx_call_args && s.reference_cast));
   const bool reference_closed = cast_closed && s.reference;
@@ -875,6 +875,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
       s.single_braces |= level >> 1u;
     }
     s.bound_opened = bound_open;
+    s.bound_taken = bound_closed || (s.bound_taken && !declares);
     s.lvalue_groups &= level - 1u;
     if (lvalue_open) s.lvalue_groups |= level >> 1u;
     // A cast keyword's angle to a reference: its `(` opens an lvalue's group (NVRTC: "expression

@@ -163,14 +163,22 @@ constexpr int kQualifiedType = 1;
 // the declaration not extern: its bound, no `]` (NVRTC: "incomplete type \"int []\" is not
 // allowed" of `int a[];`, `bool b[] ++;`). A local array takes no initializer in the grammar
 // (`int a[] = {1}` and `int a[]{1}` are refused at their `{`), so its bound is never deduced;
-// `extern __shared__ float s[];` alone leaves it to the launch. Parameters (`float a[]`) and file
-// scope are left alone. The completion path writes `<num> 1` (kBoundNumber tokens) before the `]`.
+// `extern __shared__ float s[];` alone leaves it to the launch - its first dimension alone (NVRTC
+// "an array may not have elements of this type" of `extern __shared__ int s[][];`, `s[2][]`;
+// State::bound_taken). Parameters (`float a[]`) and file scope are left alone. The completion
+// path writes `<num> 1` (kBoundNumber tokens) before the `]`.
 // (What a bound holds - no bool, no cast - is bound_refuses()'s, action_mask_types.cpp.)
 inline bool bound_due(const State& s) {
-  return s.bound_opened && !s.decl_extern && s.top == Top::body && s.depth >= 2 &&
+  return s.bound_opened && (!s.decl_extern || s.bound_taken) && s.top == Top::body &&
+         s.depth >= 2 &&
          (s.stack[s.depth - 2u] == '{' || s.stack[s.depth - 2u] == kForParen);
 }
 constexpr int kBoundNumber = 2;
+// A declarator's bound's `]` (its bracket's State::bounds bit), before it is taken.
+inline bool bound_closes(const State& s, const TokenInfo& k) {
+  return s.pp == Pp::none && k.cat == Cat::close_bracket && s.depth > 0 &&
+         ((s.bounds >> (s.depth - 1u)) & 1u) != 0;
+}
 
 // A `__shared__` variable in a function takes no initializer and is of no type with a constructor
 // (NVRTC: "initializer not allowed for __shared__ variable" of `__shared__ int v = 0;`, `__shared__

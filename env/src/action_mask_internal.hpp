@@ -708,9 +708,11 @@ struct ActionMask::State {
   // must be floating - a fraction, an exponent (NVRTC: "more than one instance of overloaded
   // function" of `ceil(2)`, `pow(1, x)`; the completion path writes `0.`).
   bool num_floating = false;
-  // The code token before was a declarator's `[` (see bound_due); the declaration under way has
-  // had `extern`.
+  // The code token before was a declarator's `[` (see bound_due); the declarator under way has
+  // closed a bound's brackets already (its next `[` is no first dimension); the declaration under
+  // way has had `extern`.
   bool bound_opened = false;
+  bool bound_taken = false;
   bool decl_extern = false;
   // The declaration under way has had `__shared__`, a type word with a constructor (dim3).
   bool decl_shared = false;

@@ -185,7 +185,7 @@ std::uint64_t digest(const State& s) {
       f.add(s.additive);
   f.add(s.args), f.add(s.callee_max), f.add(s.callee_least);
   f.add(s.value_calls), f.add(s.builtin_named), f.add(s.value_result);
-  f.add(s.bound_opened), f.add(s.decl_extern), f.add(s.single_braces);
+  f.add(s.bound_opened), f.add(s.bound_taken), f.add(s.decl_extern), f.add(s.single_braces);
   f.add(s.decl_shared), f.add(s.decl_constructed), f.add(s.rvalued), f.add(s.lvalue_led);
   f.add(s.no_member), f.add(s.vector_operand), f.add(s.lvalue_groups);
   f.add(s.pointer_sums), f.add(s.address_led), f.add(s.value_args), f.add(s.value_named);

@@ -135,6 +135,16 @@ TEST_CASE("no variable of type void", "[env][mask]") {
                              "for (void *t = s; ;) {} }\n") == "");
 }
 
+TEST_CASE("an extern array leaves its first dimension alone unsized", "[env][mask]") {
+  // (NVRTC: "an array may not have elements of this type" of `extern __shared__ unsigned s[][];`,
+  // `s[2][]`.)
+  const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
+  CHECK(first_refused(head + "__device__ void f() { extern __shared__ int s[][]; }\n") == "]");
+  CHECK(first_refused(head + "__device__ void f() { extern __shared__ float s[2][]; }\n") == "]");
+  CHECK(first_refused(head + "__device__ void f() { extern __shared__ float s[][4][2];\n"
+                             "  extern __shared__ int t[], u[][2]; }\n") == "");
+}
+
 TEST_CASE("an array's bound names no variable but a const one", "[env][mask]") {
   // (NVRTC: "expression must have a constant value" of `float a[n];`.)
   const std::string head = "//@format csr\n//@launch k grid=K block=32\n";
