@@ -170,8 +170,7 @@ constexpr int kQualifiedType = 1;
 // (What a bound holds - no bool, no cast - is bound_refuses()'s, action_mask_types.cpp.)
 inline bool bound_due(const State& s) {
   return s.bound_opened && (!s.decl_extern || s.bound_taken) && s.top == Top::body &&
-         s.depth >= 2 &&
-         (s.stack[s.depth - 2u] == '{' || s.stack[s.depth - 2u] == kForParen);
+         s.depth >= 2 && (s.stack[s.depth - 2u] == '{' || s.stack[s.depth - 2u] == kForParen);
 }
 constexpr int kBoundNumber = 2;
 // A declarator's bound's `]` (its bracket's State::bounds bit), before it is taken.
