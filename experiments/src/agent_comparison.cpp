@@ -76,6 +76,11 @@ void read_run_json(ComparedRun& run) {
 }
 
 // A failed answer counts 1.0: the user falls back to cuSPARSE.
+// A correct answer this much slower than cuSPARSE's best path is a slow one (slow_share): what the
+// IQM drops and the geomean shows without saying how many (a study's SFT and PPO rows each had one
+// answer at 0.001x on a matrix with dense rows).
+constexpr double kSlowSpeedup = 0.5;
+
 double speedup_or_one(const MatrixResult& r) {
   return r.correct && std::isfinite(r.speedup) && r.speedup > 0 ? r.speedup : 1.0;
 }
@@ -347,6 +352,9 @@ std::vector<MetricSpec> metric_specs(const Comparison& c) {
          }});
   }
   specs.push_back({"speedup_geomean", Statistic::geometric_mean, true, speedup_or_one});
+  specs.push_back({"slow_share", Statistic::mean, true, [](const MatrixResult& r) {
+                     return speedup_or_one(r) < kSlowSpeedup ? 1.0 : 0.0;
+                   }});
   specs.push_back({"pass@1", Statistic::mean, true,
                    [](const MatrixResult& r) { return row_pass_at_k(r, 1); }});
   if (c.k > 1) {
@@ -522,7 +530,7 @@ std::string_view regime_title(RegimeScope regime) { return kRegimeTitles.name(re
 
 bool is_share(const std::string& metric) {
   return metric.rfind("pass@", 0) == 0 || metric == "compile_rate" ||
-         metric == "novel_correct_share";
+         metric == "novel_correct_share" || metric == "slow_share";
 }
 
 // "1.234 [1.102, 1.351]", "72.5% [61.0%, 83.3%]", or "n/a".
@@ -545,6 +553,7 @@ std::string metric_header(const std::string& metric) {
   if (metric == "speedup_iqm") return "IQM speedup (failures as 1)";
   if (metric == "oracle_fraction_iqm") return "IQM oracle fraction (failures as 0)";
   if (metric == "speedup_geomean") return "geomean speedup (failures as 1)";
+  if (metric == "slow_share") return "answers < 0.5x";
   if (metric == "compile_rate") return "compile rate";
   if (metric == "novel_correct_share") return "novel correct answers";
   return metric;  // pass@1, pass@k
@@ -592,6 +601,7 @@ void section_tables(std::ostringstream& md, const Comparison& c, const RegimeSec
   std::vector<std::string> speed = {"speedup_iqm"};
   if (c.oracle_fraction) speed.emplace_back("oracle_fraction_iqm");
   speed.emplace_back("speedup_geomean");
+  speed.emplace_back("slow_share");
   table(md, s, speed, c.reference, true);
   std::vector<std::string> correctness = {"pass@1"};
   if (c.k > 1) correctness.emplace_back("pass@" + std::to_string(c.k));
@@ -618,7 +628,10 @@ void method_section(std::ostringstream& md, const Comparison& c) {
   md << "\n";
   md << "- **IQM**: the mean of the middle half of all (run, matrix) scores - sorted, floor(n/4) "
         "dropped from each end (scipy.stats.trim_mean(x, 0.25), rliable's IQM); robust to a few "
-        "extreme matrices, less noisy than the median. The **geomean** is exp(mean log).\n";
+        "extreme matrices, less noisy than the median. The **geomean** is exp(mean log). "
+        "**Answers < 0.5x**: the share of (run, matrix) answers correct but slower than half "
+        "cuSPARSE's time (a failure counts 1.0, so it is none) - the rare catastrophic design "
+        "choice that the IQM drops and the geomean only hints at.\n";
   md << "- **Intervals**: " << num(100 * b.confidence, 3)
      << "% percentile intervals of a stratified bootstrap (rliable): " << b.replicates
      << " replicates, each drawing for every matrix on its own as many runs as the agent has, "

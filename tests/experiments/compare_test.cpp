@@ -131,6 +131,43 @@ std::string quoted(const std::vector<fs::path>& dirs) {
 
 }  // namespace
 
+TEST_CASE("compare: the share of answers slower than half cuSPARSE's time", "[compare]") {
+  // Seed 0 answers 0.001x (correct but catastrophic), fails, 0.49x and 0.5x; seed 1 answers 1x
+  // everywhere: 2 of 8 answers are slow (a failure falls back to cuSPARSE, 0.5x is not below).
+  const fs::path root = scratch_dir("compare_slow");
+  const double speedups[2][4] = {{0.001, 0, 0.49, 0.5}, {1, 1, 1, 1}};
+  std::vector<fs::path> dirs;
+  for (int seed = 0; seed < 2; ++seed) {
+    std::vector<MatrixResult> rows;
+    for (int m = 0; m < 4; ++m) {
+      rows.push_back(answer(kMatrices[m].first, kMatrices[m].second, "sft", 2.0));
+      rows.push_back(answer(kMatrices[m].first, kMatrices[m].second, "ppo", speedups[seed][m]));
+    }
+    dirs.push_back(root / ("bench__" + std::to_string(seed)));
+    write_run(dirs.back(), "bench", static_cast<std::uint64_t>(seed), rows);
+  }
+  CompareOptions options;
+  options.bootstrap.replicates = 200;
+  const Comparison c = compare_agents(dirs, options);
+  const RegimeSection& all = c.sections.front();
+  REQUIRE(all.agents.size() == 2);
+  const auto slow = [](const AgentEstimates& e) {
+    for (const MetricEstimate& m : e.metrics)
+      if (m.metric == "slow_share") return m.value;
+    FAIL("no slow_share");
+    return Interval{};
+  };
+  CHECK(slow(all.agents[0]).point == 0.0);  // sft
+  CHECK(slow(all.agents[1]).point == Approx(2.0 / 8));
+  CHECK(slow(all.agents[1]).low <= 0.25);
+  CHECK(slow(all.agents[1]).high >= 0.25);
+  const std::string md = c.to_markdown("");
+  CHECK_THAT(md, has_substring("| geomean speedup (failures as 1) | answers < 0.5x |"));
+  CHECK_THAT(md, has_substring("| ppo | 2 |"));
+  CHECK_THAT(md, has_substring("25.0% ["));
+  CHECK_THAT(md, has_substring("**Answers < 0.5x**"));
+}
+
 TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[compare]") {
   const fs::path root = scratch_dir("compare_seeds");
   const std::vector<fs::path> dirs = write_seeds(root);
@@ -210,8 +247,9 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   CHECK_THAT(md, has_substring("## Headline: Large matrices (>= 1,000,000 nonzeros)"));
   CHECK_THAT(md, has_substring("| grpo | 3 | 6 [6, 6] | 1 [1, 1] | yes |"));
   CHECK_THAT(md, has_substring("| grpo | 3 | 3.667 ["));
-  CHECK_THAT(md,
-             has_substring("| sft | 3 | 2 [2, 2] | 0.5 [0.5, 0.5] | 2 [2, 2] | (reference) | |"));
+  CHECK_THAT(md, has_substring("| sft | 3 | 2 [2, 2] | 0.5 [0.5, 0.5] | 2 [2, 2] | 0.0% [0.0%, "
+                               "0.0%] | (reference) | |"));
+  CHECK(point("grpo all slow_share") == 0.0);  // the failure counts 1.0: no slow answer
   CHECK_THAT(md, has_substring("| agent | runs | pass@1 | pass@4 | compile rate | novel correct "
                                "answers |"));
   CHECK_THAT(md, has_substring("| sft | 3 | 60.0% [60.0%, 60.0%] | 100.0% [100.0%, 100.0%] | "
@@ -307,13 +345,13 @@ TEST_CASE("compare: without a GPU everything but the compile rate is n/a", "[com
       {"skipped plot intervals.png: no agent has a timed speedup", "grpo  n/a   n/a"});
   const auto csv = read_csv(out / "compare.csv");
   for (const char* metric :
-       {"speedup_iqm", "speedup_geomean", "pass@1", "probability_of_improvement"}) {
+       {"speedup_iqm", "speedup_geomean", "slow_share", "pass@1", "probability_of_improvement"}) {
     INFO(metric);
     CHECK(csv.at(std::string("grpo all ") + metric)[3].empty());  // n/a, never 0
   }
   CHECK(csv.at("grpo all compile_rate")[3] == "0.5");
   const std::string md = sparserl::testing::read_bytes(out / "compare.md");
-  CHECK_THAT(md, has_substring("| grpo | 1 | n/a | n/a | n/a | yes |"));
+  CHECK_THAT(md, has_substring("| grpo | 1 | n/a | n/a | n/a | n/a | yes |"));
   CHECK_THAT(md, has_substring("| grpo | 1 | n/a | 50.0% [50.0%, 50.0%] |"));
   CHECK_THAT(md, has_substring("sft, grpo: rows not tested on a GPU (tested = 0), so everything "
                                "but the compile rate is n/a."));

@@ -3,7 +3,8 @@
 // become its runs (seeds), the matrices every run answered become the tasks, and each agent gets,
 // per regime (all matrices, then large, medium, small), rliable's estimates with stratified
 // bootstrap intervals (statistics.hpp): the interquartile mean of the speedup over cuSPARSE, the
-// same of the oracle fraction, the geometric mean speedup, unbiased pass@1 and pass@k, the compile
+// same of the oracle fraction, the geometric mean speedup, the share of answers slower than half
+// cuSPARSE's time, unbiased pass@1 and pass@k, the compile
 // rate, the share of novel correct answers, and the probability that it beats a reference agent on
 // a random matrix. write_comparison renders compare.md, compare.csv and intervals.png.
 //
@@ -75,8 +76,8 @@ std::string agent_of_seed_name(const std::string& name);
 
 // One figure of one agent in one regime. A NaN point is n/a; `na` then says why.
 struct MetricEstimate {
-  std::string metric;  // "speedup_iqm", "oracle_fraction_iqm", "speedup_geomean", "pass@1",
-                       // "pass@K", "compile_rate", "novel_correct_share",
+  std::string metric;  // "speedup_iqm", "oracle_fraction_iqm", "speedup_geomean", "slow_share",
+                       // "pass@1", "pass@K", "compile_rate", "novel_correct_share",
                        // "probability_of_improvement"
   Interval value;
   std::string na;
