@@ -8,12 +8,10 @@
 #include <array>
 #include <bit>
 #include <cerrno>
-#include <charconv>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "sparserl/datasets/enum_names.hpp"
+#include "sparserl/datasets/knobs.hpp"
 
 namespace sparserl::reward {
 
@@ -47,28 +45,23 @@ std::optional<BaselineMode> parse_baseline_mode(std::string_view text) {
 }
 
 std::string GpuCacheLimits::str() const {
-  char fraction[32];
-  std::snprintf(fraction, sizeof fraction, "%.17g", resident_fraction);
-  return std::string(fraction) + "," + std::to_string(matrix_entries) + "," +
+  return datasets::knob_text::real(resident_fraction) + "," + std::to_string(matrix_entries) + "," +
          std::to_string(matrix_bytes);
 }
 
 std::optional<GpuCacheLimits> GpuCacheLimits::parse(std::string_view text) {
-  const std::size_t a = text.find(','), b = a == std::string_view::npos ? a : text.find(',', a + 1);
-  if (b == std::string_view::npos || text.find(',', b + 1) != std::string_view::npos) return {};
-  const std::string fraction(text.substr(0, a));
-  char* end = nullptr;
+  namespace kt = datasets::knob_text;
+  const std::vector<std::string> fields = kt::split_list(text);
+  if (fields.size() != 3) return std::nullopt;
   GpuCacheLimits limits;
-  limits.resident_fraction = std::strtod(fraction.c_str(), &end);
-  if (fraction.empty() || end != fraction.c_str() + fraction.size()) return {};
-  const auto whole = [](std::string_view v, auto& out) {
-    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-    return ec == std::errc() && ptr == v.data() + v.size() && !v.empty();
-  };
-  if (!whole(text.substr(a + 1, b - a - 1), limits.matrix_entries) ||
-      !whole(text.substr(b + 1), limits.matrix_bytes) || limits.problem()) {
-    return {};
+  try {
+    limits.resident_fraction = kt::parse_real(fields[0]);
+    limits.matrix_entries = kt::parse_integer<std::uint32_t>(fields[1]);
+    limits.matrix_bytes = kt::parse_integer<std::uint64_t>(fields[2]);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
   }
+  if (limits.problem()) return std::nullopt;
   return limits;
 }
 

@@ -91,6 +91,12 @@ ds::Task task(const std::string& uri, ds::Op op, ds::DType dtype, int k = 8) {
   return t;
 }
 
+// Whether the GPU worker recorded a profiling phase of that name (EvalResult::phases).
+bool has_phase(const rw::EvalResult& r, const std::string& name) {
+  return std::any_of(r.phases.begin(), r.phases.end(),
+                     [&](const rw::PhaseTime& p) { return p.name == name; });
+}
+
 std::string describe(const rw::EvalResult& r) {
   return std::string(rw::to_string(r.error)) + " at " + std::string(rw::to_string(r.stage)) + ": " + r.message;
 }
@@ -482,9 +488,6 @@ TEST_CASE("the baseline is the fastest correct cuSPARSE path of every format the
 TEST_CASE("a worker that replaced a faulting one takes the cuSPARSE path its predecessor chose",
           "[reward][gpu]") {
   shared_evaluator();  // skips without a GPU
-  const auto has_phase = [](const rw::EvalResult& r, const std::string& name) {
-    return std::any_of(r.phases.begin(), r.phases.end(), [&](const rw::PhaseTime& p) { return p.name == name; });
-  };
   const ds::Task t = task("gen-v1/uniform?nnz_per_row=8&rows=20000&seed=5", ds::Op::spmv, ds::DType::f32);
   const std::string good = read_bytes(program_path("spmv_csr.cu"));
   for (const bool hints : {true, false}) {
@@ -625,10 +628,6 @@ TEST_CASE("a format resident for the request's digest answers without the worker
   config.gpu_deadline_calibration = false;  // its run would load the matrix before `first`
   rw::Evaluator ev(config);
   if (ev.gpu_info().devices.empty()) sparserl::testing::skip("no GPU: " + ev.gpu_info().error);
-  const auto has_phase = [](const rw::EvalResult& r, const std::string& name) {
-    return std::any_of(r.phases.begin(), r.phases.end(),
-                       [&](const rw::PhaseTime& p) { return p.name == name; });
-  };
   const ds::Task t =
       task("gen-v1/uniform?nnz_per_row=6&rows=3000&seed=11", ds::Op::spmv, ds::DType::f32);
   const std::string program = read_bytes(program_path("spmv_csr.cu"));
@@ -656,10 +655,6 @@ TEST_CASE("the GPU worker keeps as many formats and matrices as its cache limits
   // nothing; with a share too small for two formats (the newest always stays) it is converted
   // again from the store (gpu.load: a store hit records the phase too, so the store's own entries,
   // gpu_matrix_entries, are seen by the CPU test of the workers' --gpu-caches alone).
-  const auto has_phase = [](const rw::EvalResult& r, const std::string& name) {
-    return std::any_of(r.phases.begin(), r.phases.end(),
-                       [&](const rw::PhaseTime& p) { return p.name == name; });
-  };
   const ds::Task a =
       task("gen-v1/uniform?nnz_per_row=6&rows=20000&seed=21", ds::Op::spmv, ds::DType::f32);
   const ds::Task b =
