@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# tools/study_session.sh: one GPU session's part of the study (tools/study.sh --only) on a device
+# host that keeps nothing between sessions and brings back at most 8 files of 16 MiB a call
+# (docs/study.md, "The study over several GPU sessions"). The study's commit is pinned: `pack`
+# here puts a shallow clone of that commit into .devkit/pin.tgz (and the shared matrices into
+# .devkit/shared.tgz); on the host the steps below run from the session's working tree (whatever
+# HEAD is now), build and run the pinned tree in /tmp/w, and restore what earlier sessions carried
+# back from the committed examples folder (STUDY_EXAMPLES: every run's run.json, every bench's
+# results, SFT seed 1's policy weights, the oracle's cache). Steps, in the order given:
+#   pack COMMIT   (here) .devkit/pin.tgz, pin.commit and shared.tgz
+#   setup         unpack the pinned tree and ../shared, restore STUDY_EXAMPLES into STUDY_OUT
+#   build         configure and build BUILD_TARGETS in /tmp/w/build-gpu
+#   gputest       ctest -L gpu -R "$GPU_TESTS" there (output in $OUT/gputest.log)
+#   study         start `tools/study.sh` in the background, one call per --only regex of
+#                 STUDY_ONLY (regexes separated by spaces), one after another
+#   poll          wait until the study's calls end or DEADLINE (epoch seconds) is near
+#   collect       into $OUT: examples.tgz (reports, run.json, results, summaries, tables, phases),
+#                 policy-sft-s1.tgz (SFT seed 1's weights, once), oracle.tgz, study.log
+# Environment: STUDY_OUT (runs/study-cut2), STUDY_EXAMPLES (docs/examples/study-cut2-h200),
+# STUDY_ARGS (the study.sh options every call shares), STUDY_ONLY, DEADLINE, BUILD_TARGETS,
+# GPU_TESTS. Example (the device tool's `run`, carry [".devkit"]):
+#   export DEADLINE=$(( $(date +%s) + 540 )) STUDY_ONLY='^spmv-f32/(sft-s[12]|template|random)$'
+#   bash tools/study_session.sh setup build study poll collect
+set -uo pipefail
+
+W=/tmp/w
+STUDY_OUT=${STUDY_OUT:-runs/study-cut2}
+STUDY_EXAMPLES=${STUDY_EXAMPLES:-docs/examples/study-cut2-h200}
+BUILD_TARGETS=${BUILD_TARGETS:-sparserl sparserl-worker}
+DEADLINE=${DEADLINE:-$(($(date +%s) + 540))}
+OUT=${OUT:-/tmp/out}
+SESSION=$(pwd)
+say() { echo "[session $(date -u +%H:%M:%S)] $*"; }
+left() { echo $((DEADLINE - $(date +%s))); }
+
+step_pack() {
+  local commit=$1 tmp
+  tmp=$(mktemp -d)
+  commit=$(git rev-parse --verify "$commit^{commit}") || return 1
+  # One commit's tree and no history: the study's record names the commit, not its ancestors.
+  git init -q "$tmp/w" && git -C "$tmp/w" fetch -q --depth 1 "file://$SESSION" "$commit" &&
+    git -C "$tmp/w" checkout -q FETCH_HEAD || return 1
+  mkdir -p .devkit
+  tar czf .devkit/pin.tgz -C "$tmp" w
+  git -C "$tmp/w" rev-parse HEAD >.devkit/pin.commit
+  tar czf .devkit/shared.tgz -C "$SESSION/../shared" matrices
+  rm -rf "$tmp"
+  ls -la .devkit
+}
+
+step_setup() {
+  if [[ ! -d $W ]]; then
+    tar xzf .devkit/pin.tgz -C /tmp || return 1
+    [[ $(git -C "$W" rev-parse HEAD) == $(cat .devkit/pin.commit) ]] || { say "pin: wrong commit"; return 1; }
+  fi
+  if [[ ! -d /tmp/shared/matrices ]]; then
+    mkdir -p /tmp/shared && tar xzf .devkit/shared.tgz -C /tmp/shared || return 1
+  fi
+  # Earlier sessions' runs, benches and weights, and the oracle's cache, once.
+  if [[ -d $STUDY_EXAMPLES && ! -f $W/$STUDY_OUT/.restored ]]; then
+    mkdir -p "$W/$STUDY_OUT" "$W/data"
+    (cd "$STUDY_EXAMPLES" && find . -path ./oracle -prune -o -type f -print) | while read -r f; do
+      mkdir -p "$W/$STUDY_OUT/$(dirname "$f")"
+      cp "$STUDY_EXAMPLES/$f" "$W/$STUDY_OUT/$f"
+    done
+    [[ ! -d $STUDY_EXAMPLES/oracle ]] || cp -r "$STUDY_EXAMPLES/oracle" "$W/data/"
+    find "$W/$STUDY_OUT" -name model.pt >"$W/$STUDY_OUT/.restored"
+    say "restored $(find "$W/$STUDY_OUT" -type f | wc -l) files of $STUDY_EXAMPLES"
+  fi
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+}
+
+step_build() {
+  mkdir -p /opt/devkit
+  for f in .devkit/*.deb; do dpkg -x "$f" /opt/devkit; done
+  local torch prefix start=$SECONDS
+  torch=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+  prefix="$torch;/opt/devkit/usr;/opt/devkit/usr/lib/x86_64-linux-gnu/cmake"
+  cd "$W" || return 1
+  [[ -f build-gpu/build.ninja ]] || cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$prefix" >build-gpu.configure.log 2>&1 || { tail -30 build-gpu.configure.log; return 1; }
+  # shellcheck disable=SC2086  # a list of targets
+  cmake --build build-gpu -j"$(nproc)" --target $BUILD_TARGETS 2>&1 | tail -3
+  local rc=${PIPESTATUS[0]}
+  cd "$SESSION" || return 1
+  say "build of $BUILD_TARGETS: exit $rc, $((SECONDS - start)) s"
+  return "$rc"
+}
+
+step_gputest() {
+  mkdir -p "$OUT"
+  (cd "$W/build-gpu" && timeout $(($(left) - 30)) ctest -L gpu -R "${GPU_TESTS:-.}" ${GPU_TESTS_EXCLUDE:+-E "$GPU_TESTS_EXCLUDE"} \
+    --output-on-failure) >"$OUT/gputest.log" 2>&1
+  local rc=$?
+  tail -15 "$OUT/gputest.log"
+  say "gputest: exit $rc"
+}
+
+step_study() {
+  [[ -f /tmp/study.pid ]] && kill -0 "$(cat /tmp/study.pid)" 2>/dev/null && { say "study already running"; return 0; }
+  rm -f /tmp/study.done
+  cat >/tmp/study-calls.sh <<EOF
+cd $W
+for only in $STUDY_ONLY; do
+  echo "[study-session] --only \$only"
+  tools/study.sh $STUDY_ARGS --out $STUDY_OUT --sparserl build-gpu/tools/sparserl --only "\$only" ${STUDY_SETS:-}
+  rc=\$?
+  echo "[study-session] --only \$only: exit \$rc"
+  [ \$rc = 0 ] || break
+done
+echo \$rc >/tmp/study.done
+EOF
+  setsid nohup bash /tmp/study-calls.sh >>/tmp/study.log 2>&1 &
+  echo $! >/tmp/study.pid
+  say "study started: $STUDY_ONLY"
+}
+
+step_poll() {
+  while [[ ! -f /tmp/study.done ]] && (($(left) > 45)); do sleep 5; done
+  grep -E '^\[study|^\[study-session|error|Error' /tmp/study.log | tail -12
+  [[ -f /tmp/study.done ]] && say "study calls ended: exit $(cat /tmp/study.done)" || say "study still running"
+}
+
+step_collect() {
+  mkdir -p "$OUT"
+  local o=$W/$STUDY_OUT run
+  [[ -d $o ]] || { say "nothing to collect"; return 0; }
+  # Each RL run's per-update phases (needs h5py on the host; skipped without it).
+  for run in "$o"/*/runs/*/*/; do
+    [[ -f $run/trajectories.h5 && -f $run/run.json && ! -f $run/phases.md ]] || continue
+    grep -q '"status": *"completed"' "$run/run.json" || continue
+    python3 "$W/tools/update_phases.py" "$run" >"$run/phases.md" 2>/dev/null || rm -f "$run/phases.md"
+  done
+  (cd "$o" && find . \( -name report.md -o -name run.json -o -name summary.csv -o -name results.csv \
+    -o -name policies.txt -o -name phases.md -o -name study.txt -o -name commands.log -o -name policies.list \) \
+    -not -path './examples/*' -print0 | tar czf "$OUT/examples.tgz" --null -T - tables)
+  # SFT seed 1's weights (the RL rows of later sessions start from them), once.
+  local sft
+  sft=$(find "$o" -path '*/runs/sft-s1/*/policies/sft/model.pt' 2>/dev/null | head -1)
+  if [[ -n $sft ]] && ! grep -qF "$sft" "$o/.restored" 2>/dev/null && [[ ! -f /tmp/sft-sent ]]; then
+    (cd "$o" && tar czf "$OUT/policy-sft-s1.tgz" --exclude optimizer.pt --exclude rng.pt "$(dirname "${sft#"$o"/}")") &&
+      touch /tmp/sft-sent
+  fi
+  [[ ! -d $W/data/oracle ]] || tar czf "$OUT/oracle.tgz" -C "$W/data" oracle
+  cp /tmp/study.log "$OUT/study.log" 2>/dev/null
+  ls -la "$OUT"
+}
+
+if [[ ${1:-} == pack ]]; then
+  [[ $# == 2 ]] || { echo "usage: tools/study_session.sh pack COMMIT" >&2; exit 2; }
+  step_pack "$2"
+  exit
+fi
+for s in "$@"; do
+  case "$s" in
+    setup | build | gputest | study | poll | collect)
+      say "$s"
+      "step_$s" || { say "$s failed"; exit 1; }
+      ;;
+    *) echo "study_session.sh: unknown step $s" >&2; exit 2 ;;
+  esac
+done
