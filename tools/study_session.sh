@@ -17,8 +17,8 @@
 #   collect       into $OUT: examples.tgz (reports, run.json, results, summaries, tables, phases),
 #                 policy-sft-s1.tgz (SFT seed 1's weights, once), oracle.tgz, study.log
 # Environment: STUDY_OUT (runs/study-cut2), STUDY_EXAMPLES (docs/examples/study-cut2-h200),
-# STUDY_ARGS (the study.sh options every call shares), STUDY_ONLY, DEADLINE, BUILD_TARGETS,
-# GPU_TESTS. Example (the device tool's `run`, carry [".devkit"]):
+# STUDY_ARGS and STUDY_SETS (the study.sh options and --sets every call shares; the cut's below),
+# STUDY_ONLY, DEADLINE, BUILD_TARGETS, GPU_TESTS (a ctest -R regex), GPU_TESTS_EXCLUDE, GPU_TEST_S. Example (the device tool's `run`, carry [".devkit"]):
 #   export DEADLINE=$(( $(date +%s) + 540 )) STUDY_ONLY='^spmv-f32/(sft-s[12]|template|random)$'
 #   bash tools/study_session.sh setup build study poll collect
 set -uo pipefail
@@ -27,6 +27,13 @@ W=/tmp/w
 STUDY_OUT=${STUDY_OUT:-runs/study-cut2}
 STUDY_EXAMPLES=${STUDY_EXAMPLES:-docs/examples/study-cut2-h200}
 BUILD_TARGETS=${BUILD_TARGETS:-sparserl sparserl-worker}
+# The cut of issue 26's study (docs/study.md, "The cut, second start"): the pilot's 20 updates a
+# run, 5 RL and 2 SFT seeds, one GPU, the large regime of bench-v2's shared and generated matrices,
+# and the GPU worker's caches large enough for the 40 large train matrices.
+STUDY_ARGS=${STUDY_ARGS:---pilot --seeds 5 --sft-seeds 2 --gpus 1}
+STUDY_SETS=${STUDY_SETS-"--set 'data.index_dirs=[\"../shared/matrices\", \"../shared/matrices/real\"]' \
+--set 'data.sources=[\"shared\",\"generated\"]' --set 'data.regimes=[\"large\"]' \
+--set evaluator.gpu_resident_fraction=0.3 --set evaluator.gpu_matrix_entries=48 --set evaluator.gpu_matrix_mib=24576"}
 DEADLINE=${DEADLINE:-$(($(date +%s) + 540))}
 OUT=${OUT:-/tmp/out}
 SESSION=$(pwd)
@@ -67,7 +74,7 @@ step_setup() {
     find "$W/$STUDY_OUT" -name model.pt >"$W/$STUDY_OUT/.restored"
     say "restored $(find "$W/$STUDY_OUT" -type f | wc -l) files of $STUDY_EXAMPLES"
   fi
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || say "no GPU here"
 }
 
 step_build() {
@@ -89,7 +96,7 @@ step_build() {
 
 step_gputest() {
   mkdir -p "$OUT"
-  (cd "$W/build-gpu" && timeout $(($(left) - 30)) ctest -L gpu -R "${GPU_TESTS:-.}" ${GPU_TESTS_EXCLUDE:+-E "$GPU_TESTS_EXCLUDE"} \
+  (cd "$W/build-gpu" && timeout "${GPU_TEST_S:-$(($(left) - 30))}" ctest -L gpu -R "${GPU_TESTS:-.}" ${GPU_TESTS_EXCLUDE:+-E "$GPU_TESTS_EXCLUDE"} \
     --output-on-failure) >"$OUT/gputest.log" 2>&1
   local rc=$?
   tail -15 "$OUT/gputest.log"
@@ -103,7 +110,7 @@ step_study() {
 cd $W
 for only in $STUDY_ONLY; do
   echo "[study-session] --only \$only"
-  tools/study.sh $STUDY_ARGS --out $STUDY_OUT --sparserl build-gpu/tools/sparserl --only "\$only" ${STUDY_SETS:-}
+  tools/study.sh $STUDY_ARGS --out $STUDY_OUT --sparserl build-gpu/tools/sparserl --only "\$only" $STUDY_SETS
   rc=\$?
   echo "[study-session] --only \$only: exit \$rc"
   [ \$rc = 0 ] || break
