@@ -18,12 +18,18 @@
 #                 policy-sft-s1.tgz (SFT seed 1's weights, once), oracle.tgz, study.log
 # Environment: STUDY_OUT (runs/study-cut2), STUDY_EXAMPLES (docs/examples/study-cut2-h200),
 # STUDY_ARGS and STUDY_SETS (the study.sh options and --sets every call shares; the cut's below),
-# STUDY_ONLY, DEADLINE, BUILD_TARGETS, GPU_TESTS (a ctest -R regex), GPU_TESTS_EXCLUDE, GPU_TEST_S. Example (the device tool's `run`, carry [".devkit"]):
-#   export DEADLINE=$(( $(date +%s) + 540 )) STUDY_ONLY='^spmv-f32/(sft-s[12]|template|random)$'
+# STUDY_ONLY, DEADLINE, BUILD_TARGETS, GPU_TESTS (a ctest -R regex), GPU_TESTS_EXCLUDE, GPU_TEST_S;
+# STUDY_TREE (/tmp/w), KIT (.devkit), SHARED (../shared), STUDY_SPARSERL (the pinned tree's
+# build-gpu/tools/sparserl): the CPU test study_session_kit sets these. Example (the device tool's
+# `run`, carry [".devkit"]):
+#   export DEADLINE=$(( $(date +%s) + 540 )) STUDY_ONLY="'^spmv-f32/(sft-s[12]|template|random)\$'"
+# (each regex in single quotes inside STUDY_ONLY: they are written into a script as they are)
 #   bash tools/study_session.sh setup build study poll collect
 set -uo pipefail
 
-W=/tmp/w
+W=${STUDY_TREE:-/tmp/w}       # the pinned tree; ../shared beside it
+STATE=$W.session              # the background study's pid, log and exit status
+KIT=${KIT:-.devkit}
 STUDY_OUT=${STUDY_OUT:-runs/study-cut2}
 STUDY_EXAMPLES=${STUDY_EXAMPLES:-docs/examples/study-cut2-h200}
 BUILD_TARGETS=${BUILD_TARGETS:-sparserl sparserl-worker}
@@ -37,6 +43,8 @@ STUDY_SETS=${STUDY_SETS-"--set 'data.index_dirs=[\"../shared/matrices\", \"../sh
 DEADLINE=${DEADLINE:-$(($(date +%s) + 540))}
 OUT=${OUT:-/tmp/out}
 SESSION=$(pwd)
+SHARED=${SHARED:-$SESSION/../shared}
+SPARSERL=${STUDY_SPARSERL:-build-gpu/tools/sparserl}
 say() { echo "[session $(date -u +%H:%M:%S)] $*"; }
 left() { echo $((DEADLINE - $(date +%s))); }
 
@@ -47,21 +55,24 @@ step_pack() {
   # One commit's tree and no history: the study's record names the commit, not its ancestors.
   git init -q "$tmp/w" && git -C "$tmp/w" fetch -q --depth 1 "file://$SESSION" "$commit" &&
     git -C "$tmp/w" checkout -q FETCH_HEAD || return 1
-  mkdir -p .devkit
-  tar czf .devkit/pin.tgz -C "$tmp" w
-  git -C "$tmp/w" rev-parse HEAD >.devkit/pin.commit
-  tar czf .devkit/shared.tgz -C "$SESSION/../shared" matrices
+  mkdir -p "$KIT"
+  tar czf "$KIT/pin.tgz" -C "$tmp" w
+  git -C "$tmp/w" rev-parse HEAD >"$KIT/pin.commit"
+  tar czf "$KIT/shared.tgz" -C "$SHARED" matrices
   rm -rf "$tmp"
-  ls -la .devkit
+  ls -la "$KIT"
 }
 
 step_setup() {
+  local parent
+  parent=$(dirname "$W")
   if [[ ! -d $W ]]; then
-    tar xzf .devkit/pin.tgz -C /tmp || return 1
-    [[ $(git -C "$W" rev-parse HEAD) == $(cat .devkit/pin.commit) ]] || { say "pin: wrong commit"; return 1; }
+    mkdir -p "$W.pin" && tar xzf "$KIT/pin.tgz" -C "$W.pin" && mv "$W.pin/w" "$W" && rmdir "$W.pin" ||
+      return 1
+    [[ $(git -C "$W" rev-parse HEAD) == $(cat "$KIT/pin.commit") ]] || { say "pin: wrong commit"; return 1; }
   fi
-  if [[ ! -d /tmp/shared/matrices ]]; then
-    mkdir -p /tmp/shared && tar xzf .devkit/shared.tgz -C /tmp/shared || return 1
+  if [[ ! -d $parent/shared/matrices ]]; then
+    mkdir -p "$parent/shared" && tar xzf "$KIT/shared.tgz" -C "$parent/shared" || return 1
   fi
   # Earlier sessions' runs, benches and weights, and the oracle's cache, once.
   if [[ -d $STUDY_EXAMPLES && ! -f $W/$STUDY_OUT/.restored ]]; then
@@ -79,7 +90,7 @@ step_setup() {
 
 step_build() {
   mkdir -p /opt/devkit
-  for f in .devkit/*.deb; do dpkg -x "$f" /opt/devkit; done
+  for f in "$KIT"/*.deb; do dpkg -x "$f" /opt/devkit; done
   local torch prefix start=$SECONDS
   torch=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
   prefix="$torch;/opt/devkit/usr;/opt/devkit/usr/lib/x86_64-linux-gnu/cmake"
@@ -104,28 +115,29 @@ step_gputest() {
 }
 
 step_study() {
-  [[ -f /tmp/study.pid ]] && kill -0 "$(cat /tmp/study.pid)" 2>/dev/null && { say "study already running"; return 0; }
-  rm -f /tmp/study.done
-  cat >/tmp/study-calls.sh <<EOF
+  mkdir -p "$STATE"
+  [[ -f $STATE/pid ]] && kill -0 "$(cat "$STATE/pid")" 2>/dev/null && { say "study already running"; return 0; }
+  rm -f "$STATE/done"
+  cat >"$STATE/calls.sh" <<EOF
 cd $W
 for only in $STUDY_ONLY; do
   echo "[study-session] --only \$only"
-  tools/study.sh $STUDY_ARGS --out $STUDY_OUT --sparserl build-gpu/tools/sparserl --only "\$only" $STUDY_SETS
+  tools/study.sh $STUDY_ARGS --out $STUDY_OUT --sparserl $SPARSERL --only "\$only" $STUDY_SETS
   rc=\$?
   echo "[study-session] --only \$only: exit \$rc"
   [ \$rc = 0 ] || break
 done
-echo \$rc >/tmp/study.done
+echo \$rc >$STATE/done
 EOF
-  setsid nohup bash /tmp/study-calls.sh >>/tmp/study.log 2>&1 &
-  echo $! >/tmp/study.pid
+  setsid nohup bash "$STATE/calls.sh" >>"$STATE/log" 2>&1 &
+  echo $! >"$STATE/pid"
   say "study started: $STUDY_ONLY"
 }
 
 step_poll() {
-  while [[ ! -f /tmp/study.done ]] && (($(left) > 45)); do sleep 5; done
-  grep -E '^\[study|^\[study-session|error|Error' /tmp/study.log | tail -12
-  [[ -f /tmp/study.done ]] && say "study calls ended: exit $(cat /tmp/study.done)" || say "study still running"
+  while [[ ! -f $STATE/done ]] && (($(left) > 45)); do sleep 5; done
+  grep -E '^\[study|^\[study-session|error|Error' "$STATE/log" | tail -12
+  [[ -f $STATE/done ]] && say "study calls ended: exit $(cat "$STATE/done")" || say "study still running"
 }
 
 step_collect() {
@@ -144,12 +156,12 @@ step_collect() {
   # SFT seed 1's weights (the RL rows of later sessions start from them), once.
   local sft
   sft=$(find "$o" -path '*/runs/sft-s1/*/policies/sft/model.pt' 2>/dev/null | head -1)
-  if [[ -n $sft ]] && ! grep -qF "$sft" "$o/.restored" 2>/dev/null && [[ ! -f /tmp/sft-sent ]]; then
+  if [[ -n $sft ]] && ! grep -qF "$sft" "$o/.restored" 2>/dev/null && [[ ! -f $STATE/sft-sent ]]; then
     (cd "$o" && tar czf "$OUT/policy-sft-s1.tgz" --exclude optimizer.pt --exclude rng.pt "$(dirname "${sft#"$o"/}")") &&
-      touch /tmp/sft-sent
+      touch "$STATE/sft-sent"
   fi
   [[ ! -d $W/data/oracle ]] || tar czf "$OUT/oracle.tgz" -C "$W/data" oracle
-  cp /tmp/study.log "$OUT/study.log" 2>/dev/null
+  cp "$STATE/log" "$OUT/study.log" 2>/dev/null
   ls -la "$OUT"
 }
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The device kit of the study's GPU sessions (tools/study_session.sh, docs/study.md "The cut, second
+# start") on the CPU with the smoke study: `pack` a commit's shallow tree, then two "sessions" on
+# fresh trees that keep nothing but what the first one's `collect` brought back, laid out as the
+# committed examples folder is. The first trains SFT seed 1 and benches it, the template search and
+# random; its collect returns the reports, run.json files, benches and tables, and SFT seed 1's
+# weights without the optimizer state. The second restores that folder, trains GRPO seed 1 from the
+# restored SFT policy without training SFT or benching the template search again, tables every
+# agent of both, and does not send the restored weights back. Skipped (77) without ../shared's
+# matrices or where the source is not a git checkout.
+# Usage: study_session_test.sh SPARSERL SOURCE_DIR SHARED_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
+git -C "$SRC" rev-parse --verify -q HEAD >/dev/null || { echo "skipped: $SRC is not a git checkout"; exit 77; }
+cd "$SRC"
+kit() {
+  KIT=$WORK/kit SHARED=$SHARED STUDY_SPARSERL=$SPARSERL STUDY_ARGS="--smoke --pilot --seeds 1 --sft-seeds 1" \
+    STUDY_SETS="" STUDY_OUT=runs/study-kit DEADLINE=$(($(date +%s) + 300)) bash "$SRC/tools/study_session.sh" "$@"
+}
+
+# pack: the commit's tree alone (one commit of history) and the shared matrices.
+kit pack HEAD >"$WORK/pack.out" 2>&1 || { cat "$WORK/pack.out"; fail "pack failed"; }
+[[ $(cat "$WORK/kit/pin.commit") == $(git rev-parse HEAD) ]] || fail "pin.commit is not HEAD"
+tar tzf "$WORK/kit/pin.tgz" >"$WORK/pin.list"  # a listing first: grep -q would end tar early (pipefail)
+grep -qx 'w/tools/study.sh' "$WORK/pin.list" || fail "pin.tgz holds no w/tools/study.sh"
+tar tzf "$WORK/kit/shared.tgz" >"$WORK/shared.list"
+grep -qx 'matrices/INDEX.csv' "$WORK/shared.list" || fail "shared.tgz holds no matrices/INDEX.csv"
+
+# 1. The first session: SFT seed 1, the template search and random.
+STUDY_TREE=$WORK/one/w OUT=$WORK/back1 STUDY_EXAMPLES=$WORK/examples \
+  STUDY_ONLY="'^spmv-f32/(sft-s1|template|random)\$'" kit setup study poll collect >"$WORK/one.out" 2>&1 ||
+  { cat "$WORK/one.out"; fail "the first session failed"; }
+grep -q "study calls ended: exit 0" "$WORK/one.out" || { cat "$WORK/one.out"; fail "the first session's study failed"; }
+[[ $(git -C "$WORK/one/w" log --format=%H | wc -l) == 1 ]] || fail "the pinned tree holds more than one commit"
+tar tzf "$WORK/back1/examples.tgz" >"$WORK/back1.list"
+for want in 'study.txt' 'commands.log' 'spmv-f32/runs/sft-s1/.*/run.json' 'spmv-f32/bench-val/agents/.*/results.csv' \
+  'spmv-f32/bench-test/sft-s1/policies.txt' 'tables/spmv-f32-test/compare.md'; do
+  grep -Eq "^(\./)?$want$" "$WORK/back1.list" || fail "examples.tgz lacks $want"
+done
+! grep -q 'model.pt\|trajectories.h5' "$WORK/back1.list" || fail "examples.tgz holds weights or trajectories"
+tar tzf "$WORK/back1/policy-sft-s1.tgz" >"$WORK/policy.list"
+grep -q 'policies/sft/model.pt$' "$WORK/policy.list" || fail "policy-sft-s1.tgz lacks model.pt"
+! grep -q 'optimizer.pt\|rng.pt' "$WORK/policy.list" || fail "policy-sft-s1.tgz holds the optimizer state"
+
+# What a developer commits between sessions: the examples folder with SFT seed 1's weights.
+mkdir -p "$WORK/examples"
+tar xzf "$WORK/back1/examples.tgz" -C "$WORK/examples"
+tar xzf "$WORK/back1/policy-sft-s1.tgz" -C "$WORK/examples"
+
+# 2. A fresh host: GRPO seed 1 from the restored SFT policy.
+STUDY_TREE=$WORK/two/w OUT=$WORK/back2 STUDY_EXAMPLES=$WORK/examples \
+  STUDY_ONLY="'^spmv-f32/grpo-s1\$'" kit setup study poll collect >"$WORK/two.out" 2>&1 ||
+  { cat "$WORK/two.out"; fail "the second session failed"; }
+grep -q "study calls ended: exit 0" "$WORK/two.out" || { cat "$WORK/two.out"; fail "the second session's study failed"; }
+out=$WORK/two/w/runs/study-kit
+sft=$(cd "$out" && ls -d spmv-f32/runs/sft-s1/*/)
+grep -q "train.init_checkpoint=$out/${sft}policies/sft" "$out/commands.log" ||
+  fail "GRPO did not start from the restored SFT policy"
+[[ $(grep -c "sparserl train .*study/sft.toml" "$out/commands.log") == 1 ]] ||
+  fail "SFT was trained again: $(grep -c 'study/sft.toml' "$out/commands.log") SFT commands"
+[[ $(grep -c "runs-dir [^ ]*/bench-val/agents " "$out/commands.log") == 1 ]] || fail "the template search was benched again"
+for part in val test; do
+  agents=$(grep ",all,compile_rate," "$out/tables/spmv-f32-$part/compare.csv" | cut -d, -f1 | sort | tr '\n' ' ')
+  [[ $agents == "grpo random sft template " ]] || fail "second session, $part: agents $agents"
+done
+[[ ! -f $WORK/back2/policy-sft-s1.tgz ]] || fail "the second session sent the restored SFT weights back"
+tar tzf "$WORK/back2/examples.tgz" >"$WORK/back2.list"
+grep -q 'spmv-f32/runs/grpo-s1/.*/run.json' "$WORK/back2.list" || fail "examples.tgz lacks GRPO's run"
+echo "study session kit: pack, two sessions on fresh trees, the second from the restored SFT policy"
