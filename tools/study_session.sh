@@ -15,7 +15,8 @@
 #                 STUDY_ONLY (regexes separated by spaces), one after another
 #   poll          wait until the study's calls end or DEADLINE (epoch seconds) is near
 #   collect       into $OUT: examples.tgz (reports, run.json, results, summaries, tables, phases),
-#                 policy-sft-s1.tgz (SFT seed 1's weights, once), oracle.tgz, study.log
+#                 policy-sft-s1.tgz (SFT seed 1's weights, once), oracle.tgz, study.log,
+#                 bench-trajectories.tgz (the benches' trajectories.h5 not sent yet, up to 12 MB)
 # Environment: STUDY_OUT (runs/study-cut2), STUDY_EXAMPLES (docs/examples/study-cut2-h200),
 # STUDY_ARGS and STUDY_SETS (the study.sh options and --sets every call shares; the cut's below),
 # STUDY_ONLY, DEADLINE, BUILD_TARGETS, GPU_TESTS (a ctest -R regex), GPU_TESTS_EXCLUDE, GPU_TEST_S;
@@ -161,6 +162,21 @@ step_collect() {
       touch "$STATE/sft-sent"
   fi
   [[ ! -d $W/data/oracle ]] || tar czf "$OUT/oracle.tgz" -C "$W/data" oracle
+  # The benches' trajectories (every answer's and sample's source: what a slow answer was), each
+  # finished bench's once, those under 8 MB, up to 12 MB a call (a call brings back 64 MB).
+  local h5 list=() total=0 size
+  touch "$STATE/h5-sent"
+  while IFS= read -r h5; do
+    grep -qxF "$h5" "$STATE/h5-sent" && continue
+    grep -q '"status": *"completed"' "$(dirname "$o/$h5")/run.json" 2>/dev/null || continue
+    size=$(stat -c %s "$o/$h5")
+    ((size < 8000000 && total + size < 12000000)) || continue
+    list+=("$h5")
+    total=$((total + size))
+  done < <(cd "$o" && find . -path '*/bench-*/*/trajectories.h5' | sort)
+  if ((${#list[@]} > 0)); then
+    (cd "$o" && tar czf "$OUT/bench-trajectories.tgz" "${list[@]}") && printf '%s\n' "${list[@]}" >>"$STATE/h5-sent"
+  fi
   cp "$STATE/log" "$OUT/study.log" 2>/dev/null
   ls -la "$OUT"
 }

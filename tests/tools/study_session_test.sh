@@ -6,7 +6,8 @@
 # random; its collect returns the reports, run.json files, benches and tables, and SFT seed 1's
 # weights without the optimizer state. The second restores that folder, trains GRPO seed 1 from the
 # restored SFT policy without training SFT or benching the template search again, tables every
-# agent of both, and does not send the restored weights back. Skipped (77) without ../shared's
+# agent of both, and does not send the restored weights back; each session's collect returns its
+# own benches' trajectories. Skipped (77) without ../shared's
 # matrices or where the source is not a git checkout.
 # Usage: study_session_test.sh SPARSERL SOURCE_DIR SHARED_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
@@ -14,7 +15,7 @@ git -C "$SRC" rev-parse --verify -q HEAD >/dev/null || { echo "skipped: $SRC is 
 cd "$SRC"
 kit() {
   KIT=$WORK/kit SHARED=$SHARED STUDY_SPARSERL=$SPARSERL STUDY_ARGS="--smoke --pilot --seeds 1 --sft-seeds 1" \
-    STUDY_SETS="" STUDY_OUT=runs/study-kit DEADLINE=$(($(date +%s) + 300)) bash "$SRC/tools/study_session.sh" "$@"
+    STUDY_SETS="--set bench.record_trajectories=true" STUDY_OUT=runs/study-kit DEADLINE=$(($(date +%s) + 300)) bash "$SRC/tools/study_session.sh" "$@"
 }
 
 # pack: the commit's tree alone (one commit of history) and the shared matrices.
@@ -40,6 +41,13 @@ done
 tar tzf "$WORK/back1/policy-sft-s1.tgz" >"$WORK/policy.list"
 grep -q 'policies/sft/model.pt$' "$WORK/policy.list" || fail "policy-sft-s1.tgz lacks model.pt"
 ! grep -q 'optimizer.pt\|rng.pt' "$WORK/policy.list" || fail "policy-sft-s1.tgz holds the optimizer state"
+tar tzf "$WORK/back1/bench-trajectories.tgz" | sort >"$WORK/h5.list"
+[[ $(grep -c 'bench-\(val\|test\)/\(agents\|sft-s1\)/.*/trajectories.h5$' "$WORK/h5.list") == 4 ]] ||
+  fail "bench-trajectories.tgz: $(cat "$WORK/h5.list")"
+# A later call's collect on the same host sends neither those trajectories nor the weights again.
+STUDY_TREE=$WORK/one/w OUT=$WORK/back1b kit collect >"$WORK/one-b.out" 2>&1 || fail "the second collect failed"
+[[ -f $WORK/back1b/examples.tgz && ! -f $WORK/back1b/bench-trajectories.tgz && ! -f $WORK/back1b/policy-sft-s1.tgz ]] ||
+  fail "the second collect sent again: $(ls "$WORK/back1b")"
 
 # What a developer commits between sessions: the examples folder with SFT seed 1's weights.
 mkdir -p "$WORK/examples"
@@ -63,6 +71,9 @@ for part in val test; do
   [[ $agents == "grpo random sft template " ]] || fail "second session, $part: agents $agents"
 done
 [[ ! -f $WORK/back2/policy-sft-s1.tgz ]] || fail "the second session sent the restored SFT weights back"
+tar tzf "$WORK/back2/bench-trajectories.tgz" >"$WORK/h5-2.list"
+[[ $(grep -c 'trajectories.h5$' "$WORK/h5-2.list") == 2 && $(grep -c 'grpo-s1' "$WORK/h5-2.list") == 2 ]] ||
+  fail "the second session's bench-trajectories.tgz: $(cat "$WORK/h5-2.list")"
 tar tzf "$WORK/back2/examples.tgz" >"$WORK/back2.list"
 grep -q 'spmv-f32/runs/grpo-s1/.*/run.json' "$WORK/back2.list" || fail "examples.tgz lacks GRPO's run"
 echo "study session kit: pack, two sessions on fresh trees, the second from the restored SFT policy"
