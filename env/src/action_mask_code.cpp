@@ -882,7 +882,7 @@ void take_code_token(const Tables& t, State& s, const TokenInfo& k) {
     // must be an lvalue or xvalue" of `reinterpret_cast<long*&>(__double_as_longlong(x))`).
     s.reference_cast = reference_closed;
     // A pointer's initializer (a pointer argument's: operands) starts with `0` where with a number.
-    s.pointer_init = inits_pointer;
+    s.pointer_init = inits_pointer || operand.pointer_compared;
     if (pointer_init && k.cat == Cat::num) s.num = Num::start_null;
     // (A `return` where no statement stands - a for statement's clause - is no return statement.)
     s.void_return = k.is_return && s.void_function && s.top == Top::body && innermost(s) == '{';

@@ -733,7 +733,8 @@ struct ActionMask::State {
   std::uint64_t pointer_sums = 0, address_led = 0, value_args = 0;
   bool value_named = false;
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
-  // A block's pointer declarator's `=` or `{` was just read (see pointer_init_refuses); a builtin
+  // A block's pointer declarator's `=` or `{`, or `==` / `!=` after a pointer operand, was just
+  // read (see pointer_init_refuses); a builtin
   // whose first parameter is a pointer was just named (its `(` next), that `(` was just read; a
   // group's `(` was just read where one of the three (or another such group) starts a pointer.
   bool pointer_init = false, pointer_named = false, pointer_arg = false, pointer_group = false;
@@ -868,7 +869,7 @@ struct OperandStep {
   bool integral_next = false, value_next = false, opens_floating = false, cast_ends = false;
   bool pointer_cast = false, floating_cast = false, to_pointer = false, to_floating = false;
   bool to_integral = false;
-  bool pointer_offset = false;
+  bool pointer_offset = false, pointer_compared = false;  // a pointer's + / -, its == / !=
   bool call_open = false, call_comma = false, value_call = false, deref = false;
   bool rvalue_group = false;  // a group's `)` whose value is no lvalue
   bool floating_deref = false;  // a `*(` group's `)` over a floating pointer: a floating value

@@ -3,7 +3,8 @@
 // `&`'s operand; no relational operator after a pointer's sum; no floating element after a pointer
 // cast's sign; a value builtin's and one value's brace take no pointer; a `*(` group starts with
 // no sign or builtin; a static_cast to a pointer takes no value; a divisor is no bool; a group
-// after `&` over a value is subscripted by nothing; an array's bound holds no bool or cast - each
+// after `&` over a value is subscripted by nothing; an array's bound holds no bool or cast; a
+// pointer's `==` / `!=` starts its right operand as a pointer - each
 // refused where NVRTC would refuse it, and the near forms the design space writes accepted. (The
 // mask's episode-level properties are action_mask_test.cpp's.)
 #include <string>
@@ -385,4 +386,19 @@ TEST_CASE("a `*(` group over a floating pointer is a floating value", "[env][mas
   CHECK(refused_in("int j = *(a) & 1;") == "&");
   // (Its arithmetic, an int pointer's element are accepted.)
   CHECK(refused_in("float y = *(a++) + 1.5; int j = *(q) >> 1;") == "");
+}
+
+TEST_CASE("a pointer's == and != start their right operand as a pointer", "[env][mask]") {
+  // (NVRTC: "operand types are incompatible (\"value_t *\" and \"int\")" of `p != ELL_WIDTH`,
+  // "... (\"float *\" and \"__nv_bool\")" of `y == warpSize < ...`: issue 28's metric, seed 5.)
+  CHECK(refused_in("bool b = q != K;") == "K");
+  CHECK(refused_in("bool b = a == warpSize < 1;") == "warpSize");
+  CHECK(refused_in("bool b = q == 5;") == "5");
+  CHECK(refused_in("bool b = q == true;") == "true");
+  CHECK(refused_in("bool b = (q) != -q;") == "-");
+  CHECK(refused_in("bool b = q == (i < 1);") == "<");
+  // (Another pointer, the null pointer, an address, a pointer's sum, a cast, an element's and an
+  // integer's comparisons are accepted.)
+  CHECK(refused_in("int* r = q; bool b = q == r; b = q != 0; b = q == &i; b = r != q + 1; "
+                   "b = q == (int*)a; b = q[0] == 5; b = i != K; b = *q == 1;") == "");
 }
