@@ -927,6 +927,7 @@ inline bool pointer_starts(const State& s) {
 }
 // After an operand directly in a bracket that holds a pointer's value (State::pointer_values).
 bool in_pointer_value(const State& s);
+bool in_pointer_cast(const State& s);  // a C cast's type where a pointer starts, before its `*`
 bool pointer_value_refuses(const State& s, const TokenInfo& k);
 void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t> mask);
 bool void_return_refuses(const State& s, const TokenInfo& k);

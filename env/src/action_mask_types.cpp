@@ -438,7 +438,17 @@ bool in_pointer_value(const State& s) {
   return !on_line(s) && s.depth > 0 && bit(s.pointer_values, static_cast<int>(s.depth) - 1) &&
          after_operand(s.ctx);
 }
+// A C cast opened where a pointer starts (`atomicAdd((int*)p, 1)`) is no cast to a value's
+// reference: no `&` before its type's first `*` (NVRTC "operand types are incompatible (\"const
+// value_t *\" and \"int\")" of `p == (int & volatile) ...`; `(int*&)` goes with them). Its `)`
+// before a `*` is left alone: a cast's type takes no `*` after a trailing qualifier (`(int
+// const`), so refusing it meets dead ends.
+bool in_pointer_cast(const State& s) {
+  return !on_line(s) && s.depth > 0 && innermost(s) == kCastParen && !s.starred &&
+         bit(s.pointer_values, static_cast<int>(s.depth) - 1);
+}
 bool pointer_value_refuses(const State& s, const TokenInfo& k) {
+  if (in_pointer_cast(s)) return k.role == role_ptr && k.cat != Cat::star;
   if (!in_pointer_value(s)) return false;
   if (k.assigns || k.cat == Cat::plus || k.cat == Cat::minus) return false;
   return k.role == role_operator || k.role == role_ptr || k.role == role_lt;
@@ -492,7 +502,7 @@ void refuse_cast_values(const Tables& t, const State& s, std::span<std::uint8_t>
       if (mask[i] != 0 && pointer_init_refuses(s, t.info[i])) mask[i] = 0;
     }
   }
-  if (s.pointer_values != 0 && in_pointer_value(s)) {
+  if (s.pointer_values != 0 && (in_pointer_value(s) || in_pointer_cast(s))) {
     for (std::size_t i = 0; i < mask.size(); ++i) {
       if (mask[i] != 0 && pointer_value_refuses(s, t.info[i])) mask[i] = 0;
     }
