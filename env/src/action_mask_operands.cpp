@@ -211,10 +211,6 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
                      ((s.lvalue_groups >> (s.depth - 1u)) & 1u) == 0 && !s.deref_cast &&
                      after_operand(s.ctx) && operand_type(s) == operand_floating_pointer;
   o.value_next = makes_value_due(s, k, o.binary, o.unary_sign);
-  // `==` / `!=` after a pointer: its right operand starts a pointer as an initializer's does
-  // (State::pointer_init; NVRTC "operand types are incompatible (\"value_t *\" and \"int\")" of
-  // `p != ELL_WIDTH`, and of `y == warpSize < ...` with a bool).
-  o.pointer_compared = o.binary && k.equality && !on_line(s) && operand_type(s) >= operand_pointer;
   o.kind_before = s.operand_kind;
   o.opens_floating = (k.cat == Cat::open_bracket && o.kind_before == operand_floating_pointer) ||
                      ((k.cat == Cat::open_paren || k.cat == Cat::open_brace) && s.floating_named &&

@@ -245,6 +245,10 @@ void begin_type_step(const State& s, const TokenInfo& k, OperandStep& o) {
                       !s.reinterpret_angle && s.ctx == ctx_ptr && !s.reference) ||
                      (s.static_pointer && k.cat == Cat::open_paren);
   o.pointer_before = o.operand_before && operand_type(s) >= operand_pointer;
+  // `==` / `!=` after a pointer: its right operand starts a pointer as an initializer's does
+  // (State::pointer_init; NVRTC "operand types are incompatible (\"value_t *\" and \"int\")" of
+  // `p != ELL_WIDTH`, and of `y == warpSize < ...` with a bool).
+  o.pointer_compared = o.binary && k.equality && o.pointer_before;
   o.floating_before = o.operand_before && operand_type(s) == operand_floating;
   o.pointer_sum = bit(s.pointer_sums, s.depth) != o.pointer_before;
   o.address = s.ctx == ctx_address && (k.cat == Cat::local || k.cat == Cat::open_paren);
@@ -410,7 +414,8 @@ bool vector_value_refused(const State& s, const TokenInfo& k) {
          s.list_depth == static_cast<int>(s.depth) && !local_bit(s.pointers, s.last_declared);
 }
 
-// Right after a block's pointer declarator's `=` or `{` (State::pointer_init), or a load's, a
+// Right after a block's pointer declarator's `=` or `{` or a pointer's `==` / `!=`
+// (State::pointer_init), or a load's, a
 // store's or an atomic's `(` (State::pointer_arg: its first argument is a pointer; NVRTC "no
 // instance of overloaded function" of `atomicSub(threadIdx.x, 1)`, `__ldcv(max(a, b))`): what
 // starts no pointer - a number but `0` (Num::start_null, which the completion path writes), a
