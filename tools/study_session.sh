@@ -78,11 +78,8 @@ step_setup() {
   # Earlier sessions' runs, benches and weights, and the oracle's cache, once.
   if [[ -d $STUDY_EXAMPLES && ! -f $W/$STUDY_OUT/.restored ]]; then
     mkdir -p "$W/$STUDY_OUT" "$W/data"
-    (cd "$STUDY_EXAMPLES" && find . -path ./oracle -prune -o -type f -print) | while read -r f; do
-      mkdir -p "$W/$STUDY_OUT/$(dirname "$f")"
-      cp "$STUDY_EXAMPLES/$f" "$W/$STUDY_OUT/$f"
-    done
-    [[ ! -d $STUDY_EXAMPLES/oracle ]] || cp -r "$STUDY_EXAMPLES/oracle" "$W/data/"
+    cp -r "$STUDY_EXAMPLES/." "$W/$STUDY_OUT/"
+    [[ ! -d $W/$STUDY_OUT/oracle ]] || mv "$W/$STUDY_OUT/oracle" "$W/data/"
     find "$W/$STUDY_OUT" -name model.pt >"$W/$STUDY_OUT/.restored"
     say "restored $(find "$W/$STUDY_OUT" -type f | wc -l) files of $STUDY_EXAMPLES"
   fi

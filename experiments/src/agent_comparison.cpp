@@ -75,12 +75,12 @@ void read_run_json(ComparedRun& run) {
   }
 }
 
-// A failed answer counts 1.0: the user falls back to cuSPARSE.
 // A correct answer this much slower than cuSPARSE's best path is a slow one (slow_share): what the
 // IQM drops and the geomean shows without saying how many (a study's SFT and PPO rows each had one
 // answer at 0.001x on a matrix with dense rows).
 constexpr double kSlowSpeedup = 0.5;
 
+// A failed answer counts 1.0: the user falls back to cuSPARSE.
 double speedup_or_one(const MatrixResult& r) {
   return r.correct && std::isfinite(r.speedup) && r.speedup > 0 ? r.speedup : 1.0;
 }
