@@ -7,7 +7,8 @@
 # weights without the optimizer state. The second restores that folder, trains GRPO seed 1 from the
 # restored SFT policy without training SFT or benching the template search again, tables every
 # agent of both, and does not send the restored weights back; each session's collect returns its
-# own benches' trajectories. Skipped (77) without ../shared's
+# own benches' trajectories. A third session runs two lanes of tools/study_session_lanes.sh (a host of
+# two GPUs), REINFORCE and PPO from the restored policy, each in its own tree. Skipped (77) without ../shared's
 # matrices or where the source is not a git checkout.
 # Usage: study_session_test.sh SPARSERL SOURCE_DIR SHARED_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
@@ -16,6 +17,12 @@ cd "$SRC"
 kit() {
   KIT=$WORK/kit SHARED=$SHARED STUDY_SPARSERL=$SPARSERL STUDY_ARGS="--smoke --pilot --seeds 1 --sft-seeds 1" \
     STUDY_SETS="--set bench.record_trajectories=true" STUDY_OUT=runs/study-kit DEADLINE=$(($(date +%s) + 300)) bash "$SRC/tools/study_session.sh" "$@"
+}
+
+kit_lanes() {
+  KIT=$WORK/kit SHARED=$SHARED STUDY_SPARSERL=$SPARSERL STUDY_ARGS="--smoke --pilot --seeds 1 --sft-seeds 1" \
+    STUDY_SETS="--set bench.record_trajectories=true" STUDY_OUT=runs/study-kit DEADLINE=$(($(date +%s) + 300)) \
+    bash "$SRC/tools/study_session_lanes.sh" "$@"
 }
 
 # pack: the commit's tree alone (one commit of history) and the shared matrices.
@@ -76,4 +83,24 @@ tar tzf "$WORK/back2/bench-trajectories.tgz" >"$WORK/h5-2.list"
   fail "the second session's bench-trajectories.tgz: $(cat "$WORK/h5-2.list")"
 tar tzf "$WORK/back2/examples.tgz" >"$WORK/back2.list"
 grep -q 'spmv-f32/runs/grpo-s1/.*/run.json' "$WORK/back2.list" || fail "examples.tgz lacks GRPO's run"
-echo "study session kit: pack, two sessions on fresh trees, the second from the restored SFT policy"
+grep -q 'spmv-f32/runs/grpo-s1/.*/metrics.jsonl' "$WORK/back2.list" || fail "examples.tgz lacks GRPO's metrics.jsonl"
+! grep -q 'runs/sft-s1/.*/metrics.jsonl' "$WORK/back2.list" || fail "examples.tgz holds an SFT run's metrics.jsonl"
+
+# 3. A host of two GPUs (tools/study_session_lanes.sh): REINFORCE seed 1 in lane 0 and PPO seed 1
+# in lane 1, each in its own tree restored from the same folder, each lane's calls and collect its own.
+STUDY_TREE=$WORK/three/w OUT=$WORK/back3 STUDY_EXAMPLES=$WORK/examples KIT_SCRIPT=$SRC/tools/study_session.sh \
+  LANE_ONLY_0="'^spmv-f32/reinforce-s1\$'" LANE_ONLY_1="'^spmv-f32/ppo-s1\$'" \
+  kit_lanes setup study poll collect >"$WORK/three.out" 2>&1 || { cat "$WORK/three.out"; fail "the lanes session failed"; }
+[[ $(grep -c "study calls ended: exit 0" "$WORK/three.out") == 2 ]] || { cat "$WORK/three.out"; fail "a lane's study failed"; }
+for lane in 0:reinforce:ppo:w 1:ppo:reinforce:w1; do
+  IFS=: read -r g mine other tree <<<"$lane"
+  log=$WORK/three/$tree/runs/study-kit/commands.log
+  grep -q "sparserl train .*study/$mine.toml" "$log" || fail "lane $g did not train $mine"
+  ! grep -q "sparserl train .*study/$other.toml" "$log" || fail "lane $g trained $other too"
+  [[ $(grep -c "sparserl train .*study/sft.toml" "$log") == 1 ]] || fail "lane $g trained SFT again"
+  tar tzf "$WORK/back3/lane-$g/examples.tgz" >"$WORK/back3-$g.list"
+  grep -q "spmv-f32/runs/$mine-s1/.*/run.json" "$WORK/back3-$g.list" || fail "lane $g's examples.tgz lacks $mine"
+  ! grep -q "spmv-f32/runs/$other-s1/" "$WORK/back3-$g.list" || fail "lane $g's examples.tgz holds $other"
+  grep -q "spmv-f32/bench-test/$mine-s1/.*/results.csv" "$WORK/back3-$g.list" || fail "lane $g did not bench $mine on test"
+done
+echo "study session kit: pack, two sessions on fresh trees, the second from the restored SFT policy; two lanes"
