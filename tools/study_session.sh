@@ -8,6 +8,7 @@
 # back from the committed examples folder (STUDY_EXAMPLES: every run's run.json, every bench's
 # results, SFT seed 1's policy weights, the oracle's cache). Steps, in the order given:
 #   pack COMMIT   (here) .devkit/pin.tgz, pin.commit and shared.tgz
+#   merge DIR...  (here) what the calls brought back into STUDY_EXAMPLES, the tables made again
 #   setup         unpack the pinned tree and ../shared, restore STUDY_EXAMPLES into STUDY_OUT
 #   build         configure and build BUILD_TARGETS in /tmp/w/build-gpu
 #   gputest       ctest -L gpu -R "$GPU_TESTS" there (output in $OUT/gputest.log)
@@ -180,11 +181,99 @@ step_collect() {
   ls -la "$OUT"
 }
 
-if [[ ${1:-} == pack ]]; then
-  [[ $# == 2 ]] || { echo "usage: tools/study_session.sh pack COMMIT" >&2; exit 2; }
-  step_pack "$2"
-  exit
-fi
+# merge LAST [EARLIER...] (here): what a session's calls brought back, into STUDY_EXAMPLES. LAST is
+# the session's last call's files (the device tool's files_at): its examples.tgz, study.log and
+# oracle.tgz, or those of each of its lane-G/ folders (tools/study_session_lanes.sh). Files new to
+# the examples folder are copied; commands.log and study.txt gain the lines each lane added after
+# the restored folder's (their first lines must be the folder's: the lane started from it);
+# study.log gains each lane's log; the oracle's cache gains its new entries; a run the session's
+# end cut off (its run.json not "completed") is left out. Every folder's
+# bench-trajectories.tgz (each call sends its benches' once) goes into one archive,
+# bench-trajectories-STAMP.tgz, not unpacked (the device call's carry stays small). Then the
+# tables are made again over every completed bench, with STUDY_SPARSERL (build/tools/sparserl).
+step_merge() {
+  local last=$1 ex=${STUDY_EXAMPLES} sparserl=${STUDY_SPARSERL:-$SESSION/build/tools/sparserl}
+  local sources=() tmp f g n lines=() names=(commands.log study.txt) d
+  [[ -d $ex ]] || { echo "merge: no examples folder $ex" >&2; return 1; }
+  [[ -x $sparserl ]] || { echo "merge: no sparserl at $sparserl (STUDY_SPARSERL)" >&2; return 1; }
+  if [[ -f $last/examples.tgz ]]; then sources=("$last"); else
+    for d in "$last"/lane-*/; do [[ -f $d/examples.tgz ]] && sources+=("${d%/}"); done
+  fi
+  ((${#sources[@]} > 0)) || { echo "merge: no examples.tgz in $last or its lane-*/ folders" >&2; return 1; }
+  tmp=$(mktemp -d)
+  for f in "${names[@]}"; do lines+=("$( [[ -f $ex/$f ]] && wc -l <"$ex/$f" || echo 0)"); done
+  cp "$ex/commands.log" "$tmp/commands.before" 2>/dev/null || : >"$tmp/commands.before"
+  cp "$ex/study.txt" "$tmp/study.before" 2>/dev/null || : >"$tmp/study.before"
+  for d in "${sources[@]}"; do
+    g=$(basename "$d")
+    rm -rf "$tmp/x" && mkdir -p "$tmp/x" && tar xzf "$d/examples.tgz" -C "$tmp/x" || return 1
+    for n in 0 1; do
+      f=${names[n]}
+      [[ -f $tmp/x/$f ]] || continue
+      cmp -s <(head -n "${lines[n]}" "$tmp/x/$f") "$tmp/${f%%.*}.before" ||
+        { echo "merge: $d's $f does not begin with $ex/$f: not a session restored from it" >&2; return 1; }
+      tail -n +"$((lines[n] + 1))" "$tmp/x/$f" >>"$ex/$f"
+    done
+    # A run or bench the session's end cut off (run.json not "completed") is left out.
+    (cd "$tmp/x" && find . -name run.json -exec grep -L '"status": *"completed"' {} + | xargs -r -n1 dirname) >"$tmp/cut"
+    (cd "$tmp/x" && find . -type f ! -name commands.log ! -name study.txt ! -name policies.list ! -path './tables/*') |
+      while IFS= read -r f; do
+        while IFS= read -r c; do [[ $f == "$c"/* ]] && continue 2; done <"$tmp/cut"
+        if [[ ! -e $ex/$f ]]; then mkdir -p "$(dirname "$ex/$f")" && cp "$tmp/x/$f" "$ex/$f"
+        elif ! cmp -s "$tmp/x/$f" "$ex/$f"; then say "merge: kept $ex/${f#./}; $g's differs"; fi
+      done
+    [[ ! -f $d/study.log ]] || { echo "[study-session] $(date -u +%F), $g"; cat "$d/study.log"; } >>"$ex/study.log"
+    if [[ -f $d/oracle.tgz ]]; then
+      rm -rf "$tmp/o" && mkdir -p "$tmp/o" && tar xzf "$d/oracle.tgz" -C "$tmp/o" && mkdir -p "$ex/oracle" &&
+        cp -rn "$tmp/o/oracle/." "$ex/oracle/"
+    fi
+  done
+  # The benches' trajectories of every call, in one archive.
+  mkdir -p "$tmp/h5"
+  for d in "$@"; do
+    for f in "$d"/bench-trajectories.tgz "$d"/lane-*/bench-trajectories.tgz; do
+      [[ -f $f ]] && tar xzf "$f" -C "$tmp/h5"
+    done
+  done
+  if [[ -n $(find "$tmp/h5" -name trajectories.h5) ]]; then
+    f=bench-trajectories-$(date -u +%Y%m%dT%H%M%SZ).tgz
+    (cd "$tmp/h5" && find . -name trajectories.h5 | sort | tar czf "$ex/$f" -T -) && say "merge: $f"
+  fi
+  # The tables, again over every completed bench of each table.
+  local table part runs
+  for table in "$ex"/*/; do
+    table=$(basename "$table")
+    for part in val test; do
+      [[ -d $ex/$table/bench-$part ]] || continue
+      runs=()
+      for f in "$ex/$table/bench-$part"/*/*/run.json; do
+        grep -q '"status": *"completed"' "$f" && runs+=("${f#"$ex"/}")
+      done
+      ((${#runs[@]} > 0)) || continue
+      runs=("${runs[@]%/run.json}")
+      local cmp=(compare "${runs[@]}" --seeds-in-names --out "tables/$table-$part")
+      compgen -G "$ex/$table/bench-$part/sft-s*/" >/dev/null && cmp+=(--reference sft)
+      (cd "$ex" && mkdir -p tables && "$sparserl" "${cmp[@]}" >"tables/$table-$part.txt") ||
+        { echo "merge: sparserl ${cmp[*]} failed in $ex" >&2; return 1; }
+      say "merge: tables/$table-$part ($((${#runs[@]})) benches)"
+    done
+  done
+  rm -rf "$tmp"
+}
+
+case ${1:-} in
+  pack)
+    [[ $# == 2 ]] || { echo "usage: tools/study_session.sh pack COMMIT" >&2; exit 2; }
+    step_pack "$2"
+    exit
+    ;;
+  merge)
+    [[ $# -ge 2 ]] || { echo "usage: tools/study_session.sh merge LAST_CALL_DIR [EARLIER_CALL_DIR...]" >&2; exit 2; }
+    shift
+    step_merge "$@"
+    exit
+    ;;
+esac
 for s in "$@"; do
   case "$s" in
     setup | build | gputest | study | poll | collect)

@@ -8,7 +8,8 @@
 # restored SFT policy without training SFT or benching the template search again, tables every
 # agent of both, and does not send the restored weights back; each session's collect returns its
 # own benches' trajectories. A third session runs two lanes of tools/study_session_lanes.sh (a host of
-# two GPUs), REINFORCE and PPO from the restored policy, each in its own tree. Skipped (77) without ../shared's
+# two GPUs), REINFORCE and PPO from the restored policy, each in its own tree; `merge` brings the
+# lanes' collect into a copy of the examples folder and tables every agent. Skipped (77) without ../shared's
 # matrices or where the source is not a git checkout.
 # Usage: study_session_test.sh SPARSERL SOURCE_DIR SHARED_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
@@ -103,4 +104,32 @@ for lane in 0:reinforce:ppo:w 1:ppo:reinforce:w1; do
   ! grep -q "spmv-f32/runs/$other-s1/" "$WORK/back3-$g.list" || fail "lane $g's examples.tgz holds $other"
   grep -q "spmv-f32/bench-test/$mine-s1/.*/results.csv" "$WORK/back3-$g.list" || fail "lane $g did not bench $mine on test"
 done
-echo "study session kit: pack, two sessions on fresh trees, the second from the restored SFT policy; two lanes"
+
+# 4. merge (here): the lanes' collect into a copy of the examples folder. Lane 1's folder also
+# holds a run the session's end cut off (its run.json "running"), which merge leaves out.
+cp -r "$WORK/examples" "$WORK/merged"
+mkdir -p "$WORK/cut/x/spmv-f32/runs/grpo-s9/study-grpo__9__20261129T000000Z"
+tar xzf "$WORK/back3/lane-1/examples.tgz" -C "$WORK/cut/x"
+echo '{"status": "running"}' >"$WORK/cut/x/spmv-f32/runs/grpo-s9/study-grpo__9__20261129T000000Z/run.json"
+(cd "$WORK/cut/x" && tar czf "$WORK/back3/lane-1/examples.tgz" .)
+before=$(wc -l <"$WORK/merged/commands.log")
+STUDY_EXAMPLES=$WORK/merged STUDY_SPARSERL=$SPARSERL bash "$SRC/tools/study_session.sh" merge "$WORK/back3" \
+  >"$WORK/merge.out" 2>&1 || { cat "$WORK/merge.out"; fail "merge failed"; }
+m=$WORK/merged
+for r in reinforce ppo; do
+  compgen -G "$m/spmv-f32/runs/$r-s1/*/run.json" >/dev/null || fail "merge: no $r-s1 run in the examples folder"
+  [[ $(grep -c "sparserl train .*study/$r.toml" "$m/commands.log") == 1 ]] || fail "merge: commands.log's $r lines"
+done
+[[ ! -e $m/spmv-f32/runs/grpo-s9 ]] || fail "merge copied a run the session's end cut off"
+[[ $(head -n "$before" "$m/commands.log") == "$(cat "$WORK/examples/commands.log")" ]] || fail "merge changed commands.log's first lines"
+for part in val test; do
+  agents=$(grep ",all,compile_rate," "$m/tables/spmv-f32-$part/compare.csv" | cut -d, -f1 | sort | tr '\n' ' ')
+  [[ $agents == "ppo random reinforce sft template " ]] || fail "merge, $part table: agents $agents"
+done
+grep -q 'lane-0' "$m/study.log" && grep -q 'lane-1' "$m/study.log" || fail "merge: study.log lacks a lane's log"
+[[ $(tar tzf "$m"/bench-trajectories-*.tgz | grep -c 'trajectories.h5$') == 4 ]] || fail "merge: the trajectories' archive"
+# A session not restored from the folder as it is now (session 2's, from the folder before the merge).
+! STUDY_EXAMPLES=$m STUDY_SPARSERL=$SPARSERL bash "$SRC/tools/study_session.sh" merge "$WORK/back2" >"$WORK/merge2.out" 2>&1 ||
+  fail "merge took a session that was not restored from the folder"
+grep -q "does not begin with" "$WORK/merge2.out" || { cat "$WORK/merge2.out"; fail "merge's error names no cause"; }
+echo "study session kit: pack, two sessions on fresh trees, the second from the restored SFT policy; two lanes; merge"
