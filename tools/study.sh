@@ -42,13 +42,14 @@ ALLOW_DIRTY=0
 TEST_PART=1
 GPUS=1
 ONLY=""
+HF_SHAPE=""
 EXTRA=()
 
 usage() {
   cat <<'EOF'
 usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] [--no-test]
                       [--allow-dirty] [--smoke] [--pilot] [--gpus N] [--only REGEX]
-                      [--set KEY=VALUE]...
+                      [--hf SHAPE] [--set KEY=VALUE]...
   --out DIR        where the runs and tables go (default runs/study; runs/study-pilot with
                    --pilot, runs/study-smoke with --smoke)
   --sparserl PATH  the sparserl binary (default $SPARSERL, else build/tools/sparserl)
@@ -68,6 +69,11 @@ usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] 
                    benched alone on val and, unless --no-test, on test right after, into
                    OUT/TABLE/bench-PART/NAME/; the tables compare every agent bench under OUT
                    (RL runs need their SFT row's seed-1 run, from this or an earlier session)
+  --hf SHAPE       two more rows in spmv-f32: sft-hf and grpo-hf, the SFT and GRPO rows with a
+                   Hugging Face-format policy of that shape (e.g. experiments/models/qwen2-42m.json,
+                   over experiments/models/tokenizer.json) in place of the small one, initialised
+                   once into OUT/models/NAME (`sparserl agent init-hf --seed 0`) and pretrained on
+                   the CUDA corpus (../shared/corpus/cuda) beside the design space's programs
   --set KEY=VALUE  passed to every sparserl train and bench (e.g. data.index_dirs for this host),
                    after the --smoke and --pilot settings, so that it wins over them
 EOF
@@ -92,6 +98,7 @@ while [[ $# -gt 0 ]]; do
     --smoke) SMOKE=1; shift ;;
     --pilot) PILOT=1; shift ;;
     --gpus) GPUS=$2; shift 2 ;;
+    --hf) HF_SHAPE=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --set) EXTRA+=(--set "$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
@@ -114,6 +121,10 @@ else
 fi
 ((${#DEVICES[@]} >= GPUS)) || die "--gpus $GPUS: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES names ${#DEVICES[@]}"
 [[ -x $SPARSERL ]] || die "no sparserl binary at $SPARSERL (build it, or give --sparserl PATH)"
+if [[ -n $HF_SHAPE ]]; then
+  [[ -f $HF_SHAPE ]] || die "--hf: no model shape file $HF_SHAPE (experiments/models/*.json)"
+  HF_SHAPE=$(cd "$(dirname "$HF_SHAPE")" && pwd)/$(basename "$HF_SHAPE")
+fi
 if [[ -z $OUT ]]; then
   OUT=runs/study
   [[ $PILOT == 0 ]] || OUT+=-pilot
@@ -193,6 +204,10 @@ rows_of() {
   echo "reinforce reinforce.toml sft -"
   echo "ppo ppo.toml sft -"
   echo "grpo grpo.toml sft -"
+  if [[ $table == spmv-f32 && -n $HF_SHAPE ]]; then
+    echo "sft-hf sft.toml - $(hf_sets) train.text_corpus=[\"$ROOT/../shared/corpus/cuda\"]"
+    echo "grpo-hf grpo.toml sft-hf $(hf_sets)"
+  fi
   [[ $table == spmv-f32 && $PILOT == 0 ]] || return 0
   local variant
   for variant in grpo-symmetric grpo-seq-mean grpo-dr grpo-dynamic; do
@@ -206,6 +221,33 @@ rows_of() {
   echo 'grpo-medium grpo.toml sft-medium policy.preset="medium"'
 }
 
+# The --set values of the --hf rows' policy (no spaces inside one): the model folder `hf_model`
+# makes, bf16 compute over fp32 master weights (fp32 on the smoke's CPU, where the BPE grammar
+# mask's least budget, 603 tokens, also needs more room than the smoke's 512).
+hf_sets() {
+  local sets="agent.model.kind=\"hf\" agent.model.path=$OUT/models/$(basename "$HF_SHAPE" .json)"
+  sets+=' agent.model.prompt="soft"'
+  if [[ $SMOKE == 1 ]]; then
+    sets+=' agent.model.dtype="float32" env.max_tokens=640 train.text_corpus_files=2'
+  else
+    sets+=' agent.model.dtype="bfloat16"'
+  fi
+  echo "$sets"
+}
+
+# hf_model: the --hf rows' initial model, OUT/models/NAME, made once from the shape with the
+# project's tokenizer and seed 0 (the same weights on every host).
+hf_model() {
+  local dir
+  dir=$OUT/models/$(basename "$HF_SHAPE" .json)
+  [[ ! -f $dir/model.safetensors ]] || return 0
+  local cmd=(agent init-hf --config "$HF_SHAPE" --tokenizer "$ROOT/experiments/models/tokenizer.json"
+    --out "$dir" --seed 0)
+  log "hf model: sparserl ${cmd[*]}"
+  echo "sparserl ${cmd[*]}" >>"$OUT/commands.log"
+  "$SPARSERL" "${cmd[@]}" >&2 || die "sparserl agent init-hf failed for $HF_SHAPE"
+}
+
 # The task of each table (and, in the smoke mode, room for its programs), and the regimes its
 # benches read.
 table_sets() {
@@ -214,7 +256,8 @@ table_sets() {
     spmv-f64) echo 'data.dtype="f64"' ;;
     spmm-k32) echo 'data.op="spmm" data.k=32' ;;
   esac
-  [[ $SMOKE == 0 ]] || { [[ $1 == spmm-k32 ]] && echo env.max_tokens=1024 || echo env.max_tokens=512; }
+  # (640 where --hf rows are benched beside the others: the BPE grammar mask's least budget is 603.)
+  [[ $SMOKE == 0 ]] || { [[ $1 == spmm-k32 ]] && echo env.max_tokens=1024 || echo "env.max_tokens=$([[ -z $HF_SHAPE ]] && echo 512 || echo 640)"; }
 }
 table_regimes() { [[ $1 == spmv-f32 ]] && echo "" || echo 'data.regimes=["large"]'; }
 
@@ -416,6 +459,7 @@ TABLES=(spmv-f32 spmv-f64 spmm-k32)
 [[ $PILOT == 0 ]] || TABLES=(spmv-f32)
 mkdir -p "$OUT/tables"
 declare -A POLICIES
+[[ -z $HF_SHAPE ]] || hf_model
 for table in "${TABLES[@]}"; do
   mkdir -p "$OUT/$table"
   train_table "$table" >"$OUT/$table/policies.list"
