@@ -408,6 +408,12 @@ bench_run() {
     local cmd=(bench "$ROOT/$CONFIGS/bench.toml" --root "$ROOT" --runs-dir "$runs"
       "${args[@]}" --set "bench.policies=$list" "${PILOT_SETS[@]}" "${SMOKE_SETS[@]}" "${EXTRA[@]}")
     [[ $part == val ]] || cmd+=(--part "$part")
+    # An --hf row's episodes hold its own tokenizer's ids, which the trajectory file does not keep:
+    # `sparserl bench` refuses to record them (results.csv keeps every answer's program digest).
+    local p
+    for p in "$@"; do
+      [[ ! ${p%%=*} =~ -hf-s[0-9]+$ ]] || { cmd+=(--set bench.record_trajectories=false); break; }
+    done
     log "$table bench $part: sparserl ${cmd[*]}"
     echo "sparserl ${cmd[*]}" >>"$OUT/commands.log"
     "$SPARSERL" "${cmd[@]}" >&2

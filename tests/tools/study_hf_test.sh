@@ -2,7 +2,8 @@
 # The study's --hf rows on the CPU (tools/study.sh --smoke --pilot --hf SHAPE, docs/study.md): the
 # tiny Qwen2 shape is initialised once into OUT/models/, SFT with it (sft-hf) pretrains on the CUDA
 # corpus beside the design space's programs and trains on sft-s1's pairs, GRPO (grpo-hf) starts
-# from sft-hf's policy with the same model settings, both are benched beside SFT on val and test;
+# from sft-hf's policy with the same model settings, both are benched beside SFT on val and test
+# (without trajectories, which bench refuses to record for an HF policy, where the others record);
 # a second call initialises nothing again; a missing shape file is refused before anything runs.
 # Skipped (77) without ../shared's matrices.
 # Usage: study_hf_test.sh SPARSERL SOURCE_DIR SHARED_DIR
@@ -11,7 +12,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
 
 run() {
   "$SRC/tools/study.sh" --smoke --pilot --allow-dirty --sparserl "$SPARSERL" --out "$WORK/study" \
-    --sft-seeds 1 --seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]" "$@"
+    --sft-seeds 1 --seeds 1 --set "data.index_dirs=[\"$SHARED/matrices\", \"$SHARED/matrices/real\"]" \
+    --set bench.record_trajectories=true "$@"
 }
 
 # 1. A shape file that is not there: refused, nothing made.
@@ -41,6 +43,9 @@ grep -qx 'config.model.kind = hf' "$checkpoint" || fail "sft-hf-s1's policy is n
 grpo=$(grep "sparserl train .*study/grpo.toml .*runs-dir $out/spmv-f32/runs/grpo-hf-s1 " "$log") || fail "grpo-hf-s1 was not trained"
 grep -q -- "train.init_checkpoint=$out/spmv-f32/runs/sft-hf-s1/.*/policies/sft" <<<"$grpo" || fail "grpo-hf did not start from sft-hf"
 grep -q -- 'agent.model.kind="hf"' <<<"$grpo" || fail "grpo-hf's command lacks the HF model"
+# The benches of the HF rows do not record trajectories (bench refuses an HF policy's), the others do.
+compgen -G "$out/spmv-f32/bench-val/sft-s1/*/trajectories.h5" >/dev/null || fail "sft-s1's bench recorded no trajectories"
+! compgen -G "$out/spmv-f32/bench-val/sft-hf-s1/*/trajectories.h5" >/dev/null || fail "sft-hf-s1's bench recorded trajectories"
 for part in val test; do
   agents=$(grep ",all,compile_rate," "$out/tables/spmv-f32-$part/compare.csv" | cut -d, -f1 | sort | tr '\n' ' ')
   [[ $agents == "grpo-hf sft sft-hf " ]] || fail "$part table: agents $agents"
