@@ -8,12 +8,15 @@
 # on every GPU. The pinned tree is built once (lane 0's), every lane runs its binary.
 # Steps, in the order given:
 #   setup     every lane's study_session.sh setup (its tree, the restored examples folder)
-#   build     lane 0's build (every lane runs its binary unless STUDY_SPARSERL names another)
+#   build     lane 0's build, and that of each lane with a pinned tree of its own, at once
+#             (every other lane runs lane 0's binary, unless STUDY_SPARSERL names another)
 #   study     every lane's study, in the background
 #   poll      wait until every lane's calls end or DEADLINE is near
 #   collect   each lane's study_session.sh collect into $OUT/lane-G/
 # Environment: LANE_ONLY_0, LANE_ONLY_1, ... (each lane's STUDY_ONLY: regexes in single quotes,
-# separated by spaces; lanes are numbered from 0 with no gap), DEADLINE, and what
+# separated by spaces; lanes are numbered from 0 with no gap); LANE_PIN_G (the lane's pinned tree,
+# packed by `PIN=NAME study_session.sh pack COMMIT`; default pin, lane 0's) and LANE_ARGS_G (the
+# lane's STUDY_ARGS, e.g. with --hf for the rows of a newer tree); DEADLINE, and what
 # study_session.sh reads (STUDY_OUT, STUDY_EXAMPLES, STUDY_ARGS, STUDY_SETS, BUILD_TARGETS, KIT).
 # Example (the device tool's `run` on a host of two GPUs, carry [".devkit"]):
 #   export DEADLINE=$(( $(date +%s) + 550 )) LANE_ONLY_0="'^spmv-f32/reinforce-s1\$'" \
@@ -34,13 +37,19 @@ done
 ((${#lanes[@]} > 0)) || { echo "study_session_lanes.sh: set LANE_ONLY_0 (and LANE_ONLY_1, ...)" >&2; exit 2; }
 tree() { (($1 == 0)) && echo "$TREE0" || echo "$TREE0$1"; }
 
-# lane G STEP...: study_session.sh's steps in lane G's tree, on GPU G.
+# own_pin G: whether lane G runs a pinned tree of its own (LANE_PIN_G names it).
+own_pin() { local var=LANE_PIN_$1; [[ -n ${!var:-} && ${!var} != pin ]]; }
+
+# lane G STEP...: study_session.sh's steps in lane G's tree, on GPU G; lane 0's binary unless the
+# lane has a pinned tree of its own (then its own build's).
 lane() {
-  local g=$1 var=LANE_ONLY_$1
+  local g=$1 only=LANE_ONLY_$1 pin=LANE_PIN_$1 args=LANE_ARGS_$1 binary=$TREE0/build-gpu/tools/sparserl
   shift
-  CUDA_VISIBLE_DEVICES=$g OMP_NUM_THREADS=$(($(nproc) / ${#lanes[@]} > 0 ? $(nproc) / ${#lanes[@]} : 1)) \
-    STUDY_TREE=$(tree "$g") STUDY_SPARSERL=${STUDY_SPARSERL:-$TREE0/build-gpu/tools/sparserl} \
-    STUDY_ONLY=${!var} bash "$KIT_SCRIPT" "$@"
+  own_pin "$g" && binary=$(tree "$g")/build-gpu/tools/sparserl
+  local envs=(CUDA_VISIBLE_DEVICES="$g" OMP_NUM_THREADS=$(($(nproc) / ${#lanes[@]} > 0 ? $(nproc) / ${#lanes[@]} : 1))
+    STUDY_TREE="$(tree "$g")" STUDY_SPARSERL="${STUDY_SPARSERL:-$binary}" PIN="${!pin:-pin}" STUDY_ONLY="${!only}")
+  [[ -z ${!args:-} ]] || envs+=(STUDY_ARGS="${!args}")
+  env "${envs[@]}" bash "$KIT_SCRIPT" "$@"
 }
 
 step_setup() {
@@ -51,7 +60,19 @@ step_setup() {
   for g in "${lanes[@]}"; do lane "$g" setup || return 1; done
 }
 
-step_build() { lane 0 build; }
+step_build() {
+  local g pids=() rc=0
+  lane 0 debs || return 1  # once, before the builds that read them start at once
+  for g in "${lanes[@]}"; do
+    if ((g == 0)) || own_pin "$g"; then
+      lane "$g" build >"$(tree "$g").build.log" 2>&1 &
+      pids+=($!)
+    fi
+  done
+  for g in "${!pids[@]}"; do wait "${pids[g]}" || rc=1; done
+  cat "$TREE0".build.log "$TREE0"[0-9]*.build.log 2>/dev/null
+  return "$rc"
+}
 
 step_study() {
   local g
