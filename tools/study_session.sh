@@ -3,11 +3,12 @@
 # host that keeps nothing between sessions and brings back at most 8 files of 16 MiB a call
 # (docs/study.md, "The study over several GPU sessions"). The study's commit is pinned: `pack`
 # here puts a shallow clone of that commit into .devkit/pin.tgz (and the shared matrices and the
-# CUDA corpus into .devkit/shared.tgz); on the host the steps below run from the session's working tree (whatever
-# HEAD is now), build and run the pinned tree in /tmp/w, and restore what earlier sessions carried
+# CUDA corpus into .devkit/shared.tgz); on the host the steps below run from the session's working
+# tree (whatever HEAD is now), build and run the pinned tree in /tmp/w (or STUDY_TREE where it
+# exists already, e.g. the session's tree itself), and restore what earlier sessions carried
 # back from the committed examples folder (STUDY_EXAMPLES: every run's run.json, every bench's
 # results, SFT seed 1's policy weights, the oracle's cache). Steps, in the order given:
-#   pack COMMIT   (here) .devkit/pin.tgz, pin.commit (PIN.tgz, PIN.commit) and shared.tgz
+#   pack COMMIT   (here) .devkit/pin.tgz, pin.commit and shared.tgz
 #   merge DIR...  (here) what the calls brought back into STUDY_EXAMPLES, the tables made again
 #   setup         unpack the pinned tree and ../shared, restore STUDY_EXAMPLES into STUDY_OUT
 #   debs          unpack KIT's .deb files into /opt/devkit, once (build does it first)
@@ -23,8 +24,7 @@
 # Environment: STUDY_OUT (runs/study-cut2), STUDY_EXAMPLES (docs/examples/study-cut2-h200),
 # STUDY_ARGS and STUDY_SETS (the study.sh options and --sets every call shares; the cut's below),
 # STUDY_ONLY, DEADLINE, BUILD_TARGETS, GPU_TESTS (a ctest -R regex), GPU_TESTS_EXCLUDE, GPU_TEST_S;
-# STUDY_TREE (/tmp/w), KIT (.devkit), PIN (pin: a second pinned commit packed under another
-# name, e.g. the --hf rows' newer tree), SHARED (../shared), STUDY_SPARSERL (the pinned tree's
+# STUDY_TREE (/tmp/w), KIT (.devkit), SHARED (../shared), STUDY_SPARSERL (the pinned tree's
 # build-gpu/tools/sparserl): the CPU test study_session_kit sets these. Example (the device tool's
 # `run`, carry [".devkit"]):
 #   export DEADLINE=$(( $(date +%s) + 540 )) STUDY_ONLY="'^spmv-f32/(sft-s[12]|template|random)\$'"
@@ -35,7 +35,6 @@ set -uo pipefail
 W=${STUDY_TREE:-/tmp/w}       # the pinned tree; ../shared beside it
 STATE=$W.session              # the background study's pid, log and exit status
 KIT=${KIT:-.devkit}
-PIN=${PIN:-pin}               # the pinned tree's name in KIT: PIN.tgz, PIN.commit
 STUDY_OUT=${STUDY_OUT:-runs/study-cut2}
 STUDY_EXAMPLES=${STUDY_EXAMPLES:-docs/examples/study-cut2-h200}
 BUILD_TARGETS=${BUILD_TARGETS:-sparserl sparserl-worker}
@@ -62,8 +61,8 @@ step_pack() {
   git init -q "$tmp/w" && git -C "$tmp/w" fetch -q --depth 1 "file://$SESSION" "$commit" &&
     git -C "$tmp/w" checkout -q FETCH_HEAD || return 1
   mkdir -p "$KIT"
-  tar czf "$KIT/$PIN.tgz" -C "$tmp" w
-  git -C "$tmp/w" rev-parse HEAD >"$KIT/$PIN.commit"
+  tar czf "$KIT/pin.tgz" -C "$tmp" w
+  git -C "$tmp/w" rev-parse HEAD >"$KIT/pin.commit"
   # The matrices, and the CUDA corpus that the --hf rows pretrain on (3.3 MB compressed).
   tar czf "$KIT/shared.tgz" -C "$SHARED" matrices corpus
   rm -rf "$tmp"
@@ -74,9 +73,9 @@ step_setup() {
   local parent
   parent=$(dirname "$W")
   if [[ ! -d $W ]]; then
-    mkdir -p "$W.pin" && tar xzf "$KIT/$PIN.tgz" -C "$W.pin" && mv "$W.pin/w" "$W" && rmdir "$W.pin" ||
+    mkdir -p "$W.pin" && tar xzf "$KIT/pin.tgz" -C "$W.pin" && mv "$W.pin/w" "$W" && rmdir "$W.pin" ||
       return 1
-    [[ $(git -C "$W" rev-parse HEAD) == $(cat "$KIT/$PIN.commit") ]] || { say "$PIN: wrong commit"; return 1; }
+    [[ $(git -C "$W" rev-parse HEAD) == $(cat "$KIT/pin.commit") ]] || { say "pin: wrong commit"; return 1; }
   fi
   if [[ ! -d $parent/shared/matrices ]]; then
     mkdir -p "$parent/shared" && tar xzf "$KIT/shared.tgz" -C "$parent/shared" || return 1

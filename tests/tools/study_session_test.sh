@@ -89,22 +89,23 @@ grep -q 'spmv-f32/runs/grpo-s1/.*/metrics.jsonl' "$WORK/back2.list" || fail "exa
 
 # 3. A host of two GPUs (tools/study_session_lanes.sh): REINFORCE seed 1 in lane 0 and PPO seed 1
 # in lane 1, each in its own tree restored from the same folder, each lane's calls and collect its own.
-# Lane 1 runs a pinned tree of its own (PIN pin-b, marked) with --hf: SFT with a tiny HF model too.
-PIN=pin-b kit pack HEAD >"$WORK/pack-b.out" 2>&1 || { cat "$WORK/pack-b.out"; fail "pack of pin-b failed"; }
-mkdir -p "$WORK/pin-b" && tar xzf "$WORK/kit/pin-b.tgz" -C "$WORK/pin-b" && touch "$WORK/pin-b/w/PIN_B" &&
-  tar czf "$WORK/kit/pin-b.tgz" -C "$WORK/pin-b" w || fail "marking pin-b"
+# Lane 1 runs a tree of its own that is there already (LANE_TREE_1, as the session's tree on the
+# host; marked) with --hf: SFT with a tiny HF model too.
+mkdir -p "$WORK/own" && tar xzf "$WORK/kit/pin.tgz" -C "$WORK/own" && touch "$WORK/own/w/OWN_TREE" || fail "the own tree"
 STUDY_TREE=$WORK/three/w OUT=$WORK/back3 STUDY_EXAMPLES=$WORK/examples KIT_SCRIPT=$SRC/tools/study_session.sh \
   LANE_ONLY_0="'^spmv-f32/reinforce-s1\$'" LANE_ONLY_1="'^spmv-f32/ppo-s1\$' '^spmv-f32/sft-hf-s1\$'" \
-  LANE_PIN_1=pin-b LANE_ARGS_1="--smoke --pilot --seeds 1 --sft-seeds 1 --hf experiments/models/qwen2-tiny.json" \
+  LANE_TREE_1=$WORK/own/w LANE_ARGS_1="--smoke --pilot --seeds 1 --sft-seeds 1 --hf experiments/models/qwen2-tiny.json" \
   kit_lanes setup study poll collect >"$WORK/three.out" 2>&1 || { cat "$WORK/three.out"; fail "the lanes session failed"; }
-[[ -f $WORK/three/w1/PIN_B && ! -f $WORK/three/w/PIN_B ]] || fail "lane 1 did not run its own pinned tree"
-grep -q "sparserl agent init-hf .*qwen2-tiny.json" "$WORK/three/w1/runs/study-kit/commands.log" || fail "lane 1 made no HF model"
-grep -q 'config.model.kind = hf' "$WORK"/three/w1/runs/study-kit/spmv-f32/runs/sft-hf-s1/*/policies/sft/checkpoint.txt ||
+[[ ! -e $WORK/three/w1 ]] || fail "lane 1 made a copy of the pinned tree instead of running its own"
+own=$WORK/own/w/runs/study-kit
+grep -q "sparserl train .*study/ppo.toml" "$own/commands.log" || fail "lane 1 did not train PPO in its own tree"
+grep -q "sparserl agent init-hf .*qwen2-tiny.json" "$own/commands.log" || fail "lane 1 made no HF model"
+grep -q 'config.model.kind = hf' "$own"/spmv-f32/runs/sft-hf-s1/*/policies/sft/checkpoint.txt ||
   fail "sft-hf-s1's policy is no HF model"
 [[ $(grep -c "study calls ended: exit 0" "$WORK/three.out") == 2 ]] || { cat "$WORK/three.out"; fail "a lane's study failed"; }
-for lane in 0:reinforce:ppo:w 1:ppo:reinforce:w1; do
+for lane in 0:reinforce:ppo:three/w 1:ppo:reinforce:own/w; do
   IFS=: read -r g mine other tree <<<"$lane"
-  log=$WORK/three/$tree/runs/study-kit/commands.log
+  log=$WORK/$tree/runs/study-kit/commands.log
   grep -q "sparserl train .*study/$mine.toml" "$log" || fail "lane $g did not train $mine"
   ! grep -q "sparserl train .*study/$other.toml" "$log" || fail "lane $g trained $other too"
   [[ $(grep -c "sparserl train .*study/sft.toml .*runs-dir [^ ]*/runs/sft-s1 " "$log") == 1 ]] || fail "lane $g trained SFT again"
