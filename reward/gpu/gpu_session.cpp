@@ -750,8 +750,8 @@ EvalResult GpuSession::evaluate(const GpuRequest& request, bool& must_exit) {
     for (int i = 0; i < candidate.inputs; ++i) {
       candidate.use_input(i);
       candidate.y.fill_nan(stream_);
+      r.stage = Stage::run;  // before the launch: a fault or hang it throws is the run's verdict
       candidate.launch_all();
-      r.stage = Stage::run;
       phase("run");
       // Inputs and guards first: a kernel that wrote its inputs is judged for that, not for the wrong
       // output it may have caused. The output's tally comes from the same batch and wait (phase

@@ -203,6 +203,9 @@ TEST_CASE("adversarial programs get their verdicts and the pool recovers", "[rew
     CHECK(bad.error == c.verdict);
     CHECK_FALSE(bad.correct);
     CHECK_THAT(bad.message, has_substring(std::string(c.message)));
+    // A verdict of the program's run is the run's (or its check's), never the compile's: a fault
+    // that the launch's wait throws was labelled "compile" before (session 4's benches).
+    if (c.verdict != rw::ErrorKind::static_check) CHECK(bad.stage >= rw::Stage::run);
     // Where the bad outputs are known exactly, their count and the first row (the check compares
     // rows in parallel chunks; the first bad row of half_y lies in a later chunk than the first).
     if (c.name == "skip_rows") {  // rows 3, 10, ..., 19996 of 20000
@@ -230,6 +233,7 @@ TEST_CASE("a kernel that never finishes times out and a fresh worker serves the 
   const rw::EvalResult hung = ev.evaluate(t, adversarial_program("infinite_loop"));
   INFO(describe(hung));
   CHECK(hung.error == rw::ErrorKind::timeout);
+  CHECK(hung.stage == rw::Stage::run);
   const rw::EvalResult after = ev.evaluate(t, read_bytes(program_path("spmv_csr.cu")));
   INFO(describe(after));
   CHECK(after.ok());
