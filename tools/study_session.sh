@@ -31,6 +31,7 @@
 # (each regex in single quotes inside STUDY_ONLY: they are written into a script as they are)
 #   bash tools/study_session.sh setup build study poll collect
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/runs.sh"  # run_dir_with
 
 W=${STUDY_TREE:-/tmp/w}       # the pinned tree; ../shared beside it
 STATE=$W.session              # the background study's pid, log and exit status
@@ -204,7 +205,7 @@ step_collect() {
 # tables are made again over every completed bench, with STUDY_SPARSERL (build/tools/sparserl).
 step_merge() {
   local last=$1 ex=${STUDY_EXAMPLES} sparserl=${STUDY_SPARSERL:-$SESSION/build/tools/sparserl}
-  local sources=() tmp f g n lines=() names=(commands.log study.txt) d
+  local sources=() tmp f g n d log
   [[ -d $ex ]] || { echo "merge: no examples folder $ex" >&2; return 1; }
   [[ -x $sparserl ]] || { echo "merge: no sparserl at $sparserl (STUDY_SPARSERL)" >&2; return 1; }
   if [[ -f $last/examples.tgz ]]; then sources=("$last"); else
@@ -212,18 +213,18 @@ step_merge() {
   fi
   ((${#sources[@]} > 0)) || { echo "merge: no examples.tgz in $last or its lane-*/ folders" >&2; return 1; }
   tmp=$(mktemp -d)
-  for f in "${names[@]}"; do lines+=("$( [[ -f $ex/$f ]] && wc -l <"$ex/$f" || echo 0)"); done
-  cp "$ex/commands.log" "$tmp/commands.before" 2>/dev/null || : >"$tmp/commands.before"
-  cp "$ex/study.txt" "$tmp/study.before" 2>/dev/null || : >"$tmp/study.before"
+  for log in commands.log study.txt; do  # as the folder was before any lane's lines
+    if [[ -f $ex/$log ]]; then cp "$ex/$log" "$tmp/$log.before"; else : >"$tmp/$log.before"; fi
+  done
   for d in "${sources[@]}"; do
     g=$(basename "$d")
     rm -rf "$tmp/x" && mkdir -p "$tmp/x" && tar xzf "$d/examples.tgz" -C "$tmp/x" || return 1
-    for n in 0 1; do
-      f=${names[n]}
-      [[ -f $tmp/x/$f ]] || continue
-      cmp -s <(head -n "${lines[n]}" "$tmp/x/$f") "$tmp/${f%%.*}.before" ||
-        { echo "merge: $d's $f does not begin with $ex/$f: not a session restored from it" >&2; return 1; }
-      tail -n +"$((lines[n] + 1))" "$tmp/x/$f" >>"$ex/$f"
+    for log in commands.log study.txt; do
+      [[ -f $tmp/x/$log ]] || continue
+      n=$(wc -l <"$tmp/$log.before")
+      cmp -s <(head -n "$n" "$tmp/x/$log") "$tmp/$log.before" ||
+        { echo "merge: $d's $log does not begin with $ex/$log: not a session restored from it" >&2; return 1; }
+      tail -n +"$((n + 1))" "$tmp/x/$log" >>"$ex/$log"
     done
     # A run or bench the session's end cut off (run.json not "completed") is left out.
     (cd "$tmp/x" && find . -name run.json -exec grep -L '"status": *"completed"' {} + | xargs -r -n1 dirname) >"$tmp/cut"
@@ -257,16 +258,16 @@ step_merge() {
     for part in val test; do
       [[ -d $ex/$table/bench-$part ]] || continue
       runs=()
-      for f in "$ex/$table/bench-$part"/*/*/run.json; do
-        grep -q '"status": *"completed"' "$f" && runs+=("${f#"$ex"/}")
+      for d in "$ex/$table/bench-$part"/*/; do
+        d=$(run_dir_with "${d%/}" completed)
+        [[ -z $d ]] || runs+=("${d#"$ex"/}")
       done
       ((${#runs[@]} > 0)) || continue
-      runs=("${runs[@]%/run.json}")
       local cmp=(compare "${runs[@]}" --seeds-in-names --out "tables/$table-$part")
       compgen -G "$ex/$table/bench-$part/sft-s*/" >/dev/null && cmp+=(--reference sft)
       (cd "$ex" && mkdir -p tables && "$sparserl" "${cmp[@]}" >"tables/$table-$part.txt") ||
         { echo "merge: sparserl ${cmp[*]} failed in $ex" >&2; return 1; }
-      say "merge: tables/$table-$part ($((${#runs[@]})) benches)"
+      say "merge: tables/$table-$part (${#runs[@]} benches)"
     done
   done
   rm -rf "$tmp"

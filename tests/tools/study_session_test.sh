@@ -15,16 +15,13 @@
 source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
 git -C "$SRC" rev-parse --verify -q HEAD >/dev/null || { echo "skipped: $SRC is not a git checkout"; exit 77; }
 cd "$SRC"
-kit() {
+# The kit's settings of every call: the smoke study in temporary folders.
+with_kit() {
   KIT=$WORK/kit SHARED=$SHARED STUDY_SPARSERL=$SPARSERL STUDY_ARGS="--smoke --pilot --seeds 1 --sft-seeds 1" \
-    STUDY_SETS="--set bench.record_trajectories=true" STUDY_OUT=runs/study-kit DEADLINE=$(($(date +%s) + 300)) bash "$SRC/tools/study_session.sh" "$@"
+    STUDY_SETS="--set bench.record_trajectories=true" STUDY_OUT=runs/study-kit DEADLINE=$(($(date +%s) + 300)) "$@"
 }
-
-kit_lanes() {
-  KIT=$WORK/kit SHARED=$SHARED STUDY_SPARSERL=$SPARSERL STUDY_ARGS="--smoke --pilot --seeds 1 --sft-seeds 1" \
-    STUDY_SETS="--set bench.record_trajectories=true" STUDY_OUT=runs/study-kit DEADLINE=$(($(date +%s) + 300)) \
-    bash "$SRC/tools/study_session_lanes.sh" "$@"
-}
+kit() { with_kit bash "$SRC/tools/study_session.sh" "$@"; }
+kit_lanes() { with_kit bash "$SRC/tools/study_session_lanes.sh" "$@"; }
 
 # pack: the commit's tree alone (one commit of history) and the shared matrices.
 kit pack HEAD >"$WORK/pack.out" 2>&1 || { cat "$WORK/pack.out"; fail "pack failed"; }
