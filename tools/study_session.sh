@@ -207,6 +207,7 @@ step_merge() {
   local last=$1 ex=${STUDY_EXAMPLES} sparserl=${STUDY_SPARSERL:-$SESSION/build/tools/sparserl}
   local sources=() tmp f g n d log
   [[ -d $ex ]] || { echo "merge: no examples folder $ex" >&2; return 1; }
+  ex=$(cd "$ex" && pwd)  # the archive below is written from another folder
   [[ -x $sparserl ]] || { echo "merge: no sparserl at $sparserl (STUDY_SPARSERL)" >&2; return 1; }
   if [[ -f $last/examples.tgz ]]; then sources=("$last"); else
     for d in "$last"/lane-*/; do [[ -f $d/examples.tgz ]] && sources+=("${d%/}"); done
@@ -249,7 +250,9 @@ step_merge() {
   done
   if [[ -n $(find "$tmp/h5" -name trajectories.h5) ]]; then
     f=bench-trajectories-$(date -u +%Y%m%dT%H%M%SZ).tgz
-    (cd "$tmp/h5" && find . -name trajectories.h5 | sort | tar czf "$ex/$f" -T -) && say "merge: $f"
+    (cd "$tmp/h5" && find . -name trajectories.h5 | sort | tar czf "$ex/$f" -T -) ||
+      { echo "merge: could not write $ex/$f" >&2; return 1; }
+    say "merge: $f"
   fi
   # The tables, again over every completed bench of each table.
   local table part runs

@@ -120,7 +120,8 @@ tar xzf "$WORK/back3/lane-1/examples.tgz" -C "$WORK/cut/x"
 echo '{"status": "running"}' >"$WORK/cut/x/spmv-f32/runs/grpo-s9/study-grpo__9__20261129T000000Z/run.json"
 (cd "$WORK/cut/x" && tar czf "$WORK/back3/lane-1/examples.tgz" .)
 before=$(wc -l <"$WORK/merged/commands.log")
-STUDY_EXAMPLES=$WORK/merged STUDY_SPARSERL=$SPARSERL bash "$SRC/tools/study_session.sh" merge "$WORK/back3" \
+# The folder named relative to the working directory, as the docs' command names it.
+(cd "$WORK" && STUDY_EXAMPLES=merged STUDY_SPARSERL=$SPARSERL bash "$SRC/tools/study_session.sh" merge "$WORK/back3") \
   >"$WORK/merge.out" 2>&1 || { cat "$WORK/merge.out"; fail "merge failed"; }
 m=$WORK/merged
 for r in reinforce ppo; do
