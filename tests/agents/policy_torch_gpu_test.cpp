@@ -1,12 +1,14 @@
 // The policy on a CUDA device (label gpu; every case skips itself where LibTorch sees none): the
 // same weights give the same logits on the CPU and the GPU, the key-value cache agrees with the
 // full forward pass there too, generation under the syntax mask yields complete programs, and
-// training steps run and lower the loss. The lead runs these on the GPU host:
+// training steps run and lower the loss, and the training loops record the device memory. The lead
+// runs these on the GPU host:
 //   ctest --test-dir BUILD -L gpu -R agents_torch_gpu --output-on-failure
 #include <torch/torch.h>
 
 #include "agents_torch_test_support.hpp"
 #include "catch.hpp"
+#include "sparserl/agents/device_memory.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/learner.hpp"
 #include "sparserl/agents/training.hpp"
@@ -128,4 +130,48 @@ TEST_CASE("on CUDA SFT steps lower the loss", "[agents][gpu]") {
   for (int i = 0; i < 100; ++i) last = find_statistic(agent.sft_step(batch), "loss");
   INFO("loss " << first << " -> " << last);
   CHECK(last < 0.25 * first);
+}
+
+TEST_CASE("on CUDA the training loops record the policy's device memory", "[agents][gpu]") {
+  require_cuda();
+  // The caching allocator's readings: a 64 MiB tensor shows in the peaks of the intervals it was
+  // alive in (the one it was made in, and the next: a reading resets the peak to what is held).
+  take_device_memory_peak("cuda");
+  double with_tensor = 0;
+  {
+    const auto options = torch::TensorOptions().dtype(torch::kUInt8).device(torch::kCUDA);
+    const torch::Tensor held = torch::empty({64 << 20}, options);
+    const auto peak = take_device_memory_peak("cuda");
+    REQUIRE(peak);
+    CHECK(peak->allocated_mib >= 64.0);
+    CHECK(peak->reserved_mib >= peak->allocated_mib);
+    with_tensor = peak->allocated_mib;
+  }
+  take_device_memory_peak("cuda");
+  const auto after = take_device_memory_peak("cuda");
+  REQUIRE(after);
+  CHECK(after->allocated_mib <= with_tensor - 64.0);
+  CHECK_FALSE(take_device_memory_peak("cpu"));
+
+  // Pretraining on CUDA: every logged record carries both figures.
+  PretrainConfig config;
+  config.agent = cuda_config(env::MaskMode::none, 2048);
+  config.steps = 4;
+  config.batch_size = 2;
+  config.log_every = 2;
+  config.output_dir = sparserl::testing::scratch_dir("agents_gpu_memory_pretraining");
+  std::vector<std::string> corpus;
+  for (const auto& p : agents::testing::reference_programs()) corpus.push_back(p.text);
+  std::vector<double> allocated;
+  std::vector<double> reserved;
+  run_pretraining(config, corpus, *agents::testing::tokenizer(),
+                  [&](std::string_view, std::int64_t, const env::Statistics& stats) {
+                    allocated.push_back(find_statistic(stats, "perf/cuda_peak_allocated_mib"));
+                    reserved.push_back(find_statistic(stats, "perf/cuda_peak_reserved_mib"));
+                  });
+  REQUIRE(allocated.size() == 2);
+  for (std::size_t i = 0; i < allocated.size(); ++i) {
+    CHECK(allocated[i] > 0);
+    CHECK(reserved[i] >= allocated[i]);
+  }
 }

@@ -449,6 +449,8 @@ TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][r
         phase_sum += find_statistic(last, name);
       }
       CHECK(find_statistic(last, "perf/step_seconds") >= phase_sum);
+      // A policy on the CPU has no device memory figures (CUDA's: policy_torch_gpu_test.cpp).
+      CHECK_THROWS_AS(find_statistic(last, "perf/cuda_peak_allocated_mib"), std::out_of_range);
       // The parsing backend compiles whatever parses; the syntax mask makes every program parse.
       CHECK(find_statistic(last, "env/compile_rate") == 1.0);
     }

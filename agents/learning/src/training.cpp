@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "sparserl/agents/algorithm.hpp"
+#include "sparserl/agents/device_memory.hpp"
 #include "sparserl/agents/distributed.hpp"
 #include "sparserl/datasets/file_tree.hpp"
 #include "sparserl/datasets/knobs.hpp"
@@ -101,6 +102,16 @@ void reduce_timings(ProcessGroup& group, env::Statistics& stats, double generate
       value = seconds[i++];
     }
     if (key == "perf/tokens_per_second") value = seconds.back() > 0 ? tokens / seconds.back() : 0;
+  }
+}
+
+// The policy's device memory since the last record (device_memory.hpp), where it is a CUDA device:
+// "perf/cuda_peak_allocated_mib" (the tensors) and "perf/cuda_peak_reserved_mib" (the allocator's
+// hold on the device).
+void add_device_memory(const PolicyAgent& agent, env::Statistics& stats) {
+  if (const auto peak = take_device_memory_peak(agent.device())) {
+    stats.emplace_back("perf/cuda_peak_allocated_mib", peak->allocated_mib);
+    stats.emplace_back("perf/cuda_peak_reserved_mib", peak->reserved_mib);
   }
 }
 
@@ -218,6 +229,7 @@ StageResult run_supervised_steps(PolicyAgent& agent, const StageLoop& loop, int 
     if (on_log) on_log(stats);
     stats.emplace_back("perf/tokens_per_second",
                        seconds > 0 ? static_cast<double>(tokens_since) / seconds : 0.0);
+    add_device_memory(agent, stats);
   };
   return run_stage_steps(agent, loop, std::move(result), counted_step, add_to_log, on_statistics);
 }
@@ -449,6 +461,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     stats.emplace_back("perf/generation_graphs", static_cast<double>(profile.graphs));
     stats.emplace_back("perf/generation_capture_seconds", profile.capture_seconds);
     stats.emplace_back("perf/step_seconds", seconds_since(step_start));
+    add_device_memory(*agent, stats);
     if (ranks > 1) reduce_timings(*config.group, stats, generated, generation_seconds);
     return stats;
   };
