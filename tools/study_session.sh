@@ -18,7 +18,7 @@
 #                 STUDY_ONLY (regexes separated by spaces), one after another
 #   poll          wait until the study's calls end or DEADLINE (epoch seconds) is near
 #   collect       into $OUT: examples.tgz (reports, run.json, results, summaries, tables, phases,
-#                 the RL runs' metrics.jsonl: each update's perf/ seconds),
+#                 every RL run's metrics.jsonl, its variants' too: each update's perf/ seconds),
 #                 policy-sft-s1.tgz (SFT seed 1's weights, once), oracle.tgz, study.log,
 #                 bench-trajectories.tgz (the benches' trajectories.h5 not sent yet, up to 12 MB)
 # Environment: STUDY_OUT (runs/study-cut2), STUDY_EXAMPLES (docs/examples/study-cut2-h200),
@@ -164,7 +164,7 @@ step_collect() {
   done
   (cd "$o" && find . \( -name report.md -o -name run.json -o -name summary.csv -o -name results.csv \
     -o -name policies.txt -o -name phases.md -o -name study.txt -o -name commands.log -o -name policies.list \
-    -o -regex '.*/runs/\(grpo\|ppo\|reinforce\)-s[0-9]+/[^/]+/metrics.jsonl' \) \
+    -o -regex '.*/runs/\(grpo\|ppo\|reinforce\)[a-z-]*-s[0-9]+/[^/]+/metrics.jsonl' \) \
     -not -path './examples/*' -print0 | tar czf "$OUT/examples.tgz" --null -T - tables)
   # SFT seed 1's weights (the RL rows of later sessions start from them), once.
   local sft

@@ -90,7 +90,7 @@ grep -q 'spmv-f32/runs/grpo-s1/.*/metrics.jsonl' "$WORK/back2.list" || fail "exa
 # host; marked) with --hf: SFT with a tiny HF model too.
 mkdir -p "$WORK/own" && tar xzf "$WORK/kit/pin.tgz" -C "$WORK/own" && touch "$WORK/own/w/OWN_TREE" || fail "the own tree"
 STUDY_TREE=$WORK/three/w OUT=$WORK/back3 STUDY_EXAMPLES=$WORK/examples KIT_SCRIPT=$SRC/tools/study_session.sh \
-  LANE_ONLY_0="'^spmv-f32/reinforce-s1\$'" LANE_ONLY_1="'^spmv-f32/ppo-s1\$' '^spmv-f32/sft-hf-s1\$'" \
+  LANE_ONLY_0="'^spmv-f32/reinforce-s1\$'" LANE_ONLY_1="'^spmv-f32/ppo-s1\$' '^spmv-f32/sft-hf-s1\$' '^spmv-f32/grpo-hf-s1\$'" \
   LANE_TREE_1=$WORK/own/w LANE_ARGS_1="--smoke --pilot --seeds 1 --sft-seeds 1 --hf experiments/models/qwen2-tiny.json" \
   kit_lanes setup study poll collect >"$WORK/three.out" 2>&1 || { cat "$WORK/three.out"; fail "the lanes session failed"; }
 [[ ! -e $WORK/three/w1 ]] || fail "lane 1 made a copy of the pinned tree instead of running its own"
@@ -99,6 +99,8 @@ grep -q "sparserl train .*study/ppo.toml" "$own/commands.log" || fail "lane 1 di
 grep -q "sparserl agent init-hf .*qwen2-tiny.json" "$own/commands.log" || fail "lane 1 made no HF model"
 grep -q 'config.model.kind = hf' "$own"/spmv-f32/runs/sft-hf-s1/*/policies/sft/checkpoint.txt ||
   fail "sft-hf-s1's policy is no HF model"
+grep -q 'spmv-f32/runs/grpo-hf-s1/.*/metrics.jsonl' <(tar tzf "$WORK/back3/lane-1/examples.tgz") ||
+  fail "lane 1's examples.tgz lacks grpo-hf's metrics.jsonl (an RL row's variant)"
 [[ $(grep -c "study calls ended: exit 0" "$WORK/three.out") == 2 ]] || { cat "$WORK/three.out"; fail "a lane's study failed"; }
 for lane in 0:reinforce:ppo:three/w 1:ppo:reinforce:own/w; do
   IFS=: read -r g mine other tree <<<"$lane"
@@ -132,7 +134,7 @@ done
 [[ $(head -n "$before" "$m/commands.log") == "$(cat "$WORK/examples/commands.log")" ]] || fail "merge changed commands.log's first lines"
 for part in val test; do
   agents=$(grep ",all,compile_rate," "$m/tables/spmv-f32-$part/compare.csv" | cut -d, -f1 | sort | tr '\n' ' ')
-  [[ $agents == "ppo random reinforce sft sft-hf template " ]] || fail "merge, $part table: agents $agents"
+  [[ $agents == "grpo-hf ppo random reinforce sft sft-hf template " ]] || fail "merge, $part table: agents $agents"
 done
 grep -q 'lane-0' "$m/study.log" && grep -q 'lane-1' "$m/study.log" || fail "merge: study.log lacks a lane's log"
 [[ $(tar tzf "$m"/bench-trajectories-*.tgz | grep -c 'trajectories.h5$') == 4 ]] || fail "merge: the trajectories' archive"
