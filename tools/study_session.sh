@@ -203,28 +203,47 @@ step_collect() {
 # bench-trajectories.tgz (each call sends its benches' once) goes into one archive,
 # bench-trajectories-STAMP.tgz, not unpacked (the device call's carry stays small). Then the
 # tables are made again over every completed bench, with STUDY_SPARSERL (build/tools/sparserl).
+# merge_file LANE FILE FOLDER...: LANE's FILE (LANE "." for a one-lane call) in the first of the
+# folders that holds it; nothing when none does.
+merge_file() {
+  local lane=$1 file=$2 d
+  shift 2
+  for d in "$@"; do
+    [[ -f $d/$lane/$file ]] && { echo "$d/$lane/$file"; return 0; }
+  done
+  return 0
+}
+
 step_merge() {
   local last=$1 ex=${STUDY_EXAMPLES} sparserl=${STUDY_SPARSERL:-$SESSION/build/tools/sparserl}
   local sources=() tmp f g n d log
   [[ -d $ex ]] || { echo "merge: no examples folder $ex" >&2; return 1; }
   ex=$(cd "$ex" && pwd)  # the archive below is written from another folder
   [[ -x $sparserl ]] || { echo "merge: no sparserl at $sparserl (STUDY_SPARSERL)" >&2; return 1; }
-  if [[ -f $last/examples.tgz ]]; then sources=("$last"); else
-    for d in "$last"/lane-*/; do [[ -f $d/examples.tgz ]] && sources+=("${d%/}"); done
+  # The lanes: the last call's (".", a one-lane call, or its lane-*/ folders). Each lane's files
+  # are the last call's, or, where the device tool left one out (eight files a call), the latest
+  # earlier call's that has it.
+  local lanes=() lane
+  if [[ -f $last/examples.tgz ]]; then lanes=(.); else
+    for d in "$last"/lane-*/; do [[ -d $d ]] && lanes+=("$(basename "$d")"); done
   fi
+  for lane in "${lanes[@]}"; do
+    [[ -n $(merge_file "$lane" examples.tgz "$@") ]] && sources+=("$lane")
+  done
   ((${#sources[@]} > 0)) || { echo "merge: no examples.tgz in $last or its lane-*/ folders" >&2; return 1; }
   tmp=$(mktemp -d)
   for log in commands.log study.txt; do  # as the folder was before any lane's lines
     if [[ -f $ex/$log ]]; then cp "$ex/$log" "$tmp/$log.before"; else : >"$tmp/$log.before"; fi
   done
-  for d in "${sources[@]}"; do
-    g=$(basename "$d")
-    rm -rf "$tmp/x" && mkdir -p "$tmp/x" && tar xzf "$d/examples.tgz" -C "$tmp/x" || return 1
+  for lane in "${sources[@]}"; do
+    g=$lane
+    [[ $g != . ]] || g=$(basename "$last")
+    rm -rf "$tmp/x" && mkdir -p "$tmp/x" && tar xzf "$(merge_file "$lane" examples.tgz "$@")" -C "$tmp/x" || return 1
     for log in commands.log study.txt; do
       [[ -f $tmp/x/$log ]] || continue
       n=$(wc -l <"$tmp/$log.before")
       cmp -s <(head -n "$n" "$tmp/x/$log") "$tmp/$log.before" ||
-        { echo "merge: $d's $log does not begin with $ex/$log: not a session restored from it" >&2; return 1; }
+        { echo "merge: $g's $log does not begin with $ex/$log: not a session restored from it" >&2; return 1; }
       tail -n +"$((n + 1))" "$tmp/x/$log" >>"$ex/$log"
     done
     # A run or bench the session's end cut off (run.json not "completed") is left out.
@@ -235,9 +254,11 @@ step_merge() {
         if [[ ! -e $ex/$f ]]; then mkdir -p "$(dirname "$ex/$f")" && cp "$tmp/x/$f" "$ex/$f"
         elif ! cmp -s "$tmp/x/$f" "$ex/$f"; then say "merge: kept $ex/${f#./}; $g's differs"; fi
       done
-    [[ ! -f $d/study.log ]] || { echo "[study-session] $(date -u +%F), $g"; cat "$d/study.log"; } >>"$ex/study.log"
-    if [[ -f $d/oracle.tgz ]]; then
-      rm -rf "$tmp/o" && mkdir -p "$tmp/o" && tar xzf "$d/oracle.tgz" -C "$tmp/o" && mkdir -p "$ex/oracle" &&
+    f=$(merge_file "$lane" study.log "$@")
+    [[ -z $f ]] || { echo "[study-session] $(date -u +%F), $g"; cat "$f"; } >>"$ex/study.log"
+    f=$(merge_file "$lane" oracle.tgz "$@")
+    if [[ -n $f ]]; then
+      rm -rf "$tmp/o" && mkdir -p "$tmp/o" && tar xzf "$f" -C "$tmp/o" && mkdir -p "$ex/oracle" &&
         cp -rn "$tmp/o/oracle/." "$ex/oracle/"
     fi
   done

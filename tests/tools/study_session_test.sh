@@ -122,9 +122,13 @@ tar xzf "$WORK/back3/lane-1/examples.tgz" -C "$WORK/cut/x"
 echo '{"status": "running"}' >"$WORK/cut/x/spmv-f32/runs/grpo-s9/study-grpo__9__20261129T000000Z/run.json"
 (cd "$WORK/cut/x" && tar czf "$WORK/back3/lane-1/examples.tgz" .)
 before=$(wc -l <"$WORK/merged/commands.log")
+# A later call whose lane 1 brought back only its study.log (the device tool's eight files a call
+# left the rest out): merge takes lane 1's examples.tgz and oracle.tgz from the earlier call.
+mkdir -p "$WORK/back4/lane-1" && cp -r "$WORK/back3/lane-0" "$WORK/back4/" &&
+  cp "$WORK/back3/lane-1/study.log" "$WORK/back4/lane-1/" || fail "the later call's folder"
 # The folder named relative to the working directory, as the docs' command names it.
-(cd "$WORK" && STUDY_EXAMPLES=merged STUDY_SPARSERL=$SPARSERL bash "$SRC/tools/study_session.sh" merge "$WORK/back3") \
-  >"$WORK/merge.out" 2>&1 || { cat "$WORK/merge.out"; fail "merge failed"; }
+(cd "$WORK" && STUDY_EXAMPLES=merged STUDY_SPARSERL=$SPARSERL bash "$SRC/tools/study_session.sh" merge \
+  "$WORK/back4" "$WORK/back3") >"$WORK/merge.out" 2>&1 || { cat "$WORK/merge.out"; fail "merge failed"; }
 m=$WORK/merged
 for r in reinforce ppo; do
   compgen -G "$m/spmv-f32/runs/$r-s1/*/run.json" >/dev/null || fail "merge: no $r-s1 run in the examples folder"
