@@ -43,13 +43,14 @@ TEST_PART=1
 GPUS=1
 ONLY=""
 HF_SHAPE=""
+HF_ROW=hf
 EXTRA=()
 
 usage() {
   cat <<'EOF'
 usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] [--no-test]
                       [--allow-dirty] [--smoke] [--pilot] [--gpus N] [--only REGEX]
-                      [--hf SHAPE] [--set KEY=VALUE]...
+                      [--hf SHAPE] [--hf-row NAME] [--set KEY=VALUE]...
   --out DIR        where the runs and tables go (default runs/study; runs/study-pilot with
                    --pilot, runs/study-smoke with --smoke)
   --sparserl PATH  the sparserl binary (default $SPARSERL, else build/tools/sparserl)
@@ -74,6 +75,8 @@ usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] 
                    over experiments/models/tokenizer.json) in place of the small one, initialised
                    once into OUT/models/NAME (`sparserl agent init-hf --seed 0`) and pretrained on
                    the CUDA corpus (../shared/corpus/cuda) beside the design space's programs
+  --hf-row NAME    the --hf rows' name: sft-NAME and grpo-NAME (default hf), e.g. for another
+                   budget of the same shape beside rows already run (lowercase words and dashes)
   --set KEY=VALUE  passed to every sparserl train and bench (e.g. data.index_dirs for this host),
                    after the --smoke and --pilot settings, so that it wins over them
 EOF
@@ -99,6 +102,7 @@ while [[ $# -gt 0 ]]; do
     --pilot) PILOT=1; shift ;;
     --gpus) GPUS=$2; shift 2 ;;
     --hf) HF_SHAPE=$2; shift 2 ;;
+    --hf-row) HF_ROW=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --set) EXTRA+=(--set "$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
@@ -125,6 +129,8 @@ if [[ -n $HF_SHAPE ]]; then
   [[ -f $HF_SHAPE ]] || die "--hf: no model shape file $HF_SHAPE (experiments/models/*.json)"
   HF_SHAPE=$(cd "$(dirname "$HF_SHAPE")" && pwd)/$(basename "$HF_SHAPE")
 fi
+[[ $HF_ROW =~ ^[a-z0-9]+(-[a-z0-9]+)*$ && ! $HF_ROW =~ -s[0-9]+$ ]] ||
+  die "--hf-row: '$HF_ROW' is not a row name (lowercase words and dashes, not ending in -sN)"
 if [[ -z $OUT ]]; then
   OUT=runs/study
   [[ $PILOT == 0 ]] || OUT+=-pilot
@@ -205,8 +211,8 @@ rows_of() {
   echo "ppo ppo.toml sft -"
   echo "grpo grpo.toml sft -"
   if [[ $table == spmv-f32 && -n $HF_SHAPE ]]; then
-    echo "sft-hf sft.toml - $(hf_sets) train.text_corpus=[\"$ROOT/../shared/corpus/cuda\"]"
-    echo "grpo-hf grpo.toml sft-hf $(hf_sets)"
+    echo "sft-$HF_ROW sft.toml - $(hf_sets) train.text_corpus=[\"$ROOT/../shared/corpus/cuda\"]"
+    echo "grpo-$HF_ROW grpo.toml sft-$HF_ROW $(hf_sets)"
   fi
   [[ $table == spmv-f32 && $PILOT == 0 ]] || return 0
   local variant
@@ -412,7 +418,7 @@ bench_run() {
     # `sparserl bench` refuses to record them (results.csv keeps every answer's program digest).
     local p
     for p in "$@"; do
-      [[ ! ${p%%=*} =~ -hf-s[0-9]+$ ]] || { cmd+=(--set bench.record_trajectories=false); break; }
+      [[ ! ${p%%=*} =~ -$HF_ROW-s[0-9]+$ ]] || { cmd+=(--set bench.record_trajectories=false); break; }
     done
     log "$table bench $part: sparserl ${cmd[*]}"
     echo "sparserl ${cmd[*]}" >>"$OUT/commands.log"

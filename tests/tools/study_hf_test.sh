@@ -4,7 +4,8 @@
 # corpus beside the design space's programs and trains on sft-s1's pairs, GRPO (grpo-hf) starts
 # from sft-hf's policy with the same model settings, both are benched beside SFT on val and test
 # (without trajectories, which bench refuses to record for an HF policy, where the others record);
-# a second call initialises nothing again; a missing shape file is refused before anything runs.
+# a second call initialises nothing again; a missing shape file is refused before anything runs;
+# --hf-row names another pair of rows (sft-NAME, grpo-NAME) beside them.
 # Skipped (77) without ../shared's matrices.
 # Usage: study_hf_test.sh SPARSERL SOURCE_DIR SHARED_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
@@ -56,4 +57,23 @@ run --hf "$SRC/experiments/models/qwen2-tiny.json" --only '^spmv-f32/(sft-s1|sft
   >"$WORK/second.txt" 2>"$WORK/second.err" || { tail -30 "$WORK/second.err"; fail "the second call failed"; }
 [[ $(grep -c "init-hf" "$log") == 1 ]] || fail "the second call initialised the model again"
 grep -q "spmv-f32 sft-hf-s1: done" "$WORK/second.err" || fail "the second call trained sft-hf again"
-echo "study --hf: the tiny model made once, sft-hf and grpo-hf trained on it and benched beside SFT"
+# 4. Rows of another name beside them (--hf-row): sft-hf-long from the same model folder, its bench
+# without trajectories, in the tables beside the first rows; a name that is no row name is refused.
+set +e
+refusal=$(run --hf "$SRC/experiments/models/qwen2-tiny.json" --hf-row 'Long-s2' 2>&1)
+status=$?
+set -e
+[[ $status == 2 ]] && grep -q -- "--hf-row: 'Long-s2' is not a row name" <<<"$refusal" ||
+  fail "a bad --hf-row: exit status $status, $refusal"
+run --hf "$SRC/experiments/models/qwen2-tiny.json" --hf-row hf-long --only '^spmv-f32/sft-hf-long-s1$' \
+  >"$WORK/third.txt" 2>"$WORK/third.err" || { tail -30 "$WORK/third.err"; fail "the --hf-row call failed"; }
+long=$(grep "sparserl train .*runs-dir $out/spmv-f32/runs/sft-hf-long-s1 " "$log") || fail "sft-hf-long-s1 was not trained"
+grep -q -- "agent.model.path=$out/models/qwen2-tiny" <<<"$long" || fail "sft-hf-long-s1 did not start from the model folder"
+[[ $(grep -c "init-hf" "$log") == 1 ]] || fail "the --hf-row call initialised the model again"
+! compgen -G "$out/spmv-f32/bench-val/sft-hf-long-s1/*/trajectories.h5" >/dev/null ||
+  fail "sft-hf-long-s1's bench recorded trajectories"
+for part in val test; do
+  agents=$(grep ",all,compile_rate," "$out/tables/spmv-f32-$part/compare.csv" | cut -d, -f1 | sort | tr '\n' ' ')
+  [[ $agents == "grpo-hf sft sft-hf sft-hf-long " ]] || fail "$part table with --hf-row: agents $agents"
+done
+echo "study --hf: the tiny model made once, sft-hf and grpo-hf trained on it and benched beside SFT; --hf-row rows beside them"
