@@ -19,13 +19,19 @@ std::optional<DeviceMemoryPeak> take_device_memory_peak(const std::string& devic
   if (!d.is_cuda() || !torch::cuda::is_available()) return std::nullopt;
   const auto index = d.has_index() ? d.index() : static_cast<c10::DeviceIndex>(0);
   namespace allocator = c10::cuda::CUDACachingAllocator;
-  const auto stats = allocator::getDeviceStats(index);
   constexpr std::size_t aggregate = 0;  // StatType::AGGREGATE: every pool together
   constexpr double mib = 1024.0 * 1024.0;
-  DeviceMemoryPeak peak{static_cast<double>(stats.allocated_bytes[aggregate].peak) / mib,
-                        static_cast<double>(stats.reserved_bytes[aggregate].peak) / mib};
-  allocator::resetPeakStats(index);
-  return peak;
+  try {
+    const auto stats = allocator::getDeviceStats(index);
+    DeviceMemoryPeak peak{static_cast<double>(stats.allocated_bytes[aggregate].peak) / mib,
+                          static_cast<double>(stats.reserved_bytes[aggregate].peak) / mib};
+    allocator::resetPeakStats(index);
+    return peak;
+  } catch (const c10::Error&) {
+    // Before LibTorch's first CUDA allocation the allocator holds no device and refuses the
+    // index: nothing was allocated.
+    return DeviceMemoryPeak{};
+  }
 #else
   (void)device;
   return std::nullopt;
