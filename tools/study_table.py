@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The study's summary table (issue 26) from the val and test tables `sparserl compare` wrote.
+
+Reads TABLES/TABLE-val/compare.csv and TABLES/TABLE-test/compare.csv (as tools/study.sh and
+`tools/study_session.sh merge` lay them out) and prints one markdown row per agent: its runs, and
+for each part the IQM speedup over cuSPARSE's best path, its geometric mean, the IQM oracle
+fraction, pass@1 and the share of answers below 0.5x, then P(agent > reference) on both parts -
+each with its 95% bootstrap interval where the interval is not a point (an agent of one run has
+nothing to resample in the speedup's interval). Figures are those of one regime (default: large,
+the headline). Template, random and the reference come first, the other agents in name order; an
+agent missing from one part is an error, as is a part's table missing.
+
+Usage: tools/study_table.py TABLES [--table spmv-f32] [--regime large]
+"""
+import argparse
+import csv
+import os
+import sys
+
+FIRST = ("template", "random")
+# (column title, metric, format): format "f" three decimals, "%" a percentage.
+COLUMNS = (
+    ("IQM speedup", "speedup_iqm", "f"),
+    ("geomean", "speedup_geomean", "f"),
+    ("IQM oracle fraction", "oracle_fraction_iqm", "f"),
+    ("pass@1", "pass@1", "%"),
+    ("answers < 0.5x", "slow_share", "%"),
+)
+
+
+def read_table(path, regime):
+    """({agent: {metric: row}}, [agents in order], reference or None) of one compare.csv."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such table (run sparserl compare first)")
+    figures, order, reference = {}, [], None  # order: as compare.csv lists them
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"agent", "regime", "metric", "point", "low", "high", "runs", "versus"} - set(
+            reader.fieldnames or [])
+        if missing:
+            raise ValueError(f"{path}: not a compare.csv (no column {', '.join(sorted(missing))})")
+        for line, row in enumerate(reader, start=2):
+            if row["regime"] != regime:
+                continue
+            agent = row["agent"]
+            if agent not in figures:
+                figures[agent] = {}
+                order.append(agent)
+            figures[agent][row["metric"]] = row
+            if row["metric"] == "probability_of_improvement" and row["versus"]:
+                if reference not in (None, row["versus"]):
+                    raise ValueError(f"{path}:{line}: two references, {reference} and {row['versus']}")
+                reference = row["versus"]
+    if not figures:
+        raise ValueError(f"{path}: no figures of regime {regime!r}")
+    return figures, order, reference
+
+
+def cell(row, form):
+    """'point [low, high]' (the interval left out where it is a point); 'n/a' for no figure."""
+    if row is None or row["point"] == "":
+        return "n/a"
+
+    def show(text):
+        value = float(text)
+        return f"{100 * value:.1f}%" if form == "%" else f"{value:.3f}"
+
+    point = show(row["point"])
+    if row["low"] == "" or row["high"] == "" or float(row["low"]) == float(row["high"]):
+        return point
+    return f"{point} [{show(row['low'])}, {show(row['high'])}]"
+
+
+def table(tables, name, regime):
+    parts = {part: read_table(os.path.join(tables, f"{name}-{part}", "compare.csv"), regime)
+             for part in ("val", "test")}
+    (val, order, reference), (test, _, test_reference) = parts["val"], parts["test"]
+    if reference != test_reference:
+        raise ValueError(f"the val table's reference is {reference}, the test table's {test_reference}")
+    for agent in order:
+        if agent not in test:
+            raise ValueError(f"{agent} is in the val table but not in the test table")
+    for agent in test:
+        if agent not in val:
+            raise ValueError(f"{agent} is in the test table but not in the val table")
+    first = [a for a in FIRST if a in val] + ([reference] if reference in val else [])
+    agents = first + sorted(a for a in order if a not in first)
+
+    titles = ["agent", "runs"]
+    titles += [f"{part} {title}" for part in ("val", "test") for title, _, _ in COLUMNS]
+    titles.append(f"P(agent > {reference}) val / test" if reference else "P(agent > reference)")
+    lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
+    for agent in agents:
+        runs = val[agent]["speedup_iqm"]["runs"] if "speedup_iqm" in val[agent] else "?"
+        cells = [agent, runs]
+        for figures in (val, test):
+            cells += [cell(figures[agent].get(metric), form) for _, metric, form in COLUMNS]
+        if agent == reference:
+            cells.append("(reference)")
+        else:
+            cells.append(" / ".join(cell(f[agent].get("probability_of_improvement"), "f")
+                                    for f in (val, test)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tables", help="the folder holding TABLE-val/ and TABLE-test/")
+    parser.add_argument("--table", default="spmv-f32")
+    parser.add_argument("--regime", default="large")
+    args = parser.parse_args(argv)
+    try:
+        print(table(args.tables, args.table, args.regime))
+    except (OSError, ValueError) as e:
+        print(f"study_table: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
