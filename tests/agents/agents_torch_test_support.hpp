@@ -18,6 +18,7 @@
 #include "sparserl/agents/config.hpp"
 #include "catch.hpp"
 #include "sparserl/agents/policy_agent.hpp"
+#include "sparserl/agents/training.hpp"
 #include "sparserl/env/action_mask.hpp"
 #include "sparserl/env/evaluation.hpp"
 #include "sparserl/env/observation.hpp"
@@ -179,6 +180,32 @@ inline void require_same_completions(const std::vector<Completion>& a,
     CHECK(a[r].action_masks == b[r].action_masks);
     CHECK(a[r].terminated == b[r].terminated);
   }
+}
+
+// SFT steps on `examples` until every next token is the argmax under teacher forcing and the loss
+// is below 0.02 (the loss alone can hide one uncertain token: the one that depends on the matrix),
+// at most `max_steps`; then each example's matrix answered by greedy decoding. The overfitting
+// tests of the small policy (policy_torch_test.cpp) and of the HF soft prompt
+// (soft_prompt_torch_test.cpp).
+struct Overfit {
+  int steps = 0;
+  double loss = 1e9, accuracy = 0;
+  std::vector<Completion> greedy;  // one per example, in order
+};
+inline Overfit overfit_then_answer(PolicyAgent& agent, const std::vector<SftExample>& examples,
+                                   int max_steps) {
+  Overfit o;
+  for (; o.steps < max_steps && (o.loss > 0.02 || o.accuracy < 1.0); ++o.steps) {
+    const env::Statistics stats = agent.sft_step(examples);
+    o.loss = find_statistic(stats, "loss");
+    o.accuracy = find_statistic(stats, "mean_token_accuracy");
+  }
+  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
+  for (const auto& e : examples) prompts.push_back(e.matrix);
+  SamplingConfig greedy;
+  greedy.greedy = true;
+  o.greedy = agent.generate(prompts, 1, greedy);
+  return o;
 }
 
 }  // namespace sparserl::agents::testing

@@ -258,23 +258,12 @@ TEST_CASE("a tiny policy overfits a handful of programs and greedy decoding repr
   config.optimizer.lr = 1e-2;
   config.optimizer.weight_decay = 0.0;
   PolicyAgent agent(config, vocabulary());
-  // Until every next token is the argmax under teacher forcing (the loss alone can hide one
-  // uncertain token, and the format token is the one that depends on the matrix).
-  double loss = 1e9, accuracy = 0;
-  int steps = 0;
-  for (; steps < 300 && (loss > 0.02 || accuracy < 1.0); ++steps) {
-    const env::Statistics stats = agent.sft_step(examples);
-    loss = find_statistic(stats, "loss");
-    accuracy = find_statistic(stats, "mean_token_accuracy");
-  }
+  // The format token is the one that depends on the matrix.
+  const auto [steps, loss, accuracy, out] =
+      agents::testing::overfit_then_answer(agent, examples, 300);
   INFO("steps " << steps << ", loss " << loss << ", accuracy " << accuracy);
   REQUIRE(loss < 0.02);
   REQUIRE(accuracy == 1.0);
-  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
-  for (const auto& e : examples) prompts.push_back(e.matrix);
-  SamplingConfig greedy;
-  greedy.greedy = true;
-  const std::vector<Completion> out = agent.generate(prompts, 1, greedy);
   for (std::size_t i = 0; i < examples.size(); ++i) {
     INFO(programs[i].name);
     CHECK(out[i].tokens == examples[i].tokens);

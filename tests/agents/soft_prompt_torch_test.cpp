@@ -48,27 +48,16 @@ TEST_CASE("an HF policy fine-tuned on three matrices answers each with its own p
     tokens->resize(std::min(tokens->size() - 1, kLength));
     tokens->push_back(space.eos());
     if (!targets.insert(*tokens).second) continue;
-    examples.push_back({agents::testing::synthetic_observation(200 + examples.size()),
-                        std::move(*tokens)});
+    examples.push_back(
+        {agents::testing::synthetic_observation(200 + examples.size()), std::move(*tokens)});
     if (examples.size() == 3) break;
   }
   REQUIRE(examples.size() == 3);
 
-  // Until every next token is the argmax under teacher forcing.
-  double loss = 1e9, accuracy = 0;
-  int steps = 0;
-  for (; steps < 400 && (loss > 0.02 || accuracy < 1.0); ++steps) {
-    const env::Statistics stats = agent.sft_step(examples);
-    loss = find_statistic(stats, "loss");
-    accuracy = find_statistic(stats, "mean_token_accuracy");
-  }
+  const auto [steps, loss, accuracy, out] =
+      agents::testing::overfit_then_answer(agent, examples, 400);
   INFO("steps " << steps << ", loss " << loss << ", accuracy " << accuracy);
   REQUIRE(accuracy == 1.0);
-  std::vector<std::shared_ptr<const env::MatrixObservation>> prompts;
-  for (const auto& e : examples) prompts.push_back(e.matrix);
-  SamplingConfig greedy;
-  greedy.greedy = true;
-  const std::vector<Completion> out = agent.generate(prompts, 1, greedy);
   REQUIRE(out.size() == examples.size());
   for (std::size_t i = 0; i < examples.size(); ++i) {
     INFO("matrix " << i);
