@@ -69,7 +69,9 @@ usage: tools/study.sh [--out DIR] [--sparserl PATH] [--seeds N] [--sft-seeds N] 
                    spmv-f32/random for those agents; e.g. '^spmv-f32/(sft-s1|template)$'): each
                    benched alone on val and, unless --no-test, on test right after, into
                    OUT/TABLE/bench-PART/NAME/; the tables compare every agent bench under OUT
-                   (RL runs need their SFT row's seed-1 run, from this or an earlier session)
+                   (RL runs need their SFT row's seed-1 run, from this or an earlier session);
+                   with --pilot it may name the full study's other rows too (grpo-log2, ...),
+                   which then run on the pilot's budgets
   --hf SHAPE       two more rows in spmv-f32: sft-hf and grpo-hf, the SFT and GRPO rows with a
                    Hugging Face-format policy of that shape (e.g. experiments/models/qwen2-42m.json,
                    over experiments/models/tokenizer.json) in place of the small one, initialised
@@ -214,11 +216,13 @@ rows_of() {
     echo "sft-$HF_ROW sft.toml - $(hf_sets) train.text_corpus=[\"$ROOT/../shared/corpus/cuda\"]"
     echo "grpo-$HF_ROW grpo.toml sft-$HF_ROW $(hf_sets)"
   fi
-  [[ $table == spmv-f32 && $PILOT == 0 ]] || return 0
+  # The full study's other rows; under --pilot only where --only names them (the pilot's budgets).
+  [[ $table == spmv-f32 && ($PILOT == 0 || -n $ONLY) ]] || return 0
   local variant
   for variant in grpo-symmetric grpo-seq-mean grpo-dr grpo-dynamic; do
     echo "$variant $variant.toml sft -"
   done
+  echo 'grpo-log2 grpo.toml sft reward.shape="log2"'
   echo 'sft-features sft.toml - policy.matrix_input="features"'
   echo 'grpo-features grpo.toml sft-features policy.matrix_input="features"'
   echo 'sft-no-matrix sft.toml - policy.matrix_input="none"'

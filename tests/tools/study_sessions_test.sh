@@ -6,7 +6,8 @@
 # seed and a REINFORCE seed from that SFT policy without training SFT or benching the template
 # search again, and its tables compare every agent of both calls (GRPO with two runs). Also: a
 # name --only does not select is neither trained nor benched, and an RL run whose SFT run is
-# missing is refused by name. Skipped (77) without ../shared's matrices.
+# missing is refused by name; under --pilot, --only may name a row of the full study (grpo-log2).
+# Skipped (77) without ../shared's matrices.
 # Usage: study_sessions_test.sh SPARSERL SOURCE_DIR SHARED_DIR
 source "$(dirname "${BASH_SOURCE[0]}")/study_test_setup.sh" "$@"
 study() {
@@ -55,6 +56,17 @@ for part in val test; do
   grep -q "^5 agents, 5 run directories" "$WORK/two/tables/spmv-f32-$part/compare.md" ||
     fail "second session, $part: $(sed -n 3p "$WORK/two/tables/spmv-f32-$part/compare.md")"
 done
+
+# 2b. Under --pilot, --only may name a row of the full study: grpo-log2 from the carried SFT policy,
+# on the pilot's budgets, in the tables beside the pilot's rows.
+study --out "$WORK/two" --only '^spmv-f32/grpo-log2-s1$' >"$WORK/log2.out" 2>"$WORK/log2.err" ||
+  { tail -30 "$WORK/log2.err"; fail "the pilot's grpo-log2 call failed"; }
+grep -q "study/grpo.toml .*runs-dir $WORK/two/spmv-f32/runs/grpo-log2-s1 .*reward.shape=\"log2\" .*train.init_checkpoint=$WORK/two/$sft" \
+  "$WORK/two/commands.log" || fail "grpo-log2 did not train with the log2 shape from the carried SFT policy"
+[[ $(ls "$WORK/two/spmv-f32/runs" | tr '\n' ' ') == "grpo-log2-s1 grpo-s2 reinforce-s1 sft-s1 " ]] ||
+  fail "the grpo-log2 call trained $(ls "$WORK/two/spmv-f32/runs")"
+agents=$(agents_of "$WORK/two/tables/spmv-f32-test/compare.csv")
+[[ $agents == "grpo grpo-log2 random reinforce sft template " ]] || fail "grpo-log2 call, test: agents $agents"
 
 # 3. An RL run without its SFT run is refused, naming it.
 if study --out "$WORK/three" --only '^spmv-f32/ppo-s1$' >"$WORK/three.out" 2>"$WORK/three.err"; then

@@ -78,11 +78,13 @@ expect_agents() {  # TABLE AGENT...
   done
 }
 main=(template random sft reinforce ppo grpo)
-expect_agents spmv-f32 "${main[@]}" grpo-symmetric grpo-seq-mean grpo-dr grpo-dynamic \
+expect_agents spmv-f32 "${main[@]}" grpo-symmetric grpo-seq-mean grpo-dr grpo-dynamic grpo-log2 \
   sft-features grpo-features sft-no-matrix grpo-no-matrix sft-medium grpo-medium
 expect_agents spmv-f64 "${main[@]}"
 expect_agents spmm-k32 "${main[@]}"
 grep -q "^commit " "$WORK/study/study.txt" || fail "study.txt names no commit"
+grep -q 'study/grpo.toml .*runs-dir [^ ]*/runs/grpo-log2-s1 .*reward.shape="log2"' "$WORK/study/commands.log" ||
+  fail "grpo-log2 does not train with the log2 speed shape"
 # The RL rows start from their SFT row's run, with the configs' budget of sampled programs.
 grep -q "train.init_checkpoint=$WORK/study/spmv-f32/runs/sft-features-s1/.*/policies/sft" \
   "$WORK/study/commands.log" || fail "grpo-features does not start from sft-features"
