@@ -251,8 +251,9 @@ class Bench {
       case Contender::Kind::learned:
 #if defined(SPARSERL_HAVE_AGENTS)
       {
-        c.policy = agents::PolicyAgent::from_checkpoint(resolve_path(s_.root, c.checkpoint),
-                                                        config_.string("agent.device"));
+        c.policy = agents::PolicyAgent::from_checkpoint(
+            resolve_path(s_.root, c.checkpoint), config_.string("agent.device"),
+            agents::PolicyAgent::CheckpointUse::inference);
         if (trajectories_ != nullptr && c.policy->tokens().kind() != "closed") {
           // One trajectories file names one vocabulary, the closed one the other agents write.
           throw RunnerError("bench.record_trajectories: " + c.name + " (" + c.checkpoint +

@@ -649,7 +649,8 @@ class Trainer {
 
   void evaluate(const fs::path& policy) {
     s_.say("eval: " + policy.string());
-    auto agent = agents::PolicyAgent::from_checkpoint(policy, config_.string("agent.device"));
+    auto agent = agents::PolicyAgent::from_checkpoint(
+        policy, config_.string("agent.device"), agents::PolicyAgent::CheckpointUse::inference);
     const EvalConfig eval = eval_config(config_);
     const PartTasks tasks = part_tasks(config_, s_.root, eval.part, eval.max_tasks);
     const Json extra = evaluate_policy(s_, *agent, tasks, policy_label(config_, plan_),
@@ -927,7 +928,8 @@ RunOutcome run_checkpoint_evaluation(Config config, const fs::path& checkpoint,
   RunStatus status = RunStatus::running;
   try {
     status = run.run([&](const StopSignals& stop) {
-      auto agent = agents::PolicyAgent::from_checkpoint(policy, config.string("agent.device"));
+      auto agent = agents::PolicyAgent::from_checkpoint(
+          policy, config.string("agent.device"), agents::PolicyAgent::CheckpointUse::inference);
       MetricsWriter metrics(run.metrics_path());
       const std::optional<CorpusSpec> recorded = recorded_corpus(policy);
       const Json extra = evaluate_policy(

@@ -128,6 +128,36 @@ TEST_CASE("a checkpoint round-trips weights, optimiser, counters and generator",
   CHECK(loaded->generate(prompt, 3, SamplingConfig{})[2].tokens == expected_tokens);
 }
 
+TEST_CASE("a policy kept without its optimiser and generator state loads for inference only",
+          "[agents][checkpoint]") {
+  // docs/examples keeps SFT seed 1's policy as model.pt, checkpoint.txt and the vocabulary (the
+  // optimiser's state is twice the weights): bench, eval and export read it; resuming refuses it.
+  const auto full = sparserl::testing::scratch_dir("agents_checkpoint_inference_full");
+  const auto kept = sparserl::testing::scratch_dir("agents_checkpoint_inference_kept");
+  PolicyAgent agent(tiny_config(env::MaskMode::syntax, 400), vocabulary());
+  for (int i = 0; i < 2; ++i) (void)agent.sft_step(examples(3));
+  agent.save(full);
+  std::filesystem::copy(full, kept, std::filesystem::copy_options::recursive);
+  std::filesystem::remove(kept / "optimizer.pt");
+  std::filesystem::remove(kept / "rng.pt");
+  CHECK_THROWS_WITH(PolicyAgent::from_checkpoint(kept),
+                    sparserl::testing::has_substring("optimizer.pt: missing from the checkpoint"));
+  const auto inference = PolicyAgent::CheckpointUse::inference;
+  const auto whole = PolicyAgent::from_checkpoint(full, {}, inference);
+  const auto policy = PolicyAgent::from_checkpoint(kept, {}, inference);
+  CHECK(policy->weights_digest() == agent.weights_digest());
+  CHECK(policy->counters().optimizer_steps == 2);
+  // The sampling state is the checkpoint's (checkpoint.txt), so the draws are the whole one's.
+  const std::vector<std::shared_ptr<const env::MatrixObservation>> prompt = {
+      synthetic_observation(4)};
+  CHECK(policy->generate(prompt, 3, SamplingConfig{})[2].tokens ==
+        whole->generate(prompt, 3, SamplingConfig{})[2].tokens);
+  // The weights are never optional.
+  std::filesystem::remove(kept / "model.pt");
+  CHECK_THROWS_WITH(PolicyAgent::from_checkpoint(kept, {}, inference),
+                    sparserl::testing::has_substring("model.pt: missing from the checkpoint"));
+}
+
 TEST_CASE("loading refuses a checkpoint of another shape and names the key",
           "[agents][checkpoint]") {
   const auto dir = sparserl::testing::scratch_dir("agents_checkpoint_shape");

@@ -350,7 +350,8 @@ int run_rl_command(const AgentArgs& a) {
 }
 
 int run_eval(const AgentArgs& a) {
-  auto agent = agents::PolicyAgent::from_checkpoint(a.checkpoint, a.device);
+  auto agent = agents::PolicyAgent::from_checkpoint(a.checkpoint, a.device,
+                                                    agents::PolicyAgent::CheckpointUse::inference);
   agents::EvaluationConfig config;
   config.greedy = !a.no_greedy;
   config.samples = a.samples;
@@ -442,7 +443,8 @@ struct ExportHfArgs {
 };
 
 int run_export_hf(const ExportHfArgs& a) {
-  auto agent = agents::PolicyAgent::from_checkpoint(a.checkpoint, "cpu");
+  auto agent = agents::PolicyAgent::from_checkpoint(a.checkpoint, "cpu",
+                                                    agents::PolicyAgent::CheckpointUse::inference);
   if (agent->config().model.kind != agents::ModelKind::hf) {
     throw UsageError("--checkpoint " + a.checkpoint +
                      ": model.kind = small has no Hugging Face form (export-hf needs kind = hf)");

@@ -156,7 +156,8 @@ void load_state(PolicyNetwork& network, const std::filesystem::path& file,
 }  // namespace
 
 std::unique_ptr<PolicyAgent> PolicyAgent::from_checkpoint(const std::filesystem::path& dir,
-                                                          std::optional<std::string> device) {
+                                                          std::optional<std::string> device,
+                                                          CheckpointUse use) {
   const CheckpointFile file = read_checkpoint_file(dir);
   AgentConfig config = config_from(file);
   if (device) config.device = *device;
@@ -165,7 +166,7 @@ std::unique_ptr<PolicyAgent> PolicyAgent::from_checkpoint(const std::filesystem:
       std::make_shared<const env::Vocabulary>(env::Vocabulary::load(dir / "vocabulary.vocab"));
   std::unique_ptr<PolicyAgent> agent(
       new PolicyAgent(std::make_unique<Learner>(config, vocabulary)));
-  agent->load(dir);
+  agent->restore(dir, use);
   return agent;
 }
 
@@ -239,12 +240,21 @@ void PolicyAgent::save(const std::filesystem::path& dir) const {
   std::filesystem::rename(temporary, dir / "checkpoint.txt");
 }
 
-void PolicyAgent::load(const std::filesystem::path& dir) {
+void PolicyAgent::load(const std::filesystem::path& dir) { restore(dir, CheckpointUse::resume); }
+
+void PolicyAgent::restore(const std::filesystem::path& dir, CheckpointUse use) {
   Learner& l = *learner_;
   const CheckpointFile file = read_checkpoint_file(dir);
   require_compatible(l, file, dir);
   AgentConfig saved = config_from(file);
-  for (const char* name : {"model.pt", "optimizer.pt", "rng.pt"}) require_file(dir / name);
+  require_file(dir / "model.pt");
+  // The training state's files: required to resume, read for inference where they are there.
+  const auto training_state = [&](const char* name) {
+    if (use == CheckpointUse::resume) require_file(dir / name);
+    return std::filesystem::exists(dir / name);
+  };
+  const bool optimizer_state = training_state("optimizer.pt");
+  const bool generator_state = training_state("rng.pt");
   saved.device = l.config.device;
   l.config = saved;
   l.algorithm = AlgorithmRegistry::make(l.config.algorithm);
@@ -263,23 +273,24 @@ void PolicyAgent::load(const std::filesystem::path& dir) {
   const auto critic_line = file.values.find("critic");
   if (critic_line != file.values.end() && critic_line->second == "true") {
     require_file(dir / "critic.pt");
-    require_file(dir / "critic_optimizer.pt");
     l.make_critic();
     load_state(l.critic, dir / "critic.pt", l.device);
-    torch::serialize::InputArchive optimizer;
-    optimizer.load_from((dir / "critic_optimizer.pt").string(), l.device);
-    l.critic_optimizer->load(optimizer);
+    if (training_state("critic_optimizer.pt")) {
+      torch::serialize::InputArchive optimizer;
+      optimizer.load_from((dir / "critic_optimizer.pt").string(), l.device);
+      l.critic_optimizer->load(optimizer);
+    }
   } else {
     l.critic = PolicyNetwork{nullptr};
     l.critic_optimizer.reset();
   }
   l.make_optimizer();  // with the saved optimiser settings, then its saved state
-  {
+  if (optimizer_state) {
     torch::serialize::InputArchive archive;
     archive.load_from((dir / "optimizer.pt").string(), l.device);
     l.optimizer->load(archive);
   }
-  {
+  if (generator_state) {
     torch::serialize::InputArchive archive;
     archive.load_from((dir / "rng.pt").string());
     torch::Tensor state;

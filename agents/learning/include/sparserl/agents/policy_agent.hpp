@@ -119,9 +119,15 @@ class PolicyAgent final : public env::Agent {
   // A freshly initialised policy (weights from config.seed). The vocabulary fixes the action space.
   // std::invalid_argument naming the field of an invalid config.
   PolicyAgent(AgentConfig config, std::shared_ptr<const env::Vocabulary> vocabulary);
-  // The agent a checkpoint folder holds, with its full state; `device` overrides the saved one.
+  // What a checkpoint is read for: `resume` training needs its whole state (the optimiser's and the
+  // CPU generator's files too); `inference` (evaluation, bench, export) needs the policy and its
+  // sampling state, and reads the optimiser's and generator's files only where they are there (a
+  // policy kept without them, as docs/examples keeps SFT seed 1's, is evaluated as it is).
+  enum class CheckpointUse { resume, inference };
+  // The agent a checkpoint folder holds; `device` overrides the saved one.
   static std::unique_ptr<PolicyAgent> from_checkpoint(const std::filesystem::path& dir,
-                                                      std::optional<std::string> device = {});
+                                                      std::optional<std::string> device = {},
+                                                      CheckpointUse use = CheckpointUse::resume);
   // The AgentConfig a checkpoint folder records (for building a compatible agent before loading).
   static AgentConfig checkpoint_config(const std::filesystem::path& dir);
   ~PolicyAgent() override;
@@ -214,6 +220,9 @@ class PolicyAgent final : public env::Agent {
 
  private:
   explicit PolicyAgent(std::unique_ptr<Learner> learner);
+  // load() for `use`: with CheckpointUse::inference a missing optimizer.pt, critic_optimizer.pt or
+  // rng.pt leaves that state as it is.
+  void restore(const std::filesystem::path& dir, CheckpointUse use);
   std::unique_ptr<Learner> learner_;
   std::shared_ptr<reward::TimingLaneLock> timing_lane_;
 };
