@@ -193,16 +193,6 @@ step_collect() {
   ls -la "$OUT"
 }
 
-# merge LAST [EARLIER...] (here): what a session's calls brought back, into STUDY_EXAMPLES. LAST is
-# the session's last call's files (the device tool's files_at): its examples.tgz, study.log and
-# oracle.tgz, or those of each of its lane-G/ folders (tools/study_session_lanes.sh). Files new to
-# the examples folder are copied; commands.log and study.txt gain the lines each lane added after
-# the restored folder's (their first lines must be the folder's: the lane started from it);
-# study.log gains each lane's log; the oracle's cache gains its new entries; a run the session's
-# end cut off (its run.json not "completed") is left out. Every folder's
-# bench-trajectories.tgz (each call sends its benches' once) goes into one archive,
-# bench-trajectories-STAMP.tgz, not unpacked (the device call's carry stays small). Then the
-# tables are made again over every completed bench, with STUDY_SPARSERL (build/tools/sparserl).
 # merge_file LANE FILE FOLDER...: LANE's FILE (LANE "." for a one-lane call) in the first of the
 # folders that holds it; nothing when none does.
 merge_file() {
@@ -214,15 +204,24 @@ merge_file() {
   return 0
 }
 
+# merge LAST [EARLIER...] (here): what a session's calls brought back, into STUDY_EXAMPLES. LAST is
+# the session's last call's files (the device tool's files_at): its examples.tgz, study.log and
+# oracle.tgz, or those of each of its lane-G/ folders (tools/study_session_lanes.sh); a lane's file
+# the last call did not bring back (the device tool returns eight files a call) is taken from the
+# first EARLIER folder that has it. Files new to the examples folder are copied; commands.log and
+# study.txt gain the lines each lane added after the restored folder's (their first lines must be
+# the folder's: the lane started from it); study.log gains each lane's log; the oracle's cache
+# gains its new entries; a run the session's end cut off (its run.json not "completed") is left
+# out. Every folder's bench-trajectories.tgz (each call sends its benches' once) goes into one
+# archive, bench-trajectories-STAMP.tgz, not unpacked (the device call's carry stays small). Then
+# the tables are made again over every completed bench, with STUDY_SPARSERL (build/tools/sparserl).
 step_merge() {
   local last=$1 ex=${STUDY_EXAMPLES} sparserl=${STUDY_SPARSERL:-$SESSION/build/tools/sparserl}
   local sources=() tmp f g n d log
   [[ -d $ex ]] || { echo "merge: no examples folder $ex" >&2; return 1; }
   ex=$(cd "$ex" && pwd)  # the archive below is written from another folder
   [[ -x $sparserl ]] || { echo "merge: no sparserl at $sparserl (STUDY_SPARSERL)" >&2; return 1; }
-  # The lanes: the last call's (".", a one-lane call, or its lane-*/ folders). Each lane's files
-  # are the last call's, or, where the device tool left one out (eight files a call), the latest
-  # earlier call's that has it.
+  # The lanes: the last call's (".", a one-lane call, or its lane-*/ folders); their files: merge_file.
   local lanes=() lane
   if [[ -f $last/examples.tgz ]]; then lanes=(.); else
     for d in "$last"/lane-*/; do [[ -d $d ]] && lanes+=("$(basename "$d")"); done
