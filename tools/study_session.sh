@@ -156,11 +156,12 @@ step_collect() {
   mkdir -p "$OUT"
   local o=$W/$STUDY_OUT run
   [[ -d $o ]] || { say "nothing to collect"; return 0; }
-  # Each RL run's per-update phases (needs h5py on the host; skipped without it).
+  # Each RL run's per-update phases (needs h5py on the host; skipped without it), by the session's
+  # tools/update_phases.py: its columns (timeouts, crashes, the slowest evaluation) read any run's log.
   for run in "$o"/*/runs/*/*/; do
     [[ -f $run/trajectories.h5 && -f $run/run.json && ! -f $run/phases.md ]] || continue
     grep -q '"status": *"completed"' "$run/run.json" || continue
-    python3 "$W/tools/update_phases.py" "$run" >"$run/phases.md" 2>/dev/null || rm -f "$run/phases.md"
+    python3 "$SESSION/tools/update_phases.py" "$run" >"$run/phases.md" 2>/dev/null || rm -f "$run/phases.md"
   done
   (cd "$o" && find . \( -name report.md -o -name run.json -o -name summary.csv -o -name results.csv \
     -o -name policies.txt -o -name phases.md -o -name study.txt -o -name commands.log -o -name policies.list \

@@ -6,8 +6,10 @@ result_cached; docs/evaluator.md names the phases) and prints one row per update
 its tasks and how many of them the run had not met before, the programs answered from the result
 cache, the GPU worker's own stages summed over the update's programs (`gpu.*`: loading the matrix,
 converting and uploading formats, choosing the cuSPARSE path, the checks and timed runs), the
-deadline calibrations' waiting (`calibrate`, a new task's first GPU work) and the three largest
-stages by name. The phases are per program and summed: programs evaluated side by side overlap,
+deadline calibrations' waiting (`calibrate`, a new task's first GPU work), the evaluations that
+ended in a timeout (a hung kernel: its worker killed and replaced, caches and all) or a worker
+crash, the slowest evaluation's wall time (eval_json's `wall_ms`; the evaluator's queue included)
+and the three largest stages by name. The phases are per program and summed: programs evaluated side by side overlap,
 so a sum is work done, not wall time (metrics.jsonl's perf/evaluation_seconds is the wall time).
 Usage: tools/update_phases.py RUN_DIR|TRAJECTORIES_H5 [--per-update N] [--csv]
   --per-update N: programs per update (default: train.tasks_per_update x train.samples_per_task
@@ -69,18 +71,21 @@ def main():
              f"result_cached ({e})")
     text = lambda v: v.decode() if isinstance(v, bytes) else str(v)
     header = ["update", "programs", "tasks", "new_tasks", "result_cached", "worker_s",
-              "calibrate_s", "largest_stages"]
+              "calibrate_s", "timeouts", "crashes", "slowest_s", "largest_stages"]
     rows, seen = [], set()
     for start in range(0, len(evals), per):
         stop = min(len(evals), start + per)
-        stages = collections.Counter()
+        stages, errors = collections.Counter(), collections.Counter()
+        slowest = 0.0
         for i in range(start, stop):
             try:
-                phases = json.loads(text(evals[i])).get("phases_ms", {})
+                result = json.loads(text(evals[i]))
             except json.JSONDecodeError as e:
                 fail(f"{h5_path}: episode {i}'s eval_json is not JSON ({e})")
-            for name, ms in phases.items():
+            for name, ms in result.get("phases_ms", {}).items():
                 stages[name] += float(ms)
+            errors[result.get("error", "none")] += 1
+            slowest = max(slowest, float(result.get("wall_ms", 0.0)))
         tasks = {text(u) for u in uris[start:stop]}
         new = len(tasks - seen)
         seen |= tasks
@@ -88,7 +93,8 @@ def main():
         largest = " ".join(f"{name}={ms / 1000:.1f}" for name, ms in stages.most_common(3))
         rows.append([start // per + 1, stop - start, len(tasks), new,
                      int(sum(1 for c in cached[start:stop] if c)), f"{worker / 1000:.1f}",
-                     f"{stages.get('calibrate', 0.0) / 1000:.1f}", largest])
+                     f"{stages.get('calibrate', 0.0) / 1000:.1f}", errors["timeout"], errors["crash"],
+                     f"{slowest / 1000:.1f}", largest])
     if args.csv:
         print(",".join(header))
         for row in rows:

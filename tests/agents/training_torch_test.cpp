@@ -6,6 +6,7 @@
 // episodes into update()) and the evaluation report the statistics they promise.
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -18,11 +19,11 @@
 #include "catch.hpp"
 #include "sparserl/agents/policy_agent.hpp"
 #include "sparserl/agents/torch/learner.hpp"
-#include "sparserl/reward/timing_lane.hpp"
 #include "sparserl/agents/training.hpp"
 #include "sparserl/datasets/matrix_store.hpp"
 #include "sparserl/env/sparse_cuda_env.hpp"
 #include "sparserl/env/vector_env.hpp"
+#include "sparserl/reward/timing_lane.hpp"
 
 namespace {
 
@@ -424,6 +425,77 @@ TEST_CASE("the log-probabilities recorded at sampling are the ones the learner s
   rollouts[1].completion.log_probs.pop_back();
   CHECK_THROWS_WITH(recorded_log_probs(learner, rollouts, batch),
                     sparserl::testing::has_substring("rollout 1: "));
+}
+
+namespace {
+
+// A backend whose evaluations end, in turn, in a timeout, a worker crash and a compiled verdict
+// (at the run stage, as the evaluator reports a hung kernel and a dead worker).
+class FailingBackend : public env::EvaluationBackend {
+ public:
+  std::future<reward::EvalResult> submit(const datasets::Task&, std::string) override {
+    reward::EvalResult r;
+    switch (calls_++ % 3) {
+      case 0:
+        r.stage = reward::Stage::run;
+        r.error = reward::ErrorKind::timeout;
+        break;
+      case 1:
+        r.stage = reward::Stage::run;
+        r.error = reward::ErrorKind::crash;
+        break;
+      default:
+        r.stage = reward::Stage::compile;
+        r.compiled = true;
+    }
+    std::promise<reward::EvalResult> promise;
+    promise.set_value(std::move(r));
+    return promise.get_future();
+  }
+  [[nodiscard]] std::string describe() const override { return "failing backend (tests)"; }
+
+ private:
+  std::atomic<int> calls_{0};
+};
+
+}  // namespace
+
+TEST_CASE("an RL update's record counts its evaluations' timeouts and worker crashes",
+          "[agents][rl]") {
+  RlConfig config;
+  config.agent = tiny_config(env::MaskMode::syntax, 48);
+  config.agent.algorithm = "grpo";
+  config.updates = 2;
+  config.tasks_per_update = 2;
+  config.samples_per_task = 3;
+  config.output_dir = sparserl::testing::scratch_dir("agents_rl_failures");
+  env::SparseCudaEnv env(env_config(48), tokenizer(),
+                         env::TaskSource::from_uris(kUris, {}, env::TaskOrder::shuffled), store(),
+                         std::make_shared<FailingBackend>());
+  std::map<std::int64_t, std::pair<int, int>>
+      seen;  // update -> (timeouts, crashes) of its episodes
+  std::map<std::int64_t, env::Statistics> records;
+  std::int64_t update = 1;
+  const StageResult result = run_rl(
+      config, env,
+      [&](std::string_view, std::int64_t step, const env::Statistics& s) {
+        records[step] = s;
+        update = step + 1;
+      },
+      [&](const env::Episode& e) {
+        REQUIRE(e.eval.has_value());  // the syntax mask closes every program within its budget
+        seen[update].first += e.eval->error == reward::ErrorKind::timeout ? 1 : 0;
+        seen[update].second += e.eval->error == reward::ErrorKind::crash ? 1 : 0;
+      });
+  REQUIRE(result.steps == 2);
+  for (const std::int64_t step : {1, 2}) {
+    INFO("update " << step);
+    CHECK(find_statistic(records.at(step), "env/timeouts") == seen[step].first);
+    CHECK(find_statistic(records.at(step), "env/worker_crashes") == seen[step].second);
+  }
+  // 12 evaluations in turn: 4 timeouts and 4 crashes over the two updates.
+  CHECK(seen[1].first + seen[2].first == 4);
+  CHECK(seen[1].second + seen[2].second == 4);
 }
 
 TEST_CASE("REINFORCE, PPO and GRPO updates report their statistics", "[agents][rl]") {

@@ -115,6 +115,21 @@ void add_device_memory(const PolicyAgent& agent, env::Statistics& stats) {
   }
 }
 
+// The update's evaluations that ended without a verdict on the program: "env/timeouts" (a stage
+// overran its deadline - a hung kernel, the worker killed and replaced) and "env/worker_crashes"
+// (the worker process died). Each costs the evaluator a replacement worker and its caches, so an
+// update that took minutes names its cause here (docs/study.md's slow updates).
+void add_evaluation_failures(const std::vector<env::Episode>& episodes, env::Statistics& stats) {
+  int timeouts = 0, crashes = 0;
+  for (const env::Episode& e : episodes) {
+    if (!e.eval) continue;
+    timeouts += e.eval->error == reward::ErrorKind::timeout ? 1 : 0;
+    crashes += e.eval->error == reward::ErrorKind::crash ? 1 : 0;
+  }
+  stats.emplace_back("env/timeouts", timeouts);
+  stats.emplace_back("env/worker_crashes", crashes);
+}
+
 }  // namespace
 
 double find_statistic(const env::Statistics& statistics, std::string_view name) {
@@ -461,6 +476,7 @@ StageResult run_rl(const RlConfig& config, env::SparseCudaEnv& env,
     stats.emplace_back("perf/generation_graphs", static_cast<double>(profile.graphs));
     stats.emplace_back("perf/generation_capture_seconds", profile.capture_seconds);
     stats.emplace_back("perf/step_seconds", seconds_since(step_start));
+    add_evaluation_failures(episodes, stats);
     add_device_memory(*agent, stats);
     if (ranks > 1) reduce_timings(*config.group, stats, generated, generation_seconds);
     return stats;
