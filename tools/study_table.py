@@ -6,7 +6,9 @@ Reads TABLES/TABLE-val/compare.csv and TABLES/TABLE-test/compare.csv (as tools/s
 for each part the IQM speedup over cuSPARSE's best path, its geometric mean, the IQM oracle
 fraction, pass@1 and the share of answers below 0.5x, then P(agent > reference) on both parts -
 each with its 95% bootstrap interval where the interval is not a point (an agent of one run has
-nothing to resample in the speedup's interval). Figures are those of one regime (default: large,
+nothing to resample in the speedup's interval). A second table gives pass@8 of correctness (the
+unbiased estimate from the samples), the greedy answers' compile rate and the share of matrices
+whose greedy answer is correct and not in the agent's training corpus (novel), on both parts. Figures are those of one regime (default: large,
 the headline). Template, random and the reference come first, the other agents in name order; an
 agent missing from one part is an error, as is a part's table missing.
 
@@ -25,6 +27,12 @@ COLUMNS = (
     ("IQM oracle fraction", "oracle_fraction_iqm", "f"),
     ("pass@1", "pass@1", "%"),
     ("answers < 0.5x", "slow_share", "%"),
+)
+# The second table's: correctness over the samples, the greedy answers' compile rate and novelty.
+OUTCOMES = (
+    ("pass@8", "pass@8", "%"),
+    ("greedy compile", "compile_rate", "%"),
+    ("novel correct answers", "novel_correct_share", "%"),
 )
 
 
@@ -71,7 +79,8 @@ def cell(row, form):
     return f"{point} [{show(row['low'])}, {show(row['high'])}]"
 
 
-def table(tables, name, regime):
+def read_parts(tables, name, regime):
+    """(val, test, agents in the table's order, reference) of TABLE-val and TABLE-test."""
     parts = {part: read_table(os.path.join(tables, f"{name}-{part}", "compare.csv"), regime)
              for part in ("val", "test")}
     (val, order, reference), (test, _, test_reference) = parts["val"], parts["test"]
@@ -84,24 +93,41 @@ def table(tables, name, regime):
         if agent not in val:
             raise ValueError(f"{agent} is in the test table but not in the val table")
     first = [a for a in FIRST if a in val] + ([reference] if reference in val else [])
-    agents = first + sorted(a for a in order if a not in first)
+    return val, test, first + sorted(a for a in order if a not in first), reference
 
+
+def rows_of(val, test, agents, columns, reference=None, improvement=False):
+    """Markdown lines: agent, runs, each column on val then test, and with `improvement`
+    P(agent > reference) on both parts."""
     titles = ["agent", "runs"]
-    titles += [f"{part} {title}" for part in ("val", "test") for title, _, _ in COLUMNS]
-    titles.append(f"P(agent > {reference}) val / test" if reference else "P(agent > reference)")
+    titles += [f"{part} {title}" for part in ("val", "test") for title, _, _ in columns]
+    if improvement:
+        titles.append(f"P(agent > {reference}) val / test" if reference else "P(agent > reference)")
     lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
     for agent in agents:
         runs = val[agent]["speedup_iqm"]["runs"] if "speedup_iqm" in val[agent] else "?"
         cells = [agent, runs]
         for figures in (val, test):
-            cells += [cell(figures[agent].get(metric), form) for _, metric, form in COLUMNS]
-        if agent == reference:
+            cells += [cell(figures[agent].get(metric), form) for _, metric, form in columns]
+        if improvement and agent == reference:
             cells.append("(reference)")
-        else:
+        elif improvement:
             cells.append(" / ".join(cell(f[agent].get("probability_of_improvement"), "f")
                                     for f in (val, test)))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def table(tables, name, regime):
+    """The summary table: speed, oracle fraction, pass@1, slow answers and P(> reference)."""
+    val, test, agents, reference = read_parts(tables, name, regime)
+    return rows_of(val, test, agents, COLUMNS, reference, improvement=True)
+
+
+def outcomes_table(tables, name, regime):
+    """The second table: pass@8, the greedy compile rate and the novel correct share."""
+    val, test, agents, _ = read_parts(tables, name, regime)
+    return rows_of(val, test, agents, OUTCOMES)
 
 
 def main(argv):
@@ -112,6 +138,8 @@ def main(argv):
     args = parser.parse_args(argv)
     try:
         print(table(args.tables, args.table, args.regime))
+        print()
+        print(outcomes_table(args.tables, args.table, args.regime))
     except (OSError, ValueError) as e:
         print(f"study_table: {e}", file=sys.stderr)
         return 2

@@ -2,7 +2,8 @@
 """Tests of tools/study_table.py, the study's summary table from the val and test compare.csv files:
 on made-up tables (three agents, two regimes) the row of each agent in the right order with the
 large regime's figures, intervals where they are not points, percentages, the reference's cell and
-P(agent > reference) on both parts; a part's missing table, an agent in one part only, a file that
+P(agent > reference) on both parts, and the second table's pass@8, greedy compile rate and
+novel share; a part's missing table, an agent in one part only, a file that
 is no compare.csv and two references are errors that name the file or the agent; and the committed
 examples folder's tables read. Plain unittest: `python3 tests/tools/study_table_test.py`.
 """
@@ -26,7 +27,9 @@ def rows(agent, runs, speedup, low, high, pass1, versus=None, p=None):
     for regime, scale in (("large", 1.0), ("all", 2.0)):
         figures = {"speedup_iqm": (speedup * scale, low * scale, high * scale),
                    "speedup_geomean": (0.9, 0.9, 0.9), "oracle_fraction_iqm": (0.95, 0.94, 0.96),
-                   "pass@1": (pass1, pass1, pass1), "slow_share": (0.05, 0.0, 0.1)}
+                   "pass@1": (pass1, pass1, pass1), "slow_share": (0.05, 0.0, 0.1),
+                   "pass@8": (1.0, 1.0, 1.0), "compile_rate": (0.95, 0.95, 0.95),
+                   "novel_correct_share": (0.025, 0.0, 0.05)}
         for metric, (point, lo, hi) in figures.items():
             out.append(f"{agent},{regime},{metric},{point},{lo},{hi},{runs},20,,\n")
         if versus:
@@ -65,6 +68,14 @@ class StudyTableTest(unittest.TestCase):
                          "92.5% | 5.0% [0.0%, 10.0%] | (reference) |")
         self.assertTrue(lines[2].startswith("| template | 1 | 1.020 | 0.900 |"))
         self.assertTrue(lines[4].endswith("| 0.700 [0.600, 0.800] / 0.700 [0.600, 0.800] |"))
+        # The second table: pass@8, the greedy compile rate, novelty; no P column.
+        outcomes = study_table.outcomes_table(self.tables, "spmv-f32", "large").splitlines()
+        self.assertEqual(outcomes[0], "| agent | runs | val pass@8 | val greedy compile | "
+                         "val novel correct answers | test pass@8 | test greedy compile | "
+                         "test novel correct answers |")
+        self.assertEqual([l.split(" | ")[0][2:] for l in outcomes[2:]], ["template", "sft", "grpo"])
+        self.assertEqual(outcomes[4], "| grpo | 3 | 100.0% | 95.0% | 2.5% [0.0%, 5.0%] | 100.0% | "
+                         "95.0% | 2.5% [0.0%, 5.0%] |")
         # The all regime's figures when asked.
         self.assertIn("| grpo | 3 | 2.000 [1.960, 2.040] |",
                       study_table.table(self.tables, "spmv-f32", "all"))
@@ -89,6 +100,7 @@ class StudyTableTest(unittest.TestCase):
         text = study_table.table(tables, "spmv-f32", "large")
         self.assertIn("| sft | 2 |", text)
         self.assertIn("(reference)", text)
+        self.assertIn("| sft | 2 | 100.0% |", study_table.outcomes_table(tables, "spmv-f32", "large"))
 
 
 if __name__ == "__main__":
