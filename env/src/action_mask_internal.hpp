@@ -735,7 +735,7 @@ struct ActionMask::State {
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
   // A block's pointer declarator's `=` or `{`, or `==` / `!=` after a pointer operand, was just
   // read (see pointer_init_refuses); a builtin whose first parameter is a pointer was just named
-  // (its `(` next), that `(` was just read; a group's `(` was just read where one of the three (or
+  // or a reinterpret_cast to a pointer's `>` read (its `(` next), that `(` was just read; a group's `(` was just read where one of the three (or
   // another such group) starts a pointer.
   bool pointer_init = false, pointer_named = false, pointer_arg = false, pointer_group = false;
   // Per code stack index: the bracket holds a pointer's value - a load's, a store's or an
@@ -862,7 +862,8 @@ bool makes_value_due(const State& s, const TokenInfo& k, bool binary, bool prefi
 bool floating_value_allowed(const State& s, const TokenInfo& k);
 struct OperandStep {
   bool floating_open = false, floating_unary = false, floating_number = false;
-  bool pointer_open = false;  // a load's, a store's or an atomic's `(`
+  bool pointer_open = false;  // a load's, a store's or an atomic's `(`, a pointer reinterpret's
+  bool reinterpret_pointer = false;  // the `>` of a reinterpret_cast to a pointer (its `(` next)
   bool pointer_group_open = false;  // State::pointer_group's `(`
   bool floating_comma = false, void_open = false, void_close = false;
   bool operand_before = false, unary_sign = false, binary = false, prefix = false;

@@ -184,6 +184,12 @@ OperandStep begin_operand_step(State& s, const TokenInfo& k, bool declares, bool
   o.floating_number = k.cat == Cat::num && s.floating_due;
   o.pointer_open =
       k.cat == Cat::open_paren && s.ctx == ctx_call_args && s.pointer_named && !on_line(s);
+  // A reinterpret_cast to a pointer (`<T*>`, `<T* const>`; not to a reference) converts a pointer
+  // or an integer: its `(` starts a pointer as a load's does (NVRTC: "invalid type conversion" of
+  // `reinterpret_cast<unsigned** const>(value_t(...))`). State::pointer_named carries its `>`.
+  o.reinterpret_pointer = k.word == w_angle_close && !on_line(s) && s.depth > 0 &&
+                          innermost(s) == kCastAngle && s.reinterpret_angle && !s.reference &&
+                          (s.ctx == ctx_ptr || (s.ctx == ctx_qual && s.starred));
   // (A group opened where a pointer starts starts one too: `atomicAdd((int*)p, 1)`, and not
   // `atomicSub((NNZ) / M > .18, 1)`; so does one at a `*(` group's start, `*((NNZ > .8))`, but
   // where a floating argument is due, whose rules (a floating number) own it.)
@@ -372,7 +378,7 @@ void take_operand_step(State& s, const TokenInfo& k, const OperandStep& o) {
   if (k.role == role_type) s.last_type = k.type_cat;
   if (k.role == role_type) s.void_type = k.word == w_void;
   s.floating_named = k.floating_value;
-  s.pointer_named = k.pointer_first;
+  s.pointer_named = k.pointer_first || o.reinterpret_pointer;
   s.pointer_group = o.pointer_group_open;
   s.pointer_values &= level - 1u;  // closed brackets' bits go; a load's first argument ends at `,`
   if (k.cat == Cat::comma) s.pointer_values &= ~(level >> 1u);

@@ -5,7 +5,8 @@
 // no sign or builtin; a static_cast to a pointer takes no value; a divisor is no bool; a group
 // after `&` over a value is subscripted by nothing; an array's bound holds no bool or cast; a
 // pointer's `==` / `!=` starts its right operand as a pointer; a C cast where a pointer starts is
-// no cast to a value's reference - each
+// no cast to a value's reference; a reinterpret_cast to a pointer converts what may be a pointer -
+// each
 // refused where NVRTC would refuse it, and the near forms the design space writes accepted. (The
 // mask's episode-level properties are action_mask_test.cpp's.)
 #include <string>
@@ -321,6 +322,25 @@ TEST_CASE("a reinterpret_cast is to no bool, nor to a qualified floating or vect
   // (Casts to pointers, to an integer, to a qualified pointer type are accepted.)
   CHECK(refused_in("float4* v = reinterpret_cast<float4*>(a); long l = reinterpret_cast<long>(q);"
                    " const float* b = reinterpret_cast<const float*>(q); bool c = (bool)i;") == "");
+}
+
+TEST_CASE("a reinterpret_cast to a pointer converts what may be a pointer", "[env][mask]") {
+  // (NVRTC: "invalid type conversion" of `reinterpret_cast<unsigned** __restrict__ const>(
+  // value_t(N < ...))`: issue 28's metric, seed 4. Its `(` starts a pointer as a load's does:
+  // no type word, builtin, prelude constant, literal, true / false, sign, `!`, `~` or sizeof
+  // there, and after an operand no binary operator but + - and the assignments.)
+  CHECK(refused_in("reinterpret_cast<float4*>(float(i));") == "float");
+  CHECK(refused_in("reinterpret_cast<unsigned** __restrict__ const>(x < 1);") == "<");
+  CHECK(refused_in("reinterpret_cast<int*>(warpSize);") == "warpSize");
+  CHECK(refused_in("reinterpret_cast<int* const>(K);") == "K");
+  CHECK(refused_in("reinterpret_cast<int*>(-q);") == "-");
+  CHECK(refused_in("reinterpret_cast<int*>(q && a);") == "&&");
+  // (A pointer, its sum, an address, a C cast's group, the null pointer, a cast to a reference
+  // or an integer, a dereferenced cast are accepted.)
+  CHECK(refused_in("float4* v = reinterpret_cast<float4*>(a + 4); int2* w = reinterpret_cast<int2*>"
+                   "(&i); const int* r = reinterpret_cast<const int*>((void*)a); v = "
+                   "reinterpret_cast<float4*>(0); reinterpret_cast<float*&>(a) = a; long l = "
+                   "reinterpret_cast<long>(q); float y = *reinterpret_cast<float*>(q);") == "");
 }
 
 TEST_CASE("a vector's value stands where a vector is due alone", "[env][mask]") {

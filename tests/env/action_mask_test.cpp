@@ -822,7 +822,7 @@ TEST_CASE("type words stand only where a declaration, a cast or a functional cas
            "unsigned long long int v1 = 0 , v2 ; signed char v3 ; short int v4 ;",
            "long v1 ; unsigned v2 = 0 ; long int v3 ;",
            "value_t v1 = value_t ( 0 ) + float ( 1 ) ; int v2 = ( int ) sizeof ( value_t ) ;",
-           "const float4 * __restrict__ v1 = reinterpret_cast < const float4 * > ( M ) ;",
+           "const float4 * __restrict__ v1 = reinterpret_cast < const float4 * > ( 0 ) ;",
            "__shared__ value_t v1 [ 4 ] ; for ( int v2 = 0 , v3 = 1 ; v2 < M ; ++ v2 ) { }",
            "int v1 = 0 ; if ( v1 < N ) { const int * const v2 = & v1 ; }",
            "template < int v1 > __device__ __forceinline__ value_t v2 ( const value_t * v3 , int "
