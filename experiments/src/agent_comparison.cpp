@@ -365,6 +365,9 @@ std::vector<MetricSpec> metric_specs(const Comparison& c) {
   }
   specs.push_back({"compile_rate", Statistic::mean, false,
                    [](const MatrixResult& r) { return r.compiled ? 1.0 : 0.0; }});
+  // The answer's correctness alone (pass@1 counts the samples too): the study's greedy aim.
+  specs.push_back({"correct_rate", Statistic::mean, true,
+                   [](const MatrixResult& r) { return r.correct ? 1.0 : 0.0; }});
   if (c.novel) {
     specs.push_back({"novel_correct_share", Statistic::mean, true, [](const MatrixResult& r) {
                        return r.correct && r.novel.value_or(false) ? 1.0 : 0.0;
@@ -529,7 +532,7 @@ namespace {
 std::string_view regime_title(RegimeScope regime) { return kRegimeTitles.name(regime); }
 
 bool is_share(const std::string& metric) {
-  return metric.rfind("pass@", 0) == 0 || metric == "compile_rate" ||
+  return metric.rfind("pass@", 0) == 0 || metric == "compile_rate" || metric == "correct_rate" ||
          metric == "novel_correct_share" || metric == "slow_share";
 }
 
@@ -555,6 +558,7 @@ std::string metric_header(const std::string& metric) {
   if (metric == "speedup_geomean") return "geomean speedup (failures as 1)";
   if (metric == "slow_share") return "answers < 0.5x";
   if (metric == "compile_rate") return "compile rate";
+  if (metric == "correct_rate") return "correct answers";
   if (metric == "novel_correct_share") return "novel correct answers";
   return metric;  // pass@1, pass@k
 }
@@ -606,6 +610,7 @@ void section_tables(std::ostringstream& md, const Comparison& c, const RegimeSec
   std::vector<std::string> correctness = {"pass@1"};
   if (c.k > 1) correctness.emplace_back("pass@" + std::to_string(c.k));
   correctness.emplace_back("compile_rate");
+  correctness.emplace_back("correct_rate");
   if (c.novel) correctness.emplace_back("novel_correct_share");
   table(md, s, correctness, c.reference, false);
 }

@@ -238,6 +238,8 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   CHECK(point("grpo all pass@1") == Approx(11.0 / 12));
   CHECK(point("grpo all pass@4") == Approx(11.0 / 12));
   CHECK(point("grpo all compile_rate") == Approx(11.0 / 12));
+  CHECK(point("grpo all correct_rate") == Approx(11.0 / 12));  // the answers alone
+  CHECK(point("sft all correct_rate") == 1.0);
   CHECK(point("grpo all novel_correct_share") == Approx(3.0 / 12));
   CHECK(csv.at("sft all novel_correct_share")[3].empty());  // no novel value: n/a
 
@@ -250,10 +252,10 @@ TEST_CASE("compare: two agents x three seeds against hand-computed figures", "[c
   CHECK_THAT(md, has_substring("| sft | 3 | 2 [2, 2] | 0.5 [0.5, 0.5] | 2 [2, 2] | 0.0% [0.0%, "
                                "0.0%] | (reference) | |"));
   CHECK(point("grpo all slow_share") == 0.0);  // the failure counts 1.0: no slow answer
-  CHECK_THAT(md, has_substring("| agent | runs | pass@1 | pass@4 | compile rate | novel correct "
-                               "answers |"));
+  CHECK_THAT(md, has_substring("| agent | runs | pass@1 | pass@4 | compile rate | correct answers "
+                               "| novel correct answers |"));
   CHECK_THAT(md, has_substring("| sft | 3 | 60.0% [60.0%, 60.0%] | 100.0% [100.0%, 100.0%] | "
-                               "100.0% [100.0%, 100.0%] | n/a |"));
+                               "100.0% [100.0%, 100.0%] | 100.0% [100.0%, 100.0%] | n/a |"));
   CHECK_THAT(md, has_substring("(intervals.png not drawn: '/nonexistent/gnuplot' not found"));
   CHECK_THAT(md, has_substring("500 replicates"));
   CHECK_THAT(md, has_substring("counts 1.0: the user falls back to cuSPARSE"));
@@ -345,7 +347,8 @@ TEST_CASE("compare: without a GPU everything but the compile rate is n/a", "[com
       {"skipped plot intervals.png: no agent has a timed speedup", "grpo  n/a   n/a"});
   const auto csv = read_csv(out / "compare.csv");
   for (const char* metric :
-       {"speedup_iqm", "speedup_geomean", "slow_share", "pass@1", "probability_of_improvement"}) {
+       {"speedup_iqm", "speedup_geomean", "slow_share", "pass@1", "correct_rate",
+        "probability_of_improvement"}) {
     INFO(metric);
     CHECK(csv.at(std::string("grpo all ") + metric)[3].empty());  // n/a, never 0
   }
