@@ -8,7 +8,12 @@ fraction, pass@1 and the share of answers below 0.5x, then P(agent > reference) 
 each with its 95% bootstrap interval where the interval is not a point (an agent of one run has
 nothing to resample in the speedup's interval). A second table gives pass@8 of correctness (the
 unbiased estimate from the samples), the greedy answers' compile rate and the share of matrices
-whose greedy answer is correct and not in the agent's training corpus (novel), on both parts. Figures are those of one regime (default: large,
+whose greedy answer is correct and not in the agent's training corpus (novel), on both parts.
+Then issue 26's three aims on the test part, each measured against its threshold: every learned
+agent's greedy correctness >= 95% (compare's correct_rate), the best learned agent's IQM oracle
+fraction >= 0.90, and each RL agent ahead of the reference by more than its interval (P(agent >
+reference) with its 95% interval above 0.5). Learned agents are all but template and random; RL
+agents the learned ones whose names do not start with "sft". Figures are those of one regime (default: large,
 the headline). Template, random and the reference come first, the other agents in name order; an
 agent missing from one part is an error, as is a part's table missing.
 
@@ -130,6 +135,48 @@ def outcomes_table(tables, name, regime):
     return rows_of(val, test, agents, OUTCOMES)
 
 
+def aims(tables, name, regime):
+    """Issue 26's aims on the test part, one markdown line each, every figure with its verdict."""
+    _, test, agents, reference = read_parts(tables, name, regime)
+    learned = [a for a in agents if a not in FIRST]
+    rl = [a for a in learned if not a.startswith("sft")]
+
+    def point(agent, metric):
+        row = test[agent].get(metric)
+        return None if row is None or row["point"] == "" else float(row["point"])
+
+    def verdict(ok):
+        return "met" if ok else "missed"
+
+    lines = [f"Aims on the test part ({regime} regime):"]
+    correct = [(a, point(a, "correct_rate")) for a in learned]
+    if all(v is None for _, v in correct):
+        lines.append("- greedy correctness >= 95%: n/a (no correct_rate in the tables: sparserl "
+                     "compare before it)")
+    else:
+        cells = ", ".join(f"{a} {'n/a' if v is None else f'{100 * v:.1f}%'}" for a, v in correct)
+        ok = all(v is not None and v >= 0.95 for _, v in correct)
+        lines.append(f"- greedy correctness >= 95% for every learned agent: {verdict(ok)} ({cells})")
+    fractions = [(point(a, "oracle_fraction_iqm"), a) for a in learned]
+    fractions = [(v, a) for v, a in fractions if v is not None]
+    if fractions:
+        best, who = max(fractions)
+        lines.append(f"- the best learned agent >= 0.90 of the oracle (IQM oracle fraction): "
+                     f"{verdict(best >= 0.90)} ({who} {best:.3f})")
+    else:
+        lines.append("- the best learned agent >= 0.90 of the oracle: n/a (no oracle fraction)")
+    for agent in rl:
+        row = test[agent].get("probability_of_improvement")
+        if row is None or row["point"] == "":
+            lines.append(f"- {agent} ahead of {reference} beyond its interval: n/a")
+            continue
+        low = float(row["low"]) if row["low"] != "" else float(row["point"])
+        lines.append(f"- {agent} ahead of {reference} beyond its interval (P(agent > "
+                     f"{reference}) > 0.5 at its low end): {verdict(low > 0.5)} "
+                     f"({cell(row, 'f')})")
+    return "\n".join(lines)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tables", help="the folder holding TABLE-val/ and TABLE-test/")
@@ -140,6 +187,8 @@ def main(argv):
         print(table(args.tables, args.table, args.regime))
         print()
         print(outcomes_table(args.tables, args.table, args.regime))
+        print()
+        print(aims(args.tables, args.table, args.regime))
     except (OSError, ValueError) as e:
         print(f"study_table: {e}", file=sys.stderr)
         return 2

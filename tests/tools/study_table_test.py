@@ -3,7 +3,7 @@
 on made-up tables (three agents, two regimes) the row of each agent in the right order with the
 large regime's figures, intervals where they are not points, percentages, the reference's cell and
 P(agent > reference) on both parts, and the second table's pass@8, greedy compile rate and
-novel share; a part's missing table, an agent in one part only, a file that
+novel share, and the aims' verdicts; a part's missing table, an agent in one part only, a file that
 is no compare.csv and two references are errors that name the file or the agent; and the committed
 examples folder's tables read. Plain unittest: `python3 tests/tools/study_table_test.py`.
 """
@@ -21,7 +21,7 @@ import study_table  # noqa: E402
 HEADER = "agent,regime,metric,point,low,high,runs,matrices,versus,paired\n"
 
 
-def rows(agent, runs, speedup, low, high, pass1, versus=None, p=None):
+def rows(agent, runs, speedup, low, high, pass1, versus=None, p=None, correct=1.0):
     """compare.csv lines of one agent in regimes large (the given figures) and all (others)."""
     out = []
     for regime, scale in (("large", 1.0), ("all", 2.0)):
@@ -29,6 +29,7 @@ def rows(agent, runs, speedup, low, high, pass1, versus=None, p=None):
                    "speedup_geomean": (0.9, 0.9, 0.9), "oracle_fraction_iqm": (0.95, 0.94, 0.96),
                    "pass@1": (pass1, pass1, pass1), "slow_share": (0.05, 0.0, 0.1),
                    "pass@8": (1.0, 1.0, 1.0), "compile_rate": (0.95, 0.95, 0.95),
+                   "correct_rate": (correct, correct, correct),
                    "novel_correct_share": (0.025, 0.0, 0.05)}
         for metric, (point, lo, hi) in figures.items():
             out.append(f"{agent},{regime},{metric},{point},{lo},{hi},{runs},20,,\n")
@@ -79,6 +80,21 @@ class StudyTableTest(unittest.TestCase):
         # The all regime's figures when asked.
         self.assertIn("| grpo | 3 | 2.000 [1.960, 2.040] |",
                       study_table.table(self.tables, "spmv-f32", "all"))
+
+    def test_aims(self):
+        # grpo: P 0.7 [0.6, 0.8], met; ppo: P 0.55 [0.45, 0.65], missed, its answers 90% correct.
+        for part in ("val", "test"):
+            self.standard(part, rows("ppo", 2, 0.98, 0.96, 1.0, 0.9, "sft", 0.55, correct=0.9))
+        lines = study_table.aims(self.tables, "spmv-f32", "large").splitlines()
+        self.assertEqual(lines[0], "Aims on the test part (large regime):")
+        self.assertEqual(lines[1], "- greedy correctness >= 95% for every learned agent: missed "
+                         "(sft 100.0%, grpo 100.0%, ppo 90.0%)")
+        self.assertEqual(lines[2], "- the best learned agent >= 0.90 of the oracle (IQM oracle "
+                         "fraction): met (sft 0.950)")
+        self.assertIn("- grpo ahead of sft beyond its interval", lines[3])
+        self.assertTrue(lines[3].endswith(": met (0.700 [0.600, 0.800])"))
+        self.assertTrue(lines[4].endswith(": missed (0.550 [0.450, 0.650])"))
+        self.assertEqual(len(lines), 5)  # template is no learned agent, sft no RL one
 
     def test_errors(self):
         self.standard("val")
