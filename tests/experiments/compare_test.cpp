@@ -346,9 +346,8 @@ TEST_CASE("compare: without a GPU everything but the compile rate is n/a", "[com
       cli() + "'" + (root / "cpu").string() + "' --reps 100 --out '" + out.string() + "'", 0,
       {"skipped plot intervals.png: no agent has a timed speedup", "grpo  n/a   n/a"});
   const auto csv = read_csv(out / "compare.csv");
-  for (const char* metric :
-       {"speedup_iqm", "speedup_geomean", "slow_share", "pass@1", "correct_rate",
-        "probability_of_improvement"}) {
+  for (const char* metric : {"speedup_iqm", "speedup_geomean", "slow_share", "pass@1",
+                             "correct_rate", "probability_of_improvement"}) {
     INFO(metric);
     CHECK(csv.at(std::string("grpo all ") + metric)[3].empty());  // n/a, never 0
   }
