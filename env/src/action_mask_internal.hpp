@@ -735,8 +735,8 @@ struct ActionMask::State {
   bool static_pointer = false;  // a static_cast to a pointer's `>` or `(` was just read
   // A block's pointer declarator's `=` or `{`, or `==` / `!=` after a pointer operand, was just
   // read (see pointer_init_refuses); a builtin whose first parameter is a pointer was just named
-  // or a reinterpret_cast to a pointer's `>` read (its `(` next), that `(` was just read; a group's `(` was just read where one of the three (or
-  // another such group) starts a pointer.
+  // or a reinterpret_cast to a pointer's `>` read (its `(` next), that `(` was just read; a group's
+  // `(` was just read where one of the three (or another such group) starts a pointer.
   bool pointer_init = false, pointer_named = false, pointer_arg = false, pointer_group = false;
   // Per code stack index: the bracket holds a pointer's value - a load's, a store's or an
   // atomic's `(` until its first `,`, a group opened where a pointer starts (see
