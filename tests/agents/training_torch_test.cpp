@@ -76,11 +76,14 @@ env::EnvConfig env_config(int max_tokens) {
   return c;
 }
 
-std::unique_ptr<env::SparseCudaEnv> make_env(int max_tokens, int env_id = 0) {
+// The tests' env over kUris; its evaluations by `backend` (default: the parsing backend).
+std::unique_ptr<env::SparseCudaEnv> make_env(
+    int max_tokens, int env_id = 0, std::shared_ptr<env::EvaluationBackend> backend = nullptr) {
+  if (!backend) backend = std::make_shared<agents::testing::ParsingBackend>();
   return std::make_unique<env::SparseCudaEnv>(
       env_config(max_tokens), tokenizer(),
-      env::TaskSource::from_uris(kUris, {}, env::TaskOrder::shuffled), store(),
-      std::make_shared<agents::testing::ParsingBackend>(), env_id);
+      env::TaskSource::from_uris(kUris, {}, env::TaskOrder::shuffled), store(), std::move(backend),
+      env_id);
 }
 
 // Every logged value of a run, keyed by "step name".
@@ -469,15 +472,13 @@ TEST_CASE("an RL update's record counts its evaluations' timeouts and worker cra
   config.tasks_per_update = 2;
   config.samples_per_task = 3;
   config.output_dir = sparserl::testing::scratch_dir("agents_rl_failures");
-  env::SparseCudaEnv env(env_config(48), tokenizer(),
-                         env::TaskSource::from_uris(kUris, {}, env::TaskOrder::shuffled), store(),
-                         std::make_shared<FailingBackend>());
-  std::map<std::int64_t, std::pair<int, int>>
-      seen;  // update -> (timeouts, crashes) of its episodes
+  const auto failing = make_env(48, 0, std::make_shared<FailingBackend>());
+  // update -> (timeouts, crashes) of its episodes
+  std::map<std::int64_t, std::pair<int, int>> seen;
   std::map<std::int64_t, env::Statistics> records;
   std::int64_t update = 1;
   const StageResult result = run_rl(
-      config, env,
+      config, *failing,
       [&](std::string_view, std::int64_t step, const env::Statistics& s) {
         records[step] = s;
         update = step + 1;
