@@ -13,9 +13,9 @@ Then issue 26's three aims on the test part, each measured against its threshold
 agent's greedy correctness >= 95% (compare's correct_rate), the best learned agent's IQM oracle
 fraction >= 0.90, and each RL agent ahead of the reference by more than its interval (P(agent >
 reference) with its 95% interval above 0.5). Learned agents are all but template and random; RL
-agents the learned ones whose names do not start with "sft". Figures are those of one regime (default: large,
-the headline). Template, random and the reference come first, the other agents in name order; an
-agent missing from one part is an error, as is a part's table missing.
+agents the learned ones whose names do not start with "sft". Figures are those of one regime
+(default: large, the headline). Template, random and the reference come first, the other agents
+in name order; an agent missing from one part is an error, as is a part's table missing.
 
 Usage: tools/study_table.py TABLES [--table spmv-f32] [--regime large]
 """
@@ -125,19 +125,32 @@ def rows_of(val, test, agents, columns, reference=None, improvement=False):
 
 def table(tables, name, regime):
     """The summary table: speed, oracle fraction, pass@1, slow answers and P(> reference)."""
-    val, test, agents, reference = read_parts(tables, name, regime)
-    return rows_of(val, test, agents, COLUMNS, reference, improvement=True)
+    return summary_rows(read_parts(tables, name, regime))
 
 
 def outcomes_table(tables, name, regime):
     """The second table: pass@8, the greedy compile rate and the novel correct share."""
-    val, test, agents, _ = read_parts(tables, name, regime)
-    return rows_of(val, test, agents, OUTCOMES)
+    return outcome_rows(read_parts(tables, name, regime))
 
 
 def aims(tables, name, regime):
     """Issue 26's aims on the test part, one markdown line each, every figure with its verdict."""
-    _, test, agents, reference = read_parts(tables, name, regime)
+    return aim_lines(read_parts(tables, name, regime), regime)
+
+
+# The three outputs of read_parts()' figures (main reads the tables once for all three).
+def summary_rows(parts):
+    val, test, agents, reference = parts
+    return rows_of(val, test, agents, COLUMNS, reference, improvement=True)
+
+
+def outcome_rows(parts):
+    val, test, agents, _ = parts
+    return rows_of(val, test, agents, OUTCOMES)
+
+
+def aim_lines(parts, regime):
+    _, test, agents, reference = parts
     learned = [a for a in agents if a not in FIRST]
     rl = [a for a in learned if not a.startswith("sft")]
 
@@ -184,11 +197,12 @@ def main(argv):
     parser.add_argument("--regime", default="large")
     args = parser.parse_args(argv)
     try:
-        print(table(args.tables, args.table, args.regime))
+        parts = read_parts(args.tables, args.table, args.regime)
+        print(summary_rows(parts))
         print()
-        print(outcomes_table(args.tables, args.table, args.regime))
+        print(outcome_rows(parts))
         print()
-        print(aims(args.tables, args.table, args.regime))
+        print(aim_lines(parts, args.regime))
     except (OSError, ValueError) as e:
         print(f"study_table: {e}", file=sys.stderr)
         return 2

@@ -9,8 +9,9 @@ converting and uploading formats, choosing the cuSPARSE path, the checks and tim
 deadline calibrations' waiting (`calibrate`, a new task's first GPU work), the evaluations that
 ended in a timeout (a hung kernel: its worker killed and replaced, caches and all) or a worker
 crash, the slowest evaluation's wall time (eval_json's `wall_ms`; the evaluator's queue included)
-and the three largest stages by name. The phases are per program and summed: programs evaluated side by side overlap,
-so a sum is work done, not wall time (metrics.jsonl's perf/evaluation_seconds is the wall time).
+and the three largest stages by name. The phases are per program and summed: programs evaluated
+side by side overlap, so a sum is work done, not wall time (metrics.jsonl's perf/evaluation_seconds
+is the wall time).
 Usage: tools/update_phases.py RUN_DIR|TRAJECTORIES_H5 [--per-update N] [--csv]
   --per-update N: programs per update (default: train.tasks_per_update x train.samples_per_task
   of the run's config.resolved.toml beside the file).
